@@ -1,0 +1,172 @@
+"""`gpulab` command line: the TUI by default; info, list, run, bench, lessons subcommands.
+
+Bad input from a person (unknown experiment or parameter, a malformed or out-of-range value)
+exits with status 2 and one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from gpulab import __version__
+
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        sys.stderr.write(f"gpulab: {message} (see gpulab --help)\n")
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"gpulab: {message}\n")
+    return EXIT_BAD_INPUT
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="gpulab", description="A terminal lab for learning GPU computing.")
+    p.add_argument("--version", action="version", version=f"gpulab {__version__}")
+    p.add_argument("--data-dir", help="where progress and run history live (env GPULAB_DATA_DIR)")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+
+    info = sub.add_parser("info", help="backends, devices and the GPU's figures")
+    info.add_argument("--json", action="store_true", help="print JSON")
+
+    lst = sub.add_parser("list", help="experiments and their parameters")
+    lst.add_argument("--json", action="store_true", help="print JSON")
+
+    run = sub.add_parser("run", help="run one experiment headless")
+    run.add_argument("experiment", help="experiment id (see gpulab list)")
+    run.add_argument(
+        "--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="a parameter"
+    )
+    run.add_argument("--json", action="store_true", help="one JSON object per event, per line")
+    run.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+    run.add_argument("--timeout", type=float, default=0, help="cancel after this many seconds")
+
+    bench = sub.add_parser("bench", help="run the benchmark suite, write JSON and Markdown")
+    bench.add_argument("--suite", default="core", help="core (default) or full")
+    bench.add_argument("--json", dest="json_path", help="write the JSON results here")
+    bench.add_argument("--markdown", dest="md_path", help="write the Markdown table here")
+    bench.add_argument("--only", action="append", default=[], help="run just this experiment")
+
+    lessons = sub.add_parser("lessons", help="list lessons and your progress")
+    lessons.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.data_dir:
+        import os
+
+        os.environ["GPULAB_DATA_DIR"] = args.data_dir
+    try:
+        if args.command is None:
+            return _tui()
+        if args.command == "info":
+            return _info(args)
+        if args.command == "list":
+            return _list(args)
+        if args.command == "run":
+            return _run(args)
+        if args.command == "bench":
+            return _bench(args)
+        if args.command == "lessons":
+            return _lessons(args)
+    except KeyboardInterrupt:
+        sys.stderr.write("gpulab: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    return _fail(f"unknown command {args.command!r}")
+
+
+def _tui() -> int:
+    from gpulab.app import GpuLabApp
+
+    GpuLabApp().run()
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    from gpulab.core.devices import detect
+
+    inv = detect()
+    if args.json:
+        print(json.dumps(inv.to_dict(), indent=2))
+        return 0
+    print(f"gpulab {__version__}")
+    print(f"GPU: {inv.label()}")
+    for d in inv.devices:
+        print(
+            f"  cuda:{d.index}  {d.name}  cc {d.compute_capability}  {d.multiprocessors} SMs  "
+            f"{d.memory_total / 2**30:.1f} GiB"
+        )
+    print("Backends:")
+    for b in inv.backends.values():
+        state = f"yes  {b.version}" if b.available else f"no   {b.reason}"
+        print(f"  {b.name:<11} {state}")
+    print("Versions: " + ", ".join(f"{k} {v}" for k, v in inv.versions.items() if v))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from gpulab.experiments.registry import all_experiments
+
+    exps = all_experiments()
+    if args.json:
+        print(json.dumps([e.describe() for e in exps.values()], indent=2))
+        return 0
+    for exp in exps.values():
+        print(f"{exp.id:<22} {exp.title}: {exp.summary}")
+        for p in exp.params:
+            default = ",".join(map(str, p.default)) if isinstance(p.default, list) else p.default
+            print(f"    {p.name}={default}  ({p.allowed()}) {p.help}")
+    return 0
+
+
+def _validated(experiment: str, sets: list[str]) -> tuple[Any, dict[str, Any]] | str:
+    """(experiment, params) or a one-line error."""
+    from gpulab.core.params import ParamError, parse_assignments
+    from gpulab.experiments.registry import UnknownExperiment, get
+
+    try:
+        exp = get(experiment)
+        raw = parse_assignments(sets)
+        return exp, exp.params.validate(raw)
+    except (UnknownExperiment, ParamError, ValueError) as exc:
+        return str(exc)
+
+
+def _run(args: argparse.Namespace) -> int:
+    checked = _validated(args.experiment, args.sets)
+    if isinstance(checked, str):
+        return _fail(checked)
+    exp, params = checked
+    from gpulab.cli_run import run_headless
+
+    return run_headless(exp.id, params, as_json=args.json, device=args.device, timeout=args.timeout)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from gpulab.bench import main as bench_main
+
+    return bench_main(args)
+
+
+def _lessons(args: argparse.Namespace) -> int:
+    try:
+        from gpulab.lessons.cli import main as lessons_main
+    except ImportError:
+        return _fail("the lessons are not installed in this build")
+    return lessons_main(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

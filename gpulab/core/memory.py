@@ -1,0 +1,47 @@
+"""A memory probe for the process that runs experiments.
+
+It reads only libraries that are already imported: probing must never be the thing that pulls
+torch or CuPy into a process (the UI process calls nothing here, but tests and the CLI may).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from typing import Any
+
+
+def probe(device_index: int = 0) -> dict[str, Any]:
+    """Allocator and device memory as seen from inside this process, in bytes."""
+    reading: dict[str, Any] = {"t": time.time(), "device": device_index}
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        try:
+            reading["torch_allocated"] = int(torch.cuda.memory_allocated(device_index))
+            reading["torch_reserved"] = int(torch.cuda.memory_reserved(device_index))
+            reading["torch_peak"] = int(torch.cuda.max_memory_allocated(device_index))
+            free, total = torch.cuda.mem_get_info(device_index)
+            reading["device_free"], reading["device_total"] = int(free), int(total)
+        except Exception as exc:  # a dead context after an illegal address, for one
+            reading["error"] = f"torch: {exc}"
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        try:
+            pool = cupy.get_default_memory_pool()
+            reading["cupy_used"] = int(pool.used_bytes())
+            reading["cupy_total"] = int(pool.total_bytes())
+            if "device_total" not in reading:
+                with cupy.cuda.Device(device_index):
+                    free, total = cupy.cuda.runtime.memGetInfo()
+                reading["device_free"], reading["device_total"] = int(free), int(total)
+        except Exception as exc:
+            reading.setdefault("error", f"cupy: {exc}")
+    return reading
+
+
+def reset_peaks(device_index: int = 0) -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        with contextlib.suppress(Exception):
+            torch.cuda.reset_peak_memory_stats(device_index)

@@ -1,0 +1,148 @@
+"""JSON-serialisable results: what an experiment measured, verified and produced.
+
+Everything here survives `json.dumps(x.to_dict())` and `Cls.from_dict(...)`, because results
+cross a process boundary (worker -> client) and land in files (`--json`, bench/results/).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/inf: map them to None so every consumer parses the output."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _clean(dataclasses.asdict(value))
+    if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
+        return _clean(value.item())
+    return value
+
+
+class _Serial:
+    def to_dict(self) -> dict[str, Any]:
+        return _clean(dataclasses.asdict(self))  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class Measurement(_Serial):
+    """One row of a results table: a contender timed at one size and dtype."""
+
+    contender: str
+    size: str
+    time_median_s: float
+    time_min_s: float
+    time_max_s: float
+    runs: int
+    dtype: str = ""
+    throughput: float | None = None
+    unit: str = ""
+    percent_of_peak: float | None = None
+    peak_name: str = ""
+    cold_s: float | None = None
+    extrapolated: bool = False
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Verdict(_Serial):
+    """Correctness of one contender's output against a reference."""
+
+    contender: str
+    error: float
+    tolerance: float
+    passed: bool
+    metric: str = "max abs error"
+    reference: str = ""
+    size: str = ""
+    dtype: str = ""
+
+    @classmethod
+    def check(cls, contender: str, error: float, tolerance: float, **kw: Any) -> Verdict:
+        ok = math.isfinite(error) and error <= tolerance
+        return cls(contender=contender, error=float(error), tolerance=tolerance, passed=ok, **kw)
+
+
+@dataclass
+class Series(_Serial):
+    """Points for a plot (x vs y, one line per series name)."""
+
+    name: str
+    x: list[float]
+    y: list[float]
+    x_label: str = ""
+    y_label: str = ""
+    log_x: bool = False
+    log_y: bool = False
+
+
+@dataclass
+class Artifact(_Serial):
+    """A file the run produced (an image, a profile table). `path` is absolute on the worker's host."""
+
+    name: str
+    kind: str  # "image", "text", "table"
+    path: str = ""
+    text: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunRecord(_Serial):
+    """What ran, where, with what, and when."""
+
+    experiment: str
+    params: dict[str, Any]
+    device: str = ""
+    backend_versions: dict[str, str] = field(default_factory=dict)
+    started_at: float = field(default_factory=time.time)
+    finished_at: float | None = None
+    gpulab_version: str = ""
+
+
+@dataclass
+class Result(_Serial):
+    """The whole outcome of one run."""
+
+    record: RunRecord
+    measurements: list[Measurement] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    series: list[Series] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)  # contender -> why it did not run
+    explanation: str = ""  # "what you just saw"
+    lesson: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed for v in self.verdicts)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        return cls(
+            record=RunRecord.from_dict(data["record"]),
+            measurements=[Measurement.from_dict(m) for m in data.get("measurements", [])],
+            verdicts=[Verdict.from_dict(v) for v in data.get("verdicts", [])],
+            series=[Series.from_dict(s) for s in data.get("series", [])],
+            artifacts=[Artifact.from_dict(a) for a in data.get("artifacts", [])],
+            summary=dict(data.get("summary", {})),
+            unavailable=dict(data.get("unavailable", {})),
+            explanation=data.get("explanation", ""),
+            lesson=data.get("lesson", ""),
+        )

@@ -1,0 +1,174 @@
+"""The one timer every experiment uses.
+
+GPU work is asynchronous: a launch returns before the kernel runs. So torch and CuPy work is
+timed with CUDA events recorded on the current stream, and CPU work with `perf_counter`. The first
+call is timed on its own (`cold_s`): it pays for module loading, kernel compilation and library
+handle creation, which is a lesson in itself and must never pollute the steady-state median.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+SYNC_KINDS = ("none", "torch", "cupy")
+
+
+@dataclass
+class Timing:
+    median_s: float
+    min_s: float
+    max_s: float
+    runs: int
+    cold_s: float | None
+    method: str
+    times_s: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "median_s": self.median_s,
+            "min_s": self.min_s,
+            "max_s": self.max_s,
+            "runs": self.runs,
+            "cold_s": self.cold_s,
+            "method": self.method,
+        }
+
+
+class _EventClock:
+    """Times one call with a pair of CUDA events; returns seconds."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        if kind == "torch":
+            import torch
+
+            self._new = lambda: torch.cuda.Event(enable_timing=True)
+            self._sync = torch.cuda.synchronize
+        else:
+            import cupy
+
+            self._new = cupy.cuda.Event
+            self._sync = cupy.cuda.Device().synchronize
+
+    def sync(self) -> None:
+        self._sync()
+
+    def time(self, fn: Callable[[], Any], inner: int) -> float:
+        start, end = self._new(), self._new()
+        start.record()
+        for _ in range(inner):
+            fn()
+        end.record()
+        end.synchronize()
+        if self.kind == "torch":
+            ms = start.elapsed_time(end)
+        else:
+            import cupy
+
+            ms = cupy.cuda.get_elapsed_time(start, end)
+        return ms / 1e3 / inner
+
+
+def _sync_for(kind: str) -> Callable[[], None]:
+    if kind == "torch":
+        import torch
+
+        return torch.cuda.synchronize
+    if kind == "cupy":
+        import cupy
+
+        return cupy.cuda.Device().synchronize
+    return lambda: None
+
+
+class Timer:
+    """Warm-up, then repeat until `repeats` runs or `budget_s` seconds, at least `min_runs`."""
+
+    def __init__(
+        self,
+        warmup: int = 2,
+        repeats: int = 20,
+        budget_s: float = 2.0,
+        min_runs: int = 3,
+        cancel_check: Callable[[], None] | None = None,
+    ) -> None:
+        self.warmup = warmup
+        self.repeats = repeats
+        self.budget_s = budget_s
+        self.min_runs = min_runs
+        self.cancel_check = cancel_check or (lambda: None)
+
+    def measure(
+        self,
+        fn: Callable[[], Any],
+        *,
+        sync: str = "none",
+        before: Callable[[], Any] | None = None,
+        warmup: int | None = None,
+        repeats: int | None = None,
+        budget_s: float | None = None,
+        min_runs: int | None = None,
+        inner: int = 1,
+        cold: bool = True,
+    ) -> Timing:
+        """Time `fn`. `sync` is "torch" or "cupy" for device work (CUDA events), else "none".
+
+        `before` runs untimed ahead of every call (fresh inputs, an L2 flush). `inner` calls `fn`
+        that many times between one pair of events and divides, for work shorter than a launch.
+        """
+        if sync not in SYNC_KINDS:
+            raise ValueError(f"sync must be one of {SYNC_KINDS}, got {sync!r}")
+        warmup = self.warmup if warmup is None else warmup
+        repeats = self.repeats if repeats is None else repeats
+        budget_s = self.budget_s if budget_s is None else budget_s
+        min_runs = self.min_runs if min_runs is None else min_runs
+        device_sync = _sync_for(sync)
+        clock = _EventClock(sync) if sync != "none" else None
+
+        cold_s = None
+        if cold:
+            # Synchronize first so earlier queued work is not billed to the cold call.
+            device_sync()
+            if before:
+                before()
+                device_sync()
+            t0 = time.perf_counter()
+            fn()
+            device_sync()
+            cold_s = time.perf_counter() - t0
+            self.cancel_check()
+        for _ in range(max(0, warmup - (1 if cold else 0))):
+            if before:
+                before()
+            fn()
+            device_sync()
+            self.cancel_check()
+
+        times: list[float] = []
+        t_start = time.perf_counter()
+        while len(times) < max(1, min_runs) or (
+            len(times) < repeats and time.perf_counter() - t_start < budget_s
+        ):
+            if before:
+                before()
+            if clock is not None:
+                times.append(clock.time(fn, inner))
+            else:
+                t0 = time.perf_counter()
+                for _ in range(inner):
+                    fn()
+                times.append((time.perf_counter() - t0) / inner)
+            self.cancel_check()
+        return Timing(
+            median_s=statistics.median(times),
+            min_s=min(times),
+            max_s=max(times),
+            runs=len(times),
+            cold_s=cold_s,
+            method="cuda-events" if clock is not None else "perf_counter",
+            times_s=times,
+        )

@@ -1,0 +1,185 @@
+"""The Experiment interface and the context an experiment runs in.
+
+Experiments never know who runs them (the worker, a test, the CLI in-process): they get a
+`Context` with progress, a cancellation check, the timer and a memory probe, and return a Result.
+Modules here import torch and CuPy only inside `run`, so the registry loads in the UI process.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpulab import __version__
+from gpulab.core import memory
+from gpulab.core.devices import Inventory, cupy_hint
+from gpulab.core.params import ParamSet
+from gpulab.core.results import Measurement, Result, RunRecord
+from gpulab.core.timing import Timer
+
+
+class Cancelled(Exception):
+    """Raised by `Context.check_cancelled()` once a cancel was asked for."""
+
+
+class ExperimentError(Exception):
+    """A failure the experiment explains in one line (bad image file, size too large, ...)."""
+
+    kind = "experiment-error"
+
+
+class DoesNotFit(ExperimentError):
+    """A size that would not fit in device memory, refused before anything is allocated."""
+
+    kind = "does-not-fit"
+
+
+@dataclass(frozen=True)
+class Contender:
+    id: str
+    label: str
+    backend: str  # python | numpy | torch-cpu | torch-cuda | cupy
+    help: str = ""
+
+
+BACKEND_LABELS = {
+    "python": "pure Python",
+    "numpy": "NumPy",
+    "scipy": "SciPy",
+    "torch-cpu": "PyTorch on the CPU",
+    "torch-cuda": "PyTorch on the GPU",
+    "cupy": "CuPy",
+}
+
+
+@dataclass
+class Context:
+    """What a running experiment may use. Every callback is optional, so tests can build one bare."""
+
+    inventory: Inventory = field(default_factory=Inventory)
+    device_index: int = 0
+    on_progress: Callable[[float, str], None] | None = None
+    on_measurement: Callable[[Measurement], None] | None = None
+    on_log: Callable[[str], None] | None = None
+    is_cancelled: Callable[[], bool] | None = None
+    timer_budget_s: float = 2.0
+    timer_repeats: int = 20
+    quick: bool = False  # tests: fewer repeats, smaller internal sweeps
+
+    def __post_init__(self) -> None:
+        self.timer = Timer(
+            repeats=3 if self.quick else self.timer_repeats,
+            budget_s=0.2 if self.quick else self.timer_budget_s,
+            warmup=1 if self.quick else 2,
+            cancel_check=self.check_cancelled,
+        )
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self.is_cancelled and self.is_cancelled())
+
+    def check_cancelled(self) -> None:
+        if self.cancelled:
+            raise Cancelled("cancelled")
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        if self.on_progress:
+            self.on_progress(max(0.0, min(1.0, float(fraction))), message)
+        self.check_cancelled()
+
+    def measurement(self, row: Measurement) -> None:
+        if self.on_measurement:
+            self.on_measurement(row)
+
+    def log(self, message: str) -> None:
+        if self.on_log:
+            self.on_log(message)
+
+    def memory(self) -> dict[str, Any]:
+        return memory.probe(self.device_index)
+
+    @property
+    def has_cuda(self) -> bool:
+        return self.inventory.available("torch-cuda")
+
+    @property
+    def has_cupy(self) -> bool:
+        return self.inventory.available("cupy")
+
+    @property
+    def torch_device(self) -> str:
+        return f"cuda:{self.device_index}" if self.has_cuda else "cpu"
+
+    def device_name(self) -> str:
+        for d in self.inventory.devices:
+            if d.kind == "cuda" and d.index == self.device_index:
+                return d.name
+        return f"CPU ({self.inventory.cpu or 'host'}, {self.inventory.cpu_count} cores)"
+
+
+class Experiment:
+    """Subclass and set the class attributes; implement `run`."""
+
+    id: str = ""
+    title: str = ""
+    summary: str = ""
+    lesson: str = ""  # lesson id for "what you just saw"
+    params: ParamSet = ParamSet()
+    contenders: tuple[Contender, ...] = ()
+
+    def availability(self, inventory: Inventory) -> dict[str, str]:
+        """Contender id -> "" when it can run here, else why not (with the fix)."""
+        out: dict[str, str] = {}
+        for c in self.contenders:
+            if c.backend in ("python", "numpy", "scipy"):
+                out[c.id] = ""
+            elif c.backend == "cupy" and not inventory.available("cupy"):
+                reason = inventory.reason("cupy") or f"CuPy is not installed: {cupy_hint()}"
+                out[c.id] = f"needs a GPU with CuPy: {reason}"
+            elif c.backend in ("torch-cuda", "cupy") and not inventory.has_gpu:
+                out[c.id] = f"needs a GPU: {inventory.gpu_reason or 'no GPU'}"
+            elif c.backend in ("torch-cpu", "torch-cuda") and not inventory.available(c.backend):
+                out[c.id] = inventory.reason(c.backend)
+            else:
+                out[c.id] = ""
+        return out
+
+    def check(self, params: dict[str, Any], inventory: Inventory) -> None:
+        """Refuse params that cannot work on this machine before any work starts."""
+
+    def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        raise NotImplementedError
+
+    def new_result(self, ctx: Context, params: dict[str, Any]) -> Result:
+        versions = {k: v for k, v in ctx.inventory.versions.items() if v}
+        result = Result(
+            record=RunRecord(
+                experiment=self.id,
+                params=dict(params),
+                device=ctx.device_name(),
+                backend_versions=versions,
+                gpulab_version=__version__,
+            ),
+            lesson=self.lesson,
+        )
+        result.unavailable = {k: v for k, v in self.availability(ctx.inventory).items() if v}
+        return result
+
+    def finish(self, result: Result) -> Result:
+        result.record.finished_at = time.time()
+        return result
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "summary": self.summary,
+            "lesson": self.lesson,
+            "params": [p.to_dict() for p in self.params],
+            "contenders": [
+                {"id": c.id, "label": c.label, "backend": c.backend, "help": c.help}
+                for c in self.contenders
+            ],
+        }

@@ -1,0 +1,50 @@
+"""Small helpers shared by experiments: turning a Timing into a results row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpulab.core.results import Measurement
+from gpulab.core.timing import Timing
+
+
+def row(
+    contender: str,
+    size: str,
+    timing: Timing,
+    *,
+    work: float | None = None,
+    unit: str = "",
+    scale: float = 1.0,
+    dtype: str = "",
+    peak: float | None = None,
+    peak_name: str = "",
+    **extra: Any,
+) -> Measurement:
+    """`work` units done per call (bytes, flops, samples); throughput = work / median / scale.
+
+    `peak` is in the same unit as the throughput; percent_of_peak is filled when it is known.
+    """
+    throughput = None
+    if work is not None and timing.median_s > 0:
+        throughput = work / timing.median_s / scale
+    pct = None
+    if throughput is not None and peak:
+        pct = 100.0 * throughput / peak
+    note = extra.pop("note", "")
+    return Measurement(
+        contender=contender,
+        size=size,
+        dtype=dtype,
+        time_median_s=timing.median_s,
+        time_min_s=timing.min_s,
+        time_max_s=timing.max_s,
+        runs=timing.runs,
+        throughput=throughput,
+        unit=unit,
+        percent_of_peak=pct,
+        peak_name=peak_name,
+        cold_s=timing.cold_s,
+        note=note,
+        extra=extra,
+    )

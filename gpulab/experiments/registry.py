@@ -1,0 +1,40 @@
+"""Every experiment gpulab knows, by id. Importing this module imports no torch and no CuPy."""
+
+from __future__ import annotations
+
+import importlib
+
+from gpulab.experiments.base import Experiment
+
+# One module per experiment; each defines EXPERIMENT. Order is the order the panel lists them.
+MODULES: tuple[str, ...] = ("montecarlo",)
+
+_cache: dict[str, Experiment] | None = None
+
+
+class UnknownExperiment(KeyError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        return f"unknown experiment '{self.name}'; known: {', '.join(self.known)}"
+
+
+def all_experiments() -> dict[str, Experiment]:
+    global _cache
+    if _cache is None:
+        found: dict[str, Experiment] = {}
+        for mod in MODULES:
+            exp = importlib.import_module(f"gpulab.experiments.{mod}").EXPERIMENT
+            found[exp.id] = exp
+        _cache = found
+    return _cache
+
+
+def get(name: str) -> Experiment:
+    exps = all_experiments()
+    if name not in exps:
+        raise UnknownExperiment(name, list(exps))
+    return exps[name]

@@ -1,0 +1,1 @@
+"""Lessons: Markdown content with front matter, the catalog and quizzes. Headless."""

@@ -1,0 +1,1 @@
+"""NVML inventory and snapshots, sampled off the event loop. Headless: no textual here."""

@@ -1,0 +1,46 @@
+"""Shared test setup. GPU tests carry @pytest.mark.gpu and skip cleanly without a usable GPU."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+
+
+@functools.cache
+def gpu_available() -> bool:
+    if os.environ.get("GPULAB_FORCE_CPU"):
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@functools.cache
+def cupy_available() -> bool:
+    if not gpu_available():
+        return False
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU with a CUDA build of torch")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_dir(tmp_path, monkeypatch):
+    """No test touches the user's real progress database."""
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "gpulab-data"))

@@ -1,0 +1,80 @@
+"""The CLI through a subprocess, as a person would use it."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+
+def gpulab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gpulab", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_version():
+    out = gpulab("--version")
+    assert out.returncode == 0
+    assert out.stdout.startswith("gpulab ")
+
+
+def test_list_json_has_montecarlo_with_params():
+    out = gpulab("list", "--json")
+    assert out.returncode == 0, out.stderr
+    exps = {e["id"]: e for e in json.loads(out.stdout)}
+    assert "montecarlo" in exps
+    assert "samples" in [p["name"] for p in exps["montecarlo"]["params"]]
+
+
+def test_info_json_explains_cpu_mode():
+    out = gpulab("info", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["backends"]["numpy"]["available"]
+    if not data["devices"]:
+        assert data["gpu_reason"]
+
+
+def test_run_montecarlo_json_estimates_pi():
+    out = gpulab("run", "montecarlo", "--set", "samples=1e7", "--json")
+    assert out.returncode == 0, out.stderr
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    assert events[0]["type"] == "accepted"
+    assert any(e["type"] == "progress" for e in events)
+    assert any(e["type"] == "measurement" for e in events)
+    final = events[-1]
+    assert final["type"] == "result"
+    summary = final["result"]["summary"]
+    assert abs(summary["estimate"] - math.pi) <= 4 * summary["standard_error"]
+    assert final["result"]["verdicts"] and all(v["passed"] for v in final["result"]["verdicts"])
+
+
+def test_run_table_is_readable():
+    out = gpulab("run", "montecarlo", "--set", "samples=1e5")
+    assert out.returncode == 0, out.stderr
+    assert "contender" in out.stdout and "numpy" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["run", "no-such-thing"], "unknown experiment"),
+        (["run", "montecarlo", "--set", "colour=red"], "unknown parameter 'colour'"),
+        (["run", "montecarlo", "--set", "samples=1e13"], "parameter 'samples'"),
+        (["run", "montecarlo", "--set", "samples=lots"], "'lots'"),
+        (["run", "montecarlo", "--set", "samples"], "NAME=VALUE"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args, needle):
+    out = gpulab(*args)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in out.stderr
