@@ -128,6 +128,10 @@ class Experiment:
     lesson: str = ""  # lesson id for "what you just saw"
     params: ParamSet = ParamSet()
     contenders: tuple[Contender, ...] = ()
+    # `gpulab bench`: the params each benchmark run uses; suites "core" (the three headline
+    # experiments) and "full" (every experiment). Empty: not benchmarked.
+    bench_params: tuple[dict[str, Any], ...] = ()
+    bench_suites: tuple[str, ...] = ("full",)
 
     def availability(self, inventory: Inventory) -> dict[str, str]:
         """Contender id -> "" when it can run here, else why not (with the fix)."""

@@ -58,7 +58,7 @@ class MonteCarlo(Experiment):
     id = "montecarlo"
     title = "Monte Carlo pi"
     summary = "Estimate pi from random points; race NumPy, PyTorch CPU and PyTorch GPU."
-    lesson = "applications-monte-carlo"
+    lesson = "applications"
     params = ParamSet(
         (
             Int(
