@@ -7,7 +7,7 @@ import importlib
 from gpulab.experiments.base import Experiment
 
 # One module per experiment; each defines EXPERIMENT. Order is the order the panel lists them.
-MODULES: tuple[str, ...] = ("montecarlo",)
+MODULES: tuple[str, ...] = ("montecarlo", "calibrate")
 
 _cache: dict[str, Experiment] | None = None
 

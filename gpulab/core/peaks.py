@@ -1,0 +1,293 @@
+"""This device's ceilings, measured once: the denominators of every "% of peak".
+
+Datasheet figures are leads, not ceilings a program can reach, so gpulab measures its own:
+a large device-to-device copy (GB/s, bytes read + bytes written), cuBLAS matrix products per
+dtype on random data (TFLOP/s, 2 n^3 flops), and pinned host<->device copies (GB/s). Without a
+GPU it calibrates the CPU instead: a NumPy memory copy and NumPy matrix products.
+
+Results are cached as JSON under the data dir, one file per device key: a GPU's UUID plus the
+driver version (a new driver can change cuBLAS's kernels), or the host name plus the CPU model.
+`cached()` only reads that JSON and imports neither torch nor CuPy, so the UI and lessons can
+show "% of peak" without a GPU runtime in their process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import re
+import socket
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+GPU_DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
+CPU_DTYPES = ("fp64", "fp32")
+SCHEMA = 1
+
+
+def data_dir() -> Path:
+    """$GPULAB_DATA_DIR, else the platform's user data dir for gpulab (created on demand)."""
+    env = os.environ.get("GPULAB_DATA_DIR")
+    if env:
+        path = Path(env).expanduser()
+    else:
+        from platformdirs import user_data_dir
+
+        path = Path(user_data_dir("gpulab"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclass
+class Peaks:
+    key: str
+    device: str
+    cpu: bool
+    copy_gbs: float | None = None
+    h2d_pinned_gbs: float | None = None
+    d2h_pinned_gbs: float | None = None
+    matmul_tflops: dict[str, float] = field(default_factory=dict)
+    measured_at: float = 0.0
+    quick: bool = False  # measured with small sizes (tests): a full calibration replaces it
+    detail: dict[str, Any] = field(default_factory=dict)  # sizes used, per figure
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["schema"] = SCHEMA
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Peaks:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def missing(self) -> list[str]:
+        """Figures not measured yet (what `load_or_measure` fills in)."""
+        want = ["copy"] + [f"matmul:{d}" for d in (CPU_DTYPES if self.cpu else GPU_DTYPES)]
+        if not self.cpu:
+            want += ["h2d", "d2h"]
+        return [w for w in want if peak_for(self, w) is None]
+
+
+# ---------------------------------------------------------------------------- keys and cache
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def _gpu(inventory: Any, device_index: int) -> Any | None:
+    for d in getattr(inventory, "devices", []):
+        if d.kind == "cuda" and d.index == device_index:
+            return d
+    return None
+
+
+def device_key(inventory: Any, device_index: int = 0, *, cpu: bool | None = None) -> str:
+    """The cache key: GPU UUID + driver version, or host name + CPU model."""
+    gpu = None if cpu else _gpu(inventory, device_index)
+    if gpu is not None:
+        ident = gpu.uuid or f"{gpu.name}-{device_index}"
+        return f"gpu-{ident}-driver-{inventory.driver_version or 'unknown'}"
+    return f"cpu-{socket.gethostname()}-{_cpu_model()}"
+
+
+def _slug(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", key)[:180]
+
+
+def cache_path(key: str) -> Path:
+    return data_dir() / "peaks" / f"{_slug(key)}.json"
+
+
+def _read(key: str) -> Peaks | None:
+    path = cache_path(key)
+    try:
+        data = json.loads(path.read_text())
+        peaks = Peaks.from_dict(data)
+    except (OSError, ValueError, TypeError):
+        return None  # missing or corrupt: measure again
+    return peaks if peaks.key == key else None
+
+
+def _write(peaks: Peaks) -> Path:
+    path = cache_path(peaks.key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(peaks.to_dict(), indent=2))
+    tmp.replace(path)  # atomic: a reader never sees half a file
+    return path
+
+
+def cached(inventory: Any, device_index: int = 0, *, cpu: bool | None = None) -> Peaks | None:
+    """The stored calibration for this device, or None. Reads JSON only (no torch, no CuPy)."""
+    return _read(device_key(inventory, device_index, cpu=cpu))
+
+
+def peak_for(peaks: Peaks | None, what: str) -> float | None:
+    """`copy`, `h2d`, `d2h` (GB/s) or `matmul:<dtype>` / `<dtype>` (TFLOP/s); None if unknown."""
+    if peaks is None:
+        return None
+    what = what.lower().replace("matmul-", "matmul:")
+    simple = {"copy": peaks.copy_gbs, "h2d": peaks.h2d_pinned_gbs, "d2h": peaks.d2h_pinned_gbs}
+    if what in simple:
+        value = simple[what]
+    else:
+        value = peaks.matmul_tflops.get(what.removeprefix("matmul:"))
+    return float(value) if value else None
+
+
+# ---------------------------------------------------------------------------- measuring
+
+
+def load_or_measure(
+    ctx: Any, *, remeasure: bool = False, quick: bool = False, cpu: bool | None = None
+) -> Peaks:
+    """The calibration for ctx's device (or the CPU when `cpu` or no GPU), measuring what is missing.
+
+    A GPU calibration takes a few seconds (a quick one well under a second); the result is cached.
+    """
+    use_cpu = bool(cpu) or not ctx.has_cuda
+    inventory = ctx.inventory
+    key = device_key(inventory, ctx.device_index, cpu=use_cpu)
+    peaks = None if remeasure else _read(key)
+    if peaks is not None and peaks.quick and not quick:
+        peaks = None  # a test-sized calibration is not good enough for real figures
+    if peaks is None:
+        gpu = None if use_cpu else _gpu(inventory, ctx.device_index)
+        name = gpu.name if gpu is not None else f"CPU {_cpu_model()}"
+        peaks = Peaks(key=key, device=name, cpu=use_cpu, quick=quick)
+    todo = peaks.missing()
+    if not todo:
+        return peaks
+    if use_cpu:
+        _measure_cpu(peaks, todo, quick=quick, ctx=ctx)
+    else:
+        _measure_gpu(peaks, todo, quick=quick, ctx=ctx)
+    peaks.measured_at = time.time()
+    with contextlib.suppress(OSError):  # a read-only data dir still gets its numbers
+        _write(peaks)
+    return peaks
+
+
+def _log(ctx: Any, message: str) -> None:
+    if ctx is not None and hasattr(ctx, "log"):
+        ctx.log(message)
+
+
+def _measure_cpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None:
+    import numpy as np
+
+    from gpulab.core.timing import Timer
+
+    timer = Timer(warmup=1, repeats=5 if quick else 10, budget_s=0.3 if quick else 1.5)
+    rng = np.random.default_rng(0)
+    if "copy" in todo:
+        n = (8 if quick else 256) * 2**20 // 4
+        src = rng.random(n, dtype=np.float32)
+        dst = np.empty_like(src)
+        t = timer.measure(lambda: np.copyto(dst, src), cold=False)
+        peaks.copy_gbs = 2 * src.nbytes / t.median_s / 1e9
+        peaks.detail["copy"] = {"bytes": 2 * src.nbytes, "counted": "read + written"}
+        _log(ctx, f"CPU memory copy: {peaks.copy_gbs:.1f} GB/s")
+    n = 256 if quick else 2048
+    for dtype in CPU_DTYPES:
+        if f"matmul:{dtype}" not in todo:
+            continue
+        npd = np.float64 if dtype == "fp64" else np.float32
+        a = rng.standard_normal((n, n)).astype(npd)
+        b = rng.standard_normal((n, n)).astype(npd)
+        t = timer.measure(lambda a=a, b=b: a @ b, cold=False)
+        peaks.matmul_tflops[dtype] = 2 * n**3 / t.median_s / 1e12
+        peaks.detail[f"matmul:{dtype}"] = {"n": n, "library": f"NumPy {np.__version__}"}
+        _log(ctx, f"NumPy matmul {dtype} n={n}: {peaks.matmul_tflops[dtype] * 1e3:.1f} GFLOP/s")
+
+
+def _measure_gpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None:
+    import torch
+
+    from gpulab.core.timing import Timer
+
+    device = torch.device(f"cuda:{ctx.device_index}")
+    timer = Timer(warmup=2, repeats=5 if quick else 15, budget_s=0.2 if quick else 1.0)
+    with torch.cuda.device(device):
+        if "copy" in todo:
+            # Far larger than L2 (50-60 MB on Hopper), so this measures HBM, not the cache.
+            n = (64 if quick else 1024) * 2**20 // 4
+            src = torch.rand(n, device=device)
+            dst = torch.empty_like(src)
+            t = timer.measure(lambda: dst.copy_(src), sync="torch", cold=False)
+            peaks.copy_gbs = 2 * src.numel() * 4 / t.median_s / 1e9
+            peaks.detail["copy"] = {"bytes": 2 * n * 4, "counted": "read + written"}
+            del src, dst
+            _log(ctx, f"device-to-device copy: {peaks.copy_gbs:.0f} GB/s")
+        if "h2d" in todo or "d2h" in todo:
+            n = (32 if quick else 256) * 2**20 // 4
+            host = torch.rand(n).pin_memory()
+            dev = torch.empty(n, device=device)
+            t = timer.measure(lambda: dev.copy_(host, non_blocking=True), sync="torch", cold=False)
+            peaks.h2d_pinned_gbs = n * 4 / t.median_s / 1e9
+            t = timer.measure(lambda: host.copy_(dev, non_blocking=True), sync="torch", cold=False)
+            peaks.d2h_pinned_gbs = n * 4 / t.median_s / 1e9
+            peaks.detail["h2d"] = peaks.detail["d2h"] = {"bytes": n * 4, "pinned": True}
+            del host, dev
+            _log(
+                ctx,
+                f"pinned H2D / D2H: {peaks.h2d_pinned_gbs:.1f} / {peaks.d2h_pinned_gbs:.1f} GB/s",
+            )
+        tdtypes = {
+            "fp64": torch.float64,
+            "fp32": torch.float32,
+            "tf32": torch.float32,
+            "fp16": torch.float16,
+            "bf16": torch.bfloat16,
+        }
+        for dtype in GPU_DTYPES:
+            if f"matmul:{dtype}" not in todo:
+                continue
+            # fp64 runs at a tenth of the rate: 4096 is already long enough to time well.
+            n = (1024 if quick else 4096) if dtype == "fp64" else (2048 if quick else 8192)
+            a = torch.randn(n, n, device=device, dtype=tdtypes[dtype])
+            b = torch.randn(n, n, device=device, dtype=tdtypes[dtype])
+            out = torch.empty(n, n, device=device, dtype=tdtypes[dtype])
+            saved = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+            try:
+                t = timer.measure(
+                    lambda a=a, b=b, out=out: torch.mm(a, b, out=out), sync="torch", cold=False
+                )
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = saved
+            peaks.matmul_tflops[dtype] = 2 * n**3 / t.median_s / 1e12
+            peaks.detail[f"matmul:{dtype}"] = {
+                "n": n,
+                "library": f"cuBLAS via torch {torch.__version__}",
+            }
+            del a, b, out
+            _log(ctx, f"matmul {dtype} n={n}: {peaks.matmul_tflops[dtype]:.1f} TFLOP/s")
+        torch.cuda.empty_cache()
+
+
+def summary_rows(peaks: Peaks) -> list[tuple[str, float, str]]:
+    """(figure, value, unit) for display."""
+    rows: list[tuple[str, float, str]] = []
+    label = (
+        "memory copy (read + written)" if peaks.cpu else "device-to-device copy (read + written)"
+    )
+    if peaks.copy_gbs:
+        rows.append((label, peaks.copy_gbs, "GB/s"))
+    if peaks.h2d_pinned_gbs:
+        rows.append(("host to device, pinned", peaks.h2d_pinned_gbs, "GB/s"))
+    if peaks.d2h_pinned_gbs:
+        rows.append(("device to host, pinned", peaks.d2h_pinned_gbs, "GB/s"))
+    for dtype, value in peaks.matmul_tflops.items():
+        rows.append((f"matmul {dtype}", value, "TFLOP/s"))
+    return rows
