@@ -1,0 +1,396 @@
+"""A fake `pynvml` with the driver variants the panes must survive. Tests inject it.
+
+    fake = FakeNvml("mig")
+    sampler = fake_sampler("two-gpus")            # a Sampler wired to a fake and its processes
+
+Variants:
+    full           one H100-like GPU, every call answers (v2 memory, clock event reasons)
+    not-supported  a GPU that answers NotSupported for most dynamic fields and has no v2 memory
+    old-driver     an old driver: no v2 memory call, no clock-event call (throttle reasons work)
+    no-library     nvmlInit fails: libnvidia-ml.so not found (a machine without the driver)
+    no-driver      nvmlInit fails: the driver is not loaded
+    gpu-lost       the GPU fell off the bus: every call after init answers GpuIsLost
+    two-gpus       two GPUs of different models
+    mig            MIG on: per-GPU utilization and the process list are not available
+    container      processes carry host PIDs that this PID namespace cannot see
+
+The fake keeps memory state: `set_process_memory(gpu, pid, nbytes)` makes a process hold memory,
+so gauge tests can watch "used" rise and fall like a real allocation.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from gpulab.telemetry import nvml as codes
+from gpulab.telemetry.values import NA
+
+VARIANTS = (
+    "full",
+    "not-supported",
+    "old-driver",
+    "no-library",
+    "no-driver",
+    "gpu-lost",
+    "two-gpus",
+    "mig",
+    "container",
+)
+GiB = 2**30
+MiB = 2**20
+
+NVML_CLOCK_SM = 1
+NVML_CLOCK_MEM = 2
+NVML_TEMPERATURE_GPU = 0
+NVML_PCIE_UTIL_TX_BYTES = 0
+NVML_PCIE_UTIL_RX_BYTES = 1
+nvmlMemory_v2 = 0x02000028
+
+_MESSAGES = {
+    codes.NOT_SUPPORTED: "Not Supported",
+    codes.NO_PERMISSION: "Insufficient Permissions",
+    codes.NOT_FOUND: "Not Found",
+    codes.DRIVER_NOT_LOADED: "Driver Not Loaded",
+    codes.LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
+    codes.FUNCTION_NOT_FOUND: "Function Not Found",
+    codes.GPU_IS_LOST: "GPU is lost",
+}
+
+
+class NVMLError(Exception):
+    """Shaped like pynvml's: the return code in `.value`."""
+
+    def __init__(self, value: int) -> None:
+        super().__init__(_MESSAGES.get(value, f"NVML error {value}"))
+        self.value = value
+
+
+@dataclass
+class FakeGpu:
+    name: str = "NVIDIA H100 80GB HBM3"
+    uuid: str = "GPU-8d3b6c1e-0000-4000-8000-00000000a100"
+    cc: tuple[int, int] = (9, 0)
+    arch: int = 9
+    total: int = 80 * GiB
+    reserved: int = 512 * MiB
+    base_used: int = 0  # memory no listed process holds
+    max_sm: int = 1980
+    max_mem: int = 2619
+    bus_width: int = 5120
+    pcie_max: tuple[int, int] = (5, 16)
+    pcie_cur: tuple[int, int] = (5, 16)
+    power_limit_mw: int = 700_000
+    power_mw: int = 72_500
+    temp: int = 34
+    util: tuple[int, int] = (0, 0)
+    clocks: tuple[int, int] = (345, 2619)
+    reasons: int = 0x1  # idle
+    pcie_kbs: tuple[int, int] = (1_200, 800)
+    mig: tuple[int, int] | None = None  # (current, pending), None: no MIG on this model
+    mig_slots: list[tuple[str, int, int]] = field(default_factory=list)  # uuid, total, used
+    unsupported: set[str] = field(default_factory=set)
+    lost: bool = False
+    processes: dict[int, int] = field(default_factory=dict)  # pid -> bytes
+    graphics: dict[int, int] = field(default_factory=dict)
+
+
+class FakeProcesses:
+    """The ProcessTable the fake's PIDs live in: visible ones have names, host ones do not."""
+
+    def __init__(self, names: dict[int, str] | None = None, hidden: bool = False) -> None:
+        self.names = dict(names or {})
+        self.hidden = hidden
+
+    def visible(self, pid: int) -> bool:
+        return not self.hidden
+
+    def name(self, pid: int) -> str | NA:
+        return self.names.get(pid, NA("process exited"))
+
+
+class FakeNvml:
+    """The subset of pynvml gpulab calls, answering as the chosen driver variant would."""
+
+    NVMLError = NVMLError
+    NVML_CLOCK_SM = NVML_CLOCK_SM
+    NVML_CLOCK_MEM = NVML_CLOCK_MEM
+    nvmlMemory_v2 = nvmlMemory_v2
+
+    def __init__(self, variant: str = "full") -> None:
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown fake NVML variant {variant!r}; one of {', '.join(VARIANTS)}")
+        self.variant = variant
+        self.lock = threading.Lock()
+        self.calls = 0
+        self.initialised = False
+        self.init_error: int | None = None
+        self.driver = "580.95.05"
+        self.cuda = 13000
+        self.missing: set[str] = set()  # functions this "binding" lacks
+        self.gpus = [FakeGpu(processes={4242: 1 * GiB}, base_used=0)]
+        self.procs = FakeProcesses({4242: "python3"})
+        self._configure(variant)
+
+    def _configure(self, variant: str) -> None:
+        gpu = self.gpus[0]
+        if variant == "not-supported":
+            gpu.name = "NVIDIA Example Board"
+            gpu.unsupported = {
+                "nvmlDeviceGetMemoryInfo_v2",
+                "nvmlDeviceGetUtilizationRates",
+                "nvmlDeviceGetPowerUsage",
+                "nvmlDeviceGetEnforcedPowerLimit",
+                "nvmlDeviceGetPcieThroughput",
+                "nvmlDeviceGetCurrentClocksEventReasons",
+                "nvmlDeviceGetMemoryBusWidth",
+                "nvmlDeviceGetTemperature",
+                "nvmlDeviceGetComputeRunningProcesses",
+                "nvmlDeviceGetGraphicsRunningProcesses",
+            }
+        elif variant == "old-driver":
+            self.driver, self.cuda = "470.256.02", 11040
+            gpu.name, gpu.cc, gpu.arch = "Tesla T4", (7, 5), 6
+            gpu.total, gpu.max_mem, gpu.bus_width, gpu.pcie_max = 15 * GiB, 5001, 256, (3, 16)
+            gpu.pcie_cur, gpu.power_limit_mw = (3, 16), 70_000
+            gpu.unsupported = {"nvmlDeviceGetMemoryInfo_v2"}
+            self.missing = {"nvmlDeviceGetCurrentClocksEventReasons"}
+        elif variant == "no-library":
+            self.init_error = codes.LIBRARY_NOT_FOUND
+        elif variant == "no-driver":
+            self.init_error = codes.DRIVER_NOT_LOADED
+        elif variant == "gpu-lost":
+            gpu.lost = True
+        elif variant == "two-gpus":
+            second = FakeGpu(
+                name="NVIDIA A100-SXM4-40GB",
+                uuid="GPU-1f2e3d4c-0000-4000-8000-00000000a200",
+                cc=(8, 0),
+                arch=7,
+                total=40 * GiB,
+                max_sm=1410,
+                max_mem=1215,
+                pcie_max=(4, 16),
+                pcie_cur=(4, 16),
+                power_limit_mw=400_000,
+                power_mw=55_000,
+                temp=29,
+            )
+            self.gpus.append(second)
+        elif variant == "mig":
+            gpu.mig = (1, 1)
+            gpu.mig_slots = [
+                ("MIG-11111111-0000-4000-8000-000000000001", 40 * GiB, 1 * GiB),
+                ("MIG-22222222-0000-4000-8000-000000000002", 20 * GiB, 0),
+            ]
+            gpu.unsupported = {
+                "nvmlDeviceGetUtilizationRates",
+                "nvmlDeviceGetComputeRunningProcesses",
+                "nvmlDeviceGetGraphicsRunningProcesses",
+            }
+        elif variant == "container":
+            gpu.processes = {3_100_417: 1 * GiB, 3_100_999: 2 * GiB}
+            self.procs = FakeProcesses(hidden=True)
+
+    # test controls --------------------------------------------------------------------------
+    def set_process_memory(self, gpu: int, pid: int, nbytes: int) -> None:
+        with self.lock:
+            if nbytes > 0:
+                self.gpus[gpu].processes[pid] = nbytes
+            else:
+                self.gpus[gpu].processes.pop(pid, None)
+
+    def lose_gpu(self, gpu: int = 0) -> None:
+        self.gpus[gpu].lost = True
+
+    # plumbing -------------------------------------------------------------------------------
+    def _gpu(self, handle: Any, fn: str) -> FakeGpu:
+        self.calls += 1
+        if not self.initialised:
+            raise NVMLError(1)
+        gpu = handle if isinstance(handle, FakeGpu) else None
+        if gpu is None:
+            raise NVMLError(2)
+        if gpu.lost:
+            raise NVMLError(codes.GPU_IS_LOST)
+        if fn in gpu.unsupported:
+            raise NVMLError(codes.NOT_SUPPORTED)
+        return gpu
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in object.__getattribute__(self, "missing"):
+            raise AttributeError(name)
+        return object.__getattribute__(self, name)
+
+    # the pynvml surface ---------------------------------------------------------------------
+    def nvmlInit(self) -> None:
+        if self.init_error is not None:
+            raise NVMLError(self.init_error)
+        self.initialised = True
+
+    def nvmlShutdown(self) -> None:
+        self.initialised = False
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return self.driver
+
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
+        return self.cuda
+
+    def nvmlSystemGetNVMLVersion(self) -> str:
+        return f"{self.cuda // 1000}.{self.driver}"
+
+    def nvmlDeviceGetCount(self) -> int:
+        if not self.initialised:
+            raise NVMLError(1)
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> FakeGpu:
+        if not self.initialised:
+            raise NVMLError(1)
+        if not 0 <= index < len(self.gpus):
+            raise NVMLError(2)
+        return self.gpus[index]
+
+    def nvmlDeviceGetName(self, h: Any) -> str:
+        return self._gpu(h, "nvmlDeviceGetName").name
+
+    def nvmlDeviceGetUUID(self, h: Any) -> str:
+        if isinstance(h, tuple):  # a MIG device handle: (parent, slot)
+            return h[0].mig_slots[h[1]][0]
+        return self._gpu(h, "nvmlDeviceGetUUID").uuid
+
+    def nvmlDeviceGetCudaComputeCapability(self, h: Any) -> tuple[int, int]:
+        return self._gpu(h, "nvmlDeviceGetCudaComputeCapability").cc
+
+    def nvmlDeviceGetArchitecture(self, h: Any) -> int:
+        return self._gpu(h, "nvmlDeviceGetArchitecture").arch
+
+    def nvmlDeviceGetMemoryInfo(self, h: Any, version: int | None = None) -> SimpleNamespace:
+        if isinstance(h, tuple):
+            _, total, used = h[0].mig_slots[h[1]]
+            return SimpleNamespace(total=total, used=used, free=total - used)
+        name = "nvmlDeviceGetMemoryInfo_v2" if version else "nvmlDeviceGetMemoryInfo"
+        if version and name in self._gpu(h, "nvmlDeviceGetMemoryInfo").unsupported:
+            # an old libnvidia-ml lacks the symbol: pynvml raises FunctionNotFound
+            raise NVMLError(codes.FUNCTION_NOT_FOUND)
+        gpu = self._gpu(h, name)
+        with self.lock:
+            held = gpu.base_used + sum(gpu.processes.values()) + sum(gpu.graphics.values())
+        if version:
+            free = gpu.total - gpu.reserved - held
+            return SimpleNamespace(total=gpu.total, reserved=gpu.reserved, used=held, free=free)
+        return SimpleNamespace(total=gpu.total, used=held + gpu.reserved, free=gpu.total - held)
+
+    def nvmlDeviceGetMaxClockInfo(self, h: Any, clock: int) -> int:
+        gpu = self._gpu(h, "nvmlDeviceGetMaxClockInfo")
+        return gpu.max_sm if clock == NVML_CLOCK_SM else gpu.max_mem
+
+    def nvmlDeviceGetClockInfo(self, h: Any, clock: int) -> int:
+        gpu = self._gpu(h, "nvmlDeviceGetClockInfo")
+        return gpu.clocks[0] if clock == NVML_CLOCK_SM else gpu.clocks[1]
+
+    def nvmlDeviceGetMemoryBusWidth(self, h: Any) -> int:
+        return self._gpu(h, "nvmlDeviceGetMemoryBusWidth").bus_width
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h: Any) -> int:
+        return self._gpu(h, "nvmlDeviceGetMaxPcieLinkGeneration").pcie_max[0]
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h: Any) -> int:
+        return self._gpu(h, "nvmlDeviceGetMaxPcieLinkWidth").pcie_max[1]
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h: Any) -> int:
+        return self._gpu(h, "nvmlDeviceGetCurrPcieLinkGeneration").pcie_cur[0]
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h: Any) -> int:
+        return self._gpu(h, "nvmlDeviceGetCurrPcieLinkWidth").pcie_cur[1]
+
+    def nvmlDeviceGetPcieThroughput(self, h: Any, counter: int) -> int:
+        return self._gpu(h, "nvmlDeviceGetPcieThroughput").pcie_kbs[counter]
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h: Any) -> int:
+        return self._gpu(h, "nvmlDeviceGetEnforcedPowerLimit").power_limit_mw
+
+    def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
+        return self._gpu(h, "nvmlDeviceGetPowerUsage").power_mw
+
+    def nvmlDeviceGetTemperature(self, h: Any, sensor: int) -> int:
+        return self._gpu(h, "nvmlDeviceGetTemperature").temp
+
+    def nvmlDeviceGetUtilizationRates(self, h: Any) -> SimpleNamespace:
+        gpu = self._gpu(h, "nvmlDeviceGetUtilizationRates")
+        return SimpleNamespace(gpu=gpu.util[0], memory=gpu.util[1])
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: Any) -> int:
+        return self._gpu(h, "nvmlDeviceGetCurrentClocksEventReasons").reasons
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, h: Any) -> int:
+        return self._gpu(h, "nvmlDeviceGetCurrentClocksThrottleReasons").reasons
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h: Any) -> list[SimpleNamespace]:
+        gpu = self._gpu(h, "nvmlDeviceGetComputeRunningProcesses")
+        with self.lock:
+            return [SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in gpu.processes.items()]
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, h: Any) -> list[SimpleNamespace]:
+        gpu = self._gpu(h, "nvmlDeviceGetGraphicsRunningProcesses")
+        with self.lock:
+            return [SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in gpu.graphics.items()]
+
+    def nvmlDeviceGetMigMode(self, h: Any) -> tuple[int, int]:
+        gpu = self._gpu(h, "nvmlDeviceGetMigMode")
+        if gpu.mig is None:
+            raise NVMLError(codes.NOT_SUPPORTED)
+        return gpu.mig
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, h: Any) -> int:
+        return 7 if self._gpu(h, "nvmlDeviceGetMaxMigDeviceCount").mig else 0
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, h: Any, slot: int) -> tuple[FakeGpu, int]:
+        gpu = self._gpu(h, "nvmlDeviceGetMigDeviceHandleByIndex")
+        if slot >= len(gpu.mig_slots):
+            raise NVMLError(codes.NOT_FOUND)
+        return (gpu, slot)
+
+
+def worker_inventory(fake: FakeNvml, *, l2: bool = True) -> dict[str, Any]:
+    """A handshake `inventory` dict as the worker would send it for this fake's GPUs."""
+    sms = {(9, 0): 132, (8, 0): 108, (7, 5): 40}
+    l2_sizes = {(9, 0): 50 * MiB, (8, 0): 40 * MiB, (7, 5): 4 * MiB}
+    devices = []
+    for i, g in enumerate(fake.gpus):
+        d = {
+            "index": i,
+            "name": g.name,
+            "kind": "cuda",
+            "memory_total": g.total,
+            "compute_capability": f"{g.cc[0]}.{g.cc[1]}",
+            "multiprocessors": sms.get(g.cc, 80),
+            "uuid": g.uuid[4:],  # torch prints the UUID without NVML's "GPU-" prefix
+        }
+        if l2:
+            d["l2_cache_size"] = l2_sizes.get(g.cc, 0)
+        devices.append(d)
+    return {
+        "devices": devices,
+        "versions": {
+            "python": "3.12.3",
+            "torch": "2.9.0+cu130",
+            "torch_cuda_runtime": "13.0",
+            "cupy": "13.6.0",
+            "cupy_cuda_runtime": "13.0",
+            "nvidia-ml-py": "13.580.82",
+        },
+        "driver_version": fake.driver,
+        "gpu_reason": "",
+    }
+
+
+def fake_sampler(variant: str = "full", interval: float = 0.5) -> tuple[Any, FakeNvml]:
+    """(Sampler, fake): a sampler reading the fake through the real telemetry code."""
+    from gpulab.telemetry.sampler import Sampler, TelemetryReader
+
+    fake = FakeNvml(variant)
+    return Sampler(TelemetryReader(fake, procs=fake.procs), interval=interval), fake
