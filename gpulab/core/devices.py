@@ -33,6 +33,7 @@ class DeviceInfo:
     compute_capability: str = ""
     multiprocessors: int = 0
     uuid: str = ""
+    l2_cache_size: int = 0  # bytes; NVML has no call for it, so the worker reports it
 
 
 @dataclass
@@ -201,6 +202,7 @@ def _detect_torch(inv: Inventory, driver_error: str) -> None:
                     compute_capability=f"{p.major}.{p.minor}",
                     multiprocessors=int(p.multi_processor_count),
                     uuid=str(getattr(p, "uuid", "")),
+                    l2_cache_size=int(getattr(p, "L2_cache_size", 0) or 0),
                 )
             )
     inv.backends["torch-cuda"] = cuda
@@ -240,5 +242,6 @@ def _detect_cupy(inv: Inventory, driver_error: str) -> None:
                     memory_total=int(p["totalGlobalMem"]),
                     compute_capability=f"{p['major']}.{p['minor']}",
                     multiprocessors=int(p["multiProcessorCount"]),
+                    l2_cache_size=int(p.get("l2CacheSize", 0) or 0),
                 )
             )
