@@ -1,0 +1,92 @@
+"""Monte Carlo pi: CPU contenders in CI; the fused kernel bit-exact against its NumPy twin on a GPU."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpulab.core.devices import Inventory, detect
+from gpulab.experiments import montecarlo as mc
+from gpulab.experiments.base import Context
+
+
+def _run(samples: int, seed: int = 0, inventory: Inventory | None = None):
+    exp = mc.EXPERIMENT
+    ctx = Context(inventory=inventory or detect(), quick=True)
+    return exp.run(ctx, exp.params.validate({"samples": samples, "seed": seed}))
+
+
+def test_cpu_contenders_estimate_pi_within_tolerance():
+    res = _run(200_000, seed=3)
+    ran = {m.contender for m in res.measurements}
+    assert {"numpy", "torch-cpu"} <= ran
+    assert res.passed
+    for m in res.measurements:
+        assert abs(m.extra["estimate"] - math.pi) <= mc.SE_PASS * m.extra["standard_error"]
+        assert m.throughput and m.throughput > 0
+        assert m.cold_s is not None
+    assert res.series and res.series[0].log_x and res.series[0].log_y
+
+
+def test_unavailable_gpu_contenders_say_why():
+    res = _run(10_000, inventory=Inventory())
+    assert "cupy-fused" in res.unavailable
+    assert "torch" in res.unavailable
+    assert {m.contender for m in res.measurements} == {"numpy"}
+
+
+def test_cpu_contenders_are_capped_and_say_so(monkeypatch):
+    monkeypatch.setattr(mc, "CPU_CAP", 50_000)
+    res = _run(1_000_000)
+    for m in res.measurements:
+        if m.contender in ("numpy", "torch-cpu"):
+            assert m.extra["samples_run"] == 50_000
+            assert "capped" in m.note
+
+
+def test_a_wrong_count_fails_the_verdict(monkeypatch):
+    monkeypatch.setattr(mc, "_numpy_count", lambda n, s: int(n * 0.7))  # pi ~ 2.8
+    res = _run(100_000, inventory=Inventory())
+    assert not res.passed
+
+
+def test_splitmix_reference_is_a_good_generator():
+    # The kernel's RNG, reproduced in NumPy: unbiased over several seeds.
+    n = 400_000
+    zs = []
+    for seed in range(5):
+        est = 4.0 * mc.splitmix_count_numpy(n, seed) / n
+        zs.append((est - math.pi) / mc.standard_error(n))
+    assert all(abs(z) < mc.SE_PASS for z in zs)
+    assert abs(sum(zs) / math.sqrt(len(zs))) < mc.SE_PASS
+    assert len({round(z, 9) for z in zs}) == len(zs)  # seeds give different streams
+
+
+def test_samples_limits_are_params():
+    from gpulab.core.params import ParamError
+
+    with pytest.raises(ParamError):
+        mc.EXPERIMENT.params.validate({"samples": 2e12})
+
+
+@pytest.mark.gpu
+def test_fused_kernel_matches_numpy_twin_bit_for_bit():
+    pytest.importorskip("cupy")
+    k = mc.FusedKernel(0)
+    for n, seed in ((1000, 1), (999_983, 7), (3_000_001, 11)):
+        assert k.count(n, seed) == mc.splitmix_count_numpy(n, seed)
+
+
+@pytest.mark.gpu
+def test_gpu_contenders_pass_and_fused_memory_is_flat():
+    res = _run(mc.GPU_CHUNK + 1000)
+    rows = {m.contender: m for m in res.measurements}
+    assert res.passed
+    assert "torch" in rows
+    if "cupy-fused" in rows:
+        assert rows["cupy-fused"].extra["device_bytes"] <= 1024
+    big = _run(4 * mc.GPU_CHUNK)
+    rows_big = {m.contender: m for m in big.measurements}
+    # The torch recipe chunks: memory stops growing once a chunk is full.
+    assert rows_big["torch"].extra["device_bytes"] <= rows["torch"].extra["device_bytes"] * 1.1
