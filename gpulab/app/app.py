@@ -1,26 +1,290 @@
-"""GpuLabApp: one screen, four panes."""
+"""GpuLabApp: one screen, four panes, and the runner whose worker does the GPU work.
+
+The app never imports torch or CuPy: the worker process does, in the background, while the
+first frame paints. Every failure (a worker that will not start, a crashed worker, a failed
+run, an exception in one of our own workers) becomes a notification or the panel's error box.
+"""
 
 from __future__ import annotations
 
-from textual.app import App, ComposeResult
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from textual.actions import SkipAction
+from textual.app import App
 from textual.binding import Binding
-from textual.containers import Grid
-from textual.widgets import Footer, Header, Static
+from textual.worker import Worker, WorkerState
+
+from gpulab.app.commands import GpuLabCommands
+from gpulab.app.main_screen import MainScreen
+from gpulab.app.panes.experiments import ExperimentPanel, gauge_call
+from gpulab.runner import events as ev
+
+RunnerFactory = Callable[..., Any]
+READY_TIMEOUT_S = 180.0  # a cold torch + CUDA import on a busy box can take a minute
+SHUTDOWN_TIMEOUT_S = 5.0
 
 
-class GpuLabApp(App):
+def default_runner_factory(**kw: Any) -> Any:
+    from gpulab.runner.client import RunnerClient
+
+    return RunnerClient(**kw)
+
+
+class GpuLabApp(App[None]):
     TITLE = "gpulab"
-    CSS = """
-    Grid { grid-size: 2 2; }
-    .pane { border: round $accent; padding: 0 1; }
-    """
-    BINDINGS = [Binding("q", "quit", "Quit", id="quit")]
+    SUB_TITLE = "starting the worker…"
+    CSS_PATH = "gpulab.tcss"
+    COMMANDS = App.COMMANDS | {GpuLabCommands}
+    BINDINGS = [
+        Binding("f1", "help", "Help", id="help"),
+        Binding("ctrl+p", "command_palette", "Commands", id="command-palette", priority=True),
+        Binding("r", "run", "Run", id="run"),
+        Binding("escape", "cancel", "Cancel", id="cancel"),
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("ctrl+c", "quit", "Quit", id="interrupt", show=False, priority=True),
+    ]
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        with Grid():
-            yield Static("GPU info", id="gpu-info", classes="pane")
-            yield Static("Lessons", id="lessons", classes="pane")
-            yield Static("Experiments", id="experiments", classes="pane")
-            yield Static("Memory", id="memory-gauge", classes="pane")
-        yield Footer()
+    def __init__(
+        self,
+        *,
+        runner_factory: RunnerFactory | None = None,
+        device_index: int = 0,
+        watch_terminal: bool = True,
+        **kw: Any,
+    ) -> None:
+        super().__init__(**kw)
+        self.runner_factory = runner_factory or default_runner_factory
+        self.device_index = device_index
+        self.device: int | None = None  # set when the GPU pane picks one
+        self.runner: Any = None
+        self.handshake: dict[str, Any] | None = None
+        self.worker_log: list[str] = []
+        self.watch_terminal = watch_terminal
+        self._quitting = False
+        self._loop_thread: int | None = None
+
+    def get_default_screen(self) -> MainScreen:
+        return MainScreen()
+
+    # ---- startup ------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self._loop_thread = threading.get_ident()
+        # Started from a worker, so the first frame never waits for a process to spawn.
+        self.run_worker(self._start_runner(), name="runner start", exit_on_error=False)
+        if not self.is_headless and self.watch_terminal:
+            self._install_signal_handlers()
+            self.set_interval(1.0, self._check_terminal, name="terminal watchdog")
+
+    @property
+    def panel(self) -> ExperimentPanel:
+        return self.screen_stack[0].query_one("#experiments", ExperimentPanel)
+
+    async def _start_runner(self) -> None:
+        try:
+            self.runner = self.runner_factory(
+                device_index=self.device_index, on_event=self._on_runner_event
+            )
+            await self.runner.start()
+            handshake = await self.runner.wait_ready(timeout=READY_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - shown, and the lab stays usable to read
+            self.sub_title = "worker failed to start"
+            self.panel.set_worker_status("worker failed to start")
+            self.notify(
+                f"{type(exc).__name__}: {exc}",
+                title=ev.KIND_WORKER_START,
+                severity="error",
+                timeout=15,
+            )
+            return
+        self._apply_handshake(handshake)
+
+    def _apply_handshake(self, handshake: dict[str, Any]) -> None:
+        from gpulab.core.devices import Inventory
+
+        self.handshake = handshake
+        inventory = handshake.get("inventory") or {}
+        self.sub_title = Inventory.from_dict(inventory).label()
+        pid = handshake.get("pid")
+        ready = handshake.get("ready_s")
+        took = f" · ready in {ready:.1f} s" if isinstance(ready, int | float) else ""
+        self.panel.set_worker_status(f"worker pid {pid}{took}")
+        self.panel.set_inventory(inventory)
+        gpu = self.screen_stack[0].query_one("#gpu-info")
+        if hasattr(gpu, "set_worker_info"):
+            gpu.set_worker_info(handshake)
+        gauge_call(self, "set_worker_pid", pid)
+
+    # ---- events from the runner ---------------------------------------------------------
+    def _on_runner_event(self, event: dict[str, Any]) -> None:
+        """The client's tap on every event; job events are also read by the panel's job loop."""
+        if self._loop_thread is not None and threading.get_ident() != self._loop_thread:
+            self.call_from_thread(self._on_runner_event, event)
+            return
+        kind = event.get("type")
+        if kind == ev.MEMORY:
+            reading = event.get("reading")
+            if isinstance(reading, dict):
+                gauge_call(self, "add_reading", reading)
+            return
+        if kind == ev.FAILED and event.get("kind") == ev.KIND_CRASHED:
+            self._worker_crashed(event)
+            return
+        if event.get("job"):
+            return
+        if kind == ev.LOG:
+            line = f"[worker] {event.get('line', '')}"
+            self.worker_log.append(line)
+            del self.worker_log[:-500]
+            live = self.panel.live
+            if live is not None and not live.finished:
+                live.add_log(line)
+        elif kind == ev.FAILED:
+            self.notify(
+                str(event.get("message", "")), title=str(event.get("kind")), severity="error"
+            )
+
+    def _worker_crashed(self, event: dict[str, Any]) -> None:
+        self.notify(
+            f"{event.get('message', 'the worker died')}. Starting a new one.",
+            title="Worker crashed",
+            severity="error",
+            timeout=10,
+        )
+        self.panel.set_worker_status("worker crashed · starting a new one…")
+        self.run_worker(
+            self._await_new_worker(),
+            name="worker restart",
+            group="restart",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    async def _await_new_worker(self) -> None:
+        if self.runner is None:
+            return
+        handshake = await self.runner.wait_ready(timeout=READY_TIMEOUT_S)
+        self._apply_handshake(handshake)
+        self.notify(f"New worker ready (pid {handshake.get('pid')}).", title="Worker")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place our own background tasks' failures become visible."""
+        worker = event.worker
+        if event.state == WorkerState.ERROR and not self._quitting:
+            error = worker.error
+            self.notify(
+                f"{type(error).__name__}: {error}",
+                title=f"Internal error in {worker.name or 'a task'}",
+                severity="error",
+                timeout=10,
+            )
+
+    # ---- what the panes ask for ---------------------------------------------------------
+    def on_gpu_info_pane_selected(self, message: Any) -> None:
+        self.device = int(message.index)
+        self.notify(f"Runs now go to GPU {self.device}.")
+
+    def on_lessons_pane_run_experiment(self, message: Any) -> None:
+        self.open_experiment(message.experiment, dict(message.params or {}))
+
+    def open_experiment(self, experiment_id: str, params: dict[str, Any] | None = None) -> None:
+        try:
+            self.panel.load(experiment_id, params or {})
+        except Exception as exc:  # noqa: BLE001 - a bad lesson link is shown, not raised
+            self.notify(str(exc), title="Cannot open experiment", severity="error")
+            return
+        self.focus_pane("experiments")
+
+    async def open_and_run(self, experiment_id: str) -> None:
+        self.open_experiment(experiment_id)
+        await self.panel.start_run()
+
+    def open_lesson(self, lesson_id: str) -> None:
+        lessons = self.screen_stack[0].query_one("#lessons")
+        opener = getattr(lessons, "open_lesson", None)
+        if opener is None:
+            self.notify(f"The lesson browser cannot open '{lesson_id}' yet.", severity="warning")
+            return
+        opener(lesson_id)
+        self.focus_pane("lessons")
+
+    def focus_pane(self, pane_id: str) -> None:
+        screen = self.screen_stack[0]
+        if isinstance(screen, MainScreen):
+            screen.show_pane(pane_id)
+
+    # ---- actions ------------------------------------------------------------------------
+    def _on_main(self) -> bool:
+        return isinstance(self.screen, MainScreen)
+
+    async def action_run(self) -> None:
+        if not self._on_main():
+            raise SkipAction()
+        await self.panel.start_run()
+
+    async def action_cancel(self) -> None:
+        if not self._on_main() or not self.panel.running:
+            raise SkipAction()
+        await self.panel.cancel_run()
+
+    def action_help(self) -> None:
+        from gpulab.app.screens.help import HelpScreen
+
+        if not self._on_main():
+            return
+        self.push_screen(HelpScreen(self.key_bindings()))
+
+    def key_bindings(self) -> list[tuple[str, Binding]]:
+        out: list[tuple[str, Binding]] = []
+        for binding in [*self.BINDINGS, *MainScreen.BINDINGS]:
+            assert isinstance(binding, Binding)
+            for key in binding.key.split(","):
+                one = Binding(key, binding.action, binding.description, id=binding.id)
+                out.append((self.get_key_display(one), binding))
+        return out
+
+    async def action_quit(self) -> None:
+        if self._quitting:
+            return
+        self._quitting = True
+        await self.shutdown_runner()
+        self.exit()
+
+    async def shutdown_runner(self) -> None:
+        runner, self.runner = self.runner, None
+        if runner is None:
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(runner.shutdown(), SHUTDOWN_TIMEOUT_S)
+
+    async def on_unmount(self) -> None:
+        await self.shutdown_runner()
+
+    # ---- the terminal going away --------------------------------------------------------
+    def _install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._signalled)
+
+    def _signalled(self) -> None:
+        self.run_worker(self.action_quit(), name="quit", exit_on_error=False)
+
+    def _check_terminal(self) -> None:
+        """An SSH drop that sends no SIGHUP still hangs up the tty: ioctls then fail."""
+        for stream in (sys.__stdin__, sys.__stdout__):
+            try:
+                if stream is not None:
+                    os.tcgetpgrp(stream.fileno())
+            except OSError:
+                self._signalled()
+                return
+            except ValueError:  # closed stream
+                self._signalled()
+                return

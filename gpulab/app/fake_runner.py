@@ -1,0 +1,273 @@
+"""A stand-in for `gpulab.runner.client.RunnerClient` that runs nothing.
+
+It implements the client's surface (start, wait_ready, submit, cancel, shutdown, Job iteration)
+and plays scripted events, so snapshot tests and demos get a frozen, deterministic lab: no
+subprocess, no timing noise, no timestamps. Scripts are async callables `(job, emit)`; a job can
+be held open (`hold=True`) until `release()` or a cancel, to photograph or cancel a run in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from gpulab.core.devices import Backend, Inventory
+from gpulab.experiments.registry import get
+from gpulab.runner import events as ev
+
+Emit = Callable[[dict[str, Any]], None]
+Script = Callable[["FakeJob", Emit], Awaitable[None]]
+
+FROZEN_T = 1_700_000_000.0
+
+
+def cpu_inventory() -> dict[str, Any]:
+    """A fixed CPU-mode inventory (what the handshake carries on a machine without a GPU)."""
+    inv = Inventory(
+        backends={
+            "numpy": Backend("numpy", True, "2.0.0"),
+            "torch-cpu": Backend("torch-cpu", True, "2.5.0"),
+            "torch-cuda": Backend("torch-cuda", False, "", "no NVIDIA driver found"),
+            "cupy": Backend("cupy", False, "", "CuPy is not installed"),
+        },
+        versions={"numpy": "2.0.0", "torch": "2.5.0"},
+        cpu="x86_64",
+        cpu_count=8,
+        gpu_reason="no NVIDIA driver found",
+    )
+    return inv.to_dict()
+
+
+def frozen(kind: str, job: str, **fields: Any) -> dict[str, Any]:
+    event = ev.make(kind, job, **fields)
+    event["t"] = FROZEN_T
+    return event
+
+
+class FakeJob:
+    def __init__(self, job_id: str, experiment: str, params: dict[str, Any]) -> None:
+        self.id = job_id
+        self.experiment = experiment
+        self.params = params
+        self.done = False
+        self.final: dict[str, Any] | None = None
+        self.cancel_requested = asyncio.Event()
+        self.released = asyncio.Event()
+        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    def _put(self, event: dict[str, Any]) -> None:
+        if self.done:
+            return
+        self._queue.put_nowait(event)
+        if event["type"] in ev.FINAL:
+            self.done = True
+            self.final = event
+
+    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        while True:
+            event = await self._queue.get()
+            yield event
+            if event["type"] in ev.FINAL:
+                return
+
+    async def wait(self) -> dict[str, Any]:
+        while not self.done:
+            await asyncio.sleep(0.01)
+        assert self.final is not None
+        return self.final
+
+
+async def montecarlo_script(job: FakeJob, emit: Emit, *, hold: bool = False) -> None:
+    """Plausible, fixed Monte Carlo events: NumPy and torch-cpu rows, a result, a series."""
+    from gpulab.experiments.montecarlo import standard_error
+
+    samples = int(job.params["samples"])
+    emit(frozen(ev.ACCEPTED, job.id, experiment=job.experiment, params=job.params))
+    rows = []
+    for i, (cid, label, median) in enumerate(
+        (("numpy", "NumPy (CPU)", 0.0125), ("torch-cpu", "PyTorch CPU", 0.0050))
+    ):
+        emit(frozen(ev.PROGRESS, job.id, fraction=i / 2, message=f"{label}: {samples:,} samples"))
+        if hold and i == 1:
+            await _hold(job)
+            if job.cancel_requested.is_set():
+                emit(frozen(ev.CANCELLED, job.id, message="cancelled", how="cooperative"))
+                return
+        row = {
+            "contender": cid,
+            "size": f"{samples:g}",
+            "dtype": "",
+            "time_median_s": median,
+            "time_min_s": median * 0.98,
+            "time_max_s": median * 1.05,
+            "runs": 20,
+            "throughput": samples / median / 1e9,
+            "unit": "G samples/s",
+            "percent_of_peak": None,
+            "cold_s": median * 1.5,
+            "extra": {"estimate": 3.1416},
+        }
+        rows.append(row)
+        emit(frozen(ev.MEASUREMENT, job.id, row=row))
+        emit(frozen(ev.LOG, job.id, line=f"{cid}: 20 runs", stream="gpulab"))
+    emit(frozen(ev.PROGRESS, job.id, fraction=1.0, message="done"))
+    xs = [1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+    exp = get(job.experiment)
+    result = {
+        "record": {"experiment": job.experiment, "params": job.params, "device": "CPU"},
+        "measurements": rows,
+        "verdicts": [
+            {
+                "contender": r["contender"],
+                "error": 1e-4,
+                "tolerance": 2e-3,
+                "passed": True,
+                "metric": "|estimate - pi|",
+                "size": r["size"],
+                "dtype": "",
+            }
+            for r in rows
+        ],
+        "series": [
+            {
+                "name": "expected error",
+                "x": xs,
+                "y": [standard_error(int(n)) for n in xs],
+                "x_label": "samples",
+                "y_label": "standard error",
+                "log_x": True,
+                "log_y": True,
+            }
+        ],
+        "artifacts": [],
+        "summary": {"samples": samples, "estimate": 3.1416},
+        "unavailable": {"torch": "needs a GPU: no NVIDIA driver found"},
+        "explanation": "Every point is independent, so the work splits across every core.",
+        "lesson": exp.lesson,
+    }
+    emit(frozen(ev.RESULT, job.id, result=result))
+
+
+async def _hold(job: FakeJob) -> None:
+    waits = [
+        asyncio.ensure_future(job.released.wait()),
+        asyncio.ensure_future(job.cancel_requested.wait()),
+    ]
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for w in waits:
+        w.cancel()
+
+
+class FakeRunner:
+    """Same surface as RunnerClient; `script` decides what each job emits."""
+
+    def __init__(
+        self,
+        *,
+        device_index: int = 0,
+        env: dict[str, str] | None = None,
+        log_path: str | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        inventory: dict[str, Any] | None = None,
+        script: Script | None = None,
+        hold: bool = False,
+        pid: int = 4242,
+    ) -> None:
+        self.device_index = device_index
+        self.on_event = on_event
+        self.script = script
+        self.hold = hold
+        self._pid = pid
+        self._inventory = inventory or cpu_inventory()
+        self._handshake: dict[str, Any] | None = None
+        self._ids = itertools.count(1)
+        self._ready = asyncio.Event()
+        self.jobs: list[FakeJob] = []
+        self.shut_down = False
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._handshake = {
+            "protocol": 1,
+            "pid": self._pid,
+            "inventory": self._inventory,
+            "ready_s": 0.5,
+            "python": "3.11",
+        }
+        self._ready.set()
+
+    async def wait_ready(self, timeout: float | None = None) -> dict[str, Any]:
+        await asyncio.wait_for(self._ready.wait(), timeout)
+        assert self._handshake is not None
+        return self._handshake
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    @property
+    def handshake(self) -> dict[str, Any] | None:
+        return self._handshake
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._pid if self._handshake else None
+
+    async def submit(
+        self, experiment: str, params: dict[str, Any] | None = None, *, device: int | None = None
+    ) -> FakeJob:
+        exp = get(experiment)
+        clean = exp.params.validate(params or {})
+        job = FakeJob(str(next(self._ids)), experiment, clean)
+        self.jobs.append(job)
+
+        def emit(event: dict[str, Any]) -> None:
+            job._put(event)
+            if self.on_event:
+                self.on_event(event)
+
+        script = self.script
+        if script is None:
+
+            async def script(j: FakeJob, e: Emit) -> None:
+                await montecarlo_script(j, e, hold=self.hold)
+
+        task = asyncio.ensure_future(script(job, emit))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return job
+
+    def release(self) -> None:
+        for job in self.jobs:
+            job.released.set()
+
+    async def cancel(self, job: FakeJob) -> None:
+        job.cancel_requested.set()
+
+    def crash(self) -> None:
+        """Play the client's report of a worker that died while idle, then a new worker."""
+        self._pid += 1
+        if self.on_event:
+            self.on_event(
+                frozen(
+                    ev.FAILED,
+                    "",
+                    kind=ev.KIND_CRASHED,
+                    message="the worker died (signal 9)",
+                    traceback="",
+                )
+            )
+
+    async def shutdown(self) -> None:
+        self.shut_down = True
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def __aenter__(self) -> FakeRunner:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()

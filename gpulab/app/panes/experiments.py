@@ -1,0 +1,513 @@
+"""The experiment panel: pick, set parameters, run through the runner, watch, read results."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import (
+    Button,
+    DataTable,
+    Label,
+    Log,
+    OptionList,
+    ProgressBar,
+    Select,
+    Static,
+    TabbedContent,
+    TabPane,
+)
+from textual.widgets.option_list import Option
+
+from gpulab.app.runs import RunState, row_key
+from gpulab.app.widgets.param_form import ParamForm, PickSelect
+from gpulab.app.widgets.race import RaceView
+from gpulab.core.params import ParamError
+from gpulab.experiments.registry import UnknownExperiment, all_experiments, get
+from gpulab.render.plot import plot
+from gpulab.report import fmt_num, fmt_time
+from gpulab.runner import events as ev
+
+COLUMNS = ("contender", "size", "dtype", "time", "throughput", "% of peak", "verdict")
+FLUSH_S = 0.1  # redraw at most 10x a second however fast events arrive
+
+
+def _halfblock() -> Any:
+    try:
+        from gpulab.render import halfblock  # written by the image-blur engineer
+    except ImportError:
+        return None
+    return halfblock
+
+
+class ExperimentPanel(VerticalScroll, can_focus=False):
+    """Owns the runs of this session; the app gives it the runner and the chosen device."""
+
+    BINDINGS = [
+        Binding("down", "field(1)", "Next field", show=False),
+        Binding("up", "field(-1)", "Previous field", show=False),
+    ]
+
+    class RunFinished(Message):
+        def __init__(self, state: RunState) -> None:
+            self.state = state
+            super().__init__()
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.experiments = all_experiments()
+        self.experiment_id = next(iter(self.experiments), "")
+        self.runs: list[RunState] = []
+        self.live: RunState | None = None
+        self.shown: RunState | None = None
+        self.job: Any = None
+        self.inventory: dict[str, Any] | None = None
+        self._dirty = False
+        self._drawn_rows = -1
+        self._drawn_log = 0
+        self._flusher: Any = None
+        self._form_serial = 0
+
+    # ---- layout -------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="exp-choose"):
+            yield Label("Experiment", classes="param-name")
+            yield PickSelect(
+                [(e.title, e.id) for e in self.experiments.values()],
+                value=self.experiment_id,
+                allow_blank=False,
+                compact=True,
+                id="experiment-select",
+            )
+        yield Static("", id="exp-summary", markup=False)
+        yield Vertical(id="form-holder")
+        with Horizontal(id="exp-actions"):
+            yield Button("▶ Run", id="run", variant="success", compact=True)
+            yield Button("■ Cancel", id="cancel", variant="error", compact=True, disabled=True)
+            yield Static("worker: starting…", id="worker-status", markup=False)
+        with Horizontal(id="exp-progress"):
+            yield ProgressBar(total=100, show_eta=False, id="progress")
+            yield Static("", id="step", markup=False)
+        with Horizontal(id="run-error-box"):
+            yield Static("", id="run-error", markup=False)
+            yield Button("Traceback", id="show-traceback", compact=True)
+        with TabbedContent(id="exp-tabs"):
+            with TabPane("Race", id="tab-race"):
+                yield RaceView(id="race")
+            with TabPane("Results", id="tab-results"):
+                yield DataTable(id="results", zebra_stripes=True, cursor_type="row")
+                yield Static("", id="unavailable", markup=False)
+            with TabPane("Explain", id="tab-explain"):
+                yield Static(
+                    "Run an experiment to see what it shows.", id="explanation", markup=False
+                )
+                yield Button("Open the lesson", id="open-lesson", compact=True)
+                yield Static("", id="plot", markup=False)
+                yield Static("", id="images", markup=False)
+            with TabPane("Log", id="tab-log"):
+                yield Log(id="job-log", max_lines=2000)
+            with TabPane("History", id="tab-history"):
+                yield OptionList(id="history")
+
+    def on_mount(self) -> None:
+        self.border_title = "Experiments"
+        table = self.query_one("#results", DataTable)
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        self.query_one("#run-error-box").display = False
+        self.query_one("#open-lesson").display = False
+        self._build_form(self.experiment_id, {})
+
+    # ---- choosing and loading -----------------------------------------------------------
+    @property
+    def form(self) -> ParamForm:
+        return self.query_one(ParamForm)
+
+    def _build_form(self, experiment_id: str, values: dict[str, Any]) -> None:
+        exp = get(experiment_id)
+        self.experiment_id = experiment_id
+        self.border_title = f"Experiment: {exp.title}"
+        self.query_one("#exp-summary", Static).update(exp.summary)
+        holder = self.query_one("#form-holder")
+        holder.remove_children()
+        self._form_serial += 1
+        holder.mount(ParamForm(exp.params, values, id=f"param-form-{self._form_serial}"))
+        self._show_contenders()
+
+    def load(self, experiment_id: str, params: dict[str, Any] | None = None) -> None:
+        """Open `experiment_id` with `params` filled in (a lesson link, the palette, history)."""
+        get(experiment_id)  # raises UnknownExperiment before anything changes
+        select = self.query_one("#experiment-select", Select)
+        with select.prevent(Select.Changed):
+            select.value = experiment_id
+        self._build_form(experiment_id, dict(params or {}))
+
+    @on(Select.Changed, "#experiment-select")
+    def _experiment_chosen(self, event: Select.Changed) -> None:
+        event.stop()
+        if isinstance(event.value, str) and event.value != self.experiment_id:
+            self._build_form(event.value, {})
+
+    def set_inventory(self, inventory: dict[str, Any]) -> None:
+        self.inventory = inventory
+        self._show_contenders()
+
+    def _show_contenders(self) -> None:
+        exp = get(self.experiment_id)
+        why: dict[str, str] = {}
+        if self.inventory is not None:
+            from gpulab.core.devices import Inventory
+
+            why = exp.availability(Inventory.from_dict(self.inventory))
+        races = self.query(RaceView)
+        if not races:  # the tabs compose after us: try again once they have
+            self.call_after_refresh(self._show_contenders)
+            return
+        race = races.first()
+        race.set_contenders([(c.id, c.label, why.get(c.id, "")) for c in exp.contenders])
+        lines = [f"{c.label}: {why[c.id]}" for c in exp.contenders if why.get(c.id)]
+        self.query_one("#unavailable", Static).update(
+            ("Unavailable here:\n  " + "\n  ".join(lines)) if lines else ""
+        )
+        if self.shown and self.shown.experiment != self.experiment_id:
+            race.show(None)
+
+    def set_worker_status(self, text: str) -> None:
+        self.query_one("#worker-status", Static).update(text)
+
+    # ---- navigation inside the panel ----------------------------------------------------
+    def action_field(self, step: int) -> None:
+        chain = [w for w in self.screen.focus_chain if self in w.ancestors]
+        if not chain:
+            return
+        focused = self.screen.focused
+        i = chain.index(focused) if focused in chain else -1
+        chain[(i + step) % len(chain)].focus()
+
+    # ---- running ------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.live is not None and not self.live.finished
+
+    @on(Button.Pressed, "#run")
+    async def _run_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        await self.start_run()
+
+    @on(Button.Pressed, "#cancel")
+    async def _cancel_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        await self.cancel_run()
+
+    async def start_run(self) -> RunState | None:
+        """Validate the form and submit; every refusal is shown beside the form, never raised."""
+        if self.running:
+            self.app.notify("A run is in progress: cancel it first (escape).", severity="warning")
+            return None
+        runner = getattr(self.app, "runner", None)
+        errors = self.form.errors()
+        if errors:
+            self.show_error(ev.KIND_BAD_PARAMS, errors[0])
+            return None
+        if runner is None:
+            self.show_error(ev.KIND_WORKER_START, "the runner is not available")
+            return None
+        raw = self.form.raw()
+        exp = get(self.experiment_id)
+        try:
+            params = exp.params.validate(raw)
+        except ParamError as exc:
+            self.show_error(ev.KIND_BAD_PARAMS, str(exc))
+            return None
+        state = RunState(len(self.runs) + 1, self.experiment_id, params, started=time.time())
+        self.runs.append(state)
+        self.live = state
+        self.show_run(state)
+        self._set_running(True)
+        try:
+            job = await runner.submit(
+                self.experiment_id, raw, device=getattr(self.app, "device", None)
+            )
+        except (ParamError, UnknownExperiment) as exc:
+            self._fail_locally(state, ev.KIND_BAD_PARAMS, str(exc))
+            return state
+        except Exception as exc:  # noqa: BLE001 - a dead worker must not take the app down
+            self._fail_locally(state, ev.KIND_WORKER_START, f"{type(exc).__name__}: {exc}")
+            return state
+        state.job_id = str(job.id)
+        self.job = job
+        gauge_call(self.app, "job_started")
+        self.run_worker(self._follow(job, state), group="job", exit_on_error=False)
+        return state
+
+    def _fail_locally(self, state: RunState, kind: str, message: str) -> None:
+        state.apply(ev.make(ev.FAILED, state.job_id, kind=kind, message=message, traceback=""))
+        self._finish(state)
+
+    async def _follow(self, job: Any, state: RunState) -> None:
+        try:
+            async for event in job:
+                if event.get("type") == ev.MEMORY:
+                    continue  # the app sends memory readings to the gauge as they arrive
+                state.apply(event)
+                self._dirty = True
+                if state.finished:
+                    break
+        finally:
+            if not state.finished:
+                state.apply(
+                    ev.make(
+                        ev.FAILED,
+                        state.job_id,
+                        kind=ev.KIND_CRASHED,
+                        message="the job's event stream ended without a result",
+                        traceback="",
+                    )
+                )
+            self._finish(state)
+
+    def _finish(self, state: RunState) -> None:
+        state.ended = time.time()
+        if state is self.live:
+            self._set_running(False)
+            self.job = None
+            gauge_call(self.app, "job_finished")
+        self._dirty = True
+        self.flush()
+        self._add_history(state)
+        final = state.final or {}
+        if state.status == ev.FAILED:
+            self.app.notify(
+                str(final.get("message", "")),
+                title=f"Run failed: {final.get('kind', 'error')}",
+                severity="error",
+                timeout=8,
+            )
+        elif state.status == ev.CANCELLED:
+            self.app.notify(f"{state.experiment} cancelled", severity="warning")
+        else:
+            self.app.notify(f"{state.experiment} finished", title="Result")
+        self.post_message(self.RunFinished(state))
+
+    async def cancel_run(self) -> bool:
+        if not self.running or self.job is None:
+            return False
+        runner = getattr(self.app, "runner", None)
+        self.query_one("#step", Static).update("cancelling…")
+        self.query_one("#cancel", Button).disabled = True
+        if runner is not None:
+            try:
+                await runner.cancel(self.job)
+            except Exception as exc:  # noqa: BLE001
+                self.app.notify(f"cancel failed: {exc}", severity="error")
+        return True
+
+    def _set_running(self, running: bool) -> None:
+        self.query_one("#run", Button).disabled = running
+        self.query_one("#cancel", Button).disabled = not running
+        if running and self._flusher is None:
+            self._flusher = self.set_interval(FLUSH_S, self.flush)
+        elif not running and self._flusher is not None:
+            self._flusher.stop()
+            self._flusher = None
+
+    # ---- drawing ------------------------------------------------------------------------
+    def show_run(self, state: RunState | None) -> None:
+        self.shown = state
+        self._drawn_rows = -1
+        self._drawn_log = 0
+        self.query_one("#job-log", Log).clear()
+        self._dirty = True
+        self.flush()
+
+    def flush(self) -> None:
+        """Apply everything that arrived since the last flush in one redraw."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        state = self.shown
+        bar = self.query_one("#progress", ProgressBar)
+        step = self.query_one("#step", Static)
+        self.query_one(RaceView).show(
+            state if state and state.experiment == self.experiment_id else None
+        )
+        if state is None:
+            bar.update(progress=0)
+            step.update("")
+            return
+        bar.update(progress=round(state.fraction * 100, 1))
+        step.update(self._step_text(state))
+        self._draw_table(state)
+        self._draw_log(state)
+        self._draw_outcome(state)
+
+    def _step_text(self, state: RunState) -> str:
+        if state.status == ev.RESULT:
+            return f"done in {state.ended - state.started:.1f} s" if state.ended else "done"
+        if state.status == ev.FAILED:
+            return "failed"
+        if state.status == ev.CANCELLED:
+            return "cancelled"
+        return state.message or state.status
+
+    def _draw_table(self, state: RunState) -> None:
+        version = len(state.rows) + (1000000 if state.result is not None else 0)
+        if version == self._drawn_rows:
+            return
+        self._drawn_rows = version
+        table = self.query_one("#results", DataTable)
+        table.clear()
+        for row in state.rows.values():
+            table.add_row(*self._cells(state, row), key=row_key(row))
+
+    @staticmethod
+    def _cells(state: RunState, row: dict[str, Any]) -> list[Any]:
+        thr = row.get("throughput")
+        pct = row.get("percent_of_peak")
+        verdict = state.verdict(row)
+        style = {"pass": "green", "FAIL": "bold red"}.get(verdict, "dim")
+        return [
+            row.get("contender", ""),
+            row.get("size", ""),
+            row.get("dtype", ""),
+            fmt_time(row.get("time_median_s")),
+            "-" if thr is None else f"{fmt_num(thr)} {row.get('unit', '')}",
+            "-" if pct is None else f"{pct:.0f}%",
+            Text(verdict, style=style),
+        ]
+
+    def _draw_log(self, state: RunState) -> None:
+        log = self.query_one("#job-log", Log)
+        if self._drawn_log > len(state.log):
+            log.clear()
+            self._drawn_log = 0
+        new = state.log[self._drawn_log :]
+        if new:
+            log.write_lines(new)
+            self._drawn_log = len(state.log)
+
+    def _draw_outcome(self, state: RunState) -> None:
+        box = self.query_one("#run-error-box")
+        final = state.final or {}
+        if state.status == ev.FAILED:
+            self.show_error(
+                str(final.get("kind", "error")),
+                str(final.get("message", "")),
+                bool(final.get("traceback")),
+            )
+        else:
+            box.display = False
+        result = state.result
+        explanation = self.query_one("#explanation", Static)
+        lesson_button = self.query_one("#open-lesson", Button)
+        plot_view = self.query_one("#plot", Static)
+        images = self.query_one("#images", Static)
+        if not result:
+            explanation.update("The explanation appears when the run finishes.")
+            lesson_button.display = False
+            plot_view.update("")
+            images.update("")
+            return
+        lesson = result.get("lesson", "")
+        text = "What you just saw"
+        text += f" (lesson: {lesson})" if lesson else ""
+        text += ":\n" + (result.get("explanation") or "(no explanation given)")
+        unavailable = result.get("unavailable") or {}
+        if unavailable:
+            text += "\n\nDid not run here:\n" + "\n".join(
+                f"  {k}: {v}" for k, v in unavailable.items()
+            )
+        explanation.update(text)
+        lesson_button.display = bool(lesson)
+        width = max(40, (self.size.width or 80) - 6)
+        series = result.get("series") or []
+        plot_view.update(plot(series, width=width, height=10) if series else "")
+        images.update(self._images(result, width))
+        self.query_one("#unavailable", Static).update(
+            ("Unavailable here:\n  " + "\n  ".join(f"{k}: {v}" for k, v in unavailable.items()))
+            if unavailable
+            else ""
+        )
+
+    @staticmethod
+    def _images(result: dict[str, Any], width: int) -> Any:
+        parts: list[Any] = []
+        halfblock = _halfblock()
+        for art in result.get("artifacts") or []:
+            if art.get("kind") == "image" and art.get("path"):
+                parts.append(Text(art.get("name", "image"), style="bold"))
+                if halfblock is None:
+                    parts.append(Text(f"(image at {art['path']})"))
+                    continue
+                try:
+                    parts.append(halfblock.render(art["path"], min(width, 80)))
+                except Exception as exc:  # noqa: BLE001 - a bad image is shown, not raised
+                    parts.append(Text(f"(cannot show {art['path']}: {exc})"))
+            elif art.get("text"):
+                parts.append(Text(art.get("name", ""), style="bold"))
+                parts.append(Text(str(art["text"])))
+        if not parts:
+            return ""
+        from rich.console import Group
+
+        return Group(*parts)
+
+    def show_error(self, kind: str, message: str, has_traceback: bool = False) -> None:
+        box = self.query_one("#run-error-box")
+        box.display = True
+        self.query_one("#run-error", Static).update(f"✗ {kind}: {message}")
+        self.query_one("#show-traceback", Button).display = has_traceback
+        if self.shown is None or self.shown.status != ev.FAILED:
+            self.app.notify(message, title=kind, severity="error", timeout=8)
+
+    @on(Button.Pressed, "#show-traceback")
+    def _traceback(self, event: Button.Pressed) -> None:
+        event.stop()
+        from gpulab.app.screens.traceback import TracebackScreen
+
+        final = (self.shown.final if self.shown else None) or {}
+        self.app.push_screen(TracebackScreen(final))
+
+    @on(Button.Pressed, "#open-lesson")
+    def _open_lesson(self, event: Button.Pressed) -> None:
+        event.stop()
+        lesson = ((self.shown.result if self.shown else None) or {}).get("lesson", "")
+        opener = getattr(self.app, "open_lesson", None)
+        if lesson and opener:
+            opener(lesson)
+
+    # ---- history ------------------------------------------------------------------------
+    def _add_history(self, state: RunState) -> None:
+        history = self.query_one("#history", OptionList)
+        mark = {ev.RESULT: "✓", ev.FAILED: "✗", ev.CANCELLED: "■"}.get(state.status, "?")
+        history.add_option(Option(f"{mark} {state.title()}", id=f"run-{state.number}"))
+
+    @on(OptionList.OptionSelected, "#history")
+    def _reopen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        number = int(str(event.option.id).removeprefix("run-"))
+        state = self.runs[number - 1]
+        self.reopen(state)
+
+    def reopen(self, state: RunState) -> None:
+        if state.experiment != self.experiment_id or not self.running:
+            self.load(state.experiment, state.params)
+        self.show_run(state)
+        self.query_one(TabbedContent).active = "tab-results"
+
+
+def gauge_call(app: Any, method: str, *args: Any) -> None:
+    """Call the memory gauge if it offers `method` (its owner adds the interface)."""
+    try:
+        gauge = app.query_one("#memory-gauge")
+    except Exception:  # noqa: BLE001 - no gauge on this screen
+        return
+    fn = getattr(gauge, method, None)
+    if callable(fn):
+        fn(*args)

@@ -1,0 +1,111 @@
+"""What the panel knows about one run: its events folded into state the widgets redraw from.
+
+Plain data (no textual), so a finished run can be reopened from the session's history and
+redrawn exactly as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpulab.runner import events as ev
+
+MAX_LOG_LINES = 2000
+
+
+def row_key(row: dict[str, Any]) -> str:
+    return f"{row.get('contender', '')}|{row.get('size', '')}|{row.get('dtype', '')}"
+
+
+def expected_rows(params: dict[str, Any]) -> int:
+    """Rows each contender should produce: sizes x dtypes when the params sweep them, else 1."""
+    n = 1
+    for name in ("sizes", "dtypes"):
+        value = params.get(name)
+        if isinstance(value, list | tuple) and value:
+            n *= len(value)
+    return n
+
+
+@dataclass
+class RunState:
+    number: int
+    experiment: str
+    params: dict[str, Any]
+    job_id: str = ""
+    status: str = "submitting"  # submitting, running, result, failed, cancelled
+    fraction: float = 0.0
+    message: str = ""
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    final: dict[str, Any] | None = None
+    log: list[str] = field(default_factory=list)
+    started: float = 0.0
+    ended: float = 0.0
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (ev.RESULT, ev.FAILED, ev.CANCELLED)
+
+    def apply(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == ev.ACCEPTED:
+            self.status = "running"
+        elif kind == ev.PROGRESS:
+            self.fraction = float(event.get("fraction") or 0.0)
+            self.message = str(event.get("message", ""))
+        elif kind == ev.MEASUREMENT:
+            row = event.get("row") or {}
+            self.rows[row_key(row)] = row
+        elif kind == ev.LOG:
+            self.add_log(str(event.get("line", "")))
+        elif kind == ev.RESULT:
+            self.result = event.get("result") or {}
+            for row in self.result.get("measurements", []):
+                self.rows[row_key(row)] = row
+            self.fraction = 1.0
+            self._end(event)
+        elif kind == ev.FAILED:
+            self.add_log(f"failed ({event.get('kind', '')}): {event.get('message', '')}")
+            self._end(event)
+        elif kind == ev.CANCELLED:
+            self.add_log(f"cancelled ({event.get('how', '')})")
+            self._end(event)
+
+    def _end(self, event: dict[str, Any]) -> None:
+        self.status = str(event["type"])
+        self.final = event
+
+    def add_log(self, line: str) -> None:
+        self.log.append(line)
+        if len(self.log) > MAX_LOG_LINES:
+            del self.log[: len(self.log) - MAX_LOG_LINES]
+
+    def verdict(self, row: dict[str, Any]) -> str:
+        """pass / FAIL once the result is in; the same matching rule as the CLI's table."""
+        if not self.result:
+            return "…"
+        verdicts = self.result.get("verdicts", [])
+        exact = [
+            v
+            for v in verdicts
+            if v["contender"] == row.get("contender")
+            and v.get("size", "") in ("", row.get("size", ""))
+            and v.get("dtype", "") in ("", row.get("dtype", ""))
+        ]
+        if not exact:
+            return "-"
+        return "pass" if all(v.get("passed") for v in exact) else "FAIL"
+
+    def title(self) -> str:
+        shown = ", ".join(f"{k}={_short(v)}" for k, v in self.params.items())
+        return f"#{self.number} {self.experiment} ({shown})"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -1,0 +1,1 @@
+"""Widgets the experiment panel is built from."""

@@ -1,0 +1,92 @@
+"""Small text plots of `Series` (one marker per series), for the CLI and the TUI.
+
+Pure text: a list of lines of fixed width, so it prints in a terminal, fits in a Textual
+Static and survives copy and paste. Log axes are honoured; points that cannot be placed on a
+log axis (zero, negative, missing) are dropped and counted in the legend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+MARKERS = "•x+o*#"
+
+
+def _value(series: Any, key: str) -> Any:
+    return series[key] if isinstance(series, dict) else getattr(series, key)
+
+
+def _fmt(v: float) -> str:
+    text = f"{v:.3g}"
+    return text.replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+
+
+def _transform(values: Sequence[float | None], log: bool) -> list[float | None]:
+    out: list[float | None] = []
+    for v in values:
+        if v is None or not math.isfinite(v) or (log and v <= 0):
+            out.append(None)
+        else:
+            out.append(math.log10(v) if log else float(v))
+    return out
+
+
+def plot(series: Sequence[Any], width: int = 60, height: int = 12) -> str:
+    """Render series (core.results.Series or their dicts) as text `width` columns wide."""
+    if not series:
+        return "(nothing to plot)"
+    log_x = any(bool(_value(s, "log_x")) for s in series)
+    log_y = any(bool(_value(s, "log_y")) for s in series)
+    points: list[list[tuple[float, float]]] = []
+    dropped = 0
+    for s in series:
+        xs = _transform(_value(s, "x"), log_x)
+        ys = _transform(_value(s, "y"), log_y)
+        pts = [(x, y) for x, y in zip(xs, ys, strict=False) if x is not None and y is not None]
+        dropped += max(len(xs), len(ys)) - len(pts)
+        points.append(pts)
+    every = [p for pts in points for p in pts]
+    if not every:
+        return "(no plottable points)"
+    x0, x1 = min(p[0] for p in every), max(p[0] for p in every)
+    y0, y1 = min(p[1] for p in every), max(p[1] for p in every)
+    if x1 == x0:
+        x0, x1 = x0 - 1, x1 + 1
+    if y1 == y0:
+        y0, y1 = y0 - 1, y1 + 1
+
+    def shown(v: float, log: bool) -> str:
+        return _fmt(10**v if log else v)
+
+    top, bottom = shown(y1, log_y), shown(y0, log_y)
+    margin = max(len(top), len(bottom)) + 1
+    cols = max(8, width - margin - 1)
+    rows = max(3, height)
+    grid = [[" "] * cols for _ in range(rows)]
+    for i, pts in enumerate(points):
+        mark = MARKERS[i % len(MARKERS)]
+        for x, y in pts:
+            c = round((x - x0) / (x1 - x0) * (cols - 1))
+            r = rows - 1 - round((y - y0) / (y1 - y0) * (rows - 1))
+            grid[r][c] = mark
+    lines = []
+    for r, cells in enumerate(grid):
+        label = top if r == 0 else bottom if r == rows - 1 else ""
+        lines.append(f"{label:>{margin - 1}} │" + "".join(cells))
+    lines.append(" " * (margin - 1) + " └" + "─" * cols)
+    left, right = shown(x0, log_x), shown(x1, log_x)
+    gap = max(1, cols - len(left) - len(right))
+    lines.append(" " * (margin + 1) + left + " " * gap + right)
+    x_label = _value(series[0], "x_label") or "x"
+    y_label = _value(series[0], "y_label") or "y"
+    axes = f"x: {x_label}{' (log)' if log_x else ''}   y: {y_label}{' (log)' if log_y else ''}"
+    lines.append(axes)
+    legend = "  ".join(
+        f"{MARKERS[i % len(MARKERS)]} {_value(s, 'name')}" for i, s in enumerate(series)
+    )
+    if dropped:
+        legend += f"  ({dropped} point{'s' if dropped != 1 else ''} not plottable)"
+    lines.append(legend)
+    return "\n".join(line.rstrip() for line in lines)
