@@ -1,0 +1,82 @@
+"""`gpulab lessons [--json]`: the syllabus by chapter with this person's progress."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from gpulab.lessons.catalog import Catalog, load_catalog
+from gpulab.store import QuizBest, ReadMark, Store, StoreError
+
+
+def progress_rows(
+    catalog: Catalog, marks: dict[str, ReadMark], best: dict[str, QuizBest]
+) -> list[dict[str, Any]]:
+    rows = []
+    for lesson in catalog:
+        mark, score = marks.get(lesson.id), best.get(lesson.id)
+        rows.append(
+            {
+                "id": lesson.id,
+                "chapter": lesson.chapter,
+                "chapter_title": lesson.chapter_title,
+                "order": lesson.order,
+                "title": lesson.title,
+                "read": mark is not None,
+                "first_read_at": mark.first_read_at if mark else None,
+                "last_read_at": mark.last_read_at if mark else None,
+                "questions": len(lesson.quiz),
+                "best_score": score.best_score if score else None,
+                "best_total": score.total if score else None,
+                "experiments": list(lesson.experiments),
+            }
+        )
+    return rows
+
+
+def _tick() -> str:
+    try:
+        "✓".encode(sys.stdout.encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return "*"
+    return "✓"
+
+
+def main(args: argparse.Namespace) -> int:
+    catalog = load_catalog()
+    warnings = list(catalog.problems)
+    marks: dict[str, ReadMark] = {}
+    best: dict[str, QuizBest] = {}
+    try:
+        with Store() as store:
+            marks, best = store.read_marks(), store.best_scores()
+    except StoreError as exc:  # still list the lessons; say why progress is missing
+        warnings.append(f"progress unavailable: {exc}")
+    rows = progress_rows(catalog, marks, best)
+    if getattr(args, "json", False):
+        read = sum(r["read"] for r in rows)
+        out = {"lessons": rows, "read": read, "total": len(rows), "problems": warnings}
+        print(json.dumps(out, indent=2))
+        return 0
+    for w in warnings:
+        sys.stderr.write(f"gpulab: {w}\n")
+    if not rows:
+        print("No lessons installed.")
+        return 0
+    chapter = None
+    for r in rows:
+        if r["chapter"] != chapter:
+            chapter = r["chapter"]
+            print(f"{chapter:>2}  {r['chapter_title']}")
+        mark = _tick() if r["read"] else " "
+        quiz = (
+            f"quiz {r['best_score']}/{r['best_total']}"
+            if r["best_score"] is not None
+            else f"quiz -/{r['questions']}"
+        )
+        print(f"    {mark} {r['id']:<26} {r['title'][:34]:<34} {quiz}")
+    read = sum(r["read"] for r in rows)
+    print(f"\n{read} of {len(rows)} lessons read. Open them in the TUI: gpulab")
+    return 0

@@ -1,0 +1,201 @@
+"""Figures measured on this machine, for a lesson's {{measured:KEY}} placeholders.
+
+Sources, all read without a GPU runtime in this process (the app never imports torch):
+- the calibration cache of `gpulab.core.peaks` (JSON under the data dir): copy and pinned
+  transfer bandwidth, matmul TFLOP/s per dtype, and the CPU's copy and matmul figures;
+- an inventory when the caller has one: `core.devices.Inventory` (the worker's handshake) or
+  the telemetry `SystemInventory` (NVML): GPU name, SMs, memory, L2, compute capability;
+- `extra`: anything else a caller measured (e.g. pageable H2D from a bandwidth run).
+
+An unknown figure becomes a plain sentence saying how to get it, never a blank or a made-up
+number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+_INFO = "not known yet: see the GPU info pane"
+_CALIBRATE = "not measured yet: run the calibrate experiment"
+_CALIBRATE_CPU = "not measured yet: run the calibrate experiment with cpu=true"
+
+KEYS: dict[str, tuple[str, str]] = {
+    # key: (unit, fallback)
+    "gpu_name": ("", _INFO),
+    "sm_count": ("", _INFO),
+    "memory_total_gib": ("GiB", _INFO),
+    "l2_mib": ("MiB", _INFO),
+    "compute_capability": ("", _INFO),
+    "copy_gbs": ("GB/s", _CALIBRATE),
+    "h2d_pinned_gbs": ("GB/s", _CALIBRATE),
+    "d2h_pinned_gbs": ("GB/s", _CALIBRATE),
+    # only the bandwidth experiment measures pageable copies; its result shows the figure
+    "h2d_pageable_gbs": ("GB/s", "see the bandwidth experiment's result"),
+    "matmul_tflops_fp32": ("TFLOP/s", _CALIBRATE),
+    "matmul_tflops_tf32": ("TFLOP/s", _CALIBRATE),
+    "matmul_tflops_fp16": ("TFLOP/s", _CALIBRATE),
+    "matmul_tflops_bf16": ("TFLOP/s", _CALIBRATE),
+    "matmul_tflops_fp64": ("TFLOP/s", _CALIBRATE),
+    "cpu_copy_gbs": ("GB/s", _CALIBRATE_CPU),
+    "cpu_matmul_gflops": ("GFLOP/s", _CALIBRATE_CPU),
+}
+
+
+def fallback(key: str) -> str:
+    if key in KEYS:
+        return f"({KEYS[key][1]})"
+    return "(not a known measurement)"
+
+
+def format_value(key: str, value: Any) -> str:
+    unit = KEYS.get(key, ("", ""))[0]
+    if isinstance(value, bool) or value is None:
+        return fallback(key)
+    if isinstance(value, int | float):
+        if key == "sm_count":
+            text = f"{int(value)}"
+        elif abs(value) >= 100:
+            text = f"{value:,.0f}"
+        else:
+            text = f"{value:.1f}"
+    else:
+        text = str(value)
+    return f"{text} {unit}" if unit else text
+
+
+class Measured:
+    """KEY -> display text; call it like a function to fill a lesson."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        self.values: dict[str, Any] = {k: v for k, v in (values or {}).items() if v is not None}
+
+    def __call__(self, key: str) -> str:
+        if key in self.values:
+            return format_value(key, self.values[key])
+        return fallback(key)
+
+    def known(self) -> set[str]:
+        return set(self.values)
+
+    @classmethod
+    def collect(
+        cls,
+        inventory: Any = None,
+        *,
+        device_index: int = 0,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Measured:
+        """Everything known now. Never raises: a broken cache is the same as no cache."""
+        values: dict[str, Any] = {}
+        # A corrupt cache or a half-filled inventory must not break the lesson view.
+        with contextlib.suppress(Exception):
+            values.update(_from_peaks(inventory, device_index))
+        with contextlib.suppress(Exception):  # the inventory is the authority on the GPU
+            values.update(_from_inventory(inventory, device_index))
+        values.update(extra or {})
+        return cls(values)
+
+
+def _attr(obj: Any, name: str) -> Any:
+    value = obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+    # telemetry's NA objects stand for "unknown, and why": unknown here
+    return None if type(value).__name__ == "NA" else value
+
+
+def _from_inventory(inventory: Any, device_index: int) -> dict[str, Any]:
+    if inventory is None:
+        return {}
+    out: dict[str, Any] = {}
+    devices = _attr(inventory, "devices")
+    if devices:  # core.devices.Inventory (or its to_dict())
+        for d in devices:
+            if _attr(d, "kind") == "cuda" and _attr(d, "index") == device_index:
+                out["gpu_name"] = _attr(d, "name") or None
+                out["sm_count"] = _attr(d, "multiprocessors") or None
+                total = _attr(d, "memory_total")
+                out["memory_total_gib"] = total / 2**30 if total else None
+                out["compute_capability"] = _attr(d, "compute_capability") or None
+    gpus = _attr(inventory, "gpus")
+    if gpus:  # telemetry.inventory.SystemInventory
+        g = next((g for g in gpus if _attr(g, "cuda_index") == device_index), gpus[0])
+        out.setdefault("gpu_name", _attr(g, "name"))
+        out.setdefault("compute_capability", _attr(g, "compute_capability"))
+        if out.get("sm_count") is None:
+            out["sm_count"] = _attr(g, "sm_count")
+        if out.get("memory_total_gib") is None and _attr(g, "memory_total"):
+            out["memory_total_gib"] = _attr(g, "memory_total") / 2**30
+        if _attr(g, "l2_cache"):
+            out["l2_mib"] = _attr(g, "l2_cache") / 2**20
+    return {k: v for k, v in out.items() if v not in (None, "")}
+
+
+def _peaks_dir() -> Path | None:
+    env = os.environ.get("GPULAB_DATA_DIR")
+    if env:
+        root = Path(env).expanduser()
+    else:
+        from platformdirs import user_data_dir
+
+        root = Path(user_data_dir("gpulab"))
+    path = root / "peaks"
+    return path if path.is_dir() else None
+
+
+def _all_cached() -> list[dict[str, Any]]:
+    """Every calibration file, as plain dicts (the same JSON `core.peaks` writes)."""
+    folder = _peaks_dir()
+    if folder is None:
+        return []
+    found = []
+    for path in folder.glob("*.json"):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            found.append(data)
+    return found
+
+
+def _from_peaks(inventory: Any, device_index: int) -> dict[str, Any]:
+    from gpulab.core import peaks as peaks_mod  # reads JSON; imports neither torch nor CuPy
+
+    gpu: dict[str, Any] | None = None
+    if inventory is not None and _attr(inventory, "devices") is not None:
+        inv = inventory
+        if isinstance(inventory, Mapping):  # Inventory.to_dict(): attribute access for device_key
+            devices = [SimpleNamespace(**d) for d in inventory.get("devices") or []]
+            inv = SimpleNamespace(devices=devices, driver_version=inventory.get("driver_version"))
+        p = peaks_mod.cached(inv, device_index)
+        gpu = p.to_dict() if p is not None and not p.cpu else None
+    everything = _all_cached()
+    # Without an inventory we cannot know which GPU this is; the newest full calibration of a
+    # GPU is the best guess (one GPU per box is the common case), a quick one only if alone.
+    if gpu is None:
+        gpus = [d for d in everything if not d.get("cpu")]
+        gpus.sort(key=lambda d: (not d.get("quick"), d.get("measured_at") or 0))
+        gpu = gpus[-1] if gpus else None
+    cpus = [d for d in everything if d.get("cpu")]
+    cpus.sort(key=lambda d: (not d.get("quick"), d.get("measured_at") or 0))
+    cpu = cpus[-1] if cpus else None
+
+    out: dict[str, Any] = {}
+    if gpu:
+        out["copy_gbs"] = gpu.get("copy_gbs")
+        out["h2d_pinned_gbs"] = gpu.get("h2d_pinned_gbs")
+        out["d2h_pinned_gbs"] = gpu.get("d2h_pinned_gbs")
+        for dtype, tflops in (gpu.get("matmul_tflops") or {}).items():
+            out[f"matmul_tflops_{dtype}"] = tflops
+        if gpu.get("device"):
+            out.setdefault("gpu_name", gpu["device"])
+    if cpu:
+        out["cpu_copy_gbs"] = cpu.get("copy_gbs")
+        tflops = (cpu.get("matmul_tflops") or {}).get("fp32")
+        out["cpu_matmul_gflops"] = tflops * 1e3 if tflops else None
+    return {k: v for k, v in out.items() if isinstance(v, int | float | str) and v}

@@ -1,0 +1,331 @@
+"""Progress and run history in SQLite, under the user data dir (or $GPULAB_DATA_DIR).
+
+Durability: WAL journal and synchronous=FULL. In WAL mode a crash of the *process* never loses a
+committed transaction whatever `synchronous` says; FULL also fsyncs the WAL at every commit, so
+a power cut or a kernel panic loses nothing either (NORMAL may drop the last few commits there).
+gpulab writes a handful of rows per minute at most (a quiz answer, a lesson read, a run), so the
+cost of one fsync per commit is invisible. Every write is its own transaction: what one call
+saved is on disk when it returns, and a crash in the next one cannot take it back.
+
+WAL also lets a second reader (`gpulab lessons` while the TUI runs, or two TUIs) read committed
+data while a writer is busy; writers wait up to `BUSY_TIMEOUT_S` for each other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+DB_NAME = "gpulab.sqlite3"
+BUSY_TIMEOUT_S = 5.0
+SCHEMA_VERSION = 1
+
+# Each entry upgrades the schema from version i to i + 1; never edit one that has shipped.
+_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE lessons_read (
+        lesson_id     TEXT PRIMARY KEY,
+        first_read_at TEXT NOT NULL,
+        last_read_at  TEXT NOT NULL
+    );
+    CREATE TABLE quiz_answers (
+        id             INTEGER PRIMARY KEY,
+        lesson_id      TEXT NOT NULL,
+        question_index INTEGER NOT NULL,
+        choice         INTEGER NOT NULL,
+        correct        INTEGER NOT NULL,
+        answered_at    TEXT NOT NULL
+    );
+    CREATE INDEX quiz_answers_lesson ON quiz_answers (lesson_id, question_index);
+    CREATE TABLE quiz_best (
+        lesson_id  TEXT PRIMARY KEY,
+        best_score INTEGER NOT NULL,
+        total      INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE runs (
+        id           INTEGER PRIMARY KEY,
+        experiment   TEXT NOT NULL,
+        params_json  TEXT NOT NULL,
+        started_at   TEXT NOT NULL,
+        final_type   TEXT,
+        summary_json TEXT
+    );
+    CREATE INDEX runs_experiment ON runs (experiment, started_at);
+    """,
+)
+
+
+class StoreError(RuntimeError):
+    """The progress database cannot be used; str() is one line to show a person."""
+
+
+def data_dir() -> Path:
+    """$GPULAB_DATA_DIR (the CLI's --data-dir sets it), else platformdirs' user data dir."""
+    env = os.environ.get("GPULAB_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("gpulab"))
+
+
+def default_path() -> Path:
+    return data_dir() / DB_NAME
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _iso(value: str | float | datetime | None) -> str:
+    if value is None:
+        return now()
+    if isinstance(value, datetime):
+        return value.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, timezone.utc).isoformat(timespec="milliseconds")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ReadMark:
+    lesson_id: str
+    first_read_at: str
+    last_read_at: str
+
+
+@dataclass(frozen=True)
+class QuizBest:
+    lesson_id: str
+    best_score: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Answer:
+    lesson_id: str
+    question_index: int
+    choice: int
+    correct: bool
+    answered_at: str
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: int
+    experiment: str
+    params: dict[str, Any]
+    started_at: str
+    final_type: str | None
+    summary: dict[str, Any] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "experiment": self.experiment,
+            "params": self.params,
+            "started_at": self.started_at,
+            "final_type": self.final_type,
+            "summary": self.summary,
+        }
+
+
+class Store:
+    """One connection to the progress database. Safe to share between threads (one lock)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None and str(path) != ":memory:" else path
+        if self.path is None:
+            self.path = default_path()
+        self._lock = threading.RLock()
+        target = str(self.path)
+        try:
+            if target != ":memory:":
+                Path(target).parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: we open every transaction ourselves (BEGIN IMMEDIATE).
+            self._db = sqlite3.connect(
+                target, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the progress database {target}: {exc}") from None
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} was written by a newer gpulab (schema {version}, "
+                    f"this one knows {SCHEMA_VERSION}); upgrade gpulab or use --data-dir"
+                )
+            for step in range(version, SCHEMA_VERSION):
+                for statement in _MIGRATIONS[step].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            if version != SCHEMA_VERSION:
+                db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One transaction: committed when the block ends, rolled back if it raises."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def pragma(self, name: str) -> Any:
+        return self._query(f"PRAGMA {name}")[0][0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- lessons ---------------------------------------------------------------------------
+
+    def mark_read(self, lesson_id: str, at: str | float | None = None) -> None:
+        when = _iso(at)
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO lessons_read (lesson_id, first_read_at, last_read_at) "
+                "VALUES (?, ?, ?) ON CONFLICT (lesson_id) DO UPDATE SET last_read_at = ?",
+                (lesson_id, when, when, when),
+            )
+
+    def read_marks(self) -> dict[str, ReadMark]:
+        rows = self._query("SELECT lesson_id, first_read_at, last_read_at FROM lessons_read")
+        return {r[0]: ReadMark(*r) for r in rows}
+
+    def is_read(self, lesson_id: str) -> bool:
+        return bool(self._query("SELECT 1 FROM lessons_read WHERE lesson_id = ?", (lesson_id,)))
+
+    # -- quizzes ---------------------------------------------------------------------------
+
+    def record_answer(
+        self, lesson_id: str, question_index: int, choice: int, correct: bool
+    ) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO quiz_answers (lesson_id, question_index, choice, correct, answered_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (lesson_id, question_index, choice, int(bool(correct)), now()),
+            )
+
+    def answers(self, lesson_id: str) -> list[Answer]:
+        rows = self._query(
+            "SELECT lesson_id, question_index, choice, correct, answered_at FROM quiz_answers "
+            "WHERE lesson_id = ? ORDER BY id",
+            (lesson_id,),
+        )
+        return [Answer(r[0], r[1], r[2], bool(r[3]), r[4]) for r in rows]
+
+    def record_quiz(self, lesson_id: str, score: int, total: int) -> QuizBest:
+        """Keep the best score (by fraction, so a quiz that grew a question compares fairly)."""
+        if total <= 0 or not 0 <= score <= total:
+            raise ValueError(f"quiz score {score}/{total} is not possible")
+        with self._write() as db:
+            row = db.execute(
+                "SELECT best_score, total FROM quiz_best WHERE lesson_id = ?", (lesson_id,)
+            ).fetchone()
+            if (
+                row is None
+                or score * row[1] > row[0] * total
+                or (score * row[1] == row[0] * total and total != row[1])
+            ):
+                db.execute(
+                    "INSERT INTO quiz_best (lesson_id, best_score, total, updated_at) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (lesson_id) DO UPDATE SET "
+                    "best_score = excluded.best_score, total = excluded.total, "
+                    "updated_at = excluded.updated_at",
+                    (lesson_id, score, total, now()),
+                )
+                return QuizBest(lesson_id, score, total)
+            return QuizBest(lesson_id, row[0], row[1])
+
+    def best_scores(self) -> dict[str, QuizBest]:
+        rows = self._query("SELECT lesson_id, best_score, total FROM quiz_best")
+        return {r[0]: QuizBest(*r) for r in rows}
+
+    # -- run history -----------------------------------------------------------------------
+
+    def add_run(
+        self,
+        experiment: str,
+        params: Mapping[str, Any],
+        *,
+        started_at: str | float | datetime | None = None,
+        final_type: str | None = None,
+        summary: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Record a run (final_type: result / failed / cancelled, or None while it runs)."""
+        with self._write() as db:
+            cur = db.execute(
+                "INSERT INTO runs (experiment, params_json, started_at, final_type, summary_json)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (
+                    experiment,
+                    json.dumps(dict(params), default=str),
+                    _iso(started_at),
+                    final_type,
+                    None if summary is None else json.dumps(dict(summary), default=str),
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+    def finish_run(
+        self, run_id: int, final_type: str, summary: Mapping[str, Any] | None = None
+    ) -> None:
+        with self._write() as db:
+            db.execute(
+                "UPDATE runs SET final_type = ?, summary_json = ? WHERE id = ?",
+                (
+                    final_type,
+                    None if summary is None else json.dumps(dict(summary), default=str),
+                    run_id,
+                ),
+            )
+
+    def list_runs(self, experiment: str | None = None, limit: int = 100) -> list[RunRow]:
+        """Newest first."""
+        sql = "SELECT id, experiment, params_json, started_at, final_type, summary_json FROM runs"
+        args: tuple[Any, ...] = ()
+        if experiment is not None:
+            sql += " WHERE experiment = ?"
+            args = (experiment,)
+        sql += " ORDER BY id DESC LIMIT ?"
+        rows = self._query(sql, (*args, int(limit)))
+        return [
+            RunRow(r[0], r[1], json.loads(r[2]), r[3], r[4], json.loads(r[5]) if r[5] else None)
+            for r in rows
+        ]
+
+
+def open_store(path: str | Path | None = None) -> Store:
+    return Store(path)
