@@ -1,23 +1,380 @@
-"""Placeholder GPU info pane (the telemetry engineer replaces this file)."""
+"""The GPU info pane (#gpu-info): every GPU in a list, the highlighted one's figures below.
+
+Static facts come from NVML once (cached by the sampler) and are joined with what the worker's
+handshake reports (SM count, L2, CUDA index, torch / CUDA runtime / CuPy versions); live readings
+arrive as frames from the telemetry thread. Up/down (or the mouse) move the highlight and show
+that GPU's figures; Enter or a click selects it for experiments and posts `Selected`.
+Without NVML the pane explains CPU mode and what to install instead of showing a blank.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
+
+from gpulab.telemetry.inventory import GpuInventory, SystemInventory
+from gpulab.telemetry.sampler import Frame, Sampler, shared_sampler
+from gpulab.telemetry.snapshot import GpuSnapshot
+from gpulab.telemetry.values import NA, gib, nbytes
 
 
-class GpuInfoPane(Static):
+class GpuInfoPane(Vertical):
+    DEFAULT_CSS = """
+    GpuInfoPane { height: 1fr; }
+    GpuInfoPane > #gpu-list { height: auto; max-height: 6; border: none; padding: 0; }
+    GpuInfoPane > #gpu-scroll { height: 1fr; }
+    GpuInfoPane #gpu-status { color: $text-muted; }
+    """
+
     class Selected(Message):
-        def __init__(self, index: int) -> None:
+        """The user chose a GPU for experiments. `index` is the CUDA index the worker uses
+        (NVML's index until the worker has reported, when the two cannot be told apart)."""
+
+        def __init__(self, index: int, nvml_index: int, uuid: str = "", name: str = "") -> None:
             self.index = index
+            self.nvml_index = nvml_index
+            self.uuid = uuid
+            self.name = name
             super().__init__()
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__("GPU info: waiting for the worker", **kwargs)
+    class FrameArrived(Message, bubble=False):
+        def __init__(self, frame: Frame) -> None:
+            self.frame = frame
+            super().__init__()
 
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, GpuInfoPane.FrameArrived)
+
+    def __init__(self, *, sampler: Sampler | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._sampler = sampler
+        self._unsubscribe: Any = None
+        self.worker: dict[str, Any] | None = None
+        self.frame: Frame | None = None
+        self.inventory: SystemInventory | None = None
+        self.selected_nvml = 0
+        self.highlighted_nvml = 0
+        self._prompts: list[str] = []
+        self._details_key: Any = None
+
+    @property
+    def sampler(self) -> Sampler:
+        if self._sampler is None:
+            self._sampler = shared_sampler()
+        return self._sampler
+
+    def compose(self) -> ComposeResult:
+        yield Static("Reading NVML…", id="gpu-status")
+        yield OptionList(id="gpu-list")
+        with VerticalScroll(id="gpu-scroll"):
+            yield Static("", id="gpu-details")
+
+    def on_mount(self) -> None:
+        self.query_one("#gpu-list", OptionList).display = False
+        self._unsubscribe = self.sampler.subscribe(self._from_thread)
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    # the app's interface --------------------------------------------------------------------
     def set_worker_info(self, handshake: dict[str, Any]) -> None:
-        from gpulab.core.devices import Inventory
+        self.worker = dict(handshake or {})
+        self._join()
+        self._redraw()
 
-        self.update(Inventory.from_dict(handshake.get("inventory", {})).label())
+    @property
+    def selected(self) -> GpuInventory | None:
+        return self.inventory.gpu(self.selected_nvml) if self.inventory else None
+
+    # frames ---------------------------------------------------------------------------------
+    def _from_thread(self, frame: Frame) -> None:
+        self.post_message(self.FrameArrived(frame))
+
+    @on(FrameArrived)
+    def _frame(self, message: FrameArrived) -> None:
+        first = self.frame is None or self.frame.inventory is not message.frame.inventory
+        self.frame = message.frame
+        if first:
+            self._join()
+        self._redraw()
+
+    def _join(self) -> None:
+        if self.frame is None:
+            return
+        inv = self.frame.inventory
+        self.inventory = inv.with_worker((self.worker or {}).get("inventory"))
+
+    # selection ------------------------------------------------------------------------------
+    @on(OptionList.OptionHighlighted, "#gpu-list")
+    def _highlight(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        if self.inventory and 0 <= event.option_index < len(self.inventory.gpus):
+            self.highlighted_nvml = self.inventory.gpus[event.option_index].nvml_index
+            self._redraw()
+
+    @on(OptionList.OptionSelected, "#gpu-list")
+    def _select(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if not self.inventory or not 0 <= event.option_index < len(self.inventory.gpus):
+            return
+        g = self.inventory.gpus[event.option_index]
+        self.selected_nvml = self.highlighted_nvml = g.nvml_index
+        index = g.cuda_index if isinstance(g.cuda_index, int) else g.nvml_index
+        self.post_message(
+            self.Selected(
+                index,
+                g.nvml_index,
+                "" if isinstance(g.uuid, NA) else g.uuid,
+                "" if isinstance(g.name, NA) else g.name,
+            )
+        )
+        self._redraw()
+
+    # drawing --------------------------------------------------------------------------------
+    def _redraw(self) -> None:
+        if not self.is_mounted:
+            return
+        status = self.query_one("#gpu-status", Static)
+        options = self.query_one("#gpu-list", OptionList)
+        details = self.query_one("#gpu-details", Static)
+        inv = self.inventory
+        if inv is None:
+            return
+        if not inv.available or not inv.gpus:
+            options.display = False
+            status.update(Text(inv.reason or "NVML sees no GPU", style="bold yellow"))
+            self._set_details(details, ("cpu", self._worker_key()), lambda: self._cpu_details(inv))
+            return
+        status.update(_header(inv))
+        options.display = True
+        prompts = [self._prompt(g) for g in inv.gpus]
+        if len(prompts) != len(self._prompts):
+            options.clear_options()
+            options.add_options(prompts)
+            options.highlighted = next(
+                (i for i, g in enumerate(inv.gpus) if g.nvml_index == self.highlighted_nvml), 0
+            )
+        else:
+            for i, (old, new) in enumerate(zip(self._prompts, prompts, strict=True)):
+                if old != new:
+                    options.replace_option_prompt_at_index(i, new)
+        self._prompts = prompts
+        g = inv.gpu(self.highlighted_nvml) or inv.gpus[0]
+        snap = self.frame.snapshot(g.nvml_index) if self.frame else None
+        key = (g, snap and _snap_key(snap), self._worker_key())
+        self._set_details(details, key, lambda: _details(inv, g, snap))
+
+    def _set_details(self, details: Static, key: Any, build: Any) -> None:
+        if key != self._details_key:
+            self._details_key = key
+            details.update(build())
+
+    def _worker_key(self) -> Any:
+        inv = (self.worker or {}).get("inventory") or {}
+        return (str(inv.get("versions")), str(inv.get("backends")))
+
+    def _prompt(self, g: GpuInventory) -> str:
+        snap = self.frame.snapshot(g.nvml_index) if self.frame else None
+        mark = "▶" if g.nvml_index == self.selected_nvml else " "
+        name = _short(g.name)
+        cuda = f"cuda:{g.cuda_index}" if isinstance(g.cuda_index, int) else f"nvml:{g.nvml_index}"
+        if snap is None:
+            return f"{mark} {cuda} {name}"
+        used, total = snap.memory_in_use, snap.memory_total
+        mem = (
+            "mem N/A"
+            if isinstance(used, NA) or isinstance(total, NA)
+            else f"{used / 2**30:.1f}/{total / 2**30:.0f} GiB"
+        )
+        util = "N/A" if isinstance(snap.gpu_util, NA) else f"{snap.gpu_util}%"
+        temp = "N/A" if isinstance(snap.temperature_c, NA) else f"{snap.temperature_c}°C"
+        return f"{mark} {cuda} {name}  {mem}  {util}  {temp}"
+
+    def _cpu_details(self, inv: SystemInventory) -> Table:
+        t = _table()
+        backends = ((self.worker or {}).get("inventory") or {}).get("backends") or {}
+        if not backends:
+            t.add_row("Worker", Text("not ready yet: backends appear when it reports", "dim"))
+        for name, b in backends.items():
+            state = (
+                Text(f"yes {b.get('version', '')}", "green")
+                if b.get("available")
+                else Text(f"no: {b.get('reason', '')}", "dim")
+            )
+            t.add_row(name, state)
+        _versions(t, inv)
+        return t
+
+
+def _short(name: Any) -> str:
+    if isinstance(name, NA):
+        return "N/A (GPU unreadable)"
+    return str(name).replace("NVIDIA ", "")
+
+
+def _header(inv: SystemInventory) -> Text:
+    drv = "N/A" if isinstance(inv.driver_version, NA) else inv.driver_version
+    cuda = "N/A" if isinstance(inv.cuda_driver_version, NA) else inv.cuda_driver_version
+    n = len(inv.gpus)
+    return Text(f"{n} GPU{'s' if n != 1 else ''} · driver {drv} · CUDA {cuda} (driver)")
+
+
+def _snap_key(s: GpuSnapshot) -> Any:
+    return tuple(str(v) for k, v in vars(s).items() if k != "t")
+
+
+def _table() -> Table:
+    t = Table.grid(padding=(0, 1))
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(overflow="fold")
+    return t
+
+
+def _v(value: Any, render: Any = str) -> Text:
+    if isinstance(value, NA):
+        return Text(f"N/A ({value.reason})", style="dim")
+    return Text(render(value))
+
+
+def _join(*parts: Text, sep: str = " · ") -> Text:
+    """Parts side by side; an N/A whose reason was just given reads plain N/A."""
+    out = Text()
+    said: set[str] = set()
+    for i, p in enumerate(parts):
+        if i:
+            out.append(sep)
+        if p.plain.startswith("N/A (") and p.plain in said:
+            out.append("N/A", style="dim")
+            continue
+        said.add(p.plain)
+        out.append_text(p)
+    return out
+
+
+def _details(inv: SystemInventory, g: GpuInventory, s: GpuSnapshot | None) -> Table:
+    t = _table()
+    if isinstance(g.name, NA) and isinstance(g.uuid, NA) and g.name == g.uuid:
+        # Nothing about this GPU can be read (lost): say it once, not once per field.
+        t.add_row("GPU", Text(f"N/A ({g.name.reason})", style="bold red"))
+        t.add_row("Index", _join(Text(f"NVML {g.nvml_index}"), _v(g.cuda_index, "CUDA {}".format)))
+        _versions(t, inv)
+        return t
+    t.add_row(
+        "GPU", _join(_v(g.name), _v(g.architecture), _v(g.compute_capability, "cc {}".format))
+    )
+    t.add_row("UUID", _v(g.uuid))
+    t.add_row(
+        "Index",
+        _join(Text(f"NVML {g.nvml_index}"), _v(g.cuda_index, "CUDA {}".format)),
+    )
+    t.add_row("SMs", _v(g.sm_count))
+    t.add_row("L2", _v(g.l2_cache, nbytes))
+    t.add_row(
+        "Memory",
+        _join(
+            _v(g.memory_total, gib),
+            _v(g.bus_width_bits, "{}-bit bus".format),
+            _v(g.memory_bandwidth, lambda b: f"{b / 1e12:.2f} TB/s peak"),
+        ),
+    )
+    t.add_row(
+        "Max clocks",
+        _join(
+            _v(g.max_sm_clock_mhz, "SM {} MHz".format), _v(g.max_mem_clock_mhz, "mem {} MHz".format)
+        ),
+    )
+    t.add_row(
+        "PCIe max",
+        _join(
+            _v(g.pcie_max_gen, "gen {}".format),
+            _v(g.pcie_max_width, "x{}".format),
+            _v(g.pcie_bandwidth, lambda b: f"{b / 1e9:.0f} GB/s each way"),
+        ),
+    )
+    t.add_row("Power limit", _v(g.power_limit_w, "{:.0f} W".format))
+    mig = _v(g.mig_mode)
+    if isinstance(g.mig_instances, list) and g.mig_instances:
+        mig.append(f" · {len(g.mig_instances)} instances: ")
+        mig.append(
+            ", ".join(f"{i['slot']}: {_v(i['memory_total'], gib).plain}" for i in g.mig_instances)
+        )
+    t.add_row("MIG", mig)
+    if s is not None:
+        _live(t, s)
+    else:
+        t.add_row("Live", Text("waiting for a sample", "dim"))
+    _versions(t, inv)
+    return t
+
+
+def _live(t: Table, s: GpuSnapshot) -> None:
+    used = _v(s.memory_in_use, gib)
+    used.append(" in use of ")
+    used.append_text(_v(s.memory_total, gib))
+    t.add_row("Used", _join(used, _v(s.memory_reserved, lambda r: f"driver reserved {nbytes(r)}")))
+    t.add_row("Util", _join(_v(s.gpu_util, "GPU {}%".format), _v(s.mem_util, "memory {}%".format)))
+    t.add_row(
+        "Clocks",
+        _join(_v(s.sm_clock_mhz, "SM {} MHz".format), _v(s.mem_clock_mhz, "mem {} MHz".format)),
+    )
+    t.add_row("Held by", _v(s.throttle, ", ".join))
+    t.add_row(
+        "Power",
+        _join(_v(s.power_w, "{:.0f} W".format), _v(s.temperature_c, "{} °C".format)),
+    )
+    t.add_row(
+        "PCIe now",
+        _join(
+            _v(s.pcie_gen, "gen {}".format),
+            _v(s.pcie_width, "x{}".format),
+            _v(s.pcie_tx, lambda b: f"tx {b / 1e6:.1f} MB/s"),
+            _v(s.pcie_rx, lambda b: f"rx {b / 1e6:.1f} MB/s"),
+        ),
+    )
+    if isinstance(s.processes, NA):
+        t.add_row("Processes", _v(s.processes))
+    elif not s.processes:
+        t.add_row("Processes", Text("none", "dim"))
+    else:
+        for i, p in enumerate(s.processes):
+            name = "" if isinstance(p.name, NA) else f" {p.name}"
+            row = Text(f"{p.pid}{name} ({p.kind}) ")
+            row.append_text(_v(p.used_memory, nbytes))
+            t.add_row("Processes" if i == 0 else "", row)
+        if s.pid_note is not None:
+            t.add_row("", Text(s.pid_note.reason, "dim"))
+
+
+def _versions(t: Table, inv: SystemInventory) -> None:
+    if inv.available:
+        t.add_row(
+            "Driver",
+            _join(
+                _v(inv.driver_version),
+                _v(inv.cuda_driver_version, "CUDA {}".format),
+                _v(inv.nvml_version, "NVML {}".format),
+            ),
+        )
+    w = inv.worker_versions
+    binding = f"nvidia-ml-py {inv.binding_version}" if inv.binding_version else "nvidia-ml-py N/A"
+    if not w:
+        t.add_row("Worker", Text(f"not ready yet · UI {binding}", "dim"))
+        return
+    parts = [
+        f"torch {w['torch']}" if "torch" in w else "torch N/A (not installed in the worker)",
+        f"CUDA runtime {w['torch_cuda_runtime']}"
+        if w.get("torch_cuda_runtime")
+        else "CUDA runtime N/A (CPU-only torch)",
+        f"CuPy {w['cupy']}" if "cupy" in w else "CuPy N/A (not installed)",
+        f"nvidia-ml-py {w['nvidia-ml-py']}" if "nvidia-ml-py" in w else binding,
+    ]
+    t.add_row("Worker", Text(" · ".join(parts)))

@@ -1,24 +1,178 @@
-"""Placeholder memory gauge (the telemetry engineer replaces this file)."""
+"""The live memory gauge (#memory-gauge): the device bar, the worker's layers, a history.
+
+It joins two streams: NVML frames from the telemetry sampler thread (device used/total and
+per-process memory) and the worker's allocator readings the app forwards from runner `memory`
+events (`add_reading`). The arithmetic lives headless in `gpulab.telemetry.gauge`.
+
+Idle cost: frames arrive at the sampler's rate, but the widget repaints only when the text it
+would show has changed, so a quiet GPU costs a comparison, not a render.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from textual.widgets import Static
+from rich.text import Text
+from textual import on
+from textual.message import Message
+from textual.widget import Widget
+
+from gpulab.telemetry.gauge import Layers, MemoryModel
+from gpulab.telemetry.sampler import Frame, Sampler, shared_sampler
+from gpulab.telemetry.values import NA, nbytes
+
+LABEL = 17
 
 
-class MemoryGauge(Static):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__("Memory: no readings yet", **kwargs)
+class MemoryGauge(Widget):
+    DEFAULT_CSS = """
+    MemoryGauge { height: auto; min-height: 10; }
+    """
 
+    class FrameArrived(Message, bubble=False):
+        def __init__(self, frame: Frame) -> None:
+            self.frame = frame
+            super().__init__()
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, MemoryGauge.FrameArrived)
+
+    def __init__(
+        self, *, sampler: Sampler | None = None, history_s: float = 180.0, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self._sampler = sampler
+        self.model = MemoryModel(history_s=history_s)
+        self._unsubscribe: Any = None
+        self._text = Text("Memory: waiting for the first sample")
+        self._key: Any = None
+        self.repaints = 0
+
+    @property
+    def sampler(self) -> Sampler:
+        if self._sampler is None:
+            self._sampler = shared_sampler()
+        return self._sampler
+
+    # the app's interface --------------------------------------------------------------------
     def set_worker_pid(self, pid: int | None) -> None:
-        pass
+        self.model.worker_pid = int(pid) if pid else None
+        self._update()
 
     def add_reading(self, reading: dict[str, Any]) -> None:
-        pass
+        self.model.add_reading(reading)
+        self._update()
 
     def job_started(self) -> None:
-        pass
+        self.model.job_started()
+        self.sampler.hold_fast(f"gauge-{id(self)}")  # >= 2 Hz while a job runs
+        self._update()
 
     def job_finished(self) -> None:
-        pass
+        self.model.job_finished()
+        self.sampler.release_fast(f"gauge-{id(self)}")
+        self._update()
+
+    def select_gpu(self, nvml_index: int) -> None:
+        """Follow another GPU (wire to GpuInfoPane.Selected.nvml_index)."""
+        if nvml_index != self.model.nvml_index:
+            self.model.nvml_index = nvml_index
+            self.model.history.clear()
+            self.model.run_peak = None
+            self._update()
+
+    # frames ---------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self._unsubscribe = self.sampler.subscribe(self._from_thread)
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self.sampler.release_fast(f"gauge-{id(self)}")
+
+    def _from_thread(self, frame: Frame) -> None:
+        self.post_message(self.FrameArrived(frame))
+
+    @on(FrameArrived)
+    def _frame(self, message: FrameArrived) -> None:
+        self.model.add_frame(message.frame)
+        self._update()
+
+    def on_resize(self) -> None:
+        self._key = None
+        self._update()
+
+    # drawing --------------------------------------------------------------------------------
+    def _update(self) -> None:
+        width = max(20, self.size.width or 40)
+        layers = self.model.layers()
+        spark, peak_col = self.model.spark(max(1, width - 1))
+        key = (width, layers, spark, peak_col, self.model.worker_pid, self.model.job_running)
+        if key == self._key:
+            return
+        self._key = key
+        self._text = self._draw(width, layers, spark, peak_col)
+        self.repaints += 1
+        self.refresh(layout=True)
+
+    def render(self) -> Text:
+        return self._text
+
+    def _draw(self, width: int, ly: Layers, spark: str, peak_col: int | None) -> Text:
+        out = Text(no_wrap=False, overflow="fold")
+        out.append_text(_bar_line(width, ly))
+        pid = self.model.worker_pid
+        who = f"Worker {pid}" if pid else "Worker"
+        _row(out, who, ly.worker_nvml, "bold")
+        _row(out, "  CUDA context", ly.cuda_context)
+        _row(out, "  torch reserved", ly.torch_reserved)
+        _row(out, "  torch allocated", ly.torch_allocated)
+        _row(out, "  CuPy pool", ly.cupy_pool)
+        _row(out, "Other processes", ly.other_processes)
+        span = _minutes(self.model.history_s)
+        peak = self.model.run_peak
+        if peak is not None:
+            label = "run peak" if self.model.job_running else "last run peak"
+            head = f"History {span}  {label} {nbytes(peak[1])} ▲"
+        else:
+            head = f"History {span}"
+        if not isinstance(ly.torch_peak, NA):
+            head += f"  torch peak {nbytes(ly.torch_peak)}"
+        out.append(head + "\n", style="dim")
+        out.append(spark or " ", style="cyan")
+        if peak_col is not None:
+            out.append("\n" + " " * peak_col + "▲", style="bold yellow")
+        return out
+
+
+def _bar_line(width: int, ly: Layers) -> Text:
+    line = Text()
+    line.append("Device ", style="bold")
+    if isinstance(ly.device_used, NA) or isinstance(ly.device_total, NA) or not ly.device_total:
+        why = ly.device_used if isinstance(ly.device_used, NA) else ly.device_total
+        line.append(str(why) + "\n", style="dim")
+        return line
+    frac = max(0.0, min(1.0, ly.device_used / ly.device_total))
+    figures = f" {ly.device_used / 2**30:.1f}/{ly.device_total / 2**30:.1f} GiB {frac:4.0%}"
+    bar_w = max(4, width - len("Device ") - len(figures))
+    filled = round(frac * bar_w)
+    color = "green" if frac < 0.7 else "yellow" if frac < 0.9 else "red"
+    line.append("█" * filled, style=color)
+    line.append("░" * (bar_w - filled), style="grey37")
+    line.append(figures + "\n")
+    if ly.source == "worker":
+        line.append("  (from the worker: NVML is not available)\n", style="dim")
+    return line
+
+
+def _row(out: Text, label: str, value: int | NA, style: str = "") -> None:
+    out.append(f"{label:<{LABEL}}", style=style)
+    if isinstance(value, NA):
+        out.append(f"N/A ({value.reason})\n", style="dim")
+    else:
+        out.append(f"{nbytes(value):>9}\n", style=style)
+
+
+def _minutes(seconds: float) -> str:
+    return f"({seconds / 60:.0f} min)" if seconds >= 60 else f"({seconds:.0f} s)"
