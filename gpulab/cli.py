@@ -96,10 +96,20 @@ def _tui() -> int:
 
 def _info(args: argparse.Namespace) -> int:
     from gpulab.core.devices import detect
+    from gpulab.telemetry.report import info_json, info_lines
+    from gpulab.telemetry.sampler import TelemetryReader
 
     inv = detect()
+    reader = TelemetryReader()
+    try:
+        frame = reader.read()
+    finally:
+        reader.close()
+    nvml = frame.inventory.with_worker(inv.to_dict())
     if args.json:
-        print(json.dumps(inv.to_dict(), indent=2))
+        data = inv.to_dict()
+        data["nvml"] = info_json(nvml, frame.snapshots)
+        print(json.dumps(data, indent=2))
         return 0
     print(f"gpulab {__version__}")
     print(f"GPU: {inv.label()}")
@@ -113,6 +123,8 @@ def _info(args: argparse.Namespace) -> int:
         state = f"yes  {b.version}" if b.available else f"no   {b.reason}"
         print(f"  {b.name:<11} {state}")
     print("Versions: " + ", ".join(f"{k} {v}" for k, v in inv.versions.items() if v))
+    for line in info_lines(nvml, frame.snapshots):
+        print(line)
     return 0
 
 

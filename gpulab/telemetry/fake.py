@@ -388,9 +388,12 @@ def worker_inventory(fake: FakeNvml, *, l2: bool = True) -> dict[str, Any]:
     }
 
 
-def fake_sampler(variant: str = "full", interval: float = 0.5) -> tuple[Any, FakeNvml]:
+def fake_sampler(
+    variant: str = "full", interval: float = 0.5, *, manual: bool = False
+) -> tuple[Any, FakeNvml]:
     """(Sampler, fake): a sampler reading the fake through the real telemetry code."""
     from gpulab.telemetry.sampler import Sampler, TelemetryReader
 
     fake = FakeNvml(variant)
-    return Sampler(TelemetryReader(fake, procs=fake.procs), interval=interval), fake
+    reader = TelemetryReader(fake, procs=fake.procs)
+    return Sampler(reader, interval=interval, manual=manual), fake

@@ -167,6 +167,9 @@ def read_inventory(session: NvmlSession, worker: dict[str, Any] | None = None) -
         why = session.error.reason if session.error is not None else "NVML is not available"
         return SystemInventory(
             available=False,
+            driver_version=NA(why),
+            cuda_driver_version=NA(why),
+            nvml_version=NA(why),
             reason=(
                 f"CPU mode: {why}. Experiments run on the CPU (numpy, torch-cpu). "
                 f"For a GPU: {INSTALL_HINT}."

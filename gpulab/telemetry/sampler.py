@@ -85,8 +85,16 @@ def clamp_interval(seconds: float) -> float:
 class Sampler:
     """subscribe(callback) -> unsubscribe; latest(); stop(). Callbacks run on the thread."""
 
-    def __init__(self, reader: TelemetryReader | None = None, interval: float = DEFAULT_INTERVAL):
+    def __init__(
+        self,
+        reader: TelemetryReader | None = None,
+        interval: float = DEFAULT_INTERVAL,
+        *,
+        manual: bool = False,
+    ) -> None:
+        """`manual=True`: no thread; frames come only from `sample_now()` (snapshot tests)."""
         self.reader = reader or TelemetryReader()
+        self.manual = manual
         self._interval = clamp_interval(interval)
         self._subs: dict[int, Callable[[Frame], None]] = {}
         self._next_id = 0
@@ -157,6 +165,8 @@ class Sampler:
             self._start_locked()
 
     def _start_locked(self) -> None:
+        if self.manual:
+            return
         if self._thread is not None and self._thread.is_alive():
             return
         self._stopping = False

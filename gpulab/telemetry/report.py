@@ -1,0 +1,103 @@
+"""Plain-text and JSON forms of the inventory and one snapshot, for `gpulab info`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpulab.telemetry.inventory import SystemInventory
+from gpulab.telemetry.snapshot import GpuSnapshot
+from gpulab.telemetry.values import NA, fmt, gib, nbytes
+
+
+def info_json(inv: SystemInventory, snaps: list[GpuSnapshot]) -> dict[str, Any]:
+    return {"inventory": inv.to_dict(), "snapshots": [s.to_dict() for s in snaps]}
+
+
+def _mhz(v: int) -> str:
+    return f"{v} MHz"
+
+
+def info_lines(inv: SystemInventory, snaps: list[GpuSnapshot]) -> list[str]:
+    if not inv.available:
+        return [f"NVML: {inv.reason}"]
+    lines = [
+        f"NVML: driver {fmt(inv.driver_version)}, CUDA {fmt(inv.cuda_driver_version)} (driver), "
+        f"NVML {fmt(inv.nvml_version)}, nvidia-ml-py {inv.binding_version or 'N/A'}"
+    ]
+    if not inv.gpus:
+        lines.append(f"  {inv.reason}")
+    by_index = {s.nvml_index: s for s in snaps}
+    for g in inv.gpus:
+        s = by_index.get(g.nvml_index)
+        rows: list[tuple[str, str]] = [
+            ("name", fmt(g.name)),
+            ("uuid", fmt(g.uuid)),
+            ("cuda index", fmt(g.cuda_index)),
+            ("compute capability", f"{fmt(g.compute_capability)} ({fmt(g.architecture)})"),
+            ("SMs", fmt(g.sm_count)),
+            ("L2 cache", fmt(g.l2_cache, nbytes)),
+            ("memory total", fmt(g.memory_total, gib)),
+            (
+                "max clocks",
+                f"SM {fmt(g.max_sm_clock_mhz, _mhz)}, mem {fmt(g.max_mem_clock_mhz, _mhz)}",
+            ),
+            ("bus width", fmt(g.bus_width_bits, "{} bit".format)),
+            (
+                "memory bandwidth",
+                fmt(g.memory_bandwidth, lambda b: f"{b / 1e9:.0f} GB/s (2 x clock x width / 8)"),
+            ),
+            (
+                "PCIe max",
+                f"gen {fmt(g.pcie_max_gen)} x{fmt(g.pcie_max_width)}, "
+                f"{fmt(g.pcie_bandwidth, lambda b: f'{b / 1e9:.1f} GB/s each way')}",
+            ),
+            ("power limit", fmt(g.power_limit_w, "{:.0f} W".format)),
+            ("MIG", fmt(g.mig_mode)),
+        ]
+        if s is not None:
+            rows += _snapshot_rows(s)
+        lines.append(f"GPU {g.nvml_index} (NVML index):")
+        lines += [f"  {k:<19} {v}" for k, v in rows]
+    if inv.worker_versions:
+        lines.append("Worker: " + ", ".join(f"{k} {v}" for k, v in inv.worker_versions.items()))
+    return lines
+
+
+def _snapshot_rows(s: GpuSnapshot) -> list[tuple[str, str]]:
+    rows = [
+        (
+            "memory now",
+            f"{fmt(s.memory_in_use, gib)} in use (used {fmt(s.memory_used, nbytes)}, "
+            f"driver reserved {fmt(s.memory_reserved, nbytes)}, free {fmt(s.memory_free, gib)})",
+        ),
+        (
+            "utilization",
+            f"GPU {fmt(s.gpu_util, '{}%'.format)}, memory {fmt(s.mem_util, '{}%'.format)}",
+        ),
+        ("temperature", fmt(s.temperature_c, "{} C".format)),
+        ("power draw", fmt(s.power_w, "{:.1f} W".format)),
+        ("clocks now", f"SM {fmt(s.sm_clock_mhz, _mhz)}, mem {fmt(s.mem_clock_mhz, _mhz)}"),
+        ("clocks held by", fmt(s.throttle, ", ".join)),
+        (
+            "PCIe now",
+            f"gen {fmt(s.pcie_gen)} x{fmt(s.pcie_width)}, "
+            f"tx {fmt(s.pcie_tx, lambda b: f'{b / 1e6:.1f} MB/s')}, "
+            f"rx {fmt(s.pcie_rx, lambda b: f'{b / 1e6:.1f} MB/s')}",
+        ),
+    ]
+    if isinstance(s.processes, NA):
+        rows.append(("processes", fmt(s.processes)))
+    elif not s.processes:
+        rows.append(("processes", "none"))
+    else:
+        for i, p in enumerate(s.processes):
+            name = fmt(p.name, short=True)
+            rows.append(
+                (
+                    "processes" if i == 0 else "",
+                    f"{p.pid} {name} {p.kind} {fmt(p.used_memory, nbytes)}",
+                )
+            )
+        if s.pid_note is not None:
+            rows.append(("", s.pid_note.reason))
+    return rows
