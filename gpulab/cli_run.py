@@ -1,8 +1,16 @@
-"""`gpulab run`: one experiment, headless, printing a table or one JSON line per event."""
+"""`gpulab run`: one experiment through the runner (a worker process), as the TUI runs it.
+
+Prints a table, or with --json one JSON line per event of the job. Ctrl-C and --timeout cancel the
+job (cooperatively, then by replacing the worker). Exit codes: 0 result, 1 failed, 2 bad input,
+130 cancelled.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import signal
 import sys
 from typing import Any
 
@@ -24,8 +32,10 @@ def print_event(event: dict[str, Any], as_json: bool) -> None:
         print(render_result(event["result"]))
     elif kind == ev.FAILED:
         sys.stderr.write(f"gpulab: {event['kind']}: {event['message']}\n")
+        if event.get("explanation"):
+            sys.stderr.write(f"  {event['explanation']}\n")
     elif kind == ev.CANCELLED:
-        sys.stderr.write(f"gpulab: cancelled ({event.get('how', '')})\n")
+        sys.stderr.write(f"gpulab: cancelled ({event.get('how', '')}): {event.get('message', '')}\n")
 
 
 def exit_code(final: str, event: dict[str, Any] | None) -> int:
@@ -38,19 +48,56 @@ def exit_code(final: str, event: dict[str, Any] | None) -> int:
     return 1
 
 
+def _client_event(event: dict[str, Any]) -> None:
+    """What the runner says outside the job: the worker's own output and its replacements."""
+    if event.get("job"):
+        return
+    if event["type"] == ev.LOG and event.get("stream") in ("stdout", "stderr"):
+        sys.stderr.write(f"  | worker: {event['line']}\n")
+    elif event["type"] == ev.FAILED:
+        sys.stderr.write(f"gpulab: {event['kind']}: {event['message']}\n")
+
+
+async def _run(
+    experiment: str, params: dict[str, Any], *, as_json: bool, device: int, timeout: float
+) -> int:
+    from gpulab.core.params import ParamError
+    from gpulab.experiments.registry import UnknownExperiment
+    from gpulab.runner.client import RunnerClient
+
+    loop = asyncio.get_running_loop()
+    async with RunnerClient(device_index=device, on_event=_client_event) as client:
+        try:
+            job = await client.submit(experiment, params, device=device)
+        except (UnknownExperiment, ParamError) as exc:
+            sys.stderr.write(f"gpulab: {exc}\n")
+            return 2
+        cancels: list[asyncio.Task[None]] = []
+
+        def cancel(why: str) -> None:
+            if not job.done:
+                sys.stderr.write(f"gpulab: {why}, cancelling\n")
+                cancels.append(loop.create_task(client.cancel(job)))
+
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, cancel, "interrupted")
+        timer = loop.call_later(timeout, cancel, f"--timeout {timeout:g} s") if timeout > 0 else None
+        try:
+            async for event in job:
+                print_event(event, as_json)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
+            for task in cancels:
+                with contextlib.suppress(Exception):
+                    await task
+        final = job.final or {}
+        return exit_code(final.get("type", ev.FAILED), final)
+
+
 def run_headless(
     experiment: str, params: dict[str, Any], *, as_json: bool, device: int = 0, timeout: float = 0
 ) -> int:
-    from gpulab.core.devices import detect
-    from gpulab.runner.inline import run_job
-
-    last: dict[str, Any] = {}
-
-    def emit(event: dict[str, Any]) -> None:
-        if event["type"] != ev.MEMORY:
-            last.clear()
-            last.update(event)
-        print_event(event, as_json)
-
-    final = run_job("1", experiment, params, detect(), emit, device_index=device)
-    return exit_code(final, last)
+    return asyncio.run(_run(experiment, params, as_json=as_json, device=device, timeout=timeout))

@@ -7,7 +7,26 @@ import importlib
 from gpulab.experiments.base import Experiment
 
 # One module per experiment; each defines EXPERIMENT. Order is the order the panel lists them.
-MODULES: tuple[str, ...] = ("montecarlo", "calibrate")
+MODULES: tuple[str, ...] = (
+    "montecarlo",
+    "blur",
+    "calibrate",
+    "vector_add",
+    "reduction",
+    "bandwidth",
+    "create_on_device",
+    "round_trips",
+    "batching",
+    "in_place",
+    "dtypes",
+    "tensor_core_alignment",
+    "memory_layout",
+    "kernel_fusion",
+    "mixed_precision",
+    "profiler",
+    "memory",
+    "break_it",
+)
 
 _cache: dict[str, Experiment] | None = None
 
