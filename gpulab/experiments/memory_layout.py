@@ -1,0 +1,140 @@
+"""Memory layout: contiguous vs strided access, and what `.contiguous()` itself costs.
+
+A size x size float32 matrix x. The rows time, separately: an elementwise op on x; the same op
+on the transposed view x.t() (no copy); the copy x.t().contiguous() alone; the seed's pattern
+(copy, then op); a column sum read along rows vs across them; a stride-16 view that uses one
+float in every 64 bytes; and a matmul with a transposed operand. Bytes counted are the useful
+bytes (elements read + written), so a pattern that wastes memory traffic shows low GB/s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpulab.core.params import Int, ParamSet
+from gpulab.core.results import Result
+from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments.base import Contender, Context, Experiment
+from gpulab.experiments.common import row
+
+STRIDE = 16
+
+
+class MemoryLayout(Experiment):
+    id = "memory-layout"
+    title = "Memory layout and contiguity"
+    summary = "Contiguous vs transposed vs strided access, and the cost of .contiguous() itself."
+    lesson = "performance-regimes"
+    params = ParamSet(
+        (
+            Int("size", 8192, "the matrix is size x size float32 (GPU)", min=16, max=65536),
+            Int("cpu_size", 2048, "size on the CPU", min=16, max=32768),
+        )
+    )
+    contenders = (
+        Contender("torch", "PyTorch GPU", "torch-cuda"),
+        Contender("torch-cpu", "PyTorch CPU", "torch-cpu"),
+    )
+    bench_params = ({"size": 8192},)
+    bench_suites = ("full",)
+
+    def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        import torch
+
+        result = self.new_result(ctx, params)
+        c = sup.todo(self, result)[0]
+        gpu = c.backend == "torch-cuda"
+        if gpu:
+            result.unavailable["torch-cpu"] = "the GPU ran instead"
+        dev = torch.device(ctx.torch_device if gpu else "cpu")
+        s = int(params["size"] if gpu else params["cpu_size"])
+        if gpu:
+            sup.require_fit(ctx, 5 * s * s * 4, f"memory-layout at {s} x {s}")
+        p = sup.peaks(ctx)
+        x = torch.rand(s, s, device=dev)
+        w = torch.rand(s, s, device=dev)
+        xt = x.t()
+        e = s * s * 4  # bytes in one matrix
+        sv = x.view(-1)[::STRIDE]
+        cases = [
+            ("x * 2 (contiguous)", lambda: x * 2, 2 * e, lambda: x.double() * 2),
+            ("x.t() * 2 (transposed view)", lambda: xt * 2, 2 * e, lambda: xt.double() * 2),
+            (
+                "x.t().contiguous() (the copy alone)",
+                lambda: xt.contiguous(),
+                2 * e,
+                lambda: xt.double(),
+            ),
+            (
+                "x.t().contiguous() * 2 (copy, then op)",
+                lambda: xt.contiguous() * 2,
+                2 * e,
+                lambda: xt.double() * 2,
+            ),
+            ("x.sum(dim=1) (along rows)", lambda: x.sum(dim=1), e, lambda: x.double().sum(1)),
+            ("x.sum(dim=0) (across rows)", lambda: x.sum(dim=0), e, lambda: x.double().sum(0)),
+            (
+                f"x.view(-1)[::{STRIDE}] * 2 (1 float per 64 B)",
+                lambda: sv * 2,
+                2 * sv.numel() * 4,
+                lambda: sv.double() * 2,
+            ),
+            ("x @ w", lambda: x @ w, 3 * e, None),
+            ("x @ w.t() (transposed operand)", lambda: x @ w.t(), 3 * e, None),
+            ("x @ w.t().contiguous()", lambda: x @ w.t().contiguous(), 3 * e, None),
+        ]
+        times: dict[str, float] = {}
+        with sup.tf32_mode(False):
+            for i, (name, fn, nbytes, ref_fn) in enumerate(cases):
+                ctx.progress(i / len(cases), name)
+                out = fn()
+                if ref_fn is not None:
+                    ref = ref_fn()
+                    dtype = "fp32"
+                else:
+                    k = min(256, s)
+                    ref = x[:k].double() @ (w if "w.t" not in name else w.t()).double()
+                    out = out[:k]
+                    dtype = "fp32"
+                result.verdicts.append(sup.verdict(name, out, ref, dtype, size=f"{s}"))
+                del out, ref
+                timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
+                is_mm = name.startswith("x @")
+                pk = None if is_mm else sup.peak_here(p, c.backend, "copy")
+                m = row(
+                    name,
+                    f"{s} x {s}",
+                    timing,
+                    work=(2.0 * s**3) if is_mm else nbytes,
+                    unit="TFLOP/s" if is_mm else "GB/s",
+                    scale=1e12 if is_mm else 1e9,
+                    dtype="fp32",
+                    peak=pk,
+                    peak_name="memory copy (read + written)" if pk else "",
+                    counted="2 * s^3 flops" if is_mm else "useful bytes read + written",
+                )
+                sup.emit(ctx, result, m)
+                times[name] = m.time_median_s
+        ctx.progress(1.0, "done")
+        result.summary = {"size": s, "median_s": times}
+        names = [n for n, *_ in cases]
+        t_op, t_view, t_copy, t_both = (times.get(n) for n in names[:4])
+        if t_op and t_copy and t_both and t_view:
+            result.summary["copy_then_op_over_view"] = t_both / t_view
+            result.summary["copy_share_of_copy_then_op"] = t_copy / t_both
+        result.explanation = (
+            "A transpose is free: x.t() only swaps strides. Elementwise ops on it run as fast "
+            "as on x, because PyTorch walks the memory in its stored order. Calling "
+            ".contiguous() first copies the whole matrix, so 'copy, then op' costs the copy "
+            "plus the op: the seed measured exactly this (5x slower) and still told you to do "
+            "it. Make a tensor contiguous only when something needs it (a .view(), a custom "
+            "kernel, or data reused many times), and once, not on every call. What does hurt "
+            "is touching memory you do not use: the stride-16 view uses 4 bytes of every 64 "
+            "the memory delivers, so its useful GB/s collapses. Reductions across rows and "
+            "matmuls with a transposed operand are handled by the library's kernels (cuBLAS "
+            "reads a transposed operand directly), so copying first only adds time."
+        )
+        return self.finish(result)
+
+
+EXPERIMENT = MemoryLayout()

@@ -1,0 +1,175 @@
+"""Helpers the syllabus experiments share: peaks, rows, references, device plumbing.
+
+Nothing here imports torch or CuPy at module level (the registry loads in the UI process).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpulab.core.results import Measurement, Result, Verdict
+from gpulab.experiments.base import Context
+
+# Relative-error thresholds from METHOD.md, by dtype.
+TOLERANCE = {
+    "fp64": 1e-12,
+    "fp32": 1e-5,
+    "tf32": 3e-3,
+    "fp16": 1e-2,
+    "bf16": 2e-2,
+}
+
+
+def peaks(ctx: Context) -> Any | None:
+    """This device's calibration (measured once and cached), or None when it cannot be had."""
+    ctx.progress(0.0, "this device's calibration (measured once, then cached)")
+    try:
+        from gpulab.core import peaks as peaks_mod
+
+        return peaks_mod.load_or_measure(ctx, quick=ctx.quick)
+    except Exception as exc:  # a calibration failure must not sink the experiment
+        ctx.log(f"no calibration for % of peak: {type(exc).__name__}: {exc}")
+        return None
+
+
+def peak(p: Any | None, what: str) -> float | None:
+    if p is None:
+        return None
+    from gpulab.core.peaks import peak_for
+
+    return peak_for(p, what)
+
+
+def peak_here(p: Any | None, backend: str, what: str) -> float | None:
+    """The ceiling for a row run on `backend`, only when the calibration is of that device."""
+    if p is None:
+        return None
+    on_gpu = backend in ("torch-cuda", "cupy")
+    return peak(p, what) if on_gpu != bool(p.cpu) else None
+
+
+def poison(out: Any) -> None:
+    """Fill an output with NaN so an element the contender never writes fails the check."""
+    if hasattr(out, "fill_"):
+        out.fill_(float("nan"))
+    else:
+        out.fill(float("nan"))
+
+
+def emit(ctx: Context, result: Result, m: Measurement) -> Measurement:
+    ctx.measurement(m)
+    result.measurements.append(m)
+    return m
+
+
+def rel_error(out: Any, ref: Any) -> float:
+    """||out - ref|| / ||ref|| in float64 on the CPU; NaN anywhere gives inf (never passes)."""
+    import numpy as np
+
+    o = to_numpy64(out)
+    r = to_numpy64(ref)
+    if o.shape != r.shape or not np.all(np.isfinite(o)):
+        return math.inf
+    denom = float(np.linalg.norm(r.ravel()))
+    diff = float(np.linalg.norm((o - r).ravel()))
+    if denom == 0.0:
+        return diff
+    return diff / denom
+
+
+def to_numpy64(x: Any) -> Any:
+    import numpy as np
+
+    if hasattr(x, "detach"):  # torch
+        return x.detach().to("cpu").double().numpy()
+    if hasattr(x, "get") and type(x).__module__.startswith("cupy"):
+        return np.asarray(x.get(), dtype=np.float64)
+    return np.asarray(x, dtype=np.float64)
+
+
+def verdict(contender: str, out: Any, ref: Any, dtype: str = "fp32", **kw: Any) -> Verdict:
+    tol = kw.pop("tolerance", TOLERANCE.get(dtype, 1e-5))
+    return Verdict.check(
+        contender,
+        rel_error(out, ref),
+        tol,
+        metric=kw.pop("metric", "relative error ||out - ref|| / ||ref||"),
+        reference=kw.pop("reference", "float64 on the CPU"),
+        dtype=dtype,
+        **kw,
+    )
+
+
+def sync_kind(backend: str) -> str:
+    return {"torch-cuda": "torch", "cupy": "cupy"}.get(backend, "none")
+
+
+def todo(exp: Any, result: Result, ids: tuple[str, ...] | None = None) -> list[Any]:
+    """The contenders that can run here (optionally only those named), in declared order."""
+    return [
+        c for c in exp.contenders if c.id not in result.unavailable and (ids is None or c.id in ids)
+    ]
+
+
+def size_label(nbytes: float) -> str:
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= factor:
+            value = nbytes / factor
+            return f"{value:g} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{int(nbytes)} B"
+
+
+def torch_dtype(name: str) -> Any:
+    import torch
+
+    return {
+        "fp64": torch.float64,
+        "fp32": torch.float32,
+        "tf32": torch.float32,
+        "fp16": torch.float16,
+        "bf16": torch.bfloat16,
+    }[name]
+
+
+class tf32_mode:  # noqa: N801 - used as a context manager
+    """Turn TF32 matmuls on (for the tf32 rows) or off, and restore the setting on exit."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __enter__(self) -> None:
+        import torch
+
+        self.saved = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = self.on
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = self.saved
+
+
+def free_device_memory(ctx: Context) -> tuple[int, int] | None:
+    """(free, total) bytes on ctx's GPU, or None without one."""
+    if not ctx.has_cuda:
+        return None
+    import torch
+
+    free, total = torch.cuda.mem_get_info(ctx.device_index)
+    return int(free), int(total)
+
+
+def require_fit(ctx: Context, nbytes: float, what: str, margin: float = 0.9) -> None:
+    """Refuse (DoesNotFit) before allocating when `nbytes` would not fit on the GPU."""
+    from gpulab.experiments.base import DoesNotFit
+
+    info = free_device_memory(ctx)
+    if info is None:
+        return
+    free, _ = info
+    if nbytes > margin * free:
+        raise DoesNotFit(
+            f"{what} needs {nbytes / 2**30:.2f} GiB but the GPU has {free / 2**30:.2f} GiB free:"
+            " choose a smaller size"
+        )
