@@ -63,6 +63,7 @@ class GpuInfoPane(Vertical):
         self.highlighted_nvml = 0
         self._prompts: list[str] = []
         self._details_key: Any = None
+        self.details_renderable: Any = None  # what #gpu-details shows (tests read it)
 
     @property
     def sampler(self) -> Sampler:
@@ -176,7 +177,8 @@ class GpuInfoPane(Vertical):
     def _set_details(self, details: Static, key: Any, build: Any) -> None:
         if key != self._details_key:
             self._details_key = key
-            details.update(build())
+            self.details_renderable = build()
+            details.update(self.details_renderable)
 
     def _worker_key(self) -> Any:
         inv = (self.worker or {}).get("inventory") or {}

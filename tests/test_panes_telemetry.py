@@ -1,0 +1,208 @@
+"""The GPU info pane and the memory gauge, mounted in a small app of their own, on the fake NVML.
+
+Frames come from `sample_now()` on a manual sampler (deterministic for snapshots) or from the
+real sampler thread (for the tests of its lifecycle); tests wait for messages, never for time.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import OptionList
+
+from gpulab.app.panes.gpu_info import GpuInfoPane
+from gpulab.app.panes.memory_gauge import MemoryGauge
+from gpulab.telemetry.fake import GiB, MiB, fake_sampler, worker_inventory
+
+SIZE = (110, 32)
+
+
+class PanesApp(App):
+    CSS = """
+    Horizontal > * { width: 1fr; border: round $accent; }
+    """
+
+    def __init__(self, variant: str = "full", *, manual: bool = True, worker: bool = True):
+        super().__init__()
+        self.sampler, self.fake = fake_sampler(variant, manual=manual)
+        self.worker = worker
+        self.selected: list[GpuInfoPane.Selected] = []
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield GpuInfoPane(sampler=self.sampler, id="gpu-info")
+            yield MemoryGauge(sampler=self.sampler, id="memory-gauge")
+
+    def on_mount(self) -> None:
+        if self.worker:
+            handshake = {"pid": 4242, "inventory": worker_inventory(self.fake)}
+            self.query_one(GpuInfoPane).set_worker_info(handshake)
+            self.query_one(MemoryGauge).set_worker_pid(4242)
+
+    def on_gpu_info_pane_selected(self, message: GpuInfoPane.Selected) -> None:
+        self.selected.append(message)
+
+
+async def _until(pilot, predicate, tries: int = 200) -> None:
+    """Let the app process messages until `predicate()` holds (no fixed sleep)."""
+    for _ in range(tries):
+        if predicate():
+            return
+        await pilot.pause()
+    raise AssertionError("condition never held")
+
+
+def _plain(widget) -> str:
+    rendered = widget.render()
+    return getattr(rendered, "plain", str(rendered))
+
+
+def _details(app) -> str:
+    table = app.query_one(GpuInfoPane).details_renderable
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(table)
+    return console.export_text()
+
+
+async def _sample(app, pilot, n: int = 1) -> None:
+    for _ in range(n):
+        before = app.query_one(MemoryGauge).model.updates
+        app.sampler.sample_now()
+        await _until(pilot, lambda b=before: app.query_one(MemoryGauge).model.updates > b)
+    await pilot.pause()
+
+
+# Pilot tests --------------------------------------------------------------------------------
+
+
+async def test_full_driver_shows_the_figures_and_the_worker_layers():
+    app = PanesApp("full")
+    async with app.run_test(size=SIZE) as pilot:
+        await _sample(app, pilot)
+        gauge = app.query_one(MemoryGauge)
+        gauge.add_reading(
+            {
+                "type": "memory",
+                "pid": 4242,
+                "reading": {"torch_allocated": 700 * MiB, "torch_reserved": 800 * MiB},
+            }
+        )
+        await pilot.pause()
+        text = _details(app)
+        assert "Hopper" in text and "132" in text and "3.35 TB/s" in text
+        assert "torch 2.9.0+cu130" in text and "CuPy 13.6.0" in text
+        g = _plain(gauge)
+        assert "1.5/80.0 GiB" in g and "CUDA context" in g and "224 MiB" in g
+    assert not app.sampler.running
+
+
+async def test_gauge_rises_during_an_allocation_and_falls_back():
+    app = PanesApp("full")
+    async with app.run_test(size=SIZE) as pilot:
+        gauge = app.query_one(MemoryGauge)
+        await _sample(app, pilot)
+        gauge.job_started()
+        assert app.sampler.interval <= 0.5  # >= 2 Hz while a job runs
+        app.fake.set_process_memory(0, 4242, 5 * GiB)
+        await _sample(app, pilot)
+        assert "5.5/80.0 GiB" in _plain(gauge)
+        app.fake.set_process_memory(0, 4242, GiB)
+        await _sample(app, pilot)
+        gauge.job_finished()
+        await pilot.pause()
+        g = _plain(gauge)
+        assert "1.5/80.0 GiB" in g and "last run peak 5.5 GiB" in g and "▲" in g
+
+
+async def test_two_gpus_are_listed_and_selectable_by_keys_and_mouse():
+    app = PanesApp("two-gpus")
+    async with app.run_test(size=SIZE) as pilot:
+        await _sample(app, pilot)
+        options = app.query_one("#gpu-list", OptionList)
+        assert options.option_count == 2
+        assert "A100" in str(options.get_option_at_index(1).prompt)
+        options.focus()
+        await pilot.press("down", "enter")
+        await _until(pilot, lambda: app.selected)
+        assert (app.selected[-1].index, app.selected[-1].nvml_index) == (1, 1)
+        await _until(pilot, lambda: "Ampere" in _details(app))
+        await pilot.click("#gpu-list", offset=(4, 0))
+        await _until(pilot, lambda: len(app.selected) == 2)
+        assert app.selected[-1].nvml_index == 0
+        assert str(options.get_option_at_index(0).prompt).startswith("▶")
+
+
+async def test_no_library_explains_cpu_mode():
+    app = PanesApp("no-library")
+    async with app.run_test(size=SIZE) as pilot:
+        await _sample(app, pilot)
+        status = app.query_one("#gpu-status").render()
+        assert "CPU mode" in str(status) and "nvidia-ml-py" in str(status)
+        assert not app.query_one("#gpu-list").display
+        assert "N/A (CPU mode" in _plain(app.query_one(MemoryGauge))
+
+
+async def test_gpu_lost_and_not_supported_read_na_with_reasons():
+    for variant, words in (("gpu-lost", "GPU lost"), ("not-supported", "not supported")):
+        app = PanesApp(variant)
+        async with app.run_test(size=SIZE) as pilot:
+            await _sample(app, pilot)
+            assert f"N/A ({words}" in _details(app)
+
+
+async def test_mig_says_why_fields_are_missing():
+    app = PanesApp("mig")
+    async with app.run_test(size=SIZE) as pilot:
+        await _sample(app, pilot)
+        text = _details(app)
+        assert "2 instances" in text and "while MIG is on" in text
+        assert "while MIG is on" in _plain(app.query_one(MemoryGauge))
+
+
+async def test_the_sampler_thread_stops_when_the_app_exits():
+    app = PanesApp("full", manual=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: app.query_one(MemoryGauge).model.frame is not None)
+        assert app.sampler.running and app.fake.initialised
+    assert not app.sampler.running
+    assert not app.fake.initialised  # NVML shut down after the thread was joined
+
+
+async def test_idle_frames_do_not_repaint_an_unchanged_gauge():
+    app = PanesApp("full")
+    async with app.run_test(size=SIZE) as pilot:
+        await _sample(app, pilot, 2)
+        gauge = app.query_one(MemoryGauge)
+        before = gauge.repaints
+        await _sample(app, pilot, 3)
+        assert gauge.repaints == before
+
+
+# snapshots ----------------------------------------------------------------------------------
+
+
+def _snap_app(variant: str) -> PanesApp:
+    return PanesApp(variant)
+
+
+async def _prepare(pilot) -> None:
+    app = pilot.app
+    await _sample(app, pilot)
+    app.query_one(MemoryGauge).add_reading(
+        {
+            "type": "memory",
+            "pid": 4242,
+            "reading": {"torch_allocated": 700 * MiB, "torch_reserved": 800 * MiB},
+        }
+    )
+    await pilot.pause()
+
+
+@pytest.mark.parametrize(
+    "variant", ["full", "not-supported", "no-library", "gpu-lost", "two-gpus", "mig"]
+)
+def test_snapshot(snap_compare, variant):
+    assert snap_compare(_snap_app(variant), terminal_size=SIZE, run_before=_prepare)
