@@ -35,7 +35,9 @@ def print_event(event: dict[str, Any], as_json: bool) -> None:
         if event.get("explanation"):
             sys.stderr.write(f"  {event['explanation']}\n")
     elif kind == ev.CANCELLED:
-        sys.stderr.write(f"gpulab: cancelled ({event.get('how', '')}): {event.get('message', '')}\n")
+        sys.stderr.write(
+            f"gpulab: cancelled ({event.get('how', '')}): {event.get('message', '')}\n"
+        )
 
 
 def exit_code(final: str, event: dict[str, Any] | None) -> int:
@@ -81,9 +83,12 @@ async def _run(
 
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGINT, cancel, "interrupted")
-        timer = loop.call_later(timeout, cancel, f"--timeout {timeout:g} s") if timeout > 0 else None
+        timer: asyncio.TimerHandle | None = None
         try:
             async for event in job:
+                # --timeout counts the run, not the worker's warm-up before it.
+                if event["type"] == ev.ACCEPTED and timeout > 0:
+                    timer = loop.call_later(timeout, cancel, f"--timeout {timeout:g} s reached")
                 print_event(event, as_json)
         finally:
             if timer is not None:

@@ -42,7 +42,8 @@ KIND_DEVICE_MISMATCH = "device-mismatch"
 KIND_WORKER_START = "worker-start-failed"
 
 
-def make(kind: str, job: str, **fields: Any) -> dict[str, Any]:
-    if kind not in TYPES:
-        raise ValueError(f"unknown event type {kind!r}")
-    return {"type": kind, "job": job, "t": time.time(), **fields}
+def make(event_type: str, job: str, /, **fields: Any) -> dict[str, Any]:
+    # Positional-only: failure events carry a field named `kind`.
+    if event_type not in TYPES:
+        raise ValueError(f"unknown event type {event_type!r}")
+    return {"type": event_type, "job": job, "t": time.time(), **fields}

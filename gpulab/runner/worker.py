@@ -1,0 +1,356 @@
+"""The worker process: `python -m gpulab.runner.worker --fds CMD,EVENTS [--device N] [--parent PID]`.
+
+Started by runner/client.py. It imports the compute stack and creates the CUDA context once
+(pre-warm), says hello on its event pipe, then runs jobs one at a time with runner/inline.py.
+A reader thread takes commands while a job runs, so a cancel sets the cooperative flag at once.
+
+Why it exits when it does:
+- EOF on the command pipe (the client closed it, or the client process died): exit at once.
+- Linux: PR_SET_PDEATHSIG, so even a parent that leaked the pipe to another process kills us.
+- After an illegal address (or any error that leaves CUDA unusable) the context is dead for
+  good; the worker reports the failure, says it is retiring and exits, and the client starts a
+  new one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import faulthandler
+import gc
+import io
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from gpulab.runner import events as ev
+from gpulab.runner.protocol import PROTOCOL, FrameWriter, read_frame
+
+EXIT_RETIRED = 3  # the worker left on purpose (dead CUDA context); the client replaces it
+MEMORY_INTERVAL_S = 0.25  # readings during a job: 4 per second
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Second guard after pipe EOF: the kernel kills us when the parent dies."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    # The parent may have died before prctl ran; then we were re-parented already.
+    if parent_pid and os.getppid() != parent_pid:
+        os._exit(0)
+
+
+def host_rss() -> int | None:
+    """This process's resident memory, so the CPU fallback of a memory lesson has a number."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _LineStream(io.TextIOBase):
+    """sys.stdout / sys.stderr during a job: each complete line becomes a `log` event of the job."""
+
+    def __init__(self, emit_line: Any, stream: str) -> None:
+        self._emit_line = emit_line
+        self._stream = stream
+        self._buf = ""
+        self._lock = threading.Lock()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._buf += text
+            *lines, self._buf = self._buf.split("\n")
+        for line in lines:
+            self._emit_line(line, self._stream)
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            rest, self._buf = self._buf, ""
+        if rest:
+            self._emit_line(rest, self._stream)
+
+
+class Worker:
+    def __init__(self, out: FrameWriter, device_index: int) -> None:
+        self.out = out
+        self.device_index = device_index
+        self.commands: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.current: str = ""
+        self.cancel_flag = threading.Event()
+        self.cancel_asked: set[str] = set()  # a cancel may overtake the job it names
+        self.inventory: Any = None
+        self.warm_timings: dict[str, float] = {}
+
+    # --- the pre-warm -------------------------------------------------------------------------
+    def warm(self) -> None:
+        t0 = time.perf_counter()
+        import numpy  # noqa: F401
+
+        with contextlib.suppress(ImportError):
+            import torch  # noqa: F401
+        t1 = time.perf_counter()
+        from gpulab.core.devices import detect
+
+        self.inventory = detect()  # imports CuPy too, where installed
+        t2 = time.perf_counter()
+        self._init_cuda()
+        t3 = time.perf_counter()
+        from gpulab.experiments.registry import all_experiments
+
+        all_experiments()
+        # Everything imported so far lives as long as the process: take it out of the cyclic
+        # collector's view, so the gc.collect() after a failed job takes microseconds, not 0.2 s.
+        gc.collect()
+        gc.freeze()
+        t4 = time.perf_counter()
+        self.warm_timings = {
+            "imports_s": t1 - t0,
+            "detect_s": t2 - t1,
+            "cuda_init_s": t3 - t2,
+            "registry_s": t4 - t3,
+            "total_s": t4 - t0,
+        }
+
+    def _init_cuda(self) -> None:
+        """Create the CUDA context now, so the first job does not pay for it."""
+        inv = self.inventory
+        d = self.device_index
+        if inv.available("torch-cuda"):
+            import torch
+
+            torch.cuda.set_device(d)
+            torch.zeros(1, device=f"cuda:{d}").add_(1)
+            torch.cuda.synchronize(d)
+        if inv.available("cupy"):
+            import cupy
+
+            cupy.cuda.Device(d).use()
+            cupy.zeros(1, dtype=cupy.float32).sum()
+            cupy.cuda.Device(d).synchronize()
+
+    def hello(self) -> dict[str, Any]:
+        return {
+            "msg": "hello",
+            "protocol": PROTOCOL,
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "executable": sys.executable,
+            "device_index": self.device_index,
+            "inventory": self.inventory.to_dict(),
+            "warm": self.warm_timings,
+        }
+
+    # --- commands -------------------------------------------------------------------------------
+    def read_commands(self, fd: int) -> None:
+        """Reader thread. EOF means the client is gone: leave now, whatever is running."""
+        try:
+            while True:
+                cmd = read_frame(fd)
+                if cmd is None or cmd.get("cmd") == "shutdown":
+                    break
+                if cmd.get("cmd") == "cancel":
+                    self.cancel_asked.add(str(cmd.get("job")))
+                    if cmd.get("job") == self.current:
+                        self.cancel_flag.set()
+                elif cmd.get("cmd") == "run":
+                    self.commands.put(cmd)
+        except Exception as exc:  # a corrupt stream: nothing sensible is left to do
+            with contextlib.suppress(Exception):
+                sys.__stderr__.write(f"gpulab worker: command stream broken: {exc}\n")
+        with contextlib.suppress(Exception):
+            sys.__stdout__.flush()
+            sys.__stderr__.flush()
+        os._exit(0)
+
+    def serve(self) -> None:
+        while True:
+            cmd = self.commands.get()
+            try:
+                self.run_one(cmd)
+            except BrokenPipeError:
+                raise
+            except Exception as exc:  # a bug of the runner itself: report it, keep serving
+                import traceback
+
+                self.current = ""
+                self.send_event(
+                    ev.make(
+                        ev.FAILED,
+                        str(cmd.get("job", "")),
+                        kind=ev.KIND_EXCEPTION,
+                        message=f"the worker failed to run the job: {type(exc).__name__}: {exc}",
+                        traceback=traceback.format_exc(),
+                    )
+                )
+
+    # --- one job --------------------------------------------------------------------------------
+    def send_event(self, event: dict[str, Any]) -> None:
+        self.out.send({"msg": "event", "event": event})
+
+    def memory_event(self, job: str, device_index: int) -> dict[str, Any]:
+        from gpulab.core import memory
+
+        reading = memory.probe(device_index)
+        rss = host_rss()
+        if rss is not None:
+            reading["host_rss"] = rss
+        return ev.make(ev.MEMORY, job, reading=reading, pid=os.getpid())
+
+    def run_one(self, cmd: dict[str, Any]) -> None:
+        from gpulab.runner.inline import run_job
+
+        job = str(cmd["job"])
+        device = int(cmd.get("device", self.device_index))
+        self.cancel_flag = threading.Event()
+        self.current = job
+        if job in self.cancel_asked:
+            self.cancel_flag.set()
+        finals: list[dict[str, Any]] = []
+        stop = threading.Event()
+        sampler = threading.Thread(
+            target=self._sample, args=(job, device, stop), name="memory", daemon=True
+        )
+
+        def emit(event: dict[str, Any]) -> None:
+            if event["type"] in ev.FINAL:
+                finals.append(event)  # held back: cleanup and the last reading go first
+                return
+            self.send_event(event)
+            if event["type"] == ev.ACCEPTED:
+                sampler.start()
+
+        def log_line(line: str, stream: str) -> None:
+            self.send_event(ev.make(ev.LOG, job, line=line, stream=stream))
+
+        out, err = _LineStream(log_line, "stdout"), _LineStream(log_line, "stderr")
+        saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = out, err
+        try:
+            run_job(
+                job,
+                cmd["experiment"],
+                cmd.get("params") or {},
+                self.inventory,
+                emit,
+                device_index=device,
+                is_cancelled=self.cancel_flag.is_set,
+            )
+        finally:
+            sys.stdout, sys.stderr = saved
+            out.flush()
+            err.flush()
+            stop.set()
+            if sampler.is_alive():
+                sampler.join()
+        final = (
+            finals[0]
+            if finals
+            else ev.make(
+                ev.FAILED,
+                job,
+                kind=ev.KIND_EXCEPTION,
+                message="the job ended without a result",
+                traceback="",
+            )
+        )
+        retire = ""
+        if final["type"] != ev.RESULT:
+            retire = self.cuda_broken(device)
+            if final.get("kind") == ev.KIND_ILLEGAL_ADDRESS and not retire:
+                retire = "an illegal address leaves the CUDA context unusable"
+            if not retire:
+                self.release_memory()
+        if sampler.ident is not None:  # the job ran: one reading at its end
+            self.send_event(self.memory_event(job, device))
+        self.current = ""
+        self.cancel_asked.discard(job)
+        self.send_event(final)
+        if retire:
+            self.out.send({"msg": "retiring", "reason": retire})
+            with contextlib.suppress(Exception):
+                sys.__stderr__.flush()
+            os._exit(EXIT_RETIRED)
+
+    def _sample(self, job: str, device: int, stop: threading.Event) -> None:
+        while True:
+            with contextlib.suppress(Exception):
+                self.send_event(self.memory_event(job, device))
+            if stop.wait(MEMORY_INTERVAL_S):
+                return
+
+    # --- after a failure ------------------------------------------------------------------------
+    def cuda_broken(self, device: int) -> str:
+        """Why CUDA can no longer be used in this process, or "" when it still works."""
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_initialized():
+            try:
+                torch.cuda.synchronize(device)
+            except Exception as exc:
+                return f"the CUDA context is dead: {str(exc).strip().splitlines()[0]}"
+        cupy = sys.modules.get("cupy")
+        if cupy is not None and self.inventory is not None and self.inventory.available("cupy"):
+            try:
+                cupy.cuda.Device(device).synchronize()
+            except Exception as exc:
+                return f"the CUDA context is dead: {str(exc).strip().splitlines()[0]}"
+        return ""
+
+    def release_memory(self) -> None:
+        """Give back what a failed job held (frames of its traceback, allocator caches)."""
+        gc.collect()
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_initialized():
+            with contextlib.suppress(Exception):
+                torch.cuda.empty_cache()
+        cupy = sys.modules.get("cupy")
+        if cupy is not None:
+            with contextlib.suppress(Exception):
+                cupy.get_default_memory_pool().free_all_blocks()
+                cupy.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m gpulab.runner.worker")
+    p.add_argument("--fds", required=True, help="CMD_READ_FD,EVENT_WRITE_FD")
+    p.add_argument("--device", type=int, default=0)
+    p.add_argument("--parent", type=int, default=0, help="the client's pid")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    # Ctrl-C in a terminal reaches the whole process group; the client decides what it means.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    args = parse_args(argv)
+    die_with_parent(args.parent)
+    faulthandler.enable(file=sys.__stderr__)  # a segfault leaves a Python traceback in the log
+    cmd_fd, event_fd = (int(x) for x in args.fds.split(","))
+    for fd in (cmd_fd, event_fd):
+        os.set_inheritable(fd, False)  # subprocesses of experiments must not hold our pipes
+    worker = Worker(FrameWriter(event_fd), args.device)
+    threading.Thread(
+        target=worker.read_commands, args=(cmd_fd,), name="commands", daemon=True
+    ).start()
+    worker.warm()
+    try:
+        worker.out.send(worker.hello())
+        worker.serve()
+    except BrokenPipeError:  # the client is gone
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
