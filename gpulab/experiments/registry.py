@@ -10,6 +10,7 @@ from gpulab.experiments.base import Experiment
 MODULES: tuple[str, ...] = (
     "montecarlo",
     "blur",
+    "matmul",
     "calibrate",
     "vector_add",
     "reduction",

@@ -1,0 +1,411 @@
+"""The matmul race: pure Python, NumPy, torch on the CPU, torch on the GPU and CuPy, per dtype.
+
+C = A @ B for square n x n matrices: 2 n^3 flops. Inputs are random and made before the timed
+region; GPU work is timed with CUDA events after warm-up. Each row is verified against a float64
+product of the same (already rounded) inputs by the relative Frobenius norm; for n > REF_ROWS only
+REF_ROWS rows are checked, which keeps the CPU reference cheap and still catches a wrong kernel.
+
+Pure Python runs only up to n = 128 (it is measured at 64 and 128 even when not asked); larger
+sizes show its time extrapolated from the measured rate, marked extrapolated, never dropped.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from gpulab.core.params import List, ParamSet
+from gpulab.core.results import Measurement, Result, Series, Verdict
+from gpulab.experiments.base import Contender, Context, DoesNotFit, Experiment
+from gpulab.experiments.common import row
+
+DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
+BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+# Relative Frobenius error allowed against float64 (METHOD.md): fp32 < 1e-5, tf32 ~ 3e-4,
+# half precisions 1e-3..1e-2 (their output alone is rounded to 11 or 8 bits).
+TOLERANCE = {"fp64": 1e-12, "fp32": 1e-5, "tf32": 2e-3, "fp16": 1e-2, "bf16": 1e-2}
+SUPPORTED = {
+    "python": ("fp64",),
+    "numpy": ("fp64", "fp32"),
+    "torch-cpu": ("fp64", "fp32", "bf16"),
+    "torch": DTYPES,
+    "cupy": ("fp64", "fp32", "fp16"),
+}
+PYTHON_MAX = 128
+PYTHON_MEASURED = (64, 128)
+REF_ROWS = 64
+CPU_RUN_LIMIT_S = 20.0  # a CPU contender skips (and says so) a size estimated to take longer
+
+
+def python_matmul(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:
+    cols = list(zip(*b, strict=True))
+    return [[sum(map(operator.mul, r, c)) for c in cols] for r in a]
+
+
+def rel_error(out, ref) -> float:
+    import numpy as np
+
+    out = np.asarray(out, dtype=np.float64)
+    if not np.isfinite(out).all():
+        return float("inf")
+    return float(np.linalg.norm(out - ref) / np.linalg.norm(ref))
+
+
+def benchmark_timer_tflops(n: int, dtype: str = "bf16", device: str = "cuda:0") -> float:
+    """torch.utils.benchmark.Timer on torch.mm of random n x n inputs: the bench's second opinion."""
+    import torch
+    from torch.utils import benchmark
+
+    tdt = _torch_dtype(dtype)
+    a = torch.randn(n, n, device=device, dtype=tdt)
+    b = torch.randn(n, n, device=device, dtype=tdt)
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    try:
+        t = benchmark.Timer(stmt="torch.mm(a, b)", globals={"torch": torch, "a": a, "b": b})
+        m = t.blocked_autorange(min_run_time=1.0)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+    return 2 * n**3 / m.median / 1e12
+
+
+def _torch_dtype(dtype: str):
+    import torch
+
+    return {
+        "fp64": torch.float64,
+        "fp32": torch.float32,
+        "tf32": torch.float32,
+        "fp16": torch.float16,
+        "bf16": torch.bfloat16,
+    }[dtype]
+
+
+class Matmul(Experiment):
+    id = "matmul"
+    title = "The matmul race"
+    summary = "Square matrix products from pure Python to tensor cores: time, TFLOP/s, % of peak."
+    lesson = "dtypes-and-tensor-cores"
+    params = ParamSet(
+        (
+            List(
+                "sizes", [256, 512, 1024, 2048, 4096, 8192], "int", "n for n x n", min=16, max=32768
+            ),
+            List("dtypes", ["fp32", "bf16"], "choice", "precisions", choices=DTYPES),
+            List(
+                "contenders",
+                ["python", "numpy", "torch-cpu", "torch", "cupy"],
+                "choice",
+                "who races",
+                choices=("python", "numpy", "torch-cpu", "torch", "cupy"),
+            ),
+        )
+    )
+    contenders = (
+        Contender(
+            "python", "pure Python (lists)", "python", f"n <= {PYTHON_MAX}, then extrapolated"
+        ),
+        Contender("numpy", "NumPy (BLAS on the CPU)", "numpy"),
+        Contender("torch-cpu", "PyTorch CPU", "torch-cpu"),
+        Contender("torch", "PyTorch GPU (cuBLAS)", "torch-cuda"),
+        Contender("cupy", "CuPy (cuBLAS)", "cupy"),
+    )
+    bench_params = (
+        {
+            "sizes": [256, 1024, 4096, 8192],
+            "dtypes": ["fp32", "tf32", "fp16", "bf16"],
+            "contenders": ["python", "numpy", "torch", "cupy"],
+        },
+    )
+    bench_suites = ("core", "full")
+
+    # ------------------------------------------------------------------ run
+
+    def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        from gpulab.core import peaks as pk
+
+        sizes = sorted(int(n) for n in params["sizes"])
+        dtypes = list(params["dtypes"])
+        result = self.new_result(ctx, params)
+        chosen = [c for c in self.contenders if c.id in params["contenders"]]
+        todo = [c for c in chosen if c.id not in result.unavailable]
+        gpu = [c for c in todo if c.backend in ("torch-cuda", "cupy")]
+        if gpu:
+            self._check_fits(ctx, sizes, dtypes)
+        peaks_gpu = pk.load_or_measure(ctx, quick=ctx.quick) if gpu else None
+        peaks_cpu = pk.load_or_measure(ctx, quick=ctx.quick, cpu=True)
+        skipped: list[str] = []
+        plan = self._plan(todo, sizes, dtypes, skipped)
+        times: dict[tuple[str, str, int], float] = {}
+        for step, (contender, dtype, n) in enumerate(plan):
+            ctx.progress(step / max(1, len(plan)), f"{contender.label} {dtype} n={n}")
+            if contender.id == "python":
+                m, v = self._python(ctx, n)
+            else:
+                est = self._estimate_s(contender.id, dtype, n, times)
+                if contender.backend in ("numpy", "torch-cpu") and est > CPU_RUN_LIMIT_S:
+                    why = f"{contender.id} {dtype} n={n}: skipped, estimated {est:.0f} s a run"
+                    skipped.append(why)
+                    ctx.log(why)
+                    continue
+                peaks = peaks_gpu if contender.backend in ("torch-cuda", "cupy") else peaks_cpu
+                m, v = self._one(ctx, contender, dtype, n, pk.peak_for(peaks, dtype), est)
+            times[(contender.id, m.dtype, n)] = m.time_median_s
+            ctx.measurement(m)
+            result.measurements.append(m)
+            if v is not None:
+                result.verdicts.append(v)
+        if any(c.id == "python" for c in todo):
+            self._extrapolate_python(ctx, result, sizes)
+        self._speedups(result)
+        result.summary = {"sizes": sizes, "dtypes": dtypes, "skipped": skipped, "flops": "2 n^3"}
+        best = max(
+            (m for m in result.measurements if not m.extrapolated and m.throughput),
+            key=lambda m: m.throughput or 0,
+            default=None,
+        )
+        if best is not None:
+            result.summary["fastest"] = f"{best.contender} {best.dtype} n={best.size}"
+            result.summary["best_tflops"] = best.throughput
+        result.explanation = (
+            "A matrix product does 2n^3 flops on 3n^2 numbers, so large ones are compute-bound "
+            "and show what each engine can do: pure Python pays an interpreter dispatch per "
+            "multiply, NumPy calls an optimised BLAS on the CPU cores, and cuBLAS on the GPU "
+            "runs thousands of threads, on tensor cores for tf32, fp16 and bf16. Small sizes "
+            "are launch- and overhead-bound: the GPU's lead only appears as n grows."
+        )
+        ctx.progress(1.0, "done")
+        return self.finish(result)
+
+    def _plan(self, todo, sizes, dtypes, skipped) -> list[tuple[Contender, str, int]]:
+        plan: list[tuple[Contender, str, int]] = []
+        for c in todo:
+            if c.id == "python":
+                for n in sorted(set(PYTHON_MEASURED) | {s for s in sizes if s <= PYTHON_MAX}):
+                    plan.append((c, "fp64", n))
+                continue
+            for dtype in dtypes:
+                if dtype not in SUPPORTED[c.id]:
+                    skipped.append(f"{c.id} has no {dtype} matmul")
+                    continue
+                plan.extend((c, dtype, n) for n in sizes)
+        return plan
+
+    @staticmethod
+    def _estimate_s(
+        cid: str, dtype: str, n: int, times: dict[tuple[str, str, int], float]
+    ) -> float:
+        smaller = [(k[2], t) for k, t in times.items() if k[0] == cid and k[1] == dtype]
+        if not smaller:
+            return 0.0
+        m, t = max(smaller)
+        return t * (n / m) ** 3
+
+    @staticmethod
+    def _check_fits(ctx: Context, sizes: list[int], dtypes: list[str]) -> None:
+        import torch
+
+        free, _ = torch.cuda.mem_get_info(ctx.device_index)
+        n = max(sizes)
+        width = max(BYTES[d] for d in dtypes)
+        need = int(3 * n * n * width * 1.05) + 256 * 2**20  # A, B, C and cuBLAS workspace
+        if need > free:
+            raise DoesNotFit(
+                f"n={n} in {max(dtypes, key=lambda d: BYTES[d])} needs about "
+                f"{need / 2**30:.2f} GiB on the GPU and {free / 2**30:.2f} GiB is free"
+            )
+
+    # ------------------------------------------------------------------ contenders
+
+    def _python(self, ctx: Context, n: int) -> tuple[Measurement, Verdict]:
+        import numpy as np
+
+        rng = np.random.default_rng(n)
+        a_np, b_np = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+        a, b = a_np.tolist(), b_np.tolist()
+        out: dict[str, Any] = {}
+
+        def call() -> None:
+            out["c"] = python_matmul(a, b)
+
+        timing = ctx.timer.measure(call, min_runs=1, warmup=0 if n > 64 else 1, cold=False)
+        err = rel_error(out["c"], a_np @ b_np)
+        m = row("python", str(n), timing, work=2 * n**3, unit="TFLOP/s", scale=1e12, dtype="fp64")
+        m.note = "Python floats (fp64)"
+        v = Verdict.check(
+            "python",
+            err,
+            TOLERANCE["fp64"],
+            metric="rel. Frobenius error",
+            size=str(n),
+            dtype="fp64",
+        )
+        return m, v
+
+    def _extrapolate_python(self, ctx: Context, result: Result, sizes: list[int]) -> None:
+        measured = [
+            m for m in result.measurements if m.contender == "python" and not m.extrapolated
+        ]
+        if not measured:
+            return
+        ref = max(measured, key=lambda m: int(m.size))
+        rate = 2 * int(ref.size) ** 3 / ref.time_median_s
+        for n in sizes:
+            if n <= PYTHON_MAX:
+                continue
+            t = 2 * n**3 / rate
+            m = Measurement(
+                contender="python",
+                size=str(n),
+                dtype="fp64",
+                time_median_s=t,
+                time_min_s=t,
+                time_max_s=t,
+                runs=0,
+                throughput=rate / 1e12,
+                unit="TFLOP/s",
+                extrapolated=True,
+                note=f"extrapolated from n={ref.size} ({rate / 1e9:.3g} GFLOP/s)",
+            )
+            ctx.measurement(m)
+            result.measurements.append(m)
+
+    def _one(
+        self, ctx: Context, c: Contender, dtype: str, n: int, peak: float | None, est: float
+    ) -> tuple[Measurement, Verdict]:
+        runner = {
+            "numpy": self._numpy,
+            "torch-cpu": self._torch,
+            "torch": self._torch,
+            "cupy": self._cupy,
+        }
+        timing, out_rows, a_rows, b = runner[c.id](ctx, c, dtype, n, est)
+        import numpy as np
+
+        ref = np.asarray(a_rows, dtype=np.float64) @ np.asarray(b, dtype=np.float64)
+        err = rel_error(out_rows, ref)
+        m = row(
+            c.id,
+            str(n),
+            timing,
+            work=2 * n**3,
+            unit="TFLOP/s",
+            scale=1e12,
+            dtype=dtype,
+            peak=peak,
+            peak_name=f"calibrated matmul {dtype}",
+            rel_error=err,
+            rows_checked=len(ref),
+        )
+        v = Verdict.check(
+            c.id,
+            err,
+            TOLERANCE[dtype],
+            metric="rel. Frobenius error",
+            reference=f"float64, {len(ref)} of {n} rows",
+            size=str(n),
+            dtype=dtype,
+        )
+        return m, v
+
+    @staticmethod
+    def _timer_kw(est: float) -> dict[str, Any]:
+        return {"min_runs": 1, "warmup": 1} if est > 0.5 else {}
+
+    def _numpy(self, ctx: Context, c: Contender, dtype: str, n: int, est: float):
+        import numpy as np
+
+        npd = np.float64 if dtype == "fp64" else np.float32
+        rng = np.random.default_rng(n + 7)
+        a = rng.standard_normal((n, n), dtype=np.float64).astype(npd)
+        b = rng.standard_normal((n, n), dtype=np.float64).astype(npd)
+        out = np.full((n, n), np.nan, dtype=npd)
+        timing = ctx.timer.measure(lambda: np.matmul(a, b, out=out), **self._timer_kw(est))
+        k = min(n, REF_ROWS)
+        return timing, out[:k], a[:k], b
+
+    def _torch(self, ctx: Context, c: Contender, dtype: str, n: int, est: float):
+        import torch
+
+        dev = torch.device(ctx.torch_device if c.backend == "torch-cuda" else "cpu")
+        tdt = _torch_dtype(dtype)
+        gen = torch.Generator(device=dev)
+        gen.manual_seed(n + 11)
+        a = torch.randn(n, n, device=dev, dtype=tdt, generator=gen)
+        b = torch.randn(n, n, device=dev, dtype=tdt, generator=gen)
+        out = torch.full((n, n), float("nan"), device=dev, dtype=tdt)
+        cuda = dev.type == "cuda"
+        saved = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        try:
+            timing = ctx.timer.measure(
+                lambda: torch.mm(a, b, out=out),
+                sync="torch" if cuda else "none",
+                **self._timer_kw(est),
+            )
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = saved
+        k = min(n, REF_ROWS)
+        # bf16 has no NumPy dtype: widen halves to fp32 (exact) before leaving torch.
+        half = dtype in ("fp16", "bf16")
+        b_host = (b.float() if half else b).cpu().numpy()
+        out_rows = (out[:k].float() if half else out[:k]).cpu().numpy()
+        a_rows = (a[:k].float() if half else a[:k]).cpu().numpy()
+        if cuda:
+            torch.cuda.empty_cache()
+        return timing, out_rows, a_rows, b_host
+
+    def _cupy(self, ctx: Context, c: Contender, dtype: str, n: int, est: float):
+        import cupy as cp
+
+        cpd = {"fp64": cp.float64, "fp32": cp.float32, "fp16": cp.float16}[dtype]
+        with cp.cuda.Device(ctx.device_index):
+            rs = cp.random.RandomState(n + 13)
+            a = rs.standard_normal((n, n), dtype=cp.float32).astype(cpd)
+            b = rs.standard_normal((n, n), dtype=cp.float32).astype(cpd)
+            out = cp.full((n, n), cp.nan, dtype=cpd)
+            timing = ctx.timer.measure(
+                lambda: cp.matmul(a, b, out=out), sync="cupy", **self._timer_kw(est)
+            )
+            k = min(n, REF_ROWS)
+            res = (timing, cp.asnumpy(out[:k]), cp.asnumpy(a[:k]), cp.asnumpy(b))
+            cp.get_default_memory_pool().free_all_blocks()
+        return res
+
+    # ------------------------------------------------------------------ plot
+
+    @staticmethod
+    def _speedups(result: Result) -> None:
+        base = {
+            (m.dtype, m.size): m.time_median_s
+            for m in result.measurements
+            if m.contender == "numpy" and not m.extrapolated
+        }
+        base_any = {}
+        for (dtype, size), t in base.items():
+            if dtype == "fp32" or size not in base_any:
+                base_any[size] = t
+        lines: dict[str, tuple[list[float], list[float]]] = {}
+        for m in result.measurements:
+            if m.contender == "numpy" or m.size not in base_any or m.time_median_s <= 0:
+                continue
+            ref = base.get((m.dtype, m.size), base_any[m.size])
+            xs, ys = lines.setdefault(f"{m.contender} {m.dtype}", ([], []))
+            xs.append(float(m.size))
+            ys.append(ref / m.time_median_s)
+        for name, (xs, ys) in lines.items():
+            pairs = sorted(zip(xs, ys, strict=True))
+            result.series.append(
+                Series(
+                    name,
+                    [p[0] for p in pairs],
+                    [p[1] for p in pairs],
+                    "n",
+                    "speedup vs NumPy (same dtype, else fp32)",
+                    log_x=True,
+                    log_y=True,
+                )
+            )
+
+
+EXPERIMENT = Matmul()
