@@ -1,0 +1,347 @@
+"""`gpulab bench`: every benchmarked experiment at its bench_params, plus same-run comparisons.
+
+Runs in this process (runner.inline.run_job), after a fresh calibration of this device, so every
+"% of peak" and every ratio below is against numbers measured minutes apart on the same machine.
+Writes JSON (device, driver, versions, peaks, every result, the comparisons) and a Markdown table.
+
+The comparisons are the headline targets (issue 6):
+- montecarlo: cupy-fused >= 600 G samples/s, >= 10x the torch recipe, device memory flat in samples
+- blur: our kernel >= 3x torch conv2d, and >= 50% of the device copy bandwidth
+- matmul: gpulab's torch bf16 TFLOP/s at n=8192 within 5% of torch.utils.benchmark.Timer
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gpulab import __version__
+
+# Tiny params for `quick` (tests and a fast look on the CPU): same code paths, seconds not minutes.
+QUICK_PARAMS: dict[str, tuple[dict[str, Any], ...]] = {
+    "montecarlo": ({"samples": 100_000},),
+    "blur": ({"image": "synthetic", "width": 64, "height": 48, "kernel": "gaussian", "radius": 2},),
+    "matmul": ({"sizes": [64, 128], "dtypes": ["fp32"], "contenders": ["python", "numpy"]},),
+}
+
+
+def device_slug(name: str, cpu: bool) -> str:
+    if cpu:
+        return "cpu"
+    m = re.search(r"\b([AHBLV]\d{2,3}|GH\d+|GB\d+)\b", name)
+    return m.group(1).lower() if m else re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def default_paths(suite: str, slug: str) -> tuple[Path, Path]:
+    here = Path.cwd()
+    if (here / "bench").is_dir() and (here / "gpulab").is_dir():
+        base = here / "bench" / "results"
+    else:
+        from gpulab.core.peaks import data_dir
+
+        base = data_dir() / "bench"
+    base.mkdir(parents=True, exist_ok=True)
+    return base / f"{suite}-{slug}.json", base / f"{suite}-{slug}.md"
+
+
+def _run_one(exp_id: str, params: dict[str, Any], inventory: Any, quick: bool) -> dict[str, Any]:
+    from gpulab.runner import events as ev
+    from gpulab.runner.inline import run_job
+
+    events: list[dict[str, Any]] = []
+
+    def emit(event: dict[str, Any]) -> None:
+        if event["type"] in (ev.PROGRESS, ev.MEASUREMENT, ev.MEMORY):
+            return
+        if event["type"] == ev.LOG:
+            sys.stderr.write(f"    | {event.get('line', '')}\n")
+            return
+        events.append(event)
+
+    t0 = time.perf_counter()
+    final = run_job(f"bench-{exp_id}", exp_id, params, inventory, emit, quick=quick)
+    entry: dict[str, Any] = {
+        "experiment": exp_id,
+        "params": params,
+        "status": final,
+        "wall_s": time.perf_counter() - t0,
+    }
+    last = events[-1] if events else {}
+    if final == ev.RESULT:
+        entry["result"] = last.get("result", {})
+    else:
+        entry["failure"] = {"kind": last.get("kind", final), "message": last.get("message", "")}
+    return entry
+
+
+def _rows(entry: dict[str, Any], contender: str) -> list[dict[str, Any]]:
+    return [
+        m for m in entry.get("result", {}).get("measurements", []) if m["contender"] == contender
+    ]
+
+
+def _cmp(name: str, target: str, value: float | None, goal: float, higher: bool = True, **kw: Any):
+    if value is None:
+        return {"name": name, "target": target, "status": "not run", **kw}
+    passed = value >= goal if higher else value <= goal
+    return {
+        "name": name,
+        "target": target,
+        "value": value,
+        "goal": goal,
+        "ratio": value / goal if goal else None,
+        "status": "pass" if passed else "miss",
+        **kw,
+    }
+
+
+def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: bool) -> list[dict]:
+    out: list[dict[str, Any]] = []
+    mc = [r for r in runs if r["experiment"] == "montecarlo" and r["status"] == "result"]
+    if mc:
+        biggest = max(mc, key=lambda r: r["result"]["summary"].get("samples", 0))
+        fused = _rows(biggest, "cupy-fused")
+        torch_rows = _rows(biggest, "torch")
+        f = fused[0]["throughput"] if fused else None
+        t = torch_rows[0]["throughput"] if torch_rows else None
+        out.append(
+            _cmp(
+                "montecarlo: cupy-fused G samples/s", ">= 600", f, 600.0, samples=biggest["params"]
+            )
+        )
+        out.append(
+            _cmp(
+                "montecarlo: cupy-fused / torch recipe",
+                ">= 10x",
+                f / t if f and t else None,
+                10.0,
+                fused_gs=f,
+                torch_gs=t,
+            )
+        )
+        for who in ("cupy-fused", "torch"):
+            mem = {
+                r["result"]["summary"]["samples"]: _rows(r, who)[0]["extra"].get("device_bytes")
+                for r in mc
+                if _rows(r, who)
+            }
+            vals = [v for v in mem.values() if v is not None]
+            flat = None if len(vals) < 2 else max(vals) / max(1, min(vals))
+            out.append(
+                _cmp(
+                    f"montecarlo: {who} device memory, largest / smallest samples",
+                    "<= 1.0x (flat)",
+                    flat,
+                    1.0,
+                    higher=False,
+                    bytes_by_samples={str(k): v for k, v in mem.items()},
+                )
+            )
+    bl = [r for r in runs if r["experiment"] == "blur" and r["status"] == "result"]
+    if bl:
+        s = bl[0]["result"]["summary"]
+        out.append(
+            _cmp(
+                "blur: our kernel speedup over torch conv2d",
+                ">= 3x",
+                s.get("kernel_vs_torch"),
+                3.0,
+                times_ms=s.get("times_ms"),
+                size=s.get("size"),
+            )
+        )
+        ours = _rows(bl[0], "cupy-kernel")
+        frac = None
+        if ours and peaks is not None and peaks.copy_gbs and not peaks.cpu:
+            frac = ours[0]["throughput"] / peaks.copy_gbs
+        out.append(
+            _cmp(
+                "blur: our kernel GB/s / device copy GB/s",
+                ">= 0.5",
+                frac,
+                0.5,
+                kernel_gbs=ours[0]["throughput"] if ours else None,
+                copy_gbs=None if peaks is None else peaks.copy_gbs,
+                bytes="image read once + written once",
+            )
+        )
+    mm = [r for r in runs if r["experiment"] == "matmul" and r["status"] == "result"]
+    row = None
+    for r in mm:
+        for m in _rows(r, "torch"):
+            if m["dtype"] == "bf16" and m["size"] == "8192":
+                row = m
+    if row is not None and inventory.available("torch-cuda") and not quick:
+        from gpulab.experiments.matmul import benchmark_timer_tflops
+
+        ref = benchmark_timer_tflops(8192, "bf16")
+        ratio = row["throughput"] / ref
+        out.append(
+            {
+                "name": "matmul: gpulab torch bf16 n=8192 vs torch.utils.benchmark.Timer",
+                "target": "within 5%",
+                "value": ratio,
+                "goal": 1.0,
+                "ratio": ratio,
+                "gpulab_tflops": row["throughput"],
+                "benchmark_timer_tflops": ref,
+                "status": "pass" if abs(ratio - 1) <= 0.05 else "miss",
+            }
+        )
+    else:
+        out.append(
+            {
+                "name": "matmul: gpulab torch bf16 n=8192 vs torch.utils.benchmark.Timer",
+                "target": "within 5%",
+                "status": "not run",
+            }
+        )
+    return out
+
+
+def markdown(report: dict[str, Any]) -> str:
+    from gpulab.report import fmt_num, fmt_time
+
+    lines = [
+        f"# gpulab bench: {report['suite']} on {report['device']}",
+        "",
+        f"driver {report.get('driver') or '-'}; "
+        + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v),
+        f"gpulab {report['gpulab_version']}; {time.strftime('%Y-%m-%d %H:%M', time.localtime(report['started_at']))}"
+        + ("; quick" if report.get("quick") else ""),
+        "",
+        "## Calibrated ceilings (this run)",
+        "",
+        "| figure | value |",
+        "|---|---|",
+    ]
+    for name, value, unit in report.get("peak_rows", []):
+        lines.append(f"| {name} | {value:.4g} {unit} |")
+    lines += [
+        "",
+        "## Targets (same run)",
+        "",
+        "| comparison | target | value | status |",
+        "|---|---|---|---|",
+    ]
+    for c in report["comparisons"]:
+        value = "-" if c.get("value") is None else f"{c['value']:.4g}"
+        lines.append(f"| {c['name']} | {c['target']} | {value} | {c['status']} |")
+    for run in report["runs"]:
+        params = ", ".join(f"{k}={v}" for k, v in run["params"].items())
+        lines += ["", f"## {run['experiment']} ({params})", ""]
+        if run["status"] != "result":
+            f = run.get("failure", {})
+            lines.append(f"{run['status']}: {f.get('kind')}: {f.get('message')}")
+            continue
+        res = run["result"]
+        verdicts = {(v["contender"], v.get("size"), v.get("dtype")): v for v in res["verdicts"]}
+        lines += [
+            "| contender | size | dtype | median [min..max] | throughput | % peak | cold | check |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for m in res["measurements"]:
+            v = verdicts.get((m["contender"], m["size"], m["dtype"]))
+            check = (
+                "-" if v is None else ("pass" if v["passed"] else "FAIL") + f" ({v['error']:.2g})"
+            )
+            thr = "-" if m["throughput"] is None else f"{fmt_num(m['throughput'], 4)} {m['unit']}"
+            if m.get("extrapolated"):
+                thr += " (extrapolated)"
+            pct = "-" if m.get("percent_of_peak") is None else f"{m['percent_of_peak']:.0f}%"
+            spread = f"{fmt_time(m['time_median_s'])} [{fmt_time(m['time_min_s'])}..{fmt_time(m['time_max_s'])}]"
+            lines.append(
+                f"| {m['contender']} | {m['size']} | {m['dtype']} | {spread} | {thr} | {pct} | "
+                f"{fmt_time(m.get('cold_s'))} | {check} |"
+            )
+        for cid, why in res.get("unavailable", {}).items():
+            lines.append(f"\n{cid}: not run: {why}")
+    return "\n".join(lines) + "\n"
+
+
+def run_bench(
+    suite: str = "core", only: list[str] | None = None, quick: bool = False
+) -> dict[str, Any]:
+    from gpulab.core import peaks as pk
+    from gpulab.core.devices import detect
+    from gpulab.experiments.base import Context
+    from gpulab.experiments.registry import all_experiments
+
+    inventory = detect()
+    started = time.time()
+    ctx = Context(inventory=inventory, quick=quick)
+    sys.stderr.write("calibrating this device...\n")
+    peaks = pk.load_or_measure(ctx, remeasure=not quick, quick=quick)
+    cpu_peaks = peaks if peaks.cpu else pk.load_or_measure(ctx, quick=quick, cpu=True)
+    runs: list[dict[str, Any]] = []
+    for exp in all_experiments().values():
+        if only and exp.id not in only:
+            continue
+        if not only and (suite not in exp.bench_suites or not exp.bench_params):
+            continue
+        plist = QUICK_PARAMS.get(exp.id) if quick else None
+        if plist is None:
+            if quick and not only:
+                continue  # quick mode runs only what has tiny params
+            plist = exp.bench_params or ({},)
+        for params in plist:
+            sys.stderr.write(f"  {exp.id} {params}\n")
+            runs.append(_run_one(exp.id, dict(params), inventory, quick))
+    report = {
+        "suite": suite,
+        "quick": quick,
+        "device": inventory.label(),
+        "driver": inventory.driver_version,
+        "versions": {k: v for k, v in inventory.versions.items() if v},
+        "gpulab_version": __version__,
+        "started_at": started,
+        "peaks": peaks.to_dict(),
+        "cpu_peaks": cpu_peaks.to_dict(),
+        "peak_rows": pk.summary_rows(peaks),
+        "runs": runs,
+    }
+    report["comparisons"] = comparisons(runs, peaks, inventory, quick)
+    report["finished_at"] = time.time()
+    return report
+
+
+def main(args: Any) -> int:
+    from gpulab.core.results import _clean
+
+    suite = getattr(args, "suite", "core") or "core"
+    if suite not in ("core", "full"):
+        sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected core or full\n")
+        return 2
+    only = list(getattr(args, "only", []) or [])
+    if only:
+        from gpulab.experiments.registry import all_experiments
+
+        unknown = [o for o in only if o not in all_experiments()]
+        if unknown:
+            sys.stderr.write(f"gpulab: unknown experiment(s) for --only: {', '.join(unknown)}\n")
+            return 2
+    quick = bool(getattr(args, "quick", False))
+    report = _clean(run_bench(suite, only, quick))
+    slug = device_slug(report["device"], report["peaks"]["cpu"])
+    json_default, md_default = default_paths(suite, slug)
+    json_path = Path(getattr(args, "json_path", None) or json_default)
+    md_path = Path(getattr(args, "md_path", None) or md_default)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    md_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(report, indent=2))
+    text = markdown(report)
+    md_path.write_text(text)
+    print(f"device: {report['device']}")
+    for c in report["comparisons"]:
+        value = "-" if c.get("value") is None else f"{c['value']:.4g}"
+        print(f"  {c['status']:<7} {c['name']}: {value} (target {c['target']})")
+    failed = [r for r in report["runs"] if r["status"] != "result"]
+    for r in failed:
+        f = r.get("failure", {})
+        print(f"  FAILED  {r['experiment']}: {f.get('kind')}: {f.get('message')}")
+    print(f"wrote {json_path} and {md_path}")
+    return 1 if failed else 0

@@ -1,0 +1,92 @@
+"""Matmul race: CPU contenders verified, Python extrapolated past 128, events per step."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpulab.core.devices import detect
+from gpulab.experiments import matmul as mm
+from gpulab.experiments.base import Cancelled, Context
+
+
+def _run(events=None, cancel=None, **params):
+    exp = mm.EXPERIMENT
+    ctx = Context(
+        inventory=detect(),
+        quick=True,
+        on_measurement=(events.append if events is not None else None),
+        is_cancelled=cancel,
+    )
+    return exp.run(ctx, exp.params.validate(params))
+
+
+def test_cpu_contenders_verified_and_python_extrapolated():
+    events = []
+    res = _run(
+        events,
+        sizes=[32, 256],
+        dtypes=["fp32", "fp64"],
+        contenders=["python", "numpy", "torch-cpu"],
+    )
+    assert res.passed, [v for v in res.verdicts if not v.passed]
+    rows = {(m.contender, m.size, m.dtype): m for m in res.measurements}
+    # Python: measured at 32 (asked), 64 and 128 (always); 256 extrapolated and marked so.
+    for n in ("32", "64", "128"):
+        assert not rows[("python", n, "fp64")].extrapolated
+    ext = rows[("python", "256", "fp64")]
+    assert ext.extrapolated and ext.runs == 0
+    assert ext.time_median_s == pytest.approx(rows[("python", "128", "fp64")].time_median_s * 8)
+    for c in ("numpy", "torch-cpu"):
+        for d in ("fp32", "fp64"):
+            m = rows[(c, "256", d)]
+            assert m.throughput > 0 and m.extra["rel_error"] < mm.TOLERANCE[d]
+    assert len(events) == len(res.measurements)  # one event per finished step
+    assert any(s.name.startswith("torch-cpu") for s in res.series)
+
+
+def test_relative_error_catches_wrong_results():
+    import numpy as np
+
+    a = np.random.default_rng(0).standard_normal((8, 8))
+    ref = a @ a
+    assert mm.rel_error(ref, ref) == 0
+    assert mm.rel_error(ref * (1 + 1e-3), ref) == pytest.approx(1e-3)
+    bad = ref.copy()
+    bad[0, 0] = np.nan
+    assert mm.rel_error(bad, ref) == float("inf")
+
+
+def test_python_matmul_is_right():
+    assert mm.python_matmul([[1, 2], [3, 4]], [[5, 6], [7, 8]]) == [[19, 22], [43, 50]]
+
+
+def test_unsupported_dtypes_are_reported_not_dropped():
+    res = _run(sizes=[32], dtypes=["bf16"], contenders=["numpy"])
+    assert "numpy has no bf16 matmul" in res.summary["skipped"]
+
+
+def test_cancel_stops_between_steps():
+    calls = {"n": 0}
+
+    def cancel():
+        calls["n"] += 1
+        return calls["n"] > 3
+
+    with pytest.raises(Cancelled):
+        _run(cancel=cancel, sizes=[32, 64, 128], dtypes=["fp32"], contenders=["numpy"])
+
+
+@pytest.mark.gpu
+def test_gpu_contenders_per_dtype():
+    res = _run(sizes=[512, 1024], dtypes=list(mm.DTYPES), contenders=["torch", "cupy"])
+    assert res.passed, [v for v in res.verdicts if not v.passed]
+    got = {(m.contender, m.dtype) for m in res.measurements}
+    assert {("torch", d) for d in mm.DTYPES} <= got
+
+
+@pytest.mark.gpu
+def test_too_big_is_refused_before_running():
+    from gpulab.experiments.base import DoesNotFit
+
+    with pytest.raises(DoesNotFit, match="GiB is free"):
+        mm.Matmul._check_fits(Context(inventory=detect()), [1_000_000], ["fp64"])
