@@ -1,19 +1,461 @@
-"""Placeholder lesson browser (the lessons engineer replaces this file)."""
+"""The lesson browser (#lessons): the syllabus as a tree, one lesson at a time, quizzes, progress.
+
+A lesson counts as read when it is opened. Lessons are short, the quiz score is the real
+measure of having learned one, and "scrolled to the end" would fire at once for a lesson that
+fits the pane (or never, for one read through the maximized view and then closed).
+
+Links `experiment:ID?k=v` in a lesson post `LessonsPane.RunExperiment`; the app opens the
+experiment panel with those values filled in. The same links are also buttons under the
+lesson, so they work from the keyboard.
+
+When the pane is narrow the tree and the lesson take turns (`l` toggles); `m` maximizes it.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.events import Resize
 from textual.message import Message
-from textual.widgets import Static
+from textual.widget import Widget
+from textual.widgets import Button, Input, Markdown, Static, Tree
+
+from gpulab.lessons.catalog import (
+    Catalog,
+    ExperimentLink,
+    Lesson,
+    default_catalog,
+    parse_experiment_href,
+    validate_link,
+)
+from gpulab.lessons.measured import Measured
+from gpulab.store import QuizBest, Store, StoreError
+
+NARROW_BELOW = 90  # columns: below this the tree and the lesson take turns
+TICK = "✓"
 
 
-class LessonsPane(Static):
+class LessonsPane(Widget):
+    """Chapters and lessons; the open lesson; next / previous; quiz; progress marks."""
+
+    ALLOW_MAXIMIZE = True
+    DEFAULT_CSS = """
+    LessonsPane {
+        layout: horizontal;
+        height: 1fr;
+    }
+    LessonsPane #lesson-nav {
+        width: 34;
+        height: 1fr;
+        padding-right: 1;
+    }
+    LessonsPane #lesson-filter {
+        height: 1;
+        border: none;
+        padding: 0 1;
+        margin-bottom: 1;
+    }
+    LessonsPane #lesson-tree {
+        height: 1fr;
+        padding: 0;
+    }
+    LessonsPane #lesson-reader {
+        width: 1fr;
+        height: 1fr;
+    }
+    LessonsPane #lesson-heading {
+        height: auto;
+        text-style: bold;
+        color: $accent;
+    }
+    LessonsPane #lesson-marks {
+        height: auto;
+        color: $text-muted;
+    }
+    LessonsPane #lesson-scroll {
+        height: 1fr;
+        scrollbar-size-vertical: 1;
+    }
+    LessonsPane #lesson-body {
+        margin: 0;
+        padding: 0;
+    }
+    LessonsPane #lesson-runs {
+        height: auto;
+    }
+    LessonsPane #lesson-runs Button {
+        margin-bottom: 1;
+    }
+    LessonsPane #lesson-bar {
+        height: 1;
+    }
+    LessonsPane #lesson-bar Button {
+        width: auto;
+        min-width: 0;
+        margin-right: 2;
+    }
+    LessonsPane #lesson-runs Button {
+        width: auto;
+        min-width: 0;
+    }
+    LessonsPane.-narrow #lesson-nav {
+        width: 1fr;
+        padding-right: 0;
+    }
+    LessonsPane.-narrow.-reading #lesson-nav {
+        display: none;
+    }
+    LessonsPane.-narrow #lesson-reader {
+        display: none;
+    }
+    LessonsPane.-narrow.-reading #lesson-reader {
+        display: block;
+    }
+    LessonsPane #show-contents {
+        display: none;
+    }
+    LessonsPane.-narrow #show-contents {
+        display: block;
+    }
+    """
+
+    BINDINGS = [
+        Binding("n", "next_lesson", "Next lesson", id="lessons.next"),
+        Binding("p", "previous_lesson", "Previous", id="lessons.previous"),
+        Binding("t", "quiz", "Quiz", id="lessons.quiz"),
+        Binding("slash", "filter", "Filter", id="lessons.filter"),
+        Binding("l", "contents", "Lessons list", id="lessons.contents", show=False),
+        Binding("m", "maximize", "Maximize", id="lessons.maximize", show=False),
+    ]
+
     class RunExperiment(Message):
-        def __init__(self, experiment: str, params: dict[str, Any]) -> None:
+        """A lesson's Run link: open `experiment` with `params` (strings, as typed) filled in."""
+
+        def __init__(self, experiment: str, params: dict[str, str]) -> None:
             self.experiment = experiment
             self.params = params
             super().__init__()
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__("Lessons", **kwargs)
+    class LessonOpened(Message):
+        def __init__(self, lesson_id: str) -> None:
+            self.lesson_id = lesson_id
+            super().__init__()
+
+    def __init__(
+        self,
+        *,
+        catalog: Catalog | None = None,
+        store: Store | None = None,
+        measured: Measured | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._catalog = catalog
+        self._store = store
+        self._owns_store = False
+        self._measured_fixed = measured  # tests pin the figures; otherwise read on each open
+        self._inventory: Any = None
+        self.current: str | None = None
+        self._links: list[ExperimentLink] = []
+
+    # ---- building -----------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Vertical(id="lesson-nav"):
+            yield Input(placeholder="Filter lessons (/)", id="lesson-filter")
+            tree: Tree[str] = Tree("Syllabus", id="lesson-tree")
+            tree.show_root = False
+            tree.guide_depth = 2
+            yield tree
+        with Vertical(id="lesson-reader"):
+            yield Static(id="lesson-heading")
+            yield Static(id="lesson-marks")
+            with VerticalScroll(id="lesson-scroll"):
+                yield Markdown(id="lesson-body", open_links=False)
+                yield Vertical(id="lesson-runs")
+            with Horizontal(id="lesson-bar"):
+                yield Button("◀ Prev", id="lesson-prev", compact=True)
+                yield Button("Quiz", id="lesson-quiz", compact=True, variant="primary")
+                yield Button("Next ▶", id="lesson-next", compact=True)
+                yield Button("☰ Lessons", id="show-contents", compact=True)
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = default_catalog()
+        return self._catalog
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            try:
+                self._store = Store()
+            except StoreError as exc:
+                # Reading and quizzes still work; only keeping progress does not.
+                self.app.notify(
+                    f"{exc}. Progress is kept only until gpulab exits.",
+                    title="Progress not saved",
+                    severity="warning",
+                    timeout=10,
+                )
+                self._store = Store(":memory:")
+            self._owns_store = True
+        return self._store
+
+    def on_mount(self) -> None:
+        for problem in self.catalog.problems:
+            self.app.notify(problem, title="A lesson file is broken", severity="error", timeout=15)
+        self._fill_tree()
+        self._show_overview()
+
+    def on_unmount(self) -> None:
+        if self._owns_store and self._store is not None:
+            self._store.close()
+
+    def on_resize(self, event: Resize) -> None:
+        self.set_class(event.size.width < NARROW_BELOW, "-narrow")
+
+    def set_inventory(self, inventory: Any) -> None:
+        """What the GPU is (the worker's Inventory dict or telemetry's), for measured figures."""
+        self._inventory = inventory
+        if self.current is not None:
+            self._show_lesson(self.catalog.get(self.current))
+
+    def measured(self) -> Measured:
+        if self._measured_fixed is not None:
+            return self._measured_fixed
+        return Measured.collect(self._inventory)
+
+    # ---- the tree -----------------------------------------------------------------------
+    def _label(self, lesson: Lesson, best: dict[str, QuizBest], read: set[str]) -> Text:
+        mark = f"{TICK} " if lesson.id in read else "  "
+        score = best.get(lesson.id)
+        quiz = f"  {score.best_score}/{score.total}" if score else ""
+        return Text.assemble((mark, "bold green"), lesson.title, (quiz, "bold"))
+
+    def _fill_tree(self, text: str = "") -> None:
+        tree: Tree[str] = self.query_one("#lesson-tree", Tree)
+        tree.clear()
+        lessons = self.catalog.filter(text)
+        read = set(self.store.read_marks())
+        best = self.store.best_scores()
+        cursor_to = None
+        for chapter in self.catalog.chapters(lessons):
+            node = tree.root.add(Text(f"{chapter.number:>2} {chapter.title}"), data="", expand=True)
+            for lesson in chapter.lessons:
+                leaf = node.add_leaf(self._label(lesson, best, read), data=lesson.id)
+                if lesson.id == self.current or (cursor_to is None and lesson.id not in read):
+                    cursor_to = leaf
+        if not lessons:
+            tree.root.add_leaf(Text("No lesson matches the filter."), data="")
+        if cursor_to is not None:
+            tree.move_cursor(cursor_to)
+
+    def _refresh_marks(self) -> None:
+        tree: Tree[str] = self.query_one("#lesson-tree", Tree)
+        read = set(self.store.read_marks())
+        best = self.store.best_scores()
+        for node in tree.root.children:
+            for leaf in node.children:
+                if leaf.data and leaf.data in self.catalog:
+                    leaf.set_label(self._label(self.catalog.get(leaf.data), best, read))
+        if self.current is not None:
+            self._show_marks(self.catalog.get(self.current))
+
+    @on(Input.Changed, "#lesson-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._fill_tree(event.value)
+
+    @on(Input.Submitted, "#lesson-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        matches = self.catalog.filter(event.value)
+        if matches:
+            self.open_lesson(matches[0].id)
+
+    @on(Tree.NodeSelected, "#lesson-tree")
+    def _node_selected(self, event: Tree.NodeSelected[str]) -> None:
+        event.stop()
+        if event.node.data:
+            self.open_lesson(event.node.data)
+
+    # ---- one lesson ---------------------------------------------------------------------
+    def open_lesson(self, lesson_id: str) -> AwaitComplete:
+        """Show `lesson_id` (the command palette and the app call this); marks it read."""
+        if lesson_id not in self.catalog:
+            self.app.notify(f"There is no lesson '{lesson_id}'.", severity="warning")
+            return AwaitComplete.nothing()
+        lesson = self.catalog.get(lesson_id)
+        self.current = lesson_id
+        try:
+            self.store.mark_read(lesson_id)
+        except Exception as exc:  # noqa: BLE001 - a full disk must not stop the reading
+            self.app.notify(f"Could not save progress: {exc}", severity="warning")
+        self.add_class("-reading")
+        done = self._show_lesson(lesson)
+        self._refresh_marks()
+        self.query_one("#lesson-scroll", VerticalScroll).scroll_home(animate=False)
+        self.post_message(self.LessonOpened(lesson_id))
+        return done
+
+    def _show_marks(self, lesson: Lesson) -> None:
+        best = self.store.best_scores().get(lesson.id)
+        read = self.store.is_read(lesson.id)
+        position = self.catalog.lessons.index(lesson) + 1
+        parts = [f"Chapter {lesson.chapter}: {lesson.chapter_title}"]
+        parts.append(f"lesson {position} of {len(self.catalog)}")
+        if read:
+            parts.append(f"{TICK} read")
+        if best:
+            parts.append(f"quiz best {best.best_score}/{best.total}")
+        elif lesson.quiz:
+            parts.append(f"quiz: {len(lesson.quiz)} questions")
+        self.query_one("#lesson-marks", Static).update(Content(" · ".join(parts)))
+
+    def _show_lesson(self, lesson: Lesson) -> AwaitComplete:
+        self.query_one("#lesson-heading", Static).update(Content(lesson.title))
+        self._show_marks(lesson)
+        objectives = "\n".join(f"- {o}" for o in lesson.objectives)
+        text = f"**You will be able to**\n\n{objectives}\n\n" + lesson.display_markdown(
+            self.measured()
+        )
+        self._links = lesson.links()
+        runs = self.query_one("#lesson-runs", Vertical)
+        runs.remove_children()
+        buttons = [
+            Button(Content(f"▶ {link.text}"), id=f"run-link-{i}", compact=True, classes="run-link")
+            for i, link in enumerate(self._links)
+        ]
+        if buttons:
+            runs.mount(Static(Content("Run this lesson's experiments:"), classes="runs-title"))
+            runs.mount_all(buttons)
+        catalog = self.catalog
+        self.query_one("#lesson-prev", Button).disabled = catalog.previous(lesson.id) is None
+        self.query_one("#lesson-next", Button).disabled = catalog.next(lesson.id) is None
+        quiz = self.query_one("#lesson-quiz", Button)
+        quiz.disabled = not lesson.quiz
+        quiz.label = f"Quiz ({len(lesson.quiz)})"
+        return self.query_one("#lesson-body", Markdown).update(text)
+
+    def _show_overview(self) -> None:
+        """Before a lesson is chosen: where the learner stands, without marking anything read."""
+        self.query_one("#lesson-heading", Static).update(Content("Syllabus"))
+        read = self.store.read_marks()
+        best = self.store.best_scores()
+        done = sum(1 for le in self.catalog if le.id in read)
+        self.query_one("#lesson-marks", Static).update(
+            Content(f"{done} of {len(self.catalog)} lessons read · {len(best)} quizzes taken")
+        )
+        lines = ["Pick a lesson from the tree (enter opens it), or filter with `/`.", ""]
+        following = next((le for le in self.catalog if le.id not in read), None)
+        if following is not None:
+            lines.append(f"Next up: **{following.title}** (chapter {following.chapter}).")
+        for button in ("#lesson-prev", "#lesson-next", "#lesson-quiz"):
+            self.query_one(button, Button).disabled = True
+        self.query_one("#lesson-body", Markdown).update("\n".join(lines))
+
+    # ---- links ---------------------------------------------------------------------------
+    def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
+        event.stop()
+        href = event.href
+        if href.startswith("experiment:"):
+            self.follow_link(href)
+        elif href.startswith(("http://", "https://")):
+            self.app.open_url(href)
+        else:
+            self.app.notify(f"gpulab cannot open the link {href!r}.", severity="warning")
+
+    def follow_link(self, href: str) -> bool:
+        """Post RunExperiment for an experiment link; a link that is wrong is shown, not sent."""
+        try:
+            experiment, params = parse_experiment_href(href)
+        except ValueError as exc:
+            self.app.notify(str(exc), title="Broken lesson link", severity="error")
+            return False
+        problem = validate_link(ExperimentLink(href, href, experiment, params))
+        if problem:
+            self.app.notify(problem, title="Cannot run this link", severity="error")
+            return False
+        self.post_message(self.RunExperiment(experiment, dict(params)))
+        return True
+
+    @on(Button.Pressed, ".run-link")
+    def _run_button(self, event: Button.Pressed) -> None:
+        event.stop()
+        index = int(str(event.button.id).rsplit("-", 1)[1])
+        if 0 <= index < len(self._links):
+            self.follow_link(self._links[index].href)
+
+    # ---- navigation and actions ----------------------------------------------------------
+    @on(Button.Pressed, "#lesson-prev")
+    def _prev_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_previous_lesson()
+
+    @on(Button.Pressed, "#lesson-next")
+    def _next_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_next_lesson()
+
+    @on(Button.Pressed, "#lesson-quiz")
+    def _quiz_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_quiz()
+
+    @on(Button.Pressed, "#show-contents")
+    def _contents_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_contents()
+
+    def _step(self, delta: int) -> None:
+        if self.current is None:
+            target = self.catalog.lessons[0] if self.catalog.lessons and delta > 0 else None
+        elif delta > 0:
+            target = self.catalog.next(self.current)
+        else:
+            target = self.catalog.previous(self.current)
+        if target is None:
+            self.app.bell()
+            return
+        self.open_lesson(target.id)
+
+    def action_next_lesson(self) -> None:
+        self._step(+1)
+
+    def action_previous_lesson(self) -> None:
+        self._step(-1)
+
+    def action_filter(self) -> None:
+        self.remove_class("-reading")
+        self.query_one("#lesson-filter", Input).focus()
+
+    def action_contents(self) -> None:
+        self.toggle_class("-reading")
+        if not self.has_class("-reading"):
+            self.query_one("#lesson-tree", Tree).focus()
+
+    def action_maximize(self) -> None:
+        screen = self.screen
+        if screen.maximized is self:
+            screen.minimize()
+        else:
+            screen.maximize(self, container=False)
+
+    def action_quiz(self) -> None:
+        if self.current is None:
+            self.app.notify("Open a lesson first; its quiz follows it.")
+            return
+        lesson = self.catalog.get(self.current)
+        if not lesson.quiz:
+            self.app.notify("This lesson has no quiz.")
+            return
+        from gpulab.app.screens.quiz import QuizScreen
+
+        self.app.push_screen(QuizScreen(lesson, self.store), lambda _: self._refresh_marks())

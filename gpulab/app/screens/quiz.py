@@ -1,0 +1,234 @@
+"""A lesson's quiz: one question at a time, feedback and the explanation at once, best kept.
+
+Every answer is saved as it is given (so a quiz left half-way still counts as practice); the
+score of a quiz finished to the end updates the lesson's best score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, OptionList, Static
+from textual.widgets.option_list import Option
+
+from gpulab.lessons.catalog import Lesson
+from gpulab.store import Store
+
+LETTERS = "ABCDEFGHIJ"
+
+
+@dataclass(frozen=True)
+class QuizResult:
+    lesson_id: str
+    score: int
+    total: int
+    best_score: int
+    best_total: int
+
+
+class QuizScreen(ModalScreen[QuizResult | None]):
+    DEFAULT_CSS = """
+    QuizScreen {
+        align: center middle;
+    }
+    QuizScreen #quiz-box {
+        width: 90%;
+        max-width: 96;
+        height: auto;
+        max-height: 90%;
+        border: round $accent;
+        background: $surface;
+        padding: 0 1;
+    }
+    QuizScreen #quiz-title {
+        text-style: bold;
+        color: $accent;
+    }
+    QuizScreen #quiz-count {
+        color: $text-muted;
+        margin-bottom: 1;
+    }
+    QuizScreen #quiz-question {
+        text-style: bold;
+        margin-bottom: 1;
+    }
+    QuizScreen #quiz-choices {
+        height: auto;
+        max-height: 12;
+        margin-bottom: 1;
+    }
+    QuizScreen #quiz-feedback {
+        height: auto;
+        margin-bottom: 1;
+    }
+    QuizScreen #quiz-feedback.-right {
+        color: $success;
+    }
+    QuizScreen #quiz-feedback.-wrong {
+        color: $warning;
+    }
+    QuizScreen #quiz-buttons {
+        height: auto;
+    }
+    QuizScreen #quiz-buttons Button {
+        margin-right: 1;
+    }
+    """
+
+    BINDINGS = [
+        Binding("escape", "close", "Close quiz", id="quiz.close"),
+        *[
+            Binding(str(n), f"choose({n - 1})", f"Answer {n}", id=f"quiz.answer-{n}", show=False)
+            for n in range(1, 10)
+        ],
+    ]
+
+    def __init__(self, lesson: Lesson, store: Store | None = None) -> None:
+        super().__init__()
+        self.lesson = lesson
+        self.store = store
+        self.index = 0
+        self.score = 0
+        self.answered: int | None = None  # the choice given for the current question
+        self.result: QuizResult | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="quiz-box"):
+            yield Static(Content(f"Quiz: {self.lesson.title}"), id="quiz-title")
+            yield Static(id="quiz-count")
+            yield Static(id="quiz-question")
+            yield OptionList(id="quiz-choices")
+            yield Static(id="quiz-feedback")
+            with Horizontal(id="quiz-buttons"):
+                yield Button("Next question", id="quiz-next", variant="primary", compact=True)
+                yield Button("Take it again", id="quiz-again", compact=True)
+                yield Button("Close", id="quiz-close", compact=True)
+
+    def on_mount(self) -> None:
+        self._show_question()
+
+    # ---- one question -------------------------------------------------------------------
+    def _show_question(self) -> None:
+        q = self.lesson.quiz[self.index]
+        self.answered = None
+        total = len(self.lesson.quiz)
+        self.query_one("#quiz-count", Static).update(
+            Content(f"Question {self.index + 1} of {total} · score so far {self.score}")
+        )
+        self.query_one("#quiz-question", Static).update(Content(q.q))
+        choices = self.query_one("#quiz-choices", OptionList)
+        choices.disabled = False
+        choices.clear_options()
+        choices.add_options(
+            [
+                Option(Content(f"{LETTERS[i]}. {text}"), id=f"choice-{i}")
+                for i, text in enumerate(q.choices)
+            ]
+        )
+        choices.highlighted = 0
+        choices.display = True
+        feedback = self.query_one("#quiz-feedback", Static)
+        feedback.update("")
+        feedback.remove_class("-right", "-wrong")
+        self.query_one("#quiz-next", Button).display = False
+        self.query_one("#quiz-again", Button).display = False
+        choices.focus()
+
+    @on(OptionList.OptionSelected, "#quiz-choices")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.answer(event.option_index)
+
+    def action_choose(self, index: int) -> None:
+        if self.result is None and index < len(self.lesson.quiz[self.index].choices):
+            self.answer(index)
+
+    def answer(self, choice: int) -> bool:
+        """Answer the current question with `choice` (0-based); returns whether it was right."""
+        if self.answered is not None or self.result is not None:
+            return False
+        q = self.lesson.quiz[self.index]
+        right = q.is_correct(choice)
+        self.answered = choice
+        self.score += int(right)
+        if self.store is not None:
+            try:
+                self.store.record_answer(self.lesson.id, self.index, choice, right)
+            except Exception as exc:  # noqa: BLE001 - the quiz goes on; the learner is told
+                self.app.notify(f"Could not save the answer: {exc}", severity="warning")
+        feedback = self.query_one("#quiz-feedback", Static)
+        if right:
+            text = f"✓ Right. {q.explain}"
+        else:
+            correct = f"{LETTERS[q.answer]}. {q.choices[q.answer]}"
+            text = f"✗ Not quite: the answer is {correct}\n{q.explain}"
+        feedback.update(Content(text))
+        feedback.set_class(right, "-right")
+        feedback.set_class(not right, "-wrong")
+        self.query_one("#quiz-choices", OptionList).disabled = True
+        last = self.index + 1 == len(self.lesson.quiz)
+        nxt = self.query_one("#quiz-next", Button)
+        nxt.label = "See your score" if last else "Next question"
+        nxt.display = True
+        nxt.focus()
+        return right
+
+    @on(Button.Pressed, "#quiz-next")
+    def _next(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.next_question()
+
+    def next_question(self) -> None:
+        if self.answered is None:
+            return
+        if self.index + 1 < len(self.lesson.quiz):
+            self.index += 1
+            self._show_question()
+        else:
+            self._finish()
+
+    # ---- the end ------------------------------------------------------------------------
+    def _finish(self) -> None:
+        total = len(self.lesson.quiz)
+        best_score, best_total = self.score, total
+        if self.store is not None:
+            try:
+                best = self.store.record_quiz(self.lesson.id, self.score, total)
+                best_score, best_total = best.best_score, best.total
+            except Exception as exc:  # noqa: BLE001
+                self.app.notify(f"Could not save the score: {exc}", severity="warning")
+        self.result = QuizResult(self.lesson.id, self.score, total, best_score, best_total)
+        self.query_one("#quiz-count", Static).update(Content("Finished"))
+        verdict = "All right!" if self.score == total else "Reread the lesson and try again."
+        self.query_one("#quiz-question", Static).update(
+            Content(f"You scored {self.score} of {total}. {verdict}")
+        )
+        self.query_one("#quiz-choices", OptionList).display = False
+        feedback = self.query_one("#quiz-feedback", Static)
+        feedback.remove_class("-right", "-wrong")
+        feedback.update(Content(f"Your best for this lesson: {best_score} of {best_total}."))
+        self.query_one("#quiz-next", Button).display = False
+        self.query_one("#quiz-again", Button).display = True
+        self.query_one("#quiz-close", Button).focus()
+
+    @on(Button.Pressed, "#quiz-again")
+    def _again(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.index = 0
+        self.score = 0
+        self.result = None
+        self._show_question()
+
+    @on(Button.Pressed, "#quiz-close")
+    def _close(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_close()
+
+    def action_close(self) -> None:
+        self.dismiss(self.result)

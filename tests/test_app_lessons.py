@@ -1,0 +1,256 @@
+"""Pilot tests of the lesson browser and quizzes, in a small app and in the full GpuLabApp."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, ComposeResult
+from textual.widgets import Button, Input, Markdown, OptionList, Static, Tree
+
+from gpulab.app.panes.lessons import LessonsPane
+from gpulab.app.screens.quiz import QuizScreen
+from gpulab.lessons.catalog import load_catalog
+from gpulab.lessons.measured import Measured
+from gpulab.store import Store
+
+FIXTURES = Path(__file__).parent / "fixtures" / "lessons"
+
+
+class LessonsApp(App[None]):
+    """LessonsPane alone, recording what it asks the app to do."""
+
+    def __init__(self, data_dir: Path, **kw: Any) -> None:
+        super().__init__()
+        self.data_dir = data_dir
+        self.kw = kw
+        self.runs: list[tuple[str, dict[str, str]]] = []
+
+    def compose(self) -> ComposeResult:
+        yield LessonsPane(
+            id="lessons",
+            catalog=load_catalog(FIXTURES, strict=True),
+            store=Store(self.data_dir / "gpulab.sqlite3"),
+            **self.kw,
+        )
+
+    def on_lessons_pane_run_experiment(self, message: LessonsPane.RunExperiment) -> None:
+        self.runs.append((message.experiment, message.params))
+
+
+def _pane(app: App[Any]) -> LessonsPane:
+    return app.query_one("#lessons", LessonsPane)
+
+
+async def _open(pilot: Any, lesson_id: str) -> LessonsPane:
+    pane = _pane(pilot.app)
+    await pane.open_lesson(lesson_id)
+    await pilot.pause()
+    return pane
+
+
+def _leaf_labels(pane: LessonsPane) -> list[str]:
+    tree = pane.query_one("#lesson-tree", Tree)
+    return [str(leaf.label) for ch in tree.root.children for leaf in ch.children]
+
+
+async def test_tree_lists_chapters_and_opening_marks_read(tmp_path):
+    app = LessonsApp(tmp_path, measured=Measured({"gpu_name": "Test GPU"}))
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = _pane(app)
+        tree = pane.query_one("#lesson-tree", Tree)
+        chapters = [str(n.label) for n in tree.root.children]
+        assert chapters == [" 1 Why GPUs", " 2 Inside the GPU"]
+        assert _leaf_labels(pane) == ["  First steps on a GPU", "  Second steps and timing"]
+        # select the first lesson with the keyboard
+        tree.focus()
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert pane.current == "first-steps"
+        md = pane.query_one("#lesson-body", Markdown)
+        assert "This GPU is Test GPU" in md.source
+        assert "runnable" not in md.source  # fences reduced to the language for highlighting
+        assert md.query("MarkdownFence")  # code rendered as code blocks
+        assert _leaf_labels(pane)[0] == "✓ First steps on a GPU"
+        assert pane.store.is_read("first-steps") and not pane.store.is_read("second-steps")
+
+
+async def test_next_previous_and_filter(tmp_path):
+    app = LessonsApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await _open(pilot, "first-steps")
+        assert pane.query_one("#lesson-prev", Button).disabled
+        await pilot.click("#lesson-next")
+        await pilot.pause()
+        assert pane.current == "second-steps"
+        assert pane.query_one("#lesson-next", Button).disabled
+        pane.query_one("#lesson-scroll").focus()
+        await pilot.press("p")
+        await pilot.pause()
+        assert pane.current == "first-steps"
+        await pilot.press("slash")
+        await pilot.press(*"warm-up")
+        await pilot.pause()
+        assert pane.query_one("#lesson-filter", Input).has_focus
+        assert _leaf_labels(pane) == ["✓ Second steps and timing"]  # read a moment ago
+        await pilot.press("enter")
+        await pilot.pause()
+        assert pane.current == "second-steps"
+
+
+async def test_run_link_posts_a_filled_in_experiment(tmp_path):
+    app = LessonsApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await _open(pilot, "first-steps")
+        # the link as Markdown delivers it when clicked
+        md = pane.query_one("#lesson-body", Markdown)
+        md.post_message(Markdown.LinkClicked(md, "experiment:montecarlo?samples=1e5&seed=7"))
+        await pilot.pause()
+        assert app.runs == [("montecarlo", {"samples": "1e5", "seed": "7"})]
+        # and the same link as a button, from the keyboard
+        button = pane.query_one("#run-link-0", Button)
+        assert "Run it: a small Monte Carlo" in str(button.label)
+        button.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.runs[-1] == ("montecarlo", {"samples": "1e5", "seed": "7"})
+
+
+async def test_a_bad_link_is_shown_not_sent(tmp_path):
+    app = LessonsApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await _open(pilot, "first-steps")
+        assert not pane.follow_link("experiment:montecarlo?samples=lots")
+        assert not pane.follow_link("experiment:no-such-thing")
+        await pilot.pause()
+        assert app.runs == []
+        messages = [n.message for n in app._notifications]
+        assert any("samples" in m and "lots" in m for m in messages)
+        assert any("unknown experiment 'no-such-thing'" in m for m in messages)
+
+
+async def test_clicking_the_link_text_in_the_lesson(tmp_path):
+    app = LessonsApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await _open(pilot, "first-steps")
+        para = next(
+            p
+            for p in pane.query("MarkdownParagraph")
+            if "Run it: a small Monte Carlo" in str(p._content)
+        )
+        await pilot.click(para, offset=(2, 0))
+        await pilot.pause()
+        assert app.runs == [("montecarlo", {"samples": "1e5", "seed": "7"})]
+
+
+async def test_quiz_feedback_and_best_score_kept(tmp_path):
+    app = LessonsApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await _open(pilot, "first-steps")
+        await pilot.click("#lesson-quiz")
+        await pilot.pause()
+        quiz = app.screen
+        assert isinstance(quiz, QuizScreen)
+        assert "Which device runs a CUDA kernel?" in str(quiz.query_one("#quiz-question").render())
+        # wrong answer first: feedback names the right one and explains
+        await pilot.press("1")
+        await pilot.pause()
+        feedback = str(quiz.query_one("#quiz-feedback", Static).render())
+        assert "Not quite" in feedback and "B. The GPU" in feedback
+        assert "host launches and the device executes" in feedback
+        assert quiz.query_one("#quiz-choices", OptionList).disabled
+        await pilot.press("enter")  # Next question (focused)
+        await pilot.pause()
+        choices = quiz.query_one("#quiz-choices", OptionList)
+        assert choices.has_focus
+        await pilot.press("down", "enter")  # "32"
+        await pilot.pause()
+        assert "Right" in str(quiz.query_one("#quiz-feedback", Static).render())
+        await pilot.press("enter")  # See your score
+        await pilot.pause()
+        assert "You scored 1 of 2" in str(quiz.query_one("#quiz-question").render())
+        assert quiz.result is not None and quiz.result.best_score == 1
+        await pilot.click("#quiz-again")
+        await pilot.pause()
+        await pilot.press("2", "enter", "2", "enter")
+        await pilot.pause()
+        assert quiz.result is not None and quiz.result.score == 2
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, QuizScreen)
+        best = pane.store.best_scores()["first-steps"]
+        assert (best.best_score, best.total) == (2, 2)
+        assert [a.correct for a in pane.store.answers("first-steps")] == [False, True, True, True]
+        assert _leaf_labels(pane)[0] == "✓ First steps on a GPU  2/2"
+        assert "quiz best 2/2" in str(pane.query_one("#lesson-marks", Static).render())
+
+
+async def test_progress_survives_a_restart(tmp_path):
+    app = LessonsApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(pilot, "second-steps")
+        app.push_screen(QuizScreen(_pane(app).catalog.get("second-steps"), _pane(app).store))
+        await pilot.pause()
+        await pilot.press("1", "enter")
+        await pilot.pause()
+    again = LessonsApp(tmp_path)
+    async with again.run_test(size=(120, 40)) as pilot:
+        pane = _pane(again)
+        assert _leaf_labels(pane) == ["  First steps on a GPU", "✓ Second steps and timing  1/1"]
+        marks = str(pane.query_one("#lesson-marks", Static).render())
+        assert "1 of 2 lessons read" in marks
+        assert "Next up: **First steps on a GPU**" in pane.query_one(Markdown).source
+
+
+async def test_narrow_pane_takes_turns(tmp_path):
+    app = LessonsApp(tmp_path)
+    async with app.run_test(size=(60, 24)) as pilot:
+        pane = _pane(app)
+        assert pane.has_class("-narrow")
+        assert pane.query_one("#lesson-reader").styles.display == "none"
+        await _open(pilot, "first-steps")
+        assert pane.query_one("#lesson-reader").styles.display == "block"
+        assert pane.query_one("#lesson-nav").styles.display == "none"
+        await pilot.click("#show-contents")
+        await pilot.pause()
+        assert pane.query_one("#lesson-nav").styles.display == "block"
+        assert pane.query_one("#lesson-tree").has_focus
+
+
+def test_lessons_pane_snapshot(snap_compare, tmp_path):
+    app = LessonsApp(tmp_path, measured=Measured({"gpu_name": "Snapshot GPU", "copy_gbs": 2900}))
+
+    async def open_first(pilot: Any) -> None:
+        await _pane(pilot.app).open_lesson("first-steps")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(110, 36), run_before=open_first)
+
+
+# ---- the full app ---------------------------------------------------------------------------
+
+
+def _full_app() -> Any:
+    from gpulab.app import GpuLabApp
+    from gpulab.app.fake_runner import FakeRunner
+
+    return GpuLabApp(runner_factory=lambda **kw: FakeRunner(**kw))
+
+
+async def test_full_app_run_link_fills_the_experiment_panel():
+    from gpulab.app.panes.experiments import ExperimentPanel
+    from gpulab.app.widgets.param_form import ParamForm
+
+    app = _full_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.open_lesson("transfers" if "transfers" in load_catalog() else "why-gpus")
+        await pilot.pause()
+        pane = app.screen.query_one("#lessons", LessonsPane)
+        assert pane.current is not None and pane.store.is_read(pane.current)
+        assert pane.follow_link("experiment:montecarlo?samples=123456&seed=3")
+        await pilot.pause()
+        panel = app.screen.query_one("#experiments", ExperimentPanel)
+        assert panel.experiment_id == "montecarlo"
+        raw = panel.query_one(ParamForm).raw()
+        assert (str(raw["samples"]), str(raw["seed"])) == ("123456", "3")
+        assert panel.has_class("-current")  # the app moved to the experiment panel
