@@ -30,7 +30,7 @@ from gpulab.runner import events as ev
 from gpulab.runner.protocol import PROTOCOL, ProtocolError, encode, read_frame_async
 
 CANCEL_GRACE_S = 1.0  # a job that ignores a cancel this long gets its worker killed
-STDERR_TAIL = 20  # lines of the worker's stderr kept for a crash report
+STDERR_TAIL = 60  # lines of the worker's stderr kept for a crash report (a faulthandler dump fits)
 MAX_START_FAILURES = 3  # consecutive workers dying before their hello: stop trying
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 

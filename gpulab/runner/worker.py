@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import faulthandler
 import gc
+import importlib
 import io
 import os
 import queue
@@ -97,6 +98,9 @@ class Worker:
     # --- the pre-warm -------------------------------------------------------------------------
     def warm(self) -> None:
         t0 = time.perf_counter()
+        # Extra modules to import first (tests use it to register experiments of their own).
+        for name in filter(None, os.environ.get("GPULAB_WORKER_PRELOAD", "").split(",")):
+            importlib.import_module(name.strip())
         import numpy  # noqa: F401
 
         with contextlib.suppress(ImportError):

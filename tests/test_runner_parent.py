@@ -1,0 +1,57 @@
+"""kill -9 of the app (or an SSH drop) must not leave a worker behind holding the GPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from test_runner import pid_alive
+
+REPO = Path(__file__).resolve().parents[1]
+
+PARENT = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from gpulab.runner.client import RunnerClient
+
+    async def main():
+        client = RunnerClient()
+        await client.start()
+        await client.wait_ready(120)
+        job = await client.submit("break-it", {"mode": sys.argv[1]})
+        async for event in job:
+            if event["type"] == "progress":
+                break
+        print(client.worker_pid, flush=True)
+        await asyncio.sleep(3600)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_worker_exits_within_2_s_when_its_parent_is_killed():
+    """The worker is busy in a job that ignores cancels: only EOF / PDEATHSIG can end it."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, "hang-ignoring-cancel"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        line = parent.stdout.readline()  # blocks until the worker runs the job
+        worker = int(line)
+        assert pid_alive(worker)
+        parent.kill()
+        parent.wait(10)
+        deadline = time.monotonic() + 2.0
+        while pid_alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not pid_alive(worker), "the worker outlived its parent by 2 s"
+    finally:
+        parent.kill()
+        parent.wait(10)
