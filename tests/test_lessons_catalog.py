@@ -159,6 +159,26 @@ def test_measured_values_from_an_inventory():
     assert Measured.collect(inv.to_dict())("gpu_name") == "NVIDIA H200"
 
 
+def test_measured_values_from_telemetry_with_unknowns():
+    from gpulab.telemetry.inventory import GpuInventory, SystemInventory
+    from gpulab.telemetry.values import NA
+
+    gpu = GpuInventory(
+        nvml_index=0,
+        cuda_index=0,
+        name="NVIDIA H100 80GB HBM3",
+        l2_cache=50 * 2**20,
+        memory_total=int(79.6 * 2**30),
+        sm_count=NA("the worker reports it; not ready yet"),
+    )
+    m = Measured.collect(telemetry=SystemInventory(available=True, gpus=[gpu]))
+    assert m("gpu_name") == "NVIDIA H100 80GB HBM3"
+    assert m("l2_mib") == "50 MiB"
+    assert m("memory_total_gib") == "79.6 GiB"
+    assert m("sm_count") == "(not known yet: see the GPU info pane)"  # NA is unknown, not "N/A"
+    assert m("compute_capability").startswith("(not known yet")
+
+
 def test_measured_values_import_no_gpu_runtime():
     import subprocess
     import sys

@@ -76,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
             if r["best_score"] is not None
             else f"quiz -/{r['questions']}"
         )
-        print(f"    {mark} {r['id']:<26} {r['title'][:34]:<34} {quiz}")
+        print(f"    {mark} {r['id']:<26} {r['title'][:44]:<44} {quiz}")
     read = sum(r["read"] for r in rows)
     print(f"\n{read} of {len(rows)} lessons read. Open them in the TUI: gpulab")
     return 0

@@ -58,8 +58,8 @@ def format_value(key: str, value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return fallback(key)
     if isinstance(value, int | float):
-        if key == "sm_count":
-            text = f"{int(value)}"
+        if key == "sm_count" or float(value).is_integer():
+            text = f"{int(value):,}"
         elif abs(value) >= 100:
             text = f"{value:,.0f}"
         else:
@@ -88,16 +88,22 @@ class Measured:
         cls,
         inventory: Any = None,
         *,
+        telemetry: Any = None,
         device_index: int = 0,
         extra: Mapping[str, Any] | None = None,
     ) -> Measured:
-        """Everything known now. Never raises: a broken cache is the same as no cache."""
+        """Everything known now. Never raises: a broken cache is the same as no cache.
+
+        `inventory`: the worker's `core.devices.Inventory` (or its dict); `telemetry`: the
+        NVML `SystemInventory`. Where both know a figure, the worker's wins.
+        """
         values: dict[str, Any] = {}
         # A corrupt cache or a half-filled inventory must not break the lesson view.
         with contextlib.suppress(Exception):
             values.update(_from_peaks(inventory, device_index))
-        with contextlib.suppress(Exception):  # the inventory is the authority on the GPU
-            values.update(_from_inventory(inventory, device_index))
+        for source in (telemetry, inventory):  # the inventories are the authority on the GPU
+            with contextlib.suppress(Exception):
+                values.update(_from_inventory(source, device_index))
         values.update(extra or {})
         return cls(values)
 

@@ -222,7 +222,11 @@ class LessonsPane(Widget):
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
 
     def set_inventory(self, inventory: Any) -> None:
-        """What the GPU is (the worker's Inventory dict or telemetry's), for measured figures."""
+        """What the GPU is (the worker's Inventory dict), for the lesson's measured figures.
+
+        Optional: without it the pane asks the app for its handshake and the GPU info pane
+        for its NVML inventory each time a lesson opens.
+        """
         self._inventory = inventory
         if self.current is not None:
             self._show_lesson(self.catalog.get(self.current))
@@ -230,7 +234,17 @@ class LessonsPane(Widget):
     def measured(self) -> Measured:
         if self._measured_fixed is not None:
             return self._measured_fixed
-        return Measured.collect(self._inventory)
+        app: Any = self.app
+        inventory = self._inventory
+        if inventory is None:
+            inventory = (getattr(app, "handshake", None) or {}).get("inventory")
+        telemetry = None
+        for pane in self.screen.query("#gpu-info"):
+            telemetry = getattr(pane, "inventory", None)
+        device = getattr(app, "device", None)
+        if device is None:
+            device = getattr(app, "device_index", 0)
+        return Measured.collect(inventory, telemetry=telemetry, device_index=int(device or 0))
 
     # ---- the tree -----------------------------------------------------------------------
     def _label(self, lesson: Lesson, best: dict[str, QuizBest], read: set[str]) -> Text:
