@@ -199,7 +199,7 @@ class BreakIt(Experiment):
         ctx.progress(0.6, f"asking for {size(ask)} with {size(free)} free")
         try:
             torch.empty(ask, dtype=torch.uint8, device=dev)
-        except torch.OutOfMemoryError as exc:
+        except torch.cuda.OutOfMemoryError as exc:
             raise Broken(
                 "out-of-memory",
                 f"out of memory: asked for {size(ask)} with {size(free)} free on {dev}",

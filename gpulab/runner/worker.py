@@ -234,6 +234,8 @@ class Worker:
                 return
             self.send_event(event)
             if event["type"] == ev.ACCEPTED:
+                # The pre-job level, read before the experiment allocates anything.
+                self.send_event(self.memory_event(job, device))
                 sampler.start()
 
         def log_line(line: str, stream: str) -> None:
@@ -289,11 +291,9 @@ class Worker:
             os._exit(EXIT_RETIRED)
 
     def _sample(self, job: str, device: int, stop: threading.Event) -> None:
-        while True:
+        while not stop.wait(MEMORY_INTERVAL_S):
             with contextlib.suppress(Exception):
                 self.send_event(self.memory_event(job, device))
-            if stop.wait(MEMORY_INTERVAL_S):
-                return
 
     # --- after a failure ------------------------------------------------------------------------
     def cuda_broken(self, device: int) -> str:

@@ -1,0 +1,80 @@
+"""The faults that need a real GPU: OOM recovery and the dead context after an illegal address."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from conftest import cupy_available
+from test_runner import ENV, START_S, final, pid_alive, run_ok, until
+from test_runner_experiments import install, uninstall
+
+from gpulab.runner import events as ev
+from gpulab.runner.client import RunnerClient
+
+pytestmark = [pytest.mark.gpu, pytest.mark.asyncio(loop_scope="module")]
+MIB = 2**20
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def runner():
+    install()
+    seen: list[dict[str, Any]] = []
+    client = RunnerClient(env=ENV, on_event=seen.append)
+    client.seen = seen  # type: ignore[attr-defined]
+    await client.start()
+    await client.wait_ready(START_S)
+    yield client
+    await client.shutdown()
+    uninstall()
+
+
+async def test_gpu_worker_prewarms_cuda(runner):
+    hs = await runner.wait_ready(START_S)
+    assert any(d["kind"] == "cuda" for d in hs["inventory"]["devices"])
+    assert hs["inventory"]["backends"]["torch-cuda"]["available"]
+    assert hs["warm"]["cuda_init_s"] > 0
+
+
+async def test_gpu_device_mismatch(runner):
+    job = await runner.submit("break-it", {"mode": "device-mismatch"})
+    end = await final(job)
+    assert end["kind"] == ev.KIND_DEVICE_MISMATCH, end
+    assert end["devices"] == ["cuda:0", "cpu"]
+    assert "same device" in end["message"]
+
+
+async def test_gpu_oom_gives_memory_back_and_the_next_job_runs(runner):
+    pid = runner.worker_pid
+    job = await runner.submit("break-it", {"mode": "oom"})
+    end = await final(job)
+    assert end["kind"] == ev.KIND_OOM, end
+    assert end["requested_bytes"] > end["free_bytes"] > 0
+    assert end["held_bytes"] > 0
+    readings = [e["reading"] for e in job.events if e["type"] == ev.MEMORY]
+    before, after = readings[0], readings[-1]
+    assert "error" not in after, after
+    assert after["torch_allocated"] == before["torch_allocated"]
+    assert after["torch_reserved"] <= before["torch_reserved"]
+    assert abs(after["device_free"] - before["device_free"]) < 64 * MIB, (before, after)
+    assert runner.worker_pid == pid
+    end = await run_ok(runner)
+    assert "torch" in {m["contender"] for m in end["result"]["measurements"]}
+
+
+@pytest.mark.skipif(not cupy_available(), reason="needs CuPy")
+async def test_illegal_address_replaces_the_worker_and_the_next_job_runs(runner):
+    old = runner.worker_pid
+    job = await runner.submit("break-it", {"mode": "illegal-address"})
+    end = await final(job)
+    assert end["kind"] == ev.KIND_ILLEGAL_ADDRESS, end
+    assert "illegal" in end["message"] and "compute-sanitizer" in end["explanation"]
+    assert await until(lambda: not pid_alive(old), 5)
+    assert any("replacing the worker" in e.get("line", "") for e in runner.seen)
+    await runner.wait_ready(START_S)
+    assert runner.worker_pid != old
+    # no crash was reported for an exit the worker announced
+    assert not [e for e in runner.seen if e["type"] == ev.FAILED and e["job"] == ""]
+    end = await run_ok(runner)
+    assert "torch" in {m["contender"] for m in end["result"]["measurements"]}
