@@ -161,7 +161,7 @@ class Bandwidth(Experiment):
                 if c.id == "d2d":
                     pk, pk_name = sup.peak_here(p, "torch-cuda", "copy"), "device copy (calibrated)"
                 elif c.id == "host-memcpy":
-                    pk = sup.peak(p, "copy") if p is not None and p.cpu else None
+                    pk = sup.peak_here(p, "numpy", "copy")
                     pk_name = "host memory copy (calibrated)"
                 else:
                     pk, pk_name = pcie, "PCIe theoretical"

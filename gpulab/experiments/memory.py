@@ -133,6 +133,9 @@ class Memory(Experiment):
                 "nvml_process": mine,
                 "nvml_device_used": used,
             }
+            pool = ctx.memory().get("cupy_total")
+            if pool:
+                r["cupy_pool"] = int(pool)
             if why:
                 r["nvml_reason"] = why
             sup.emit(ctx, result, _row(step, time.perf_counter() - t0, note, **r))
@@ -226,7 +229,8 @@ class Memory(Experiment):
         ctx.progress(1.0, "done")
         context_bytes = None
         if ctx_r["nvml_process"] is not None:
-            context_bytes = ctx_r["nvml_process"] - ctx_r["reserved"]
+            # What this process holds beyond PyTorch's cache and CuPy's pool (when loaded).
+            context_bytes = ctx_r["nvml_process"] - ctx_r["reserved"] - ctx_r.get("cupy_pool", 0)
         result.summary = {
             "context_bytes_nvml": context_bytes,
             "nvml_reason": ctx_r.get("nvml_reason", ""),
@@ -241,7 +245,8 @@ class Memory(Experiment):
         }
         ctxline = (
             f"Here NVML counted {context_bytes / MiB:.0f} MiB for this process beyond what "
-            "PyTorch reserved: that is the CUDA context (kernels, runtime state)."
+            "PyTorch reserved (and CuPy's pool held): the CUDA context (kernel images, runtime "
+            "state) and library workspaces such as cuBLAS's."
             if context_bytes is not None
             else f"NVML could not attribute memory to this process here ({ctx_r.get('nvml_reason')})."
         )

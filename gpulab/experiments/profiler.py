@@ -16,6 +16,7 @@ from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 
 TOP = 12
+ANNOTATIONS = ("forward", "loss", "backward", "optimizer")
 
 
 def _device_total(evt: Any) -> float:
@@ -75,14 +76,14 @@ class Profiler(Experiment):
         target = torch.randint(0, 10, (batch,), device=dev)
 
         def step() -> Any:
-            with record_function("forward"):
+            with record_function(ANNOTATIONS[0]):
                 logits = model(x)
-            with record_function("loss"):
+            with record_function(ANNOTATIONS[1]):
                 loss = torch.nn.functional.cross_entropy(logits, target)
-            with record_function("backward"):
+            with record_function(ANNOTATIONS[2]):
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
-            with record_function("optimizer"):
+            with record_function(ANNOTATIONS[3]):
                 opt.step()
             return loss
 
@@ -124,11 +125,18 @@ class Profiler(Experiment):
         def key(evt: Any) -> float:
             return _device_total(evt) if gpu else float(evt.self_cpu_time_total)
 
-        ranked = sorted(
-            (e for e in averages if not e.key.startswith("ProfilerStep")), key=key, reverse=True
-        )
-        ranked = [e for e in ranked if key(e) > 0][:TOP]
-        total = sum(key(e) for e in averages) or 1.0
+        def is_op(evt: Any) -> bool:
+            # Operators only: kernels are charged to the operator that launched them, and
+            # user annotations (forward, loss, ...) span operators, so either would count twice.
+            if getattr(evt, "is_user_annotation", False) or evt.key in ANNOTATIONS:
+                return False
+            if evt.key.startswith("ProfilerStep"):
+                return False
+            return str(getattr(evt, "device_type", "CPU")).endswith("CPU")
+
+        ops = [e for e in averages if is_op(e)]
+        ranked = sorted((e for e in ops if key(e) > 0), key=key, reverse=True)[:TOP]
+        total = sum(key(e) for e in ops) or 1.0
         for evt in ranked:
             per_step_s = key(evt) / 1e6 / steps
             m = Measurement(
@@ -139,7 +147,9 @@ class Profiler(Experiment):
                 time_max_s=per_step_s,
                 runs=steps,
                 percent_of_peak=100.0 * key(evt) / total,
-                peak_name=("share of device time" if gpu else "share of CPU time"),
+                peak_name=(
+                    "share of operators' device time" if gpu else "share of operators' CPU time"
+                ),
                 note=f"{evt.count // steps} calls per step",
                 extra={"calls": int(evt.count), "cpu_total_us": float(evt.cpu_time_total)},
             )

@@ -21,32 +21,61 @@ TOLERANCE = {
 }
 
 
-def peaks(ctx: Context) -> Any | None:
+class Ceilings:
+    """The device's calibration plus, on a GPU machine, the host's (when already measured).
+
+    Rows run on the CPU of a GPU machine get "% of peak" only from a cached CPU calibration
+    (`gpulab bench` makes one); measuring it here would slow every GPU run by seconds.
+    """
+
+    def __init__(self, main: Any, host: Any | None = None) -> None:
+        self.main = main
+        self.host = host if host is not None else (main if main.cpu else None)
+
+    @property
+    def cpu(self) -> bool:
+        return bool(self.main.cpu)
+
+    @property
+    def copy_gbs(self) -> float | None:
+        return self.main.copy_gbs
+
+
+def peaks(ctx: Context) -> Ceilings | None:
     """This device's calibration (measured once and cached), or None when it cannot be had."""
     ctx.progress(0.0, "this device's calibration (measured once, then cached)")
     try:
         from gpulab.core import peaks as peaks_mod
 
-        return peaks_mod.load_or_measure(ctx, quick=ctx.quick)
+        main = peaks_mod.load_or_measure(ctx, quick=ctx.quick)
+        host = None
+        if not main.cpu:
+            host = peaks_mod.cached(ctx.inventory, ctx.device_index, cpu=True)
+        return Ceilings(main, host)
     except Exception as exc:  # a calibration failure must not sink the experiment
         ctx.log(f"no calibration for % of peak: {type(exc).__name__}: {exc}")
         return None
 
 
-def peak(p: Any | None, what: str) -> float | None:
+def peak(p: Ceilings | None, what: str) -> float | None:
+    """A figure of the device's own calibration (the GPU's on a GPU machine)."""
     if p is None:
         return None
     from gpulab.core.peaks import peak_for
 
-    return peak_for(p, what)
+    return peak_for(p.main, what)
 
 
-def peak_here(p: Any | None, backend: str, what: str) -> float | None:
-    """The ceiling for a row run on `backend`, only when the calibration is of that device."""
+def peak_here(p: Ceilings | None, backend: str, what: str) -> float | None:
+    """The ceiling for a row run on `backend`: the GPU's for GPU rows, the host's for CPU rows."""
     if p is None:
         return None
+    from gpulab.core.peaks import peak_for
+
     on_gpu = backend in ("torch-cuda", "cupy")
-    return peak(p, what) if on_gpu != bool(p.cpu) else None
+    if on_gpu:
+        return None if p.cpu else peak_for(p.main, what)
+    return peak_for(p.host, what) if p.host is not None else None
 
 
 def poison(out: Any) -> None:
