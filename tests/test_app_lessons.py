@@ -98,6 +98,25 @@ async def test_next_previous_and_filter(tmp_path):
         assert pane.current == "second-steps"
 
 
+async def test_keyboard_path_from_tree_to_run_link(tmp_path):
+    app = LessonsApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = _pane(app)
+        pane.query_one("#lesson-tree", Tree).focus()
+        await pilot.press("down", "enter")  # first lesson
+        await pilot.pause()
+        assert pane.current == "first-steps"
+        assert pane.query_one("#lesson-scroll").has_focus
+        await pilot.press("e")  # to the run links
+        assert pane.query_one("#run-link-0", Button).has_focus
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.runs == [("montecarlo", {"samples": "1e5", "seed": "7"})]
+        await pilot.press("n")
+        await pilot.pause()
+        assert pane.current == "second-steps"
+
+
 async def test_run_link_posts_a_filled_in_experiment(tmp_path):
     app = LessonsApp(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -239,7 +258,6 @@ def _full_app() -> Any:
 
 async def test_full_app_run_link_fills_the_experiment_panel():
     from gpulab.app.panes.experiments import ExperimentPanel
-    from gpulab.app.widgets.param_form import ParamForm
 
     app = _full_app()
     async with app.run_test(size=(160, 48)) as pilot:
@@ -248,9 +266,48 @@ async def test_full_app_run_link_fills_the_experiment_panel():
         pane = app.screen.query_one("#lessons", LessonsPane)
         assert pane.current is not None and pane.store.is_read(pane.current)
         assert pane.follow_link("experiment:montecarlo?samples=123456&seed=3")
-        await pilot.pause()
         panel = app.screen.query_one("#experiments", ExperimentPanel)
-        assert panel.experiment_id == "montecarlo"
-        raw = panel.query_one(ParamForm).raw()
+        raw = (await _form_ready(pilot, panel, "montecarlo")).raw()
         assert (str(raw["samples"]), str(raw["seed"])) == ("123456", "3")
         assert panel.has_class("-current")  # the app moved to the experiment panel
+
+
+async def _form_ready(pilot: Any, panel: Any, experiment: str) -> Any:
+    """The panel's form for `experiment` once every field has composed (waits on events)."""
+    from gpulab.app.widgets.param_form import ParamForm
+    from gpulab.experiments.registry import get
+
+    want = len(get(experiment).params)
+    for _ in range(50):
+        await pilot.pause()
+        forms = [f for f in panel.query(ParamForm) if f.is_mounted]
+        if forms and panel.experiment_id == experiment:
+            fields = forms[-1].fields()
+            if len(fields) == want and all(f.query(".param-note") for f in fields):
+                return forms[-1]
+    raise AssertionError(f"the form for {experiment} never finished composing")
+
+
+async def test_full_app_every_lesson_link_opens_a_valid_form():
+    """Every Run link in the real lessons lands in the panel filled in and without errors."""
+    from gpulab.app.panes.experiments import ExperimentPanel
+    from gpulab.experiments.registry import get
+
+    unique = {link.href: (le.id, link) for le in load_catalog() for link in le.links()}
+    links = list(unique.values())  # the same link in two lessons is one test
+    assert links
+    app = _full_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.screen.query_one("#lessons", LessonsPane)
+        panel = app.screen.query_one("#experiments", ExperimentPanel)
+        for lesson_id, link in links:
+            assert pane.follow_link(link.href), f"{lesson_id}: {link.href}"
+            form = await _form_ready(pilot, panel, link.experiment)
+            where = f"{lesson_id}: {link.href}"
+            assert panel.experiment_id == link.experiment, where
+            assert form.errors() == [], where
+            raw = form.raw()
+            params = get(link.experiment).params
+            for name, value in link.params.items():
+                p = params.get(name)
+                assert p.parse(raw[name]) == p.parse(value), f"{where}: {name}={raw[name]!r}"

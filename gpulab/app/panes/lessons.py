@@ -22,7 +22,7 @@ from textual.await_complete import AwaitComplete
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.events import Resize
+from textual.events import Key, Resize
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Input, Markdown, Static, Tree
@@ -60,7 +60,7 @@ class LessonsPane(Widget):
         height: 1;
         border: none;
         padding: 0 1;
-        margin-bottom: 1;
+        margin-top: 1;
     }
     LessonsPane #lesson-tree {
         height: 1fr;
@@ -131,6 +131,7 @@ class LessonsPane(Widget):
         Binding("p", "previous_lesson", "Previous", id="lessons.previous"),
         Binding("t", "quiz", "Quiz", id="lessons.quiz"),
         Binding("slash", "filter", "Filter", id="lessons.filter"),
+        Binding("e", "experiments", "Run links", id="lessons.run-links", show=False),
         Binding("l", "contents", "Lessons list", id="lessons.contents", show=False),
         Binding("m", "maximize", "Maximize", id="lessons.maximize", show=False),
     ]
@@ -168,11 +169,13 @@ class LessonsPane(Widget):
     # ---- building -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         with Vertical(id="lesson-nav"):
-            yield Input(placeholder="Filter lessons (/)", id="lesson-filter")
+            # The tree comes first in the focus chain: tab moves between panes here, so the
+            # first focusable widget is where the keyboard lands.
             tree: Tree[str] = Tree("Syllabus", id="lesson-tree")
             tree.show_root = False
             tree.guide_depth = 2
             yield tree
+            yield Input(placeholder="Filter lessons (/)", id="lesson-filter")
         with Vertical(id="lesson-reader"):
             yield Static(id="lesson-heading")
             yield Static(id="lesson-marks")
@@ -299,6 +302,22 @@ class LessonsPane(Widget):
         event.stop()
         if event.node.data:
             self.open_lesson(event.node.data)
+            self.query_one("#lesson-scroll", VerticalScroll).focus()
+
+    def on_key(self, event: Key) -> None:
+        focused = self.screen.focused
+        if event.key == "down" and focused is self.query_one("#lesson-filter", Input):
+            event.stop()
+            self.query_one("#lesson-tree", Tree).focus()
+        elif event.key in ("up", "down") and isinstance(focused, Button):
+            if focused.has_class("run-link"):
+                event.stop()
+                buttons = list(self.query(".run-link").results(Button))
+                i = buttons.index(focused) + (1 if event.key == "down" else -1)
+                if 0 <= i < len(buttons):
+                    buttons[i].focus()
+                else:
+                    self.query_one("#lesson-scroll", VerticalScroll).focus()
 
     # ---- one lesson ---------------------------------------------------------------------
     def open_lesson(self, lesson_id: str) -> AwaitComplete:
@@ -449,6 +468,13 @@ class LessonsPane(Widget):
     def action_filter(self) -> None:
         self.remove_class("-reading")
         self.query_one("#lesson-filter", Input).focus()
+
+    def action_experiments(self) -> None:
+        buttons = list(self.query(".run-link").results(Button))
+        if not buttons:
+            self.app.notify("This lesson has no experiment links.")
+            return
+        buttons[0].focus()
 
     def action_contents(self) -> None:
         self.toggle_class("-reading")
