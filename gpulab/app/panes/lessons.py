@@ -309,15 +309,18 @@ class LessonsPane(Widget):
         if event.key == "down" and focused is self.query_one("#lesson-filter", Input):
             event.stop()
             self.query_one("#lesson-tree", Tree).focus()
-        elif event.key in ("up", "down") and isinstance(focused, Button):
-            if focused.has_class("run-link"):
-                event.stop()
-                buttons = list(self.query(".run-link").results(Button))
-                i = buttons.index(focused) + (1 if event.key == "down" else -1)
-                if 0 <= i < len(buttons):
-                    buttons[i].focus()
-                else:
-                    self.query_one("#lesson-scroll", VerticalScroll).focus()
+        elif (
+            event.key in ("up", "down")
+            and isinstance(focused, Button)
+            and focused.has_class("run-link")
+        ):
+            event.stop()
+            buttons = list(self.query(".run-link").results(Button))
+            i = buttons.index(focused) + (1 if event.key == "down" else -1)
+            if 0 <= i < len(buttons):
+                buttons[i].focus()
+            else:
+                self.query_one("#lesson-scroll", VerticalScroll).focus()
 
     # ---- one lesson ---------------------------------------------------------------------
     def open_lesson(self, lesson_id: str) -> AwaitComplete:
