@@ -255,11 +255,13 @@ async def test_hang_ignoring_cancel_is_killed_and_replaced_within_3_s(runner):
     await runner.cancel(job)
     assert job.final["type"] == ev.CANCELLED and job.final["how"] == "killed"
     assert not runner.busy
+    assert not runner.ready  # the dying worker takes no job: the next one waits for its successor
+    after = await runner.submit("montecarlo", {"samples": 20_000})
     assert await until(lambda: runner.worker_pid not in (None, old), 3 - (time.perf_counter() - t0))
     assert time.perf_counter() - t0 <= 3.0
     assert await until(lambda: not pid_alive(old), 2)
     check_order(job)
-    await run_ok(runner)
+    assert (await final(after))["type"] == ev.RESULT
 
 
 async def test_cancel_a_queued_job(runner):

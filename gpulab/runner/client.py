@@ -306,7 +306,7 @@ class RunnerClient:
             await asyncio.wait_for(job.wait(), self.cancel_grace_s)
         if job.done or self._worker is not worker or self._current is not job:
             return
-        worker.why_exit = "killed"
+        self._retire(worker, "killed")
         worker.kill()
         self._current = None
         self._deliver(
@@ -324,7 +324,9 @@ class RunnerClient:
     def _pump(self) -> None:
         """Send the next queued job when the worker is ready and idle."""
         worker = self._worker
-        if self._current is not None or not self._queue or worker is None or worker.hello is None:
+        if self._current is not None or not self._queue or worker is None:
+            return
+        if worker.hello is None or worker.why_exit:  # not ready yet, or on its way out
             return
         job = self._queue.popleft()
         self._current = job
@@ -339,6 +341,13 @@ class RunnerClient:
         )
         if not sent:  # the worker just died: its supervisor fails this job and respawns
             return
+
+    def _retire(self, worker: _Worker, why: str) -> None:
+        """This worker takes no more jobs; the next one gets them once it is ready."""
+        worker.why_exit = why
+        if worker is self._worker:
+            self.handshake = None
+            self._notify()
 
     def _deliver(self, job: Job, event: dict[str, Any]) -> None:
         self._emit(event)
@@ -488,7 +497,7 @@ class RunnerClient:
         elif kind == "hello":
             self._on_hello(worker, message)
         elif kind == "retiring":
-            worker.why_exit = f"retiring: {message.get('reason', '')}"
+            self._retire(worker, f"retiring: {message.get('reason', '')}")
             self._emit(
                 ev.make(
                     ev.LOG,
