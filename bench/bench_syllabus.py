@@ -113,7 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--json", dest="json_path")
     ap.add_argument("--markdown", dest="md_path")
+    ap.add_argument(
+        "--targets-from", help="only judge the targets in a `gpulab bench` JSON and print them"
+    )
     args = ap.parse_args(argv)
+    if args.targets_from:
+        found = targets(json.loads(Path(args.targets_from).read_text()).get("runs", []))
+        print(json.dumps(found, indent=1))
+        return 0 if found and all(t["met"] for t in found.values()) else 1
     inv = detect()
     ids = args.only or list(SYLLABUS)
     doc = {

@@ -100,8 +100,9 @@ class Batching(Experiment):
             "mostly launch overhead (a few microseconds of Python, PyTorch dispatch and driver "
             "work) and leaves most of the GPU idle. bmm puts the whole batch in one kernel that "
             "fills the GPU. This is the overhead-bound regime: the cure is more work per launch "
-            "(batching, fusion, CUDA graphs), not a faster GPU. On the CPU the loop costs less "
-            "extra, because the CPU's per-call overhead is small next to its arithmetic."
+            "(batching, fusion, CUDA graphs), not a faster GPU. On the CPU each call's overhead is "
+            "small next to its arithmetic, so the loop loses little there, and for small "
+            "matrices bmm can even be the slower of the two."
         )
         return self.finish(result)
 

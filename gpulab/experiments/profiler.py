@@ -17,6 +17,7 @@ from gpulab.experiments.base import Contender, Context, Experiment
 
 TOP = 12
 ANNOTATIONS = ("forward", "loss", "backward", "optimizer")
+PROFILER_INTERNALS = ("Activity Buffer Request",)  # the profiler's own bookkeeping
 
 
 def _device_total(evt: Any) -> float:
@@ -130,7 +131,7 @@ class Profiler(Experiment):
             # user annotations (forward, loss, ...) span operators, so either would count twice.
             if getattr(evt, "is_user_annotation", False) or evt.key in ANNOTATIONS:
                 return False
-            if evt.key.startswith("ProfilerStep"):
+            if evt.key.startswith("ProfilerStep") or evt.key in PROFILER_INTERNALS:
                 return False
             return str(getattr(evt, "device_type", "CPU")).endswith("CPU")
 

@@ -75,6 +75,10 @@ def peak_here(p: Ceilings | None, backend: str, what: str) -> float | None:
     on_gpu = backend in ("torch-cuda", "cupy")
     if on_gpu:
         return None if p.cpu else peak_for(p.main, what)
+    if what == "copy" and backend != "numpy":
+        # The host copy ceiling is one NumPy thread's; PyTorch's CPU ops use every core and
+        # would show several hundred percent of it.
+        return None
     return peak_for(p.host, what) if p.host is not None else None
 
 
