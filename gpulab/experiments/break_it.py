@@ -240,7 +240,10 @@ class BreakIt(Experiment):
 
     def _hang(self, ctx: Context, *, check: bool) -> None:
         ctx.log(EXPLAIN["hang" if check else "hang-ignoring-cancel"])
-        ctx.progress(0.0, "looping until cancelled")
+        if check:
+            ctx.progress(0.0, "looping until cancelled")
+        elif ctx.on_progress:  # ctx.progress() would check for the cancel: this mode must not
+            ctx.on_progress(0.0, "looping until cancelled, deaf to cancels")
         start = time.perf_counter()
         said = 0
         while True:
