@@ -27,7 +27,10 @@ from gpulab.runner.protocol import PROTOCOL
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 TESTS = Path(__file__).resolve().parent
-ENV = {"PYTHONPATH": str(TESTS), "GPULAB_WORKER_PRELOAD": "test_runner_experiments"}
+ENV = {
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH", "")])),
+    "GPULAB_WORKER_PRELOAD": "test_runner_experiments",
+}
 START_S = 120.0  # a worker imports torch; a loaded 2-core CI box can take a while
 RUN_S = 60.0
 
@@ -175,6 +178,8 @@ async def test_device_mismatch_is_classified_and_explained(runner):
 
 
 async def test_oom_through_the_cap_then_memory_back_and_next_job(runner):
+    if runner.handshake["inventory"]["backends"]["torch-cuda"]["available"]:
+        pytest.skip("with a GPU, oom fills the GPU: see test_runner_gpu.py")
     pid = runner.worker_pid
     job = await runner.submit("break-it", {"mode": "oom", "cap_mib": 256})
     end = await final(job)

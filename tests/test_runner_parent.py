@@ -40,7 +40,12 @@ def test_worker_exits_within_2_s_when_its_parent_is_killed():
         [sys.executable, "-c", PARENT, "hang-ignoring-cancel"],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])
+            ),
+        },
     )
     try:
         line = parent.stdout.readline()  # blocks until the worker runs the job
