@@ -178,7 +178,8 @@ async def test_device_mismatch_is_classified_and_explained(runner):
 
 
 async def test_oom_through_the_cap_then_memory_back_and_next_job(runner):
-    if runner.handshake["inventory"]["backends"]["torch-cuda"]["available"]:
+    hs = await runner.wait_ready(START_S)
+    if hs["inventory"]["backends"]["torch-cuda"]["available"]:
         pytest.skip("with a GPU, oom fills the GPU: see test_runner_gpu.py")
     pid = runner.worker_pid
     job = await runner.submit("break-it", {"mode": "oom", "cap_mib": 256})
