@@ -58,7 +58,9 @@ class GaugeApp(App):
         self._off()
 
 
-async def _phase(app: GaugeApp, name: str, seconds: float, fake: Any) -> dict[str, Any]:
+async def _phase(
+    app: GaugeApp, name: str, seconds: float, fake: Any, jitter: bool
+) -> dict[str, Any]:
     gauge = app.query_one(MemoryGauge)
     frames0, repaints0, n_read = app.sampler.frames, gauge.repaints, len(app.read_s)
     if name == "active":
@@ -81,6 +83,10 @@ async def _phase(app: GaugeApp, name: str, seconds: float, fake: Any) -> dict[st
             )
             await asyncio.sleep(0.25)
         else:
+            if jitter and fake is not None:  # a real idle GPU's power and temperature wobble
+                step += 1
+                fake.gpus[0].power_mw = 72_000 + 1_000 * (step % 5)
+                fake.gpus[0].temp = 34 + step % 2
             await asyncio.sleep(0.5)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     if name == "active":
@@ -98,7 +104,9 @@ async def _phase(app: GaugeApp, name: str, seconds: float, fake: Any) -> dict[st
     }
 
 
-async def run(real: bool, seconds: float, phases: list[str], interval: float) -> dict[str, Any]:
+async def run(
+    real: bool, seconds: float, phases: list[str], interval: float, jitter: bool = False
+) -> dict[str, Any]:
     if real:
         sampler, fake = Sampler(TelemetryReader(), interval=interval), None
     else:
@@ -114,13 +122,15 @@ async def run(real: bool, seconds: float, phases: list[str], interval: float) ->
         while sampler.frames < 3:  # warm-up: first frames, first layout
             await pilot.pause(0.1)
         for name in phases:
-            results.append(await _phase(app, name, seconds, fake))
+            results.append(await _phase(app, name, seconds, fake, jitter))
     stopped = not sampler.running
     frame = sampler.latest()
     gpus = [g.name for g in frame.inventory.gpus] if frame else []
     return {
         "benchmark": "gauge-cpu",
-        "nvml": "real" if real else "fake (full)",
+        "nvml": "real"
+        if real
+        else "fake (full)" + (", power/temperature wobbling" if jitter else ""),
         "gpus": [str(g) for g in gpus],
         "nvml_available": bool(frame and frame.inventory.available),
         "interval_s": interval,
@@ -142,9 +152,18 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=10.0, help="length of each phase")
     p.add_argument("--phases", default="idle,active", help="comma-separated: idle, active")
     p.add_argument("--interval", type=float, default=0.5, help="sampler period (default 2 Hz)")
+    p.add_argument("--jitter", action="store_true", help="fake: vary power/temperature like a GPU")
+    p.add_argument("--live-period", type=float, help="override the info pane's live repaint cap")
     p.add_argument("--json", dest="json_path", help="write the result here")
     args = p.parse_args()
-    out = asyncio.run(run(args.real, args.seconds, args.phases.split(","), args.interval))
+    if args.live_period is not None:
+        import gpulab.app.panes.gpu_info as info
+
+        info.LIVE_PERIOD_S = args.live_period
+    out = asyncio.run(
+        run(args.real, args.seconds, args.phases.split(","), args.interval, args.jitter)
+    )
+    out["live_repaint_period_s"] = args.live_period if args.live_period is not None else 1.0
     text = json.dumps(out, indent=2)
     print(text)
     if args.json_path:

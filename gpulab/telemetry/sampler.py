@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 
 MIN_INTERVAL, MAX_INTERVAL, DEFAULT_INTERVAL = 0.25, 5.0, 0.5
 JOB_INTERVAL = 0.5  # at least 2 Hz while a job runs, whatever the idle setting
+# The PCIe counters block ~20 ms each: every frame while a job runs (transfers matter then),
+# every few seconds while idle (they read ~0 then), which keeps the idle UI process cheap.
+PCIE_IDLE_S, PCIE_JOB_S = 5.0, 0.0
 
 
 @dataclass
@@ -60,6 +63,8 @@ class TelemetryReader:
         self.procs = procs or HostProcesses()
         self._inventory: SystemInventory | None = None
         self._seq = 0
+        self.pcie_every_s = PCIE_IDLE_S
+        self._pcie: dict[int, tuple[float, Any, Any]] = {}  # nvml index -> (t, tx, rx)
 
     def inventory(self) -> SystemInventory:
         if self._inventory is None:
@@ -69,13 +74,25 @@ class TelemetryReader:
     def read(self) -> Frame:
         start = time.perf_counter()
         inv = self.inventory()
-        snaps = [read_snapshot(self.session, g.nvml_index, self.procs) for g in inv.gpus]
+        snaps = [self._snapshot(g.nvml_index) for g in inv.gpus]
         self._seq += 1
         return Frame(self._seq, time.time(), inv, snaps, time.perf_counter() - start)
+
+    def _snapshot(self, i: int) -> GpuSnapshot:
+        now = time.time()
+        cached = self._pcie.get(i)
+        fresh = cached is None or now - cached[0] >= self.pcie_every_s
+        s = read_snapshot(self.session, i, self.procs, now, pcie_throughput=fresh)
+        if fresh:
+            self._pcie[i] = (now, s.pcie_tx, s.pcie_rx)
+        elif cached is not None and self.session.lost(i) is None:
+            s.pcie_tx, s.pcie_rx = cached[1], cached[2]
+        return s
 
     def close(self) -> None:
         self.session.close()
         self._inventory = None
+        self._pcie.clear()
 
 
 def clamp_interval(seconds: float) -> float:
@@ -113,17 +130,25 @@ class Sampler:
         """The effective period: the configured one, or faster while a job holds it."""
         return min(self._interval, JOB_INTERVAL) if self._fast else self._interval
 
+    @property
+    def busy(self) -> bool:
+        """A job holds the sampler fast."""
+        return bool(self._fast)
+
     def set_interval(self, seconds: float) -> None:
         self._interval = clamp_interval(seconds)
         self._wake.set()
 
     def hold_fast(self, key: str) -> None:
-        """Sample at >= 2 Hz until `release_fast(key)` (a job is running)."""
+        """Sample at >= 2 Hz, PCIe counters included, until `release_fast(key)` (a job runs)."""
         self._fast.add(key)
+        self.reader.pcie_every_s = PCIE_JOB_S
         self._wake.set()
 
     def release_fast(self, key: str) -> None:
         self._fast.discard(key)
+        if not self._fast:
+            self.reader.pcie_every_s = PCIE_IDLE_S
 
     # subscribers ----------------------------------------------------------------------------
     def subscribe(self, callback: Callable[[Frame], None]) -> Callable[[], None]:

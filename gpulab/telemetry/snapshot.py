@@ -118,9 +118,17 @@ class GpuSnapshot:
 
 
 def read_snapshot(
-    session: NvmlSession, i: int, procs: ProcessTable | None = None, now: float | None = None
+    session: NvmlSession,
+    i: int,
+    procs: ProcessTable | None = None,
+    now: float | None = None,
+    *,
+    pcie_throughput: bool = True,
 ) -> GpuSnapshot:
-    """Never raises: a call NVML refuses becomes an NA in its field."""
+    """Never raises: a call NVML refuses becomes an NA in its field.
+
+    `pcie_throughput=False` skips the two PCIe counters, which block ~20 ms each and were most
+    of a frame's cost on an H200 (42 ms a frame); the caller fills them from an earlier read."""
     s = GpuSnapshot(nvml_index=i, t=time.time() if now is None else now)
     lost = session.lost(i)
     if lost is not None or not session.ok:
@@ -141,13 +149,14 @@ def read_snapshot(
     s.throttle = _throttle(session, i)
     s.pcie_gen = session.call(i, "nvmlDeviceGetCurrPcieLinkGeneration")
     s.pcie_width = session.call(i, "nvmlDeviceGetCurrPcieLinkWidth")
-    tx = session.call(i, "nvmlDeviceGetPcieThroughput", 0)  # TX bytes, in KB/s
-    rx = session.call(i, "nvmlDeviceGetPcieThroughput", 1)
-    s.pcie_tx = tx if isinstance(tx, NA) else tx * 1000.0
-    s.pcie_rx = rx if isinstance(rx, NA) else rx * 1000.0
+    if pcie_throughput:
+        tx = session.call(i, "nvmlDeviceGetPcieThroughput", 0)  # TX bytes, in KB/s
+        rx = session.call(i, "nvmlDeviceGetPcieThroughput", 1)
+        s.pcie_tx = tx if isinstance(tx, NA) else tx * 1000.0
+        s.pcie_rx = rx if isinstance(rx, NA) else rx * 1000.0
     s.processes, s.pid_note = _processes(session, i, procs or HostProcesses())
     if session.lost(i) is not None:  # it fell off the bus part-way: say so everywhere
-        return read_snapshot(session, i, procs, s.t)
+        return read_snapshot(session, i, procs, s.t, pcie_throughput=pcie_throughput)
     return s
 
 

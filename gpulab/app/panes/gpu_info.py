@@ -9,8 +9,10 @@ Without NVML the pane explains CPU mode and what to install instead of showing a
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import on
@@ -23,6 +25,11 @@ from gpulab.telemetry.inventory import GpuInventory, SystemInventory
 from gpulab.telemetry.sampler import Frame, Sampler, shared_sampler
 from gpulab.telemetry.snapshot import GpuSnapshot
 from gpulab.telemetry.values import NA, gib, nbytes
+
+# Live figures (power, temperature...) repaint at most this often: every 2 s while idle, every
+# frame (2 Hz) while a job holds the sampler fast.
+LIVE_PERIOD_S = 2.0
+LIVE_PERIOD_JOB_S = 0.5
 
 
 class GpuInfoPane(Vertical):
@@ -62,8 +69,11 @@ class GpuInfoPane(Vertical):
         self.selected_nvml = 0
         self.highlighted_nvml = 0
         self._prompts: list[str] = []
-        self._details_key: Any = None
-        self.details_renderable: Any = None  # what #gpu-details shows (tests read it)
+        self._keys: dict[str, Any] = {}
+        self._shown: dict[str, Any] = {}  # what each Static shows (tests read it)
+        self._status_text = ""
+        self._static_key: Any = None
+        self._live_at = 0.0
 
     @property
     def sampler(self) -> Sampler:
@@ -76,6 +86,8 @@ class GpuInfoPane(Vertical):
         yield OptionList(id="gpu-list")
         with VerticalScroll(id="gpu-scroll"):
             yield Static("", id="gpu-details")
+            yield Static("", id="gpu-live")
+            yield Static("", id="gpu-versions")
 
     def on_mount(self) -> None:
         self.query_one("#gpu-list", OptionList).display = False
@@ -146,16 +158,31 @@ class GpuInfoPane(Vertical):
             return
         status = self.query_one("#gpu-status", Static)
         options = self.query_one("#gpu-list", OptionList)
-        details = self.query_one("#gpu-details", Static)
         inv = self.inventory
         if inv is None:
             return
         if not inv.available or not inv.gpus:
             options.display = False
-            status.update(Text(inv.reason or "NVML sees no GPU", style="bold yellow"))
-            self._set_details(details, ("cpu", self._worker_key()), lambda: self._cpu_details(inv))
+            self._status(status, Text(inv.reason or "NVML sees no GPU", style="bold yellow"))
+            self._set("gpu-details", ("cpu", self._worker_key()), lambda: self._cpu_details(inv))
+            self._set("gpu-live", "cpu", lambda: "")
+            self._set("gpu-versions", ("cpu", self._worker_key()), lambda: _versions(inv))
             return
-        status.update(_header(inv))
+        # Power and temperature wobble every frame on a real GPU: repainting them at 2 Hz was
+        # most of the idle UI's cost, so only a change a person caused repaints at once.
+        static_key = (
+            id(inv),
+            self.selected_nvml,
+            self.highlighted_nvml,
+            self._worker_key(),
+            len(inv.gpus),
+        )
+        now = time.monotonic()
+        period = LIVE_PERIOD_JOB_S if self.sampler.busy else LIVE_PERIOD_S
+        if static_key == self._static_key and now - self._live_at < period:
+            return
+        self._static_key, self._live_at = static_key, now
+        self._status(status, _header(inv))
         options.display = True
         prompts = [self._prompt(g) for g in inv.gpus]
         if len(prompts) != len(self._prompts):
@@ -171,14 +198,27 @@ class GpuInfoPane(Vertical):
         self._prompts = prompts
         g = inv.gpu(self.highlighted_nvml) or inv.gpus[0]
         snap = self.frame.snapshot(g.nvml_index) if self.frame else None
-        key = (g, snap and _snap_key(snap), self._worker_key())
-        self._set_details(details, key, lambda: _details(inv, g, snap))
+        self._set("gpu-details", g, lambda: _details(g))
+        self._set("gpu-live", snap and _snap_key(snap), lambda: _live(snap))
+        self._set("gpu-versions", (id(inv), self._worker_key()), lambda: _versions(inv))
 
-    def _set_details(self, details: Static, key: Any, build: Any) -> None:
-        if key != self._details_key:
-            self._details_key = key
-            self.details_renderable = build()
-            details.update(self.details_renderable)
+    @property
+    def details_renderable(self) -> Group:
+        """Everything below the GPU list, as shown (tests render it to text)."""
+        return Group(*(self._shown.get(k, "") for k in ("gpu-details", "gpu-live", "gpu-versions")))
+
+    def _status(self, status: Static, text: Text) -> None:
+        if text.plain != self._status_text:
+            self._status_text = text.plain
+            status.update(text)
+
+    def _set(self, widget_id: str, key: Any, build: Any) -> None:
+        """Update one Static only when what it shows has changed."""
+        if widget_id in self._keys and self._keys[widget_id] == key:
+            return
+        self._keys[widget_id] = key
+        self._shown[widget_id] = build()
+        self.query_one(f"#{widget_id}", Static).update(self._shown[widget_id])
 
     def _worker_key(self) -> Any:
         inv = (self.worker or {}).get("inventory") or {}
@@ -213,7 +253,6 @@ class GpuInfoPane(Vertical):
                 else Text(f"no: {b.get('reason', '')}", "dim")
             )
             t.add_row(name, state)
-        _versions(t, inv)
         return t
 
 
@@ -236,7 +275,7 @@ def _snap_key(s: GpuSnapshot) -> Any:
 
 def _table() -> Table:
     t = Table.grid(padding=(0, 1))
-    t.add_column(style="bold", no_wrap=True)
+    t.add_column(style="bold", no_wrap=True, width=11)  # fixed: three tables line up
     t.add_column(overflow="fold")
     return t
 
@@ -262,13 +301,12 @@ def _join(*parts: Text, sep: str = " · ") -> Text:
     return out
 
 
-def _details(inv: SystemInventory, g: GpuInventory, s: GpuSnapshot | None) -> Table:
+def _details(g: GpuInventory) -> Table:
     t = _table()
     if isinstance(g.name, NA) and isinstance(g.uuid, NA) and g.name == g.uuid:
         # Nothing about this GPU can be read (lost): say it once, not once per field.
         t.add_row("GPU", Text(f"N/A ({g.name.reason})", style="bold red"))
         t.add_row("Index", _join(Text(f"NVML {g.nvml_index}"), _v(g.cuda_index, "CUDA {}".format)))
-        _versions(t, inv)
         return t
     t.add_row(
         "GPU", _join(_v(g.name), _v(g.architecture), _v(g.compute_capability, "cc {}".format))
@@ -310,15 +348,19 @@ def _details(inv: SystemInventory, g: GpuInventory, s: GpuSnapshot | None) -> Ta
             ", ".join(f"{i['slot']}: {_v(i['memory_total'], gib).plain}" for i in g.mig_instances)
         )
     t.add_row("MIG", mig)
-    if s is not None:
-        _live(t, s)
-    else:
-        t.add_row("Live", Text("waiting for a sample", "dim"))
-    _versions(t, inv)
     return t
 
 
-def _live(t: Table, s: GpuSnapshot) -> None:
+def _live(s: GpuSnapshot | None) -> Table:
+    t = _table()
+    if s is None:
+        t.add_row("Live", Text("waiting for a sample", "dim"))
+        return t
+    if all(
+        isinstance(v, NA) for k, v in vars(s).items() if k not in ("nvml_index", "t", "pid_note")
+    ):
+        t.add_row("Live", _v(s.memory_total))  # lost or unreadable: the reason once
+        return t
     used = _v(s.memory_in_use, gib)
     used.append(" in use of ")
     used.append_text(_v(s.memory_total, gib))
@@ -354,9 +396,11 @@ def _live(t: Table, s: GpuSnapshot) -> None:
             t.add_row("Processes" if i == 0 else "", row)
         if s.pid_note is not None:
             t.add_row("", Text(s.pid_note.reason, "dim"))
+    return t
 
 
-def _versions(t: Table, inv: SystemInventory) -> None:
+def _versions(inv: SystemInventory) -> Table:
+    t = _table()
     if inv.available:
         t.add_row(
             "Driver",
@@ -370,7 +414,7 @@ def _versions(t: Table, inv: SystemInventory) -> None:
     binding = f"nvidia-ml-py {inv.binding_version}" if inv.binding_version else "nvidia-ml-py N/A"
     if not w:
         t.add_row("Worker", Text(f"not ready yet · UI {binding}", "dim"))
-        return
+        return t
     parts = [
         f"torch {w['torch']}" if "torch" in w else "torch N/A (not installed in the worker)",
         f"CUDA runtime {w['torch_cuda_runtime']}"
@@ -380,3 +424,4 @@ def _versions(t: Table, inv: SystemInventory) -> None:
         f"nvidia-ml-py {w['nvidia-ml-py']}" if "nvidia-ml-py" in w else binding,
     ]
     t.add_row("Worker", Text(" · ".join(parts)))
+    return t
