@@ -196,7 +196,11 @@ def _measure_cpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> Non
         dst = np.empty_like(src)
         t = timer.measure(lambda: np.copyto(dst, src), cold=False)
         peaks.copy_gbs = 2 * src.nbytes / t.median_s / 1e9
-        peaks.detail["copy"] = {"bytes": 2 * src.nbytes, "counted": "read + written"}
+        peaks.detail["copy"] = {
+            "bytes": 2 * src.nbytes,
+            "counted": "read + written",
+            "median_s": t.median_s,
+        }
         _log(ctx, f"CPU memory copy: {peaks.copy_gbs:.1f} GB/s")
     n = 256 if quick else 2048
     for dtype in CPU_DTYPES:
@@ -207,7 +211,11 @@ def _measure_cpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> Non
         b = rng.standard_normal((n, n)).astype(npd)
         t = timer.measure(lambda a=a, b=b: a @ b, cold=False)
         peaks.matmul_tflops[dtype] = 2 * n**3 / t.median_s / 1e12
-        peaks.detail[f"matmul:{dtype}"] = {"n": n, "library": f"NumPy {np.__version__}"}
+        peaks.detail[f"matmul:{dtype}"] = {
+            "n": n,
+            "library": f"NumPy {np.__version__}",
+            "median_s": t.median_s,
+        }
         _log(ctx, f"NumPy matmul {dtype} n={n}: {peaks.matmul_tflops[dtype] * 1e3:.1f} GFLOP/s")
 
 
@@ -226,7 +234,11 @@ def _measure_gpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> Non
             dst = torch.empty_like(src)
             t = timer.measure(lambda: dst.copy_(src), sync="torch", cold=False)
             peaks.copy_gbs = 2 * src.numel() * 4 / t.median_s / 1e9
-            peaks.detail["copy"] = {"bytes": 2 * n * 4, "counted": "read + written"}
+            peaks.detail["copy"] = {
+                "bytes": 2 * n * 4,
+                "counted": "read + written",
+                "median_s": t.median_s,
+            }
             del src, dst
             _log(ctx, f"device-to-device copy: {peaks.copy_gbs:.0f} GB/s")
         if "h2d" in todo or "d2h" in todo:
