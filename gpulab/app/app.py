@@ -57,9 +57,11 @@ class GpuLabApp(App[None]):
         runner_factory: RunnerFactory | None = None,
         device_index: int = 0,
         watch_terminal: bool = True,
+        sampler: Any = None,
         **kw: Any,
     ) -> None:
         super().__init__(**kw)
+        self.sampler = sampler
         self.runner_factory = runner_factory or default_runner_factory
         self.device_index = device_index
         self.device: int | None = None  # set when the GPU pane picks one
@@ -69,13 +71,15 @@ class GpuLabApp(App[None]):
         self.watch_terminal = watch_terminal
         self._quitting = False
         self._loop_thread: int | None = None
+        self.main_ready: asyncio.Event | None = None
 
     def get_default_screen(self) -> MainScreen:
-        return MainScreen()
+        return MainScreen(sampler=self.sampler)
 
     # ---- startup ------------------------------------------------------------------------
     def on_mount(self) -> None:
         self._loop_thread = threading.get_ident()
+        self.main_ready = self.main_ready or asyncio.Event()
         # Started from a worker, so the first frame never waits for a process to spawn.
         self.run_worker(self._start_runner(), name="runner start", exit_on_error=False)
         if not self.is_headless and self.watch_terminal:
@@ -94,6 +98,7 @@ class GpuLabApp(App[None]):
             await self.runner.start()
             handshake = await self.runner.wait_ready(timeout=READY_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - shown, and the lab stays usable to read
+            await self._main_mounted()
             self.sub_title = "worker failed to start"
             self.panel.set_worker_status("worker failed to start")
             self.notify(
@@ -103,7 +108,13 @@ class GpuLabApp(App[None]):
                 timeout=15,
             )
             return
+        await self._main_mounted()
         self._apply_handshake(handshake)
+
+    async def _main_mounted(self) -> None:
+        """The worker may answer before the screen has mounted its panes: wait for them."""
+        if self.main_ready is not None:
+            await self.main_ready.wait()
 
     def _apply_handshake(self, handshake: dict[str, Any]) -> None:
         from gpulab.core.devices import Inventory
@@ -152,7 +163,7 @@ class GpuLabApp(App[None]):
 
     def _worker_crashed(self, event: dict[str, Any]) -> None:
         self.notify(
-            f"{event.get('message', 'the worker died')}. Starting a new one.",
+            str(event.get("message") or "the worker died; a new one is starting"),
             title="Worker crashed",
             severity="error",
             timeout=10,
@@ -166,12 +177,35 @@ class GpuLabApp(App[None]):
             exit_on_error=False,
         )
 
-    async def _await_new_worker(self) -> None:
-        if self.runner is None:
+    def check_worker(self, final: dict[str, Any] | None = None) -> None:
+        """After a run: a worker killed by a cancel is replaced without a crash event."""
+        final = final or {}
+        # A crash arrives through on_event (`_worker_crashed`); a kill after cancel does not.
+        if self.runner is None or final.get("how") != "killed":
             return
-        handshake = await self.runner.wait_ready(timeout=READY_TIMEOUT_S)
+        self.panel.set_worker_status("starting a new worker…")
+        self.run_worker(
+            self._await_new_worker(announce=False),
+            name="worker restart",
+            group="restart",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    async def _await_new_worker(self, announce: bool = True) -> None:
+        runner = self.runner
+        if runner is None:
+            return
+        old = (self.handshake or {}).get("pid")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + READY_TIMEOUT_S
+        # The client drops the old worker's handshake only once it has seen it exit.
+        while runner.worker_pid == old and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        handshake = await runner.wait_ready(timeout=max(1.0, deadline - loop.time()))
         self._apply_handshake(handshake)
-        self.notify(f"New worker ready (pid {handshake.get('pid')}).", title="Worker")
+        if announce:
+            self.notify(f"New worker ready (pid {handshake.get('pid')}).", title="Worker")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place our own background tasks' failures become visible."""

@@ -40,8 +40,8 @@ def cpu_inventory() -> dict[str, Any]:
     return inv.to_dict()
 
 
-def frozen(kind: str, job: str, **fields: Any) -> dict[str, Any]:
-    event = ev.make(kind, job, **fields)
+def frozen(event_type: str, job: str, /, **fields: Any) -> dict[str, Any]:
+    event = ev.make(event_type, job, **fields)
     event["t"] = FROZEN_T
     return event
 
@@ -249,6 +249,8 @@ class FakeRunner:
     def crash(self) -> None:
         """Play the client's report of a worker that died while idle, then a new worker."""
         self._pid += 1
+        if self._handshake is not None:
+            self._handshake = {**self._handshake, "pid": self._pid}
         if self.on_event:
             self.on_event(
                 frozen(

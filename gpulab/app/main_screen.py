@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from textual import events, on
@@ -23,6 +24,7 @@ START_PANE = "experiments"
 
 
 class MainScreen(Screen[None]):
+    AUTO_FOCUS = ""  # show_pane focuses the starting pane itself
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
     BINDINGS = [
@@ -30,9 +32,11 @@ class MainScreen(Screen[None]):
         Binding("shift+tab", "previous_pane", "Previous pane", id="previous-pane", show=False),
     ]
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, *, sampler: Any = None, **kw: Any) -> None:
         super().__init__(**kw)
         self.current = START_PANE
+        # Telemetry panes take a sampler; tests hand them a fake so the screen is reproducible.
+        self.telemetry: dict[str, Any] = {"sampler": sampler} if sampler is not None else {}
 
     def compose(self) -> ComposeResult:
         yield Header(icon="▣")
@@ -41,10 +45,10 @@ class MainScreen(Screen[None]):
         yield tabs
         with Container(id="panes"):
             # Grid order: the experiment panel spans the right column's three rows.
-            yield GpuInfoPane(id="gpu-info", classes="pane")
+            yield GpuInfoPane(id="gpu-info", classes="pane", **self.telemetry)
             yield ExperimentPanel(id="experiments", classes="pane")
             yield LessonsPane(id="lessons", classes="pane")
-            yield MemoryGauge(id="memory-gauge", classes="pane")
+            yield MemoryGauge(id="memory-gauge", classes="pane", **self.telemetry)
         yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -54,6 +58,10 @@ class MainScreen(Screen[None]):
                 pane.border_title = label
         self.show_pane(START_PANE, focus=False)
         self.call_after_refresh(self.show_pane, START_PANE)
+        ready = getattr(self.app, "main_ready", None)
+        if ready is None:
+            ready = self.app.main_ready = asyncio.Event()  # type: ignore[attr-defined]
+        ready.set()
 
     @property
     def compact(self) -> bool:

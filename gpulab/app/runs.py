@@ -52,6 +52,7 @@ class RunState:
         kind = event.get("type")
         if kind == ev.ACCEPTED:
             self.status = "running"
+            self.started = float(event.get("t") or self.started)
         elif kind == ev.PROGRESS:
             self.fraction = float(event.get("fraction") or 0.0)
             self.message = str(event.get("message", ""))
@@ -76,6 +77,8 @@ class RunState:
     def _end(self, event: dict[str, Any]) -> None:
         self.status = str(event["type"])
         self.final = event
+        # Event times, not the clock at redraw: a reopened run reads the same as it did live.
+        self.ended = float(event.get("t") or 0.0)
 
     def add_log(self, line: str) -> None:
         self.log.append(line)

@@ -73,6 +73,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         self._drawn_log = 0
         self._flusher: Any = None
         self._form_serial = 0
+        self._form: ParamForm | None = None
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -127,7 +128,8 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
     # ---- choosing and loading -----------------------------------------------------------
     @property
     def form(self) -> ParamForm:
-        return self.query_one(ParamForm)
+        assert self._form is not None
+        return self._form
 
     def _build_form(self, experiment_id: str, values: dict[str, Any]) -> None:
         exp = get(experiment_id)
@@ -137,7 +139,8 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         holder = self.query_one("#form-holder")
         holder.remove_children()
         self._form_serial += 1
-        holder.mount(ParamForm(exp.params, values, id=f"param-form-{self._form_serial}"))
+        self._form = ParamForm(exp.params, values, id=f"param-form-{self._form_serial}")
+        holder.mount(self._form)
         self._show_contenders()
 
     def load(self, experiment_id: str, params: dict[str, Any] | None = None) -> None:
@@ -273,7 +276,10 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             self._finish(state)
 
     def _finish(self, state: RunState) -> None:
-        state.ended = time.time()
+        state.ended = state.ended or time.time()
+        checker = getattr(self.app, "check_worker", None)
+        if checker is not None:
+            checker(state.final)
         if state is self.live:
             self._set_running(False)
             self.job = None
@@ -349,7 +355,8 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
 
     def _step_text(self, state: RunState) -> str:
         if state.status == ev.RESULT:
-            return f"done in {state.ended - state.started:.1f} s" if state.ended else "done"
+            took = state.ended - state.started
+            return f"done in {took:.1f} s" if state.ended and took >= 0 else "done"
         if state.status == ev.FAILED:
             return "failed"
         if state.status == ev.CANCELLED:

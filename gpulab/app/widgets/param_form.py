@@ -120,13 +120,27 @@ class ParamForm(Vertical):
     def fields(self) -> list[ParamField]:
         return list(self.query(ParamField))
 
+    def _composed(self) -> bool:
+        return len(self.fields()) == len(self.params)
+
     def errors(self) -> list[str]:
+        if not self._composed():  # just built, not yet on screen: check what it was given
+            out = []
+            for p in self.params:
+                try:
+                    p.parse(self.values[p.name])
+                except ParamError as exc:
+                    out.append(str(exc))
+            return out
         return [e for f in self.fields() if (e := f.validate())]
 
     def raw(self) -> dict[str, Any]:
+        if not self._composed():
+            return {p.name: as_text(p, self.values[p.name]) for p in self.params}
         return {f.param.name: f.raw() for f in self.fields()}
 
     def set_values(self, values: dict[str, Any]) -> None:
+        self.values.update({k: v for k, v in values.items() if k in self.values})
         for f in self.fields():
             if f.param.name in values:
                 f.set_raw(values[f.param.name])

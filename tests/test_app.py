@@ -1,0 +1,388 @@
+"""The TUI under Pilot: panes and navigation, runs through the real runner, failures, recovery.
+
+Every wait is for a condition with a deadline (`wait_for`), never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from textual.widgets import Button, DataTable, OptionList, Static, TextArea
+
+from gpulab.app import GpuLabApp
+from gpulab.app.fake_runner import FakeRunner, frozen
+from gpulab.app.main_screen import MainScreen
+from gpulab.app.panes.lessons import LessonsPane
+from gpulab.app.screens.help import HelpScreen
+from gpulab.app.screens.traceback import TracebackScreen
+from gpulab.runner import events as ev
+
+SIZES = [(80, 24), (160, 48)]
+PANES = ("gpu-info", "lessons", "experiments", "memory-gauge")
+
+
+def fake_app(**kw: Any) -> GpuLabApp:
+    return GpuLabApp(runner_factory=lambda **rk: FakeRunner(**kw, **rk))
+
+
+async def wait_for(pilot, condition: Callable[[], Any], timeout: float = 30.0, what: str = ""):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
+        await pilot.pause(0.05)
+    return condition()
+
+
+async def ready(pilot) -> None:
+    await wait_for(pilot, lambda: pilot.app.handshake is not None, 60, "the worker handshake")
+    await wait_for(pilot, lambda: pilot.app.focused is not None, 5, "the first focus")
+
+
+def table_rows(app: GpuLabApp) -> list[list[str]]:
+    table = app.query_one("#results", DataTable)
+    return [[str(c) for c in table.get_row(k)] for k in table.rows]
+
+
+def notes(app: GpuLabApp) -> list[str]:
+    return [f"{n.title}: {n.message}" for n in app._notifications]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_four_panes_and_tab_moves_across_them(size):
+    app = fake_app()
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        for pane in PANES:
+            assert app.query_one(f"#{pane}") is not None
+        assert screen.current == "experiments"
+        seen = []
+        for _ in PANES:
+            await pilot.press("tab")
+            seen.append(screen.current)
+        assert seen == ["memory-gauge", "gpu-info", "lessons", "experiments"]
+        await pilot.press("shift+tab")
+        assert screen.current == "lessons"
+        shown = [p for p in PANES if app.query_one(f"#{p}").display]
+        if size == (80, 24):
+            # One pane at a time, the tab bar reaches the others.
+            assert screen.compact and shown == ["lessons"]
+            assert app.query_one("#pane-tabs").display
+            await pilot.click("#tab-memory-gauge")
+            assert screen.current == "memory-gauge"
+            assert [p for p in PANES if app.query_one(f"#{p}").display] == ["memory-gauge"]
+        else:
+            assert not screen.compact and shown == list(PANES)
+            assert not app.query_one("#pane-tabs").display
+
+
+async def test_focus_follows_the_pane_and_keys_type_into_fields():
+    app = fake_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await wait_for(pilot, lambda: app.focused is not None, 5, "initial focus")
+        assert app.focused.id == "experiment-select"
+        await pilot.press("down")
+        assert app.focused.id == "param-samples"
+        # r and q are app keys, but inside a field they are text: nothing runs or quits.
+        await pilot.press("end", "r", "q")
+        assert app.focused.value.endswith("rq") and app.panel.live is None and app.is_running
+        note = app.query_one("#field-samples .param-note", Static)
+        assert "parameter 'samples'" in str(note.render()) and note.has_class("-error")
+
+
+async def test_header_shows_what_the_worker_found():
+    app = fake_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        assert app.sub_title == "starting the worker…" or app.handshake is not None
+        await ready(pilot)
+        assert app.sub_title == "CPU mode: no NVIDIA driver found"
+        assert "pid 4242" in str(app.query_one("#worker-status", Static).render())
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_run_montecarlo_through_the_real_runner(size):
+    app = GpuLabApp()
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        app.panel.form.set_values({"samples": "20000", "seed": "3"})
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.panel.live and app.panel.live.finished, 90, "the run")
+        state = app.panel.live
+        assert state.status == ev.RESULT, state.final
+        rows = {r[0]: r for r in table_rows(app)}
+        assert rows["numpy"][1] == "20000"
+        assert rows["numpy"][-1] == "pass"
+        assert rows["numpy"][4].endswith("G samples/s")
+        assert "done in" in str(app.query_one("#step", Static).render())
+        # the race filled, the explanation names its lesson, the plot is drawn, history has it
+        race = str(app.query_one("#race").render())
+        assert "1/1" in race
+        assert "lesson: applications" in str(app.query_one("#explanation", Static).render())
+        assert "standard error" in str(app.query_one("#plot", Static).render())
+        history = app.query_one("#history", OptionList)
+        assert history.option_count == 1 and "montecarlo" in str(
+            history.get_option_at_index(0).prompt
+        )
+        runner = app.runner
+        await pilot.press("q")
+    assert runner is not None and app.runner is None
+    assert runner.worker_pid is None  # the worker ended with the app
+
+
+async def test_cancel_a_run_in_flight():
+    app = fake_app(hold=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await pilot.click("#run")
+        await wait_for(pilot, lambda: "PyTorch CPU" in app.panel.live.message, 5, "step 2")
+        assert app.query_one("#cancel", Button).disabled is False
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.panel.live.finished, 5, "the cancel")
+        assert app.panel.live.status == ev.CANCELLED
+        assert str(app.query_one("#step", Static).render()) == "cancelled"
+        assert [r[0] for r in table_rows(app)] == ["numpy"]  # the finished row stays
+        assert app.query_one("#run", Button).disabled is False
+        assert "■" in str(app.query_one("#history", OptionList).get_option_at_index(0).prompt)
+
+
+async def test_cancel_a_real_run_that_ignores_it_kills_and_replaces_the_worker():
+    app = GpuLabApp()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        first_pid = app.handshake["pid"]
+        app.open_experiment("break-it", {"mode": "hang-ignoring-cancel"})
+        await pilot.pause()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.panel.live.status == "running", 30, "the hang")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.panel.live.finished, 30, "the cancel")
+        assert app.panel.live.status == ev.CANCELLED
+        assert app.panel.live.final.get("how") == "killed"
+        await wait_for(
+            pilot, lambda: app.handshake and app.handshake["pid"] != first_pid, 60, "new worker"
+        )
+        assert f"pid {app.handshake['pid']}" in str(app.query_one("#worker-status").render())
+
+
+async def test_bad_param_is_refused_beside_the_field():
+    app = fake_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        app.panel.form.set_values({"samples": "12"})
+        await pilot.click("#run")
+        assert app.panel.live is None  # nothing was submitted
+        assert app.runner.jobs == []
+        assert app.query_one("#run-error-box").display
+        error = str(app.query_one("#run-error", Static).render())
+        assert error.startswith("✗ bad-params: parameter 'samples'")
+        assert any("bad-params" in n for n in notes(app))
+
+
+async def test_failing_run_shows_kind_message_and_traceback():
+    async def boom(job, emit):
+        emit(frozen(ev.ACCEPTED, job.id, experiment=job.experiment, params=job.params))
+        emit(
+            frozen(
+                ev.FAILED,
+                job.id,
+                kind=ev.KIND_EXCEPTION,
+                message="ZeroDivisionError: nope",
+                traceback="Traceback (most recent call last):\n  ZeroDivisionError: nope",
+            )
+        )
+
+    app = fake_app(script=boom)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.panel.live and app.panel.live.finished, 5, "failure")
+        assert app.query_one("#run-error-box").display
+        assert str(app.query_one("#run-error").render()) == "✗ exception: ZeroDivisionError: nope"
+        assert any(n.startswith("Run failed: exception") for n in notes(app))
+        await pilot.click("#show-traceback")
+        assert isinstance(app.screen, TracebackScreen)
+        assert "most recent call last" in app.screen.query_one(TextArea).text
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_real_failure_from_the_worker_is_shown():
+    app = GpuLabApp()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        app.open_experiment("break-it", {"mode": "device-mismatch"})
+        await pilot.pause()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.panel.live and app.panel.live.finished, 60, "failure")
+        assert app.panel.live.status == ev.FAILED
+        kind = app.panel.live.final["kind"]
+        assert str(app.query_one("#run-error").render()).startswith(f"✗ {kind}:")
+        assert any(n.startswith(f"Run failed: {kind}") for n in notes(app))
+
+
+async def test_crashed_worker_is_shown_and_replaced():
+    app = GpuLabApp()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        first_pid = app.handshake["pid"]
+        app.open_experiment("break-it", {"mode": "crash"})
+        await pilot.pause()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.panel.live and app.panel.live.finished, 60, "crash")
+        assert app.panel.live.final["kind"] == ev.KIND_CRASHED
+        assert any(n.startswith("Worker crashed") for n in notes(app))
+        await wait_for(
+            pilot, lambda: app.handshake and app.handshake["pid"] != first_pid, 60, "new worker"
+        )
+        # the lab goes on: the next run works on the new worker
+        app.open_experiment("montecarlo", {"samples": "5000"})
+        await pilot.pause()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.panel.live.number == 2 and app.panel.live.finished, 60)
+        assert app.panel.live.status == ev.RESULT
+
+
+async def test_idle_worker_crash_is_notified_and_the_new_worker_shown():
+    app = fake_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        app.runner.crash()
+        await wait_for(pilot, lambda: app.handshake["pid"] == 4243, 5, "the new worker")
+        assert any(n.startswith("Worker crashed") for n in notes(app))
+        assert "pid 4243" in str(app.query_one("#worker-status").render())
+
+
+async def test_worker_that_cannot_start_is_reported_and_the_app_stays():
+    def broken(**kw):
+        raise RuntimeError("python3: cannot exec")
+
+    app = GpuLabApp(runner_factory=broken)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.sub_title == "worker failed to start", 5)
+        assert any("worker-start-failed" in n and "cannot exec" in n for n in notes(app))
+        await pilot.press("r")
+        assert str(app.query_one("#run-error").render()).startswith("✗ worker-start-failed")
+        assert app.is_running
+
+
+async def test_lesson_link_opens_the_experiment_with_its_params():
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("tab", "tab", "tab")  # away to the lessons pane
+        assert app.screen.current == "lessons"
+        app.query_one(LessonsPane).post_message(
+            LessonsPane.RunExperiment("montecarlo", {"samples": 5000, "seed": 7})
+        )
+        await wait_for(pilot, lambda: app.screen.current == "experiments", 5)
+        assert app.panel.form.raw() == {"samples": "5000", "seed": "7"}
+        assert app.query_one("#experiments").display
+
+
+async def test_history_reopens_an_earlier_run():
+    app = fake_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.panel.live and app.panel.live.finished, 5)
+        app.panel.form.set_values({"samples": "2000"})
+        await pilot.click("#run")
+        await wait_for(pilot, lambda: app.panel.live.number == 2 and app.panel.live.finished, 5)
+        assert table_rows(app)[0][1] == "2000"
+        app.query_one("#exp-tabs").active = "tab-history"
+        history = app.query_one("#history", OptionList)
+        await pilot.pause()
+        history.focus()
+        history.highlighted = 0
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.panel.shown.number == 1, 5)
+        assert table_rows(app)[0][1] == "1e+07"
+        assert app.panel.form.raw()["samples"] == "10000000"
+
+
+async def test_help_lists_every_key():
+    app = fake_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        text = app.screen.query_one("#help-text").source
+        for key in ("f1", "ctrl+p", "r", "escape", "tab", "shift+tab", "q"):
+            assert app.get_key_display(__import__("textual").binding.Binding(key, "")) in text
+        for what in ("Help", "Commands", "Run", "Cancel", "Next pane", "Previous pane", "Quit"):
+            assert f"| {what} |" in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_bindings_have_ids_and_show_in_the_footer():
+    app = fake_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        ids = {b.id for b in [*app.BINDINGS, *MainScreen.BINDINGS]}
+        assert {"help", "command-palette", "run", "cancel", "next-pane", "quit"} <= ids
+        footer_keys = {b.key for b in app.query_one("Footer").query("FooterKey")}
+        assert {"f1", "ctrl+p", "r", "escape", "tab", "q"} <= footer_keys
+
+
+async def test_command_palette_runs_an_experiment_and_changes_theme():
+    app = fake_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"run experiment monte")
+        await wait_for(
+            pilot,
+            lambda: (
+                app.screen.query("CommandList Option")
+                or len(app.screen.query_one("CommandList").options)
+            ),
+            5,
+            "hits",
+        )
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.panel.live and app.panel.live.finished, 5, "the run")
+        assert app.panel.live.experiment == "montecarlo"
+        await pilot.press("ctrl+p")
+        await pilot.press(*"theme: nord")
+        await wait_for(pilot, lambda: len(app.screen.query_one("CommandList").options), 5)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.theme == "nord", 5, "the theme")
+
+
+async def test_live_resize_never_crashes():
+    app = fake_app(hold=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("r")
+        for size in [(250, 70), (60, 20), (100, 30), (99, 29), (160, 48), (80, 24), (250, 70)]:
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            assert app.is_running
+            assert app.screen.compact == (size[0] < 100 or size[1] < 30)
+        app.runner.release()
+        await wait_for(pilot, lambda: app.panel.live.finished, 5)
+        assert app.panel.live.status == ev.RESULT
+
+
+async def test_quit_keys_shut_the_runner_down():
+    for key in ("q", "ctrl+c"):
+        app = fake_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            await ready(pilot)
+            runner = app.runner
+            await pilot.press(key)
+            await wait_for(pilot, lambda a=app: not a.is_running, 5, f"exit on {key}")
+        assert runner.shut_down
+
+
+def test_no_color_is_honoured(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert GpuLabApp().no_color
+    monkeypatch.delenv("NO_COLOR")
+    assert not GpuLabApp().no_color

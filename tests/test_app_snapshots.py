@@ -1,0 +1,55 @@
+"""Snapshots of the main screen (80x24, 160x48) and the help screen.
+
+Frozen on purpose: a FakeRunner plays fixed events with fixed timestamps, and the telemetry
+panes read a fake NVML ("no-library": a machine without the driver), so nothing live or timed
+reaches the picture. Regenerate deliberately: pytest tests/test_app_snapshots.py --snapshot-update
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gpulab.app import GpuLabApp
+from gpulab.app.fake_runner import FakeRunner
+from gpulab.telemetry.fake import fake_sampler
+
+
+def frozen_app() -> GpuLabApp:
+    sampler, _fake = fake_sampler("no-library")
+    return GpuLabApp(runner_factory=lambda **kw: FakeRunner(**kw), sampler=sampler)
+
+
+async def settle(pilot, condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the app did not settle"
+        await pilot.pause(0.05)
+
+
+async def after_a_run(pilot) -> None:
+    app = pilot.app
+    await settle(pilot, lambda: app.handshake is not None and app.focused is not None)
+    await pilot.press("r")
+    await settle(pilot, lambda: app.panel.live is not None and app.panel.live.finished)
+    app.clear_notifications()
+    app.set_focus(None)  # no blinking cursor in the picture
+    await pilot.pause()
+
+
+async def help_open(pilot) -> None:
+    app = pilot.app
+    await settle(pilot, lambda: app.handshake is not None and app.focused is not None)
+    await pilot.press("f1")
+    await settle(pilot, lambda: type(app.screen).__name__ == "HelpScreen")
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_main_screen_after_a_run(snap_compare, size):
+    assert snap_compare(frozen_app(), terminal_size=size, run_before=after_a_run)
+
+
+def test_help_screen(snap_compare):
+    assert snap_compare(frozen_app(), terminal_size=(100, 30), run_before=help_open)
