@@ -338,11 +338,16 @@ class Matmul(Experiment):
         saved = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
         try:
-            timing = ctx.timer.measure(
-                lambda: torch.mm(a, b, out=out),
-                sync="torch" if cuda else "none",
-                **self._timer_kw(est),
-            )
+
+            def call() -> None:
+                torch.mm(a, b, out=out)
+
+            kw = self._timer_kw(est)
+            if cuda:
+                from gpulab.core.peaks import sustained_kw
+
+                kw = sustained_kw(call, torch.cuda.synchronize, 0.1 if ctx.quick else 0.5) or kw
+            timing = ctx.timer.measure(call, sync="torch" if cuda else "none", **kw)
         finally:
             torch.backends.cuda.matmul.allow_tf32 = saved
         k = min(n, REF_ROWS)
@@ -364,9 +369,15 @@ class Matmul(Experiment):
             a = rs.standard_normal((n, n), dtype=cp.float32).astype(cpd)
             b = rs.standard_normal((n, n), dtype=cp.float32).astype(cpd)
             out = cp.full((n, n), cp.nan, dtype=cpd)
-            timing = ctx.timer.measure(
-                lambda: cp.matmul(a, b, out=out), sync="cupy", **self._timer_kw(est)
-            )
+
+            def call() -> None:
+                cp.matmul(a, b, out=out)
+
+            from gpulab.core.peaks import sustained_kw
+
+            sync = cp.cuda.Device().synchronize
+            kw = sustained_kw(call, sync, 0.1 if ctx.quick else 0.5) or self._timer_kw(est)
+            timing = ctx.timer.measure(call, sync="cupy", **kw)
             k = min(n, REF_ROWS)
             res = (timing, cp.asnumpy(out[:k]), cp.asnumpy(a[:k]), cp.asnumpy(b))
             cp.get_default_memory_pool().free_all_blocks()
