@@ -249,6 +249,17 @@ def test_lessons_pane_snapshot(snap_compare, tmp_path):
 # ---- the full app ---------------------------------------------------------------------------
 
 
+async def _panes_ready(pilot: Any) -> None:
+    """The app may mount its panes after the first frame: wait for them (on events)."""
+    for _ in range(200):
+        screen = pilot.app.screen
+        if screen.query("#lessons") and screen.query("#experiments"):
+            await pilot.pause()
+            return
+        await pilot.pause()
+    raise AssertionError("the app's panes never mounted")
+
+
 def _full_app() -> Any:
     from gpulab.app import GpuLabApp
     from gpulab.app.fake_runner import FakeRunner
@@ -261,6 +272,7 @@ async def test_full_app_run_link_fills_the_experiment_panel():
 
     app = _full_app()
     async with app.run_test(size=(160, 48)) as pilot:
+        await _panes_ready(pilot)
         app.open_lesson("transfers" if "transfers" in load_catalog() else "why-gpus")
         await pilot.pause()
         pane = app.screen.query_one("#lessons", LessonsPane)
@@ -269,7 +281,7 @@ async def test_full_app_run_link_fills_the_experiment_panel():
         panel = app.screen.query_one("#experiments", ExperimentPanel)
         raw = (await _form_ready(pilot, panel, "montecarlo")).raw()
         assert (str(raw["samples"]), str(raw["seed"])) == ("123456", "3")
-        assert panel.has_class("-current")  # the app moved to the experiment panel
+        assert app.screen.current == "experiments"  # the app moved to the experiment panel
 
 
 async def _form_ready(pilot: Any, panel: Any, experiment: str) -> Any:
@@ -298,6 +310,7 @@ async def test_full_app_every_lesson_link_opens_a_valid_form():
     assert links
     app = _full_app()
     async with app.run_test(size=(160, 48)) as pilot:
+        await _panes_ready(pilot)
         pane = app.screen.query_one("#lessons", LessonsPane)
         panel = app.screen.query_one("#experiments", ExperimentPanel)
         for lesson_id, link in links:
