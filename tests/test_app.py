@@ -68,14 +68,14 @@ async def test_four_panes_and_tab_moves_across_them(size):
         assert seen == ["memory-gauge", "gpu-info", "lessons", "experiments"]
         await pilot.press("shift+tab")
         assert screen.current == "lessons"
-        shown = [p for p in PANES if app.query_one(f"#{p}").display]
+        shown = [p for p in PANES if app.query_one(f"#shell-{p}").display]
         if size == (80, 24):
             # One pane at a time, the tab bar reaches the others.
             assert screen.compact and shown == ["lessons"]
             assert app.query_one("#pane-tabs").display
             await pilot.click("#tab-memory-gauge")
             assert screen.current == "memory-gauge"
-            assert [p for p in PANES if app.query_one(f"#{p}").display] == ["memory-gauge"]
+            assert [p for p in PANES if app.query_one(f"#shell-{p}").display] == ["memory-gauge"]
         else:
             assert not screen.compact and shown == list(PANES)
             assert not app.query_one("#pane-tabs").display
@@ -85,8 +85,7 @@ async def test_focus_follows_the_pane_and_keys_type_into_fields():
     app = fake_app()
     async with app.run_test(size=(160, 48)) as pilot:
         await ready(pilot)
-        await wait_for(pilot, lambda: app.focused is not None, 5, "initial focus")
-        assert app.focused.id == "experiment-select"
+        await wait_for(pilot, lambda: app.focused and app.focused.id == "experiment-select", 5)
         await pilot.press("down")
         assert app.focused.id == "param-samples"
         # r and q are app keys, but inside a field they are text: nothing runs or quits.
@@ -282,7 +281,7 @@ async def test_lesson_link_opens_the_experiment_with_its_params():
         )
         await wait_for(pilot, lambda: app.screen.current == "experiments", 5)
         assert app.panel.form.raw() == {"samples": "5000", "seed": "7"}
-        assert app.query_one("#experiments").display
+        assert app.query_one("#shell-experiments").display
 
 
 async def test_history_reopens_an_earlier_run():

@@ -14,21 +14,33 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from textual.actions import SkipAction
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
-from gpulab.app.commands import GpuLabCommands
+from gpulab.app.gauge import gauge_call
 from gpulab.app.main_screen import MainScreen
-from gpulab.app.panes.experiments import ExperimentPanel, gauge_call
 from gpulab.runner import events as ev
+
+if TYPE_CHECKING:
+    from textual.command import Provider
+
+    from gpulab.app.panes.experiments import ExperimentPanel
 
 RunnerFactory = Callable[..., Any]
 READY_TIMEOUT_S = 180.0  # a cold torch + CUDA import on a busy box can take a minute
 SHUTDOWN_TIMEOUT_S = 5.0
+
+
+def commands_provider() -> type[Provider]:
+    """Imported when the palette first opens, not before the first frame."""
+    from gpulab.app.commands import GpuLabCommands
+
+    return GpuLabCommands
 
 
 def default_runner_factory(**kw: Any) -> Any:
@@ -40,8 +52,8 @@ def default_runner_factory(**kw: Any) -> Any:
 class GpuLabApp(App[None]):
     TITLE = "gpulab"
     SUB_TITLE = "starting the worker…"
-    CSS_PATH = "gpulab.tcss"
-    COMMANDS = App.COMMANDS | {GpuLabCommands}
+    CSS_PATH = str(Path(__file__).with_name("gpulab.tcss"))  # absolute: subclasses live anywhere
+    COMMANDS = App.COMMANDS | {commands_provider}
     BINDINGS = [
         Binding("f1", "help", "Help", id="help"),
         Binding("ctrl+p", "command_palette", "Commands", id="command-palette", priority=True),
@@ -88,6 +100,8 @@ class GpuLabApp(App[None]):
 
     @property
     def panel(self) -> ExperimentPanel:
+        from gpulab.app.panes.experiments import ExperimentPanel
+
         return self.screen_stack[0].query_one("#experiments", ExperimentPanel)
 
     async def _start_runner(self) -> None:
@@ -228,6 +242,9 @@ class GpuLabApp(App[None]):
         self.open_experiment(message.experiment, dict(message.params or {}))
 
     def open_experiment(self, experiment_id: str, params: dict[str, Any] | None = None) -> None:
+        if not self._on_main():
+            self.notify("The lab is still starting; try again in a moment.", severity="warning")
+            return
         try:
             self.panel.load(experiment_id, params or {})
         except Exception as exc:  # noqa: BLE001 - a bad lesson link is shown, not raised
@@ -255,7 +272,9 @@ class GpuLabApp(App[None]):
 
     # ---- actions ------------------------------------------------------------------------
     def _on_main(self) -> bool:
-        return isinstance(self.screen, MainScreen)
+        """The main screen is showing and its panes have mounted."""
+        ready = self.main_ready is not None and self.main_ready.is_set()
+        return ready and isinstance(self.screen, MainScreen)
 
     async def action_run(self) -> None:
         if not self._on_main():
@@ -270,7 +289,7 @@ class GpuLabApp(App[None]):
     def action_help(self) -> None:
         from gpulab.app.screens.help import HelpScreen
 
-        if not self._on_main():
+        if not isinstance(self.screen, MainScreen):
             return
         self.push_screen(HelpScreen(self.key_bindings()))
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from gpulab.app.main_screen import PANES
 from gpulab.experiments.registry import all_experiments
 
 # The syllabus's fixed ids, in chapter order (the lesson catalog may add titles).
@@ -17,13 +18,6 @@ LESSON_IDS = (
     "memory-management", "transfers", "dtypes-and-tensor-cores", "performance-regimes",
     "mixed-precision", "profiling", "many-gpus", "debugging", "applications",
 )  # fmt: skip
-
-PANES = (
-    ("gpu-info", "GPU info"),
-    ("lessons", "Lessons"),
-    ("experiments", "Experiments"),
-    ("memory-gauge", "Memory gauge"),
-)
 
 
 def lesson_titles() -> list[tuple[str, str]]:

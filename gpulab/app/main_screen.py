@@ -10,15 +10,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
 from textual.screen import Screen
-from textual.widget import Widget
-from textual.widgets import Footer, Header, Tab, Tabs
+from textual.widget import MountError, Widget
+from textual.widgets import Footer, Header, Static, Tab, Tabs
 
-from gpulab.app.commands import PANES
-from gpulab.app.panes.experiments import ExperimentPanel
-from gpulab.app.panes.gpu_info import GpuInfoPane
-from gpulab.app.panes.lessons import LessonsPane
-from gpulab.app.panes.memory_gauge import MemoryGauge
-
+PANES = (
+    ("gpu-info", "GPU info"),
+    ("lessons", "Lessons"),
+    ("experiments", "Experiments"),
+    ("memory-gauge", "Memory gauge"),
+)
 PANE_IDS = tuple(p for p, _ in PANES)
 START_PANE = "experiments"
 
@@ -38,26 +38,65 @@ class MainScreen(Screen[None]):
         # Telemetry panes take a sampler; tests hand them a fake so the screen is reproducible.
         self.telemetry: dict[str, Any] = {"sampler": sampler} if sampler is not None else {}
 
+    def _breakpoint_classes(self) -> None:
+        """Set the size classes before the first layout: setting them later restyles every
+        widget once more, which was most of the time to the first frame."""
+        width, height = self.app.size
+        self.set_class(width < 100, "-narrow")
+        self.set_class(width >= 100, "-wide")
+        self.set_class(height < 30, "-short")
+        self.set_class(height >= 30, "-tall")
+
     def compose(self) -> ComposeResult:
+        self._breakpoint_classes()
         yield Header(icon="▣")
-        tabs = Tabs(*[Tab(label, id=f"tab-{pid}") for pid, label in PANES], id="pane-tabs")
+        tabs = Tabs(
+            *[Tab(label, id=f"tab-{pid}") for pid, label in PANES],
+            active=f"tab-{self.current}",
+            id="pane-tabs",
+        )
         tabs.can_focus = False
         yield tabs
         with Container(id="panes"):
-            # Grid order: the experiment panel spans the right column's three rows.
-            yield GpuInfoPane(id="gpu-info", classes="pane", **self.telemetry)
-            yield ExperimentPanel(id="experiments", classes="pane")
-            yield LessonsPane(id="lessons", classes="pane")
-            yield MemoryGauge(id="memory-gauge", classes="pane", **self.telemetry)
+            # Shells first: they paint the layout at once; the panes (and their imports)
+            # mount right after the first frame. Grid order: experiments span the right column.
+            for pane_id in ("gpu-info", "experiments", "lessons", "memory-gauge"):
+                with Container(id=f"shell-{pane_id}", classes=self._classes_for(pane_id)):
+                    yield Static("loading…", classes="pane-loading")
         yield Footer(show_command_palette=False)
+
+    def _classes_for(self, pane_id: str) -> str:
+        return "pane -current" if pane_id == self.current else "pane"
 
     def on_mount(self) -> None:
         for pane_id, label in PANES:
-            pane = self.query_one(f"#{pane_id}")
-            if not pane.border_title:
-                pane.border_title = label
-        self.show_pane(START_PANE, focus=False)
-        self.call_after_refresh(self.show_pane, START_PANE)
+            self.shell(pane_id).border_title = label
+        self.call_after_refresh(self._mount_panes)
+
+    async def _mount_panes(self) -> None:
+        from gpulab.app.panes.experiments import ExperimentPanel
+        from gpulab.app.panes.gpu_info import GpuInfoPane
+        from gpulab.app.panes.lessons import LessonsPane
+        from gpulab.app.panes.memory_gauge import MemoryGauge
+
+        panes: dict[str, Widget] = {
+            "gpu-info": GpuInfoPane(id="gpu-info", **self.telemetry),
+            "experiments": ExperimentPanel(id="experiments"),
+            "lessons": LessonsPane(id="lessons"),
+            "memory-gauge": MemoryGauge(id="memory-gauge", **self.telemetry),
+        }
+        for pane_id, pane in panes.items():
+            shell = self.shell(pane_id)
+            if not shell.is_attached:  # the app is already exiting
+                return
+            await shell.query(".pane-loading").remove()
+            try:
+                await shell.mount(pane)
+            except MountError:
+                if shell.is_attached:
+                    raise
+                return
+        self.call_after_refresh(self.show_pane, self.current)
         ready = getattr(self.app, "main_ready", None)
         if ready is None:
             ready = self.app.main_ready = asyncio.Event()  # type: ignore[attr-defined]
@@ -70,20 +109,31 @@ class MainScreen(Screen[None]):
     def pane(self, pane_id: str) -> Widget:
         return self.query_one(f"#{pane_id}")
 
+    def shell(self, pane_id: str) -> Widget:
+        return self.query_one(f"#shell-{pane_id}")
+
     def show_pane(self, pane_id: str, *, focus: bool = True) -> None:
         """Make `pane_id` current: shown (when panes take turns), highlighted, and focused."""
         self.current = pane_id
         for pid in PANE_IDS:
-            self.pane(pid).set_class(pid == pane_id, "-current")
+            shell = self.shell(pid)
+            if shell.has_class("-current") != (pid == pane_id):  # each change restyles a pane
+                shell.set_class(pid == pane_id, "-current")
         tabs = self.query_one("#pane-tabs", Tabs)
         if tabs.active != f"tab-{pane_id}":
             with tabs.prevent(Tabs.TabActivated):
                 tabs.active = f"tab-{pane_id}"
         if focus:
             # A pane that was hidden joins the focus chain only after the next layout.
-            self.call_after_refresh(self._focus_into, self.pane(pane_id))
+            self.call_after_refresh(self._focus_into, self.shell(pane_id))
 
     def _focus_into(self, pane: Widget) -> None:
+        for child in pane.children:
+            chooser = getattr(child, "focus_target", None)  # a pane may name its first stop
+            target = chooser() if callable(chooser) else None
+            if target is not None and target.focusable:
+                target.focus(scroll_visible=False)
+                return
         inside = [w for w in self.focus_chain if w is pane or pane in w.ancestors]
         if inside:
             inside[0].focus(scroll_visible=False)
@@ -103,21 +153,26 @@ class MainScreen(Screen[None]):
     @on(Tabs.TabActivated, "#pane-tabs")
     def _tab_clicked(self, event: Tabs.TabActivated) -> None:
         event.stop()
-        if event.tab and event.tab.id:
-            self.show_pane(event.tab.id.removeprefix("tab-"))
+        # Tabs also announces its first active tab on mount: only a change moves us.
+        pane_id = event.tab.id.removeprefix("tab-") if event.tab and event.tab.id else ""
+        if pane_id and pane_id != self.current:
+            self.show_pane(pane_id)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        widget: Widget | None = event.widget
-        while widget is not None and widget.id not in PANE_IDS:
+        pane_id = self._pane_of(event.widget)
+        if pane_id and pane_id != self.current:
+            self.show_pane(pane_id, focus=False)
+
+    @staticmethod
+    def _pane_of(widget: Widget | None) -> str:
+        while widget is not None:
+            if widget.id and widget.id.startswith("shell-"):
+                return widget.id.removeprefix("shell-")
             parent = widget.parent
             widget = parent if isinstance(parent, Widget) else None
-        if widget is not None and widget.id != self.current:
-            self.show_pane(str(widget.id), focus=False)
+        return ""
 
     def on_click(self, event: events.Click) -> None:
-        widget: Widget | None = event.widget
-        while widget is not None and widget.id not in PANE_IDS:
-            parent = widget.parent
-            widget = parent if isinstance(parent, Widget) else None
-        if widget is not None and widget.id != self.current and self.focused is None:
-            self.show_pane(str(widget.id), focus=False)
+        pane_id = self._pane_of(event.widget)
+        if pane_id and pane_id != self.current and self.focused is None:
+            self.show_pane(pane_id, focus=False)

@@ -11,9 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import (
     Button,
     DataTable,
+    Input,
     Label,
     Log,
     OptionList,
@@ -25,6 +27,7 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
+from gpulab.app.gauge import gauge_call
 from gpulab.app.runs import RunState, row_key
 from gpulab.app.widgets.param_form import ParamForm, PickSelect
 from gpulab.app.widgets.race import RaceView
@@ -117,7 +120,6 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
                 yield OptionList(id="history")
 
     def on_mount(self) -> None:
-        self.border_title = "Experiments"
         table = self.query_one("#results", DataTable)
         for name in COLUMNS:
             table.add_column(name, key=name)
@@ -134,7 +136,12 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
     def _build_form(self, experiment_id: str, values: dict[str, Any]) -> None:
         exp = get(experiment_id)
         self.experiment_id = experiment_id
-        self.border_title = f"Experiment: {exp.title}"
+        frame = (
+            self.parent
+            if isinstance(self.parent, Widget) and self.parent.has_class("pane")
+            else self
+        )
+        frame.border_title = f"Experiment: {exp.title}"
         self.query_one("#exp-summary", Static).update(exp.summary)
         holder = self.query_one("#form-holder")
         holder.remove_children()
@@ -184,6 +191,11 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
     def set_worker_status(self, text: str) -> None:
         self.query_one("#worker-status", Static).update(text)
 
+    def focus_target(self) -> Widget | None:
+        """Where the keyboard lands when this pane is entered: the experiment chooser."""
+        found = self.query("#experiment-select")
+        return found.first() if found else None
+
     # ---- navigation inside the panel ----------------------------------------------------
     def action_field(self, step: int) -> None:
         chain = [w for w in self.screen.focus_chain if self in w.ancestors]
@@ -200,6 +212,12 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
 
     @on(Button.Pressed, "#run")
     async def _run_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        await self.start_run()
+
+    @on(Input.Submitted)
+    async def _field_submitted(self, event: Input.Submitted) -> None:
+        """Enter in a parameter field runs, like the Run button."""
         event.stop()
         await self.start_run()
 
@@ -507,14 +525,3 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             self.load(state.experiment, state.params)
         self.show_run(state)
         self.query_one(TabbedContent).active = "tab-results"
-
-
-def gauge_call(app: Any, method: str, *args: Any) -> None:
-    """Call the memory gauge if it offers `method` (its owner adds the interface)."""
-    try:
-        gauge = app.query_one("#memory-gauge")
-    except Exception:  # noqa: BLE001 - no gauge on this screen
-        return
-    fn = getattr(gauge, method, None)
-    if callable(fn):
-        fn(*args)

@@ -20,6 +20,7 @@ the tabs under the progress bar.
 
 PANE_KEYS = [
     ("up / down", "previous / next field in the experiment panel"),
+    ("enter", "in a parameter field: run the experiment"),
     ("enter / space", "open a list (experiment, choice) or press a button"),
     (
         "left / right",
