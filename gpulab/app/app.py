@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 RunnerFactory = Callable[..., Any]
 READY_TIMEOUT_S = 180.0  # a cold torch + CUDA import on a busy box can take a minute
 SHUTDOWN_TIMEOUT_S = 5.0
+LOST_TERMINAL_EXIT_S = 8.0
 
 
 def commands_provider() -> type[Provider]:
@@ -327,6 +328,13 @@ class GpuLabApp(App[None]):
                 loop.add_signal_handler(sig, self._signalled)
 
     def _signalled(self) -> None:
+        if self._quitting:
+            return
+        # Last resort: with the terminal gone, restoring it at exit can block in a thread join
+        # (seen after an SSH drop). The worker ends with us either way (EOF, parent-death signal).
+        guard = threading.Timer(LOST_TERMINAL_EXIT_S, os._exit, args=(129,))
+        guard.daemon = True
+        guard.start()
         self.run_worker(self.action_quit(), name="quit", exit_on_error=False)
 
     def _check_terminal(self) -> None:
