@@ -51,7 +51,19 @@ class Raises(Experiment):
         raise ValueError(f"bad value {params['value']}")
 
 
-EXPERIMENTS = (Noisy(), Raises())
+class IllegalAddress(Experiment):
+    """What CUDA raises after a kernel wrote out of bounds, without a GPU: the worker retires."""
+
+    id = "test-illegal-address"
+    title = "illegal address, simulated (test)"
+    params = ParamSet(())
+
+    def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        ctx.progress(0.5, "about to fail")
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+
+EXPERIMENTS = (Noisy(), Raises(), IllegalAddress())
 
 
 def install() -> None:

@@ -78,3 +78,22 @@ async def test_illegal_address_replaces_the_worker_and_the_next_job_runs(runner)
     assert not [e for e in runner.seen if e["type"] == ev.FAILED and e["job"] == ""]
     end = await run_ok(runner)
     assert "torch" in {m["contender"] for m in end["result"]["measurements"]}
+
+
+async def test_gpu_spare_holds_no_context_until_promoted(runner):
+    """A spare waits without a CUDA context (no GPU memory); promoted, it creates one quickly."""
+    hs = await runner.wait_ready(START_S)
+    assert hs["cuda_context"] is True
+    assert await until(lambda: runner.standby_ready, START_S)
+    spare = runner.standby_pid
+    assert runner.standby_info["cuda_context"] is False
+    job = await runner.submit("break-it", {"mode": "hang-ignoring-cancel"})
+    async for event in job:
+        if event["type"] == ev.PROGRESS:
+            break
+    await runner.cancel(job)
+    assert job.final["how"] == "killed"
+    hs = await runner.wait_ready(START_S)
+    assert hs["pid"] == spare and hs["from_standby"] and hs["cuda_context"] is True
+    assert hs["ready_s"] < 2.0, hs["ready_s"]
+    await run_ok(runner)

@@ -22,11 +22,13 @@ PARENT = textwrap.dedent(
         client = RunnerClient()
         await client.start()
         await client.wait_ready(120)
+        while client.standby_pid is None:  # the spare starts once the worker idles a moment
+            await asyncio.sleep(0.01)
         job = await client.submit("break-it", {"mode": sys.argv[1]})
         async for event in job:
             if event["type"] == "progress":
                 break
-        print(client.worker_pid, flush=True)
+        print(client.worker_pid, client.standby_pid, flush=True)
         await asyncio.sleep(3600)
 
     asyncio.run(main())
@@ -34,8 +36,9 @@ PARENT = textwrap.dedent(
 )
 
 
-def test_worker_exits_within_2_s_when_its_parent_is_killed():
-    """The worker is busy in a job that ignores cancels: only EOF / PDEATHSIG can end it."""
+def test_worker_and_spare_exit_within_2_s_when_their_parent_is_killed():
+    """The worker is busy in a job that ignores cancels: only EOF / PDEATHSIG can end it. The
+    spare may be stopped (SIGSTOP while a job runs), so only PDEATHSIG can end it."""
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT, "hang-ignoring-cancel"],
         stdout=subprocess.PIPE,
@@ -49,14 +52,15 @@ def test_worker_exits_within_2_s_when_its_parent_is_killed():
     )
     try:
         line = parent.stdout.readline()  # blocks until the worker runs the job
-        worker = int(line)
-        assert pid_alive(worker)
+        worker, spare = (int(x) for x in line.split())
+        assert pid_alive(worker) and pid_alive(spare)
         parent.kill()
         parent.wait(10)
         deadline = time.monotonic() + 2.0
-        while pid_alive(worker) and time.monotonic() < deadline:
+        while (pid_alive(worker) or pid_alive(spare)) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert not pid_alive(worker), "the worker outlived its parent by 2 s"
+        assert not pid_alive(spare), "the spare outlived its parent by 2 s"
     finally:
         parent.kill()
         parent.wait(10)

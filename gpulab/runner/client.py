@@ -10,6 +10,13 @@ creates the CUDA context) in the background and says hello. Jobs run one at a ti
 When the worker dies, the job it was running fails with kind `worker-crashed` (the exit code or
 signal and the last lines of its stderr) and a new worker starts by itself.
 
+The replacement is quick: once the worker is ready and idle, the client keeps a spare worker
+(`--standby`) that has imported everything but holds no CUDA context (no GPU memory). A killed,
+crashed or retiring worker is replaced by promoting the spare (it only creates its CUDA context),
+and a new spare starts once the new worker is ready and idle. A spare still importing is stopped
+(SIGSTOP) while a job runs, so it takes no CPU from a measurement. `standby=False`, or
+GPULAB_NO_STANDBY=1 in the environment, turns the spare off (it costs ~0.5-1 GB of host RAM).
+
 Importing this module imports no torch, CuPy or textual.
 """
 
@@ -32,6 +39,8 @@ from gpulab.runner.protocol import PROTOCOL, ProtocolError, encode, read_frame_a
 CANCEL_GRACE_S = 1.0  # a job that ignores a cancel this long gets its worker killed
 STDERR_TAIL = 60  # lines of the worker's stderr kept for a crash report (a faulthandler dump fits)
 MAX_START_FAILURES = 3  # consecutive workers dying before their hello: stop trying
+SPARE_DELAY_S = 0.5  # the worker idles this long before a spare starts (not in `gpulab run`)
+NO_STANDBY_ENV = "GPULAB_NO_STANDBY"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 EventCallback = Callable[[dict[str, Any]], None]
@@ -107,13 +116,21 @@ class Job:
 class _Worker:
     """One worker process and what the client knows about it."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, cmd_fd: int, spawned: float) -> None:
+    def __init__(
+        self, proc: asyncio.subprocess.Process, cmd_fd: int, spawned: float, role: str
+    ) -> None:
         self.proc = proc
         self.cmd_fd = cmd_fd
         self.spawned = spawned
+        self.role = role  # "active" (takes jobs once ready) or "spare" (waits in standby)
+        self.promoted: float | None = None  # when a spare was told to become the worker
+        self.standby: dict[str, Any] | None = None  # the spare's `standby` message
         self.hello: dict[str, Any] | None = None
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
         self.why_exit = ""  # set when the exit is expected: "killed", "retiring: ...", "shutdown"
+        self.exited = False
+        self.paused = False  # a spare stopped (SIGSTOP) while a job runs
+        self.guarded = False  # the spare said it set PDEATHSIG: stopping it cannot orphan it
         self.supervisor: asyncio.Task[None] | None = None
 
     @property
@@ -140,6 +157,17 @@ class _Worker:
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
 
+    def signal(self, sig: int) -> None:
+        if not self.exited:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(sig)
+
+
+def standby_wanted(flag: bool, env: dict[str, str]) -> bool:
+    """The constructor's flag, unless GPULAB_NO_STANDBY=1 (in the given env or this process's)."""
+    off = env.get(NO_STANDBY_ENV, os.environ.get(NO_STANDBY_ENV, ""))
+    return flag and off.strip() not in ("1", "true", "yes")
+
 
 class RunnerClient:
     def __init__(
@@ -150,16 +178,26 @@ class RunnerClient:
         log_path: str | None = None,
         on_event: EventCallback | None = None,
         cancel_grace_s: float = CANCEL_GRACE_S,
+        standby: bool = True,
     ) -> None:
         self.device_index = device_index
         self.env = dict(env or {})
         self.log_path = log_path
         self.on_event = on_event
         self.cancel_grace_s = cancel_grace_s
+        # A spare worker, imported and waiting, replaces a killed one in a fraction of a second.
+        # It costs one more process's host memory (torch imported: ~0.5-1 GB RSS), no GPU memory.
+        self.standby = standby_wanted(standby, self.env)
         self.handshake: dict[str, Any] | None = None
-        self.restarts = 0  # workers started after the first one
+        self.restarts = 0  # workers that replaced another one
         self.callback_error: BaseException | None = None
-        self._worker: _Worker | None = None
+        self._worker: _Worker | None = None  # the worker that takes the next job
+        self._spare: _Worker | None = None
+        self._running_on: _Worker | None = None  # the worker running the current job
+        self._live: set[_Worker] = set()  # every process not yet reaped
+        self._spawns: set[asyncio.Task[Any]] = set()
+        self._spare_timer: asyncio.TimerHandle | None = None
+        self._spare_failures = 0
         self._queue: collections.deque[Job] = collections.deque()
         self._current: Job | None = None
         self._started = False
@@ -179,6 +217,21 @@ class RunnerClient:
     @property
     def worker_pid(self) -> int | None:
         return self._worker.pid if self._worker else None
+
+    @property
+    def standby_pid(self) -> int | None:
+        """The spare worker's pid (None: no spare now, or standby is off)."""
+        return self._spare.pid if self._spare else None
+
+    @property
+    def standby_ready(self) -> bool:
+        """A spare has done its imports and waits: a replacement would take a fraction of a second."""
+        return self._spare is not None and self._spare.standby is not None
+
+    @property
+    def standby_info(self) -> dict[str, Any] | None:
+        """The spare's `standby` message (pid, import timings, cuda_context), once it has one."""
+        return self._spare.standby if self._spare else None
 
     @property
     def busy(self) -> bool:
@@ -202,7 +255,7 @@ class RunnerClient:
         if self.log_path:
             Path(self.log_path).parent.mkdir(parents=True, exist_ok=True)
             self._log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115
-        await self._spawn()
+        await self._spawn("active")
 
     async def wait_ready(self, timeout: float | None = None) -> dict[str, Any]:
         if not self._started:
@@ -226,17 +279,27 @@ class RunnerClient:
         if self._closed:
             return
         self._closed = True
+        if self._spare_timer is not None:
+            self._spare_timer.cancel()
+            self._spare_timer = None
         for job in list(self._queue):
             self._deliver(
                 job,
                 ev.make(ev.CANCELLED, job.id, message="the runner shut down", how="cooperative"),
             )
         self._queue.clear()
-        worker = self._worker
-        if worker is not None:
-            worker.why_exit = "shutdown"
-            worker.send({"cmd": "shutdown"})
+        if self._spawns:  # a replacement being spawned right now: let it exist, then stop it
+            await asyncio.gather(*self._spawns, return_exceptions=True)
+        workers = list(self._live)
+        for worker in workers:
+            graceful = worker is self._worker and worker.hello is not None and not worker.why_exit
+            worker.why_exit = worker.why_exit or "shutdown"
+            if graceful:
+                worker.send({"cmd": "shutdown"})
             worker.close_commands()  # EOF: the worker leaves even if it missed the command
+            if not graceful:  # a spare, or a worker still starting or already on its way out
+                worker.kill()
+        for worker in workers:
             try:
                 await asyncio.wait_for(asyncio.shield(worker.proc.wait()), 2.0)
             except asyncio.TimeoutError:
@@ -244,6 +307,7 @@ class RunnerClient:
             if worker.supervisor is not None:
                 with contextlib.suppress(Exception):
                     await worker.supervisor
+        self._spare = None
         for task in list(self._tasks):
             task.cancel()
         self._notify()
@@ -298,17 +362,18 @@ class RunnerClient:
                 ),
             )
             return
-        worker = self._worker
-        if job is not self._current or worker is None:
-            return
+        worker = self._running_on
+        if job is not self._current or worker is None or worker.exited:
+            return  # not started, or its worker just died: the crash report ends the job
         worker.send({"cmd": "cancel", "job": job.id})
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(job.wait(), self.cancel_grace_s)
-        if job.done or self._worker is not worker or self._current is not job:
+        if job.done or self._running_on is not worker or self._current is not job:
             return
-        self._retire(worker, "killed")
+        worker.why_exit = "killed"
         worker.kill()
-        self._current = None
+        self._replace(worker)
+        self._current = self._running_on = None
         self._deliver(
             job,
             ev.make(
@@ -320,6 +385,7 @@ class RunnerClient:
                 pid=worker.pid,
             ),
         )
+        self._job_ended()
 
     def _pump(self) -> None:
         """Send the next queued job when the worker is ready and idle."""
@@ -329,8 +395,10 @@ class RunnerClient:
         if worker.hello is None or worker.why_exit:  # not ready yet, or on its way out
             return
         job = self._queue.popleft()
-        self._current = job
-        sent = worker.send(
+        self._current, self._running_on = job, worker
+        self._hold_spare()
+        # If the worker just died, the send fails and its supervisor fails this job.
+        worker.send(
             {
                 "cmd": "run",
                 "job": job.id,
@@ -339,15 +407,12 @@ class RunnerClient:
                 "device": job.device,
             }
         )
-        if not sent:  # the worker just died: its supervisor fails this job and respawns
-            return
 
-    def _retire(self, worker: _Worker, why: str) -> None:
-        """This worker takes no more jobs; the next one gets them once it is ready."""
-        worker.why_exit = why
-        if worker is self._worker:
-            self.handshake = None
-            self._notify()
+    def _job_ended(self) -> None:
+        self._pump()
+        if self._current is None:
+            self._resume_spare()
+            self._schedule_spare()
 
     def _deliver(self, job: Job, event: dict[str, Any]) -> None:
         self._emit(event)
@@ -363,11 +428,86 @@ class RunnerClient:
         except Exception as exc:  # a broken callback must not break the runner
             self.callback_error = exc
 
+    def _note(self, line: str) -> None:
+        self._emit(ev.make(ev.LOG, "", line=line, stream="gpulab"))
+
     def _write_log(self, stream: str, line: str, job: str) -> None:
         assert self._log is not None
         stamp = time.strftime("%H:%M:%S")
         self._log.write(f"{stamp} {stream:<6} {job or '-':<8} {line}\n")
         self._log.flush()
+
+    # --- replacing a worker -----------------------------------------------------------------------
+    def _replace(self, worker: _Worker) -> None:
+        """`worker` takes no more jobs: the spare takes its place now, or a fresh worker starts."""
+        if worker is not self._worker:
+            return
+        self._worker = None
+        self.handshake = None
+        self._notify()
+        if self._closed or self._start_error:
+            return
+        self.restarts += 1
+        spare, self._spare = self._spare, None
+        if spare is not None and not spare.exited and spare.cmd_fd >= 0:
+            spare.role = "active"
+            spare.promoted = time.monotonic()
+            self._worker = spare
+            self._resume(spare)
+            # If it died a moment ago, the send fails and its exit counts as a failed start.
+            spare.send({"cmd": "activate"})
+        else:
+            self._spawn_soon("active")
+
+    def _spawn_soon(self, role: str) -> None:
+        task = self._task(self._spawn(role))
+        self._spawns.add(task)
+        task.add_done_callback(self._spawns.discard)
+
+    def _schedule_spare(self) -> None:
+        """A spare once the worker has been ready and idle a moment (not during a run's first job)."""
+        if not self.standby or self._closed or self._spare is not None or self._spare_timer:
+            return
+        worker = self._worker
+        if worker is None or worker.hello is None or self._current is not None:
+            return
+        if self._spare_failures >= MAX_START_FAILURES:
+            return
+        loop = asyncio.get_running_loop()
+        self._spare_timer = loop.call_later(SPARE_DELAY_S, self._spare_due)
+
+    def _spare_due(self) -> None:
+        self._spare_timer = None
+        worker = self._worker
+        if self._closed or self._spare is not None or self._current is not None:
+            return  # a job's end schedules it again
+        if worker is None or worker.hello is None or self._spawns:
+            return
+        self._spawn_soon("spare")
+
+    def _hold_spare(self) -> None:
+        """A spare still importing would take CPU from the job being measured: stop it meanwhile.
+
+        Linux only: there PDEATHSIG (SIGKILL) still ends a stopped spare when this process dies.
+        """
+        spare = self._spare
+        if spare is None or spare.standby is not None or spare.paused or spare.exited:
+            return
+        if not spare.guarded:  # stopped before its PDEATHSIG, it would outlive our death
+            return
+        if sys.platform.startswith("linux"):
+            spare.signal(signal.SIGSTOP)
+            spare.paused = True
+
+    def _resume_spare(self) -> None:
+        if self._spare is not None:
+            self._resume(self._spare)
+
+    @staticmethod
+    def _resume(worker: _Worker) -> None:
+        if worker.paused:
+            worker.signal(signal.SIGCONT)
+            worker.paused = False
 
     # --- the worker process -----------------------------------------------------------------------
     def _worker_env(self) -> dict[str, str]:
@@ -380,7 +520,7 @@ class RunnerClient:
             env["PYTHONPATH"] = _PACKAGE_ROOT + (os.pathsep + path if path else "")
         return env
 
-    async def _spawn(self) -> None:
+    async def _spawn(self, role: str) -> None:
         loop = asyncio.get_running_loop()
         cmd_r, cmd_w = os.pipe()
         evt_r, evt_w = os.pipe()
@@ -395,6 +535,8 @@ class RunnerClient:
             "--parent",
             str(os.getpid()),
         ]
+        if role == "spare":
+            argv.append("--standby")
         spawned = time.monotonic()
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -408,17 +550,29 @@ class RunnerClient:
         except OSError as exc:
             for fd in (cmd_w, evt_r):
                 os.close(fd)
-            self._start_error = f"could not start the worker ({sys.executable}): {exc}"
-            self._fail_all_queued()
+            message = f"could not start the worker ({sys.executable}): {exc}"
+            if role == "spare":
+                self._spare_failures = MAX_START_FAILURES
+                self._note(f"no standby worker: {message}")
+            else:
+                self._start_error = message
+                self._fail_all_queued()
+                self._notify()
             return
         finally:
             os.close(cmd_r)
             os.close(evt_w)
-        worker = _Worker(proc, cmd_w, spawned)
+        worker = _Worker(proc, cmd_w, spawned, role)
         reader = asyncio.StreamReader(limit=2**20)
         pipe = os.fdopen(evt_r, "rb", buffering=0)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-        self._worker = worker
+        self._live.add(worker)
+        if role == "spare":
+            self._spare = worker
+            if self._current is not None:
+                self._hold_spare()
+        else:
+            self._worker = worker
         worker.supervisor = self._task(self._supervise(worker, reader))
         if self._closed:  # shut down while we were spawning
             worker.why_exit = "shutdown"
@@ -439,122 +593,41 @@ class RunnerClient:
             self._task(self._read_output(worker, proc.stdout, "stdout")),
             self._task(self._read_output(worker, proc.stderr, "stderr")),
         ]
-        returncode = await proc.wait()
-        # Frames and crash messages written just before death are still in the pipes: drain them,
-        # but do not wait on a grandchild that inherited one.
-        _, pending = await asyncio.wait(pipes, timeout=1.0)
-        for task in pending:
-            task.cancel()
-        worker.close_commands()
-        await self._worker_exited(worker, returncode)
-
-    async def _read_frames(self, worker: _Worker, reader: asyncio.StreamReader) -> None:
         try:
-            while True:
-                message = await read_frame_async(reader)
-                if message is None:
-                    return
-                self._on_message(worker, message)
-        except ProtocolError as exc:
-            self._emit(
-                ev.make(
-                    ev.LOG, "", line=f"protocol error, replacing the worker: {exc}", stream="gpulab"
-                )
-            )
-            worker.kill()
+            returncode = await proc.wait()
+            worker.exited = True
+            gave_up = self._on_exit(worker)
+            # Frames and crash messages written just before death are still in the pipes: drain
+            # them (the replacement is already starting), but do not wait on a grandchild that
+            # inherited one.
+            _, pending = await asyncio.wait(pipes, timeout=1.0)
+            for task in pending:
+                task.cancel()
+            worker.close_commands()
+            self._report_exit(worker, returncode, gave_up)
+        finally:
+            self._live.discard(worker)
 
-    async def _read_output(self, worker: _Worker, stream: asyncio.StreamReader, name: str) -> None:
-        while True:
-            try:
-                data = await stream.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                data = await stream.read(2**16)
-            if not data:
-                return
-            line = data.decode(errors="replace").rstrip("\r\n")
-            if name == "stderr":
-                worker.stderr_tail.append(line)
-            job = self._current
-            if worker is self._worker and job is not None:
-                event = ev.make(ev.LOG, job.id, line=line, stream=name)
-                self._deliver(job, event)
-            else:
-                self._emit(ev.make(ev.LOG, "", line=line, stream=name))
-
-    def _on_message(self, worker: _Worker, message: dict[str, Any]) -> None:
-        kind = message.get("msg")
-        if kind == "event":
-            event = message["event"]
-            job = self._current
-            if worker is self._worker and job is not None and event.get("job") == job.id:
-                if event["type"] in ev.FINAL:
-                    self._current = None
-                self._deliver(job, event)
-                if job.done:
-                    self._pump()
-            else:
-                self._emit(event)
-        elif kind == "hello":
-            self._on_hello(worker, message)
-        elif kind == "retiring":
-            self._retire(worker, f"retiring: {message.get('reason', '')}")
-            self._emit(
-                ev.make(
-                    ev.LOG,
-                    "",
-                    stream="gpulab",
-                    line=f"replacing the worker: {message.get('reason', '')}",
-                )
-            )
-
-    def _on_hello(self, worker: _Worker, message: dict[str, Any]) -> None:
-        if message.get("protocol") != PROTOCOL:
-            self._start_error = (
-                f"the worker speaks protocol {message.get('protocol')}, this client {PROTOCOL}: "
-                "a mixed installation of gpulab"
-            )
-            worker.why_exit = "shutdown"
-            worker.kill()
-            self._fail_all_queued()
-            self._notify()
-            return
-        ready_s = time.monotonic() - worker.spawned
-        worker.hello = {
-            "protocol": message["protocol"],
-            "pid": message["pid"],
-            "inventory": message["inventory"],
-            "ready_s": ready_s,
-            "python": message.get("python", ""),
-            "warm": message.get("warm", {}),
-            "device_index": message.get("device_index", self.device_index),
-        }
-        self._start_failures = 0
-        if worker is self._worker and not self._closed:
-            self.handshake = worker.hello
-            self._emit(
-                ev.make(
-                    ev.LOG,
-                    "",
-                    stream="gpulab",
-                    line=f"worker {worker.pid} ready in {ready_s:.2f} s",
-                )
-            )
-            self._notify()
-            self._pump()
-
-    async def _worker_exited(self, worker: _Worker, returncode: int) -> None:
+    def _on_exit(self, worker: _Worker) -> bool:
+        """Right at the exit: replace the worker now. True when too many failed to start."""
+        if worker is self._spare:
+            self._spare = None
+            return False
         if worker is not self._worker:
-            return
-        self._worker = None
-        self.handshake = None
-        self._notify()
-        job, self._current = self._current, None
-        if self._closed:
-            if job is not None:
-                self._deliver(
-                    job, ev.make(ev.CANCELLED, job.id, message="the runner shut down", how="killed")
-                )
-            return
+            return False  # replaced already (killed, retiring) or never active
+        if worker.hello is None and not self._closed:
+            self._start_failures += 1
+            if self._start_failures >= MAX_START_FAILURES:
+                self._worker = None
+                self.handshake = None
+                return True
+        self._replace(worker)
+        return False
+
+    def _report_exit(self, worker: _Worker, returncode: int, gave_up: bool) -> None:
+        job = self._current if worker is self._running_on else None
+        if job is not None:
+            self._current = self._running_on = None
         how, code, sig = describe_exit(returncode)
         tail = list(worker.stderr_tail)
         details = {
@@ -564,6 +637,12 @@ class RunnerClient:
             "stderr_tail": tail,
             "traceback": "\n".join(tail),
         }
+        if self._closed:
+            if job is not None and not job.done:
+                self._deliver(
+                    job, ev.make(ev.CANCELLED, job.id, message="the runner shut down", how="killed")
+                )
+            return
         if job is not None and not job.done:
             message = (
                 f"the worker process {how} while running {job.experiment}; a new worker is starting"
@@ -571,14 +650,20 @@ class RunnerClient:
             self._deliver(
                 job, ev.make(ev.FAILED, job.id, kind=ev.KIND_CRASHED, message=message, **details)
             )
+            self._job_ended()
+        elif worker.role == "spare":
+            if not worker.why_exit:
+                self._spare_failures += 1
+                last = f": {tail[-1]}" if tail else ""
+                self._note(f"the standby worker {worker.pid} {how}{last}")
+                self._schedule_spare()
         elif worker.why_exit.startswith("retiring") or worker.why_exit == "killed":
             pass  # expected; the job it ran has its final event already
         elif worker.hello is None:
-            self._start_failures += 1
             message = f"the worker {how} before it was ready"
             if tail:
                 message += f": {tail[-1]}"
-            if self._start_failures >= MAX_START_FAILURES:
+            if gave_up:
                 self._start_error = message
                 self._emit(
                     ev.make(ev.FAILED, "", kind=ev.KIND_WORKER_START, message=message, **details)
@@ -597,8 +682,99 @@ class RunnerClient:
                     **details,
                 )
             )
-        self.restarts += 1
-        await self._spawn()
+
+    async def _read_frames(self, worker: _Worker, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                message = await read_frame_async(reader)
+                if message is None:
+                    return
+                self._on_message(worker, message)
+        except ProtocolError as exc:
+            self._note(f"protocol error, replacing the worker: {exc}")
+            worker.kill()
+
+    async def _read_output(self, worker: _Worker, stream: asyncio.StreamReader, name: str) -> None:
+        while True:
+            try:
+                data = await stream.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                data = await stream.read(2**16)
+            if not data:
+                return
+            line = data.decode(errors="replace").rstrip("\r\n")
+            if name == "stderr":
+                worker.stderr_tail.append(line)
+            job = self._current
+            if worker is self._running_on and job is not None:
+                event = ev.make(ev.LOG, job.id, line=line, stream=name)
+                self._deliver(job, event)
+            else:
+                self._emit(ev.make(ev.LOG, "", line=line, stream=name))
+
+    def _on_message(self, worker: _Worker, message: dict[str, Any]) -> None:
+        kind = message.get("msg")
+        if kind == "event":
+            event = message["event"]
+            job = self._current
+            if job is not None and worker is self._running_on and event.get("job") == job.id:
+                if event["type"] in ev.FINAL:
+                    self._current = self._running_on = None
+                self._deliver(job, event)
+                if job.done:
+                    self._job_ended()
+            else:
+                self._emit(event)
+        elif kind == "hello":
+            self._on_hello(worker, message)
+        elif kind == "guarded":
+            worker.guarded = True
+            if worker is self._spare and self._current is not None:
+                self._hold_spare()
+        elif kind == "standby":
+            worker.standby = message
+            self._spare_failures = 0
+            took = time.monotonic() - worker.spawned
+            self._note(f"standby worker {worker.pid} imported in {took:.2f} s, waiting")
+        elif kind == "retiring":
+            reason = message.get("reason", "")
+            worker.why_exit = f"retiring: {reason}"
+            self._replace(worker)
+            self._note(f"replacing the worker: {reason}")
+
+    def _on_hello(self, worker: _Worker, message: dict[str, Any]) -> None:
+        if message.get("protocol") != PROTOCOL:
+            self._start_error = (
+                f"the worker speaks protocol {message.get('protocol')}, this client {PROTOCOL}: "
+                "a mixed installation of gpulab"
+            )
+            worker.why_exit = "shutdown"
+            worker.kill()
+            self._fail_all_queued()
+            self._notify()
+            return
+        now = time.monotonic()
+        # A promoted spare: the wait that mattered began at its promotion, not its spawn.
+        ready_s = now - (worker.promoted or worker.spawned)
+        worker.hello = {
+            "protocol": message["protocol"],
+            "pid": message["pid"],
+            "inventory": message["inventory"],
+            "ready_s": ready_s,
+            "python": message.get("python", ""),
+            "warm": message.get("warm", {}),
+            "device_index": message.get("device_index", self.device_index),
+            "from_standby": worker.promoted is not None,
+            "cuda_context": message.get("cuda_context"),
+            "spawn_to_ready_s": now - worker.spawned,
+        }
+        self._start_failures = 0
+        if worker is self._worker and not self._closed:
+            self.handshake = worker.hello
+            origin = " (from standby)" if worker.promoted is not None else ""
+            self._note(f"worker {worker.pid} ready in {ready_s:.2f} s{origin}")
+            self._notify()
+            self._job_ended()
 
     def _start_failed_event(self, job_id: str) -> dict[str, Any]:
         return ev.make(

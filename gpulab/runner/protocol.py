@@ -9,8 +9,11 @@ A frame is a 4-byte big-endian length, then that many bytes of UTF-8 JSON (one o
 Client -> worker (commands, key "cmd"):
     {"cmd": "run", "job": id, "experiment": id, "params": {...}, "device": int}
     {"cmd": "cancel", "job": id}
+    {"cmd": "activate"}                       a spare (--standby) creates its CUDA context, says hello
     {"cmd": "shutdown"}
 Worker -> client (messages, key "msg"):
+    {"msg": "guarded", "pid"}                 a spare has set its parent-death signal (may be stopped)
+    {"msg": "standby", "protocol", "pid", "warm", "cuda_context"}   a spare, imports done, waiting
     {"msg": "hello", "protocol": PROTOCOL, "pid", "python", "inventory", "warm": {...timings}}
     {"msg": "event", "event": {...}}          an event of events.py, for the job it names
     {"msg": "retiring", "reason": str}        the worker is about to exit on purpose

@@ -1,7 +1,12 @@
-"""The worker process: `python -m gpulab.runner.worker --fds CMD,EVENTS [--device N] [--parent PID]`.
+"""The worker process: `python -m gpulab.runner.worker --fds CMD,EVENTS [--device N] [--parent PID]
+[--standby]`.
 
 Started by runner/client.py. It imports the compute stack and creates the CUDA context once
 (pre-warm), says hello on its event pipe, then runs jobs one at a time with runner/inline.py.
+With --standby it is the client's spare: it does the imports, says `standby` and waits, holding
+no CUDA context (so no GPU memory), until an `activate` command; then it creates the context and
+says hello like any worker. A killed worker is so replaced in a fraction of a second, not the
+seconds an import of torch takes.
 A reader thread takes commands while a job runs, so a cancel sets the cooperative flag at once.
 
 Why it exits when it does:
@@ -46,6 +51,28 @@ def die_with_parent(parent_pid: int) -> None:
     # The parent may have died before prctl ran; then we were re-parented already.
     if parent_pid and os.getppid() != parent_pid:
         os._exit(0)
+
+
+def primary_context_active(device: int) -> bool | None:
+    """Whether this process holds a CUDA context on `device`, as the driver says (None: no driver).
+
+    A spare must hold none: a context costs GPU memory, and the spare is waiting, not working.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    dev, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
+    try:
+        if cuda.cuInit(0) != 0 or cuda.cuDeviceGet(ctypes.byref(dev), device) != 0:
+            return None
+        if cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active)) != 0:
+            return None
+    except AttributeError:
+        return None
+    return bool(active.value)
 
 
 def host_rss() -> int | None:
@@ -94,9 +121,11 @@ class Worker:
         self.cancel_asked: set[str] = set()  # a cancel may overtake the job it names
         self.inventory: Any = None
         self.warm_timings: dict[str, float] = {}
+        self.activation = threading.Event()  # a spare waits on it before creating its context
 
     # --- the pre-warm -------------------------------------------------------------------------
-    def warm(self) -> None:
+    def prepare(self) -> None:
+        """Everything but the CUDA context: imports, detect(), the registry (a spare stops here)."""
         t0 = time.perf_counter()
         # Extra modules to import first (tests use it to register experiments of their own).
         for name in filter(None, os.environ.get("GPULAB_WORKER_PRELOAD", "").split(",")):
@@ -108,25 +137,49 @@ class Worker:
         t1 = time.perf_counter()
         from gpulab.core.devices import detect
 
-        self.inventory = detect()  # imports CuPy too, where installed
+        self.inventory = detect()  # imports CuPy too, where installed; creates no CUDA context
         t2 = time.perf_counter()
-        self._init_cuda()
-        t3 = time.perf_counter()
         from gpulab.experiments.registry import all_experiments
 
         all_experiments()
+        self._freeze()
+        t3 = time.perf_counter()
+        self.warm_timings = {
+            "imports_s": t1 - t0,
+            "detect_s": t2 - t1,
+            "registry_s": t3 - t2,
+        }
+
+    def activate(self) -> None:
+        """The CUDA context (the part that holds GPU memory), then the worker can say hello."""
+        t0 = time.perf_counter()
+        self._init_cuda()
+        self._freeze()
+        self.warm_timings["cuda_init_s"] = time.perf_counter() - t0
+        self.warm_timings["total_s"] = sum(
+            self.warm_timings[k] for k in ("imports_s", "detect_s", "registry_s", "cuda_init_s")
+        )
+
+    @staticmethod
+    def _freeze() -> None:
         # Everything imported so far lives as long as the process: take it out of the cyclic
         # collector's view, so the gc.collect() after a failed job takes microseconds, not 0.2 s.
         gc.collect()
         gc.freeze()
-        t4 = time.perf_counter()
-        self.warm_timings = {
-            "imports_s": t1 - t0,
-            "detect_s": t2 - t1,
-            "cuda_init_s": t3 - t2,
-            "registry_s": t4 - t3,
-            "total_s": t4 - t0,
+
+    def standby_message(self) -> dict[str, Any]:
+        return {
+            "msg": "standby",
+            "protocol": PROTOCOL,
+            "pid": os.getpid(),
+            "warm": dict(self.warm_timings),
+            "cuda_context": primary_context_active(self.device_index),
         }
+
+    def wait_for_activation(self) -> None:
+        t0 = time.perf_counter()
+        self.activation.wait()
+        self.warm_timings["standby_wait_s"] = time.perf_counter() - t0
 
     def _init_cuda(self) -> None:
         """Create the CUDA context now, so the first job does not pay for it."""
@@ -155,6 +208,7 @@ class Worker:
             "device_index": self.device_index,
             "inventory": self.inventory.to_dict(),
             "warm": self.warm_timings,
+            "cuda_context": primary_context_active(self.device_index),
         }
 
     # --- commands -------------------------------------------------------------------------------
@@ -171,6 +225,8 @@ class Worker:
                         self.cancel_flag.set()
                 elif cmd.get("cmd") == "run":
                     self.commands.put(cmd)
+                elif cmd.get("cmd") == "activate":
+                    self.activation.set()
         except Exception as exc:  # a corrupt stream: nothing sensible is left to do
             with contextlib.suppress(Exception):
                 sys.__stderr__.write(f"gpulab worker: command stream broken: {exc}\n")
@@ -283,9 +339,11 @@ class Worker:
             self.send_event(self.memory_event(job, device))
         self.current = ""
         self.cancel_asked.discard(job)
+        if retire:
+            # Before the final event: the client must not hand the next job to this worker.
+            self.out.send({"msg": "retiring", "reason": retire})
         self.send_event(final)
         if retire:
-            self.out.send({"msg": "retiring", "reason": retire})
             with contextlib.suppress(Exception):
                 sys.__stderr__.flush()
             os._exit(EXIT_RETIRED)
@@ -331,6 +389,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--fds", required=True, help="CMD_READ_FD,EVENT_WRITE_FD")
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--parent", type=int, default=0, help="the client's pid")
+    p.add_argument(
+        "--standby",
+        action="store_true",
+        help="import everything, then wait for an `activate` command before touching CUDA",
+    )
     return p.parse_args(argv)
 
 
@@ -347,8 +410,16 @@ def main(argv: list[str] | None = None) -> int:
     threading.Thread(
         target=worker.read_commands, args=(cmd_fd,), name="commands", daemon=True
     ).start()
-    worker.warm()
     try:
+        if args.standby:
+            # The client may stop (SIGSTOP) a spare during a job; only once this is said, since a
+            # spare stopped before die_with_parent() could outlive the client.
+            worker.out.send({"msg": "guarded", "pid": os.getpid()})
+        worker.prepare()
+        if args.standby:
+            worker.out.send(worker.standby_message())
+            worker.wait_for_activation()
+        worker.activate()
         worker.out.send(worker.hello())
         worker.serve()
     except BrokenPipeError:  # the client is gone
