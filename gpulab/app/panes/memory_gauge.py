@@ -124,12 +124,16 @@ class MemoryGauge(Widget):
         out.append_text(_bar_line(width, ly))
         pid = self.model.worker_pid
         who = f"Worker {pid}" if pid else "Worker"
-        _row(out, who, ly.worker_nvml, "bold")
-        _row(out, "  CUDA context", ly.cuda_context)
-        _row(out, "  torch reserved", ly.torch_reserved)
-        _row(out, "  torch allocated", ly.torch_allocated)
-        _row(out, "  CuPy pool", ly.cupy_pool)
-        _row(out, "Other processes", ly.other_processes)
+        # In CPU mode every layer is N/A for one reason: say it once, not six times.
+        said: set[str] = set()
+        if isinstance(ly.device_used, NA):
+            said.add(ly.device_used.reason)
+        _row(out, who, ly.worker_nvml, "bold", said)
+        _row(out, "  CUDA context", ly.cuda_context, said=said)
+        _row(out, "  torch reserved", ly.torch_reserved, said=said)
+        _row(out, "  torch allocated", ly.torch_allocated, said=said)
+        _row(out, "  CuPy pool", ly.cupy_pool, said=said)
+        _row(out, "Other processes", ly.other_processes, said=said)
         span = _minutes(self.model.history_s)
         peak = self.model.run_peak
         if peak is not None:
@@ -166,9 +170,16 @@ def _bar_line(width: int, ly: Layers) -> Text:
     return line
 
 
-def _row(out: Text, label: str, value: int | NA, style: str = "") -> None:
+def _row(
+    out: Text, label: str, value: int | NA, style: str = "", said: set[str] | None = None
+) -> None:
     out.append(f"{label:<{LABEL}}", style=style)
     if isinstance(value, NA):
+        if said is not None and value.reason in said:
+            out.append("N/A (as above)\n", style="dim")
+            return
+        if said is not None:
+            said.add(value.reason)
         out.append(f"N/A ({value.reason})\n", style="dim")
     else:
         out.append(f"{nbytes(value):>9}\n", style=style)
