@@ -176,7 +176,7 @@ def _row(
     out.append(f"{label:<{LABEL}}", style=style)
     if isinstance(value, NA):
         if said is not None and value.reason in said:
-            out.append("N/A (as above)\n", style="dim")
+            out.append("N/A (↑)\n", style="dim")
             return
         if said is not None:
             said.add(value.reason)
