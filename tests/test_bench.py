@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+import pytest
+
 from gpulab import bench
 
 
@@ -86,3 +88,65 @@ def test_comparisons_compute_ratios():
     assert by["montecarlo: torch device memory, largest / smallest samples"]["status"] == "pass"
     assert by["blur: our kernel GB/s / device copy GB/s"]["value"] == 0.5
     assert by["blur: our kernel speedup over torch conv2d"]["status"] == "pass"
+
+
+def test_matmul_comparison_interleaves_rounds_and_compares_medians(monkeypatch):
+    from gpulab.experiments import matmul as mm
+
+    order: list[str] = []
+    ours = iter([600.0, 700.0, 650.0])
+    theirs = iter([640.0, 720.0, 660.0])
+
+    def fake_run_one(exp_id, params, inventory, quick):
+        order.append("gpulab")
+        assert exp_id == "matmul"
+        assert params == {"sizes": [8192], "dtypes": ["bf16"], "contenders": ["torch"]}
+        row = {"contender": "torch", "dtype": "bf16", "size": "8192", "throughput": next(ours)}
+        return {"status": "result", "result": {"measurements": [row]}}
+
+    def fake_timer(n, dtype, **kw):
+        order.append("timer")
+        assert (n, dtype) == (8192, "bf16") and kw["warm_s"] > 0
+        return next(theirs)
+
+    monkeypatch.setattr(bench, "_run_one", fake_run_one)
+    monkeypatch.setattr(mm, "benchmark_timer_tflops", fake_timer)
+    c = bench.matmul_vs_timer(object())
+    assert order == ["gpulab", "timer"] * 3
+    assert c["name"] == bench.MATMUL_CMP
+    assert c["gpulab_tflops"] == 650.0 and c["benchmark_timer_tflops"] == 660.0
+    assert abs(c["ratio"] - 650 / 660) < 1e-12 and c["status"] == "pass"
+    assert [r["gpulab_tflops"] for r in c["rounds"]] == [600.0, 700.0, 650.0]
+    report = {
+        "suite": "core",
+        "device": "d",
+        "versions": {},
+        "gpulab_version": "0",
+        "started_at": 0.0,
+        "comparisons": [c],
+        "runs": [],
+    }
+    md = bench.markdown(report)
+    assert "| 2 | 700 | 720 | 0.9722 |" in md and "| median | 650 | 660 |" in md
+
+
+def test_matmul_comparison_failure_is_not_run(monkeypatch):
+    def failing(exp_id, params, inventory, quick):
+        return {"status": "failed", "failure": {"kind": "does-not-fit", "message": "too big"}}
+
+    monkeypatch.setattr(bench, "_run_one", failing)
+    c = bench.matmul_vs_timer(object(), rounds=3)
+    assert c["status"] == "not run" and c["reason"] == "too big" and "value" not in c
+
+
+@pytest.mark.gpu
+def test_matmul_comparison_on_the_gpu():
+    from gpulab.core.devices import detect
+
+    c = bench.matmul_vs_timer(detect(), rounds=2, quick=True, min_run_time=0.2)
+    assert c["name"] == bench.MATMUL_CMP and c["status"] in ("pass", "miss"), c
+    assert len(c["rounds"]) == 2
+    for r in c["rounds"]:
+        assert r["gpulab_tflops"] > 0 and r["benchmark_timer_tflops"] > 0
+    # Same op, same units: the two opinions agree to within a factor of 2 (not a speed goal).
+    assert 0.5 < c["ratio"] < 2.0

@@ -89,3 +89,21 @@ def test_memory_refuses_more_than_free(inventory):
     events: list[dict] = []
     final = run_job("m", "memory", {"gib": 1000}, inventory, events.append, quick=True)
     assert final == "failed" and events[-1]["kind"] == "does-not-fit"
+
+
+@pytest.mark.parametrize("exp_id", ["dtypes", "tensor-core-alignment"])
+def test_gpu_matmul_rows_use_the_calibrations_regime(exp_id, inventory):
+    events: list[dict] = []
+    final = run_job("g", exp_id, GPU_PARAMS[exp_id], inventory, events.append, quick=True)
+    assert final == "result", events[-1]
+    rows = events[-1]["result"]["measurements"]
+    timed = [m for m in rows if m["unit"] == "TFLOP/s" and "single calls" not in m["contender"]]
+    assert timed
+    for m in timed:  # every matmul row, short or long, in the sustained regime
+        assert m["extra"]["regime"].startswith("sustained"), m
+    if exp_id == "dtypes":
+        boost = [m for m in rows if m["contender"].endswith("single calls")]
+        assert {m["dtype"] for m in boost} == {m["dtype"] for m in timed}
+        # Boost-clock rows are shown for the lesson, never as a % of the sustained peak.
+        assert all(m["percent_of_peak"] is None for m in boost)
+        assert all(m["extra"]["regime"].startswith("single calls") for m in boost)

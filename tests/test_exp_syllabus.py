@@ -201,3 +201,28 @@ def test_reduction_tolerance_and_kernel_source():
     src = KERNEL_FILE.read_text()
     assert "reduce_sum_f32" in src and f"#define THREADS {THREADS}" in src
     assert "__shfl_down_sync" in src and "float4" in src
+
+
+def test_sustained_helper_is_single_calls_on_the_cpu():
+    from gpulab.experiments import syllabus_support as sup
+    from gpulab.experiments.base import Context
+
+    ctx = Context(inventory=detect(), quick=True)
+    calls = {"n": 0}
+
+    def fn() -> None:
+        calls["n"] += 1
+
+    assert sup.sustained(ctx, fn, "torch-cpu", always=True) == {}
+    assert calls["n"] == 0  # no warm-up on the CPU: nothing to settle
+    assert sup.regime({}) == "single calls"
+    assert sup.regime({"inner": 7, "warmup": 0, "cold": False}).startswith("sustained: 7 ")
+
+
+def test_dtypes_cpu_rows_are_single_calls_without_boost_rows(cpu_inventory):
+    final, events = run("dtypes", CPU_PARAMS["dtypes"], cpu_inventory)
+    assert final == "result"
+    rows = events[-1]["result"]["measurements"]
+    mm_rows = [m for m in rows if m["contender"].startswith("matmul-")]
+    assert mm_rows and all(m["extra"]["regime"] == "single calls" for m in mm_rows)
+    assert not any("single calls" in m["contender"] for m in rows)  # GPU-only comparison

@@ -90,3 +90,20 @@ def test_too_big_is_refused_before_running():
 
     with pytest.raises(DoesNotFit, match="GiB is free"):
         mm.Matmul._check_fits(Context(inventory=detect()), [1_000_000], ["fp64"])
+
+
+@pytest.mark.gpu
+def test_long_gpu_matmuls_are_timed_sustained_short_ones_single():
+    # fp32 n=4096 takes milliseconds (sustained regime, like the calibration); n=256 microseconds.
+    res = _run(sizes=[256, 4096], dtypes=["fp32"], contenders=["torch"])
+    assert res.passed
+    by = {m.size: m for m in res.measurements}
+    assert by["4096"].extra["regime"].startswith("sustained")
+    assert by["4096"].cold_s is None  # no cold call in the steady state
+    assert by["256"].extra["regime"] == "single calls"
+
+
+@pytest.mark.gpu
+def test_benchmark_timer_second_opinion_runs():
+    tflops = mm.benchmark_timer_tflops(1024, "fp16", min_run_time=0.1, warm_s=0.05)
+    assert tflops > 0.1

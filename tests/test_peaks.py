@@ -119,3 +119,22 @@ def test_gpu_calibration_quick():
     assert not p.cpu and p.missing() == []
     assert p.copy_gbs > 100 and p.h2d_pinned_gbs > 1 and p.d2h_pinned_gbs > 1
     assert p.matmul_tflops["bf16"] > p.matmul_tflops["fp32"]
+
+
+def test_sustained_kw_regimes():
+    calls = {"n": 0}
+
+    def fn() -> None:
+        calls["n"] += 1
+
+    # A call far under 0.5 ms stays a single call (empty kwargs): launch latency is the lesson.
+    assert pk.sustained_kw(fn, lambda: None, 0.02) == {}
+    assert calls["n"] >= 4  # it did run back to back (untimed) for the warm-up
+    # Forced: rows compared with the calibration are all timed in the steady state.
+    kw = pk.sustained_kw(fn, lambda: None, 0.02, min_call_s=0.0)
+    assert kw == {"inner": 50, "warmup": 0, "cold": False}
+    # A long call gets `inner` sized to ~30 ms a sample.
+    import time
+
+    kw = pk.sustained_kw(lambda: time.sleep(0.006), lambda: None, 0.02)
+    assert kw["cold"] is False and 1 <= kw["inner"] <= 5

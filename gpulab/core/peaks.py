@@ -178,14 +178,21 @@ def load_or_measure(
     return peaks
 
 
-def sustained_kw(fn: Any, sync: Any, seconds: float = 0.5) -> dict[str, Any]:
+SUSTAINED_MIN_CALL_S = 5e-4
+
+
+def sustained_kw(
+    fn: Any, sync: Any, seconds: float = 0.5, *, min_call_s: float = SUSTAINED_MIN_CALL_S
+) -> dict[str, Any]:
     """Run `fn` back to back for about `seconds` (untimed) and return Timer.measure kwargs.
 
     A long compute-bound kernel runs faster in short bursts than under sustained load (clocks
     drop to the power limit within a fraction of a second: an 8192 bf16 matmul on an H200 ran
-    at 794 TFLOP/s in single timed calls and 681 back to back). So ops of 0.5 ms or more are
-    timed in the steady state, `inner` calls back to back per sample, like
-    torch.utils.benchmark; shorter ops stay single calls, where launch latency is the lesson.
+    at 794 TFLOP/s in single timed calls and 681 back to back). So ops of `min_call_s` (0.5 ms)
+    or more are timed in the steady state, `inner` calls back to back per sample, like
+    torch.utils.benchmark; shorter ops stay single calls (empty kwargs), where launch latency
+    is the lesson. `min_call_s=0` forces the steady state: for rows compared with each other or
+    with the calibration, which must all be timed the same way.
     """
     t0 = time.perf_counter()
     calls = 0
@@ -195,7 +202,7 @@ def sustained_kw(fn: Any, sync: Any, seconds: float = 0.5) -> dict[str, Any]:
         sync()  # keep the queue shallow: the host would otherwise run far ahead
         calls += 4
     per_call = (time.perf_counter() - t0) / calls
-    if per_call < 5e-4:
+    if per_call < min_call_s:
         return {}
     return {"inner": max(1, min(50, round(0.03 / per_call))), "warmup": 0, "cold": False}
 
@@ -287,8 +294,9 @@ def _measure_gpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> Non
         for dtype in GPU_DTYPES:
             if f"matmul:{dtype}" not in todo:
                 continue
-            # fp64 runs at a tenth of the rate: 4096 is already long enough to time well.
-            n = (1024 if quick else 4096) if dtype == "fp64" else (2048 if quick else 8192)
+            n = 2048 if quick else 8192
+            if dtype == "fp64" and not quick and _slow_fp64(torch, device):
+                n = 4096  # fp64 at 1/32..1/64 of fp32 (consumer parts): 8192 would take seconds
             a = torch.randn(n, n, device=device, dtype=tdtypes[dtype])
             b = torch.randn(n, n, device=device, dtype=tdtypes[dtype])
             out = torch.empty(n, n, device=device, dtype=tdtypes[dtype])
@@ -312,6 +320,24 @@ def _measure_gpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> Non
             del a, b, out
             _log(ctx, f"matmul {dtype} n={n}: {peaks.matmul_tflops[dtype]:.1f} TFLOP/s")
         torch.cuda.empty_cache()
+
+
+def _slow_fp64(torch: Any, device: Any) -> bool:
+    """Whether one 4096 fp64 product takes over 20 ms here (no fp64 tensor cores).
+
+    Data-centre parts (H100: about 2.5 ms) are calibrated at 8192 like every other dtype: an
+    H100 calibrated at 4096 gave 55 TFLOP/s while the dtypes experiment's 8192 product ran at
+    62, i.e. "113% of peak". The smaller size is not the device's ceiling.
+    """
+    a = torch.randn(4096, 4096, device=device, dtype=torch.float64)
+    torch.mm(a, a)
+    torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    torch.mm(a, a)
+    torch.cuda.synchronize(device)
+    slow = time.perf_counter() - t0 > 0.02
+    del a
+    return slow
 
 
 def summary_rows(peaks: Peaks) -> list[tuple[str, float, str]]:

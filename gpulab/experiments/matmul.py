@@ -18,6 +18,7 @@ from gpulab.core.params import List, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments.base import Contender, Context, DoesNotFit, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.syllabus_support import regime
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
 BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
@@ -51,10 +52,24 @@ def rel_error(out, ref) -> float:
     return float(np.linalg.norm(out - ref) / np.linalg.norm(ref))
 
 
-def benchmark_timer_tflops(n: int, dtype: str = "bf16", device: str = "cuda:0") -> float:
-    """torch.utils.benchmark.Timer on torch.mm of random n x n inputs: the bench's second opinion."""
+def benchmark_timer_tflops(
+    n: int,
+    dtype: str = "bf16",
+    device: str = "cuda:0",
+    *,
+    min_run_time: float = 1.0,
+    warm_s: float = 0.5,
+) -> float:
+    """torch.utils.benchmark.Timer on torch.mm of random n x n inputs: the bench's second opinion.
+
+    The op first runs back to back for `warm_s` untimed, as gpulab's own sustained timing does,
+    so both opinions see a GPU at the same settled clocks (an H100 at its power limit runs an
+    8192 bf16 product about 10% slower than in its first fraction of a second).
+    """
     import torch
     from torch.utils import benchmark
+
+    from gpulab.core.peaks import sustained_kw
 
     tdt = _torch_dtype(dtype)
     a = torch.randn(n, n, device=device, dtype=tdt)
@@ -62,8 +77,11 @@ def benchmark_timer_tflops(n: int, dtype: str = "bf16", device: str = "cuda:0") 
     saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     try:
-        t = benchmark.Timer(stmt="torch.mm(a, b)", globals={"torch": torch, "a": a, "b": b})
-        m = t.blocked_autorange(min_run_time=1.0)
+        with torch.cuda.device(torch.device(device)):
+            if warm_s > 0:
+                sustained_kw(lambda: torch.mm(a, b), torch.cuda.synchronize, warm_s)
+            t = benchmark.Timer(stmt="torch.mm(a, b)", globals={"torch": torch, "a": a, "b": b})
+            m = t.blocked_autorange(min_run_time=min_run_time)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = saved
     return 2 * n**3 / m.median / 1e12
@@ -279,7 +297,7 @@ class Matmul(Experiment):
             "torch": self._torch,
             "cupy": self._cupy,
         }
-        timing, out_rows, a_rows, b = runner[c.id](ctx, c, dtype, n, est)
+        timing, out_rows, a_rows, b, kw = runner[c.id](ctx, c, dtype, n, est)
         import numpy as np
 
         ref = np.asarray(a_rows, dtype=np.float64) @ np.asarray(b, dtype=np.float64)
@@ -296,6 +314,7 @@ class Matmul(Experiment):
             peak_name=f"calibrated matmul {dtype}",
             rel_error=err,
             rows_checked=len(ref),
+            regime=regime(kw),
         )
         v = Verdict.check(
             c.id,
@@ -320,9 +339,10 @@ class Matmul(Experiment):
         a = rng.standard_normal((n, n), dtype=np.float64).astype(npd)
         b = rng.standard_normal((n, n), dtype=np.float64).astype(npd)
         out = np.full((n, n), np.nan, dtype=npd)
-        timing = ctx.timer.measure(lambda: np.matmul(a, b, out=out), **self._timer_kw(est))
+        kw = self._timer_kw(est)
+        timing = ctx.timer.measure(lambda: np.matmul(a, b, out=out), **kw)
         k = min(n, REF_ROWS)
-        return timing, out[:k], a[:k], b
+        return timing, out[:k], a[:k], b, kw
 
     def _torch(self, ctx: Context, c: Contender, dtype: str, n: int, est: float):
         import torch
@@ -358,7 +378,7 @@ class Matmul(Experiment):
         a_rows = (a[:k].float() if half else a[:k]).cpu().numpy()
         if cuda:
             torch.cuda.empty_cache()
-        return timing, out_rows, a_rows, b_host
+        return timing, out_rows, a_rows, b_host, kw
 
     def _cupy(self, ctx: Context, c: Contender, dtype: str, n: int, est: float):
         import cupy as cp
@@ -379,7 +399,7 @@ class Matmul(Experiment):
             kw = sustained_kw(call, sync, 0.1 if ctx.quick else 0.5) or self._timer_kw(est)
             timing = ctx.timer.measure(call, sync="cupy", **kw)
             k = min(n, REF_ROWS)
-            res = (timing, cp.asnumpy(out[:k]), cp.asnumpy(a[:k]), cp.asnumpy(b))
+            res = (timing, cp.asnumpy(out[:k]), cp.asnumpy(a[:k]), cp.asnumpy(b), kw)
             cp.get_default_memory_pool().free_all_blocks()
         return res
 

@@ -138,6 +138,45 @@ def sync_kind(backend: str) -> str:
     return {"torch-cuda": "torch", "cupy": "cupy"}.get(backend, "none")
 
 
+def device_sync(backend: str) -> Any:
+    """The host-blocking synchronize for `backend`'s device, or None for CPU backends."""
+    kind = sync_kind(backend)
+    if kind == "torch":
+        import torch
+
+        return torch.cuda.synchronize
+    if kind == "cupy":
+        import cupy
+
+        return cupy.cuda.Device().synchronize
+    return None
+
+
+def sustained(ctx: Context, fn: Any, backend: str, *, always: bool = False) -> dict[str, Any]:
+    """Timer.measure kwargs for a GPU matmul, timed the way the calibration times its own.
+
+    Runs `fn` back to back for 0.5 s (0.1 s in quick mode) untimed, then returns the sustained
+    regime's kwargs (`inner` calls per sample, no cold call) when a call takes 0.5 ms or more,
+    or always with `always` (rows compared with each other or with the calibrated peak, which
+    must all be timed alike). Shorter calls and CPU rows get {}: single calls, as before.
+    """
+    sync = device_sync(backend)
+    if sync is None:
+        return {}
+    from gpulab.core.peaks import sustained_kw
+
+    kw = sustained_kw(fn, sync, 0.1 if ctx.quick else 0.5, min_call_s=0.0 if always else 5e-4)
+    ctx.check_cancelled()
+    return kw
+
+
+def regime(kw: dict[str, Any]) -> str:
+    """How a row was timed, for its `regime` column: what `sustained` chose."""
+    if kw.get("inner"):
+        return f"sustained: {kw['inner']} back-to-back calls per sample, after an untimed warm-up"
+    return "single calls"
+
+
 def todo(exp: Any, result: Result, ids: tuple[str, ...] | None = None) -> list[Any]:
     """The contenders that can run here (optionally only those named), in declared order."""
     return [

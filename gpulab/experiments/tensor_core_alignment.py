@@ -93,7 +93,10 @@ class TensorCoreAlignment(Experiment):
                     k = min(CHECK_ROWS, s)
                     ref = a[:k].double().cpu() @ b.double().cpu()
                     result.verdicts.append(sup.verdict(f"{d}-{s}", out[:k], ref, d, size=f"{s}"))
-                    timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
+                    # Every size in the sustained regime (even those under 0.5 ms): mixing
+                    # boost-clock and power-limited timings would distort the slowdowns.
+                    kw = sup.sustained(ctx, fn, c.backend, always=True)
+                    timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend), **kw)
                     m = row(
                         f"{d}-{s}",
                         f"{s}",
@@ -104,6 +107,7 @@ class TensorCoreAlignment(Experiment):
                         dtype=d,
                         aligned_to=alignment(s),
                         flops_counted="2 * s^3",
+                        regime=sup.regime(kw),
                     )
                     rate = m.throughput or 0.0
                     if aligned_rate is None:
@@ -129,6 +133,12 @@ class TensorCoreAlignment(Experiment):
             "the penalty is usually far smaller than that, but it is free to avoid: pad "
             "hidden sizes, vocabularies and batch dimensions to multiples of 8 (64 is safest)."
         )
+        if gpu:
+            result.explanation += (
+                " Every size was timed back to back after an untimed warm-up, as the "
+                "calibration is, so aligned and misaligned products ran at the same settled "
+                "clocks and the slowdowns compare like with like."
+            )
         if not gpu:
             result.explanation += (
                 " On the CPU there are no tensor cores: only fp32 ran, and any difference "
