@@ -21,7 +21,7 @@ from gpulab.telemetry.gauge import Layers, MemoryModel
 from gpulab.telemetry.sampler import Frame, Sampler, shared_sampler
 from gpulab.telemetry.values import NA, nbytes
 
-LABEL = 17
+LABEL = 18
 
 
 class MemoryGauge(Widget):
