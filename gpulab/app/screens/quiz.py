@@ -106,7 +106,11 @@ class QuizScreen(ModalScreen[QuizResult | None]):
             yield OptionList(id="quiz-choices")
             yield Static(id="quiz-feedback")
             with Horizontal(id="quiz-buttons"):
-                yield Button("Next question", id="quiz-next", variant="primary", compact=True)
+                nxt = Button("Next question", id="quiz-next", variant="primary", compact=True)
+                # Textual ignores a second press within the active effect (0.2 s); a learner
+                # typing "2⏎2⏎" quickly must not lose the second Enter.
+                nxt.active_effect_duration = 0
+                yield nxt
                 yield Button("Take it again", id="quiz-again", compact=True)
                 yield Button("Close", id="quiz-close", compact=True)
 
