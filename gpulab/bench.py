@@ -171,6 +171,7 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
                 bytes="image read once + written once",
             )
         )
+    out += syllabus_comparisons(runs)
     mm = [r for r in runs if r["experiment"] == "matmul" and r["status"] == "result"]
     row = None
     for r in mm:
@@ -181,8 +182,42 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
         cmp = matmul_vs_timer(inventory)
         cmp["race_tflops"] = row["throughput"]  # the race's own row, minutes earlier: context
         out.append(cmp)
-    else:
+    elif mm:
         out.append({"name": MATMUL_CMP, "target": "within 5%", "status": "not run"})
+    return out
+
+
+def syllabus_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Issue 7's targets, each a ratio of two contenders timed in the same experiment run."""
+    out: list[dict[str, Any]] = []
+    for r in runs:
+        if r["status"] != "result":
+            continue
+        s = r["result"].get("summary", {})
+        if r["experiment"] == "reduction" and "ours_vs_torch_sum" in s:
+            out.append(
+                _cmp(
+                    "reduction: our kernel GB/s / torch.sum GB/s",
+                    ">= 0.8",
+                    s["ours_vs_torch_sum"],
+                    0.8,
+                    gbs=s.get("gbs"),
+                    n=s.get("n"),
+                )
+            )
+        if r["experiment"] == "bandwidth":
+            for d, what in (("h2d", "host to device"), ("d2h", "device to host")):
+                key = f"{d}_pinned_vs_runtime"
+                if key in s:
+                    out.append(
+                        _cmp(
+                            f"bandwidth: pinned {what} GB/s / plain cudaMemcpyAsync GB/s",
+                            ">= 0.9",
+                            s[key],
+                            0.9,
+                            largest_size_gbs=s.get("largest_size_gbs"),
+                        )
+                    )
     return out
 
 
@@ -341,8 +376,12 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def run_bench(
-    suite: str = "core", only: list[str] | None = None, quick: bool = False
+    suite: str = "core",
+    only: list[str] | None = None,
+    quick: bool = False,
+    on_run: Any = None,
 ) -> dict[str, Any]:
+    """The suite's report; `on_run(report)` after each run, so a killed bench keeps its rows."""
     from gpulab.core import peaks as pk
     from gpulab.core.devices import detect
     from gpulab.experiments.base import Context
@@ -355,6 +394,20 @@ def run_bench(
     peaks = pk.load_or_measure(ctx, remeasure=not quick, quick=quick)
     cpu_peaks = peaks if peaks.cpu else pk.load_or_measure(ctx, quick=quick, cpu=True)
     runs: list[dict[str, Any]] = []
+    report = {
+        "suite": suite,
+        "quick": quick,
+        "device": inventory.label(),
+        "driver": inventory.driver_version,
+        "versions": {k: v for k, v in inventory.versions.items() if v},
+        "gpulab_version": __version__,
+        "started_at": started,
+        "peaks": peaks.to_dict(),
+        "cpu_peaks": cpu_peaks.to_dict(),
+        "peak_rows": pk.summary_rows(peaks),
+        "runs": runs,
+        "comparisons": [],
+    }
     for exp in all_experiments().values():
         if only and exp.id not in only:
             continue
@@ -368,19 +421,8 @@ def run_bench(
         for params in plist:
             sys.stderr.write(f"  {exp.id} {params}\n")
             runs.append(_run_one(exp.id, dict(params), inventory, quick))
-    report = {
-        "suite": suite,
-        "quick": quick,
-        "device": inventory.label(),
-        "driver": inventory.driver_version,
-        "versions": {k: v for k, v in inventory.versions.items() if v},
-        "gpulab_version": __version__,
-        "started_at": started,
-        "peaks": peaks.to_dict(),
-        "cpu_peaks": cpu_peaks.to_dict(),
-        "peak_rows": pk.summary_rows(peaks),
-        "runs": runs,
-    }
+            if on_run is not None:
+                on_run(report)
     report["comparisons"] = comparisons(runs, peaks, inventory, quick)
     report["finished_at"] = time.time()
     return report
@@ -402,16 +444,23 @@ def main(args: Any) -> int:
             sys.stderr.write(f"gpulab: unknown experiment(s) for --only: {', '.join(unknown)}\n")
             return 2
     quick = bool(getattr(args, "quick", False))
-    report = _clean(run_bench(suite, only, quick))
-    slug = device_slug(report["device"], report["peaks"]["cpu"])
-    json_default, md_default = default_paths(suite, slug)
-    json_path = Path(getattr(args, "json_path", None) or json_default)
-    md_path = Path(getattr(args, "md_path", None) or md_default)
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    md_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(report, indent=2))
-    text = markdown(report)
-    md_path.write_text(text)
+    paths: list[Path] = []
+
+    def write(report: dict[str, Any]) -> None:
+        if not paths:
+            slug = device_slug(report["device"], report["peaks"]["cpu"])
+            json_default, md_default = default_paths(suite, slug)
+            paths.append(Path(getattr(args, "json_path", None) or json_default))
+            paths.append(Path(getattr(args, "md_path", None) or md_default))
+            for path in paths:
+                path.parent.mkdir(parents=True, exist_ok=True)
+        clean = _clean(report)
+        paths[0].write_text(json.dumps(clean, indent=2))
+        paths[1].write_text(markdown(clean))
+
+    report = _clean(run_bench(suite, only, quick, on_run=write))
+    write(report)
+    json_path, md_path = paths
     print(f"device: {report['device']}")
     for c in report["comparisons"]:
         value = "-" if c.get("value") is None else f"{c['value']:.4g}"

@@ -90,6 +90,63 @@ def test_comparisons_compute_ratios():
     assert by["blur: our kernel speedup over torch conv2d"]["status"] == "pass"
 
 
+def test_syllabus_comparisons_judge_reduction_and_pinned_copies():
+    runs = [
+        {
+            "experiment": "reduction",
+            "status": "result",
+            "result": {"summary": {"ours_vs_torch_sum": 0.75, "gbs": {}, "n": 10}},
+        },
+        {
+            "experiment": "bandwidth",
+            "status": "result",
+            "result": {"summary": {"h2d_pinned_vs_runtime": 0.99, "d2h_pinned_vs_runtime": 0.95}},
+        },
+        {"experiment": "bandwidth", "status": "failed", "failure": {}},
+    ]
+    by = {c["name"]: c for c in bench.syllabus_comparisons(runs)}
+    red = by["reduction: our kernel GB/s / torch.sum GB/s"]
+    assert (red["status"], red["value"]) == ("miss", 0.75)
+    h2d = by["bandwidth: pinned host to device GB/s / plain cudaMemcpyAsync GB/s"]
+    assert h2d["status"] == "pass" and h2d["value"] == 0.99
+    assert len(by) == 3
+    # In the suite's comparisons too, and no matmul row when matmul was not in the suite.
+    from gpulab.core.devices import Inventory
+
+    names = [c["name"] for c in bench.comparisons(runs, None, Inventory(), quick=False)]
+    assert sorted(names) == sorted(by) and bench.MATMUL_CMP not in names
+
+
+def test_a_killed_bench_keeps_the_runs_it_finished(tmp_path, monkeypatch):
+    seen: list[int] = []
+
+    def stop_after_first(exp_id, params, inventory, quick):
+        if seen:
+            raise KeyboardInterrupt
+        seen.append(1)
+        return {
+            "experiment": exp_id,
+            "params": params,
+            "status": "result",
+            "wall_s": 0.0,
+            "result": {"measurements": [], "verdicts": [], "summary": {}},
+        }
+
+    monkeypatch.setattr(bench, "_run_one", stop_after_first)
+    args = argparse.Namespace(
+        suite="core",
+        json_path=str(tmp_path / "b.json"),
+        md_path=str(tmp_path / "b.md"),
+        only=[],
+        quick=True,
+    )
+    with pytest.raises(KeyboardInterrupt):
+        bench.main(args)
+    report = json.loads((tmp_path / "b.json").read_text())
+    assert [r["experiment"] for r in report["runs"]] == ["montecarlo"]
+    assert "## montecarlo" in (tmp_path / "b.md").read_text()
+
+
 def test_matmul_comparison_interleaves_rounds_and_compares_medians(monkeypatch):
     from gpulab.experiments import matmul as mm
 
