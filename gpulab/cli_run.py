@@ -50,11 +50,13 @@ def exit_code(final: str, event: dict[str, Any] | None) -> int:
     return 1
 
 
-def _client_event(event: dict[str, Any]) -> None:
+def _client_event(event: dict[str, Any], as_json: bool = False) -> None:
     """What the runner says outside the job: the worker's own output and its replacements."""
     if event.get("job"):
         return
-    if event["type"] == ev.LOG and event.get("stream") in ("stdout", "stderr"):
+    if as_json:  # every event, the runner's own too, is a JSON line
+        print_event(event, True)
+    elif event["type"] == ev.LOG and event.get("stream") in ("stdout", "stderr"):
         sys.stderr.write(f"  | worker: {event['line']}\n")
     elif event["type"] == ev.FAILED:
         sys.stderr.write(f"gpulab: {event['kind']}: {event['message']}\n")
@@ -68,7 +70,11 @@ async def _run(
     from gpulab.runner.client import RunnerClient
 
     loop = asyncio.get_running_loop()
-    async with RunnerClient(device_index=device, on_event=_client_event) as client:
+
+    def on_event(event: dict[str, Any]) -> None:
+        _client_event(event, as_json)
+
+    async with RunnerClient(device_index=device, on_event=on_event) as client:
         try:
             job = await client.submit(experiment, params, device=device)
         except (UnknownExperiment, ParamError) as exc:

@@ -43,7 +43,10 @@ def test_info_json_explains_cpu_mode():
 def test_run_montecarlo_json_estimates_pi():
     out = gpulab("run", "montecarlo", "--set", "samples=1e7", "--json")
     assert out.returncode == 0, out.stderr
-    events = [json.loads(line) for line in out.stdout.splitlines()]
+    everything = [json.loads(line) for line in out.stdout.splitlines()]
+    # The runner's own events (the worker getting ready) are JSON lines too, with no job.
+    assert any(e["job"] == "" and e["type"] == "log" for e in everything)
+    events = [e for e in everything if e["job"]]
     assert events[0]["type"] == "accepted"
     assert any(e["type"] == "progress" for e in events)
     assert any(e["type"] == "measurement" for e in events)
@@ -69,6 +72,7 @@ def test_run_table_is_readable():
         (["run", "montecarlo", "--set", "samples=lots"], "'lots'"),
         (["run", "montecarlo", "--set", "samples"], "NAME=VALUE"),
         (["frobnicate"], "invalid choice"),
+        (["run", "vector-add", "--set", "n=1000", "--device", "64"], "parameter 'device': 64"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, needle):

@@ -81,3 +81,36 @@ def test_timer_rejects_unknown_sync():
 def test_timer_inner_divides():
     t = Timer(warmup=0, repeats=3).measure(lambda: time.sleep(0.01), inner=4, cold=False)
     assert math.isclose(t.median_s, 0.01, rel_tol=0.5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["torch", "cupy"])
+def test_timer_uses_cuda_events_and_times_the_device_work(backend):
+    """A sleep on the GPU (no host cost) is what the events see: the launch returns at once."""
+    from conftest import cupy_available
+
+    if backend == "torch":
+        import torch
+
+        def sleep_on_gpu():
+            torch.cuda._sleep(20_000_000)  # GPU clock cycles: ~10 ms at 2 GHz
+    else:
+        if not cupy_available():
+            pytest.skip("needs CuPy")
+        import cupy
+
+        spin = cupy.RawKernel(
+            r"""extern "C" __global__ void spin(long long cycles) {
+                long long t0 = clock64(); while (clock64() - t0 < cycles) {} }""",
+            "spin",
+        )
+
+        def sleep_on_gpu():
+            spin((1,), (1,), (cupy.int64(20_000_000),))
+
+    t = Timer(warmup=1, repeats=5, budget_s=5).measure(sleep_on_gpu, sync=backend)
+    assert t.method == "cuda-events"
+    # 20M cycles at any clock from 1 to 2.5 GHz: 8 to 20 ms of device time, however fast
+    # the host returned from the launch.
+    assert 0.006 < t.median_s < 0.03, t
+    assert t.cold_s is not None and t.cold_s >= t.min_s * 0.9

@@ -152,7 +152,8 @@ async def test_memory_readings_at_least_twice_a_second(runner):
     await runner.cancel(job)
     stamps = [e["reading"]["t"] for e in job.events if e["type"] == ev.MEMORY]
     gaps = sorted(b - a for a, b in zip(stamps, stamps[1:], strict=False))
-    assert gaps[len(gaps) // 2] <= 0.5, gaps
+    # At least 2 a second means no gap over 0.5 s (a little slack for a loaded CI machine).
+    assert gaps[-1] <= 0.6, gaps
 
 
 async def test_exception_is_reported_and_the_worker_keeps_serving(runner):
@@ -216,6 +217,11 @@ async def test_prints_never_break_the_protocol(runner):
     assert await until(
         lambda: any("raw bytes on fd 1" in e.get("line", "") for e in runner.seen), 5
     )
+
+    def raw_long_line() -> int:  # it may come in pieces; no byte of it is lost
+        return sum(len(e["line"]) for e in runner.seen if set(e.get("line", "")) == {"y"})
+
+    assert await until(lambda: raw_long_line() == LONG_LINE, 5), raw_long_line()
     assert runner.worker_pid == pid
     await run_ok(runner)
 

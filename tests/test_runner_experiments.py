@@ -33,6 +33,7 @@ class Noisy(Experiment):
         sys.stderr.write("python stderr line\n")
         os.write(1, b"\x00\x00\x00\x05raw bytes on fd 1\n")
         os.write(2, b"raw bytes on fd 2\n")
+        os.write(2, b"y" * LONG_LINE + b"\n")  # a raw line longer than any pipe reader's limit
         print("x" * LONG_LINE)
         print("a partial line at the end", end="")
         ctx.progress(1.0, "printed")

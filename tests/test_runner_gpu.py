@@ -97,3 +97,16 @@ async def test_gpu_spare_holds_no_context_until_promoted(runner):
     assert hs["pid"] == spare and hs["from_standby"] and hs["cuda_context"] is True
     assert hs["ready_s"] < 2.0, hs["ready_s"]
     await run_ok(runner)
+
+
+async def test_each_jobs_first_reading_starts_from_a_reset_peak(runner):
+    """The pre-job reading is taken after the peak reset: it never shows the last job's peak."""
+    job = await runner.submit("memory", {"gib": 1.0, "hold_s": 0.0})
+    end = await final(job)
+    assert end["type"] == ev.RESULT, end
+    peaks = [e["reading"].get("torch_peak", 0) for e in job.events if e["type"] == ev.MEMORY]
+    assert max(peaks) >= 2**30
+    job = await runner.submit("vector-add", {"n": 1000})
+    await final(job)
+    first = next(e["reading"] for e in job.events if e["type"] == ev.MEMORY)
+    assert first["torch_peak"] < 2**30, first

@@ -697,9 +697,13 @@ class RunnerClient:
     async def _read_output(self, worker: _Worker, stream: asyncio.StreamReader, name: str) -> None:
         while True:
             try:
-                data = await stream.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                data = await stream.read(2**16)
+                data = await stream.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:  # the last line, with no newline
+                data = exc.partial
+            except asyncio.LimitOverrunError as exc:
+                # A raw line longer than the reader's buffer: pass it on in pieces, losing none
+                # (readline would drop what it had buffered).
+                data = await stream.read(max(1, exc.consumed))
             if not data:
                 return
             line = data.decode(errors="replace").rstrip("\r\n")

@@ -20,6 +20,18 @@ from gpulab.runner.classify import classify
 Emit = Callable[[dict[str, Any]], None]
 
 
+def check_device(device_index: int, inventory: Inventory) -> None:
+    """A device index this machine has, or a ParamError that says which ones it has."""
+    gpus = [d for d in inventory.devices if d.kind == "cuda"]
+    if device_index == 0 or 0 <= device_index < len(gpus):
+        return
+    if not gpus:
+        allowed = "0 (CPU mode: there is no GPU here)"
+    else:
+        allowed = f"0..{len(gpus) - 1} (this machine has {len(gpus)} GPU{'s' * (len(gpus) > 1)})"
+    raise ParamError("device", device_index, allowed)
+
+
 def run_job(
     job: str,
     experiment_id: str,
@@ -35,6 +47,7 @@ def run_job(
     try:
         exp = get(experiment_id)
         params = exp.params.validate(raw_params)
+        check_device(device_index, inventory)
         exp.check(params, inventory)
     except ParamError as exc:
         emit(ev.make(ev.FAILED, job, kind=ev.KIND_BAD_PARAMS, message=str(exc), traceback=""))
@@ -43,8 +56,9 @@ def run_job(
         kind, message, extra = classify(exc)
         emit(ev.make(ev.FAILED, job, kind=kind, message=message, traceback="", **extra))
         return ev.FAILED
-    emit(ev.make(ev.ACCEPTED, job, experiment=experiment_id, params=params))
+    # Before `accepted`: the worker's pre-job reading, sent on it, must not carry the last job's peak.
     memory.reset_peaks(device_index)
+    emit(ev.make(ev.ACCEPTED, job, experiment=experiment_id, params=params))
     ctx = Context(
         inventory=inventory,
         device_index=device_index,

@@ -185,6 +185,8 @@ class Worker:
         """Create the CUDA context now, so the first job does not pay for it."""
         inv = self.inventory
         d = self.device_index
+        if d >= sum(1 for dev in inv.devices if dev.kind == "cuda"):
+            return  # no such GPU: each job on it fails with a message that says so (run_job)
         if inv.available("torch-cuda"):
             import torch
 
