@@ -19,6 +19,7 @@ from gpulab.app.panes.lessons import LessonsPane
 from gpulab.app.screens.help import HelpScreen
 from gpulab.app.screens.traceback import TracebackScreen
 from gpulab.runner import events as ev
+from gpulab.telemetry.fake import fake_sampler, worker_inventory
 
 SIZES = [(80, 24), (160, 48)]
 PANES = ("gpu-info", "lessons", "experiments", "memory-gauge")
@@ -385,3 +386,65 @@ def test_no_color_is_honoured(monkeypatch):
     assert GpuLabApp().no_color
     monkeypatch.delenv("NO_COLOR")
     assert not GpuLabApp().no_color
+
+
+def two_gpu_app(inventory: Any = None) -> tuple[GpuLabApp, Any, Any]:
+    """The lab on the two-GPU fake NVML, its worker reporting `inventory` (both GPUs)."""
+    sampler, fake = fake_sampler("two-gpus", manual=True)
+    inv = inventory(fake) if callable(inventory) else worker_inventory(fake)
+    app = GpuLabApp(runner_factory=lambda **kw: FakeRunner(inventory=inv, **kw), sampler=sampler)
+    return app, sampler, fake
+
+
+async def sample(pilot, sampler) -> None:
+    gauge = pilot.app.query_one("#memory-gauge")
+    before = gauge.model.updates
+    sampler.sample_now()
+    await wait_for(pilot, lambda: gauge.model.updates > before, 5, "a frame")
+    await pilot.pause()
+
+
+def gauge_text(app: GpuLabApp) -> str:
+    return app.query_one("#memory-gauge").render().plain
+
+
+async def test_selecting_gpu_1_runs_there_and_the_gauge_follows():
+    app, sampler, _fake = two_gpu_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await sample(pilot, sampler)
+        gauge = app.query_one("#memory-gauge")
+        assert gauge.model.nvml_index == 0 and "/80.0 GiB" in gauge_text(app)
+        options = app.query_one("#gpu-list", OptionList)
+        await wait_for(pilot, lambda: options.option_count == 2, 5, "the GPU list")
+        options.focus()
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: app.device == 1, 5, "the selection")
+        assert any("Runs now go to GPU 1" in n for n in notes(app))
+        # The gauge shows GPU 1 at once (NVML's figures of the A100, its label), not GPU 0's.
+        assert gauge.model.nvml_index == 1
+        text = gauge_text(app)
+        assert text.startswith("cuda:1 ") and "0.5/40.0 GiB" in text and "/80.0" not in text
+        await sample(pilot, sampler)
+        assert "0.5/40.0 GiB" in gauge_text(app)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.panel.live and app.panel.live.finished, 5, "the run")
+        assert app.panel.live.status == ev.RESULT
+        assert [job.device for job in app.runner.jobs] == [1]
+
+
+async def test_the_gauge_starts_on_the_workers_cuda_0():
+    def only_second(fake):
+        inv = worker_inventory(fake)
+        inv["devices"] = [{**inv["devices"][1], "index": 0}]  # CUDA_VISIBLE_DEVICES=1
+        return inv
+
+    app, sampler, _fake = two_gpu_app(only_second)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await sample(pilot, sampler)
+        gauge = app.query_one("#memory-gauge")
+        await wait_for(pilot, lambda: gauge.model.nvml_index == 1, 5, "the gauge to follow")
+        assert gauge_text(app).startswith("cuda:0 ") and "/40.0 GiB" in gauge_text(app)
+        assert app.device is None  # runs keep the worker's default device, CUDA 0
+        assert not any("Runs now go" in n for n in notes(app))

@@ -23,10 +23,18 @@ class PanesApp(App):
     Horizontal > * { width: 1fr; border: round $accent; }
     """
 
-    def __init__(self, variant: str = "full", *, manual: bool = True, worker: bool = True):
+    def __init__(
+        self,
+        variant: str = "full",
+        *,
+        manual: bool = True,
+        worker: bool = True,
+        inventory: dict | None = None,
+    ):
         super().__init__()
         self.sampler, self.fake = fake_sampler(variant, manual=manual)
         self.worker = worker
+        self.inventory = inventory
         self.selected: list[GpuInfoPane.Selected] = []
 
     def compose(self) -> ComposeResult:
@@ -36,12 +44,18 @@ class PanesApp(App):
 
     def on_mount(self) -> None:
         if self.worker:
-            handshake = {"pid": 4242, "inventory": worker_inventory(self.fake)}
+            inventory = self.inventory or worker_inventory(self.fake)
+            handshake = {"pid": 4242, "inventory": inventory}
             self.query_one(GpuInfoPane).set_worker_info(handshake)
             self.query_one(MemoryGauge).set_worker_pid(4242)
 
     def on_gpu_info_pane_selected(self, message: GpuInfoPane.Selected) -> None:
         self.selected.append(message)
+
+    @property
+    def chosen(self) -> list[GpuInfoPane.Selected]:
+        """What a person selected (not the pane's own initial selection)."""
+        return [m for m in self.selected if not m.initial]
 
 
 async def _until(pilot, predicate, tries: int = 200) -> None:
@@ -124,15 +138,50 @@ async def test_two_gpus_are_listed_and_selectable_by_keys_and_mouse():
         options = app.query_one("#gpu-list", OptionList)
         assert options.option_count == 2
         assert "A100" in str(options.get_option_at_index(1).prompt)
+        # The worker's CUDA device 0 starts selected (quietly: nothing a person did).
+        assert [(m.index, m.nvml_index, m.initial) for m in app.selected] == [(0, 0, True)]
         options.focus()
         await pilot.press("down", "enter")
-        await _until(pilot, lambda: app.selected)
-        assert (app.selected[-1].index, app.selected[-1].nvml_index) == (1, 1)
+        await _until(pilot, lambda: app.chosen)
+        assert (app.chosen[-1].index, app.chosen[-1].nvml_index) == (1, 1)
         await _until(pilot, lambda: "Ampere" in _details(app))
         await pilot.click("#gpu-list", offset=(4, 0))
-        await _until(pilot, lambda: len(app.selected) == 2)
-        assert app.selected[-1].nvml_index == 0
+        await _until(pilot, lambda: len(app.chosen) == 2)
+        assert app.chosen[-1].nvml_index == 0
         assert str(options.get_option_at_index(0).prompt).startswith("▶")
+
+
+def _only_second_gpu_visible(fake) -> dict:
+    """The worker's inventory under CUDA_VISIBLE_DEVICES=1: NVML's GPU 1 is its CUDA 0."""
+    inv = worker_inventory(fake)
+    inv["devices"] = [{**inv["devices"][1], "index": 0}]
+    return inv
+
+
+async def test_the_workers_cuda_0_starts_selected_and_a_hidden_gpu_is_refused():
+    app = PanesApp("two-gpus")
+    app.inventory = _only_second_gpu_visible(app.fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await _sample(app, pilot)
+        await _until(pilot, lambda: app.selected)
+        pane = app.query_one(GpuInfoPane)
+        options = app.query_one("#gpu-list", OptionList)
+        # CUDA 0 is NVML 1 (matched by UUID): the marker and the initial selection say so.
+        assert [(m.index, m.nvml_index, m.initial) for m in app.selected] == [(0, 1, True)]
+        assert pane.selected_nvml == 1
+        prompts = [str(options.get_option_at_index(i).prompt) for i in range(2)]
+        assert prompts[0].startswith("  nvml:0 H100") and prompts[1].startswith("▶ cuda:0 A100")
+        assert options.highlighted == 1
+        # NVML 0 is hidden from CUDA: choosing it is refused with the reason, in one line.
+        options.focus()
+        await pilot.press("up", "enter")
+        await _until(pilot, lambda: app._notifications)
+        note = list(app._notifications)[-1]
+        assert "\n" not in note.message
+        assert "nvml:0" in note.message and "CUDA_VISIBLE_DEVICES" in note.message
+        assert note.severity == "warning"
+        assert app.chosen == [] and pane.selected_nvml == 1
+        assert str(options.get_option_at_index(1).prompt).startswith("▶")
 
 
 async def test_no_library_explains_cpu_mode():

@@ -238,7 +238,13 @@ class GpuLabApp(App[None]):
 
     # ---- what the panes ask for ---------------------------------------------------------
     def on_gpu_info_pane_selected(self, message: Any) -> None:
-        self.device = int(message.index)
+        """The gauge follows the selected GPU (NVML's index); runs go to its CUDA index."""
+        index = int(message.index)
+        label = f"cuda:{index}" if getattr(message, "gpus", 1) > 1 else ""
+        gauge_call(self, "select_gpu", int(message.nvml_index), label)
+        if getattr(message, "initial", False):
+            return  # the worker's default device: nothing a person chose, nothing to say
+        self.device = index
         self.notify(f"Runs now go to GPU {self.device}.")
 
     def on_lessons_pane_run_experiment(self, message: Any) -> None:

@@ -47,10 +47,13 @@ def frozen(event_type: str, job: str, /, **fields: Any) -> dict[str, Any]:
 
 
 class FakeJob:
-    def __init__(self, job_id: str, experiment: str, params: dict[str, Any]) -> None:
+    def __init__(
+        self, job_id: str, experiment: str, params: dict[str, Any], device: int | None = None
+    ) -> None:
         self.id = job_id
         self.experiment = experiment
         self.params = params
+        self.device = device  # what `submit` was asked for (None: the runner's default)
         self.done = False
         self.final: dict[str, Any] | None = None
         self.cancel_requested = asyncio.Event()
@@ -220,7 +223,7 @@ class FakeRunner:
     ) -> FakeJob:
         exp = get(experiment)
         clean = exp.params.validate(params or {})
-        job = FakeJob(str(next(self._ids)), experiment, clean)
+        job = FakeJob(str(next(self._ids)), experiment, clean, device)
         self.jobs.append(job)
 
         def emit(event: dict[str, Any]) -> None:

@@ -5,6 +5,11 @@ handshake reports (SM count, L2, CUDA index, torch / CUDA runtime / CuPy version
 arrive as frames from the telemetry thread. Up/down (or the mouse) move the highlight and show
 that GPU's figures; Enter or a click selects it for experiments and posts `Selected`.
 Without NVML the pane explains CPU mode and what to install instead of showing a blank.
+
+Which GPU starts selected is the worker's: its CUDA device 0 (the default device of a run),
+matched to NVML's list by UUID, since CUDA_VISIBLE_DEVICES or CUDA's own ordering can make
+CUDA 0 any NVML index. A GPU the worker cannot see (its CUDA index reads N/A) cannot be
+selected: a person gets a one-line notification saying why, and the selection stays.
 """
 
 from __future__ import annotations
@@ -41,14 +46,28 @@ class GpuInfoPane(Vertical):
     """
 
     class Selected(Message):
-        """The user chose a GPU for experiments. `index` is the CUDA index the worker uses
-        (NVML's index until the worker has reported, when the two cannot be told apart)."""
+        """A GPU is selected for experiments. `index` is the CUDA index the worker uses.
 
-        def __init__(self, index: int, nvml_index: int, uuid: str = "", name: str = "") -> None:
+        `initial` is True for the selection the pane makes itself when the worker reports its
+        CUDA device 0 (nothing a person did: the app follows it quietly); `gpus` is how many
+        GPUs NVML lists."""
+
+        def __init__(
+            self,
+            index: int,
+            nvml_index: int,
+            uuid: str = "",
+            name: str = "",
+            *,
+            initial: bool = False,
+            gpus: int = 1,
+        ) -> None:
             self.index = index
             self.nvml_index = nvml_index
             self.uuid = uuid
             self.name = name
+            self.initial = initial
+            self.gpus = gpus
             super().__init__()
 
     class FrameArrived(Message, bubble=False):
@@ -68,6 +87,8 @@ class GpuInfoPane(Vertical):
         self.inventory: SystemInventory | None = None
         self.selected_nvml = 0
         self.highlighted_nvml = 0
+        self.chosen = False  # a person selected a GPU: the worker's default no longer applies
+        self._initial_posted: int | None = None
         self._prompts: list[str] = []
         self._keys: dict[str, Any] = {}
         self._shown: dict[str, Any] = {}  # what each Static shows (tests read it)
@@ -125,6 +146,42 @@ class GpuInfoPane(Vertical):
             return
         inv = self.frame.inventory
         self.inventory = inv.with_worker((self.worker or {}).get("inventory"))
+        self._default_selection()
+
+    def _default_selection(self) -> None:
+        """Until a person chooses, the selection is the GPU the worker runs on by default."""
+        inv = self.inventory
+        if self.chosen or inv is None or not inv.gpus:
+            return
+        device = getattr(self.app, "device_index", 0) if self.is_attached else 0
+        g = next((g for g in inv.gpus if g.cuda_index == device), None)
+        if g is None:
+            return
+        if g.nvml_index != self.selected_nvml:
+            self.selected_nvml = self.highlighted_nvml = g.nvml_index
+            self._highlight_option(g.nvml_index)
+        if self._initial_posted != g.nvml_index:
+            self._initial_posted = g.nvml_index
+            self.post_message(self._selected_message(g, initial=True))
+
+    def _selected_message(self, g: GpuInventory, *, initial: bool = False) -> Selected:
+        assert isinstance(g.cuda_index, int)
+        return self.Selected(
+            g.cuda_index,
+            g.nvml_index,
+            "" if isinstance(g.uuid, NA) else g.uuid,
+            "" if isinstance(g.name, NA) else g.name,
+            initial=initial,
+            gpus=len(self.inventory.gpus) if self.inventory else 1,
+        )
+
+    def _highlight_option(self, nvml_index: int) -> None:
+        if not self.is_mounted or self.inventory is None:
+            return
+        options = self.query_one("#gpu-list", OptionList)
+        at = next((i for i, g in enumerate(self.inventory.gpus) if g.nvml_index == nvml_index), 0)
+        if options.option_count > at and options.highlighted != at:
+            options.highlighted = at
 
     # selection ------------------------------------------------------------------------------
     @on(OptionList.OptionHighlighted, "#gpu-list")
@@ -140,16 +197,18 @@ class GpuInfoPane(Vertical):
         if not self.inventory or not 0 <= event.option_index < len(self.inventory.gpus):
             return
         g = self.inventory.gpus[event.option_index]
-        self.selected_nvml = self.highlighted_nvml = g.nvml_index
-        index = g.cuda_index if isinstance(g.cuda_index, int) else g.nvml_index
-        self.post_message(
-            self.Selected(
-                index,
-                g.nvml_index,
-                "" if isinstance(g.uuid, NA) else g.uuid,
-                "" if isinstance(g.name, NA) else g.name,
+        if isinstance(g.cuda_index, NA):
+            # Its NVML index is not a CUDA index the worker could use: running "there" would
+            # silently run on another GPU. Refuse, and say why.
+            self.notify(
+                f"Cannot run on nvml:{g.nvml_index} {_short(g.name)}: {g.cuda_index.reason}",
+                title="GPU not selectable",
+                severity="warning",
             )
-        )
+            return
+        self.chosen = True
+        self.selected_nvml = self.highlighted_nvml = g.nvml_index
+        self.post_message(self._selected_message(g))
         self._redraw()
 
     # drawing --------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ class MemoryGauge(Widget):
         self._text = Text("Memory: waiting for the first sample")
         self._key: Any = None
         self.repaints = 0
+        self.label = ""
 
     @property
     def sampler(self) -> Sampler:
@@ -73,13 +74,18 @@ class MemoryGauge(Widget):
         self.sampler.release_fast(f"gauge-{id(self)}")
         self._update()
 
-    def select_gpu(self, nvml_index: int) -> None:
-        """Follow another GPU (wire to GpuInfoPane.Selected.nvml_index)."""
+    def select_gpu(self, nvml_index: int, label: str = "") -> None:
+        """Follow another GPU (the app wires GpuInfoPane.Selected here). `label` (the GPU's
+        CUDA name, "cuda:1") replaces "Device" on the bar when NVML lists several GPUs."""
+        self.label = label
         if nvml_index != self.model.nvml_index:
             self.model.nvml_index = nvml_index
             self.model.history.clear()
             self.model.run_peak = None
-            self._update()
+            if self.model.frame is not None:  # show the new GPU now, not at the next frame
+                self.model.add_frame(self.model.frame)
+        self._key = None
+        self._update()
 
     # frames ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -121,7 +127,9 @@ class MemoryGauge(Widget):
 
     def _draw(self, width: int, ly: Layers, spark: str, peak_col: int | None) -> Text:
         out = Text(no_wrap=False, overflow="fold")
-        out.append_text(_bar_line(width, ly))
+        frame = self.model.frame
+        several = frame is not None and len(frame.inventory.gpus) > 1
+        out.append_text(_bar_line(width, ly, self.label if several and self.label else "Device"))
         pid = self.model.worker_pid
         who = f"Worker {pid}" if pid else "Worker"
         # In CPU mode every layer is N/A for one reason: say it once, not six times.
@@ -150,16 +158,17 @@ class MemoryGauge(Widget):
         return out
 
 
-def _bar_line(width: int, ly: Layers) -> Text:
+def _bar_line(width: int, ly: Layers, head: str = "Device") -> Text:
     line = Text()
-    line.append("Device ", style="bold")
+    head = f"{head} "
+    line.append(head, style="bold")
     if isinstance(ly.device_used, NA) or isinstance(ly.device_total, NA) or not ly.device_total:
         why = ly.device_used if isinstance(ly.device_used, NA) else ly.device_total
         line.append(str(why) + "\n", style="dim")
         return line
     frac = max(0.0, min(1.0, ly.device_used / ly.device_total))
     figures = f" {ly.device_used / 2**30:.1f}/{ly.device_total / 2**30:.1f} GiB {frac:4.0%}"
-    bar_w = max(4, width - len("Device ") - len(figures))
+    bar_w = max(4, width - len(head) - len(figures))
     filled = round(frac * bar_w)
     color = "green" if frac < 0.7 else "yellow" if frac < 0.9 else "red"
     line.append("█" * filled, style=color)
