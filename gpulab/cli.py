@@ -15,6 +15,10 @@ from typing import Any
 from gpulab import __version__
 
 EXIT_BAD_INPUT = 2
+SAMPLE_PERIOD_ENV = "GPULAB_SAMPLE_PERIOD"
+# The telemetry sampler's range (gpulab.telemetry.sampler.MIN_INTERVAL / MAX_INTERVAL; a test
+# keeps the two equal without importing telemetry here).
+SAMPLE_PERIOD_MIN, SAMPLE_PERIOD_MAX = 0.25, 5.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,6 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="gpulab", description="A terminal lab for learning GPU computing.")
     p.add_argument("--version", action="version", version=f"gpulab {__version__}")
     p.add_argument("--data-dir", help="where progress and run history live (env GPULAB_DATA_DIR)")
+    p.add_argument(
+        "--sample-period",
+        metavar="SECONDS",
+        help=f"how often the TUI reads the GPU's telemetry, {SAMPLE_PERIOD_MIN:g}-"
+        f"{SAMPLE_PERIOD_MAX:g} s (default 0.5; env {SAMPLE_PERIOD_ENV})",
+    )
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     info = sub.add_parser("info", help="backends, devices and the GPU's figures")
@@ -66,9 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         import os
 
         os.environ["GPULAB_DATA_DIR"] = args.data_dir
+    period = sample_period(args.sample_period) if args.command is None else None
+    if args.command is not None and args.sample_period is not None:
+        period = sample_period(args.sample_period)  # checked even where it does not apply
+    if isinstance(period, str):
+        return _fail(period)
     try:
         if args.command is None:
-            return _tui()
+            return _tui(period)
         if args.command == "info":
             return _info(args)
         if args.command == "list":
@@ -87,10 +102,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _fail(f"unknown command {args.command!r}")
 
 
-def _tui() -> int:
+def sample_period(flag: str | None) -> float | None | str:
+    """The telemetry period from --sample-period or the environment: seconds, None (the
+    default), or a one-line error naming the flag (or variable), the value and the range."""
+    import math
+    import os
+
+    name, raw = "--sample-period", flag
+    if raw is None:
+        name, raw = SAMPLE_PERIOD_ENV, os.environ.get(SAMPLE_PERIOD_ENV)
+        if raw is None or not raw.strip():
+            return None
+    allowed = f"allowed: {SAMPLE_PERIOD_MIN:g} to {SAMPLE_PERIOD_MAX:g} seconds"
+    try:
+        value = float(raw)
+    except ValueError:
+        return f"{name} {raw!r} is not a number of seconds; {allowed}"
+    if not math.isfinite(value) or not SAMPLE_PERIOD_MIN <= value <= SAMPLE_PERIOD_MAX:
+        return f"{name} {raw} is out of range; {allowed}"
+    return value
+
+
+def _tui(period: float | None = None) -> int:
     from gpulab.app import GpuLabApp
 
-    GpuLabApp().run()
+    GpuLabApp(sample_period=period).run()
     return 0
 
 

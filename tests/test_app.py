@@ -448,3 +448,21 @@ async def test_the_gauge_starts_on_the_workers_cuda_0():
         assert gauge_text(app).startswith("cuda:0 ") and "/40.0 GiB" in gauge_text(app)
         assert app.device is None  # runs keep the worker's default device, CUDA 0
         assert not any("Runs now go" in n for n in notes(app))
+
+
+async def test_the_sample_period_reaches_the_sampler(monkeypatch):
+    import gpulab.telemetry.sampler as sampler_mod
+
+    given, _ = fake_sampler("full", manual=True)
+    shared, _ = fake_sampler("full", manual=True)
+    monkeypatch.setattr(sampler_mod, "_shared", shared)  # what the panes use when given none
+    for sampler, app in (
+        (given, GpuLabApp(runner_factory=FakeRunner, sampler=given, sample_period=2.0)),
+        (shared, GpuLabApp(runner_factory=FakeRunner, sample_period=2.0)),
+    ):
+        assert sampler.interval == 0.5
+        async with app.run_test(size=(100, 30)) as pilot:
+            await ready(pilot)
+            assert sampler.interval == 2.0
+            assert app.query_one("#memory-gauge").sampler is sampler
+            assert app.query_one("#gpu-info").sampler is sampler

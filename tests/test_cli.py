@@ -82,3 +82,56 @@ def test_bad_input_exits_2_with_one_line(args, needle):
     assert len(lines) == 1, out.stderr
     assert needle in lines[0]
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "args,env,needle",
+    [
+        (["--sample-period", "9"], {}, "--sample-period 9 is out of range"),
+        (["--sample-period", "0.1"], {}, "--sample-period 0.1 is out of range"),
+        (["--sample-period", "soon"], {}, "--sample-period 'soon' is not a number"),
+        (["--sample-period", "9", "list"], {}, "--sample-period 9 is out of range"),
+        ([], {"GPULAB_SAMPLE_PERIOD": "60"}, "GPULAB_SAMPLE_PERIOD 60 is out of range"),
+    ],
+)
+def test_bad_sample_period_exits_2_naming_flag_value_and_range(args, env, needle):
+    import os
+
+    out = subprocess.run(
+        [sys.executable, "-m", "gpulab", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert needle in lines[0] and "0.25 to 5 seconds" in lines[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_sample_period_reaches_the_app(monkeypatch):
+    import gpulab.app
+    from gpulab import cli
+    from gpulab.telemetry.sampler import MAX_INTERVAL, MIN_INTERVAL
+
+    assert (cli.SAMPLE_PERIOD_MIN, cli.SAMPLE_PERIOD_MAX) == (MIN_INTERVAL, MAX_INTERVAL)
+    made = []
+
+    class App:
+        def __init__(self, **kw):
+            made.append(kw)
+
+        def run(self):
+            pass
+
+    monkeypatch.setattr(gpulab.app, "GpuLabApp", App)
+    monkeypatch.delenv("GPULAB_SAMPLE_PERIOD", raising=False)
+    assert cli.main(["--sample-period", "1.5"]) == 0
+    assert cli.main([]) == 0
+    monkeypatch.setenv("GPULAB_SAMPLE_PERIOD", "4")
+    assert cli.main([]) == 0
+    assert cli.main(["--sample-period", "0.25"]) == 0  # the flag wins over the environment
+    assert [kw["sample_period"] for kw in made] == [1.5, None, 4.0, 0.25]

@@ -73,10 +73,14 @@ class GpuLabApp(App[None]):
         device_index: int = 0,
         watch_terminal: bool = True,
         sampler: Any = None,
+        sample_period: float | None = None,
         **kw: Any,
     ) -> None:
+        """`sample_period`: seconds between telemetry reads (0.25-5; None: the sampler's 2 Hz).
+        It is handed to the sampler when the panes mount, after the first frame."""
         super().__init__(**kw)
         self.sampler = sampler
+        self.sample_period = sample_period
         self.runner_factory = runner_factory or default_runner_factory
         self.device_index = device_index
         self.device: int | None = None  # set when the GPU pane picks one
@@ -89,7 +93,7 @@ class GpuLabApp(App[None]):
         self.main_ready: asyncio.Event | None = None
 
     def get_default_screen(self) -> MainScreen:
-        return MainScreen(sampler=self.sampler)
+        return MainScreen(sampler=self.sampler, sample_period=self.sample_period)
 
     # ---- startup ------------------------------------------------------------------------
     def on_mount(self) -> None:

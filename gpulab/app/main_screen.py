@@ -32,11 +32,14 @@ class MainScreen(Screen[None]):
         Binding("shift+tab", "previous_pane", "Previous pane", id="previous-pane", show=False),
     ]
 
-    def __init__(self, *, sampler: Any = None, **kw: Any) -> None:
+    def __init__(
+        self, *, sampler: Any = None, sample_period: float | None = None, **kw: Any
+    ) -> None:
         super().__init__(**kw)
         self.current = START_PANE
         # Telemetry panes take a sampler; tests hand them a fake so the screen is reproducible.
         self.telemetry: dict[str, Any] = {"sampler": sampler} if sampler is not None else {}
+        self.sample_period = sample_period
 
     def _breakpoint_classes(self) -> None:
         """Set the size classes before the first layout: setting them later restyles every
@@ -79,6 +82,11 @@ class MainScreen(Screen[None]):
         from gpulab.app.panes.lessons import LessonsPane
         from gpulab.app.panes.memory_gauge import MemoryGauge
 
+        if self.sample_period is not None:
+            from gpulab.telemetry.sampler import shared_sampler
+
+            sampler = self.telemetry.setdefault("sampler", shared_sampler())
+            sampler.set_interval(self.sample_period)
         panes: dict[str, Widget] = {
             "gpu-info": GpuInfoPane(id="gpu-info", **self.telemetry),
             "experiments": ExperimentPanel(id="experiments"),
