@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from textual.binding import Binding
 from textual.widgets import Button, DataTable, OptionList, Static, TextArea
 
 from gpulab.app import GpuLabApp
@@ -306,18 +307,97 @@ async def test_history_reopens_an_earlier_run():
         assert app.panel.form.raw()["samples"] == "10000000"
 
 
+def declared_bindings(cls: type) -> list[Binding]:
+    """The keys a class answers to, read from its own and its bases' BINDINGS (not from
+    what the help screen was generated from): a subclass's key wins over a base's."""
+    out: dict[str, Binding] = {}
+    for klass in cls.__mro__:
+        for b in Binding.make_bindings(klass.__dict__.get("BINDINGS", [])):
+            out.setdefault(b.key, b)
+        if klass.__dict__.get("_inherit_bindings", True) is False:
+            break
+    return list(out.values())
+
+
+def screen_classes() -> list[type]:
+    """Every Screen class gpulab's app package defines (a new window is found here)."""
+    import importlib
+    import pkgutil
+
+    from textual.screen import Screen
+
+    import gpulab.app
+
+    for mod in pkgutil.walk_packages(gpulab.app.__path__, "gpulab.app."):
+        importlib.import_module(mod.name)
+    found, todo = [], [Screen]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            todo.append(sub)
+            if sub.__module__.startswith("gpulab.app.") and sub is not MainScreen:
+                found.append(sub)
+    return found
+
+
+def listed(app: GpuLabApp, text: str, binding: Binding) -> bool:
+    key = app.get_key_display(Binding(binding.key, ""))
+    what = binding.description or binding.action.replace("_", " ")
+    return any(f"`{key}`" in line and what in line for line in text.splitlines())
+
+
 async def test_help_lists_every_key():
     app = fake_app()
     async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        main = app.screen
+        priority = {b.key for b in declared_bindings(GpuLabApp) if b.priority}
+        # Every key of every widget on the main screen that a key can reach (it, or something
+        # inside it, can have focus), the panes' own keys included: lessons n/p/t///e/l/m, the
+        # GPU list's up/down/enter, the experiment panel's fields.
+        expected: list[tuple[str, Binding]] = [
+            (f"app {b.key}", b) for b in declared_bindings(GpuLabApp)
+        ]
+        for node in main.walk_children(with_self=True):
+            reachable = (
+                node is main or node.can_focus or any(w.can_focus for w in node.walk_children())
+            )
+            if not reachable:
+                continue
+            for b in declared_bindings(type(node)):
+                if b.key not in priority:  # ctrl+c: the app's priority quit wins
+                    expected.append((f"{type(node).__name__}#{node.id} {b.key}", b))
+        windows = screen_classes()
+        assert {c.__name__ for c in windows} >= {"HelpScreen", "QuizScreen", "TracebackScreen"}
+        for cls in windows:
+            for b in declared_bindings(cls):
+                if b.key not in priority:
+                    expected.append((f"{cls.__name__} {b.key}", b))
+        keys = {b.key for _, b in expected}
+        assert {"n", "p", "t", "slash", "e", "l", "m", "up", "down", "enter"} <= keys
+        assert {str(n) for n in range(1, 10)} <= keys
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
         text = app.screen.query_one("#help-text").source
-        for key in ("f1", "ctrl+p", "r", "escape", "tab", "shift+tab", "q"):
-            assert app.get_key_display(__import__("textual").binding.Binding(key, "")) in text
-        for what in ("Help", "Commands", "Run", "Cancel", "Next pane", "Previous pane", "Quit"):
-            assert f"| {what} |" in text
+        missing = [where for where, b in expected if not listed(app, text, b)]
+        assert missing == []
+        assert text.count("### Window:") == len(windows)
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
+
+
+async def test_a_new_binding_reaches_the_help(monkeypatch):
+    import gpulab.app.panes.lessons as lessons
+
+    class ZappingLessons(LessonsPane):
+        BINDINGS = [Binding("z", "zap", "Zap the lesson")]
+
+    monkeypatch.setattr(lessons, "LessonsPane", ZappingLessons)
+    app = fake_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        await pilot.press("f1")
+        text = app.screen.query_one("#help-text").source
+        assert listed(app, text, Binding("z", "zap", "Zap the lesson"))
 
 
 async def test_bindings_have_ids_and_show_in_the_footer():

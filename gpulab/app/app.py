@@ -300,20 +300,11 @@ class GpuLabApp(App[None]):
         await self.panel.cancel_run()
 
     def action_help(self) -> None:
-        from gpulab.app.screens.help import HelpScreen
+        from gpulab.app.screens.help import HelpScreen, help_sections
 
         if not isinstance(self.screen, MainScreen):
             return
-        self.push_screen(HelpScreen(self.key_bindings()))
-
-    def key_bindings(self) -> list[tuple[str, Binding]]:
-        out: list[tuple[str, Binding]] = []
-        for binding in [*self.BINDINGS, *MainScreen.BINDINGS]:
-            assert isinstance(binding, Binding)
-            for key in binding.key.split(","):
-                one = Binding(key, binding.action, binding.description, id=binding.id)
-                out.append((self.get_key_display(one), binding))
-        return out
+        self.push_screen(HelpScreen(help_sections(self)))
 
     async def action_quit(self) -> None:
         if self._quitting:
