@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from textual.binding import Binding
-from textual.widgets import Button, DataTable, OptionList, Static, TextArea
+from textual.widgets import Button, DataTable, Input, OptionList, Static, TextArea
 
 from gpulab.app import GpuLabApp
 from gpulab.app.fake_runner import FakeRunner, frozen
@@ -546,3 +546,93 @@ async def test_the_sample_period_reaches_the_sampler(monkeypatch):
             assert sampler.interval == 2.0
             assert app.query_one("#memory-gauge").sampler is sampler
             assert app.query_one("#gpu-info").sampler is sampler
+
+
+def footer_keys(app: GpuLabApp) -> dict[str, str]:
+    """Footer keys wholly on screen: key -> description."""
+    footer = app.screen.query_one("Footer")
+    right = footer.region.right
+    return {
+        k.key: k.description
+        for k in footer.query("FooterKey")
+        if k.region.width and k.region.right <= right
+    }
+
+
+async def footer_settled(pilot) -> dict[str, str]:
+    await pilot.pause()
+    await pilot.pause()
+    return footer_keys(pilot.app)
+
+
+async def test_quit_is_in_the_footer_in_every_focus_state_at_80x24():
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        states = 0
+        for pane in PANES:
+            screen.show_pane(pane)
+            await pilot.pause()
+            focusable = [
+                w for w in app.query(f"#shell-{pane} *") if w.can_focus and w.display and w.visible
+            ]
+            for widget in [None, *focusable]:
+                if widget is None:
+                    screen.set_focus(None)
+                else:
+                    widget.focus()
+                keys = await footer_settled(pilot)
+                quit_keys = {k for k, what in keys.items() if what == "Quit"}
+                assert quit_keys in ({"q"}, {"ctrl+q"}), (pane, widget, keys)
+                if isinstance(widget, Input):  # q types a letter there: ^q is the one shown
+                    assert quit_keys == {"ctrl+q"}, (pane, widget, keys)
+                assert "f1" in keys, (pane, widget, keys)
+                states += 1
+        assert states >= 10
+
+
+async def test_lessons_pane_footer_keeps_run_cancel_and_quit_at_80x24():
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("tab", "tab", "tab")
+        assert app.screen.current == "lessons"
+        await wait_for(
+            pilot, lambda: app.focused and app.query_one("#lessons") in app.focused.ancestors, 5
+        )
+        keys = await footer_settled(pilot)
+        assert {"r", "escape", "q", "f1", "tab"} <= set(keys), keys
+        assert "n" in keys  # the pane's own keys fill the room left; F1 lists the rest
+
+
+async def test_ctrl_q_quits_from_a_form_field():
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("down")
+        assert isinstance(app.focused, Input)
+        runner = app.runner
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: not app.is_running, 5, "exit on ctrl+q")
+    assert runner.shut_down
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_param_error_is_shown_whole(size):
+    app = fake_app()
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        app.panel.form.set_values({"samples": "a great many please"})
+        await pilot.pause()
+        field = app.query_one("#field-samples")
+        note = app.query_one("#field-samples .param-note", Static)
+        assert field.error and note.has_class("-error")
+        lines = note.render_lines(note.region.reset_offset)
+        shown = " ".join(" ".join(strip.text.split()) for strip in lines)
+        assert " ".join(field.error.split()) in shown, shown
+        assert "…" not in shown
+        pane = app.query_one("#shell-experiments").region
+        assert pane.contains_region(note.region)
+        if size == (80, 24):  # narrow: the error takes the line below the field
+            assert note.region.y > app.query_one("#param-samples").region.y

@@ -62,8 +62,9 @@ class GpuLabApp(App[None]):
         Binding("escape", "cancel", "Cancel", id="cancel"),
         Binding("q", "quit", "Quit", id="quit"),
         Binding("ctrl+c", "quit", "Quit", id="interrupt", show=False, priority=True),
-        # q types a letter while a form field has focus; ctrl+q quits from anywhere.
-        Binding("ctrl+q", "quit", "Quit", id="quit-anywhere", show=False, priority=True),
+        # q types a letter while a form field has focus; ctrl+q quits from anywhere, and the
+        # footer shows it whenever q is taken (the footer shows one key per action: q first).
+        Binding("ctrl+q", "quit", "Quit", id="quit-anywhere", priority=True),
     ]
 
     def __init__(

@@ -12,6 +12,7 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widget import MountError, Widget
 from textual.widgets import Footer, Header, Static, Tab, Tabs
+from textual.widgets._footer import FooterKey
 
 PANES = (
     ("gpu-info", "GPU info"),
@@ -21,6 +22,88 @@ PANES = (
 )
 PANE_IDS = tuple(p for p, _ in PANES)
 START_PANE = "experiments"
+
+
+# The lab's own footer keys, most important first: when the footer is too narrow for every
+# key, these stay and the focused pane's keys give way (F1 lists every key).
+FOOTER_KEEP = ("quit", "help", "cancel", "run", "next_pane", "command_palette")
+
+
+class LabFooter(Footer):
+    """A footer that keeps quit (and the lab's other keys) in view at any width.
+
+    Textual's footer shows one key per action, in the order of the focus chain, and cuts what
+    does not fit: at 80 columns the lessons pane's four keys pushed r, esc and q off the edge.
+    Here the app's and the screen's keys are kept first (quit above all), the focused widget's
+    keys fill the room that is left, and of two keys for one action the plain one is shown
+    (q rather than ^q; ^q where a text field takes q)."""
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
+        items = self._items()
+        shown = self._fit(items, self.size.width or self.app.size.width)
+        for _node, binding, enabled, tooltip in items:
+            if binding in shown:
+                yield FooterKey(
+                    binding.key,
+                    self.app.get_key_display(binding),
+                    binding.description,
+                    binding.action,
+                    disabled=not enabled,
+                    tooltip=tooltip,
+                ).data_bind(compact=Footer.compact)
+
+    def _items(self) -> list[tuple[Any, Binding, bool, str]]:
+        """One (namespace, binding, enabled, tooltip) per action, in display order."""
+        by_action: dict[str, list[tuple[Any, Binding, bool, str]]] = {}
+        for namespace, binding, enabled, tooltip in self.screen.active_bindings.values():
+            if binding.show:
+                by_action.setdefault(binding.action, []).append(
+                    (namespace, binding, enabled, tooltip)
+                )
+        spaces: list[Any] = []
+        items = []
+        for choices in by_action.values():
+            item = next((c for c in choices if not c[1].priority), choices[0])
+            if item[0] not in spaces:
+                spaces.append(item[0])
+            items.append(item)
+
+        def order(item: tuple[Any, Binding, bool, str]) -> tuple[int, int]:
+            declared = [b.key for b in _declared(type(item[0]))]
+            key = item[1].key
+            return spaces.index(item[0]), declared.index(key) if key in declared else 0
+
+        return sorted(items, key=order)
+
+    def _fit(self, items: list[tuple[Any, Binding, bool, str]], width: int) -> set[Binding]:
+        def rank(item: tuple[Any, Binding, bool, str]) -> int:
+            action = item[1].action
+            if item[0] is self.app or item[0] is self.screen:
+                return FOOTER_KEEP.index(action) if action in FOOTER_KEEP else len(FOOTER_KEEP)
+            return len(FOOTER_KEEP) + 1  # the focused widget's keys: in the room left
+
+        shown: set[Binding] = set()
+        used = 0
+        for item in sorted(items, key=rank):
+            binding = item[1]
+            cost = len(self.app.get_key_display(binding)) + len(binding.description) + 3
+            if used + cost <= width:
+                shown.add(binding)
+                used += cost
+        return shown
+
+    def on_resize(self) -> None:
+        if self._bindings_ready and self.is_attached:
+            self.call_after_refresh(self.recompose)
+
+
+def _declared(cls: type) -> list[Binding]:
+    out: list[Binding] = []
+    for klass in cls.__mro__:
+        out += Binding.make_bindings(klass.__dict__.get("BINDINGS", []))
+    return out
 
 
 class MainScreen(Screen[None]):
@@ -66,7 +149,7 @@ class MainScreen(Screen[None]):
             for pane_id in ("gpu-info", "experiments", "lessons", "memory-gauge"):
                 with Container(id=f"shell-{pane_id}", classes=self._classes_for(pane_id)):
                     yield Static("loading…", classes="pane-loading")
-        yield Footer(show_command_palette=False)
+        yield LabFooter(show_command_palette=False)
 
     def _classes_for(self, pane_id: str) -> str:
         return "pane -current" if pane_id == self.current else "pane"
