@@ -106,7 +106,8 @@ def test_display_markdown_fills_measured_and_plain_fences():
     unknown = lesson.display_markdown(Measured({}))
     assert "{{" not in unknown
     assert "(not known yet: see the GPU info pane)" in unknown
-    assert "(not measured yet: run the calibrate experiment)." in unknown  # unit swallowed
+    # the fallback links to the experiment that measures it, and the unit is swallowed
+    assert "(not measured yet: [run the calibrate experiment](experiment:calibrate))." in unknown
 
 
 def test_measured_values_come_from_the_calibration_cache(tmp_path, monkeypatch):
@@ -143,6 +144,92 @@ def test_measured_values_come_from_the_calibration_cache(tmp_path, monkeypatch):
     assert m("gpu_name") == "NVIDIA H100 80GB HBM3"
     assert m("matmul_tflops_fp64").startswith("(not measured yet")
     assert m("no_such_key") == "(not a known measurement)"
+
+
+def test_measured_fallbacks_link_to_valid_experiments():
+    """Every fallback that tells the learner to run something links to it, and the link works."""
+    from gpulab.lessons.catalog import extract_links
+    from gpulab.lessons.measured import fallback
+
+    for key in KEYS:
+        text = fallback(key)
+        links = extract_links(text)
+        if "run the" in text:
+            assert links, f"{key}: the fallback names an experiment without linking it"
+        for link in links:
+            assert validate_link(link) is None, f"{key}: {validate_link(link)}"
+    assert [li.href for li in extract_links(fallback("matmul_tflops_fp64"))] == [
+        "experiment:calibrate"
+    ]
+    assert [li.params for li in extract_links(fallback("cpu_matmul_gflops"))] == [{"cpu": "true"}]
+    assert [li.experiment for li in extract_links(fallback("h2d_pageable_gbs"))] == ["bandwidth"]
+
+
+def _bandwidth_result(pageable_gbs, max_size=2**30):
+    """A bandwidth result shaped by the experiment's own summary code (no GPU needed)."""
+    from gpulab.experiments.bandwidth import EXPERIMENT as bandwidth
+
+    curves = {
+        "h2d-pageable": [(65536.0, 3.3), (float(max_size), pageable_gbs)],
+        "h2d-pinned": [(65536.0, 20.0), (float(max_size), 55.0)],
+    }
+    summary = bandwidth._summary(curves, {}, None, None)
+    return {
+        "record": {"experiment": "bandwidth", "params": {"max_size": max_size}},
+        "summary": summary,
+    }
+
+
+def test_pageable_bandwidth_comes_from_a_finished_bandwidth_run():
+    from types import SimpleNamespace
+
+    from gpulab.lessons.measured import PAGEABLE_MIN_BYTES, from_runs
+
+    def state(gbs, status="result", max_size=2**30, experiment="bandwidth"):
+        # the shape of the app's RunState: experiment, status, parsed params, result dict
+        return SimpleNamespace(
+            experiment=experiment,
+            status=status,
+            params={"min_size": 65536, "max_size": max_size},
+            result=_bandwidth_result(gbs, max_size) if status == "result" else None,
+        )
+
+    assert from_runs([]) == {}
+    assert from_runs([state(8.3)]) == {"h2d_pageable_gbs": 8.3}
+    # newest first: the first usable run wins; failed, cancelled, other experiments are skipped
+    runs = [state(0, "failed"), state(0, "cancelled"), state(9.9, experiment="vector-add")]
+    assert from_runs([*runs, state(8.4), state(7.0)]) == {"h2d_pageable_gbs": 8.4}
+    # a sweep that stopped at small copies measures the per-copy cost, not the rate
+    small = state(3.3, max_size=PAGEABLE_MIN_BYTES // 2)
+    assert from_runs([small]) == {}
+    assert from_runs([small, state(8.1)]) == {"h2d_pageable_gbs": 8.1}
+    # a CPU-only run has no pageable row
+    cpu = state(1.0)
+    del cpu.result["summary"]["largest_size_gbs"]["h2d-pageable"]
+    assert from_runs([cpu]) == {}
+    # the progress store's run history: final_type, params as typed, summary or whole result
+    row = SimpleNamespace(
+        experiment="bandwidth",
+        final_type="result",
+        params={"max_size": "1Gi"},
+        summary=_bandwidth_result(8.2)["summary"],
+    )
+    assert from_runs([row]) == {"h2d_pageable_gbs": 8.2}
+    assert from_runs([{**vars(row), "params": {"max_size": "64Ki"}}]) == {}
+    m = Measured.collect(runs=[state(8.25)])
+    assert m("h2d_pageable_gbs") == "8.2 GB/s"
+    assert Measured.collect(runs=[small])("h2d_pageable_gbs").startswith("(not measured yet")
+
+
+def test_pageable_bandwidth_from_the_progress_store(tmp_path):
+    from gpulab.lessons.measured import from_runs
+    from gpulab.store import Store
+
+    with Store(tmp_path / "p.db") as store:
+        run = store.add_run("bandwidth", {"min_size": "64Ki", "max_size": "1Gi"})
+        assert from_runs(store.list_runs("bandwidth")) == {}  # still running
+        store.finish_run(run, "result", _bandwidth_result(8.6))
+        assert from_runs(store.list_runs("bandwidth")) == {"h2d_pageable_gbs": 8.6}
 
 
 def test_measured_values_from_an_inventory():
@@ -330,6 +417,62 @@ def test_every_experiment_link_resolves_with_valid_params(content):
                     f"experiments list does not name it"
                 )
     assert not problems, "\n".join(problems)
+
+
+def test_front_matter_experiments_match_the_links(content):
+    """The front matter's experiments list is what the lesson links: nothing missing or extra."""
+    for lesson in content:
+        linked = {link.experiment for link in lesson.links()}
+        assert set(lesson.experiments) == linked, (
+            f"{lesson.source}: front matter {sorted(lesson.experiments)}, links {sorted(linked)}"
+        )
+        assert len(set(lesson.experiments)) == len(lesson.experiments), lesson.source
+
+
+def test_syllabus_experiments_are_linked_where_they_belong(content):
+    def linked(lesson_id):
+        return {link.experiment for link in content.get(lesson_id).links()}
+
+    assert "in-place" in linked("memory-management")  # chapter 9
+    assert "dtypes" in linked("dtypes-and-tensor-cores")  # chapter 11
+    # where the lessons send the learner to calibrate (their figures come from it), a Run link;
+    # everywhere else the measured-value fallback itself links it (see the fallback test)
+    for lesson_id in ("why-gpus", "timing-honestly", "transfers", "dtypes-and-tensor-cores"):
+        assert "calibrate" in linked(lesson_id), f"{lesson_id}: no calibrate link"
+
+
+def test_dtype_table_matches_its_run_link(content):
+    """Lesson 11's table is labelled with the size its Run link measures, and fp64 is in both."""
+    lesson = content.get("dtypes-and-tensor-cores")
+    race = [li for li in lesson.links() if li.experiment == "matmul"]
+    assert len(race) == 1
+    sizes = race[0].params["sizes"].split(",")
+    dtypes = set(race[0].params["dtypes"].split(","))
+    assert {"fp64", "fp32", "tf32", "fp16", "bf16"} <= dtypes
+    assert sizes == ["8192"]
+    assert "(8192 x 8192, cuBLAS" in lesson.body and "(4096)" not in lesson.body
+
+
+def test_the_correct_answer_is_not_given_away_by_its_length(content):
+    """Quiz choices are written so the right one is rarely the longest (a third at most), and
+    no length rank (longest, second longest, ...) holds the answer in most questions."""
+    from collections import Counter
+
+    def length(choice):
+        return len(choice.replace("`", ""))
+
+    questions = [q for lesson in content for q in lesson.quiz]
+    longest = 0
+    ranks = Counter()
+    for q in questions:
+        lengths = [length(c) for c in q.choices]
+        right = lengths[q.answer]
+        others = lengths[: q.answer] + lengths[q.answer + 1 :]
+        longest += right >= max(others)
+        ranks[sorted(lengths, reverse=True).index(right)] += 1
+    assert longest <= len(questions) / 3, f"correct choice longest in {longest}/{len(questions)}"
+    rank, most = ranks.most_common(1)[0]
+    assert most <= 0.4 * len(questions), f"length rank {rank} holds {most}/{len(questions)}"
 
 
 def test_front_matter_experiments_are_registered(content):

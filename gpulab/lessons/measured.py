@@ -5,10 +5,13 @@ Sources, all read without a GPU runtime in this process (the app never imports t
   transfer bandwidth, matmul TFLOP/s per dtype, and the CPU's copy and matmul figures;
 - an inventory when the caller has one: `core.devices.Inventory` (the worker's handshake) or
   the telemetry `SystemInventory` (NVML): GPU name, SMs, memory, L2, compute capability;
-- `extra`: anything else a caller measured (e.g. pageable H2D from a bandwidth run).
+- finished `bandwidth` runs (`runs`): the app's runs this session and the progress store's run
+  history; the newest one that copied at least `PAGEABLE_MIN_BYTES` gives the pageable H2D
+  figure (calibration measures pinned copies only);
+- `extra`: anything else a caller measured.
 
-An unknown figure becomes a plain sentence saying how to get it, never a blank or a made-up
-number.
+An unknown figure becomes a sentence saying how to get it, with a link to the experiment that
+measures it, never a blank or a made-up number.
 """
 
 from __future__ import annotations
@@ -16,14 +19,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 _INFO = "not known yet: see the GPU info pane"
-_CALIBRATE = "not measured yet: run the calibrate experiment"
-_CALIBRATE_CPU = "not measured yet: run the calibrate experiment with cpu=true"
+# Markdown links: the lesson viewer turns them into Run links like the lesson's own.
+_CALIBRATE = "not measured yet: [run the calibrate experiment](experiment:calibrate)"
+_CALIBRATE_CPU = (
+    "not measured yet: [run the calibrate experiment with cpu=true](experiment:calibrate?cpu=true)"
+)
+_BANDWIDTH = "not measured yet: [run the bandwidth experiment](experiment:bandwidth)"
+
+# A pageable figure from a sweep that stopped at small copies would show the fixed per-copy
+# cost, not the rate: only runs whose largest copy is at least this big count.
+PAGEABLE_MIN_BYTES = 64 * 2**20
 
 KEYS: dict[str, tuple[str, str]] = {
     # key: (unit, fallback)
@@ -35,8 +46,8 @@ KEYS: dict[str, tuple[str, str]] = {
     "copy_gbs": ("GB/s", _CALIBRATE),
     "h2d_pinned_gbs": ("GB/s", _CALIBRATE),
     "d2h_pinned_gbs": ("GB/s", _CALIBRATE),
-    # only the bandwidth experiment measures pageable copies; its result shows the figure
-    "h2d_pageable_gbs": ("GB/s", "see the bandwidth experiment's result"),
+    # only the bandwidth experiment measures pageable copies (see from_runs)
+    "h2d_pageable_gbs": ("GB/s", _BANDWIDTH),
     "matmul_tflops_fp32": ("TFLOP/s", _CALIBRATE),
     "matmul_tflops_tf32": ("TFLOP/s", _CALIBRATE),
     "matmul_tflops_fp16": ("TFLOP/s", _CALIBRATE),
@@ -90,12 +101,14 @@ class Measured:
         *,
         telemetry: Any = None,
         device_index: int = 0,
+        runs: Iterable[Any] = (),
         extra: Mapping[str, Any] | None = None,
     ) -> Measured:
         """Everything known now. Never raises: a broken cache is the same as no cache.
 
         `inventory`: the worker's `core.devices.Inventory` (or its dict); `telemetry`: the
-        NVML `SystemInventory`. Where both know a figure, the worker's wins.
+        NVML `SystemInventory`. Where both know a figure, the worker's wins. `runs`: finished
+        runs, newest first (see `from_runs`).
         """
         values: dict[str, Any] = {}
         # A corrupt cache or a half-filled inventory must not break the lesson view.
@@ -104,6 +117,8 @@ class Measured:
         for source in (telemetry, inventory):  # the inventories are the authority on the GPU
             with contextlib.suppress(Exception):
                 values.update(_from_inventory(source, device_index))
+        with contextlib.suppress(Exception):
+            values.update(from_runs(runs))
         values.update(extra or {})
         return cls(values)
 
@@ -205,3 +220,60 @@ def _from_peaks(inventory: Any, device_index: int) -> dict[str, Any]:
         tflops = (cpu.get("matmul_tflops") or {}).get("fp32")
         out["cpu_matmul_gflops"] = tflops * 1e3 if tflops else None
     return {k: v for k, v in out.items() if isinstance(v, int | float | str) and v}
+
+
+# ---- finished runs -------------------------------------------------------------------------
+
+
+def from_runs(runs: Iterable[Any]) -> dict[str, Any]:
+    """Figures from finished runs, newest first; today the pageable H2D rate of `bandwidth`.
+
+    A run is the app's `RunState` (experiment, status, params, result), the store's `RunRow`
+    (experiment, final_type, params, summary: the result's summary or the whole result), or a
+    dict with those keys. Runs that failed, were cancelled, are still going, or did not copy
+    at least PAGEABLE_MIN_BYTES are skipped.
+    """
+    for run in runs:
+        gbs = _pageable_gbs(run)
+        if gbs is not None:
+            return {"h2d_pageable_gbs": gbs}
+    return {}
+
+
+def _pageable_gbs(run: Any) -> float | None:
+    if _attr(run, "experiment") != "bandwidth":
+        return None
+    status = _attr(run, "status") or _attr(run, "final_type")
+    if status != "result":
+        return None
+    result = _attr(run, "result")
+    if not isinstance(result, Mapping):
+        result = _attr(run, "summary")
+    if not isinstance(result, Mapping):
+        return None
+    summary = result.get("summary") if isinstance(result.get("summary"), Mapping) else result
+    record = result.get("record") if isinstance(result.get("record"), Mapping) else {}
+    params = _attr(run, "params") or record.get("params") or {}
+    largest = _bytes(params.get("max_size", 2**30))  # the experiment's default sweep: 1 GiB
+    if largest is None or largest < PAGEABLE_MIN_BYTES:
+        return None
+    gbs = (summary.get("largest_size_gbs") or {}).get("h2d-pageable")
+    if isinstance(gbs, bool) or not isinstance(gbs, int | float) or not gbs > 0:
+        return None
+    return float(gbs)
+
+
+def _bytes(value: Any) -> float | None:
+    """A size as the run kept it: parsed (an int) or as typed ("1Gi", "64Mi")."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        pass
+    try:
+        from gpulab.experiments.registry import get
+
+        return float(get("bandwidth").params.get("max_size").parse(str(value)))
+    except Exception:  # noqa: BLE001 - an unreadable size is an unusable run, not an error
+        return None
