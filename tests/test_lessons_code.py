@@ -1,4 +1,9 @@
-"""Every ```python runnable block in the lessons really runs (CPU here; `runnable gpu` on a GPU)."""
+"""Every ```python runnable block in the lessons really runs.
+
+Without a GPU (CI) the plain `runnable` blocks run and take their CPU branches. Under `-m gpu`
+on a GPU machine every block runs, plain and `runnable gpu` alike, so the
+`if torch.cuda.is_available()` branches of the plain blocks are exercised too.
+"""
 
 from __future__ import annotations
 
@@ -24,15 +29,18 @@ def _blocks(gpu: bool) -> list[tuple[str, CodeBlock]]:
     return found
 
 
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg")
+
+
 def _run(block: CodeBlock, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg")
     return subprocess.run(
         [sys.executable, "-c", block.code],
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
         cwd=cwd,
-        env=env,
+        env=_env(),
     )
 
 
@@ -50,6 +58,7 @@ def _check(where: str, block: CodeBlock, cwd: Path) -> None:
 
 CPU_BLOCKS = _blocks(gpu=False)
 GPU_BLOCKS = _blocks(gpu=True)
+ALL_BLOCKS = sorted(CPU_BLOCKS + GPU_BLOCKS, key=lambda wb: (wb[0].split(":")[0], wb[1].line))
 
 
 @pytest.mark.parametrize("where, block", CPU_BLOCKS, ids=[w for w, _ in CPU_BLOCKS])
@@ -57,10 +66,29 @@ def test_runnable_block(where, block, tmp_path):
     _check(where, block, tmp_path)
 
 
+@pytest.fixture(scope="module")
+def blocks_see_the_gpu() -> None:
+    """The blocks run in child processes: they must see the GPU too, or every
+    `torch.cuda.is_available()` branch would quietly take its CPU side and prove nothing."""
+    probe = "import torch; print(torch.cuda.is_available(), torch.cuda.device_count())"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=TIMEOUT_S, env=_env()
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[0] == "True", f"a child process sees no GPU: {out.stdout.strip()}"
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("where, block", GPU_BLOCKS, ids=[w for w, _ in GPU_BLOCKS])
-def test_runnable_gpu_block(where, block, tmp_path):
+@pytest.mark.parametrize("where, block", ALL_BLOCKS, ids=[w for w, _ in ALL_BLOCKS])
+def test_every_runnable_block_on_the_gpu(where, block, tmp_path, blocks_see_the_gpu):
+    """Plain blocks too: on a GPU their CUDA branches run, which CI never sees."""
     _check(where, block, tmp_path)
+
+
+def test_the_gpu_run_covers_every_block():
+    assert len(ALL_BLOCKS) == len(CPU_BLOCKS) + len(GPU_BLOCKS)
+    assert {w for w, _ in ALL_BLOCKS} == {w for w, _ in CPU_BLOCKS} | {w for w, _ in GPU_BLOCKS}
+    assert CPU_BLOCKS and GPU_BLOCKS
 
 
 def test_every_lesson_has_code_that_runs():
