@@ -6,6 +6,8 @@ real sampler thread (for the tests of its lifecycle); tests wait for messages, n
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
@@ -87,6 +89,17 @@ async def _sample(app, pilot, n: int = 1) -> None:
         app.sampler.sample_now()
         await _until(pilot, lambda b=before: app.query_one(MemoryGauge).model.updates > b)
     await pilot.pause()
+
+
+async def _sample_failing(app, pilot) -> None:
+    """One read that raises (the sampler publishes a stale frame once they persist)."""
+    app.sampler.sample_now()
+    await pilot.pause()
+    await pilot.pause()
+
+
+def _clock(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t))
 
 
 # Pilot tests --------------------------------------------------------------------------------
@@ -228,6 +241,86 @@ async def test_idle_frames_do_not_repaint_an_unchanged_gauge():
         before = gauge.repaints
         await _sample(app, pilot, 3)
         assert gauge.repaints == before
+
+
+# figures that are not current ---------------------------------------------------------------
+
+
+async def test_gpu_lost_mid_run_is_marked_stale_in_both_panes_and_notified():
+    app = PanesApp("full")
+    async with app.run_test(size=SIZE) as pilot:
+        await _sample(app, pilot)
+        gauge, info = app.query_one(MemoryGauge), app.query_one(GpuInfoPane)
+        gauge.job_started()
+        app.fake.set_process_memory(0, 4242, 5 * GiB)
+        await _sample(app, pilot)
+        assert gauge.stale_text == "" and not app.query_one("#gpu-stale").display
+        app.fake.lose_gpu(0)
+        await _sample(app, pilot)
+        lost = app.sampler.latest().lost[0]
+        want = f"stale since {_clock(lost.since)}: GPU lost"
+        # the info pane: a red line above the list, for that GPU
+        marker = str(app.query_one("#gpu-stale").render())
+        assert app.query_one("#gpu-stale").display
+        assert marker.startswith(f"⚠ GPU cuda:0 {want}") and "\n" not in marker
+        # the gauge: its first line, above the N/A figures and the history
+        assert _plain(gauge).startswith(f"⚠ {want}")
+        assert "last run peak" not in _plain(gauge) and "run peak 5.5 GiB" in _plain(gauge)
+        # one notification, said once however many frames follow
+        await _sample(app, pilot, 2)
+        said = [n for n in app._notifications if want in n.message]
+        assert len(said) == 1 and said[0].severity == "error"
+        assert info.problem(0) == lost
+
+
+async def test_failing_reads_mark_the_figures_stale_until_they_recover():
+    app = PanesApp("full")
+    async with app.run_test(size=SIZE) as pilot:
+        await _sample(app, pilot)
+        gauge = app.query_one(MemoryGauge)
+        good = app.sampler.reader.read
+
+        def broken():
+            raise RuntimeError("nvmlDeviceGetFoo exploded")
+
+        app.sampler.reader.read = broken
+        await _sample_failing(app, pilot)  # one failure: not yet said (a blip)
+        assert gauge.stale_text == "" and not app._notifications
+        await _sample_failing(app, pilot)
+        since = app.sampler.failing.since
+        want = f"⚠ stale since {_clock(since)}: RuntimeError: nvmlDeviceGetFoo exploded"
+        assert str(app.query_one("#gpu-stale").render()) == want
+        assert _plain(gauge).startswith(want)
+        assert "1.5/80.0 GiB" in _plain(gauge)  # the last good figures, marked
+        assert [n.message for n in app._notifications] == [want]
+        app.sampler.reader.read = good
+        await _sample(app, pilot)
+        assert gauge.stale_text == "" and not app.query_one("#gpu-stale").display
+        assert "current again" in list(app._notifications)[-1].message
+
+
+async def test_a_quiet_sampler_thread_is_noticed(monkeypatch):
+    import gpulab.app.panes.gpu_info as info_mod
+    import gpulab.app.panes.memory_gauge as gauge_mod
+    import gpulab.app.panes.stale as stale_mod
+
+    for mod in (info_mod, gauge_mod):
+        monkeypatch.setattr(mod, "WATCH_S", 0.1)
+    monkeypatch.setattr(stale_mod, "QUIET_MIN_S", 0.5)
+    app = PanesApp("full", manual=False)
+    app.sampler.set_interval(0.25)
+    async with app.run_test(size=SIZE) as pilot:
+        gauge = app.query_one(MemoryGauge)
+        await _until(pilot, lambda: gauge.model.frame is not None)
+        assert gauge.stale_text == ""
+        # The thread dies without a word (as a bug outside its try would end it).
+        app.sampler._stopping = True
+        app.sampler._wake.set()
+        await _until(pilot, lambda: not app.sampler.running)
+        await _until(pilot, lambda: gauge.stale_text, tries=2000)
+        assert "the telemetry thread stopped" in gauge.stale_text
+        await _until(pilot, lambda: app.query_one("#gpu-stale").display, tries=2000)
+        assert "the telemetry thread stopped" in str(app.query_one("#gpu-stale").render())
 
 
 # snapshots ----------------------------------------------------------------------------------

@@ -246,7 +246,7 @@ def test_interval_is_clamped_and_jobs_hold_two_hertz():
     assert sampler.interval == MAX_INTERVAL
 
 
-def test_a_failing_subscriber_does_not_stop_the_others():
+def test_a_failing_subscriber_does_not_stop_the_others(caplog):
     sampler, _ = fake_sampler("full", interval=0.25)
 
     def broken(frame):
@@ -259,6 +259,10 @@ def test_a_failing_subscriber_does_not_stop_the_others():
         off()
         sampler.stop()
     assert not sampler.running
+    # not swallowed: counted, and logged once (not once per frame)
+    assert sampler.delivery_errors >= 2
+    logged = [r for r in caplog.records if "subscriber failed" in r.getMessage()]
+    assert len(logged) == 1 and "subscriber bug" in logged[0].exc_text
 
 
 def test_sampler_survives_a_reader_crash():
@@ -274,6 +278,58 @@ def test_sampler_survives_a_reader_crash():
 
     sampler.reader.read = flaky
     assert len(_collect(sampler, 1)) == 1 and calls["n"] >= 2
+
+
+def test_persistent_read_failures_republish_the_last_frame_marked_stale(caplog):
+    from gpulab.telemetry.sampler import STALE_AFTER
+
+    sampler, _ = fake_sampler("full", manual=True)
+    seen = []
+    sampler.subscribe(seen.append)
+    good = sampler.sample_now()
+    real_read = sampler.reader.read
+    sampler.reader.read = lambda: (_ for _ in ()).throw(OSError("driver went away"))
+    before = time.time()
+    for _ in range(STALE_AFTER + 2):
+        sampler.sample_now()
+    stale = [f for f in seen if f.stale is not None]
+    assert len(stale) == 1  # said once per episode, when it has lasted STALE_AFTER reads
+    assert stale[0].snapshots == good.snapshots and stale[0].seq == good.seq
+    assert stale[0].stale.reason == "OSError: driver went away"
+    assert before <= stale[0].stale.since <= time.time()
+    assert "stale since" in stale[0].stale.label() and stale[0].problem(0) is stale[0].stale
+    assert sampler.frames == 1  # a republished frame is not a new sample
+    assert len([r for r in caplog.records if "telemetry read failed" in r.getMessage()]) == 1
+    sampler.reader.read = real_read
+    back = sampler.sample_now()
+    assert back.stale is None and sampler.failing is None and seen[-1] is back
+
+
+def test_failing_from_the_start_still_tells_subscribers():
+    sampler, _ = fake_sampler("full", manual=True)
+    seen = []
+    sampler.subscribe(seen.append)
+    sampler.reader.read = lambda: (_ for _ in ()).throw(RuntimeError("no"))
+    sampler.sample_now()
+    sampler.sample_now()
+    assert len(seen) == 1 and seen[0].stale is not None
+    assert not seen[0].inventory.available and "RuntimeError: no" in seen[0].inventory.reason
+
+
+def test_a_gpu_lost_mid_session_is_carried_with_since_and_why():
+    fake = FakeNvml("two-gpus")
+    reader = TelemetryReader(fake, procs=fake.procs)
+    assert reader.read().lost == {}
+    fake.lose_gpu(1)
+    before = time.time()
+    frame = reader.read()
+    assert list(frame.lost) == [1] and "GPU lost" in frame.lost[1].reason
+    assert frame.lost[1].since >= before and frame.problem(1) is frame.lost[1]
+    assert frame.problem(0) is None
+    assert reader.read().lost[1] == frame.lost[1]  # since the first time, not every frame
+    # lost before it was ever read: N/A with the reason, but nothing went stale
+    fake = FakeNvml("gpu-lost")
+    assert TelemetryReader(fake, procs=fake.procs).read().lost == {}
 
 
 # gauge arithmetic ------------------------------------------------------------------------------

@@ -7,16 +7,22 @@ thread (Textual's `post_message` is thread-safe, which is how the panes receive 
 The thread starts with the first subscriber and stops, joined, when the last one leaves or on
 `stop()`. NVML is shut down only after the thread has left its last call: shutting it down under
 a call in flight is a use-after-free inside libnvidia-ml (nvitop guards its exit the same way).
+
+Failures are never silent. A read that raises is logged once per episode; when reads keep
+failing (STALE_AFTER in a row) subscribers get the last good frame again, marked
+`stale=Stale(since, reason)`, so the panes can say "stale since HH:MM:SS: reason" instead of
+freezing on old figures; the next good frame clears it. A GPU that falls off the bus mid-session
+is carried in every later frame's `lost` (since when, why). A subscriber that raises is logged
+(once per subscriber) and counted in `delivery_errors`; the others still get their frames.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpulab.telemetry.inventory import SystemInventory, read_inventory
@@ -26,10 +32,22 @@ from gpulab.telemetry.snapshot import GpuSnapshot, HostProcesses, ProcessTable, 
 log = logging.getLogger(__name__)
 
 MIN_INTERVAL, MAX_INTERVAL, DEFAULT_INTERVAL = 0.25, 5.0, 0.5
+STALE_AFTER = 2  # failed reads in a row before subscribers are told the figures are stale
 JOB_INTERVAL = 0.5  # at least 2 Hz while a job runs, whatever the idle setting
 # The PCIe counters block ~20 ms each: every frame while a job runs (transfers matter then),
 # every few seconds while idle (they read ~0 then), which keeps the idle UI process cheap.
 PCIE_IDLE_S, PCIE_JOB_S = 5.0, 0.0
+
+
+@dataclass(frozen=True)
+class Stale:
+    """Since when (wall clock) and why the figures shown are not new."""
+
+    since: float
+    reason: str
+
+    def label(self) -> str:
+        return f"stale since {time.strftime('%H:%M:%S', time.localtime(self.since))}: {self.reason}"
 
 
 @dataclass
@@ -41,9 +59,21 @@ class Frame:
     inventory: SystemInventory
     snapshots: list[GpuSnapshot] = field(default_factory=list)
     read_s: float = 0.0  # how long the NVML calls took
+    # Set on a republished frame when reads keep failing: these figures are old.
+    stale: Stale | None = None
+    # GPUs that were read fine and then fell off the bus (NVML index -> since when, why).
+    lost: dict[int, Stale] = field(default_factory=dict)
 
     def snapshot(self, nvml_index: int) -> GpuSnapshot | None:
         return next((s for s in self.snapshots if s.nvml_index == nvml_index), None)
+
+    def problem(self, nvml_index: int | None = None) -> Stale | None:
+        """Why the figures of GPU `nvml_index` (None: of any GPU) are not current, or None."""
+        if self.stale is not None:
+            return self.stale
+        if nvml_index is None:
+            return next(iter(self.lost.values()), None)
+        return self.lost.get(nvml_index)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +82,8 @@ class Frame:
             "read_s": self.read_s,
             "inventory": self.inventory.to_dict(),
             "snapshots": [s.to_dict() for s in self.snapshots],
+            "stale": None if self.stale is None else vars(self.stale),
+            "lost": {str(i): vars(v) for i, v in self.lost.items()},
         }
 
 
@@ -65,6 +97,8 @@ class TelemetryReader:
         self._seq = 0
         self.pcie_every_s = PCIE_IDLE_S
         self._pcie: dict[int, tuple[float, Any, Any]] = {}  # nvml index -> (t, tx, rx)
+        self._read_ok: set[int] = set()  # GPUs read fine at least once
+        self._lost: dict[int, Stale] = {}  # ... and lost since
 
     def inventory(self) -> SystemInventory:
         if self._inventory is None:
@@ -76,7 +110,14 @@ class TelemetryReader:
         inv = self.inventory()
         snaps = [self._snapshot(g.nvml_index) for g in inv.gpus]
         self._seq += 1
-        return Frame(self._seq, time.time(), inv, snaps, time.perf_counter() - start)
+        now = time.time()
+        for g in inv.gpus:
+            gone = self.session.lost(g.nvml_index)
+            if gone is None:
+                self._read_ok.add(g.nvml_index)
+            elif g.nvml_index in self._read_ok and g.nvml_index not in self._lost:
+                self._lost[g.nvml_index] = Stale(now, gone.reason)  # lost mid-session
+        return Frame(self._seq, now, inv, snaps, time.perf_counter() - start, lost=dict(self._lost))
 
     def _snapshot(self, i: int) -> GpuSnapshot:
         now = time.time()
@@ -93,6 +134,8 @@ class TelemetryReader:
         self.session.close()
         self._inventory = None
         self._pcie.clear()
+        self._read_ok.clear()
+        self._lost.clear()
 
 
 def clamp_interval(seconds: float) -> float:
@@ -122,7 +165,12 @@ class Sampler:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._latest: Frame | None = None
+        self._good: Frame | None = None  # the last frame that was read, not republished
         self.frames = 0
+        self.failures = 0  # failed reads in a row
+        self.failing: Stale | None = None  # the current run of failed reads: since, why
+        self.delivery_errors = 0
+        self._bad_subscribers: set[int] = set()
 
     # rate -----------------------------------------------------------------------------------
     @property
@@ -177,12 +225,46 @@ class Sampler:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def sample_now(self) -> Frame:
-        """Read and publish one frame on the calling thread (tests, `gpulab info`)."""
-        with self._read_lock:
-            frame = self.reader.read()
+    def sample_now(self) -> Frame | None:
+        """Read and publish one frame on the calling thread (tests). A failed read is handled
+        as on the thread (logged; after STALE_AFTER, the stale frame): that frame, or the
+        latest one, is returned."""
+        return self._read_once()
+
+    def _read_once(self, *, on_thread: bool = False) -> Frame | None:
+        try:
+            with self._read_lock:
+                if on_thread and self._stopping:  # stop() closes NVML under this lock
+                    return None
+                frame = self.reader.read()
+        except Exception as exc:  # a bug in a reader must not kill telemetry for the session
+            self._failed(exc)
+            return self._latest
+        self.failures, self.failing = 0, None
+        self._good = frame
         self._publish(frame)
         return frame
+
+    def _failed(self, exc: BaseException) -> None:
+        self.failures += 1
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        if self.failing is None or self.failing.reason != reason:
+            log.error("telemetry read failed: %s", reason, exc_info=exc)
+            self.failing = Stale(time.time(), reason)
+            if self.failures > STALE_AFTER:  # a new reason in a failing run: say it
+                self._publish_stale()
+        if self.failures == STALE_AFTER:
+            self._publish_stale()
+
+    def _publish_stale(self) -> None:
+        assert self.failing is not None
+        good = self._good
+        if good is not None:
+            frame = replace(good, stale=self.failing)
+        else:
+            why = f"telemetry cannot be read: {self.failing.reason}"
+            frame = Frame(0, self.failing.since, SystemInventory(False, why), stale=self.failing)
+        self._publish(frame, count=False)
 
     # thread ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -213,15 +295,7 @@ class Sampler:
     def _run(self) -> None:
         while not self._stopping:
             began = time.monotonic()
-            try:
-                with self._read_lock:
-                    if self._stopping:
-                        break
-                    frame = self.reader.read()
-            except Exception:  # a bug in a reader must not kill telemetry for the session
-                log.exception("telemetry read failed")
-            else:
-                self._publish(frame)
+            self._read_once(on_thread=True)
             self._wake.clear()
             # Sleep what is left of the period; set_interval, hold_fast and stop wake us early.
             while not self._stopping:
@@ -230,18 +304,22 @@ class Sampler:
                     break
                 self._wake.clear()
 
-    def _publish(self, frame: Frame) -> None:
+    def _publish(self, frame: Frame, *, count: bool = True) -> None:
         self._latest = frame
-        self.frames += 1
+        self.frames += count
         with self._lock:
             subs = list(self._subs.values())
         for cb in subs:
             self._deliver(cb, frame)
 
-    @staticmethod
-    def _deliver(cb: Callable[[Frame], None], frame: Frame) -> None:
-        with contextlib.suppress(Exception):
+    def _deliver(self, cb: Callable[[Frame], None], frame: Frame) -> None:
+        try:
             cb(frame)
+        except Exception:  # one broken subscriber must not starve the others: log, count
+            self.delivery_errors += 1
+            if id(cb) not in self._bad_subscribers:
+                self._bad_subscribers.add(id(cb))
+                log.exception("a telemetry subscriber failed (%r); the others go on", cb)
 
 
 _shared: Sampler | None = None

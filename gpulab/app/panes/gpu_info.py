@@ -26,8 +26,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import OptionList, Static
 
+from gpulab.app.panes.stale import WATCH_S, StaleWatch, marker
 from gpulab.telemetry.inventory import GpuInventory, SystemInventory
-from gpulab.telemetry.sampler import Frame, Sampler, shared_sampler
+from gpulab.telemetry.sampler import Frame, Sampler, Stale, shared_sampler
 from gpulab.telemetry.snapshot import GpuSnapshot
 from gpulab.telemetry.values import NA, gib, nbytes
 
@@ -43,6 +44,7 @@ class GpuInfoPane(Vertical):
     GpuInfoPane > #gpu-list { height: auto; max-height: 6; border: none; padding: 0; }
     GpuInfoPane > #gpu-scroll { height: 1fr; }
     GpuInfoPane #gpu-status { color: $text-muted; }
+    GpuInfoPane #gpu-stale { color: $error; text-style: bold; height: auto; }
     """
 
     class Selected(Message):
@@ -95,6 +97,9 @@ class GpuInfoPane(Vertical):
         self._status_text = ""
         self._static_key: Any = None
         self._live_at = 0.0
+        self.watch = StaleWatch()
+        self._said: set[Any] = set()  # the problems already notified
+        self.stale_text = ""  # the marker shown above the list ("" when all is current)
 
     @property
     def sampler(self) -> Sampler:
@@ -104,6 +109,7 @@ class GpuInfoPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("Reading NVML…", id="gpu-status")
+        yield Static("", id="gpu-stale", markup=False)
         yield OptionList(id="gpu-list")
         with VerticalScroll(id="gpu-scroll"):
             yield Static("", id="gpu-details")
@@ -112,7 +118,11 @@ class GpuInfoPane(Vertical):
 
     def on_mount(self) -> None:
         self.query_one("#gpu-list", OptionList).display = False
+        self.query_one("#gpu-stale").display = False
+        self.watch.saw_frame()
         self._unsubscribe = self.sampler.subscribe(self._from_thread)
+        if not self.sampler.manual:
+            self.set_interval(WATCH_S, self._watchdog, name="telemetry watchdog")
 
     def on_unmount(self) -> None:
         if self._unsubscribe is not None:
@@ -137,9 +147,51 @@ class GpuInfoPane(Vertical):
     def _frame(self, message: FrameArrived) -> None:
         first = self.frame is None or self.frame.inventory is not message.frame.inventory
         self.frame = message.frame
+        self.watch.saw_frame()
         if first:
             self._join()
+        self._show_problems()
         self._redraw()
+
+    # figures that are not current ------------------------------------------------------------
+    def _watchdog(self) -> None:
+        if self.watch.check(self.sampler):
+            self._show_problems()
+
+    def _show_problems(self) -> None:
+        """The marker above the list, and one notification per new problem (and recovery)."""
+        problems = self.watch.problems(self.frame)
+        lines = [marker(why, self._gpu_label(i)) for i, why in problems]
+        text = "\n".join(lines)
+        if text != self.stale_text:
+            self.stale_text = text
+            stale = self.query_one("#gpu-stale", Static)
+            stale.update(text)
+            stale.display = bool(text)
+        for index, why in problems:
+            key = (index, why)
+            if key not in self._said:
+                self._said.add(key)
+                self.notify(
+                    marker(why, self._gpu_label(index)),
+                    title="GPU telemetry",
+                    severity="error",
+                    timeout=10,
+                )
+        if not any(i is None for i, _ in problems) and any(k[0] is None for k in self._said):
+            self._said = {k for k in self._said if k[0] is not None}
+            self.notify("GPU telemetry is current again.", title="GPU telemetry")
+
+    def _gpu_label(self, nvml_index: int | None) -> str | None:
+        if nvml_index is None:
+            return None
+        g = self.inventory.gpu(nvml_index) if self.inventory else None
+        if g is not None and isinstance(g.cuda_index, int):
+            return f"cuda:{g.cuda_index}"
+        return f"nvml:{nvml_index}"
+
+    def problem(self, nvml_index: int) -> Stale | None:
+        return self.watch.problem(self.frame, nvml_index)
 
     def _join(self) -> None:
         if self.frame is None:
@@ -235,6 +287,7 @@ class GpuInfoPane(Vertical):
             self.highlighted_nvml,
             self._worker_key(),
             len(inv.gpus),
+            self.stale_text,  # a GPU lost, or reads failing: shown at once
         )
         now = time.monotonic()
         period = LIVE_PERIOD_JOB_S if self.sampler.busy else LIVE_PERIOD_S

@@ -17,6 +17,7 @@ from textual import on
 from textual.message import Message
 from textual.widget import Widget
 
+from gpulab.app.panes.stale import WATCH_S, StaleWatch, marker
 from gpulab.telemetry.gauge import Layers, MemoryModel
 from gpulab.telemetry.sampler import Frame, Sampler, shared_sampler
 from gpulab.telemetry.values import NA, nbytes
@@ -48,6 +49,7 @@ class MemoryGauge(Widget):
         self._key: Any = None
         self.repaints = 0
         self.label = ""
+        self.watch = StaleWatch()
 
     @property
     def sampler(self) -> Sampler:
@@ -89,7 +91,20 @@ class MemoryGauge(Widget):
 
     # frames ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
+        self.watch.saw_frame()
         self._unsubscribe = self.sampler.subscribe(self._from_thread)
+        if not self.sampler.manual:
+            self.set_interval(WATCH_S, self._watchdog, name="telemetry watchdog")
+
+    def _watchdog(self) -> None:
+        if self.watch.check(self.sampler):
+            self._update()
+
+    @property
+    def stale_text(self) -> str:
+        """ "⚠ stale since HH:MM:SS: why" when this GPU's figures are not current, else ""."""
+        why = self.watch.problem(self.model.frame, self.model.nvml_index)
+        return "" if why is None else marker(why)
 
     def on_unmount(self) -> None:
         if self._unsubscribe is not None:
@@ -102,7 +117,11 @@ class MemoryGauge(Widget):
 
     @on(FrameArrived)
     def _frame(self, message: FrameArrived) -> None:
-        self.model.add_frame(message.frame)
+        self.watch.saw_frame()
+        if message.frame.stale is not None:  # the last good frame again: no new history point
+            self.model.frame = message.frame
+        else:
+            self.model.add_frame(message.frame)
         self._update()
 
     def on_resize(self) -> None:
@@ -114,19 +133,24 @@ class MemoryGauge(Widget):
         width = max(20, self.size.width or 40)
         layers = self.model.layers()
         spark, peak_col = self.model.spark(max(1, width - 1))
-        key = (width, layers, spark, peak_col, self.model.worker_pid, self.model.job_running)
+        stale = self.stale_text
+        key = (width, layers, spark, peak_col, self.model.worker_pid, self.model.job_running, stale)
         if key == self._key:
             return
         self._key = key
-        self._text = self._draw(width, layers, spark, peak_col)
+        self._text = self._draw(width, layers, spark, peak_col, stale)
         self.repaints += 1
         self.refresh(layout=True)
 
     def render(self) -> Text:
         return self._text
 
-    def _draw(self, width: int, ly: Layers, spark: str, peak_col: int | None) -> Text:
+    def _draw(
+        self, width: int, ly: Layers, spark: str, peak_col: int | None, stale: str = ""
+    ) -> Text:
         out = Text(no_wrap=False, overflow="fold")
+        if stale:
+            out.append(stale + "\n", style="bold red")
         frame = self.model.frame
         several = frame is not None and len(frame.inventory.gpus) > 1
         out.append_text(_bar_line(width, ly, self.label if several and self.label else "Device"))
