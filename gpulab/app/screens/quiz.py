@@ -2,10 +2,14 @@
 
 Every answer is saved as it is given (so a quiz left half-way still counts as practice); the
 score of a quiz finished to the end updates the lesson's best score.
+
+Quiz text is written like the lessons: `code` in backticks. It is shown as code (styled, the
+backticks dropped); everything else is literal text, so brackets in a question are never markup.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from textual import on
@@ -21,6 +25,28 @@ from gpulab.lessons.catalog import Lesson
 from gpulab.store import Store
 
 LETTERS = "ABCDEFGHIJ"
+CODE_STYLE = "bold $text-accent"
+# A code span as CommonMark has it: a run of backticks, then the same run again.
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
+
+
+def inline_code(text: str, style: str = CODE_STYLE) -> Content:
+    """`text` with its `code` spans styled as code and their backticks removed.
+
+    A backtick without a partner stays as it is. As in Markdown, one space just inside both
+    ends of a span is padding (so a span can start or end with a backtick): it is dropped.
+    """
+    parts: list[str | tuple[str, str]] = []
+    pos = 0
+    for m in _CODE_SPAN.finditer(text):
+        code = m.group(2)
+        if len(code) > 2 and code.startswith(" ") and code.endswith(" ") and code.strip():
+            code = code[1:-1]
+        parts.append(text[pos : m.start()])
+        parts.append((code, style))
+        pos = m.end()
+    parts.append(text[pos:])
+    return Content.assemble(*parts)
 
 
 @dataclass(frozen=True)
@@ -125,13 +151,13 @@ class QuizScreen(ModalScreen[QuizResult | None]):
         self.query_one("#quiz-count", Static).update(
             Content(f"Question {self.index + 1} of {total} · score so far {self.score}")
         )
-        self.query_one("#quiz-question", Static).update(Content(q.q))
+        self.query_one("#quiz-question", Static).update(inline_code(q.q))
         choices = self.query_one("#quiz-choices", OptionList)
         choices.disabled = False
         choices.clear_options()
         choices.add_options(
             [
-                Option(Content(f"{LETTERS[i]}. {text}"), id=f"choice-{i}")
+                Option(Content.assemble(f"{LETTERS[i]}. ", inline_code(text)), id=f"choice-{i}")
                 for i, text in enumerate(q.choices)
             ]
         )
@@ -168,11 +194,15 @@ class QuizScreen(ModalScreen[QuizResult | None]):
                 self.app.notify(f"Could not save the answer: {exc}", severity="warning")
         feedback = self.query_one("#quiz-feedback", Static)
         if right:
-            text = f"✓ Right. {q.explain}"
+            text = Content.assemble("✓ Right. ", inline_code(q.explain))
         else:
-            correct = f"{LETTERS[q.answer]}. {q.choices[q.answer]}"
-            text = f"✗ Not quite: the answer is {correct}\n{q.explain}"
-        feedback.update(Content(text))
+            text = Content.assemble(
+                f"✗ Not quite: the answer is {LETTERS[q.answer]}. ",
+                inline_code(q.choices[q.answer]),
+                "\n",
+                inline_code(q.explain),
+            )
+        feedback.update(text)
         feedback.set_class(right, "-right")
         feedback.set_class(not right, "-wrong")
         self.query_one("#quiz-choices", OptionList).disabled = True
