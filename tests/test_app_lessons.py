@@ -324,3 +324,217 @@ async def test_full_app_every_lesson_link_opens_a_valid_form():
             for name, value in link.params.items():
                 p = params.get(name)
                 assert p.parse(raw[name]) == p.parse(value), f"{where}: {name}={raw[name]!r}"
+
+
+# ---- the real app, the real lessons --------------------------------------------------------
+
+
+async def _wait(pilot: Any, condition: Any, what: str, tries: int = 400) -> Any:
+    for _ in range(tries):
+        value = condition()
+        if value:
+            return value
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_real_lesson_run_link_by_keyboard_fills_the_experiment_panel(tmp_path, monkeypatch):
+    """Open a real lesson in the real app, move to one of its Run links with the keyboard,
+    press enter: the experiment panel shows that experiment with the link's values."""
+    from gpulab.app.panes.experiments import ExperimentPanel
+    from gpulab.experiments.registry import get
+
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "data"))  # what --data-dir sets
+    lesson = load_catalog().get("transfers")
+    links = lesson.links()
+    index, link = next((i, li) for i, li in enumerate(links) if len(li.params) >= 2)
+    assert link.experiment == "bandwidth"
+    app = _full_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _panes_ready(pilot)
+        app.open_lesson("transfers")
+        await pilot.pause()
+        pane = app.screen.query_one("#lessons", LessonsPane)
+        assert pane.current == "transfers"
+        await _wait(pilot, lambda: pane.query(".run-link"), "the lesson's Run links")
+        buttons = list(pane.query(".run-link").results(Button))
+        assert [str(b.label) for b in buttons] == [f"▶ {li.text}" for li in links]
+        pane.query_one("#lesson-scroll").focus()
+        await pilot.press("e")  # to the first Run link
+        await pilot.press(*["down"] * index)
+        assert app.focused is buttons[index]
+        await pilot.press("enter")
+        panel = app.screen.query_one("#experiments", ExperimentPanel)
+        form = await _form_ready(pilot, panel, link.experiment)
+        assert app.screen.current == "experiments"
+        params = get(link.experiment).params
+        raw = form.raw()
+        for name, value in link.params.items():
+            assert params.get(name).parse(raw[name]) == params.get(name).parse(value), name
+        assert params.get("max_size").parse(raw["max_size"]) == 2**30  # "1Gi" in the link
+        assert form.errors() == []
+        assert pane.store.is_read("transfers")
+    assert (tmp_path / "data" / "gpulab.sqlite3").exists()
+
+
+async def _take_quiz(pilot: Any, app: Any, answers: list[int]) -> Any:
+    quiz = await _wait(pilot, lambda: isinstance(app.screen, QuizScreen) and app.screen, "quiz")
+    for choice in answers:
+        await pilot.press(str(choice + 1))
+        await pilot.pause()
+        await pilot.press("enter")  # next question, or the score after the last
+        await pilot.pause()
+    assert quiz.result is not None
+    return quiz
+
+
+async def test_real_quiz_in_the_real_app_survives_a_restart(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "data"))
+    lesson = load_catalog().get("why-gpus")
+    right = [q.answer for q in lesson.quiz]
+    wrong_first = [(right[0] + 1) % len(lesson.quiz[0].choices), *right[1:]]
+    total = len(lesson.quiz)
+
+    app = _full_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _panes_ready(pilot)
+        app.open_lesson("why-gpus")
+        await pilot.pause()
+        pane = app.screen.query_one("#lessons", LessonsPane)
+        pane.query_one("#lesson-scroll").focus()
+        await pilot.press("t")  # the lesson's quiz
+        quiz = await _take_quiz(pilot, app, wrong_first)
+        assert quiz.result.score == total - 1
+        assert f"You scored {total - 1} of {total}" in str(
+            quiz.query_one("#quiz-question").render()
+        )
+        await pilot.press("escape")
+        await _wait(pilot, lambda: not isinstance(app.screen, QuizScreen), "the quiz to close")
+        assert "quiz best" in str(pane.query_one("#lesson-marks", Static).render())
+
+    again = _full_app()  # a restart: a new app on the same data directory
+    async with again.run_test(size=(160, 48)) as pilot:
+        await _panes_ready(pilot)
+        pane = again.screen.query_one("#lessons", LessonsPane)
+        best = pane.store.best_scores()["why-gpus"]
+        assert (best.best_score, best.total) == (total - 1, total)
+        answers = pane.store.answers("why-gpus")
+        assert [a.choice for a in answers] == wrong_first
+        assert [a.correct for a in answers] == [False] + [True] * (total - 1)
+        label = next(lbl for lbl in _leaf_labels(pane) if lesson.title in lbl)
+        assert label == f"✓ {lesson.title}  {total - 1}/{total}"
+        assert "1 of 17 lessons read · 1 quizzes taken" in str(
+            pane.query_one("#lesson-marks", Static).render()
+        )
+        # and the quiz again, all right this time: the best score improves and is kept
+        again.open_lesson("why-gpus")
+        await pilot.pause()
+        pane.query_one("#lesson-scroll").focus()
+        await pilot.press("t")
+        quiz = await _take_quiz(pilot, again, right)
+        assert quiz.result.best_score == total
+        await pilot.press("escape")
+    with Store(tmp_path / "data" / "gpulab.sqlite3") as store:
+        assert store.best_scores()["why-gpus"].best_score == total
+
+
+async def test_quiz_shows_inline_code_as_code(tmp_path):
+    """Backticks in quiz text are Markdown code: shown styled, without the backticks."""
+    from gpulab.app.screens.quiz import CODE_STYLE, inline_code
+
+    lesson = load_catalog().get("pytorch-on-the-gpu")
+    n, q = next(
+        (i, q) for i, q in enumerate(lesson.quiz) if "`" in q.q and any("`" in c for c in q.choices)
+    )
+
+    class QuizApp(App[None]):
+        def on_mount(self) -> None:
+            screen = QuizScreen(lesson, Store(tmp_path / "p.db"))
+            self.push_screen(screen)
+
+    app = QuizApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        quiz = await _wait(pilot, lambda: isinstance(app.screen, QuizScreen) and app.screen, "quiz")
+        for _ in range(n):  # to question n
+            await pilot.press("1", "enter")
+            await pilot.pause()
+        question = quiz.query_one("#quiz-question", Static).render()
+        assert "`" not in str(question) and str(question) == inline_code(q.q).plain
+        code = [str(question)[s.start : s.end] for s in question.spans if s.style == CODE_STYLE]
+        assert code and all(c in q.q for c in code)
+        options = quiz.query_one("#quiz-choices", OptionList)
+        for i, choice in enumerate(q.choices):
+            prompt = options.get_option_at_index(i).prompt
+            assert "`" not in str(prompt) and str(prompt).startswith(f"{'ABCD'[i]}. ")
+            assert any(s.style == CODE_STYLE for s in prompt.spans) == ("`" in choice)
+        # what the terminal shows: no backticks, the code in bold
+        lines = [quiz.query_one("#quiz-question").render_line(y) for y in range(2)]
+        assert not any("`" in seg.text for line in lines for seg in line)
+        first_code = code[0].split()[0]
+        assert any(first_code in seg.text and seg.style.bold for line in lines for seg in line)
+        wrong = (q.answer + 1) % len(q.choices)
+        await pilot.press(str(wrong + 1))
+        await pilot.pause()
+        feedback = quiz.query_one("#quiz-feedback", Static).render()
+        assert "Not quite" in str(feedback) and "`" not in str(feedback)
+        assert inline_code(q.choices[q.answer]).plain in str(feedback)
+        assert any(s.style == CODE_STYLE for s in feedback.spans)
+
+
+def test_inline_code_rules():
+    from gpulab.app.screens.quiz import CODE_STYLE, inline_code
+
+    c = inline_code("call `x.numpy()` on [b]this[/b]")
+    assert c.plain == "call x.numpy() on [b]this[/b]"  # brackets are text, never markup
+    assert [(c.plain[s.start : s.end], s.style) for s in c.spans] == [("x.numpy()", CODE_STYLE)]
+    assert inline_code("a lone ` stays").plain == "a lone ` stays"
+    assert inline_code("``a`b``").plain == "a`b"  # a longer fence holds a backtick
+    assert inline_code("no code at all").spans == []
+
+
+async def test_a_bandwidth_run_fills_the_transfers_lesson(tmp_path, monkeypatch):
+    """The pageable H2D figure in lesson 10 comes from a finished bandwidth run, shown when
+    the learner comes back to the lesson; before that the lesson says how to measure it."""
+    from gpulab.app.fake_runner import FakeRunner, frozen
+    from gpulab.app.panes.experiments import ExperimentPanel
+    from gpulab.experiments.bandwidth import EXPERIMENT as bandwidth
+    from gpulab.runner import events as ev
+
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "data"))
+
+    async def bandwidth_script(job: Any, emit: Any) -> None:
+        emit(frozen(ev.ACCEPTED, job.id, experiment=job.experiment, params=job.params))
+        top = float(job.params["max_size"])
+        curves = {"h2d-pageable": [(65536.0, 3.3), (top, 8.31)], "h2d-pinned": [(top, 55.0)]}
+        result = {
+            "record": {"experiment": "bandwidth", "params": job.params, "device": "fake"},
+            "measurements": [],
+            "summary": bandwidth._summary(curves, {}, None, None),
+            "explanation": "",
+            "lesson": "transfers",
+        }
+        emit(frozen(ev.RESULT, job.id, result=result))
+
+    from gpulab.app import GpuLabApp
+
+    app = GpuLabApp(runner_factory=lambda **kw: FakeRunner(script=bandwidth_script, **kw))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _panes_ready(pilot)
+        app.open_lesson("transfers")
+        await pilot.pause()
+        pane = app.screen.query_one("#lessons", LessonsPane)
+        md = pane.query_one("#lesson-body", Markdown)
+        fallback = "(not measured yet: [run the bandwidth experiment](experiment:bandwidth))"
+        assert f"latest bandwidth sweep: {fallback}." in md.source
+        sweep = next(li for li in load_catalog().get("transfers").links() if li.params)
+        assert pane.follow_link(sweep.href)
+        panel = app.screen.query_one("#experiments", ExperimentPanel)
+        await _form_ready(pilot, panel, "bandwidth")
+        await _wait(pilot, lambda: app.handshake is not None, "the worker")
+        state = await panel.start_run()
+        assert state is not None
+        await _wait(pilot, lambda: state.finished, "the bandwidth run")
+        assert state.status == ev.RESULT
+        app.focus_pane("lessons")  # back to the lesson
+        await _wait(pilot, lambda: "sweep: 8.3 GB/s." in md.source, "the measured figure")
+        assert fallback not in md.source

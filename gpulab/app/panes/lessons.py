@@ -13,6 +13,7 @@ When the pane is narrow the tree and the lesson take turns (`l` toggles); `m` ma
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from rich.text import Text
@@ -165,6 +166,7 @@ class LessonsPane(Widget):
         self._inventory: Any = None
         self.current: str | None = None
         self._links: list[ExperimentLink] = []
+        self._shown_values: dict[str, Any] | None = None  # the figures the open lesson shows
 
     # ---- building -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -247,7 +249,44 @@ class LessonsPane(Widget):
         device = getattr(app, "device", None)
         if device is None:
             device = getattr(app, "device_index", 0)
-        return Measured.collect(inventory, telemetry=telemetry, device_index=int(device or 0))
+        return Measured.collect(
+            inventory,
+            telemetry=telemetry,
+            device_index=int(device or 0),
+            runs=self._finished_runs(),
+        )
+
+    def _finished_runs(self) -> list[Any]:
+        """Runs that may hold a figure (a bandwidth sweep's pageable rate), newest first.
+
+        This session's runs from the experiment panel, then the progress store's run history.
+        """
+        runs: list[Any] = []
+        for panel in self.screen.query("#experiments"):
+            runs.extend(reversed(list(getattr(panel, "runs", None) or [])))
+        with contextlib.suppress(Exception):  # a figure the lesson cannot show is no error
+            runs.extend(self.store.list_runs("bandwidth", limit=20))
+        return runs
+
+    def on_descendant_focus(self) -> None:
+        # Back from the experiment panel: a run there may have measured a figure this
+        # lesson was waiting for.
+        self.refresh_measured()
+
+    def refresh_measured(self) -> AwaitComplete:
+        """Redraw the open lesson's text if the figures it shows have changed."""
+        if self.current is None or self.current not in self.catalog:
+            return AwaitComplete.nothing()
+        measured = self.measured()
+        if measured.values == self._shown_values:
+            return AwaitComplete.nothing()
+        lesson = self.catalog.get(self.current)
+        return self.query_one("#lesson-body", Markdown).update(self._markdown(lesson, measured))
+
+    def _markdown(self, lesson: Lesson, measured: Measured) -> str:
+        self._shown_values = dict(measured.values)
+        objectives = "\n".join(f"- {o}" for o in lesson.objectives)
+        return f"**You will be able to**\n\n{objectives}\n\n" + lesson.display_markdown(measured)
 
     # ---- the tree -----------------------------------------------------------------------
     def _label(self, lesson: Lesson, best: dict[str, QuizBest], read: set[str]) -> Text:
@@ -358,10 +397,7 @@ class LessonsPane(Widget):
     def _show_lesson(self, lesson: Lesson) -> AwaitComplete:
         self.query_one("#lesson-heading", Static).update(Content(lesson.title))
         self._show_marks(lesson)
-        objectives = "\n".join(f"- {o}" for o in lesson.objectives)
-        text = f"**You will be able to**\n\n{objectives}\n\n" + lesson.display_markdown(
-            self.measured()
-        )
+        text = self._markdown(lesson, self.measured())
         self._links = lesson.links()
         runs = self.query_one("#lesson-runs", Vertical)
         runs.remove_children()
