@@ -100,11 +100,16 @@ class GpuLabApp(App[None]):
     def on_mount(self) -> None:
         self._loop_thread = threading.get_ident()
         self.main_ready = self.main_ready or asyncio.Event()
-        # Started from a worker, so the first frame never waits for a process to spawn.
-        self.run_worker(self._start_runner(), name="runner start", exit_on_error=False)
+        # After the first frame, from a worker: spawning the worker process (and importing the
+        # runner client) took ~140 ms of the event loop that the first paint waited for.
+        self.call_after_refresh(self._begin_runner)
         if not self.is_headless and self.watch_terminal:
             self._install_signal_handlers()
             self.set_interval(1.0, self._check_terminal, name="terminal watchdog")
+
+    def _begin_runner(self) -> None:
+        # The coroutine function, not a coroutine: an app that exits first creates none.
+        self.run_worker(self._start_runner, name="runner start", exit_on_error=False)
 
     @property
     def panel(self) -> ExperimentPanel:
