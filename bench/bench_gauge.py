@@ -1,15 +1,20 @@
-"""CPU cost of the telemetry panes in the UI process (target: idle <= 2% of one core).
+"""CPU cost of the gpulab UI process with the telemetry panes on (target: idle <= 2% of a core).
 
-Runs a headless Textual app holding GpuInfoPane and MemoryGauge on the default 2 Hz sampler,
-and measures `time.process_time()` (every thread of the process: the event loop and the
-sampler thread's NVML calls) against wall time over each phase:
+Runs the whole UI process headless: `GpuLabApp` at 160x48 (all four panes on screen, the
+memory gauge and the GPU info pane among them) with its runner (a FakeRunner by default, the
+real worker process with --runner real) and the 2 Hz sampler, and measures
+`time.process_time()` (every thread of this process: the event loop, the sampler thread's NVML
+calls, the runner client) against wall time over each phase. The worker is another process:
+its CPU is not the UI's and is not counted.
 
-  idle    nothing changes on the GPU: frames arrive, the panes compare and mostly skip repaints
-  active  a job "runs": memory changes every frame and worker readings arrive at 4/s, so the
-          gauge repaints on every update (the worst case the gauge meets)
+  idle    nothing happens: frames arrive, the panes compare and mostly skip repaints
+  active  a job runs (held open by the fake runner; with the real runner, a long Monte Carlo
+          that is cancelled at the end): memory changes every frame and worker readings arrive
+          at 4/s, so the gauge repaints on every update (the worst case the gauge meets)
 
-    python bench/bench_gauge.py                      # fake NVML (CI, laptops)
-    python bench/bench_gauge.py --real --phases idle # the machine's NVML
+    python bench/bench_gauge.py                        # fake NVML, fake runner (CI, laptops)
+    python bench/bench_gauge.py --runner real --jitter # the real worker process
+    python bench/bench_gauge.py --real --phases idle   # the machine's NVML
     python bench/bench_gauge.py --json bench/results/gauge-cpu.json
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import statistics
 import sys
@@ -27,44 +33,43 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from textual.app import App, ComposeResult  # noqa: E402
-from textual.containers import Horizontal  # noqa: E402
-
-from gpulab.app.panes.gpu_info import GpuInfoPane  # noqa: E402
+import gpulab.app.panes.gpu_info as info  # noqa: E402
+from gpulab.app import GpuLabApp  # noqa: E402
+from gpulab.app.fake_runner import FakeRunner  # noqa: E402
 from gpulab.app.panes.memory_gauge import MemoryGauge  # noqa: E402
 from gpulab.telemetry.fake import GiB, MiB, fake_sampler, worker_inventory  # noqa: E402
 from gpulab.telemetry.sampler import Sampler, TelemetryReader  # noqa: E402
 
 TARGET_IDLE = 0.02  # of one core
+SIZE = (160, 48)
 
 
-class GaugeApp(App):
-    CSS = "Horizontal > * { width: 1fr; border: round $accent; }"
+class BenchApp(GpuLabApp):
+    """The lab as `gpulab` runs it, plus a tap on the sampler for the NVML read times."""
 
-    def __init__(self, sampler: Sampler) -> None:
-        super().__init__()
-        self.sampler = sampler
+    def __init__(self, sampler: Sampler, **kw: Any) -> None:
+        super().__init__(sampler=sampler, watch_terminal=False, **kw)
         self.read_s: list[float] = []
-
-    def compose(self) -> ComposeResult:
-        with Horizontal():
-            yield GpuInfoPane(sampler=self.sampler, id="gpu-info")
-            yield MemoryGauge(sampler=self.sampler, id="memory-gauge")
+        self._off: Any = None
 
     def on_mount(self) -> None:
+        super().on_mount()
         self._off = self.sampler.subscribe(lambda f: self.read_s.append(f.read_s))
 
-    def on_unmount(self) -> None:
-        self._off()
+    async def on_unmount(self) -> None:
+        if self._off is not None:
+            self._off()
+        await super().on_unmount()
 
 
 async def _phase(
-    app: GaugeApp, name: str, seconds: float, fake: Any, jitter: bool
+    app: BenchApp, pilot: Any, name: str, seconds: float, fake: Any, jitter: bool
 ) -> dict[str, Any]:
+    pid = int(app.handshake["pid"])
     gauge = app.query_one(MemoryGauge)
     frames0, repaints0, n_read = app.sampler.frames, gauge.repaints, len(app.read_s)
     if name == "active":
-        gauge.job_started()
+        await _start_job(app, pilot)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     end = wall0 + seconds
     step = 0
@@ -73,11 +78,11 @@ async def _phase(
             step += 1
             held = (step % 8 + 1) * 512 * MiB
             if fake is not None:
-                fake.set_process_memory(0, 4242, held + GiB)
+                fake.set_process_memory(0, pid, held + GiB)
             gauge.add_reading(
                 {
                     "type": "memory",
-                    "pid": 4242,
+                    "pid": pid,
                     "reading": {"torch_allocated": held, "torch_reserved": held},
                 }
             )
@@ -90,7 +95,7 @@ async def _phase(
             await asyncio.sleep(0.5)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     if name == "active":
-        gauge.job_finished()
+        await _end_job(app, pilot)
     reads = app.read_s[n_read:]
     return {
         "phase": name,
@@ -104,30 +109,69 @@ async def _phase(
     }
 
 
+async def _start_job(app: BenchApp, pilot: Any) -> None:
+    if isinstance(app.runner, FakeRunner):
+        app.runner.hold = True  # the fake job stays open until released
+    else:
+        app.panel.form.set_values({"samples": "1e12"})  # far longer than a phase: cancelled
+        await pilot.pause()
+    await pilot.press("r")
+    while not (app.panel.running and app.panel.job is not None):
+        await pilot.pause(0.05)
+
+
+async def _end_job(app: BenchApp, pilot: Any) -> None:
+    if isinstance(app.runner, FakeRunner):
+        app.runner.release()
+    else:
+        await app.panel.cancel_run()
+    deadline = time.monotonic() + 60
+    while app.panel.running and time.monotonic() < deadline:
+        await pilot.pause(0.05)
+
+
 async def run(
-    real: bool, seconds: float, phases: list[str], interval: float, jitter: bool = False
+    real: bool,
+    seconds: float,
+    phases: list[str],
+    interval: float,
+    jitter: bool = False,
+    runner: str = "fake",
 ) -> dict[str, Any]:
     if real:
         sampler, fake = Sampler(TelemetryReader(), interval=interval), None
     else:
         sampler, fake = fake_sampler("full", interval=interval)
-    app = GaugeApp(sampler)
+    kw: dict[str, Any] = {}
+    if runner == "fake":
+        inventory = worker_inventory(fake) if fake is not None else None
+        kw["runner_factory"] = lambda **rk: FakeRunner(inventory=inventory, pid=4242, **rk)
+    app = BenchApp(sampler, **kw)
     results = []
-    async with app.run_test(size=(110, 32)) as pilot:
-        if fake is not None:
-            app.query_one(GpuInfoPane).set_worker_info(
-                {"pid": 4242, "inventory": worker_inventory(fake)}
-            )
-        app.query_one(MemoryGauge).set_worker_pid(4242)
-        while sampler.frames < 3:  # warm-up: first frames, first layout
+    async with app.run_test(size=SIZE) as pilot:
+        deadline = time.monotonic() + 180
+        while app.handshake is None:  # the worker is up (the real one imports torch first)
+            assert time.monotonic() < deadline, "the runner never became ready"
             await pilot.pause(0.1)
+        pid = int(app.handshake["pid"])
+        if fake is not None and pid != 4242:  # the fake NVML lists the real worker instead
+            fake.set_process_memory(0, 4242, 0)
+            fake.set_process_memory(0, pid, GiB)
+        frames0 = sampler.frames
+        while sampler.frames < frames0 + 3:  # warm-up: first frames, first layout
+            await pilot.pause(0.1)
+        await pilot.pause(2.0)  # let the worker's own start-up (its spare) settle
         for name in phases:
-            results.append(await _phase(app, name, seconds, fake, jitter))
+            results.append(await _phase(app, pilot, name, seconds, fake, jitter))
+        await pilot.press("q")
     stopped = not sampler.running
     frame = sampler.latest()
     gpus = [g.name for g in frame.inventory.gpus] if frame else []
     return {
         "benchmark": "gauge-cpu",
+        "process": f"the gpulab UI process: GpuLabApp at {SIZE[0]}x{SIZE[1]} (all four panes "
+        f"on screen), {'the real worker process' if runner == 'real' else 'a FakeRunner'}",
+        "runner": runner,
         "nvml": "real"
         if real
         else "fake (full)" + (", power/temperature wobbling" if jitter else ""),
@@ -142,6 +186,8 @@ async def run(
         "sampler_stopped_with_app": stopped,
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "load_average_1m_after": round(os.getloadavg()[0], 2),  # other work on the machine
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
 
@@ -153,17 +199,23 @@ def main() -> int:
     p.add_argument("--phases", default="idle,active", help="comma-separated: idle, active")
     p.add_argument("--interval", type=float, default=0.5, help="sampler period (default 2 Hz)")
     p.add_argument("--jitter", action="store_true", help="fake: vary power/temperature like a GPU")
+    p.add_argument("--runner", choices=("fake", "real"), default="fake", help="the app's runner")
     p.add_argument("--live-period", type=float, help="override the info pane's live repaint cap")
     p.add_argument("--json", dest="json_path", help="write the result here")
     args = p.parse_args()
     if args.live_period is not None:
-        import gpulab.app.panes.gpu_info as info
-
         info.LIVE_PERIOD_S = args.live_period
     out = asyncio.run(
-        run(args.real, args.seconds, args.phases.split(","), args.interval, args.jitter)
+        run(
+            args.real,
+            args.seconds,
+            args.phases.split(","),
+            args.interval,
+            args.jitter,
+            args.runner,
+        )
     )
-    out["live_repaint_period_s"] = args.live_period if args.live_period is not None else 1.0
+    out["live_repaint_period_s"] = info.LIVE_PERIOD_S  # what the code used, override or not
     text = json.dumps(out, indent=2)
     print(text)
     if args.json_path:
