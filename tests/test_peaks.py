@@ -138,3 +138,133 @@ def test_sustained_kw_regimes():
 
     kw = pk.sustained_kw(lambda: time.sleep(0.006), lambda: None, 0.02)
     assert kw["cold"] is False and 1 <= kw["inner"] <= 5
+
+
+# ---------------------------------------------------------------------------- best of, re-checks
+
+
+def test_cpu_ceilings_are_the_best_of_several_runs(monkeypatch):
+    from gpulab.core import timing
+
+    def fake_measure(self, fn, **kw):
+        fn()
+        return timing.Timing(
+            median_s=2.0, min_s=1.0, max_s=3.0, runs=5, cold_s=None, method="perf_counter"
+        )
+
+    monkeypatch.setattr(timing.Timer, "measure", fake_measure)
+    p = pk.load_or_measure(_cpu_ctx(), quick=True)
+    n = 256  # the quick calibration's matmul size
+    assert p.matmul_tflops["fp32"] == pytest.approx(2 * n**3 / 1.0 / 1e12)  # min, not median
+    assert p.copy_gbs == pytest.approx(p.detail["copy"]["bytes"] / 1.0 / 1e9)
+    assert p.detail["matmul:fp32"]["statistic"] == "best of 5 runs"
+
+
+def _stale(ctx: Context, fp32: float) -> pk.Peaks:
+    p = pk.load_or_measure(ctx, quick=True)
+    p.matmul_tflops["fp32"] = fp32
+    pk._write(p)
+    return pk.load_or_measure(ctx, quick=True)
+
+
+def test_a_row_above_a_stale_ceiling_has_it_remeasured():
+    from gpulab.core.timing import Timing
+    from gpulab.experiments.common import row
+
+    ctx = _cpu_ctx()
+    p = _stale(ctx, 1e-9)  # a ceiling far below anything this CPU does
+    ceiling = pk.peak_for(p, "fp32")
+    assert isinstance(ceiling, pk.Ceiling) and ceiling == 1e-9 and ceiling.what == "matmul:fp32"
+    t = Timing(median_s=1.0, min_s=1.0, max_s=1.0, runs=1, cold_s=None, method="perf_counter")
+    m = row("numpy", "64", t, work=2e3, unit="TFLOP/s", scale=1e12, peak=ceiling)
+    assert m.percent_of_peak == pytest.approx(200.0)
+    ctx.measurement(m)  # judged on the way out
+    assert m.extra["ceiling_remeasured"] is True
+    assert m.percent_of_peak < 100 * pk.OVER_CEILING
+    assert "ceiling_note" not in m.extra
+    cached = pk.cached(ctx.inventory, 0)
+    assert cached.matmul_tflops["fp32"] > 1e-6  # the re-measured figure replaced the stale one
+    assert "_ceiling" not in m.to_dict()
+
+
+def test_remeasure_keeps_the_better_figure_and_runs_once(monkeypatch):
+    ctx = _cpu_ctx()
+    p = _stale(ctx, 123.0)  # better than this CPU can do now
+    calls = []
+
+    def slower(peaks, todo, *, quick, ctx):
+        calls.append(todo)
+        peaks.matmul_tflops["fp32"] = 1.0
+
+    monkeypatch.setattr(pk, "_measure_cpu", slower)
+    assert pk.remeasure(ctx, p, "fp32") is True
+    assert p.matmul_tflops["fp32"] == 123.0  # the old, better figure stands
+    assert pk.remeasure(ctx, p, "matmul:fp32") is False  # once per figure and process
+    assert calls == [["matmul:fp32"]]
+
+
+def test_a_row_still_above_after_remeasuring_says_so(monkeypatch):
+    from gpulab.core.timing import Timing
+    from gpulab.experiments.common import row
+
+    ctx = _cpu_ctx()
+    p = _stale(ctx, 1.0)
+    monkeypatch.setattr(pk, "_measure_cpu", lambda peaks, todo, *, quick, ctx: None)
+    t = Timing(median_s=1.0, min_s=1.0, max_s=1.0, runs=1, cold_s=None, method="perf_counter")
+    m = row("numpy", "8", t, work=2e12, unit="TFLOP/s", scale=1e12, peak=pk.peak_for(p, "fp32"))
+    ctx.measurement(m)
+    assert m.percent_of_peak == pytest.approx(200.0)  # honest, not capped
+    assert "even after re-measuring it" in m.note and m.extra["ceiling_note"]
+
+
+def test_cupy_alone_gets_a_gpu_calibration(monkeypatch):
+    inv = Inventory(
+        backends={
+            "torch-cuda": pk_backend("torch-cuda", False),
+            "cupy": pk_backend("cupy", True),
+        },
+        devices=[DeviceInfo(0, "NVIDIA H100", "cuda", uuid="GPU-cupy-only")],
+        driver_version="580.1",
+    )
+    ctx = Context(inventory=inv, quick=True)
+    seen = []
+
+    def fake_cupy(peaks, todo, *, quick, ctx):
+        seen.append(list(todo))
+        peaks.copy_gbs, peaks.h2d_pinned_gbs, peaks.d2h_pinned_gbs = 2900.0, 55.0, 52.0
+        for d in pk.CUPY_DTYPES:
+            peaks.matmul_tflops[d] = 100.0
+
+    monkeypatch.setattr(pk, "_measure_gpu_cupy", fake_cupy)
+    monkeypatch.setattr(pk, "_measure_gpu", lambda *a, **k: pytest.fail("torch has no CUDA here"))
+    p = pk.load_or_measure(ctx, quick=True)
+    assert not p.cpu and p.key.startswith("gpu-GPU-cupy-only")
+    assert "matmul:bf16" not in seen[0] and "matmul:tf32" not in seen[0]  # CuPy has neither
+    again = pk.load_or_measure(ctx, quick=True)
+    assert again.copy_gbs == 2900.0 and len(seen) == 1  # cached: nothing measured again
+
+
+def pk_backend(name: str, available: bool):
+    from gpulab.core.devices import Backend
+
+    return Backend(name, available, reason="" if available else "off")
+
+
+def test_a_ceiling_that_cannot_be_remeasured_is_named_on_the_row(monkeypatch):
+    from gpulab.core.timing import Timing
+    from gpulab.experiments.common import row
+
+    ctx = _cpu_ctx()
+    p = _stale(ctx, 1.0)
+
+    def broken(peaks, todo, *, quick, ctx):
+        peaks.matmul_tflops["fp32"] = 0.5  # half-written, then a failure
+        raise RuntimeError("busy")
+
+    monkeypatch.setattr(pk, "_measure_cpu", broken)
+    t = Timing(median_s=1.0, min_s=1.0, max_s=1.0, runs=1, cold_s=None, method="perf_counter")
+    m = row("numpy", "8", t, work=3e12, unit="TFLOP/s", scale=1e12, peak=pk.peak_for(p, "fp32"))
+    ctx.measurement(m)
+    assert p.matmul_tflops["fp32"] == 1.0  # restored
+    assert m.percent_of_peak == pytest.approx(300.0)
+    assert "could not be re-measured" in m.note and "ceiling_remeasured" not in m.extra

@@ -90,6 +90,17 @@ class Context:
         self.check_cancelled()
 
     def measurement(self, row: Measurement) -> None:
+        """Emit a finished row. A row whose % of peak came from a calibrated ceiling is judged
+        first (`peaks.judge`): one that beats the ceiling by over 5% has it re-measured."""
+        if getattr(row, "_ceiling", None) is not None:
+            from gpulab.core.peaks import judge
+
+            try:
+                judge(self, row)
+            except Cancelled:
+                raise
+            except Exception as exc:  # a failed re-check must not sink the run
+                self.log(f"could not re-check the ceiling of a row: {type(exc).__name__}: {exc}")
         if self.on_measurement:
             self.on_measurement(row)
 

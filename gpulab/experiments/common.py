@@ -24,6 +24,8 @@ def row(
     """`work` units done per call (bytes, flops, samples); throughput = work / median / scale.
 
     `peak` is in the same unit as the throughput; percent_of_peak is filled when it is known.
+    A calibrated ceiling (`peaks.Ceiling`) stays attached to the row, so `Context.measurement`
+    can re-measure it when the row beats it by more than 5%.
     """
     throughput = None
     if work is not None and timing.median_s > 0:
@@ -32,7 +34,7 @@ def row(
     if throughput is not None and peak:
         pct = 100.0 * throughput / peak
     note = extra.pop("note", "")
-    return Measurement(
+    m = Measurement(
         contender=contender,
         size=size,
         dtype=dtype,
@@ -48,3 +50,6 @@ def row(
         note=note,
         extra=extra,
     )
+    if pct is not None and hasattr(peak, "peaks"):
+        m._ceiling = peak  # type: ignore[attr-defined]  # not a field: never serialised
+    return m
