@@ -226,3 +226,69 @@ def test_dtypes_cpu_rows_are_single_calls_without_boost_rows(cpu_inventory):
     mm_rows = [m for m in rows if m["contender"].startswith("matmul-")]
     assert mm_rows and all(m["extra"]["regime"] == "single calls" for m in mm_rows)
     assert not any("single calls" in m["contender"] for m in rows)  # GPU-only comparison
+
+
+def test_only_numpy_rows_are_judged_against_the_host_calibration():
+    from gpulab.core.peaks import Peaks
+    from gpulab.experiments import syllabus_support as sup
+
+    host = Peaks(key="h", device="cpu", cpu=True, copy_gbs=10.0, matmul_tflops={"fp32": 0.5})
+    gpu = Peaks(key="g", device="gpu", cpu=False, copy_gbs=3000.0, h2d_pinned_gbs=55.0)
+    gpu.matmul_tflops = {"fp32": 50.0}
+    p = sup.Ceilings(gpu, host)
+    assert sup.peak_here(p, "numpy", "matmul:fp32") == 0.5
+    assert sup.peak_here(p, "numpy", "copy") == 10.0
+    assert sup.peak_here(p, "torch-cpu", "matmul:fp32") is None  # NumPy's BLAS, not torch's
+    assert sup.peak_here(p, "torch-cpu", "copy") is None
+    assert sup.peak_here(p, "torch-cuda", "matmul:fp32") == 50.0
+    assert sup.peak_here(p, "cupy", "h2d") == 55.0
+    assert sup.peak_here(sup.Ceilings(host), "torch-cuda", "copy") is None
+
+
+def test_profiler_shares_are_not_a_percent_of_peak(cpu_inventory):
+    final, events = run("profiler", CPU_PARAMS["profiler"], cpu_inventory)
+    assert final == "result"
+    rows = events[-1]["result"]["measurements"]
+    assert rows
+    for m in rows:
+        assert m["percent_of_peak"] is None and m["peak_name"] == ""
+        assert 0 < m["extra"]["share_pct"] <= 100
+        assert "% of operators' CPU time" in m["note"]
+    assert sum(m["extra"]["share_pct"] for m in rows) <= 100.0 + 1e-6
+
+
+def test_bandwidth_judges_pcie_against_the_measured_pinned_copies():
+    from gpulab.core.peaks import Peaks
+    from gpulab.experiments import syllabus_support as sup
+    from gpulab.experiments.bandwidth import EXPERIMENT as bw
+
+    gpu = Peaks(key="g", device="H100", cpu=False, copy_gbs=2940.0)
+    gpu.h2d_pinned_gbs, gpu.d2h_pinned_gbs = 55.0, 52.8
+    curves = {"h2d-pinned": [(2.0**30, 54.0)], "d2h-pinned": [(2.0**30, 52.0)]}
+    link = {"max_gen": 5, "max_width": 16}
+    s = bw._summary(curves, link, 63.0, sup.Ceilings(gpu))
+    assert s["h2d_pinned_peak_gbs"] == 55.0 and s["d2h_pinned_peak_gbs"] == 52.8
+    assert s["h2d_pinned_peak_of_theoretical"] == pytest.approx(55.0 / 63.0)
+    assert s["pcie_theoretical_gbs"] == 63.0  # kept, as context
+    text = bw._explain(s, True)
+    assert "measured ceiling" in text and "63.0 GB/s per direction in theory" in text
+    assert "H2D 55.0 GB/s (87%)" in text
+
+
+def test_kernel_fusion_poisons_an_output_it_writes_in_place(cpu_inventory, monkeypatch):
+    from gpulab.experiments import kernel_fusion
+
+    exp = kernel_fusion.EXPERIMENT
+    seen = []
+    real = exp._prepare
+
+    def spy(ctx, cid, host):
+        fn, kernels, dest = real(ctx, cid, host)
+        seen.append((cid, dest))
+        return fn, kernels, dest
+
+    monkeypatch.setattr(exp, "_prepare", spy)
+    final, _ = run("kernel-fusion", CPU_PARAMS["kernel-fusion"], cpu_inventory)
+    assert final == "result"
+    # Every CPU contender allocates a fresh output on each call: nothing to poison.
+    assert seen and all(dest is None for _, dest in seen)

@@ -16,6 +16,18 @@ from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 
 
+def host_bytes(batch: int, size: int) -> int:
+    """Host memory: a and b (fp32), the float64 reference (built a block of the batch at a
+    time) and one CPU contender's output at a time; checks go a block at a time."""
+    e = batch * size * size
+    return int((4 + 4 + 8 + 4) * e * 1.05) + sup.HOST_SLACK_BYTES
+
+
+def device_bytes(batch: int, size: int) -> int:
+    """GPU memory: a, b and the output of one GPU contender at a time (fp32)."""
+    return int(3 * 4 * batch * size * size * 1.05) + sup.SLACK_BYTES
+
+
 class Batching(Experiment):
     id = "batching"
     title = "Batching: loop of mm vs one bmm"
@@ -42,11 +54,16 @@ class Batching(Experiment):
         batch, size = int(params["batch"]), int(params["size"])
         result = self.new_result(ctx, params)
         todo = sup.todo(self, result)
-        if ctx.has_cuda:
-            sup.require_fit(ctx, 3 * batch * size * size * 4 * 1.5, "batching")
+        what = f"batching {batch} x {size}^2"
+        sup.require_host_fit(host_bytes(batch, size), what)
+        if any(c.backend == "torch-cuda" for c in todo):
+            sup.require_fit(ctx, device_bytes(batch, size), what)
         a = torch.randn(batch, size, size)
         b = torch.randn(batch, size, size)
-        ref = torch.bmm(a.double(), b.double())
+        ref = torch.empty(batch, size, size, dtype=torch.float64)
+        step = max(1, sup.CHUNK // (size * size))
+        for i in range(0, batch, step):  # no float64 copies of the whole of a and b
+            ref[i : i + step] = torch.bmm(a[i : i + step].double(), b[i : i + step].double())
         flops = 2.0 * batch * size**3
         label = f"{batch} x {size}^2"
         times: dict[str, float] = {}
@@ -87,6 +104,7 @@ class Batching(Experiment):
                     ),
                 )
                 times[c.id] = m.time_median_s
+                del fn, ad, bd, out  # free this contender's buffers before the next one's
         ctx.progress(1.0, "done")
         result.summary = {"batch": batch, "size": size, "median_s": times}
         for where in ("gpu", "cpu"):

@@ -17,9 +17,19 @@ from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 
 
+def host_bytes(n: int) -> int:
+    """Host memory: the transfer's source (4n) and one more n-element tensor at a time (a CPU
+    rand, or the host copy the transfer is checked against); checks go a block at a time."""
+    return int(8 * n * 1.05) + sup.HOST_SLACK_BYTES
+
+
 def uniform_check(cid: str, x: Any, n: int) -> Verdict:
     """Values in [0, 1) with a mean within 6 standard errors of 1/2."""
-    lo, hi, mean = float(x.min()), float(x.max()), float(x.double().mean())
+    lo, hi = float(x.min()), float(x.max())
+    total = 0.0
+    for i in range(0, n, sup.CHUNK):  # the mean in float64, without a float64 copy of x
+        total += float(x[i : i + sup.CHUNK].double().sum())
+    mean = total / n
     se = math.sqrt(1 / 12 / n)
     err = abs(mean - 0.5) if (lo >= 0.0 and hi < 1.0) else math.inf
     return Verdict.check(
@@ -56,8 +66,11 @@ class CreateOnDevice(Experiment):
         n = int(params["n"])
         result = self.new_result(ctx, params)
         todo = sup.todo(self, result)
+        sup.require_host_fit(host_bytes(n), f"create-on-device with n={n:,}")
         if ctx.has_cuda:
-            sup.require_fit(ctx, 3 * n * 4, f"create-on-device with n={n:,}")
+            sup.require_fit(
+                ctx, 3 * n * 4 * 1.05 + sup.SLACK_BYTES, f"create-on-device with n={n:,}"
+            )
         dev = torch.device(ctx.torch_device)
         host = torch.rand(n)  # the transfer's source, made outside the timed region
         times: dict[str, float] = {}
@@ -73,7 +86,7 @@ class CreateOnDevice(Experiment):
                 fn = lambda: torch.rand(n).to(dev)  # noqa: E731
             out = fn()
             if c.id == "transfer":
-                bad = int((out.cpu() != host).sum().item())
+                bad = sup.mismatches(out, host.numpy())
                 result.verdicts.append(
                     Verdict.check(
                         c.id, float(bad), 0.0, metric="elements differing", reference="source"

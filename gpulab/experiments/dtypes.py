@@ -1,8 +1,11 @@
 """Data types: elementwise and matmul throughput for fp64, fp32, tf32, fp16 and bf16.
 
-Inputs are created before the timed region (the seed timed its random generator too). Matrix
-products are checked on a block of rows against a float64 product of the same (rounded) inputs;
-the elementwise add must match exactly. Flops counted: 2 * size^3; bytes: 3 * n * itemsize.
+Inputs are created before the timed region (the seed timed its random generator too), directly
+in their dtype. Matrix products are checked on a block of rows against a float64 product of the
+same (rounded) inputs, on the CPU, taking B a block of columns at a time; the elementwise add
+must match exactly, checked a block at a time. So verification adds no full-size temporaries,
+and the fit check counts the inputs and outputs plus a fixed allowance. Flops counted:
+2 * size^3; bytes: 3 * n * itemsize.
 """
 
 from __future__ import annotations
@@ -16,7 +19,20 @@ from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
+BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 CHECK_ROWS = 256
+CPU_N_CAP = 16_000_000
+
+
+def fit_bytes(size: int, n: int, dtypes: list[str], ops: tuple[str, ...], *, host: bool) -> int:
+    """Memory of a run, on the device it runs on: the matmul's a, b and out (3 size^2 of the
+    widest dtype) or the add's x, y and out (3 n), whichever is larger, plus the chunked
+    verification's blocks and the libraries' workspaces (a fixed allowance)."""
+    width = max((BYTES[d] for d in dtypes), default=4)
+    mm = 3 * width * size * size if "matmul" in ops else 0
+    ew = 3 * width * n if "elementwise" in ops and any(d != "tf32" for d in dtypes) else 0
+    slack = sup.HOST_SLACK_BYTES if host else sup.SLACK_BYTES
+    return int(max(mm, ew) * 1.05) + slack
 
 
 class Dtypes(Experiment):
@@ -50,14 +66,17 @@ class Dtypes(Experiment):
         gpu = c.backend == "torch-cuda"
         dev = torch.device(ctx.torch_device if gpu else "cpu")
         size = int(params["size"] if gpu else params["cpu_size"])
-        n = int(params["n"] if gpu else min(params["n"], 16_000_000))
+        n = int(params["n"] if gpu else min(params["n"], CPU_N_CAP))
         dtypes = [d for d in params["dtypes"] if gpu or d != "tf32"]
         if not gpu and "tf32" in params["dtypes"]:
             result.unavailable["tf32"] = "TF32 is a tensor-core mode of NVIDIA GPUs (Ampere on)"
-        if gpu:
-            sup.require_fit(ctx, max(3 * size * size * 8, 3 * n * 8) * 1.2, "dtypes")
-        p = sup.peaks(ctx)
         ops = ("matmul", "elementwise") if params["op"] == "both" else (params["op"],)
+        what = f"dtypes at size={size}, n={n:,}"
+        if gpu:
+            sup.require_fit(ctx, fit_bytes(size, n, dtypes, ops, host=False), what)
+        else:
+            sup.require_host_fit(fit_bytes(size, n, dtypes, ops, host=True), what)
+        p = sup.peaks(ctx)
         steps = len(ops) * len(dtypes)
         done = 0
         tflops: dict[str, float] = {}
@@ -69,17 +88,16 @@ class Dtypes(Experiment):
                 done += 1
                 td = sup.torch_dtype(d)
                 if op == "matmul":
-                    a = torch.randn(size, size, device=dev).to(td)
-                    b = torch.randn(size, size, device=dev).to(td)
+                    a = torch.randn(size, size, device=dev, dtype=td)
+                    b = torch.randn(size, size, device=dev, dtype=td)
                     out = torch.empty(size, size, device=dev, dtype=td)
                     fn = lambda a=a, b=b, out=out: torch.mm(a, b, out=out)  # noqa: E731
                     with sup.tf32_mode(d == "tf32"):
                         sup.poison(out)
                         fn()
                         k = min(CHECK_ROWS, size)
-                        ref = a[:k].double().cpu() @ b.double().cpu()
                         result.verdicts.append(
-                            sup.verdict(f"matmul-{d}", out[:k], ref, d, size=f"{size}")
+                            sup.matmul_verdict(f"matmul-{d}", out[:k], a[:k], b, d, size=f"{size}")
                         )
                         burst = None
                         if gpu:
@@ -119,19 +137,25 @@ class Dtypes(Experiment):
                         burst_tflops[d] = b_row.throughput or 0.0
                         sup.emit(ctx, result, m)
                         m = b_row  # emitted below, right after its sustained row
-                    del a, b, out
+                    del a, b, out, fn  # fn holds them too: freed before the next dtype
                 else:
                     if d == "tf32":
                         continue  # TF32 changes matmuls only; an add is plain fp32
-                    x = torch.rand(n, device=dev).to(td)
-                    y = torch.rand(n, device=dev).to(td)
+                    x = torch.rand(n, device=dev, dtype=td)
+                    y = torch.rand(n, device=dev, dtype=td)
                     out = torch.empty_like(x)
                     fn = lambda x=x, y=y, out=out: torch.add(x, y, out=out)  # noqa: E731
                     sup.poison(out)
                     fn()
-                    # Both inputs are exact in their dtype; the rounded sum is exact too.
-                    ref = (x.double() + y.double()).to(td)
-                    bad = int((out != ref).sum().item())
+                    # Both inputs are exact in their dtype, so their float64 sum is exact and
+                    # rounding it to the dtype gives the correctly rounded sum. Checked a block
+                    # at a time on the device: no float64 copies of x and y.
+                    bad = 0
+                    for i in range(0, n, sup.CHUNK):
+                        s = slice(i, i + sup.CHUNK)
+                        ref = (x[s].double() + y[s].double()).to(td)
+                        bad += int((out[s] != ref).sum().item())
+                    del ref
                     from gpulab.core.results import Verdict
 
                     result.verdicts.append(
@@ -161,7 +185,7 @@ class Dtypes(Experiment):
                         elements_per_s=n / timing.median_s,
                     )
                     gbs[d] = m.throughput or 0.0
-                    del x, y, out
+                    del x, y, out, fn
                 sup.emit(ctx, result, m)
         ctx.progress(1.0, "done")
         if tflops:

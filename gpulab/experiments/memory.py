@@ -272,10 +272,7 @@ class Memory(Experiment):
             "allocated/reserved, empty_cache and NVML exist only for a GPU: "
             + (ctx.inventory.gpu_reason or "no GPU")
         )
-        try:
-            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError):
-            avail = None
+        avail = sup.host_available_bytes()  # the one host-RAM reader every experiment uses
         want = int(gib * GiB)
         if avail is not None and want > avail // 2:
             raise DoesNotFit(

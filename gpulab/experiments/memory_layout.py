@@ -5,6 +5,8 @@ on the transposed view x.t() (no copy); the copy x.t().contiguous() alone; the s
 (copy, then op); a column sum read along rows vs across them; a stride-16 view that uses one
 float in every 64 bytes; and a matmul with a transposed operand. Bytes counted are the useful
 bytes (elements read + written), so a pattern that wastes memory traffic shows low GB/s.
+Each result is checked against float64 a block of rows at a time (the references are computed
+per block, on the device the rows ran on), so verification adds no full-size temporaries.
 """
 
 from __future__ import annotations
@@ -18,6 +20,24 @@ from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 
 STRIDE = 16
+
+
+def fit_bytes(s: int, *, host: bool) -> int:
+    """Memory of a run at size s: x and w (2 s^2 floats) plus the worst case's own tensors,
+    'copy, then op' and 'x @ w.t().contiguous()' (a copy and a result: 2 s^2), i.e. 4 * s^2
+    floats, plus the verification blocks and library workspaces (a fixed allowance)."""
+    slack = sup.HOST_SLACK_BYTES if host else sup.SLACK_BYTES
+    return int(4 * s * s * 4 * 1.05) + slack
+
+
+def column_sums(x: Any) -> Any:
+    """x.double().sum(0), a block of rows at a time (no float64 copy of x)."""
+    step = max(1, sup.CHUNK // x.shape[1])
+    total = None
+    for i in range(0, x.shape[0], step):
+        part = x[i : i + step].double().sum(0)
+        total = part if total is None else total + part
+    return total
 
 
 class MemoryLayout(Experiment):
@@ -48,36 +68,45 @@ class MemoryLayout(Experiment):
             result.unavailable["torch-cpu"] = "the GPU ran instead"
         dev = torch.device(ctx.torch_device if gpu else "cpu")
         s = int(params["size"] if gpu else params["cpu_size"])
+        what = f"memory-layout at {s} x {s}"
         if gpu:
-            sup.require_fit(ctx, 5 * s * s * 4, f"memory-layout at {s} x {s}")
+            sup.require_fit(ctx, fit_bytes(s, host=False), what)
+        else:
+            sup.require_host_fit(fit_bytes(s, host=True), what)
         p = sup.peaks(ctx)
         x = torch.rand(s, s, device=dev)
         w = torch.rand(s, s, device=dev)
         xt = x.t()
         e = s * s * 4  # bytes in one matrix
         sv = x.view(-1)[::STRIDE]
+        # (name, op, useful bytes, reference for a block of rows of the result: float64)
         cases = [
-            ("x * 2 (contiguous)", lambda: x * 2, 2 * e, lambda: x.double() * 2),
-            ("x.t() * 2 (transposed view)", lambda: xt * 2, 2 * e, lambda: xt.double() * 2),
+            ("x * 2 (contiguous)", lambda: x * 2, 2 * e, lambda r: x[r].double() * 2),
+            (
+                "x.t() * 2 (transposed view)",
+                lambda: xt * 2,
+                2 * e,
+                lambda r: xt[r].double() * 2,
+            ),
             (
                 "x.t().contiguous() (the copy alone)",
                 lambda: xt.contiguous(),
                 2 * e,
-                lambda: xt.double(),
+                lambda r: xt[r].double(),
             ),
             (
                 "x.t().contiguous() * 2 (copy, then op)",
                 lambda: xt.contiguous() * 2,
                 2 * e,
-                lambda: xt.double() * 2,
+                lambda r: xt[r].double() * 2,
             ),
-            ("x.sum(dim=1) (along rows)", lambda: x.sum(dim=1), e, lambda: x.double().sum(1)),
-            ("x.sum(dim=0) (across rows)", lambda: x.sum(dim=0), e, lambda: x.double().sum(0)),
+            ("x.sum(dim=1) (along rows)", lambda: x.sum(dim=1), e, lambda r: x[r].double().sum(1)),
+            ("x.sum(dim=0) (across rows)", lambda: x.sum(dim=0), e, "column sums"),
             (
                 f"x.view(-1)[::{STRIDE}] * 2 (1 float per 64 B)",
                 lambda: sv * 2,
                 2 * sv.numel() * 4,
-                lambda: sv.double() * 2,
+                lambda r: sv[r].double() * 2,
             ),
             ("x @ w", lambda: x @ w, 3 * e, None),
             ("x @ w.t() (transposed operand)", lambda: x @ w.t(), 3 * e, None),
@@ -88,16 +117,15 @@ class MemoryLayout(Experiment):
             for i, (name, fn, nbytes, ref_fn) in enumerate(cases):
                 ctx.progress(i / len(cases), name)
                 out = fn()
-                if ref_fn is not None:
-                    ref = ref_fn()
-                    dtype = "fp32"
-                else:
+                if ref_fn is None:
                     k = min(256, s)
-                    ref = x[:k].double() @ (w if "w.t" not in name else w.t()).double()
-                    out = out[:k]
-                    dtype = "fp32"
-                result.verdicts.append(sup.verdict(name, out, ref, dtype, size=f"{s}"))
-                del out, ref
+                    b = w if "w.t" not in name else w.t()
+                    v = sup.matmul_verdict(name, out[:k], x[:k], b, "fp32", size=f"{s}")
+                else:
+                    ref = column_sums(x) if ref_fn == "column sums" else ref_fn
+                    v = sup.verdict(name, out, ref, "fp32", size=f"{s}")
+                result.verdicts.append(v)
+                del out
                 is_mm = name.startswith("x @")
                 # Long GPU matmuls in the calibration's sustained regime (single calls otherwise).
                 kw = sup.sustained(ctx, fn, c.backend) if is_mm else {}

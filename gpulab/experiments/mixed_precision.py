@@ -23,14 +23,32 @@ CPU_CAP_BATCH = 256
 LOSS_AGREEMENT = 0.25  # a mixed-precision run may end within 25% of fp32's final loss
 
 
-def build(hidden: int, layers: int, features: int) -> Any:
+def build(hidden: int, layers: int, features: int, device: Any = None) -> Any:
+    """The MLP, its weights made directly on `device` (never a host copy of a GPU model)."""
     import torch
 
-    mods: list[Any] = [torch.nn.Linear(features, hidden), torch.nn.GELU()]
+    mods: list[Any] = [torch.nn.Linear(features, hidden, device=device), torch.nn.GELU()]
     for _ in range(layers - 1):
-        mods += [torch.nn.Linear(hidden, hidden), torch.nn.GELU()]
-    mods.append(torch.nn.Linear(hidden, 1))
+        mods += [torch.nn.Linear(hidden, hidden, device=device), torch.nn.GELU()]
+    mods.append(torch.nn.Linear(hidden, 1, device=device))
     return torch.nn.Sequential(*mods)
+
+
+def weights(hidden: int, layers: int, features: int) -> int:
+    """Parameters of `build(hidden, layers, features)`, biases included."""
+    return (features + 1) * hidden + (layers - 1) * (hidden + 1) * hidden + hidden + 1
+
+
+def fit_bytes(hidden: int, layers: int, batch: int, features: int) -> int:
+    """Memory of the fp32 mode, the largest: the initial weights and the mode's copy, its
+    gradients and SGD's momentum (4 fp32 copies of the weights), autocast's half-precision copy
+    of the weights in the mixed modes (2 bytes each), the activations kept for backward (each
+    layer's Linear and GELU outputs, fp32) and a few activation-sized gradients in flight
+    during backward; plus cuBLAS's workspace and the allocator's rounding (a fixed allowance).
+    """
+    p = weights(hidden, layers, features)
+    acts = 4 * batch * hidden * (2 * layers + 3) + 4 * batch * (features + 2)
+    return int((4 * 4 * p + 2 * p + acts) * 1.1) + sup.SLACK_BYTES
 
 
 class MixedPrecision(Experiment):
@@ -74,6 +92,12 @@ class MixedPrecision(Experiment):
         if not gpu:
             hidden, batch = min(hidden, CPU_CAP_HIDDEN), min(batch, CPU_CAP_BATCH)
         features = min(hidden, 256)
+        what = f"mixed-precision with {layers} x {hidden}, batch {batch}"
+        need = fit_bytes(hidden, layers, batch, features)
+        if gpu:
+            sup.require_fit(ctx, need, what)
+        else:
+            sup.require_host_fit(need - sup.SLACK_BYTES + sup.HOST_SLACK_BYTES, what)
         dev = torch.device(ctx.torch_device if gpu else "cpu")
         gen = torch.Generator().manual_seed(1234)
         teacher = build(64, 2, features)
@@ -82,7 +106,7 @@ class MixedPrecision(Experiment):
             y = teacher(x)
         x, y = x.to(dev), y.to(dev)
         torch.manual_seed(0)
-        init = build(hidden, layers, features).to(dev)
+        init = build(hidden, layers, features, device=dev)
         flops = (
             6.0
             * batch
@@ -167,7 +191,7 @@ class MixedPrecision(Experiment):
                     reference="the mode's own first step",
                 )
             )
-            del model, opt, scaler
+            del model, opt, scaler, step, state  # step holds them too
             if gpu:
                 torch.cuda.empty_cache()
         ref_id = "fp32" if gpu else "fp32-cpu"

@@ -20,6 +20,16 @@ ANNOTATIONS = ("forward", "loss", "backward", "optimizer")
 PROFILER_INTERNALS = ("Activity Buffer Request",)  # the profiler's own bookkeeping
 
 
+def fit_bytes(hidden: int, batch: int) -> int:
+    """Memory of the profiled steps: the weights and their gradients (2 fp32 copies of
+    2 hidden^2 + 12 hidden + 10 parameters), the input, the activations kept for backward
+    (two Linear and two ReLU outputs) and a few activation-sized gradients in flight; plus
+    cuBLAS's workspace and the allocator's rounding (a fixed allowance)."""
+    params = 2 * hidden * hidden + 12 * hidden + 10
+    acts = 4 * batch * hidden * (1 + 4 + 3) + 4 * batch * 10 * 3 + 8 * batch
+    return int((2 * 4 * params + acts) * 1.1) + sup.SLACK_BYTES
+
+
 def _device_total(evt: Any) -> float:
     """Self device time in microseconds (the attribute was renamed from *_cuda_* in torch 2.4)."""
     for name in ("self_device_time_total", "self_cuda_time_total"):
@@ -65,13 +75,19 @@ class Profiler(Experiment):
         dev = torch.device(ctx.torch_device if gpu else "cpu")
         steps, batch = int(params["steps"]), int(params["batch"])
         hidden = int(params["hidden"]) if gpu else min(int(params["hidden"]), 512)
-        model = torch.nn.Sequential(
-            torch.nn.Linear(hidden, hidden),
+        what = f"profiler with hidden={hidden}, batch={batch}"
+        need = fit_bytes(hidden, batch)
+        if gpu:
+            sup.require_fit(ctx, need, what)
+        else:
+            sup.require_host_fit(need - sup.SLACK_BYTES + sup.HOST_SLACK_BYTES, what)
+        model = torch.nn.Sequential(  # made on the device: never a host copy of the weights
+            torch.nn.Linear(hidden, hidden, device=dev),
             torch.nn.ReLU(),
-            torch.nn.Linear(hidden, hidden),
+            torch.nn.Linear(hidden, hidden, device=dev),
             torch.nn.ReLU(),
-            torch.nn.Linear(hidden, 10),
-        ).to(dev)
+            torch.nn.Linear(hidden, 10, device=dev),
+        )
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         x = torch.randn(batch, hidden, device=dev)
         target = torch.randint(0, 10, (batch,), device=dev)
@@ -138,8 +154,12 @@ class Profiler(Experiment):
         ops = [e for e in averages if is_op(e)]
         ranked = sorted((e for e in ops if key(e) > 0), key=key, reverse=True)[:TOP]
         total = sum(key(e) for e in ops) or 1.0
+        of = "operators' device time" if gpu else "operators' CPU time"
         for evt in ranked:
             per_step_s = key(evt) / 1e6 / steps
+            share = 100.0 * key(evt) / total
+            # A share of the step's time, not a fraction of any hardware ceiling: it goes in
+            # the note and extra, never in percent_of_peak (the "% peak" column).
             m = Measurement(
                 contender=evt.key,
                 size=f"{hidden} x {batch}",
@@ -147,12 +167,13 @@ class Profiler(Experiment):
                 time_min_s=per_step_s,
                 time_max_s=per_step_s,
                 runs=steps,
-                percent_of_peak=100.0 * key(evt) / total,
-                peak_name=(
-                    "share of operators' device time" if gpu else "share of operators' CPU time"
-                ),
-                note=f"{evt.count // steps} calls per step",
-                extra={"calls": int(evt.count), "cpu_total_us": float(evt.cpu_time_total)},
+                note=f"{share:.1f}% of {of}, {evt.count // steps} calls per step",
+                extra={
+                    "share_pct": share,
+                    "share_of": of,
+                    "calls": int(evt.count),
+                    "cpu_total_us": float(evt.cpu_time_total),
+                },
             )
             sup.emit(ctx, result, m)
         ctx.progress(1.0, "done")

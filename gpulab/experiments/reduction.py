@@ -9,6 +9,7 @@ bandwidth (bytes read + written).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 from typing import Any
@@ -38,17 +39,24 @@ def tolerance(n: int) -> float:
 
 
 class OurKernel:
-    """The RawKernel, compiled once per process, and its launch."""
+    """The RawKernel, compiled and loaded once per device and process, and its launch.
 
-    _module: Any = None
+    A module is loaded into one device's context, so the cache is keyed by device and the
+    module is created and its function looked up inside that device's context. Launch it with
+    that device current (the experiment runs its contenders inside it).
+    """
+
+    _modules: dict[int, Any] = {}
 
     def __init__(self, device_index: int) -> None:
         import cupy as cp
 
-        if OurKernel._module is None:
-            OurKernel._module = cp.RawModule(code=KERNEL_FILE.read_text())
-        self.fn = OurKernel._module.get_function("reduce_sum_f32")
         with cp.cuda.Device(device_index):
+            module = OurKernel._modules.get(device_index)
+            if module is None:
+                module = cp.RawModule(code=KERNEL_FILE.read_text())
+                OurKernel._modules[device_index] = module
+            self.fn = module.get_function("reduce_sum_f32")
             sms = cp.cuda.Device(device_index).attributes["MultiProcessorCount"]
             self.max_blocks = min(MAX_BLOCKS, sms * BLOCKS_PER_SM)
             self.partials = cp.empty(MAX_BLOCKS, dtype=cp.float64)
@@ -104,6 +112,8 @@ class Reduction(Experiment):
         result = self.new_result(ctx, params)
         todo = sup.todo(self, result)
         on_gpu = [c for c in todo if c.backend in ("torch-cuda", "cupy")]
+        host = (n * 4 if on_gpu else 0) + (cpu_n * 4 if not on_gpu or cpu_n != n else 0)
+        sup.require_host_fit(host * 1.05 + sup.HOST_SLACK_BYTES, f"reduction over n={n:,}")
         if on_gpu:
             sup.require_fit(ctx, n * 4 * 1.2, f"reduction over n={n:,}")
         p = sup.peaks(ctx)
@@ -120,61 +130,70 @@ class Reduction(Experiment):
             refs[n] = float(np.sum(host_gpu, dtype=np.float64))
         xt = xc = None
         if on_gpu:
-            import torch
+            if ctx.has_cuda:
+                import torch
 
-            xt = torch.from_numpy(host_gpu).to(ctx.torch_device)
+                xt = torch.from_numpy(host_gpu).to(ctx.torch_device)
             if ctx.has_cupy:
                 import cupy as cp
 
                 with cp.cuda.Device(ctx.device_index):
-                    xc = cp.from_dlpack(xt)  # the same memory: every GPU contender reads one buffer
-        for i, c in enumerate(todo):
-            ctx.check_cancelled()
-            gpu = c.backend in ("torch-cuda", "cupy")
-            size = n if gpu else cpu_n
-            ctx.progress(i / len(todo), f"{c.label}: {size:,} elements")
-            fn, read = self._contender(ctx, c.id, xt, xc, host_cpu)
-            value = float(read(fn()))  # the checked run
-            ref = refs[size]
-            err = abs(value - ref) / ref if ref else abs(value)
-            result.verdicts.append(
-                Verdict.check(
-                    c.id,
-                    err,
-                    tolerance(size),
-                    metric="relative error of the sum",
-                    reference="float64 sum on the CPU (6 eps log2 n)",
-                    size=f"{size:g}",
-                    dtype="fp32",
+                    # The same memory: every GPU contender reads one buffer.
+                    xc = cp.from_dlpack(xt) if xt is not None else cp.asarray(host_gpu)
+        with contextlib.ExitStack() as stack:
+            if ctx.has_cupy and on_gpu:
+                import cupy as cp
+
+                # The contenders run with the GPU current: CuPy arrays and our kernel's module
+                # belong to one device.
+                stack.enter_context(cp.cuda.Device(ctx.device_index))
+            for i, c in enumerate(todo):
+                ctx.check_cancelled()
+                gpu = c.backend in ("torch-cuda", "cupy")
+                size = n if gpu else cpu_n
+                ctx.progress(i / len(todo), f"{c.label}: {size:,} elements")
+                fn, read = self._contender(ctx, c.id, xt, xc, host_cpu)
+                value = float(read(fn()))  # the checked run
+                ref = refs[size]
+                err = abs(value - ref) / ref if ref else abs(value)
+                result.verdicts.append(
+                    Verdict.check(
+                        c.id,
+                        err,
+                        tolerance(size),
+                        metric="relative error of the sum",
+                        reference="float64 sum on the CPU (6 eps log2 n)",
+                        size=f"{size:g}",
+                        dtype="fp32",
+                    )
                 )
-            )
-            timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
-            pk = sup.peak_here(p, c.backend, "copy")
-            m = sup.emit(
-                ctx,
-                result,
-                row(
-                    c.id,
-                    f"{size:g}",
-                    timing,
-                    work=size * 4,
-                    unit="GB/s",
-                    scale=1e9,
-                    dtype="fp32",
-                    peak=pk,
-                    peak_name="memory copy (read + written)" if pk else "",
-                    bytes_counted="n * 4 (each element read once)",
-                    value=value,
-                ),
-            )
-            gbs[c.id] = m.throughput or 0.0
+                timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
+                pk = sup.peak_here(p, c.backend, "copy")
+                m = sup.emit(
+                    ctx,
+                    result,
+                    row(
+                        c.id,
+                        f"{size:g}",
+                        timing,
+                        work=size * 4,
+                        unit="GB/s",
+                        scale=1e9,
+                        dtype="fp32",
+                        peak=pk,
+                        peak_name="memory copy (read + written)" if pk else "",
+                        bytes_counted="n * 4 (each element read once)",
+                        value=value,
+                    ),
+                )
+                gbs[c.id] = m.throughput or 0.0
         ctx.progress(1.0, "done")
         result.summary = {"n": n, "cpu_n": cpu_n, "gbs": gbs}
         if "ours" in gbs and gbs.get("torch"):
             result.summary["ours_vs_torch_sum"] = gbs["ours"] / gbs["torch"]
         cp_gbs = sup.peak(p, "copy") if p is not None and not p.cpu else None
         if cp_gbs:
-            result.summary["copy_gbs"] = cp_gbs
+            result.summary["copy_gbs"] = float(cp_gbs)
         result.explanation = (
             "A sum reads every element once and does one addition per 4 bytes, so the best any "
             "reduction can do is stream memory at full speed: the % column compares each with the "

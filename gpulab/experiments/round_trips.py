@@ -18,6 +18,13 @@ from gpulab.experiments.common import row
 A, B = 0.999, 0.001
 
 
+def fit_bytes(n: int, *, host: bool) -> int:
+    """Host: x0 (4n), the float64 reference (8n) and a run's tensors (x, x * a, the result:
+    12n). Device: x, x * a and the result (12n). Checks go a block at a time."""
+    per = 24 if host else 12
+    return int(per * n * 1.05) + (sup.HOST_SLACK_BYTES if host else sup.SLACK_BYTES)
+
+
 def _steps(x: Any, steps: int, dev: Any, trips: bool) -> Any:
     for _ in range(steps):
         x = x * A + B
@@ -52,11 +59,15 @@ class RoundTrips(Experiment):
         n, steps = int(params["n"]), int(params["steps"])
         result = self.new_result(ctx, params)
         todo = sup.todo(self, result)
+        what = f"round-trips with n={n:,}"
+        sup.require_host_fit(fit_bytes(n, host=True), what)
+        if any(c.backend == "torch-cuda" for c in todo):
+            sup.require_fit(ctx, fit_bytes(n, host=False), what)
         x0 = torch.rand(n)
-        ref = x0.double().numpy()
-        for _ in range(steps):
-            ref = ref * A + B
-        ref = ref.astype(np.float64)
+        ref = x0.numpy().astype(np.float64)
+        for _ in range(steps):  # in place: no float64 temporaries
+            ref *= A
+            ref += B
         per_step: dict[str, float] = {}
         for i, c in enumerate(todo):
             ctx.progress(i / len(todo), c.label)

@@ -16,6 +16,16 @@ from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 
 CHECK_ROWS = 128
+BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
+
+
+def fit_bytes(s: int, dtypes: list[str], *, host: bool) -> int:
+    """a, b and out at the largest size in the widest dtype, made directly in their dtype, plus
+    the verification's blocks (B comes to the CPU a block of columns at a time) and cuBLAS's
+    workspace (a fixed allowance)."""
+    width = max((BYTES[d] for d in dtypes), default=4)
+    slack = sup.HOST_SLACK_BYTES if host else sup.SLACK_BYTES
+    return int(3 * width * s * s * 1.05) + slack
 
 
 def alignment(s: int) -> int:
@@ -71,8 +81,11 @@ class TensorCoreAlignment(Experiment):
         dtypes = list(params["dtypes"]) if gpu else ["fp32"]
         if not gpu:
             result.unavailable["fp16/bf16"] = "tensor cores are a GPU unit; the CPU runs fp32 only"
+        what = f"tensor-core-alignment up to {sizes[-1]}"
         if gpu:
-            sup.require_fit(ctx, 3 * (sizes[-1] ** 2) * 4 * 2, "tensor-core-alignment")
+            sup.require_fit(ctx, fit_bytes(sizes[-1], dtypes, host=False), what)
+        else:
+            sup.require_host_fit(fit_bytes(sizes[-1], dtypes, host=True), what)
         penalties: dict[str, dict[str, float]] = {}
         steps = len(sizes) * len(dtypes)
         done = 0
@@ -84,15 +97,16 @@ class TensorCoreAlignment(Experiment):
                 for s in sizes:
                     ctx.progress(done / steps, f"{d} {s} x {s} x {s}")
                     done += 1
-                    a = torch.randn(s, s, device=dev).to(td)
-                    b = torch.randn(s, s, device=dev).to(td)
+                    a = torch.randn(s, s, device=dev, dtype=td)
+                    b = torch.randn(s, s, device=dev, dtype=td)
                     out = torch.empty(s, s, device=dev, dtype=td)
                     fn = lambda a=a, b=b, out=out: torch.mm(a, b, out=out)  # noqa: E731
                     sup.poison(out)
                     fn()
                     k = min(CHECK_ROWS, s)
-                    ref = a[:k].double().cpu() @ b.double().cpu()
-                    result.verdicts.append(sup.verdict(f"{d}-{s}", out[:k], ref, d, size=f"{s}"))
+                    result.verdicts.append(
+                        sup.matmul_verdict(f"{d}-{s}", out[:k], a[:k], b, d, size=f"{s}")
+                    )
                     # Every size in the sustained regime (even those under 0.5 ms): mixing
                     # boost-clock and power-limited timings would distort the slowdowns.
                     kw = sup.sustained(ctx, fn, c.backend, always=True)
@@ -117,7 +131,7 @@ class TensorCoreAlignment(Experiment):
                     sup.emit(ctx, result, m)
                     pts.append((float(s), rate))
                     penalties.setdefault(d, {})[str(s)] = aligned_rate / rate if rate else 0.0
-                    del a, b, out
+                    del a, b, out, fn  # fn holds them too: freed before the next size
                 result.series.append(
                     Series(d, [x for x, _ in pts], [y for _, y in pts], "size", "TFLOP/s")
                 )

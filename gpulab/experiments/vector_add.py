@@ -3,7 +3,8 @@
 Every contender writes into a preallocated output (allocation is not the lesson), the output is
 poisoned with NaN before the checked run, and fp32 addition is exactly rounded, so every
 contender must match the reference bit for bit. Bytes counted: 3 * n * 4 (read a, read b,
-write c).
+write c). Sizes that would not fit in host RAM (or on the GPU) are refused before anything is
+allocated.
 """
 
 from __future__ import annotations
@@ -15,6 +16,17 @@ from gpulab.core.results import Result, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+
+
+def host_bytes(n: int) -> int:
+    """Host memory of a run: a, b and the reference (3 * 4n), one contender's output at a time
+    (4n); the reference is built and every output checked a block at a time."""
+    return int(16 * n * 1.05) + sup.HOST_SLACK_BYTES
+
+
+def device_bytes(n: int) -> int:
+    """GPU memory: a, b, c for torch and again for CuPy (torch's allocator keeps its blocks)."""
+    return int(2 * 3 * n * 4 * 1.05) + sup.SLACK_BYTES
 
 
 class VectorAdd(Experiment):
@@ -46,24 +58,27 @@ class VectorAdd(Experiment):
         n = int(params["n"])
         result = self.new_result(ctx, params)
         nbytes = 3 * n * 4
-        if ctx.has_cuda:
-            sup.require_fit(ctx, 2 * nbytes, f"vector-add with n={n:,}")
+        todo = sup.todo(self, result)
+        sup.require_host_fit(host_bytes(n), f"vector-add with n={n:,}")
+        if any(c.backend in ("torch-cuda", "cupy") for c in todo):
+            sup.require_fit(ctx, device_bytes(n), f"vector-add with n={n:,}")
         p = sup.peaks(ctx)
         rng = np.random.default_rng()
         # Uniform fp32 values are multiples of 2^-24: their float64 sum is exact, so rounding it
         # to fp32 gives the exactly rounded fp32 sum every correct contender must produce.
         a = rng.random(n, dtype=np.float32)
         b = rng.random(n, dtype=np.float32)
-        ref = (a.astype(np.float64) + b.astype(np.float64)).astype(np.float32)
-        todo = sup.todo(self, result)
+        ref = np.empty_like(a)
+        for i in range(0, n, sup.CHUNK):  # a block at a time: no float64 copies of a and b
+            s = slice(i, i + sup.CHUNK)
+            ref[s] = (a[s].astype(np.float64) + b[s]).astype(np.float32)
         speed: dict[str, float] = {}
         for i, c in enumerate(todo):
             ctx.progress(i / len(todo), f"{c.label}: {n:,} elements")
             fn, out, sync = self._prepare(ctx, c.id, a, b)
             sup.poison(out)
             fn()  # the checked run, on a poisoned output
-            got = sup.to_numpy64(out).astype(np.float32)
-            mismatches = int(np.count_nonzero(got != ref)) if got.shape == ref.shape else n
+            mismatches = sup.mismatches(out, ref)
             result.verdicts.append(
                 Verdict.check(
                     c.id,
