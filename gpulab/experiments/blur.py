@@ -21,7 +21,8 @@ from typing import Any
 
 from gpulab.core.params import Choice, Int, ParamSet, Text
 from gpulab.core.results import Artifact, Result, Verdict
-from gpulab.experiments.base import Contender, Context, DoesNotFit, Experiment, ExperimentError
+from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
 from gpulab.experiments.common import row
 
 KERNELS = ("gaussian", "box", "sharpen", "edge")
@@ -31,6 +32,22 @@ KERNEL_PATH = Path(__file__).with_name("kernels") / "blur.cu"
 BUILTIN = {"testcard": IMAGES_DIR / "testcard.png"}
 SYNTHETIC_DEFAULT = (3840, 2160)
 TOLERANCE = 1e-5
+# Host bytes per value (pixel x channel) of a run: the float32 planes (4), the float64
+# reference (8) and, while it is made, a float64 copy of the planes and SciPy's intermediate
+# pass (16; 24 for sharpen and edge), the three contenders' float32 outputs (12), and a
+# contender's own intermediate and output inside its timed call (8).
+HOST_BYTES_PER_VALUE = 56
+# GPU bytes per byte of the float32 image: torch's input, padded input and output (kept by its
+# caching allocator), then our kernel's input and output.
+DEVICE_IMAGES = 5
+
+
+def fit_bytes(width: int, height: int, *, host: bool) -> int:
+    """Memory of a run on a width x height RGB image, on the host or on the GPU."""
+    values = 3 * width * height
+    if host:
+        return int(HOST_BYTES_PER_VALUE * values * 1.05) + sup.HOST_SLACK_BYTES
+    return int(DEVICE_IMAGES * 4 * values * 1.05) + sup.SLACK_BYTES
 
 
 def tile_for(radius: int) -> tuple[int, int]:
@@ -194,6 +211,21 @@ def cpu_filter(planes, kind: str, radius: int, *, use_scipy: bool = True):
     return 2 * planes - base if kind == "sharpen" else planes - base
 
 
+def max_abs_error(out, reference) -> float:
+    """max |out - reference| in float64, one plane at a time; inf for any unwritten (NaN) pixel."""
+    import numpy as np
+
+    if out.shape != reference.shape:
+        return float("inf")
+    err = 0.0
+    for c in range(out.shape[0]):
+        plane = out[c]
+        if not np.isfinite(plane).all():
+            return float("inf")  # an unwritten (poisoned) pixel
+        err = max(err, float(np.max(np.abs(plane.astype(np.float64) - reference[c]))))
+    return err
+
+
 def have_scipy() -> bool:
     try:
         import scipy.ndimage  # noqa: F401
@@ -311,12 +343,16 @@ class Blur(Experiment):
         ctx.progress(0.0, "loading the image")
         img = load_image(params["image"], int(params["width"]), int(params["height"]))
         height, width = img.shape[:2]
-        planes = np.ascontiguousarray(np.moveaxis(img, -1, 0))  # (3, H, W) float32
         size = f"{width}x{height}"
+        # The decoded image is 12 bytes a pixel; the run needs several times that: refused
+        # here, before the reference and the outputs are allocated.
+        sup.require_host_fit(fit_bytes(width, height, host=True), f"blur of a {size} image")
+        planes = np.ascontiguousarray(np.moveaxis(img, -1, 0))  # (3, H, W) float32
+        del img
         nbytes = planes.nbytes
         gpu_todo = [c for c in todo if c.backend in ("torch-cuda", "cupy")]
         if gpu_todo:
-            self._check_fits(ctx, nbytes)
+            sup.require_fit(ctx, fit_bytes(width, height, host=False), f"blur of a {size} image")
         ctx.progress(0.05, "float64 reference")
         use_scipy = have_scipy()
         reference = cpu_filter(planes.astype(np.float64), kind, radius, use_scipy=use_scipy)
@@ -345,9 +381,7 @@ class Blur(Experiment):
             else:
                 timing, out, extra = self._run_cupy(ctx, planes, kind, radius)
                 note, peak, peak_name = "", pk.peak_for(gpu_peaks, "copy"), "device copy"
-            err = float(np.max(np.abs(out.astype(np.float64) - reference)))
-            if not np.isfinite(out).all():
-                err = float("inf")  # an unwritten (poisoned) pixel
+            err = max_abs_error(out, reference)
             outputs[contender.id] = out
             times[contender.id] = timing.median_s
             m = row(
@@ -410,19 +444,6 @@ class Blur(Experiment):
         return self.finish(result)
 
     # ------------------------------------------------------------------ helpers
-
-    @staticmethod
-    def _check_fits(ctx: Context, nbytes: int) -> None:
-        import torch
-
-        free, _total = torch.cuda.mem_get_info(ctx.device_index)
-        # torch: input, padded input, output; ours: input and output; plus the allocator's slack.
-        need = int(nbytes * 4.2)
-        if need > free:
-            raise DoesNotFit(
-                f"the image needs about {need / 2**30:.2f} GiB on the GPU and "
-                f"{free / 2**30:.2f} GiB is free"
-            )
 
     @staticmethod
     def _run_torch(ctx: Context, planes, kind: str, radius: int):
