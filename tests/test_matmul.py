@@ -44,6 +44,41 @@ def test_cpu_contenders_verified_and_python_extrapolated():
     assert any(s.name.startswith("torch-cpu") for s in res.series)
 
 
+def test_torch_cpu_rows_are_not_judged_against_numpys_ceiling():
+    res = _run(sizes=[64, 128], dtypes=["fp32"], contenders=["numpy", "torch-cpu"])
+    assert res.passed
+    for m in res.measurements:
+        if m.contender == "torch-cpu":
+            assert m.percent_of_peak is None and m.peak_name == ""
+        else:
+            assert m.percent_of_peak is not None and m.peak_name == "calibrated matmul fp32"
+            # Judged on the way out: a row above 105% had its ceiling re-measured.
+            assert m.percent_of_peak <= 105 or m.extra.get("ceiling_remeasured")
+
+
+def test_inputs_are_fresh_every_run_and_the_seed_is_recorded():
+    args = {"sizes": [32], "dtypes": ["fp32"], "contenders": ["numpy"]}
+    a, b = _run(**args), _run(**args)
+    assert a.summary["seed"] and b.summary["seed"] and a.summary["seed"] != b.summary["seed"]
+    assert a.measurements[0].extra["seed"] != b.measurements[0].extra["seed"]
+    # A given seed reproduces the inputs: the same error to the last bit.
+    c, d = _run(seed=1234, **args), _run(seed=1234, **args)
+    assert c.summary["seed"] == d.summary["seed"] == 1234
+    assert c.measurements[0].extra["seed"] == d.measurements[0].extra["seed"]
+    assert c.measurements[0].extra["rel_error"] == d.measurements[0].extra["rel_error"]
+    # Each (contender, dtype, n) step draws its own inputs.
+    assert len({mm.Matmul.step_seed(7, "numpy", "fp32", n) for n in (32, 64)}) == 2
+    assert mm.Matmul.step_seed(7, "numpy", "fp32", 32) != mm.Matmul.step_seed(
+        7, "torch", "fp32", 32
+    )
+
+
+def test_bf16_on_the_cpu_is_checked_at_the_measured_tolerance():
+    res = _run(sizes=[64, 200], dtypes=["bf16"], contenders=["torch-cpu"])
+    assert res.passed, [v for v in res.verdicts if not v.passed]
+    assert all(v.tolerance == 1e-2 for v in res.verdicts)
+
+
 def test_relative_error_catches_wrong_results():
     import numpy as np
 
@@ -90,6 +125,41 @@ def test_too_big_is_refused_before_running():
 
     with pytest.raises(DoesNotFit, match="GiB is free"):
         mm.Matmul._check_fits(Context(inventory=detect()), [1_000_000], ["fp64"])
+    with pytest.raises(DoesNotFit, match="matmul cupy fp16 n=200000"):
+        mm.Matmul._check_fits(Context(inventory=detect()), [200_000], ["fp16"], ["torch", "cupy"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["fp32", "tf32", "fp16", "bf16"])
+def test_gpu_estimate_covers_what_a_torch_step_allocates(dtype):
+    import torch
+
+    from gpulab.core import peaks as pk
+
+    ctx = Context(inventory=detect(), quick=True)
+    pk.load_or_measure(ctx, quick=True)  # calibrated first: not counted in the step's peak
+    pk.load_or_measure(ctx, quick=True, cpu=True)
+    n = 4096
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    res = _run(sizes=[n], dtypes=[dtype], contenders=["torch"])
+    assert res.passed, res.verdicts
+    peak = torch.cuda.max_memory_allocated() - base
+    assert peak <= mm.Matmul.gpu_bytes(n, dtype, "torch"), (peak, dtype)
+    # The check took B a block of columns at a time: no second n x n array on the GPU.
+    assert peak < 3 * mm.BYTES[dtype] * n * n + 3 * mm.sup.CHUNK * 8 + 64 * 2**20, peak
+
+
+@pytest.mark.gpu
+def test_gpu_rows_carry_the_calibrated_percent_and_a_seed():
+    res = _run(sizes=[2048], dtypes=["bf16"], contenders=["torch", "cupy"])
+    assert res.passed
+    torch_row = next(m for m in res.measurements if m.contender == "torch")
+    assert torch_row.peak_name == "calibrated matmul bf16"
+    assert 0 < torch_row.percent_of_peak <= 105 or torch_row.extra.get("ceiling_remeasured")
+    assert torch_row.extra["seed"] and res.summary["seed"]
 
 
 @pytest.mark.gpu
