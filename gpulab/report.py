@@ -21,6 +21,14 @@ def fmt_num(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+def fmt_pct(m: dict[str, Any]) -> str:
+    """A row's % of peak; "n/a" where the row states there is no calibrated ceiling for it."""
+    pct = m.get("percent_of_peak")
+    if pct is not None:
+        return f"{pct:.0f}%"
+    return "n/a" if "no calibrated ceiling" in (m.get("peak_name") or "") else "-"
+
+
 def measurement_rows(result: dict[str, Any]) -> list[list[str]]:
     verdicts = {
         (v["contender"], v.get("size", ""), v.get("dtype", "")): v
@@ -41,7 +49,6 @@ def measurement_rows(result: dict[str, Any]) -> list[list[str]]:
         )
         if m.get("extrapolated"):
             thr += " (extrapolated)"
-        pct = "-" if m.get("percent_of_peak") is None else f"{m['percent_of_peak']:.0f}%"
         rows.append(
             [
                 m["contender"],
@@ -49,7 +56,7 @@ def measurement_rows(result: dict[str, Any]) -> list[list[str]]:
                 m.get("dtype", ""),
                 spread,
                 thr,
-                pct,
+                fmt_pct(m),
                 fmt_time(m.get("cold_s")),
                 verdict,
             ]

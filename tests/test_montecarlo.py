@@ -45,6 +45,32 @@ def test_cpu_contenders_are_capped_and_say_so(monkeypatch):
             assert "capped" in m.note
 
 
+def test_summary_error_is_of_the_samples_actually_run(monkeypatch):
+    # 1e12 asked for on the CPU: the contender ran CPU_CAP (patched small to stay fast).
+    monkeypatch.setattr(mc, "CPU_CAP", 1_000_000)
+    res = _run(1_000_000_000_000, seed=5, inventory=Inventory())
+    s = res.summary
+    assert s["samples"] == 1e12 and s["samples_run"] == 1_000_000
+    assert s["estimate_by"] == "numpy"
+    assert s["standard_error"] == pytest.approx(mc.standard_error(1_000_000))
+    assert abs(s["estimate"] - math.pi) <= mc.SE_PASS * s["standard_error"]
+    # Not the requested count's error, a million times smaller than the run's scatter.
+    assert s["standard_error"] > 500 * mc.standard_error(10**12)
+
+
+def test_rows_say_there_is_no_calibrated_ceiling():
+    from gpulab.report import render_result
+
+    res = _run(20_000, inventory=Inventory())
+    for m in res.measurements:
+        assert m.percent_of_peak is None
+        assert m.peak_name == mc.NO_CEILING
+    assert "samples per second" in res.explanation and "no calibrated ceiling" in res.explanation
+    out = render_result(res.to_dict())
+    row = next(line for line in out.splitlines() if line.startswith("numpy "))
+    assert " n/a " in row  # the CLI table says so too, instead of a silent "-"
+
+
 def test_a_wrong_count_fails_the_verdict(monkeypatch):
     monkeypatch.setattr(mc, "_numpy_count", lambda n, s: int(n * 0.7))  # pi ~ 2.8
     res = _run(100_000, inventory=Inventory())
@@ -76,6 +102,8 @@ def test_fused_kernel_matches_numpy_twin_bit_for_bit():
     k = mc.FusedKernel(0)
     for n, seed in ((1000, 1), (999_983, 7), (3_000_001, 11)):
         assert k.count(n, seed) == mc.splitmix_count_numpy(n, seed)
+    # Compiled and loaded once per device, inside that device's context.
+    assert mc.FusedKernel(0).fn is k.fn and 0 in mc.FusedKernel._fns
 
 
 @pytest.mark.gpu
