@@ -10,6 +10,7 @@ resident memory around a NumPy allocation (untouched pages cost nothing until wr
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import time
 from typing import Any
@@ -283,15 +284,19 @@ class Memory(Experiment):
         r0 = rss_bytes()
         sup.emit(ctx, result, _row("baseline", 0.0, "resident memory before", rss=r0))
         t0 = time.perf_counter()
-        x = np.empty(want, dtype=np.uint8)
+        # Straight from the OS (an anonymous mapping), not from malloc: after earlier runs
+        # freed big blocks, malloc may hand back pages that are already resident, and the
+        # lesson (untouched pages cost nothing until written) would not show.
+        buf = mmap.mmap(-1, want)
+        x = np.frombuffer(buf, dtype=np.uint8)
         r1 = rss_bytes()
         sup.emit(
             ctx,
             result,
             _row(
-                "np.empty",
+                "mmap",
                 time.perf_counter() - t0,
-                "allocated, never written: the OS has not given pages yet",
+                "mapped, never written: the OS has not given pages yet",
                 rss=r1,
             ),
         )
@@ -314,6 +319,7 @@ class Memory(Experiment):
             time.sleep(min(0.2, max(left, 0.0)))
         t0 = time.perf_counter()
         del x
+        buf.close()  # unmapped: the pages go back to the OS at once
         r3 = rss_bytes()
         sup.emit(
             ctx,
@@ -321,7 +327,7 @@ class Memory(Experiment):
             _row(
                 "del",
                 time.perf_counter() - t0,
-                "freed: large blocks go straight back to the OS",
+                "unmapped: the pages go straight back to the OS",
                 rss=r3,
             ),
         )
@@ -345,10 +351,12 @@ class Memory(Experiment):
             "rss_after_del": r3,
         }
         result.explanation = (
-            "On the CPU there is one layer: the operating system. np.empty reserves address "
-            "space, and pages become resident only when first written, which is why resident "
-            "memory barely moves until the fill. Freeing a large array returns it to the OS at "
-            "once. On a GPU there are more layers, which this experiment shows when one is "
+            "On the CPU there is one layer: the operating system. A new mapping (what malloc "
+            "and np.empty use for large blocks) reserves address space, and pages become "
+            "resident only when first written, which is why resident memory barely moves until "
+            "the fill. Unmapping returns them to the OS at once. (Smaller blocks can come from "
+            "memory malloc already holds, pages that are resident already: this experiment maps "
+            "its block directly so the effect always shows.) On a GPU there are more layers, which this experiment shows when one is "
             "present: PyTorch's caching allocator (allocated vs reserved, empty_cache), the "
             "CUDA context that only NVML sees, peak tracking, and out-of-memory recovery."
         )
