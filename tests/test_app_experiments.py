@@ -8,9 +8,9 @@ spend its seconds measuring one (its figures sit far above this CPU, so no row r
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
+from test_app import ready, wait_for
 from textual.widgets import DataTable, Static
 
 from gpulab.app import GpuLabApp
@@ -19,20 +19,6 @@ from gpulab.core.devices import detect
 from gpulab.runner import events as ev
 
 HEADERS = ["contender", "size", "dtype", "time", "throughput", "% peak", "verdict"]
-
-
-async def wait_for(pilot, condition: Callable[[], Any], timeout: float = 30.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
-        await pilot.pause(0.05)
-    return condition()
-
-
-async def ready(pilot) -> None:
-    await wait_for(pilot, lambda: pilot.app.handshake is not None, 60, "the worker handshake")
-    await wait_for(pilot, lambda: pilot.app.focused is not None, 5, "the first focus")
 
 
 def table_rows(app: GpuLabApp) -> list[dict[str, str]]:
