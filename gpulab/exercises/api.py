@@ -1,0 +1,201 @@
+"""The contract between the grader and an exercise's `check.py` (package data, one folder each).
+
+An exercise folder under `gpulab/exercises/catalog/<NN-id>/` holds:
+
+- `exercise.md`: YAML front matter (id, title, order, lesson, needs, metric, grades, hints) and
+  the statement in Markdown. `needs` is one of "cpu" (NumPy / torch, runs anywhere), "gpu"
+  (torch with CUDA), "cupy" (a GPU and CuPy); a list of strings is allowed.
+- `starter.py`: what the learner is given, with a clear `TODO`.
+- `solution.py`: our reference solution.
+- `wrong/*.py`: known-wrong solutions. Each file's first line is a comment
+  `# expect: <text>`; the grader must reject it with a message that contains `<text>`.
+- `check.py`: the checker, a plain module with these names (only `ENTRY`, `cases`, `expected`
+  and `run` are required):
+
+    ENTRY: str                       the function the learner's module must define
+    cases(ctx) -> list[Case]         inputs drawn from ctx.rng; edge sizes first, then a big one
+    expected(case, ctx) -> Any       the reference, computed BEFORE the learner's code is loaded
+                                     (float64 or exact; host NumPy arrays or plain values)
+    run(fn, case, ctx) -> Any        calls the learner's `fn` with device copies of the inputs
+                                     and poisoned outputs; returns the result on the host
+    compare(want, got, case, ctx) -> Mismatch | None      default: compare_arrays
+    timing(fn, ctx) -> TimingSpec | None                  after every case passed; optional
+
+The grader (gpulab/exercises/grader.py) owns the order: cases -> every expected -> load the
+learner's module fresh -> run + compare per case -> timing. It binds the helpers below before the
+learner's module is imported, so later monkey-patching of NumPy by the learner does not change
+the comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# Sizes every 1-D check should cover: tiny, around a warp, around a block, around two blocks.
+EDGE_SIZES: tuple[int, ...] = (1, 2, 31, 33, 1023, 1025)
+
+_np_asarray = np.asarray
+_np_isfinite = np.isfinite
+_np_abs = np.abs
+_np_argmax = np.argmax
+_np_unravel = np.unravel_index
+
+
+class CheckError(Exception):
+    """The learner's code broke the contract (wrong signature, wrong type); str() is one line."""
+
+
+@dataclass
+class Context:
+    """What a check may use. Built by the grader, never by the learner's code."""
+
+    rng: np.random.Generator
+    seed: int
+    gpu: bool  # a CUDA device is usable in this worker
+    cupy: bool  # CuPy is importable and sees the device
+    device: str  # torch device string: "cuda:0" or "cpu"
+    device_index: int = 0
+    fill_bytes: int = 256 << 20  # a size that fills the device's bandwidth (bytes per array)
+    quick: bool = False  # tests: smaller big case, fewer timing repeats
+
+    def big(self, bytes_per_element: int, arrays: int = 1, cap: int = 1 << 28) -> int:
+        """An element count that fills the device: `arrays` arrays of that element size, about
+        fill_bytes in all (a 4 MiB one when quick), never more than `cap`."""
+        total = (4 << 20) if self.quick else self.fill_bytes
+        return int(max(1, min(cap, total // max(1, bytes_per_element * arrays))))
+
+
+@dataclass
+class Case:
+    name: str  # what a person reads: "n=33 (not a multiple of the block size)"
+    args: dict[str, Any]  # the inputs, host NumPy arrays or plain values
+    meta: dict[str, Any] = field(default_factory=dict)  # anything else the check wants to keep
+
+
+@dataclass
+class Mismatch:
+    """Why a case failed, in words a learner can act on."""
+
+    message: str  # one line: "out[1024] = nan, expected 3.25 (never written?)"
+    index: Any = None  # the first wrong index (int or tuple), if there is one
+    expected: Any = None
+    got: Any = None
+    max_error: float | None = None
+    wrong: int | None = None  # how many elements are wrong, if counted
+
+    def to_dict(self) -> dict[str, Any]:
+        def plain(v: Any) -> Any:
+            if isinstance(v, np.generic):
+                return v.item()
+            if isinstance(v, tuple):
+                return [plain(x) for x in v]
+            return v
+
+        return {k: plain(v) for k, v in self.__dict__.items()}
+
+
+@dataclass
+class TimingSpec:
+    """How to time a correct solution beside the library path, on inputs that fill the GPU.
+
+    `setup(i)` builds the i-th input set on the device (the grader rotates several so the L2
+    cache does not flatter a memory-bound kernel); `learner(inputs)` and `library(inputs)` each run
+    one call on those inputs. `work` is bytes (metric GB/s: every input read once, every output
+    written once) or floating-point operations (TFLOP/s) per call.
+    """
+
+    setup: Callable[[int], Any]
+    learner: Callable[[Any], Any]
+    library: Callable[[Any], Any] | None
+    library_name: str
+    work: float
+    metric: str  # "GB/s" or "TFLOP/s"
+    ceiling: str  # a calibrated figure: "copy", "h2d", "d2h" or "matmul:<dtype>"
+    sync: str = "none"  # "cupy", "torch" or "none" (gpulab.core.timing.SYNC_KINDS)
+    sets: int = 4  # input sets to rotate among
+    note: str = ""  # what `work` counts, shown to the learner
+
+
+def tolerance(dtype: Any) -> tuple[float, float]:
+    """(rtol, atol) for comparing a result of this dtype with a float64 reference."""
+    kind = np.dtype(dtype)
+    if kind.kind in "iub":
+        return (0.0, 0.0)
+    if kind == np.float16:
+        return (1e-2, 1e-3)
+    if kind == np.float32:
+        return (1e-5, 1e-6)
+    return (1e-10, 1e-12)
+
+
+def poison(shape: Any, dtype: Any, xp: Any = np) -> Any:
+    """An output buffer full of values no correct kernel writes: NaN for floats, a sentinel for
+    integers, so an element the learner never wrote fails the comparison."""
+    kind = np.dtype(dtype)
+    if kind.kind == "f":
+        return xp.full(shape, np.nan, dtype=dtype)
+    if kind.kind in "iu":
+        sentinel = np.iinfo(kind).max - 7
+        return xp.full(shape, sentinel, dtype=dtype)
+    return xp.full(shape, True, dtype=dtype)
+
+
+def to_host(x: Any) -> np.ndarray:
+    """A NumPy array from a NumPy, CuPy or torch value (copies device memory to the host)."""
+    if hasattr(x, "get") and type(x).__module__.startswith("cupy"):
+        return x.get()
+    if type(x).__module__.startswith("torch"):
+        return x.detach().cpu().numpy()
+    return _np_asarray(x)
+
+
+def compare_arrays(
+    want: np.ndarray,
+    got: Any,
+    *,
+    name: str = "out",
+    dtype: Any = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> Mismatch | None:
+    """None when `got` matches `want` (float64 or exact) within the dtype's tolerance; else the
+    first wrong index, expected vs got, the max error and how many elements are wrong."""
+    got_h = to_host(got)
+    want_h = _np_asarray(want)
+    if got_h.shape != want_h.shape:
+        return Mismatch(f"{name} has shape {tuple(got_h.shape)}, expected {tuple(want_h.shape)}")
+    if dtype is not None and got_h.dtype != np.dtype(dtype):
+        return Mismatch(f"{name} has dtype {got_h.dtype}, expected {np.dtype(dtype)}")
+    d_rtol, d_atol = tolerance(got_h.dtype)
+    rtol = d_rtol if rtol is None else rtol
+    atol = d_atol if atol is None else atol
+    if got_h.dtype.kind in "iub":
+        bad = got_h != want_h
+        err = _np_abs(got_h.astype(np.float64) - want_h.astype(np.float64))
+    else:
+        g = got_h.astype(np.float64)
+        w = want_h.astype(np.float64)
+        err = _np_abs(g - w)
+        bad = ~(err <= atol + rtol * _np_abs(w))  # NaN compares False, so it is bad
+        bad |= ~_np_isfinite(g) & _np_isfinite(w)
+    if not bad.any():
+        return None
+    flat = int(_np_argmax(bad.reshape(-1)))
+    idx = tuple(int(i) for i in _np_unravel(flat, bad.shape)) if bad.ndim > 1 else flat
+    g_v, w_v = got_h.reshape(-1)[flat].item(), want_h.reshape(-1)[flat].item()
+    finite = err[_np_isfinite(err)]
+    max_err = float(finite.max()) if finite.size else float("nan")
+    where = f"{name}[{', '.join(map(str, idx)) if isinstance(idx, tuple) else idx}]"
+    hint = " (never written?)" if isinstance(g_v, float) and g_v != g_v else ""
+    return Mismatch(
+        f"{where} = {g_v!r}, expected {w_v!r}{hint}; {int(bad.sum())} of {bad.size} wrong",
+        index=idx,
+        expected=w_v,
+        got=g_v,
+        max_error=max_err,
+        wrong=int(bad.sum()),
+    )
