@@ -124,12 +124,18 @@ def store() -> Any:
 def machine() -> Any:
     """What this machine can run. Without an NVIDIA driver we know there is no GPU without
     importing torch (a second and more); with one, `detect()` asks torch and CuPy."""
-    from gpulab.core.devices import Backend, Inventory, _cuda_hidden, _driver, detect
+    from gpulab.core.devices import _cuda_hidden, _driver, detect
 
     driver, _, error = _driver()
     if driver and not _cuda_hidden():
         return detect()
-    why = "CUDA_VISIBLE_DEVICES hides every GPU" if _cuda_hidden() else error
+    return cpu_only("CUDA_VISIBLE_DEVICES hides every GPU" if _cuda_hidden() else error)
+
+
+def cpu_only(why: str) -> Any:
+    """An inventory of a machine without a usable GPU (and why), built without importing torch."""
+    from gpulab.core.devices import Backend, Inventory
+
     inv = Inventory(gpu_reason=why or "no usable GPU")
     inv.backends["numpy"] = Backend("numpy", True)
     inv.backends["torch-cpu"] = Backend("torch-cpu", True)
