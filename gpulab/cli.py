@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, default=0, help="cancel after this many seconds")
 
     bench = sub.add_parser("bench", help="run the benchmark suite, write JSON and Markdown")
-    bench.add_argument("--suite", default="core", help="core (default) or full")
+    bench.add_argument("--suite", default="core", help="core (default), full or exercises")
     bench.add_argument("--json", dest="json_path", help="write the JSON results here")
     bench.add_argument("--markdown", dest="md_path", help="write the Markdown table here")
     bench.add_argument("--only", action="append", default=[], help="run just this experiment")

@@ -201,3 +201,65 @@ async def test_watch_rechecks_on_save_and_moves_on(tmp_path):
     assert "NotImplementedError" in said[1]["check"]["message"]
     assert said[-1] == {"type": "done"}  # the GPU-only exercise cannot run here: nothing left
     assert not stopped_by_test
+
+
+def test_bench_part_targets_and_table():
+    from gpulab.exercises import bench as ex_bench
+
+    wrong = {
+        "name": "w",
+        "expect": "never written",
+        "rejected": True,
+        "message_ok": True,
+        "message": "m",
+    }
+    part = {
+        "quick": False,
+        "exercises": [
+            {
+                "exercise": "a",
+                "order": 1,
+                "needs": ["cpu"],
+                "passed": True,
+                "message": "",
+                "grade": "silver",
+                "fraction": 0.7,
+                "library_fraction": 0.8,
+                "value": 2000.0,
+                "library": "torch.add",
+                "metric": "GB/s",
+                "first_check_s": 0.9,
+                "repeat_check_s": 0.3,
+                "wrong": [wrong],
+            },
+            {
+                "exercise": "k",
+                "order": 20,
+                "needs": ["cupy"],
+                "passed": True,
+                "message": "",
+                "grade": "bronze",
+                "fraction": 0.45,
+                "library_fraction": 0.8,
+                "value": 1500.0,
+                "library": "cupy.add",
+                "metric": "GB/s",
+                "first_check_s": 1.8,
+                "repeat_check_s": 0.4,
+                "wrong": [wrong, {**wrong, "name": "x", "rejected": False, "message_ok": False}],
+            },
+            {"exercise": "g", "order": 30, "skipped": "needs a GPU: none"},
+        ],
+    }
+    by = {c["name"]: c for c in ex_bench.comparisons(part, gpu=True)}
+    assert by["exercises: reference solutions pass"]["status"] == "pass"
+    assert by["exercises: known-wrong solutions rejected with their message"]["value"] == 2
+    assert by["exercises: known-wrong solutions rejected with their message"]["status"] == "miss"
+    assert by["exercises: reference grade silver or better"]["value"] == 1
+    first = by["exercises: first check, worst of the kernel exercises (s)"]
+    assert first["value"] == 1.8 and first["status"] == "miss"
+    assert by["exercises: repeat check, worst of the kernel exercises (s)"]["status"] == "pass"
+    table = "\n".join(ex_bench.markdown_lines(part))
+    assert "| k | pass | bronze | 1500 GB/s | 45% | 80% | 1.80 s | 0.40 s | 1/2 |" in table
+    assert "| g | not run: needs a GPU: none |" in table
+    assert "k/x: expected 'never written'" in table
