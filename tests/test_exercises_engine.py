@@ -366,3 +366,21 @@ def test_progress_and_hints_survive_a_new_store(tmp_path):
         after = p.get("double")
         assert after.state == FAILING and after.passed_ever and after.best_grade == "silver"
         assert p.get("other").state == NOT_STARTED and p.get("other").hints_revealed == 1
+
+
+def test_a_timing_above_the_ceiling_earns_no_grade(tmp_path, double):
+    # Claims every call took a nanosecond: the perf_counter it patches is put back before the
+    # timer reads it, and a figure far above the calibrated ceiling would not be graded anyway.
+    path = learner(
+        tmp_path,
+        "import time\n"
+        "_real = time.perf_counter\n"
+        "def double(x, out):\n"
+        "    out[:] = 2 * x\n"
+        "    time.perf_counter = lambda: 0.0\n",
+    )
+    result = check(double, path)
+    assert result.passed
+    assert "time.perf_counter" in result.restored
+    assert result.timing["learner"]["median_s"] > 0
+    assert result.timing["fraction"] < 1.5 or result.timing["grade"] == "pass"

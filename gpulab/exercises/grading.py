@@ -15,6 +15,8 @@ from typing import Any
 from gpulab.exercises import api
 from gpulab.exercises.catalog import GRADES, Exercise
 
+IMPLAUSIBLE = 1.5  # a figure this far above the device's own ceiling earns no grade
+
 
 def grade_for(fraction: float | None, grades: dict[str, float] | Any) -> str:
     """pass, bronze, silver or gold: the highest threshold `fraction` reaches."""
@@ -129,6 +131,16 @@ def time_and_grade(
         "device_state": state,
         "quick": actx.quick,
     }
+    if learner_t.min_s <= 0:
+        out["suspect"] = "a timed call took no time at all: the timing is not trusted; not graded"
+        out["grade"] = "pass"
+    elif fraction is not None and fraction > IMPLAUSIBLE:
+        # Far above what this device measured itself doing: a timing the learner's code
+        # interfered with, or work it skipped. No grade for it.
+        out["suspect"] = (
+            f"{100 * fraction:.0f}% of the calibrated ceiling is not plausible; not graded"
+        )
+        out["grade"] = "pass"
     if wrong:
         out["wrong"] = wrong
     return out

@@ -106,9 +106,13 @@ class Guard:
         "numpy.testing",
         "builtins",
         "math",
+        "time",
         "gpulab.exercises.api",
+        "gpulab.core.timing",
         "torch",
+        "torch.cuda",
         "cupy",
+        "cupy.cuda",
     )
 
     def __init__(self) -> None:
@@ -120,6 +124,9 @@ class Guard:
         torch = sys.modules.get("torch")
         if torch is not None:
             self._saved.append((torch.Tensor, dict(vars(torch.Tensor))))
+            event = getattr(getattr(torch, "cuda", None), "Event", None)
+            if isinstance(event, type):  # the timer's clock on a GPU
+                self._saved.append((event, dict(vars(event))))
         np = sys.modules.get("numpy")
         if np is not None:
             self._saved.append((np.random.Generator, dict(vars(np.random.Generator))))
