@@ -384,3 +384,31 @@ def test_a_timing_above_the_ceiling_earns_no_grade(tmp_path, double):
     assert "time.perf_counter" in result.restored
     assert result.timing["learner"]["median_s"] > 0
     assert result.timing["fraction"] < 1.5 or result.timing["grade"] == "pass"
+
+
+def test_find_reads_one_folder_and_agrees_with_the_catalog(monkeypatch, cat):
+    from gpulab.exercises import catalog as catalog_mod
+
+    monkeypatch.setenv("GPULAB_EXERCISES_PATH", str(FIXTURES))
+    for name in ("double", "901", "901-double", "901_double", "901_double.py"):
+        assert catalog_mod.find(name).folder == cat.get("double").folder
+    with pytest.raises(UnknownExercise, match="did you mean 'double'"):
+        catalog_mod.find("doubel")
+
+
+@pytest.mark.parametrize(
+    ("variant", "has_temp", "words"),
+    [("full", True, ""), ("no-library", False, "libnvidia-ml.so"), ("gpu-lost", False, "lost")],
+)
+def test_gpu_state_reads_nvml_or_says_why_not(variant, has_temp, words):
+    from gpulab.core.devices import DeviceInfo, Inventory
+    from gpulab.exercises.grading import gpu_state
+    from gpulab.telemetry.fake import FakeNvml
+    from gpulab.telemetry.nvml import NvmlSession
+
+    fake = FakeNvml(variant)
+    inv = Inventory(devices=[DeviceInfo(index=0, name="fake", kind="cuda")])
+    state = gpu_state(inv, 0, session=NvmlSession(nvml=fake))
+    assert (state["temperature_c"] is not None) == has_temp
+    assert (state["sm_clock_mhz"] is not None) == has_temp
+    assert words in state["na"] and (has_temp or state["na"])
