@@ -412,3 +412,21 @@ def test_gpu_state_reads_nvml_or_says_why_not(variant, has_temp, words):
     assert (state["temperature_c"] is not None) == has_temp
     assert (state["sm_clock_mhz"] is not None) == has_temp
     assert words in state["na"] and (has_temp or state["na"])
+
+
+def test_an_exception_in_the_timed_run_is_a_failed_check(tmp_path, double):
+    path = learner(
+        tmp_path,
+        "def double(x, out):\n    if x.size > 70000:\n        raise MemoryError('too big')\n"
+        "    out[:] = 2 * x\n",
+    )
+    from gpulab.exercises.grader import LearnerCrash
+
+    with pytest.raises(LearnerCrash) as err:  # out of memory: the worker must free what it holds
+        check(double, path)
+    assert err.value.kind == "out-of-memory"
+    assert err.value.extra["check"]["kind"] == "crash"
+    path.write_text(path.read_text().replace("MemoryError('too big')", "ValueError('too big')"))
+    result = check(double, path)
+    assert not result.passed and result.kind == "error"
+    assert result.message.startswith("timed run: double raised ValueError: too big (line 3")

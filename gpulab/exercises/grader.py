@@ -200,7 +200,19 @@ def run_check(
 
             spec = _ours("timing()", ex, lambda: check.timing(fn, actx))
             if spec is not None:
-                timing = time_and_grade(spec, ex, actx, exp_ctx, guard=guard)
+                try:
+                    timing = time_and_grade(spec, ex, actx, exp_ctx, guard=guard)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - the learner's code, at full size
+                    from gpulab.experiments.base import Cancelled
+
+                    if isinstance(exc, Cancelled):
+                        raise
+                    _restore(result, guard)
+                    _crash_if_fatal(exc, result, "timed run", t0)
+                    why = f"timed run: {ex.entry} raised {describe(exc, path)}"
+                    return _fail(result, "error", why, t0)
                 result.restored = sorted(set(result.restored) | set(guard.restore()))
                 result.timing = timing
                 if timing.get("wrong"):
