@@ -52,8 +52,10 @@ def test_torch_cpu_rows_are_not_judged_against_numpys_ceiling():
             assert m.percent_of_peak is None and m.peak_name == ""
         else:
             assert m.percent_of_peak is not None and m.peak_name == "calibrated matmul fp32"
-            # Judged on the way out: a row above 105% had its ceiling re-measured.
-            assert m.percent_of_peak <= 105 or m.extra.get("ceiling_remeasured")
+            # Judged on the way out (a row above 105% has its ceiling re-measured, once per
+            # figure and process), and again at the end: any row still above 100% says why.
+            assert m.percent_of_peak <= 100 or m.extra.get("ceiling_note"), m
+            assert m.extra["ceiling"] == res.measurements[0].extra["ceiling"]  # one ceiling
 
 
 def test_inputs_are_fresh_every_run_and_the_seed_is_recorded():
