@@ -126,6 +126,24 @@ def test_gpu_contenders_pass_and_fused_memory_is_flat():
 
 
 @pytest.mark.gpu
+def test_torch_counter_counts_exactly_on_the_gpu():
+    # Blocks of 2^24 summed in float32 on the device: the count equals an int64 count of the
+    # same points (a plain float32 sum of 40M ones would not be exact).
+    import torch
+
+    from gpulab.experiments import montecarlo_torch as mct
+
+    n = 2 * mct.EXACT_BLOCK + 7_000_001
+    counter = mct.TorchCounter("cuda:0", n)
+    got = counter.count(n, 42)
+    gen = torch.Generator(device="cuda:0").manual_seed(42)
+    x = torch.rand(n, device="cuda:0", generator=gen)
+    y = torch.rand(n, device="cuda:0", generator=gen)
+    x.mul_(x).addcmul_(y, y)
+    assert got == int((x <= 1.0).sum().item())
+
+
+@pytest.mark.gpu
 def test_torch_contender_keeps_up_with_the_recipe():
     # The bench's target (within 5% of the tutorials' recipe, warm, same run), quick here.
     from gpulab.experiments import montecarlo_torch as mct
@@ -156,6 +174,7 @@ def test_torch_counter_chunks_add_up_exactly(monkeypatch):
     from gpulab.experiments import montecarlo_torch as mct
 
     monkeypatch.setattr(mct, "GPU_CHUNK_MAX", 1000)
+    monkeypatch.setattr(mct, "EXACT_BLOCK", 300)  # whole blocks and a tail in every chunk
     counter = mct.TorchCounter("cpu", 2500)
     assert counter.chunk == 1000
     gen = torch.Generator().manual_seed(9)
@@ -165,6 +184,22 @@ def test_torch_counter_chunks_add_up_exactly(monkeypatch):
         want += int((x * x + y * y <= 1.0).sum())
     assert counter.count(2500, 9) == want
     assert counter.count(2500, 9) == want  # the buffers are reused: the same answer again
+    assert counter.nbytes < 2 * 1000 * 4 + 64  # x and y of one chunk, no mask, no temporaries
+
+
+def test_counting_ones_goes_by_exact_blocks(monkeypatch):
+    import torch
+
+    from gpulab.experiments import montecarlo_torch as mct
+
+    monkeypatch.setattr(mct, "EXACT_BLOCK", 64)
+    counter = mct.TorchCounter("cpu", 10)
+    for n, ones in ((64 * 5 + 17, 200), (128, 128), (30, 3)):
+        x = torch.zeros(n)
+        x[torch.randperm(n)[:ones]] = 1.0
+        counter.total.zero_()
+        counter._add_ones(x)
+        assert int(counter.total) == ones and counter.total.dtype == torch.int64
 
 
 def test_gpu_chunk_is_bounded_by_the_run_and_free_memory():
