@@ -358,3 +358,34 @@ def test_the_recipe_target_runs_beside_the_experiment_rows(monkeypatch):
     by = {c["name"]: c for c in out}
     assert by["mc 1000000000"]["experiment_row_gs"] == 50.0
     assert "experiment_row_gs" not in by["mc 100000000"]
+
+
+def test_the_pinned_ceiling_is_the_faster_method_per_direction():
+    from gpulab.core import calibration_gpu as cg
+
+    best = {
+        "h2d": {"gbs": 53.0, "bytes": 1, "statistic": "s"},
+        "h2d runtime": {"gbs": 54.5, "bytes": 2, "statistic": "s"},
+        "d2h": {"gbs": 55.0, "bytes": 3, "statistic": "s"},
+        "d2h runtime": {"gbs": 54.9, "bytes": 4, "statistic": "s"},
+    }
+    out = cg._fastest_method(best)
+    assert set(out) == {"h2d", "d2h"}
+    assert out["h2d"]["gbs"] == 54.5 and out["h2d"]["statistic"].endswith("cudaMemcpyAsync")
+    assert out["d2h"]["gbs"] == 55.0 and out["d2h"]["statistic"].endswith("torch copy_")
+    assert cg._runtime_copies(object(), 0, 0, None) == {}  # no CuPy in the context: torch only
+
+
+def test_the_cli_prints_each_rows_note(monkeypatch):
+    from gpulab.core.devices import Inventory
+    from gpulab.experiments import montecarlo as mc
+    from gpulab.experiments.base import Context
+    from gpulab.report import render_result
+
+    monkeypatch.setattr(mc, "CPU_CAP", 20_000)
+    ctx = Context(inventory=Inventory(), quick=True)
+    res = mc.EXPERIMENT.run(ctx, mc.EXPERIMENT.params.validate({"samples": 100_000}))
+    out = render_result(res.to_dict())
+    line = next(x for x in out.splitlines() if x.startswith("numpy "))
+    assert "20000 of 100000" in line  # the size column says what ran
+    assert "notes:\n  numpy 20000 of 100000: capped: ran 2e+04 of the 1e+05 samples asked" in out
