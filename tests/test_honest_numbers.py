@@ -3,8 +3,6 @@ table, cache-resident host copies, skip estimates, and how the bench reports the
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from gpulab.core import peaks as pk
@@ -14,9 +12,29 @@ from gpulab.core.timing import Timer, Timing
 from gpulab.experiments.common import row
 
 
-def _sleeps(durations):
-    it = iter(durations)
-    return lambda: time.sleep(next(it))
+class FakeClock:
+    """The timer's clock, advanced only by the calls it times: deterministic on a busy box."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def calls(self, durations):
+        it = iter(durations)
+
+        def fn() -> None:
+            self.now += next(it)
+
+        return fn
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(tm, "time", fake)
+    return fake
 
 
 # ---------------------------------------------------------------------------- noisy timings
@@ -29,26 +47,24 @@ def test_is_wild_needs_a_real_spread():
     assert not tm.is_wild([1e-6, 1e-6, 5e-6])  # clock jitter, not noise
 
 
-def test_a_wild_timing_is_taken_again_and_the_calmer_set_kept():
-    fn = _sleeps([0.002, 0.002, 0.03] + [0.002] * 3)
+def test_a_wild_timing_is_taken_again_and_the_calmer_set_kept(clock):
+    fn = clock.calls([0.002, 0.002, 0.03] + [0.002] * 3)
     t = Timer(warmup=0, repeats=3, budget_s=10, min_runs=3).measure(fn, cold=False)
     assert t.remeasured and not t.noisy
-    assert t.max_s < 0.015  # the disturbed set was dropped
+    assert t.max_s == pytest.approx(0.002)  # the disturbed set was dropped
     assert t.to_dict()["remeasured"] is True
 
 
-def test_a_timing_wild_twice_is_flagged_noisy():
-    fn = _sleeps([0.002, 0.002, 0.03] * 2)
+def test_a_timing_wild_twice_is_flagged_noisy(clock):
+    fn = clock.calls([0.002, 0.002, 0.03, 0.002, 0.002, 0.04])
     t = Timer(warmup=0, repeats=3, budget_s=10, min_runs=3).measure(fn, cold=False)
-    assert t.remeasured and t.noisy and t.spread > tm.NOISY_SPREAD
+    assert t.remeasured and t.noisy and t.spread == pytest.approx(15.0)  # the calmer of two
 
 
-def test_a_calm_timing_is_taken_once():
-    calls = []
-    t = Timer(warmup=0, repeats=4, budget_s=10, min_runs=4).measure(
-        lambda: calls.append(time.sleep(0.002)), cold=False
-    )
-    assert not t.remeasured and not t.noisy and len(calls) == 4
+def test_a_calm_timing_is_taken_once(clock):
+    fn = clock.calls([0.002, 0.0025, 0.003, 0.002])  # a fifth call would raise StopIteration
+    t = Timer(warmup=0, repeats=4, budget_s=10, min_runs=4).measure(fn, cold=False)
+    assert not t.remeasured and not t.noisy and t.runs == 4
 
 
 def test_a_noisy_row_says_so_with_the_load(monkeypatch):
