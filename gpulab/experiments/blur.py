@@ -323,19 +323,6 @@ class Blur(Experiment):
     )
     bench_suites = ("core", "full")
 
-    def availability(self, inventory: Any) -> dict[str, str]:
-        """One CPU contender runs, and its row names it: SciPy when it is installed, else the
-        NumPy fallback (a row labelled SciPy must never be NumPy's). Checked without importing
-        SciPy, so the UI process can ask; `run` confirms with a real import."""
-        import importlib.util
-
-        out = super().availability(inventory)
-        if importlib.util.find_spec("scipy") is not None:
-            out["numpy-slices"] = NUMPY_INSTEAD
-        else:
-            out["scipy"] = SCIPY_MISSING
-        return out
-
     def check(self, params: dict[str, Any], inventory: Any) -> None:
         for name in ("width", "height"):
             if 0 < params[name] < 16:
@@ -542,6 +529,19 @@ class Blur(Experiment):
         meta = {"width": w, "height": h, "role": "after", "kernel": kind, "contender": who}
         result.artifacts.append(Artifact(f"{kind} result", "image", str(after), meta=meta))
         ctx.log(f"saved {after}")
+
+    def availability(self, inventory: Any) -> dict[str, str]:
+        """One CPU contender runs, and its row names it: SciPy when it is installed, else the
+        NumPy fallback (a row labelled SciPy must never be NumPy's). Checked without importing
+        SciPy, so the UI process can ask; `run` confirms with a real import."""
+        import importlib.util
+
+        out = super().availability(inventory)
+        if importlib.util.find_spec("scipy") is not None:
+            out["numpy-slices"] = NUMPY_INSTEAD
+        else:
+            out["scipy"] = SCIPY_MISSING
+        return out
 
 
 EXPERIMENT = Blur()
