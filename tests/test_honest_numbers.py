@@ -212,33 +212,35 @@ def _ctx():
 
 def test_a_skip_estimate_from_a_noisy_small_size_is_checked_by_a_probe(monkeypatch):
     from gpulab.experiments import matmul as mm
+    from gpulab.experiments import matmul_estimate as me
 
-    monkeypatch.setattr(mm, "PROBE_S", 0.02)
+    monkeypatch.setattr(me, "PROBE_S", 0.02)
     numpy = next(c for c in mm.EXPERIMENT.contenders if c.id == "numpy")
     # n=64 "took" 10 ms (noise): n^3 scaling says 2,600 s for n=4096, over the limit.
     times = {("numpy", "fp32", 64): 0.01}
-    assert mm.Matmul._estimate_s("numpy", "fp32", 4096, times) > mm.CPU_RUN_LIMIT_S
-    est = mm.EXPERIMENT._probe(_ctx(), numpy, "fp32", 4096, times)
-    assert est < mm.CPU_RUN_LIMIT_S  # the probe at a larger size says it fits: it runs
+    assert me.estimate_s("numpy", "fp32", 4096, times) > me.CPU_RUN_LIMIT_S
+    est = me.probe(_ctx(), numpy, "fp32", 4096, times)
+    assert est < me.CPU_RUN_LIMIT_S  # the probe at a larger size says it fits: it runs
     probed = [k[2] for k in times if k[2] != 64]
     assert probed and all(64 < n < 4096 for n in probed)
 
 
 def test_a_probe_confirms_a_size_that_really_is_too_big(monkeypatch):
     from gpulab.experiments import matmul as mm
+    from gpulab.experiments import matmul_estimate as me
 
-    monkeypatch.setattr(mm, "PROBE_S", 0.02)
+    monkeypatch.setattr(me, "PROBE_S", 0.02)
     numpy = next(c for c in mm.EXPERIMENT.contenders if c.id == "numpy")
     times = {("numpy", "fp32", 64): 0.01}
-    assert mm.EXPERIMENT._probe(_ctx(), numpy, "fp32", 100_000, times) > mm.CPU_RUN_LIMIT_S
-    assert len(times) == 1 + mm.PROBES
+    assert me.probe(_ctx(), numpy, "fp32", 100_000, times) > me.CPU_RUN_LIMIT_S
+    assert len(times) == 1 + me.PROBES
 
 
 def test_estimates_scale_the_largest_size_measured():
-    from gpulab.experiments import matmul as mm
+    from gpulab.experiments import matmul_estimate as me
 
     times = {("numpy", "fp32", 256): 5.0, ("numpy", "fp32", 1024): 0.01}  # 256 was noisy
-    assert mm.Matmul._estimate_s("numpy", "fp32", 2048, times) == pytest.approx(0.08)
+    assert me.estimate_s("numpy", "fp32", 2048, times) == pytest.approx(0.08)
 
 
 # ---------------------------------------------------------------------------- the bench

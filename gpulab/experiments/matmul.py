@@ -20,10 +20,8 @@ timed one call at a time, launch latency included (the lesson of small sizes), a
 more back to back (`<contender> back-to-back` rows), the throughput the same product reaches
 in a stream of work: the two differ by the launch cost, several times over at n=256.
 
-A CPU contender skips a size only when it is estimated to take over CPU_RUN_LIMIT_S a call; the
-estimate scales the fastest run of the largest size measured by n^3, and when it says "skip"
-one call at a larger probe size (about PROBE_S) checks it first: a noisy small timing once
-estimated 65 s for a product that took 1.45 s.
+A CPU contender skips a size only when it is estimated to take over CPU_RUN_LIMIT_S a call, an
+estimate checked by a probe first (matmul_estimate.py).
 """
 
 from __future__ import annotations
@@ -37,6 +35,7 @@ from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.matmul_estimate import CPU_RUN_LIMIT_S, estimate_s, probe
 from gpulab.experiments.syllabus_support import regime
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
@@ -55,9 +54,6 @@ SUPPORTED = {
 PYTHON_MAX = 128
 PYTHON_MEASURED = (64, 128)
 REF_ROWS = 64
-CPU_RUN_LIMIT_S = 20.0  # a CPU contender skips (and says so) a size estimated to take longer
-PROBE_S = 1.0  # the time of one probe call that checks a "skip" estimate
-PROBES = 2
 SINGLE_NOTE = "one call at a time: launch latency included"
 
 
@@ -195,9 +191,9 @@ class Matmul(Experiment):
             if contender.id == "python":
                 m, v = self._python(ctx, n, step_seed)
             else:
-                est = self._estimate_s(contender.id, dtype, n, times)
+                est = estimate_s(contender.id, dtype, n, times)
                 if contender.backend in ("numpy", "torch-cpu") and est > CPU_RUN_LIMIT_S:
-                    est = self._probe(ctx, contender, dtype, n, times)
+                    est = probe(ctx, contender, dtype, n, times)
                 if contender.backend in ("numpy", "torch-cpu") and est > CPU_RUN_LIMIT_S:
                     why = f"{contender.id} {dtype} n={n}: skipped, estimated {est:.0f} s a run"
                     skipped.append(why)
@@ -266,62 +262,6 @@ class Matmul(Experiment):
                     continue
                 plan.extend((c, dtype, n) for n in sizes)
         return plan
-
-    @staticmethod
-    def _estimate_s(
-        cid: str, dtype: str, n: int, times: dict[tuple[str, str, int], float]
-    ) -> float:
-        smaller = [(k[2], t) for k, t in times.items() if k[0] == cid and k[1] == dtype]
-        if not smaller:
-            return 0.0
-        m, t = max(smaller)
-        return t * (n / m) ** 3
-
-    def _probe(
-        self,
-        ctx: Context,
-        c: Contender,
-        dtype: str,
-        n: int,
-        times: dict[tuple[str, str, int], float],
-    ) -> float:
-        """Check a "skip" estimate with one call at a larger size (about PROBE_S), up to PROBES
-        times; the refined estimate (the probe's time scaled by n^3)."""
-        est = self._estimate_s(c.id, dtype, n, times)
-        for _ in range(PROBES):
-            known = [(k[2], t) for k, t in times.items() if k[0] == c.id and k[1] == dtype]
-            if not known or est <= CPU_RUN_LIMIT_S:
-                break
-            m0, t0 = max(known)
-            size = int(m0 * (PROBE_S / max(t0, 1e-9)) ** (1 / 3)) // 16 * 16
-            size = min(size, n - 16)
-            if size <= m0:
-                break  # the largest size measured already took PROBE_S: its estimate stands
-            ctx.progress(0.0, f"{c.label} {dtype}: probing n={size} for an estimate")
-            times[(c.id, dtype, size)] = self._probe_call(c, dtype, size)
-            est = self._estimate_s(c.id, dtype, n, times)
-            ctx.log(f"{c.id} {dtype} n={n}: estimated {est:.2g} s from a probe at n={size}")
-        return est
-
-    @staticmethod
-    def _probe_call(c: Contender, dtype: str, n: int) -> float:
-        """Seconds of one product at size n on a CPU contender (inputs made outside the time)."""
-        import time
-
-        import numpy as np
-
-        npd = np.float64 if dtype == "fp64" else np.float32
-        a = np.random.default_rng(n).standard_normal((n, n)).astype(npd)
-        if c.id == "numpy":
-            t0 = time.perf_counter()
-            np.matmul(a, a)
-            return time.perf_counter() - t0
-        import torch
-
-        ta = torch.from_numpy(a).to(_torch_dtype(dtype))
-        t0 = time.perf_counter()
-        torch.mm(ta, ta)
-        return time.perf_counter() - t0
 
     @staticmethod
     def step_seed(seed: int, contender: str, dtype: str, n: int) -> int:
