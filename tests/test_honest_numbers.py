@@ -112,6 +112,9 @@ def test_a_row_over_100_within_5_percent_says_why():
     under = _row(99.0, p)
     pk.settle(under)
     assert under.note == "" and "ceiling_note" not in under.extra
+    p.copy_gbs = 110.0  # re-measured higher: the row is no longer over, and its note goes
+    pk.settle(m)
+    assert m.note == "mine" and "ceiling_note" not in m.extra
 
 
 def test_rows_are_rejudged_against_the_final_ceiling():

@@ -313,7 +313,7 @@ def settle(m: Any) -> bool:
     m.extra["ceiling_figure"] = ceiling.what
     old_note = m.extra.pop("ceiling_note", "")
     if old_note:  # judged before against another figure: that note no longer holds
-        m.note = "; ".join(p for p in m.note.split("; ") if p != old_note)
+        m.note = m.note.replace(f"; {old_note}", "").replace(old_note, "")
     why = _over_note(pct, ceiling)
     if why:
         m.extra["ceiling_note"] = why
