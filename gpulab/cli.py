@@ -126,8 +126,14 @@ def sample_period(flag: str | None) -> float | None | str:
 def _tui(period: float | None = None) -> int:
     from gpulab.app import GpuLabApp
 
-    GpuLabApp(sample_period=period).run()
-    return 0
+    app = GpuLabApp(sample_period=period)
+    app.run()
+    # Textual has printed the traceback by now; the status must say it too (a script, a CI job
+    # or a shell's `&&` reads it).
+    code = app.return_code or 0
+    if code:
+        sys.stderr.write("gpulab: the lab stopped on an internal error (traceback above)\n")
+    return code
 
 
 def _info(args: argparse.Namespace) -> int:
