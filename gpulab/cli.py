@@ -140,6 +140,7 @@ def _info(args: argparse.Namespace) -> int:
     from gpulab.core.devices import detect
     from gpulab.telemetry.report import info_json, info_lines
     from gpulab.telemetry.sampler import TelemetryReader
+    from gpulab.telemetry.values import card_memory, gib
 
     inv = detect()
     reader = TelemetryReader()
@@ -155,10 +156,17 @@ def _info(args: argparse.Namespace) -> int:
         return 0
     print(f"gpulab {__version__}")
     print(f"GPU: {inv.label()}")
+    card_totals = {g.cuda_index: g.memory_total for g in nvml.gpus}
     for d in inv.devices:
+        total = card_totals.get(d.index)
+        memory = (
+            card_memory(total, d.memory_total)
+            if isinstance(total, int)
+            else f"{gib(d.memory_total)} (CUDA's figure: NVML cannot read the card's)"
+        )
         print(
             f"  cuda:{d.index}  {d.name}  cc {d.compute_capability}  {d.multiprocessors} SMs  "
-            f"{d.memory_total / 2**30:.1f} GiB"
+            f"{memory}"
         )
     print("Backends:")
     for b in inv.backends.values():
