@@ -52,6 +52,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         with Store() as store:
             marks, best = store.read_marks(), store.best_scores()
+            warnings.extend(store.notices)  # a damaged or read-only file: what could be read
     except StoreError as exc:  # still list the lessons; say why progress is missing
         warnings.append(f"progress unavailable: {exc}")
     rows = progress_rows(catalog, marks, best)
