@@ -185,29 +185,36 @@ class Store:
         self._opening = False
         target = str(self.path)
         why = ""
+        damage: sqlite3.Error | None = None
         if not read_only:
             try:
                 self._open_rw(target)
                 return
             except StoreError:
                 raise
-            except (sqlite3.OperationalError, OSError) as exc:
-                # A read-only data dir or file: still show what is there (below).
+            except (sqlite3.Error, OSError) as exc:
                 if target == ":memory:" or not Path(target).is_file():
-                    raise StoreError(f"cannot open the progress database {target}: {exc}") from None
-                why = str(exc)
-            except sqlite3.Error as exc:
-                raise StoreError(
-                    f"cannot open the progress database {target} ({exc}); your file is kept"
-                    f" there ({RECOVER_HINT})"
-                ) from None
+                    detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                    raise StoreError(
+                        f"cannot open the progress database {target}: {detail}"
+                    ) from None
+                if isinstance(exc, sqlite3.Error) and is_damage(exc):
+                    damage = exc  # read what can be read (below), write nothing
+                else:  # a read-only data dir or file: still show what is there (below)
+                    why = str(exc)
         try:
             self._db = self._open_ro(Path(target))
             self._check_version(self._db.execute("PRAGMA user_version").fetchone()[0])
         except StoreError:
             raise
         except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open the progress database {target}: {exc}") from None
+            raise StoreError(
+                f"progress could not be read: {damage or exc}; your file is kept at {target}"
+                f" ({RECOVER_HINT})"
+            ) from None
+        if damage is not None:
+            self._fault(damage, "read")
+            return
         self.read_only = True
         if why:
             self._notice(
@@ -227,7 +234,10 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            # Only a migration needs the write lock: another instance writing must not turn
+            # an up-to-date file read-only.
+            if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                self._migrate()
         except BaseException:
             self._db.close()
             raise
@@ -244,18 +254,20 @@ class Store:
         tries = [f"{uri}?mode=ro"] + ([] if has_wal else [f"{uri}?mode=ro&immutable=1"])
         error: Exception | None = None
         for attempt in tries:
-            db = sqlite3.connect(
-                attempt,
-                uri=True,
-                timeout=BUSY_TIMEOUT_S,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            db = None
             try:
+                db = sqlite3.connect(
+                    attempt,
+                    uri=True,
+                    timeout=BUSY_TIMEOUT_S,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
                 db.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 return db
             except sqlite3.OperationalError as exc:
-                db.close()
+                if db is not None:
+                    db.close()
                 error = exc
         if not has_wal:
             raise error or sqlite3.OperationalError("cannot read the file")

@@ -124,6 +124,7 @@ def recover(path: Path) -> Recovery:
         # touching the kept copy (or the original) in any way.
         work = Path(scratch) / path.name
         shutil.copyfile(kept, work)
+        _pad(work)
         wal = kept.with_name(kept.name + "-wal")
         if wal.is_file():
             shutil.copyfile(wal, work.with_name(work.name + "-wal"))
@@ -138,6 +139,22 @@ def recover(path: Path) -> Recovery:
         path.with_name(path.name + suffix).unlink(missing_ok=True)
     os.replace(fresh, path)
     return report
+
+
+def _pad(path: Path) -> None:
+    """Zero-fill a truncated copy up to the size its header records: SQLite refuses to load a
+    schema whose tables start past the end of the file, but reads the pages that are there."""
+    with path.open("r+b") as f:
+        head = f.read(100)
+        if len(head) < 100 or not head.startswith(b"SQLite format 3\0"):
+            return
+        page = int.from_bytes(head[16:18], "big")
+        page = 65536 if page == 1 else page
+        want = max(
+            int.from_bytes(head[28:32], "big") * page, -(-path.stat().st_size // page) * page
+        )
+        if want > path.stat().st_size:
+            f.truncate(want)  # extends with zeros
 
 
 def _copy_rows(source: Path, new: Store, report: Recovery) -> None:
