@@ -193,7 +193,7 @@ def test_gpulab_lessons_lists_lessons_and_says_why_progress_is_missing(
     data.mkdir()
     monkeypatch.setenv("GPULAB_DATA_DIR", str(data))
     with Store(data / "gpulab.sqlite3") as s:
-        for i in range(300):  # enough pages that half the file loses the lessons table's rows
+        for _ in range(300):  # enough pages that half the file loses the lessons table's rows
             s.add_run("bandwidth", {"pad": "y" * 200})
         s.mark_read("why-gpus")
     if how == "bad-page":
