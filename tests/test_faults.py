@@ -8,7 +8,7 @@ Faults of the runner are tested where its shared worker lives (starting workers 
     worker SIGSEGV / SIGABRT      test_runner.py::test_crash_is_reported_and_a_new_worker_runs_the_next_job
     SIGKILL near a memory limit   test_runner.py::test_a_sigkill_after_an_oom_kill_says_probably_out_of_memory
     hang ignoring cancel          test_runner.py::test_hang_ignoring_cancel_is_killed_and_the_runner_ready_again_within_3_s
-    parent SIGKILL, SIGHUP        test_runner_parent.py::test_workers_exit_within_2_s_when_their_parent_dies
+    parent SIGKILL, SIGHUP        test_runner_parent.py::test_worker_and_spare_exit_within_2_s_when_their_parent_is_killed
 Here: a damaged progress file (truncated, random bytes, one bad page under an intact header), a
 read-only and a full data dir, a data dir that is a file, two instances on one data dir, and the
 memory cgroup reader on fake /proc and /sys trees.
@@ -604,3 +604,34 @@ def test_an_oom_kill_counted_during_the_job_is_named(tmp_path):
     (root / "sys/fs/cgroup/user.slice/app.scope/memory.events").write_text("oom_kill 1\n")
     hint = hostmem.oom_hint(before, root)
     assert hint == "the kernel's out-of-memory killer ran; the memory limit here is 8.00 GiB"
+
+
+@pytest.mark.parametrize("how", ["bad-page", "a-file"])
+async def test_the_app_starts_and_opens_a_lesson_with_a_bad_data_dir(tmp_path, monkeypatch, how):
+    from test_app import fake_app, notes, ready
+
+    data = tmp_path / "data"
+    if how == "a-file":
+        data.write_text("not a directory")
+    else:
+        data.mkdir()
+        path = data / "gpulab.sqlite3"
+        _fill(path)
+        page = _root_pages(path)["lessons_read"]
+        raw = bytearray(path.read_bytes())
+        raw[(page - 1) * PAGE : page * PAGE] = b"\x5a" * PAGE
+        path.write_bytes(raw)
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(data))
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        pane = app.query_one("#lessons")
+        first = next(iter(pane.catalog)).id
+        await pane.open_lesson(first)
+        await pilot.pause()
+        assert pane.current == first
+        said = notes(app)
+        if how == "a-file":
+            assert any("Progress not saved" in n and str(data) in n for n in said), said
+        else:
+            assert any("progress could not be read" in n and "kept at" in n for n in said), said
