@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-import gpulab.store as store_mod
+import gpulab.store_db as store_db
 from gpulab import cli
 from gpulab.core import hostmem
 from gpulab.runner import events as ev
@@ -298,7 +298,7 @@ def test_read_only_with_an_unmerged_wal_still_shows_its_commits(tmp_path, monkey
                 raise sqlite3.OperationalError("unable to open database file")
             return real(target, *a, **k)
 
-        monkeypatch.setattr(store_mod.sqlite3, "connect", connect)
+        monkeypatch.setattr(store_db.sqlite3, "connect", connect)
     with _read_only(dest.parent, monkeypatch), Store(dest, read_only=True) as ro:
         assert ro.is_read("in-the-wal")
 
@@ -339,7 +339,7 @@ def test_a_full_disk_drops_the_write_says_so_and_the_next_one_works(tmp_path):
 
 
 def test_a_lock_held_too_long_by_another_instance_is_a_notice(tmp_path, monkeypatch):
-    monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(Store, "busy_timeout_s", 0.2)
     path = tmp_path / "gpulab.sqlite3"
     with Store(path) as a:
         a.mark_read("first")
