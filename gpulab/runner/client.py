@@ -649,11 +649,12 @@ class RunnerClient:
         if job is not None and not job.done:
             # The kernel's OOM killer sends SIGKILL: a container's limit ends a run this way.
             hint = hostmem.oom_hint(self._oom_mark) if sig == "SIGKILL" else None
+            why = f": probably out of memory ({hint})" if hint else ""
             if hint:
-                how += f": probably out of memory ({hint})"
                 details["probably_oom"] = True
             message = (
-                f"the worker process {how} while running {job.experiment}; a new worker is starting"
+                f"the worker process {how} while running {job.experiment}{why};"
+                " a new worker is starting"
             )
             self._deliver(
                 job, ev.make(ev.FAILED, job.id, kind=ev.KIND_CRASHED, message=message, **details)
