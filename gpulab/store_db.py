@@ -85,6 +85,8 @@ class GuardedConnection:
                     damage = exc  # read what can be read (below), write nothing
                 else:  # a read-only data dir or file: still show what is there (below)
                     why = str(exc)
+        elif not Path(target).is_file():
+            raise StoreError(f"there is no progress file at {target} to read")
         try:
             self._db = self._open_ro(Path(target))
             self._check_version(self._db.execute("PRAGMA user_version").fetchone()[0])

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpulab import store_pages
 from gpulab.store import SCHEMA_VERSION, Store, StoreError, default_path
 
 
@@ -165,6 +166,7 @@ def _copy_rows(source: Path, new: Store, report: Recovery) -> None:
         )
     ]
     old = sqlite3.connect(str(source), isolation_level=None)
+    from_pages: dict[str, list[tuple[int, dict[str, Any]]]] | None = None
     try:
         for table in tables:
             want = _columns(new._db, table)
@@ -178,14 +180,25 @@ def _copy_rows(source: Path, new: Store, report: Recovery) -> None:
                 continue
             rows, why = _salvage(old, table, common)
             if why:
-                report.unreadable[table] = why
+                if from_pages is None:  # read the pages once, for every table cut
+                    from_pages = _page_rows(source, old)
+                rows += [tuple(v.get(c) for c in common) for _, v in from_pages.get(table, [])]
             marks = ", ".join("?" for _ in common)
             names = ", ".join(f'"{c}"' for c in common)
             with new._write() as db:
                 db.executemany(f'INSERT OR IGNORE INTO "{table}" ({names}) VALUES ({marks})', rows)
-            report.rows[table] = len(rows)
+            report.rows[table] = new._query(f'SELECT count(*) FROM "{table}"')[0][0]
+            if why:
+                report.unreadable[table] = why
     finally:
         old.close()
+
+
+def _page_rows(source: Path, old: sqlite3.Connection) -> dict[str, list[tuple[int, dict]]]:
+    try:
+        return store_pages.salvage(source, old)
+    except (OSError, ValueError, sqlite3.Error):
+        return {}
 
 
 def main(args: argparse.Namespace) -> int:

@@ -154,6 +154,27 @@ def test_recover_keeps_the_damaged_file_and_salvages_every_readable_row(tmp_path
         assert s.is_read("after") and not s.notices
 
 
+def test_recover_reads_the_leaves_under_a_bad_root_page(tmp_path):
+    """A table's root (an interior page) gone: SQL reads none of its rows; the pages hold them
+    all, a row longer than a page (overflow pages) included."""
+    path = tmp_path / "gpulab.sqlite3"
+    _fill(path)
+    with Store(path) as s:
+        big = s.add_run("blur", {"image": "x"}, summary={"log": "z" * 3 * PAGE})
+    _damage(path, "bad-page")  # the runs table's root
+    with Store(path) as s:
+        assert s.list_runs() == []
+    report = recover(path)
+    assert report.rows["runs"] == RUNS + 1 and "runs" in report.unreadable
+    with Store(path) as s:
+        runs = {r.id: r for r in s.list_runs(limit=1000)}
+        assert sorted(runs) == list(range(1, RUNS + 2))
+        assert all(runs[i + 1].params == {"i": i, "pad": "y" * 100} for i in range(RUNS))
+        assert runs[big].summary == {"log": "z" * 3 * PAGE}
+        assert len(s.read_marks()) == LESSONS
+        assert s.pragma("integrity_check") == "ok"
+
+
 def test_store_check_and_recover_commands(tmp_path, monkeypatch, capsys):
     data = tmp_path / "data"
     monkeypatch.setenv("GPULAB_DATA_DIR", str(data))
