@@ -67,6 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     lessons = sub.add_parser("lessons", help="list lessons and your progress")
     lessons.add_argument("--json", action="store_true", help="print JSON")
+
+    store = sub.add_parser("store", help="check the progress file, or recover a damaged one")
+    store.add_argument(
+        "action",
+        nargs="?",
+        default="check",
+        choices=("check", "recover"),
+        help="check (default), or recover: copy the file aside and salvage what can be read",
+    )
     return p
 
 
@@ -88,12 +97,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _info(args)
         if args.command == "list":
             return _list(args)
+        if args.command in ("run", "bench"):
+            from gpulab.datadir import problem
+
+            # Found before minutes of work, not after (the result would have nowhere to go).
+            bad_dir = problem()
+            if bad_dir:
+                return _fail(bad_dir)
         if args.command == "run":
             return _run(args)
         if args.command == "bench":
             return _bench(args)
         if args.command == "lessons":
             return _lessons(args)
+        if args.command == "store":
+            from gpulab.store_recover import main as store_main
+
+            return store_main(args)
     except KeyboardInterrupt:
         sys.stderr.write("gpulab: interrupted\n")
         return 130

@@ -503,11 +503,15 @@ class Blur(Experiment):
         if out is None:
             return
         run_dir = data_dir() / "runs" / f"blur-{time.strftime('%Y%m%d-%H%M%S')}-{id(result):x}"
-        run_dir.mkdir(parents=True, exist_ok=True)
         before = run_dir / "input.png"
         after = run_dir / "output.png"
-        Image.fromarray(to_display(planes, "")).save(before, compress_level=1)
-        Image.fromarray(to_display(out, kind)).save(after, compress_level=1)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(to_display(planes, "")).save(before, compress_level=1)
+            Image.fromarray(to_display(out, kind)).save(after, compress_level=1)
+        except OSError as exc:  # a full or read-only data dir costs the pictures, not the run
+            ctx.log(f"could not save the images in {run_dir}: {exc.strerror or exc}")
+            return
         h, w = planes.shape[1:]
         meta = {"width": w, "height": h, "role": "before"}
         result.artifacts.append(Artifact("input image", "image", str(before), meta=meta))
