@@ -144,7 +144,7 @@ def regime_label(m: dict[str, Any]) -> str:
 def result_table(res: dict[str, Any]) -> list[str]:
     """One run's rows as Markdown: a `timing` column where rows carry a regime, and each row's
     note below the table (capped counts, noisy timings, reasons for a % over 100, ...)."""
-    from gpulab.report import fmt_num, fmt_time
+    from gpulab.report import fmt_num, fmt_pct, fmt_time
 
     verdicts = {(v["contender"], v.get("size"), v.get("dtype")): v for v in res["verdicts"]}
     timed = any((m.get("extra") or {}).get("regime") for m in res["measurements"])
@@ -161,7 +161,7 @@ def result_table(res: dict[str, Any]) -> list[str]:
         thr = "-" if m["throughput"] is None else f"{fmt_num(m['throughput'], 4)} {m['unit']}"
         if m.get("extrapolated"):
             thr += " (extrapolated)"
-        pct = "-" if m.get("percent_of_peak") is None else f"{m['percent_of_peak']:.0f}%"
+        pct = fmt_pct(m)
         if m.get("note") and m.get("percent_of_peak", 0) and m["percent_of_peak"] > 100:
             pct += " (see note)"
         spread = (

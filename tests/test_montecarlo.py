@@ -72,7 +72,7 @@ def test_rows_say_there_is_no_calibrated_ceiling():
 
 
 def test_a_wrong_count_fails_the_verdict(monkeypatch):
-    monkeypatch.setattr(mc, "_numpy_count", lambda n, s: int(n * 0.7))  # pi ~ 2.8
+    monkeypatch.setattr(mc, "_numpy_count", lambda n, s, *check: int(n * 0.7))  # pi ~ 2.8
     res = _run(100_000, inventory=Inventory())
     assert not res.passed
 
@@ -185,6 +185,9 @@ def test_torch_counter_chunks_add_up_exactly(monkeypatch):
     assert counter.count(2500, 9) == want
     assert counter.count(2500, 9) == want  # the buffers are reused: the same answer again
     assert counter.nbytes < 2 * 1000 * 4 + 64  # x and y of one chunk, no mask, no temporaries
+    checks = []
+    assert counter.count(2500, 9, lambda: checks.append(1)) == want
+    assert len(checks) == 3  # a cancel check before every chunk
 
 
 def test_counting_ones_goes_by_exact_blocks(monkeypatch):
