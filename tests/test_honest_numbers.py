@@ -452,3 +452,20 @@ def test_a_sustained_matmul_row_stays_within_its_best_of_ceiling():
     m = next(m for m in res.measurements if m.contender == "torch")
     assert m.extra["regime"].startswith("sustained")
     assert m.percent_of_peak <= 100 or m.extra.get("ceiling_note"), m
+
+
+@pytest.mark.parametrize(("best_s", "n"), [(1e-3, 128), (0.5, 64)])
+def test_a_fast_cpu_has_its_matmul_ceiling_taken_at_4096_too(monkeypatch, best_s, n):
+    # An H100 host's NumPy ran n=8192 at 110% of a ceiling measured at 2048 alone. The sizes
+    # are scaled down here (2048 -> 64, 4096 -> 128): only the choice between them is tested.
+    monkeypatch.setattr(pk, "CPU_MATMUL_N", 64)
+    monkeypatch.setattr(pk, "CPU_MATMUL_MAX_N", 128)
+
+    def fake_measure(self, fn, **kw):  # the products are not run: only their sizes matter
+        return Timing(2 * best_s, best_s, 3 * best_s, 5, None, "perf_counter")
+
+    monkeypatch.setattr(tm.Timer, "measure", fake_measure)
+    p = pk.Peaks(key="fast-cpu", device="cpu", cpu=True)
+    pk._measure_cpu(p, ["matmul:fp32"], quick=False, ctx=None)
+    assert p.detail["matmul:fp32"]["n"] == n
+    assert p.matmul_tflops["fp32"] == pytest.approx(2 * n**3 / best_s / 1e12)
