@@ -410,6 +410,12 @@ def run_bench(
     report["comparisons"] = comparisons(runs, peaks, inventory, quick)
     final_report_peaks(report, pk, inventory)
     report["over_ceiling"] = over_ceiling(runs)
+    if suite in ("exercises", "full") and not only:
+        from gpulab.exercises import bench as ex_bench
+
+        sys.stderr.write("  exercises (through a warm worker)\n")
+        report["exercises"] = ex_bench.exercises_part(quick)
+        report["comparisons"] += ex_bench.comparisons(report["exercises"], not peaks.cpu)
     report["finished_at"] = time.time()
     return report
 
@@ -435,8 +441,8 @@ def main(args: Any) -> int:
     from gpulab.core.results import _clean
 
     suite = getattr(args, "suite", "core") or "core"
-    if suite not in ("core", "full"):
-        sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected core or full\n")
+    if suite not in ("core", "full", "exercises"):
+        sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected core, full or exercises\n")
         return 2
     only = list(getattr(args, "only", []) or [])
     if only:

@@ -128,6 +128,10 @@ def markdown(report: dict[str, Any]) -> str:
         lines += result_table(res)
         for cid, why in res.get("unavailable", {}).items():
             lines.append(f"\n{cid}: not run: {why}")
+    if report.get("exercises"):
+        from gpulab.exercises.bench import markdown_lines
+
+        lines += markdown_lines(report["exercises"])
     return "\n".join(lines) + "\n"
 
 
