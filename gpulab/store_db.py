@@ -18,7 +18,9 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, TypeVar
+
+_C = TypeVar("_C", bound="GuardedConnection")
 
 
 class StoreError(RuntimeError):
@@ -259,7 +261,7 @@ class GuardedConnection:
                 shutil.rmtree(self._snapshot, ignore_errors=True)
                 self._snapshot = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self: _C) -> _C:
         return self
 
     def __exit__(self, *exc: object) -> None:
