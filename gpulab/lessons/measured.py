@@ -68,7 +68,9 @@ def format_value(key: str, value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return fallback(key)
     if isinstance(value, int | float):
-        if key == "sm_count" or float(value).is_integer():
+        if key == "memory_total_gib":  # as the panes write it (telemetry.values.gib)
+            text = f"{value:.1f}"
+        elif key == "sm_count" or float(value).is_integer():
             text = f"{int(value):,}"
         elif abs(value) >= 100:
             text = f"{value:,.0f}"
@@ -116,6 +118,12 @@ class Measured:
         for source in (telemetry, inventory):  # the inventories are the authority on the GPU
             with contextlib.suppress(Exception):
                 values.update(_from_inventory(source, device_index))
+        with contextlib.suppress(Exception):
+            # Except the memory size: the card's figure (NVML's), as every pane shows it; the
+            # worker's (CUDA's) is smaller by the driver's reserve.
+            card = _from_inventory(telemetry, device_index).get("memory_total_gib")
+            if card:
+                values["memory_total_gib"] = card
         with contextlib.suppress(Exception):
             values.update(from_runs(runs))
         values.update(extra or {})

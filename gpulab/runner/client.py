@@ -277,7 +277,9 @@ class RunnerClient:
 
         return await asyncio.wait_for(ready(), timeout)
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, grace_s: float = 2.0) -> None:
+        """Stop every worker: the active one is asked to leave and gets `grace_s` to do so
+        (the app gives it less when the terminal has gone away); then it is killed."""
         if self._closed:
             return
         self._closed = True
@@ -303,7 +305,7 @@ class RunnerClient:
                 worker.kill()
         for worker in workers:
             try:
-                await asyncio.wait_for(asyncio.shield(worker.proc.wait()), 2.0)
+                await asyncio.wait_for(asyncio.shield(worker.proc.wait()), grace_s)
             except asyncio.TimeoutError:
                 worker.kill()
             if worker.supervisor is not None:
