@@ -9,6 +9,8 @@ Faults of the runner are tested where its shared worker lives (starting workers 
     SIGKILL near a memory limit   test_runner.py::test_a_sigkill_after_an_oom_kill_says_probably_out_of_memory
     hang ignoring cancel          test_runner.py::test_hang_ignoring_cancel_is_killed_and_the_runner_ready_again_within_3_s
     parent SIGKILL, SIGHUP        test_runner_parent.py::test_worker_and_spare_exit_within_2_s_when_their_parent_is_killed
+    lost terminal (the TUI)       test_app_terminal.py::test_sighup_ends_gpulab_and_its_workers_within_a_second,
+                                  test_app_terminal.py::test_a_terminal_that_stalls_then_closes_mid_run
 Here: a damaged progress file (truncated, random bytes, one bad page under an intact header), a
 read-only and a full data dir, a data dir that is a file, two instances on one data dir, and the
 memory cgroup reader on fake /proc and /sys trees.
