@@ -310,10 +310,15 @@ class Store(GuardedConnection):
             args = (experiment,)
         sql += " ORDER BY id DESC LIMIT ?"
         rows = self._query(sql, (*args, int(limit)))
-        return [
-            RunRow(r[0], r[1], json.loads(r[2]), r[3], r[4], json.loads(r[5]) if r[5] else None)
-            for r in rows
-        ]
+        out = []
+        for r in rows:
+            try:
+                params, summary = json.loads(r[2]), json.loads(r[5]) if r[5] else None
+            except (ValueError, TypeError) as exc:  # a damaged row: the others still show
+                self._notice(f"run {r[0]} in {self.path} could not be read ({exc}); skipped")
+                continue
+            out.append(RunRow(r[0], r[1], params, r[3], r[4], summary))
+        return out
 
 
 def open_store(path: str | Path | None = None) -> Store:
