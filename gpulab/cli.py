@@ -14,6 +14,7 @@ from typing import Any
 
 from gpulab import __version__
 from gpulab.core.params import parse_plain_number, shown
+from gpulab.core.schema import tagged
 
 EXIT_BAD_INPUT = 2
 SAMPLE_PERIOD_ENV = "GPULAB_SAMPLE_PERIOD"
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("check", "recover"),
         help="check (default), or recover: copy the file aside and salvage what can be read",
     )
+    store.add_argument("--json", action="store_true", help="print JSON")
     from gpulab.exercises.cli import add_parser as add_exercises
 
     add_exercises(sub)
@@ -202,7 +204,7 @@ def _info(args: argparse.Namespace) -> int:
     if args.json:
         data = inv.to_dict()
         data["nvml"] = info_json(nvml, frame.snapshots)
-        print(json.dumps(data, indent=2))
+        print(json.dumps(tagged("info", data), indent=2))
         return 0
     print(f"gpulab {__version__}")
     print(f"GPU: {inv.label()}")
@@ -233,7 +235,8 @@ def _list(args: argparse.Namespace) -> int:
 
     exps = all_experiments()
     if args.json:
-        print(json.dumps([e.describe() for e in exps.values()], indent=2))
+        experiments = [e.describe() for e in exps.values()]
+        print(json.dumps(tagged("list", {"experiments": experiments}), indent=2))
         return 0
     for exp in exps.values():
         print(f"{exp.id:<22} {exp.title}: {exp.summary}")

@@ -14,13 +14,14 @@ import signal
 import sys
 from typing import Any
 
+from gpulab.core.schema import tagged
 from gpulab.report import render_result
 from gpulab.runner import events as ev
 
 
 def print_event(event: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(event, default=str) + "\n")
+        sys.stdout.write(json.dumps(tagged("event", event), default=str) + "\n")
         sys.stdout.flush()
         return
     kind = event["type"]
