@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     from gpulab.exercises.cli import add_parser as add_exercises
 
     add_exercises(sub)
+    from gpulab.doctor.cli import add_parser as add_doctor
+
+    add_doctor(sub)
     return p
 
 
@@ -125,6 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpulab.store_recover import main as store_main
 
             return store_main(args)
+        if args.command == "doctor":
+            from gpulab.doctor.cli import main as doctor_main
+
+            return doctor_main(args)
         if args.command in ("exercises", "ex"):
             from gpulab.exercises.cli import main as exercises_main
 
