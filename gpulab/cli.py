@@ -87,9 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     from gpulab.exercises.cli import add_parser as add_exercises
 
     add_exercises(sub)
+    from gpulab.completion import add_parser as add_completion
     from gpulab.doctor.cli import add_parser as add_doctor
 
     add_doctor(sub)
+    add_completion(sub)
     return p
 
 
@@ -128,6 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpulab.store_recover import main as store_main
 
             return store_main(args)
+        if args.command == "completion":
+            from gpulab.completion import main as completion_main
+
+            return completion_main(args)
         if args.command == "doctor":
             from gpulab.doctor.cli import main as doctor_main
 

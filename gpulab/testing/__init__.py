@@ -1,0 +1,1 @@
+"""Test doubles and fixtures shared by the tests (fakes of NVML live in gpulab/telemetry/fake.py)."""
