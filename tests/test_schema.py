@@ -77,7 +77,9 @@ def test_tagged_puts_the_tag_first_and_leaves_the_input_alone():
 
 def test_one_version_and_the_changelog_has_it(capsys):
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert not re.search(r"^version\s*=", pyproject, re.M), "the version lives in gpulab/__init__"
+    project = pyproject.split("[project]", 1)[1].split("\n[", 1)[0]
+    assert not re.search(r"^version\s*=", project, re.M), "the version lives in gpulab/__init__"
+    assert re.search(r'^dynamic = \["version"\]', project, re.M)
     assert 'version = { attr = "gpulab.__version__" }' in pyproject
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
