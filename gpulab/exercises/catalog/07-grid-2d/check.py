@@ -23,8 +23,8 @@ SHAPES = ((1, 1), (1, 33), (2, 31), (31, 33), (33, 1023), (1025, 31), (257, 1023
 
 def _matrix(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
     # Both signs, 1e-3 to 1e6, never zero: every element is distinct with high probability.
-    mag = 10.0 ** rng.uniform(-3, 6, (rows, cols))
-    return (mag * rng.choice([-1.0, 1.0], (rows, cols))).astype(np.float32)
+    mag = np.power(np.float32(10.0), rng.random((rows, cols), dtype=np.float32) * 9 - 3)
+    return mag * (rng.integers(0, 2, (rows, cols), dtype=np.int8) * 2 - 1).astype(np.float32)
 
 
 def big_shape(ctx: api.Context) -> tuple[int, int]:
