@@ -91,13 +91,15 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     label = f"asked for device {asked!r}" if asked is not None else "device=None"
     try:
         got = fn(case.args["values"].copy(), case.args["degree"], asked)
-    except Exception as exc:  # the learner's error, reported with what was asked
+    except Exception as exc:  # a device error, reported with the device that was asked for
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         why = ""
         if "device" in text and "expected" in text or "same device" in text:
             why = "a tensor on the wrong device (create every tensor on `device`): "
         elif "CUDA" in text:
             why = "the code used CUDA where it was not asked for: "
+        else:
+            raise  # any other error: the grader names it and the learner's line
         raise api.CheckError(f"{label}: {why}{type(exc).__name__}: {text}") from None
     if not isinstance(got, torch.Tensor):
         raise api.CheckError(f"{label}: features returned {type(got).__name__}, not a tensor")

@@ -94,13 +94,15 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     batches = [torch.from_numpy(x.copy()) for x in case.args["batches"]]  # CPU, as a loader gives
     try:
         outs = fn(model, batches, device)
-    except Exception as exc:  # the learner's error, with what to look for
+    except Exception as exc:  # a device error, with what to look for
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         why = ""
         if "same device" in text or ("device" in text and "expected" in text):
             why = "a tensor on the wrong device (move the model and every batch): "
         elif "meta tensor" in text:
             why = "an output was copied back to the CPU (.cpu(), .item(), .numpy()): "
+        else:
+            raise  # any other error: the grader names it and the learner's line
         raise api.CheckError(f"device={str(device)!r}: {why}{type(exc).__name__}: {text}") from None
     if not isinstance(outs, (list, tuple)):
         raise api.CheckError(f"predict returned {type(outs).__name__}, expected a list of tensors")

@@ -34,7 +34,7 @@ def cases(ctx: api.Context) -> list[api.Case]:
     for n in sizes:
         label = f"n={n}"
         if n == sizes[-1]:
-            label += " (big)"
+            label += " (large)"
         elif n % 2 and n > 1:
             label += " (odd: one value has no partner at the first level)"
         out.append(api.Case(label, {"x": _values(ctx.rng, n)}))

@@ -187,10 +187,10 @@ def _steps(fn: Any, model: Any, opt: Any, scaler: Any, x: Any, y: Any, seen: lis
             loss = fn(model, opt, scaler, x, y)
         except Exception as exc:
             missing = _missing_calls(scaler.calls)
+            if not missing:
+                raise  # the grader names the error and the learner's line
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise api.CheckError(
-                f"step {step}: {missing + '; ' if missing else ''}{type(exc).__name__}: {text}"
-            ) from None
+            raise api.CheckError(f"step {step}: {missing}; {type(exc).__name__}: {text}") from None
         missing = _missing_calls(scaler.calls)
         if missing:
             raise api.CheckError(f"step {step}: {missing}")
