@@ -62,8 +62,8 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
         if not bool(tail.all()):
             past = int(cp.argmax(~tail))
             raise api.CheckError(
-                f"the kernel wrote past the end of out ({past} elements after it, shape "
-                f"{cols} x {rows}): check both the row and the column against the bounds"
+                f"the kernel wrote past the end of out (at flat index {n + past}; out is "
+                f"{cols} x {rows}, {n} elements): check both the row and the column against the bounds"
             )
         if not bool(cp.array_equal(a, cp.asarray(case.args["a"]))):
             raise api.CheckError("transpose changed its input a: write only into out")

@@ -129,8 +129,8 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
         if not bool(tail.all()):
             past = int(cp.argmax(~tail))
             raise api.CheckError(
-                f"the kernel wrote past the end of out ({past} elements after it, image "
-                f"{h} x {w}): check both the row and the column against the bounds"
+                f"the kernel wrote past the end of out (at flat index {n + past}; out is "
+                f"{h} x {w}, {n} elements): check both the row and the column against the bounds"
             )
         same = cp.array_equal(image, cp.asarray(case.args["image"])) and cp.array_equal(
             kernel, cp.asarray(case.args["kernel"])
