@@ -1,0 +1,208 @@
+"""The kernel track (catalog orders 20..35) without a GPU.
+
+Every CUDA C source in an exercise folder (starter, solution, wrong/, race/, slow/) is compiled
+with NVRTC (or nvcc) for the H100, and run on the CPU by gpulab.testing's emulator through a fake
+`cupy`: the reference passes every case, the starter and every known-wrong solution fail with the
+promised message, and the timing spec's learner and library paths compute the same thing. The GPU
+run of the same folders is tests/test_kernel_track_gpu.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from gpulab.exercises import api
+from gpulab.lessons.catalog import default_catalog
+from gpulab.testing import cuda_emu, fake_cupy, nvrtc
+
+CATALOG = Path(__file__).resolve().parent.parent / "gpulab" / "exercises" / "catalog"
+_FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
+_count = itertools.count()
+
+
+def _front(folder: Path) -> dict[str, Any]:
+    return yaml.safe_load(_FRONT.match((folder / "exercise.md").read_text()).group(1))
+
+
+def _track() -> list[Path]:
+    folders = [p for p in sorted(CATALOG.iterdir()) if (p / "exercise.md").is_file()]
+    return [p for p in folders if 20 <= int(_front(p)["order"]) <= 35]
+
+
+TRACK = _track()
+IDS = [p.name for p in TRACK]
+
+
+def _variants(folder: Path) -> list[Path]:
+    return [
+        folder / "starter.py",
+        folder / "solution.py",
+        *sorted(folder.glob("wrong/*.py")),
+        *sorted(folder.glob("race/*.py")),
+        *sorted(folder.glob("slow/*.py")),
+    ]
+
+
+def _load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_kt_{next(_count)}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _ctx(seed: int = 7) -> api.Context:
+    # fill_bytes small: the emulator runs every thread on the CPU, so the "big" case is 64K elements
+    return api.Context(
+        rng=np.random.default_rng(seed),
+        seed=seed,
+        gpu=False,
+        cupy=False,
+        device="cpu",
+        fill_bytes=1 << 18,
+    )
+
+
+def _check(folder: Path, solution: Path, seed: int = 7) -> api.Mismatch | None:
+    """The grader's order: cases, every expected, load the solution fresh, run + compare."""
+    check = _load(folder / "check.py")
+    ctx = _ctx(seed)
+    cases = check.cases(ctx)
+    wants = [check.expected(c, ctx) for c in cases]
+    fn = getattr(_load(solution), check.ENTRY)
+    compare = getattr(check, "compare", None)
+    for case, want in zip(cases, wants, strict=True):
+        got = check.run(fn, case, ctx)
+        bad = compare(want, got, case, ctx) if compare else api.compare_arrays(want, got)
+        if bad is not None:
+            bad.message = f"{case.name}: {bad.message}"
+            return bad
+    return None
+
+
+@pytest.fixture
+def cupy_fake(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    if cuda_emu.compiler() is None:
+        pytest.skip("no host C++ compiler for the CUDA emulator")
+    return fake_cupy.install(monkeypatch)
+
+
+def test_the_track_has_at_least_twelve_exercises_in_order() -> None:
+    orders = [int(_front(p)["order"]) for p in TRACK]
+    assert len(TRACK) >= 12
+    assert orders == sorted(set(orders))
+    for folder, order in zip(TRACK, orders, strict=True):
+        assert folder.name == f"{order:02d}-{_front(folder)['id']}"
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_front_matter(folder: Path) -> None:
+    meta = _front(folder)
+    assert meta["lesson"] in default_catalog(), meta["lesson"]
+    assert meta["needs"] == "cupy"
+    assert meta["metric"] in ("GB/s", "TFLOP/s")
+    g = meta["grades"]
+    assert 0 < g["bronze"] < g["silver"] < g["gold"] < 1
+    assert 2 <= len(meta["hints"]) <= 4
+    body = _FRONT.sub("", (folder / "exercise.md").read_text())
+    assert body.lstrip().startswith("# ") and "## What is checked" in body
+    for wrong in folder.glob("wrong/*.py"):
+        assert wrong.read_text().startswith("# expect: "), wrong.name
+    assert "TODO" in (folder / "starter.py").read_text()
+
+
+def _sources(folder: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[str, str]]:
+    """Every RawKernel source the folder's Python files build, by (file, kernel) name."""
+    found: dict[str, tuple[str, str]] = {}
+    for path in _variants(folder):
+        mod = fake_cupy.make()
+
+        class Recorder(cuda_emu.RawKernel):
+            def __init__(self, code: str, name: str, *a: Any, _p: Path = path, **kw: Any) -> None:
+                super().__init__(code, name, *a, **kw)
+                found[f"{_p.relative_to(folder)}:{name}"] = (code, name)
+
+        mod.RawKernel = Recorder
+        monkeypatch.setitem(sys.modules, "cupy", mod)
+        _load(path)
+    return found
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_every_kernel_compiles_for_the_h100(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if nvrtc.available() is None:
+        pytest.skip("neither NVRTC nor nvcc is installed")
+    sources = _sources(folder, monkeypatch)
+    assert any(k.startswith("solution.py:") for k in sources)
+    errors = {}
+    for key, (code, name) in sources.items():
+        assert re.search(rf'extern\s+"C"\s+__global__\s+void\s+{name}\s*\(', code), key
+        if code not in errors.values():
+            log = nvrtc.compile_errors(code)
+            if log:
+                errors[key] = log
+    assert not errors, "\n".join(f"{k}:\n{v}" for k, v in errors.items())
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_reference_passes_and_every_wrong_fails(folder: Path, cupy_fake: ModuleType) -> None:
+    bad = _check(folder, folder / "solution.py")
+    assert bad is None, bad.message
+    assert _check(folder, folder / "starter.py") is not None, "the starter passes"
+    for wrong in sorted(folder.glob("wrong/*.py")) + sorted(folder.glob("race/*.py")):
+        first = wrong.read_text().splitlines()[0]
+        assert first.startswith("# expect: "), wrong.name
+        bad = _check(folder, wrong)
+        assert bad is not None, f"{wrong.name} passes"
+        assert first.removeprefix("# expect: ") in bad.message, f"{wrong.name}: {bad.message}"
+    for slow in sorted(folder.glob("slow/*.py")):
+        bad = _check(folder, slow)
+        assert bad is None, f"{slow.name} (slow, not wrong): {bad.message}"
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_cases_and_references(folder: Path) -> None:
+    check = _load(folder / "check.py")
+    ctx = _ctx()
+    cases = check.cases(ctx)
+    assert len(cases) >= 7
+    names = [c.name for c in cases]
+    assert len(set(names)) == len(names)
+    for case in cases:
+        want = np.asarray(check.expected(case, ctx))
+        assert np.isfinite(want.astype(np.float64)).all(), case.name
+        for v in case.args.values():
+            if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+                assert np.count_nonzero(v) > 0.9 * v.size, f"{case.name}: mostly zeros"
+    again = check.cases(_ctx())
+    for c1, c2 in zip(cases, again, strict=True):
+        for k in c1.args:
+            assert np.array_equal(c1.args[k], c2.args[k]), "cases are not drawn from ctx.rng"
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_timing_learner_and_library_agree(folder: Path, cupy_fake: ModuleType) -> None:
+    check = _load(folder / "check.py")
+    ctx = _ctx()
+    spec = check.timing(getattr(_load(folder / "solution.py"), check.ENTRY), ctx)
+    meta = _front(folder)
+    assert spec.metric == meta["metric"] and spec.sync == "cupy" and spec.work > 0
+    assert spec.ceiling == ("copy" if meta["metric"] == "GB/s" else "matmul:fp32")
+    inputs = spec.setup(0)
+    assert all(np.count_nonzero(x) for x in inputs[:-1] if isinstance(x, np.ndarray))
+    spec.learner(inputs)
+    mine = np.array(inputs[-1], dtype=np.float64)
+    theirs = spec.library(inputs)
+    theirs = np.asarray(inputs[-1] if theirs is None else theirs, dtype=np.float64)
+    np.testing.assert_allclose(mine, theirs.reshape(mine.shape), rtol=2e-4, atol=1e-3)
+    other = spec.setup(1)
+    assert not np.array_equal(inputs[0], other[0]), "input sets are not rotated"
