@@ -21,6 +21,10 @@ An exercise folder under `gpulab/exercises/catalog/<NN-id>/` holds:
     compare(want, got, case, ctx) -> Mismatch | None      default: compare_arrays
     timing(fn, ctx) -> TimingSpec | None                  after every case passed; optional
 
+`exercise.md` may also set `time_limit` (seconds for the whole check, default 60) and `summary`
+(one line for the list). Folders under $GPULAB_EXERCISES_PATH (os.pathsep-separated) are loaded
+beside the package's own, for contributors and tests.
+
 The grader (gpulab/exercises/grader.py) owns the order: cases -> every expected -> load the
 learner's module fresh -> run + compare per case -> timing. It binds the helpers below before the
 learner's module is imported, so later monkey-patching of NumPy by the learner does not change
@@ -118,6 +122,10 @@ class TimingSpec:
     sync: str = "none"  # "cupy", "torch" or "none" (gpulab.core.timing.SYNC_KINDS)
     sets: int = 4  # input sets to rotate among
     note: str = ""  # what `work` counts, shown to the learner
+    # Optional (added after the first version): called after timing with the input set of the
+    # last timed call; a message (str or Mismatch) means the timed calls did not compute the
+    # answer (code that does the work only at the check's sizes), and the check fails.
+    verify: Callable[[Any], Mismatch | str | None] | None = None
 
 
 def tolerance(dtype: Any) -> tuple[float, float]:
