@@ -121,4 +121,15 @@ def install(monkeypatch: Any) -> types.ModuleType:
 
     mod = make()
     monkeypatch.setitem(sys.modules, "cupy", mod)
+    try:  # cupyx.scipy mirrors SciPy; checks use it for library paths
+        import scipy.ndimage
+        import scipy.special
+    except ImportError:
+        return mod
+    x, xs = types.ModuleType("cupyx"), types.ModuleType("cupyx.scipy")
+    x.scipy, xs.ndimage, xs.special = xs, scipy.ndimage, scipy.special
+    monkeypatch.setitem(sys.modules, "cupyx", x)
+    monkeypatch.setitem(sys.modules, "cupyx.scipy", xs)
+    monkeypatch.setitem(sys.modules, "cupyx.scipy.ndimage", scipy.ndimage)
+    monkeypatch.setitem(sys.modules, "cupyx.scipy.special", scipy.special)
     return mod
