@@ -51,4 +51,11 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         alpha, x, y, out = io
         out[...] = np.float32(alpha) * x + y
 
-    return kc.spec(fn, setup, library, "alpha * x + y (CuPy)", 12 * n, note="8 bytes read + 4 written per element")
+    return kc.spec(
+        fn,
+        setup,
+        library,
+        "alpha * x + y (CuPy)",
+        12 * n,
+        note="8 bytes read + 4 written per element",
+    )

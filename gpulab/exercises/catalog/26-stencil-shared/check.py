@@ -50,4 +50,11 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     def library(io: tuple) -> None:
         ndi.correlate1d(io[0], ones, mode="constant", cval=0.0, output=io[1])
 
-    return kc.spec(fn, setup, library, "cupyx.scipy.ndimage.correlate1d", 8 * n, note="4 bytes read + 4 written per element")
+    return kc.spec(
+        fn,
+        setup,
+        library,
+        "cupyx.scipy.ndimage.correlate1d",
+        8 * n,
+        note="4 bytes read + 4 written per element",
+    )

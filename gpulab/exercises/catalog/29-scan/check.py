@@ -45,4 +45,6 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     def library(io: tuple) -> None:
         cp.cumsum(io[0], dtype=cp.int32, out=io[1])
 
-    return kc.spec(fn, setup, library, "cupy.cumsum", 8 * n, note="4 bytes read + 4 written per element")
+    return kc.spec(
+        fn, setup, library, "cupy.cumsum", 8 * n, note="4 bytes read + 4 written per element"
+    )

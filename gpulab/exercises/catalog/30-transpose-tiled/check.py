@@ -50,4 +50,11 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     def library(io: tuple) -> None:
         cp.copyto(io[1], io[0].T)
 
-    return kc.spec(fn, setup, library, "cupy.copyto(out, a.T)", 8 * rows * cols, note="4 bytes read + 4 written per element")
+    return kc.spec(
+        fn,
+        setup,
+        library,
+        "cupy.copyto(out, a.T)",
+        8 * rows * cols,
+        note="4 bytes read + 4 written per element",
+    )

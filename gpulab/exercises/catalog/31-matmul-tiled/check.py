@@ -20,8 +20,16 @@ def big_side(ctx: api.Context) -> int:
 
 def cases(ctx: api.Context) -> list[api.Case]:
     n = big_side(ctx)
-    shapes = [(1, 1, 1), (2, 3, 5), (31, 33, 17), (33, 31, 65), (64, 64, 64), (65, 127, 33),
-              (1, 1025, 1), (n, n + 2, n - 2)]
+    shapes = [
+        (1, 1, 1),
+        (2, 3, 5),
+        (31, 33, 17),
+        (33, 31, 65),
+        (64, 64, 64),
+        (65, 127, 33),
+        (1, 1025, 1),
+        (n, n + 2, n - 2),
+    ]
     out = []
     for m, k, nn in shapes:
         a = ctx.rng.uniform(-1, 1, (m, k)).astype(np.float32)
@@ -63,6 +71,13 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         cp.matmul(io[0], io[1], out=io[2])
 
     return kc.spec(
-        fn, setup, library, "cupy.matmul (cuBLAS fp32)", 2 * n**3,
-        metric="TFLOP/s", ceiling="matmul:fp32", sets=2, note="2 * M * N * K operations",
+        fn,
+        setup,
+        library,
+        "cupy.matmul (cuBLAS fp32)",
+        2 * n**3,
+        metric="TFLOP/s",
+        ceiling="matmul:fp32",
+        sets=2,
+        note="2 * M * N * K operations",
     )
