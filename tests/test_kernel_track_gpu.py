@@ -1,0 +1,106 @@
+"""The kernel track on a real GPU with CuPy: references pass, known-wrong solutions fail, and the
+reference's speed against the calibrated ceiling is printed (run with -s to read it).
+
+The same check modules as tests/test_kernel_track.py, but no emulator: real NVRTC, real races.
+race/ solutions are run too and only reported, since a race may pass by luck on a given GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpulab.exercises import api
+from tests.conftest import cupy_available
+from tests.test_kernel_track import IDS, TRACK, _front, _load
+
+pytestmark = pytest.mark.gpu
+
+
+def _gpu_ctx(seed: int = 11) -> api.Context:
+    return api.Context(
+        rng=np.random.default_rng(seed), seed=seed, gpu=True, cupy=True, device="cuda:0"
+    )
+
+
+def _check(folder, solution, seed: int = 11) -> api.Mismatch | None:
+    check = _load(folder / "check.py")
+    ctx = _gpu_ctx(seed)
+    cases = check.cases(ctx)
+    wants = [check.expected(c, ctx) for c in cases]
+    fn = getattr(_load(solution), check.ENTRY)
+    for case, want in zip(cases, wants, strict=True):
+        bad = check.compare(want, check.run(fn, case, ctx), case, ctx)
+        if bad is not None:
+            bad.message = f"{case.name}: {bad.message}"
+            return bad
+    return None
+
+
+def _median_s(call, inputs, repeats: int = 10) -> float:
+    import cupy as cp
+
+    call(inputs)
+    times = []
+    for _ in range(repeats):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        call(inputs)
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+    return float(np.median(times))
+
+
+@pytest.fixture(autouse=True)
+def _needs_cupy() -> None:
+    if not cupy_available():
+        pytest.skip("needs CuPy on a GPU")
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_gpu_reference_passes_and_wrongs_fail(folder) -> None:
+    bad = _check(folder, folder / "solution.py")
+    assert bad is None, bad.message
+    assert _check(folder, folder / "starter.py") is not None
+    for wrong in sorted(folder.glob("wrong/*.py")):
+        expect = wrong.read_text().splitlines()[0].removeprefix("# expect: ")
+        bad = _check(folder, wrong)
+        assert bad is not None, f"{wrong.name} passes on the GPU"
+        assert expect in bad.message, f"{wrong.name}: {bad.message}"
+    for extra in sorted(folder.glob("race/*.py")) + sorted(folder.glob("slow/*.py")):
+        bad = _check(folder, extra)
+        print(f"{folder.name}/{extra.parent.name}/{extra.name}: {'rejected' if bad else 'passed'}")
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_gpu_speed_of_reference_and_slow_versions(folder) -> None:
+    """Prints figure / ceiling for the reference (must reach silver) and each slow/ example.
+    The ceiling is measured here the way gpulab calibrates it (torch copy_ / cupy.matmul)."""
+    import cupy as cp
+
+    check = _load(folder / "check.py")
+    meta = _front(folder)
+    ctx = _gpu_ctx()
+    results = {}
+    for path in [folder / "solution.py", *sorted(folder.glob("slow/*.py"))]:
+        spec = check.timing(getattr(_load(path), check.ENTRY), ctx)
+        inputs = spec.setup(0)
+        results[path.name] = spec.work / _median_s(spec.learner, inputs)
+        if path.name == "solution.py":
+            results["library"] = spec.work / _median_s(spec.library, inputs)
+        del inputs
+    if spec.ceiling == "copy":
+        n = 256 << 18
+        src, dst = cp.ones(n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)
+        ceiling = 8 * n / _median_s(lambda _: dst.__setitem__(Ellipsis, src), None)
+        scale = 1e9
+    else:
+        a = cp.ones((8192, 8192), dtype=cp.float32)
+        ceiling = 2 * 8192**3 / _median_s(lambda _: cp.matmul(a, a), None, repeats=5)
+        scale = 1e12
+    for name, value in results.items():
+        print(
+            f"{folder.name}: {name}: {value / scale:.3g} {spec.metric} = {value / ceiling:.2f} of {spec.ceiling}"
+        )
+    assert results["solution.py"] / ceiling >= meta["grades"]["silver"], results
