@@ -372,6 +372,10 @@ def markdown(report: dict[str, Any]) -> str:
             )
         for cid, why in res.get("unavailable", {}).items():
             lines.append(f"\n{cid}: not run: {why}")
+    if report.get("exercises"):
+        from gpulab.exercises.bench import markdown_lines
+
+        lines += markdown_lines(report["exercises"])
     return "\n".join(lines) + "\n"
 
 
@@ -424,6 +428,12 @@ def run_bench(
             if on_run is not None:
                 on_run(report)
     report["comparisons"] = comparisons(runs, peaks, inventory, quick)
+    if suite in ("exercises", "full") and not only:
+        from gpulab.exercises import bench as ex_bench
+
+        sys.stderr.write("  exercises (through a warm worker)\n")
+        report["exercises"] = ex_bench.exercises_part(quick)
+        report["comparisons"] += ex_bench.comparisons(report["exercises"], not peaks.cpu)
     report["finished_at"] = time.time()
     return report
 
@@ -432,8 +442,8 @@ def main(args: Any) -> int:
     from gpulab.core.results import _clean
 
     suite = getattr(args, "suite", "core") or "core"
-    if suite not in ("core", "full"):
-        sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected core or full\n")
+    if suite not in ("core", "full", "exercises"):
+        sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected core, full or exercises\n")
         return 2
     only = list(getattr(args, "only", []) or [])
     if only:

@@ -60,13 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, default=0, help="cancel after this many seconds")
 
     bench = sub.add_parser("bench", help="run the benchmark suite, write JSON and Markdown")
-    bench.add_argument("--suite", default="core", help="core (default) or full")
+    bench.add_argument("--suite", default="core", help="core (default), full or exercises")
     bench.add_argument("--json", dest="json_path", help="write the JSON results here")
     bench.add_argument("--markdown", dest="md_path", help="write the Markdown table here")
     bench.add_argument("--only", action="append", default=[], help="run just this experiment")
 
     lessons = sub.add_parser("lessons", help="list lessons and your progress")
     lessons.add_argument("--json", action="store_true", help="print JSON")
+
+    from gpulab.exercises.cli import add_parser as add_exercises
+
+    add_exercises(sub)
     return p
 
 
@@ -94,6 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench(args)
         if args.command == "lessons":
             return _lessons(args)
+        if args.command in ("exercises", "ex"):
+            from gpulab.exercises.cli import main as exercises_main
+
+            return exercises_main(args)
     except KeyboardInterrupt:
         sys.stderr.write("gpulab: interrupted\n")
         return 130

@@ -26,7 +26,7 @@ from typing import Any
 
 DB_NAME = "gpulab.sqlite3"
 BUSY_TIMEOUT_S = 5.0
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Each entry upgrades the schema from version i to i + 1; never edit one that has shipped.
 _MIGRATIONS: tuple[str, ...] = (
@@ -60,6 +60,30 @@ _MIGRATIONS: tuple[str, ...] = (
         summary_json TEXT
     );
     CREATE INDEX runs_experiment ON runs (experiment, started_at);
+    """,
+    # 2: exercises (gpulab/exercises/progress.py reads and writes these).
+    """
+    CREATE TABLE exercise_state (
+        exercise_id    TEXT PRIMARY KEY,
+        state          TEXT NOT NULL,
+        passed_ever    INTEGER NOT NULL DEFAULT 0,
+        best_grade     TEXT,
+        best_fraction  REAL,
+        hints_revealed INTEGER NOT NULL DEFAULT 0,
+        updated_at     TEXT NOT NULL
+    );
+    CREATE TABLE exercise_attempts (
+        id           INTEGER PRIMARY KEY,
+        exercise_id  TEXT NOT NULL,
+        attempted_at TEXT NOT NULL,
+        verdict      TEXT NOT NULL,
+        grade        TEXT,
+        fraction     REAL,
+        seed         INTEGER NOT NULL,
+        kind         TEXT NOT NULL DEFAULT '',
+        message      TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX exercise_attempts_exercise ON exercise_attempts (exercise_id, id);
     """,
 )
 

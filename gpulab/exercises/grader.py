@@ -134,7 +134,9 @@ def run_check(
     try:
         # Bound now: a learner who rebinds api.compare_arrays or NumPy later changes nothing here.
         compare = getattr(check, "compare", None) or _default_compare
+        actx.phase = "cases"
         cases = _ours("cases()", ex, lambda: list(check.cases(actx)))
+        actx.phase = "timing"
         wants = [
             _ours(f"expected() of {c.name}", ex, lambda c=c: check.expected(c, actx)) for c in cases
         ]

@@ -18,7 +18,9 @@ from gpulab.experiments.base import Context, Experiment, ExperimentError
 EXPERIMENT_ID = "exercise-check"
 SEED_MAX = 2**32 - 1
 CPU_FILL_BYTES = 64 << 20  # past any CPU's last-level cache, small enough for a laptop
-GPU_FILL_BYTES = 256 << 20  # several times an H100's or H200's L2
+GPU_FILL_BYTES = 256 << 20  # several times an H100's or H200's L2; launch overhead ~5% of a call
+CPU_CHECK_BYTES = 16 << 20  # the correctness cases' big size (see api.Context.check_bytes)
+GPU_CHECK_BYTES = 64 << 20
 
 
 def exercise_context(ctx: Context, seed: int, quick: bool) -> Any:
@@ -27,10 +29,11 @@ def exercise_context(ctx: Context, seed: int, quick: bool) -> Any:
     from gpulab.exercises import api
 
     gpu = bool(ctx.has_cuda)
-    fill = CPU_FILL_BYTES
+    fill, check = CPU_FILL_BYTES, CPU_CHECK_BYTES
     for d in ctx.inventory.devices:
         if d.kind == "cuda" and d.index == ctx.device_index and (gpu or ctx.has_cupy):
             fill = int(min(GPU_FILL_BYTES, max(16 << 20, (d.memory_total or 0) // 16)))
+            check = min(GPU_CHECK_BYTES, fill)
     return api.Context(
         rng=np.random.default_rng(seed),
         seed=seed,
@@ -39,6 +42,7 @@ def exercise_context(ctx: Context, seed: int, quick: bool) -> Any:
         device=ctx.torch_device,
         device_index=ctx.device_index,
         fill_bytes=fill,
+        check_bytes=check,
         quick=quick,
     )
 
