@@ -99,7 +99,7 @@ def sm_count() -> int:
 def spec(
     fn: Callable[..., Any],
     setup: Callable[[int], Any],
-    library: Callable[[Any], Any] | None,
+    library: Callable[[Any], Any],
     library_name: str,
     work: float,
     *,
@@ -107,8 +107,24 @@ def spec(
     ceiling: str = "copy",
     note: str = "",
     sets: int = 4,
+    rtol: float = 1e-4,
+    atol: float = 1e-6,
 ) -> api.TimingSpec:
-    """A TimingSpec whose inputs are a tuple passed to fn as positional arguments."""
+    """A TimingSpec whose inputs are a tuple passed to fn as positional arguments, the output
+    last. After the timed calls, `verify` checks that output against the library's on the same
+    inputs, so code that does the work only at the check's sizes fails."""
+
+    def verify(io: Any) -> str | None:
+        mine = api.to_host(io[-1]).copy()
+        theirs = library(io)
+        theirs = api.to_host(io[-1] if theirs is None else theirs).reshape(mine.shape)
+        bad = api.compare_arrays(theirs.astype(np.float64), mine, rtol=rtol, atol=atol)
+        return (
+            None
+            if bad is None
+            else f"the timed calls' output differs from {library_name}: {bad.message}"
+        )
+
     return api.TimingSpec(
         setup=setup,
         learner=lambda inputs: fn(*inputs),
@@ -120,6 +136,7 @@ def spec(
         sync="cupy",
         sets=sets,
         note=note,
+        verify=verify,
     )
 
 

@@ -79,5 +79,6 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         metric="TFLOP/s",
         ceiling="matmul:fp32",
         sets=2,
+        atol=2e-6 * n,
         note="2 * M * N * K operations",
     )
