@@ -83,6 +83,12 @@ def compare_guarded(
     return None
 
 
+def repeats(ctx: api.Context, size: int) -> int:
+    """How many runs a case gets: three for a large one on a GPU, where a race shows only some of
+    the time; one elsewhere (the CPU emulator's schedule is the same every run)."""
+    return 3 if ctx.cupy and size > 4096 else 1
+
+
 def device_rng(ctx: api.Context, i: int) -> Any:
     """A CuPy generator for timing input set i (drawn on the device: no host copy of 256 MB)."""
     import cupy as cp

@@ -49,9 +49,20 @@ static int cur;
 static std::function<void()> body;
 static const size_t STACK = 64 * 1024;
 static void entry() { body(); done[cur] = 1; }
-static void launch(dim3 g, dim3 b, std::function<void()> f) {
+static void launch(dim3 g, dim3 b, bool barriers, std::function<void()> f) {
     gridDim = g; blockDim = b; body = f;
     unsigned nt = b.x * b.y * b.z;
+    if (!barriers) {  // no __syncthreads: each thread runs to its end, no fibers needed
+        for (unsigned bz = 0; bz < g.z; ++bz) for (unsigned by = 0; by < g.y; ++by)
+        for (unsigned bx = 0; bx < g.x; ++bx) {
+            blockIdx = dim3(bx, by, bz);
+            for (unsigned t = 0; t < nt; ++t) {
+                threadIdx = dim3(t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
+                f();
+            }
+        }
+        return;
+    }
     ctx.resize(nt); done.assign(nt, 0); stacks.resize(nt * STACK);
     for (unsigned bz = 0; bz < g.z; ++bz) for (unsigned by = 0; by < g.y; ++by)
     for (unsigned bx = 0; bx < g.x; ++bx) {
@@ -104,7 +115,6 @@ static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? 
 static inline float __fdividef(float a, float b) { return a / b; }
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
-#line 1 "kernel.cu"
 """
 
 # C scalar types a kernel parameter may have, and the NumPy dtype CuPy must be handed for it.
@@ -146,28 +156,55 @@ def kernel_params(source: str, name: str) -> list[str]:
     raise EmulatorError(f'no extern "C" __global__ kernel named {name!r} in the source')
 
 
-def _build(source: str) -> ctypes.CDLL:
+def _tag(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def _unit(source: str) -> str:
+    """One source as a C++ unit: in its own namespace (so several sources that name their
+    kernels alike build into one library), its macros undefined after it, and a C launcher per
+    kernel, `emu_launch_<tag>_<name>(grid, block, args)`."""
+    tag = _tag(source)
+    body = re.sub(r'extern\s+"C"\s+(__global__)', r"\1", source)
+    macros = sorted(set(re.findall(r"^\s*#\s*define\s+(\w+)", source, re.M)))
     launchers = []
-    for name, _ in _SIGNATURE.findall(source):
+    starts = [m.start() for m in _SIGNATURE.finditer(source)] + [len(source)]
+    for k, (name, _) in enumerate(_SIGNATURE.findall(source)):
+        chunk = source[starts[k] : starts[k + 1]]
+        barriers = "true" if "__syncthreads" in chunk or "__device__" in source else "false"
         types = kernel_params(source, name)
         call = ", ".join(f"*({t}*)args[{i}]" for i, t in enumerate(types))
         launchers.append(
-            f'extern "C" void emu_launch_{name}(unsigned gx, unsigned gy, unsigned gz, '
+            f'extern "C" void emu_launch_{tag}_{name}(unsigned gx, unsigned gy, unsigned gz, '
             f"unsigned bx, unsigned by, unsigned bz, void** args) {{\n"
-            f"  emu::launch(dim3(gx, gy, gz), dim3(bx, by, bz), [=] {{ {name}({call}); }});\n}}\n"
+            f"  emu::launch(dim3(gx, gy, gz), dim3(bx, by, bz), {barriers}, "
+            f"[=] {{ emu_{tag}::{name}({call}); }});\n}}\n"
         )
-    text = _PRELUDE + source + '\n#line 1 "launchers"\n' + "".join(launchers)
-    key = hashlib.sha256(text.encode()).hexdigest()[:24]
-    if key in _CACHE:
-        return _CACHE[key]
+    undef = "".join(f"#undef {m}\n" for m in macros)
+    return f'namespace emu_{tag} {{\n#line 1 "kernel.cu"\n{body}\n}}\n{undef}' + "".join(launchers)
+
+
+def prebuild(sources: list[str]) -> None:
+    """Compile every source not built yet into one library: one compiler run for a whole test
+    session instead of one per source (the prelude's headers dominate the compile time)."""
+    todo = sorted({s for s in sources if _tag(s) not in _CACHE})
+    if not todo:
+        return
+    lib = _compile(_PRELUDE + "".join(_unit(s) for s in todo))
+    for s in todo:
+        _CACHE[_tag(s)] = lib
+
+
+def _compile(text: str) -> ctypes.CDLL:
     cxx = compiler()
     if cxx is None:
         raise EmulatorError("no host C++ compiler (g++) to emulate the kernel with")
+    key = hashlib.sha256(text.encode()).hexdigest()[:24]
     out_dir = Path(tempfile.gettempdir()) / "gpulab-cuda-emu"
     out_dir.mkdir(exist_ok=True)
     lib = out_dir / f"{key}.so"
     if not lib.exists():
-        src = out_dir / f"{key}.cpp"
+        src = out_dir / f"{key}.{os.getpid()}.cpp"
         src.write_text(text)
         tmp = out_dir / f"{key}.{os.getpid()}.so"
         proc = subprocess.run(
@@ -175,11 +212,17 @@ def _build(source: str) -> ctypes.CDLL:
             capture_output=True,
             text=True,
         )
+        src.unlink(missing_ok=True)
         if proc.returncode != 0:
             raise EmulatorError("host compile failed:\n" + proc.stderr[-3000:])
         tmp.replace(lib)
-    _CACHE[key] = ctypes.CDLL(str(lib))
-    return _CACHE[key]
+    return ctypes.CDLL(str(lib))
+
+
+def _build(source: str) -> ctypes.CDLL:
+    if _tag(source) not in _CACHE:
+        prebuild([source])
+    return _CACHE[_tag(source)]
 
 
 def _dims(v: Any) -> tuple[int, int, int]:
@@ -199,7 +242,7 @@ class RawKernel:
 
     def __call__(self, grid: Any, block: Any, args: tuple, shared_mem: int = 0) -> None:
         if self._fn is None:
-            self._fn = getattr(_build(self.code), f"emu_launch_{self.name}")
+            self._fn = getattr(_build(self.code), f"emu_launch_{_tag(self.code)}_{self.name}")
         g, b = _dims(grid), _dims(block)
         if b[0] * b[1] * b[2] > 1024:
             raise EmulatorError(f"{b[0] * b[1] * b[2]} threads per block; a GPU allows 1024")

@@ -29,7 +29,7 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     a = case.args["a"]
-    return kc.run_guarded(fn, [a], a.shape, np.float32, repeats=3 if a.size > 4096 else 1)
+    return kc.run_guarded(fn, [a], a.shape, np.float32, repeats=kc.repeats(ctx, a.size))
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:

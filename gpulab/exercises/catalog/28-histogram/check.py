@@ -31,7 +31,7 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     x = case.args["x"]
-    return kc.run_guarded(fn, [x], (BINS,), np.int32, repeats=3 if x.size > 4096 else 1)
+    return kc.run_guarded(fn, [x], (BINS,), np.int32, repeats=kc.repeats(ctx, x.size))
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:

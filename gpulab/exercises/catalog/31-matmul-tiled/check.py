@@ -44,7 +44,7 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     a, b = case.args["a"], case.args["b"]
-    reps = 3 if a.shape[0] * b.shape[1] > 4096 else 1
+    reps = kc.repeats(ctx, a.shape[0] * b.shape[1])
     return kc.run_guarded(fn, [a, b], (a.shape[0], b.shape[1]), np.float32, repeats=reps)
 
 
