@@ -51,7 +51,7 @@ def compile_errors(source: str, name: str = "kernel.cu") -> str | None:
     if lib is not None:
         prog = ctypes.c_void_p()
         lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None)
-        opts = [f"--gpu-architecture={ARCH}".encode(), b"-std=c++17"]
+        opts = [f"--gpu-architecture={ARCH}".encode(), b"-std=c++11"]  # the oldest CuPy uses
         argv = (ctypes.c_char_p * len(opts))(*opts)
         status = lib.nvrtcCompileProgram(prog, len(opts), argv)
         size = ctypes.c_size_t()
@@ -64,7 +64,7 @@ def compile_errors(source: str, name: str = "kernel.cu") -> str | None:
         src = Path(tmp) / name
         src.write_text(source)
         proc = subprocess.run(
-            ["nvcc", "--ptx", f"-arch={ARCH}", "-std=c++17", str(src), "-o", str(src) + ".ptx"],
+            ["nvcc", "--ptx", f"-arch={ARCH}", "-std=c++11", str(src), "-o", str(src) + ".ptx"],
             capture_output=True,
             text=True,
         )

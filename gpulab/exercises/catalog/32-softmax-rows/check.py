@@ -46,7 +46,6 @@ def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api
 
 def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     import cupy as cp
-    import cupyx.scipy.special as special
 
     rows = max(1, ctx.big(4, arrays=2) // COLS)
 
@@ -55,13 +54,14 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         return x, cp.empty_like(x)
 
     def library(io: tuple) -> None:
-        io[1][...] = special.softmax(io[0], axis=1)
+        e = cp.exp(io[0] - io[0].max(axis=1, keepdims=True))
+        cp.divide(e, e.sum(axis=1, keepdims=True), out=io[1])
 
     return kc.spec(
         fn,
         setup,
         library,
-        "cupyx.scipy.special.softmax",
+        "CuPy: max, exp, sum, divide",
         8 * rows * COLS,
         note="4 bytes read + 4 written per element",
     )
