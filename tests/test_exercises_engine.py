@@ -366,3 +366,67 @@ def test_progress_and_hints_survive_a_new_store(tmp_path):
         after = p.get("double")
         assert after.state == FAILING and after.passed_ever and after.best_grade == "silver"
         assert p.get("other").state == NOT_STARTED and p.get("other").hints_revealed == 1
+
+
+def test_a_timing_above_the_ceiling_earns_no_grade(tmp_path, double):
+    # Claims every call took a nanosecond: the perf_counter it patches is put back before the
+    # timer reads it, and a figure far above the calibrated ceiling would not be graded anyway.
+    path = learner(
+        tmp_path,
+        "import time\n"
+        "_real = time.perf_counter\n"
+        "def double(x, out):\n"
+        "    out[:] = 2 * x\n"
+        "    time.perf_counter = lambda: 0.0\n",
+    )
+    result = check(double, path)
+    assert result.passed
+    assert "time.perf_counter" in result.restored
+    assert result.timing["learner"]["median_s"] > 0
+    assert result.timing["fraction"] < 1.5 or result.timing["grade"] == "pass"
+
+
+def test_find_reads_one_folder_and_agrees_with_the_catalog(monkeypatch, cat):
+    from gpulab.exercises import catalog as catalog_mod
+
+    monkeypatch.setenv("GPULAB_EXERCISES_PATH", str(FIXTURES))
+    for name in ("double", "901", "901-double", "901_double", "901_double.py"):
+        assert catalog_mod.find(name).folder == cat.get("double").folder
+    with pytest.raises(UnknownExercise, match="did you mean 'double'"):
+        catalog_mod.find("doubel")
+
+
+@pytest.mark.parametrize(
+    ("variant", "has_temp", "words"),
+    [("full", True, ""), ("no-library", False, "libnvidia-ml.so"), ("gpu-lost", False, "lost")],
+)
+def test_gpu_state_reads_nvml_or_says_why_not(variant, has_temp, words):
+    from gpulab.core.devices import DeviceInfo, Inventory
+    from gpulab.exercises.grading import gpu_state
+    from gpulab.telemetry.fake import FakeNvml
+    from gpulab.telemetry.nvml import NvmlSession
+
+    fake = FakeNvml(variant)
+    inv = Inventory(devices=[DeviceInfo(index=0, name="fake", kind="cuda")])
+    state = gpu_state(inv, 0, session=NvmlSession(nvml=fake))
+    assert (state["temperature_c"] is not None) == has_temp
+    assert (state["sm_clock_mhz"] is not None) == has_temp
+    assert words in state["na"] and (has_temp or state["na"])
+
+
+def test_an_exception_in_the_timed_run_is_a_failed_check(tmp_path, double):
+    path = learner(
+        tmp_path,
+        "def double(x, out):\n    if x.size > 70000:\n        raise MemoryError('too big')\n"
+        "    out[:] = 2 * x\n",
+    )
+    from gpulab.exercises.grader import LearnerCrash
+
+    with pytest.raises(LearnerCrash) as err:  # out of memory: the worker must free what it holds
+        check(double, path)
+    assert err.value.kind == "out-of-memory"
+    assert err.value.extra["check"]["kind"] == "crash"
+    path.write_text(path.read_text().replace("MemoryError('too big')", "ValueError('too big')"))
+    result = check(double, path)
+    assert not result.passed and result.kind == "error"
+    assert result.message.startswith("timed run: double raised ValueError: too big (line 3")

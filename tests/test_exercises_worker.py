@@ -91,3 +91,88 @@ async def test_a_check_in_the_worker_records_progress_through_the_cli(
     out = capsys.readouterr().out
     assert code == 0, out
     assert '"verdict": "pass"' in out and '"state": "passing"' in out
+
+
+def test_watch_ends_cleanly_on_ctrl_c(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {
+        **os.environ,
+        "GPULAB_EXERCISES_PATH": str(FIXTURES),
+        "GPULAB_WORKDIR": str(tmp_path / "w"),
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")])
+        ),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpulab", "ex", "watch", "double", "--inline", "--quick"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        seen = ""
+        while "replay these inputs" not in seen and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen += line
+        assert "FAIL  double" in seen, seen
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "Stopped watching" in out and "Traceback" not in err
+
+
+@pytest.mark.gpu
+async def test_vector_add_on_the_gpu_grades_against_the_ceiling(tmp_path):
+    ex = load_catalog().get("vector-add")
+    async with Checker(standby=False) as c:
+        await c.client.wait_ready(300)
+        result, _ = await c.check(ex, ex.solution_path, 1)
+        assert result.passed, result.message
+        again, seconds = await c.check(ex, ex.solution_path, 2)
+    t = again.timing
+    assert t["method"] == "cuda-events" and t["ceiling"]["value"] > 100  # GB/s of a GPU
+    assert again.grade in ("silver", "gold"), (again.grade, t["fraction"])
+    assert t["library"]["name"] == "torch.add" and t["library_fraction"] > 0.5
+    state = t["device_state"]
+    assert state["temperature_c"] is not None or state["na"]
+    print(f"vector-add repeat check {seconds:.2f} s, {100 * t['fraction']:.0f}% of copy")
+
+
+@pytest.mark.gpu
+async def test_an_illegal_address_in_a_kernel_is_a_failed_check_and_a_new_worker(tmp_path):
+    from conftest import cupy_available
+
+    if not cupy_available():
+        pytest.skip("needs CuPy")
+    ex = load_catalog(FIXTURES).get("double")
+    bad = tmp_path / "oob.py"
+    bad.write_text(
+        "import cupy\n"
+        "K = cupy.RawKernel(r'''extern \"C\" __global__ void k(float* p) {"
+        " p[threadIdx.x + (1ull << 40)] = 1.0f; }''', 'k')\n"
+        "def double(x, out):\n"
+        "    p = cupy.zeros(1, dtype=cupy.float32)\n"
+        "    K((1,), (32,), (p,))\n"
+        "    cupy.cuda.Device().synchronize()\n"
+    )
+    env = {"GPULAB_EXERCISES_PATH": str(FIXTURES)}
+    async with Checker(quick=True, standby=False, env=env) as c:
+        await c.client.wait_ready(300)
+        pid = c.client.worker_pid
+        result, _ = await c.check(ex, bad, 1)
+        assert not result.passed and result.kind == "crash", result.message
+        assert "illegal" in result.message.lower()
+        ok, _ = await c.check(ex, ex.solution_path, 2)
+        assert ok.passed and c.client.worker_pid != pid

@@ -216,6 +216,26 @@ def load_catalog(*dirs: Path | str) -> Catalog:
     return Catalog(sorted(found, key=lambda e: e.order))
 
 
+def find(name: str) -> Exercise:
+    """One exercise by id, folder name, order or file name, reading only its own folder (the
+    worker does this for every check); UnknownExercise, with a suggestion, when none matches."""
+    key = name.strip().lower()
+    for root in roots():
+        if not root.is_dir():
+            continue
+        for folder in sorted(root.iterdir()):
+            m = _FOLDER.match(folder.name)
+            if not m or not folder.is_dir():
+                continue
+            order, ident = int(m.group(1)), m.group(2)
+            file_stem = f"{order:02d}_{ident.replace('-', '_')}"
+            if key in (ident, folder.name, file_stem, f"{file_stem}.py") or (
+                key.isdigit() and int(key) == order
+            ):
+                return load_exercise(folder)
+    return load_catalog().get(name)  # raises UnknownExercise with the full list of ids
+
+
 def load_exercise(folder: Path) -> Exercise:
     m = _FOLDER.match(folder.name)
     if not m:

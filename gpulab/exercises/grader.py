@@ -26,6 +26,7 @@ from gpulab.exercises.sandbox import Guard, LearnerError, describe, forget, load
 
 SEED_MAX = 2**32 - 1  # seeds travel as JSON numbers and job params: keep them exact everywhere
 PASS, FAIL = "pass", "fail"
+_now = time.perf_counter  # bound before any learner's code could rebind it
 
 
 def new_seed() -> int:
@@ -127,7 +128,7 @@ def run_check(
 ) -> CheckResult:
     """Check `path` against exercise `ex` with the inputs of `seed`. `exp_ctx` (an experiments
     Context) gives cancellation, logs and the calibrated ceilings for timing."""
-    t0 = time.perf_counter()
+    t0 = _now()
     result = CheckResult(ex.id, FAIL, "", seed, str(path), device=actx.device)
     check = load_check(ex)
     learner = None
@@ -152,7 +153,7 @@ def run_check(
             if exp_ctx is not None:
                 exp_ctx.check_cancelled()
             row = result.cases[i]
-            c0 = time.perf_counter()
+            c0 = _now()
             try:
                 got = check.run(fn, copy.deepcopy(case), actx)
             except api.CheckError as exc:
@@ -167,7 +168,7 @@ def run_check(
                 _restore(result, guard)
                 _crash_if_fatal(exc, result, case.name, t0)
                 row.passed, row.message = False, f"{ex.entry} raised {describe(exc, path)}"
-                row.seconds = time.perf_counter() - c0
+                row.seconds = _now() - c0
                 result.failed_case = case.name
                 return _fail(result, "error", f"{case.name}: {row.message}", t0)
             else:
@@ -182,7 +183,7 @@ def run_check(
                     lambda w=want, g=got, c=case: compare(w, g, c, actx),
                 )
             )
-            row.seconds = time.perf_counter() - c0
+            row.seconds = _now() - c0
             if error or mismatch is not None:
                 _mark(result, row, case.name, error or mismatch)
             else:
@@ -199,14 +200,26 @@ def run_check(
 
             spec = _ours("timing()", ex, lambda: check.timing(fn, actx))
             if spec is not None:
-                timing = time_and_grade(spec, ex, actx, exp_ctx, guard=guard)
+                try:
+                    timing = time_and_grade(spec, ex, actx, exp_ctx, guard=guard)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - the learner's code, at full size
+                    from gpulab.experiments.base import Cancelled
+
+                    if isinstance(exc, Cancelled):
+                        raise
+                    _restore(result, guard)
+                    _crash_if_fatal(exc, result, "timed run", t0)
+                    why = f"timed run: {ex.entry} raised {describe(exc, path)}"
+                    return _fail(result, "error", why, t0)
                 result.restored = sorted(set(result.restored) | set(guard.restore()))
                 result.timing = timing
                 if timing.get("wrong"):
                     result.verdict, result.grade = FAIL, None
                     return _fail(result, "wrong", f"timed run: {timing['wrong']}", t0)
                 result.grade = timing.get("grade") or "pass"
-        result.seconds = time.perf_counter() - t0
+        result.seconds = _now() - t0
         return result
     finally:
         forget(learner)
@@ -246,7 +259,7 @@ def _mark(result: CheckResult, row: CaseRow, name: str, why: api.Mismatch | str)
 
 def _fail(result: CheckResult, kind: str, message: str, t0: float) -> CheckResult:
     result.verdict, result.kind, result.message, result.grade = FAIL, kind, message, None
-    result.seconds = time.perf_counter() - t0
+    result.seconds = _now() - t0
     return result
 
 

@@ -15,6 +15,8 @@ from typing import Any
 from gpulab.exercises import api
 from gpulab.exercises.catalog import GRADES, Exercise
 
+IMPLAUSIBLE = 1.5  # a figure this far above the device's own ceiling earns no grade
+
 
 def grade_for(fraction: float | None, grades: dict[str, float] | Any) -> str:
     """pass, bronze, silver or gold: the highest threshold `fraction` reaches."""
@@ -129,6 +131,16 @@ def time_and_grade(
         "device_state": state,
         "quick": actx.quick,
     }
+    if learner_t.min_s <= 0:
+        out["suspect"] = "a timed call took no time at all: the timing is not trusted; not graded"
+        out["grade"] = "pass"
+    elif fraction is not None and fraction > IMPLAUSIBLE:
+        # Far above what this device measured itself doing: a timing the learner's code
+        # interfered with, or work it skipped. No grade for it.
+        out["suspect"] = (
+            f"{100 * fraction:.0f}% of the calibrated ceiling is not plausible; not graded"
+        )
+        out["grade"] = "pass"
     if wrong:
         out["wrong"] = wrong
     return out
@@ -138,8 +150,9 @@ def cpu_state() -> dict[str, Any]:
     return {"temperature_c": None, "sm_clock_mhz": None, "na": "CPU mode: no GPU to read"}
 
 
-def gpu_state(inventory: Any, device_index: int = 0) -> dict[str, Any]:
-    """The GPU's temperature (C) and SM clock (MHz) from NVML, or None with the reason in `na`."""
+def gpu_state(inventory: Any, device_index: int = 0, session: Any = None) -> dict[str, Any]:
+    """The GPU's temperature (C) and SM clock (MHz) from NVML, or None with the reason in `na`.
+    `session`: an NvmlSession (tests pass one over the fake NVML); default one per process."""
     from gpulab.telemetry.nvml import NvmlSession
     from gpulab.telemetry.values import NA
 
@@ -147,33 +160,37 @@ def gpu_state(inventory: Any, device_index: int = 0) -> dict[str, Any]:
     for d in getattr(inventory, "devices", []):
         if d.kind == "cuda" and d.index == device_index:
             uuid = d.uuid or ""
-    session = NvmlSession()
-    try:
-        if not session.open():
-            why = session.error.reason if session.error else "NVML is not available"
-            return {"temperature_c": None, "sm_clock_mhz": None, "na": why}
-        index = device_index
-        if uuid:  # CUDA and NVML may number GPUs differently (CUDA_VISIBLE_DEVICES)
-            count = session.count()
-            for i in range(count if isinstance(count, int) else 0):
-                got = session.call(i, "nvmlDeviceGetUUID")
-                if not isinstance(got, NA) and _same_uuid(_text(got), uuid):
-                    index = i
-                    break
-        temp = session.call(index, "nvmlDeviceGetTemperature", 0)  # NVML_TEMPERATURE_GPU
-        clock = session.call(index, "nvmlDeviceGetClockInfo", 1)  # NVML_CLOCK_SM
-        reasons = [
-            f"{k}: {v.reason}"
-            for k, v in (("temperature", temp), ("clock", clock))
-            if isinstance(v, NA)
-        ]
-        return {
-            "temperature_c": None if isinstance(temp, NA) else int(temp),
-            "sm_clock_mhz": None if isinstance(clock, NA) else int(clock),
-            "na": "; ".join(reasons),
-        }
-    finally:
-        session.close()
+    global _SESSION
+    if session is None:
+        if _SESSION is None:  # nvmlInit costs tens of ms: once per process, not once per check
+            _SESSION = NvmlSession()
+        session = _SESSION
+    if not session.open():
+        why = session.error.reason if session.error else "NVML is not available"
+        return {"temperature_c": None, "sm_clock_mhz": None, "na": why}
+    index = device_index
+    if uuid:  # CUDA and NVML may number GPUs differently (CUDA_VISIBLE_DEVICES)
+        count = session.count()
+        for i in range(count if isinstance(count, int) else 0):
+            got = session.call(i, "nvmlDeviceGetUUID")
+            if not isinstance(got, NA) and _same_uuid(_text(got), uuid):
+                index = i
+                break
+    temp = session.call(index, "nvmlDeviceGetTemperature", 0)  # NVML_TEMPERATURE_GPU
+    clock = session.call(index, "nvmlDeviceGetClockInfo", 1)  # NVML_CLOCK_SM
+    reasons = [
+        f"{k}: {v.reason}"
+        for k, v in (("temperature", temp), ("clock", clock))
+        if isinstance(v, NA)
+    ]
+    return {
+        "temperature_c": None if isinstance(temp, NA) else int(temp),
+        "sm_clock_mhz": None if isinstance(clock, NA) else int(clock),
+        "na": "; ".join(reasons),
+    }
+
+
+_SESSION: Any = None
 
 
 def _same_uuid(a: str, b: str) -> bool:

@@ -61,10 +61,10 @@ class ExerciseCheck(Experiment):
     )
 
     def _exercise(self, name: str) -> Any:
-        from gpulab.exercises.catalog import UnknownExercise, load_catalog
+        from gpulab.exercises.catalog import UnknownExercise, find
 
         try:
-            return load_catalog().get(name)
+            return find(name)
         except UnknownExercise as exc:
             raise ParamError("exercise", name, str(exc)) from None
 

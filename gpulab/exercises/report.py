@@ -61,6 +61,8 @@ def timing_lines(timing: dict[str, Any] | None) -> list[str]:
         )
     else:
         lines.append(f"    ceiling     n/a: {ceiling.get('why') or 'not calibrated'}")
+    if timing.get("suspect"):
+        lines.append(f"    {timing['suspect']}")
     grades = timing.get("grades") or {}
     if grades:
         steps = ", ".join(f"{g} {100 * v:.0f}%" for g, v in grades.items())

@@ -106,9 +106,13 @@ class Guard:
         "numpy.testing",
         "builtins",
         "math",
+        "time",
         "gpulab.exercises.api",
+        "gpulab.core.timing",
         "torch",
+        "torch.cuda",
         "cupy",
+        "cupy.cuda",
     )
 
     def __init__(self) -> None:
@@ -120,24 +124,28 @@ class Guard:
         torch = sys.modules.get("torch")
         if torch is not None:
             self._saved.append((torch.Tensor, dict(vars(torch.Tensor))))
+            event = getattr(getattr(torch, "cuda", None), "Event", None)
+            if isinstance(event, type):  # the timer's clock on a GPU
+                self._saved.append((event, dict(vars(event))))
         np = sys.modules.get("numpy")
         if np is not None:
             self._saved.append((np.random.Generator, dict(vars(np.random.Generator))))
 
     def restore(self) -> list[str]:
-        """Put every snapshot back; returns what had been changed ("numpy.allclose", ...)."""
+        """Put back every function and class that was rebound or added; returns their names
+        ("numpy.allclose", ...). Data is left alone: libraries keep state in module globals
+        (torch.cuda._initialized flips on first use) that must move forward, not back."""
         changed: list[str] = []
         for obj, saved in self._saved:
             now = vars(obj)
             label = getattr(obj, "__name__", repr(obj))
-            # A submodule imported since (numpy.linalg, torch.fx) is a legitimate newcomer.
-            added = [k for k, v in now.items() if k not in saved and not _is_module(v)]
+            added = [k for k, v in now.items() if k not in saved and _patchable(k, v)]
             for key in added:
                 with contextlib.suppress(AttributeError, TypeError):
                     delattr(obj, key)
                     changed.append(f"{label}.{key}")
             for key, value in saved.items():
-                if now.get(key, _MISSING) is not value:
+                if now.get(key, _MISSING) is not value and _patchable(key, value):
                     with contextlib.suppress(AttributeError, TypeError):
                         setattr(obj, key, value)
                         changed.append(f"{label}.{key}")
@@ -147,5 +155,9 @@ class Guard:
 _MISSING = object()
 
 
-def _is_module(value: Any) -> bool:
-    return isinstance(value, types.ModuleType)
+def _patchable(key: str, value: Any) -> bool:
+    """A public function or class: what a check or the timer calls. Not a submodule imported
+    since (numpy.linalg, torch.fx: legitimate newcomers), not private state, not data."""
+    if isinstance(value, types.ModuleType) or (key.startswith("_") and not key.startswith("__")):
+        return False
+    return callable(value) and key not in ("__dict__", "__weakref__")
