@@ -109,6 +109,7 @@ def make() -> types.ModuleType:
         setattr(mod, name, globals()[name])
     mod.array = asarray
     mod.RawKernel = RawKernel
+    mod.ElementwiseKernel = ElementwiseKernel
     mod.ndarray = np.ndarray
     mod.cuda = types.SimpleNamespace(Device=_Device)
     mod.__gpulab_fake__ = True
@@ -133,3 +134,66 @@ def install(monkeypatch: Any) -> types.ModuleType:
     monkeypatch.setitem(sys.modules, "cupyx.scipy.ndimage", scipy.ndimage)
     monkeypatch.setitem(sys.modules, "cupyx.scipy.special", scipy.special)
     return mod
+
+
+_CTYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
+
+
+def _params(spec: str) -> list[tuple[str, str]]:
+    """'float32 x, T y' -> [('float32', 'x'), ('T', 'y')]."""
+    return [tuple(p.split()) for p in (q.strip() for q in spec.split(",")) if p]  # type: ignore[misc]
+
+
+def _bind(params: list[tuple[str, str]], args: list[Any]) -> dict[str, str]:
+    """C type of each parameter; a one-letter type (T) takes the dtype of its first argument."""
+    types: dict[str, str] = {}
+    out = {}
+    for (t, name), arg in zip(params, args, strict=False):
+        if t not in _CTYPES and arg is not None:
+            types.setdefault(t, np.asarray(arg).dtype.name)
+        out[name] = _CTYPES[types.get(t, t)]
+    return out
+
+
+class ElementwiseKernel:
+    """`cupy.ElementwiseKernel` for arrays of one shape and scalars, run by the emulator: the
+    operation is pasted into a loop over `i`, as CuPy does, so its C is really compiled."""
+
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str = "k", **_: Any):
+        self.ins, self.outs, self.op, self.name = (
+            _params(in_params),
+            _params(out_params),
+            operation,
+            name,
+        )
+
+    def __call__(self, *args: Any) -> Any:
+        ins, outs = list(args[: len(self.ins)]), list(args[len(self.ins) :])
+        arrays = [a for a in ins if isinstance(a, np.ndarray)]
+        ctype = _bind(self.ins + self.outs, ins + outs + [None] * (len(self.outs) - len(outs)))
+        while len(outs) < len(self.outs):
+            outs.append(
+                empty(
+                    arrays[0].shape,
+                    {v: k for k, v in _CTYPES.items()}[ctype[self.outs[len(outs)][1]]],
+                )
+            )
+        decl, bind, launch = [], [], []
+        for (_, n), a in zip(self.ins, ins, strict=True):
+            if isinstance(a, np.ndarray):
+                decl.append(f"const {ctype[n]}* {n}_")
+                bind.append(f"const {ctype[n]} {n} = {n}_[i];")
+                launch.append(a)
+            else:
+                decl.append(f"{ctype[n]} {n}")
+                launch.append(np.dtype({v: k for k, v in _CTYPES.items()}[ctype[n]]).type(a))
+        for (_, n), a in zip(self.outs, outs, strict=True):
+            decl.append(f"{ctype[n]}* {n}_")
+            bind.append(f"{ctype[n]}& {n} = {n}_[i];")
+            launch.append(a)
+        src = (
+            f'extern "C" __global__ void {self.name}({", ".join(decl)}, long long n) {{\n'
+            f"  for (long long i = 0; i < n; ++i) {{ {' '.join(bind)} {self.op}; }}\n}}\n"
+        )
+        RawKernel(src, self.name)((1,), (1,), (*launch, np.int64(arrays[0].size)))
+        return outs[0] if len(outs) == 1 else tuple(outs)
