@@ -11,11 +11,11 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import cupy_available
+from test_kernel_track import _EXERCISES, IDS, TRACK, _front, _load
 
 from gpulab.exercises import api
 from gpulab.exercises.grader import run_check
-from tests.conftest import cupy_available
-from tests.test_kernel_track import _EXERCISES, IDS, TRACK, _front, _load
 
 pytestmark = pytest.mark.gpu
 
