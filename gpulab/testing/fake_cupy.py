@@ -191,8 +191,13 @@ class ElementwiseKernel:
             decl.append(f"{ctype[n]}* {n}_")
             bind.append(f"{ctype[n]}& {n} = {n}_[i];")
             launch.append(a)
+        typedefs = "".join(
+            f"typedef {ctype[n]} {t}; "
+            for t, n in dict((t, n) for t, n in self.ins + self.outs if t not in _CTYPES).items()
+        )
         src = (
             f'extern "C" __global__ void {self.name}({", ".join(decl)}, long long n) {{\n'
+            f"  {typedefs}\n"
             f"  for (long long i = 0; i < n; ++i) {{ {' '.join(bind)} {self.op}; }}\n}}\n"
         )
         RawKernel(src, self.name)((1,), (1,), (*launch, np.int64(arrays[0].size)))
