@@ -63,3 +63,13 @@ def test_elementwise_kernel_pastes_the_operation_into_a_loop() -> None:
     k = cp.ElementwiseKernel("float32 s, T x", "T y", "y = s * x + (T)i", "affine")
     x = cp.asarray(np.array([1, 2, 3], dtype=np.float32))
     assert np.array_equal(k(np.float32(2), x), [2, 5, 8])
+
+
+def test_reduction_kernel_over_everything_and_over_rows() -> None:
+    cp = fake_cupy.make()
+    k = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "norm")
+    x = cp.asarray(np.array([[3, 4], [6, 8]], dtype=np.float32))
+    assert float(k(x)) == pytest.approx(np.sqrt(125))
+    out = cp.empty(2, dtype=np.float32)
+    k(x, axis=1, out=out)
+    assert np.array_equal(out, [5, 10])

@@ -110,6 +110,7 @@ def make() -> types.ModuleType:
     mod.array = asarray
     mod.RawKernel = RawKernel
     mod.ElementwiseKernel = ElementwiseKernel
+    mod.ReductionKernel = ReductionKernel
     mod.ndarray = np.ndarray
     mod.cuda = types.SimpleNamespace(Device=_Device)
     mod.__gpulab_fake__ = True
@@ -202,3 +203,49 @@ class ElementwiseKernel:
         )
         RawKernel(src, self.name)((1,), (1,), (*launch, np.int64(arrays[0].size)))
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+class ReductionKernel:
+    """`cupy.ReductionKernel` of one input over all of it (axis=None) or over the last axis of a
+    C-ordered array, run by the emulator in one thread: `a` starts at identity, each element's
+    map_expr is `b`, `a = reduce_expr`, and post_map_expr sets the output from `a`."""
+
+    def __init__(
+        self,
+        in_params: str,
+        out_params: str,
+        map_expr: str,
+        reduce_expr: str,
+        post_map_expr: str,
+        identity: str,
+        name: str = "r",
+        **_: Any,
+    ) -> None:
+        self.ins, self.outs = _params(in_params), _params(out_params)
+        self.exprs = (map_expr, reduce_expr, post_map_expr, identity)
+        self.name = name
+
+    def __call__(self, x: np.ndarray, out: Any = None, axis: Any = None) -> np.ndarray:
+        if axis not in (None, -1, x.ndim - 1):
+            raise NotImplementedError("the fake reduces over everything or the last axis only")
+        (xt, xn), (_, yn) = self.ins[0], self.outs[0]
+        t = _bind(self.ins, [x])[xn]
+        inner = x.size if axis is None else x.shape[-1]
+        shape = () if axis is None else x.shape[:-1]
+        if out is None:
+            out = empty(shape, x.dtype)
+        mapped, reduce, post, ident = self.exprs
+        typedef = f"typedef {t} {xt};" if xt not in _CTYPES else ""
+        src = (
+            f'extern "C" __global__ void {self.name}(const {t}* {xn}_, {t}* {yn}_, long long m, '
+            f"long long k) {{\n  {typedef}\n  for (long long r = 0; r < m; ++r) {{\n"
+            f"    {t} a = ({ident});\n"
+            f"    for (long long i = 0; i < k; ++i) {{ const {t} {xn} = {xn}_[r * k + i]; "
+            f"{t} b = ({mapped}); a = ({reduce}); }}\n"
+            f"    {t}& {yn} = {yn}_[r]; {post};\n  }}\n}}\n"
+        )
+        flat = out.reshape(-1)
+        RawKernel(src, self.name)(
+            (1,), (1,), (x, flat, np.int64(max(1, flat.size)), np.int64(inner))
+        )
+        return out
