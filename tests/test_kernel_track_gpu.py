@@ -55,15 +55,13 @@ def _needs_cupy() -> None:
 
 
 @pytest.mark.parametrize("folder", TRACK, ids=IDS)
-def test_gpu_reference_passes_and_wrongs_fail(folder) -> None:
+def test_gpu_reference_passes_and_the_starter_fails(folder) -> None:
+    """wrong/ is tests/test_exercises_catalog.py's, through a worker: a write past the end can
+    fault, and an illegal address ruins this process's CUDA context for every later test. race/
+    and slow/ files stay in bounds; their verdicts are printed (-s)."""
     bad = _check(folder, folder / "solution.py")
     assert bad is None, bad
     assert _check(folder, folder / "starter.py") is not None
-    for wrong in sorted(folder.glob("wrong/*.py")):
-        expect = wrong.read_text().splitlines()[0].removeprefix("# expect: ")
-        bad = _check(folder, wrong)
-        assert bad is not None, f"{wrong.name} passes on the GPU"
-        assert expect in bad, f"{wrong.name}: {bad}"
     for extra in sorted(folder.glob("race/*.py")) + sorted(folder.glob("slow/*.py")):
         bad = _check(folder, extra)
         print(f"{folder.name}/{extra.parent.name}/{extra.name}: {'rejected' if bad else 'passed'}")

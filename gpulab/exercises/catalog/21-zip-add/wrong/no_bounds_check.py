@@ -1,4 +1,4 @@
-# expect: wrote past the end
+# expect: wrote past the end | illegal memory access
 """Zip: out[i] = a[i] + b[i]."""
 
 import cupy as cp

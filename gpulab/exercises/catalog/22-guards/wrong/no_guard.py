@@ -1,4 +1,4 @@
-# expect: wrote past the end
+# expect: wrote past the end | illegal memory access
 """Guards: a leaky ReLU over any length, out[i] = a[i] if a[i] > 0 else 0.01 * a[i]."""
 
 import cupy as cp

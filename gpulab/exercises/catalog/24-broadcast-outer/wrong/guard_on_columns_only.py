@@ -1,4 +1,4 @@
-# expect: wrote past the end
+# expect: wrote past the end | illegal memory access
 """Broadcast: out[r, c] = col[r] + row[c]."""
 
 import cupy as cp

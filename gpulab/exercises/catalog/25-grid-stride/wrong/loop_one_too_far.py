@@ -1,4 +1,4 @@
-# expect: wrote past the end
+# expect: wrote past the end | illegal memory access
 """A fixed grid and a grid-stride loop: out = alpha * x + y."""
 
 import cupy as cp
