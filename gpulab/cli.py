@@ -66,13 +66,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     bench = sub.add_parser("bench", help="run the benchmark suite, write JSON and Markdown")
-    bench.add_argument("--suite", default="core", help="core (default) or full")
+    bench.add_argument("--suite", default="core", help="core (default), full or exercises")
     bench.add_argument("--json", dest="json_path", help="write the JSON results here")
     bench.add_argument("--markdown", dest="md_path", help="write the Markdown table here")
     bench.add_argument("--only", action="append", default=[], help="run just this experiment")
 
     lessons = sub.add_parser("lessons", help="list lessons and your progress")
     lessons.add_argument("--json", action="store_true", help="print JSON")
+
+    store = sub.add_parser("store", help="check the progress file, or recover a damaged one")
+    store.add_argument(
+        "action",
+        nargs="?",
+        default="check",
+        choices=("check", "recover"),
+        help="check (default), or recover: copy the file aside and salvage what can be read",
+    )
+    from gpulab.exercises.cli import add_parser as add_exercises
+
+    add_exercises(sub)
     return p
 
 
@@ -94,12 +106,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _info(args)
         if args.command == "list":
             return _list(args)
+        if args.command in ("run", "bench"):
+            from gpulab.datadir import problem
+
+            # Found before minutes of work, not after (the result would have nowhere to go).
+            bad_dir = problem()
+            if bad_dir:
+                return _fail(bad_dir)
         if args.command == "run":
             return _run(args)
         if args.command == "bench":
             return _bench(args)
         if args.command == "lessons":
             return _lessons(args)
+        if args.command == "store":
+            from gpulab.store_recover import main as store_main
+
+            return store_main(args)
+        if args.command in ("exercises", "ex"):
+            from gpulab.exercises.cli import main as exercises_main
+
+            return exercises_main(args)
     except KeyboardInterrupt:
         sys.stderr.write("gpulab: interrupted\n")
         return 130
@@ -149,14 +176,21 @@ def run_flags(device: str, timeout: str | None) -> tuple[int, float] | str:
 def _tui(period: float | None = None) -> int:
     from gpulab.app import GpuLabApp
 
-    GpuLabApp(sample_period=period).run()
-    return 0
+    app = GpuLabApp(sample_period=period)
+    app.run()
+    # Textual has printed the traceback by now; the status must say it too (a script, a CI job
+    # or a shell's `&&` reads it).
+    code = app.return_code or 0
+    if code:
+        sys.stderr.write("gpulab: the lab stopped on an internal error (traceback above)\n")
+    return code
 
 
 def _info(args: argparse.Namespace) -> int:
     from gpulab.core.devices import detect
     from gpulab.telemetry.report import info_json, info_lines
     from gpulab.telemetry.sampler import TelemetryReader
+    from gpulab.telemetry.values import card_memory, gib
 
     inv = detect()
     reader = TelemetryReader()
@@ -172,10 +206,17 @@ def _info(args: argparse.Namespace) -> int:
         return 0
     print(f"gpulab {__version__}")
     print(f"GPU: {inv.label()}")
+    card_totals = {g.cuda_index: g.memory_total for g in nvml.gpus}
     for d in inv.devices:
+        total = card_totals.get(d.index)
+        memory = (
+            card_memory(total, d.memory_total)
+            if isinstance(total, int)
+            else f"{gib(d.memory_total)} (CUDA's figure: NVML cannot read the card's)"
+        )
         print(
             f"  cuda:{d.index}  {d.name}  cc {d.compute_capability}  {d.multiprocessors} SMs  "
-            f"{d.memory_total / 2**30:.1f} GiB"
+            f"{memory}"
         )
     print("Backends:")
     for b in inv.backends.values():

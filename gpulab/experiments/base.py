@@ -200,6 +200,11 @@ class Experiment:
         return result
 
     def finish(self, result: Result) -> Result:
+        """Stamp the end, and judge every row again against its ceiling's final figure: a
+        ceiling re-measured mid-run must not leave the rows before it on the old one."""
+        from gpulab.core.peaks import rejudge
+
+        rejudge(result)
         result.record.finished_at = time.time()
         return result
 

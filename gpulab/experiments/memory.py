@@ -123,8 +123,9 @@ class Memory(Experiment):
         want = int(gib * GiB)
         if want > free:
             raise DoesNotFit(
-                f"gib={gib:g} needs {want / GiB:.2f} GiB but only {free / GiB:.2f} GiB of "
-                f"{total / GiB:.1f} GiB is free: choose a smaller size"
+                f"gib={gib:g} needs {want / GiB:.2f} GiB but only {free / GiB:.2f} GiB of the "
+                f"{total / GiB:.1f} GiB CUDA can use is free (the card's total less the "
+                "driver's reserve): choose a smaller size"
             )
 
         def reading(step: str, t0: float, note: str) -> dict[str, Any]:

@@ -6,7 +6,6 @@ Nothing here imports torch or CuPy at module level (the registry loads in the UI
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 from gpulab.core.results import Measurement, Result, Verdict
@@ -404,61 +403,13 @@ def require_fit(ctx: Context, nbytes: float, what: str, margin: float = 0.9) -> 
         raise exc
 
 
-def _cgroup_available() -> int | None:
-    """What the memory cgroup (a container's limit) still allows, or None without a limit."""
-    from pathlib import Path
-
-    for limit_f, usage_f, stat_f, inactive in (
-        ("memory.max", "memory.current", "memory.stat", "inactive_file"),
-        (
-            "memory/memory.limit_in_bytes",
-            "memory/memory.usage_in_bytes",
-            "memory/memory.stat",
-            "total_inactive_file",
-        ),
-    ):
-        root = Path("/sys/fs/cgroup")
-        try:
-            raw = (root / limit_f).read_text().strip()
-            if raw == "max":
-                return None
-            limit = int(raw)
-            if limit >= 2**60:  # cgroup v1's "no limit"
-                return None
-            usage = int((root / usage_f).read_text().strip())
-            reclaimable = 0
-            for line in (root / stat_f).read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == inactive:
-                    reclaimable = int(value)
-            return max(0, limit - (usage - reclaimable))
-        except (OSError, ValueError):
-            continue
-    return None
-
-
 def host_available_bytes() -> int | None:
-    """Host RAM a new allocation can take now without swapping, or None when unknown.
+    """Host RAM a new allocation can take now without swapping, or None when unknown: RAM
+    available lowered to the tightest limit of this process's own memory cgroup (a
+    container's, a systemd slice's); see gpulab.core.hostmem."""
+    from gpulab.core.hostmem import host_available_bytes as available
 
-    Linux: /proc/meminfo's MemAvailable (free plus reclaimable cache), lowered to what a
-    container's memory cgroup still allows; elsewhere the free physical pages (os.sysconf).
-    """
-    avail = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except (OSError, ValueError, IndexError):
-        avail = None
-    if avail is None:
-        try:
-            avail = int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-        except (ValueError, OSError, AttributeError):
-            return None
-    cgroup = _cgroup_available()
-    return avail if cgroup is None else min(avail, cgroup)
+    return available()
 
 
 def require_host_fit(nbytes: float, what: str, margin: float = 0.9) -> None:
