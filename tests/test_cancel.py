@@ -75,14 +75,7 @@ async def runner(tmp_path_factory):
 
 async def busy(job: Any, timeout: float = 60.0) -> None:
     """Until the job has worked a while: its first progress event, then a moment more."""
-
-    async def progress() -> None:
-        async for event in job:
-            if event["type"] == ev.PROGRESS:
-                return
-        raise AssertionError(f"{job} ended before it was cancelled: {job.final}")
-
-    await asyncio.wait_for(progress(), timeout)
+    await asyncio.wait_for(first_progress(job), timeout)
     await asyncio.sleep(0.5)
     assert not job.done, job.final
 
@@ -154,3 +147,40 @@ def test_a_cancel_is_taken_inside_a_block_loop_and_a_sleep():
     with pytest.raises(Cancelled):
         ctx.sleep(30)
     assert time.perf_counter() - t0 < 5  # not the 30 s asked for
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def calibrating_runner(tmp_path_factory):
+    """A worker with an empty data dir: its first run measures the CPU calibration."""
+    data = tmp_path_factory.mktemp("cancel-fresh")
+    client = RunnerClient(env={"GPULAB_DATA_DIR": str(data)}, standby=False)
+    await client.start()
+    await client.wait_ready(START_S)
+    yield client
+    await client.shutdown()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_cancel_during_the_first_calibration_is_cooperative(calibrating_runner):
+    """The calibration a first run measures (seconds: a 256 MiB copy, 2048 matmuls) takes a
+    cancel between its timed calls; a cancelled one is not cached, so every try calibrates."""
+    runner = calibrating_runner
+    pid = runner.worker_pid
+    for delay in (0.2, 1.2):
+        job = await runner.submit("vector-add", {"n": 1000})
+        await asyncio.wait_for(first_progress(job), 60)
+        await asyncio.sleep(delay)
+        assert not job.done, job.final
+        t0 = time.perf_counter()
+        await runner.cancel(job)
+        took = time.perf_counter() - t0
+        assert job.final["type"] == ev.CANCELLED and job.final["how"] == "cooperative", job.final
+        assert took <= CANCEL_WALL_S, f"after {delay} s: {took:.3f} s"
+    assert runner.worker_pid == pid and runner.restarts == 0
+
+
+async def first_progress(job: Any) -> None:
+    async for event in job:
+        if event["type"] == ev.PROGRESS:
+            return
+    raise AssertionError(f"{job} ended before it was cancelled: {job.final}")
