@@ -10,6 +10,7 @@ the way it stretches wall time; a gap is the longest a cancel can wait there.
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import time
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 import pytest_asyncio
 from test_app_experiments import seed_cpu_calibration
 
-from gpulab.core.devices import detect
+from gpulab.core.devices import Backend, detect
 from gpulab.experiments.base import Cancelled, Context
 from gpulab.experiments.registry import get
 from gpulab.runner import events as ev
@@ -66,11 +67,25 @@ async def runner(tmp_path_factory):
             os.environ.pop("GPULAB_DATA_DIR", None)
         else:
             os.environ["GPULAB_DATA_DIR"] = saved
-    client = RunnerClient(env={"GPULAB_DATA_DIR": str(data)}, standby=False)
+    client = RunnerClient(env=cpu_env(data), standby=False)
     await client.start()
     await client.wait_ready(START_S)
     yield client
     await client.shutdown()
+
+
+def cpu_env(data: Any) -> dict[str, str]:
+    """The worker's environment: CPU mode on a GPU machine too (the CPU paths are the subject)."""
+    return {"GPULAB_DATA_DIR": str(data), "CUDA_VISIBLE_DEVICES": ""}
+
+
+def cpu_inventory() -> Any:
+    inv = copy.deepcopy(detect())
+    for name in ("torch-cuda", "cupy"):
+        inv.backends[name] = Backend(name, False, reason="switched off for the CPU-path test")
+    inv.devices = [d for d in inv.devices if d.kind != "cuda"]
+    inv.gpu_reason = "switched off for the CPU-path test"
+    return inv
 
 
 async def busy(job: Any, timeout: float = 60.0) -> None:
@@ -112,7 +127,7 @@ def gaps(experiment: str, params: dict[str, Any]) -> list[tuple[float, str]]:
         return False
 
     exp = get(experiment)
-    ctx = Context(inventory=detect(), is_cancelled=is_cancelled, quick=True)
+    ctx = Context(inventory=cpu_inventory(), is_cancelled=is_cancelled, quick=True)
     marks.append((time.process_time(), "start"))
     exp.run(ctx, exp.params.validate(params))
     marks.append((time.process_time(), "end"))
@@ -153,7 +168,7 @@ def test_a_cancel_is_taken_inside_a_block_loop_and_a_sleep():
 async def calibrating_runner(tmp_path_factory):
     """A worker with an empty data dir: its first run measures the CPU calibration."""
     data = tmp_path_factory.mktemp("cancel-fresh")
-    client = RunnerClient(env={"GPULAB_DATA_DIR": str(data)}, standby=False)
+    client = RunnerClient(env=cpu_env(data), standby=False)
     await client.start()
     await client.wait_ready(START_S)
     yield client
