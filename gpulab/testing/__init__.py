@@ -1,1 +1,1 @@
-"""Test doubles and fixtures shared by the tests (fakes of NVML live in gpulab/telemetry/fake.py)."""
+"""Test doubles and fixtures shared by the tests (the fake NVML is gpulab/telemetry/fake.py)."""
