@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from headline_checks import assert_headline
 
 from gpulab.core.devices import Inventory, detect
 from gpulab.experiments import blur
@@ -48,6 +49,7 @@ def test_cpu_contender_passes_and_saves_images(kind):
     assert res.passed, res.verdicts
     kinds = [a.kind for a in res.artifacts]
     assert kinds == ["image", "image"]
+    assert_headline("blur", res.to_dict())
     from PIL import Image
 
     with Image.open(res.artifacts[1].path) as im:

@@ -10,6 +10,7 @@ import copy
 import math
 
 import pytest
+from headline_checks import assert_headline
 
 from gpulab.core.devices import Backend, detect
 from gpulab.experiments import registry
@@ -97,6 +98,7 @@ def test_cpu_path_runs_verifies_and_explains(exp_id, cpu_inventory):
     result = result_event["result"]
     assert result["lesson"] in LESSONS
     assert len(result["explanation"]) > 200
+    assert_headline(exp_id, result)
     for v in result["verdicts"]:
         assert v["passed"], v
     for m in result["measurements"]:

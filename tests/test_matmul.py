@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from headline_checks import assert_headline
 
 from gpulab.core.devices import detect
 from gpulab.experiments import matmul as mm
@@ -42,6 +43,7 @@ def test_cpu_contenders_verified_and_python_extrapolated():
             assert m.throughput > 0 and m.extra["rel_error"] < mm.TOLERANCE[d]
     assert len(events) == len(res.measurements)  # one event per finished step
     assert any(s.name.startswith("torch-cpu") for s in res.series)
+    assert_headline("matmul", res.to_dict())
 
 
 def test_torch_cpu_rows_are_not_judged_against_numpys_ceiling():

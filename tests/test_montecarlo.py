@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from headline_checks import assert_headline
 
 from gpulab.core.devices import Inventory, detect
 from gpulab.experiments import montecarlo as mc
@@ -27,6 +28,7 @@ def test_cpu_contenders_estimate_pi_within_tolerance():
         assert m.throughput and m.throughput > 0
         assert m.cold_s is not None
     assert res.series and res.series[0].log_x and res.series[0].log_y
+    assert_headline("montecarlo", res.to_dict())
 
 
 def test_unavailable_gpu_contenders_say_why():

@@ -183,7 +183,10 @@ class Experiment:
         return result
 
     def finish(self, result: Result) -> Result:
+        from gpulab.experiments.headlines import headline
+
         result.record.finished_at = time.time()
+        result.headline = result.headline or headline(self, result)
         return result
 
     def describe(self) -> dict[str, Any]:
