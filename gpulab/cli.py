@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     lessons = sub.add_parser("lessons", help="list lessons and your progress")
     lessons.add_argument("--json", action="store_true", help="print JSON")
+
+    from gpulab.cli_history import add_parser as add_history
+
+    add_history(sub)
     return p
 
 
@@ -94,6 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench(args)
         if args.command == "lessons":
             return _lessons(args)
+        if args.command == "history":
+            from gpulab.cli_history import main as history_main
+
+            return history_main(args)
     except KeyboardInterrupt:
         sys.stderr.write("gpulab: interrupted\n")
         return 130
