@@ -91,7 +91,9 @@ def _list(store: Any, args: argparse.Namespace) -> int:
         ]
         for e in entries
     ]
-    print(table(["id", "started (UTC)", "experiment", "device", "host", "from", "", "answer"], rows))
+    print(
+        table(["id", "started (UTC)", "experiment", "device", "host", "from", "", "answer"], rows)
+    )
     return 0
 
 

@@ -194,6 +194,11 @@ def entry(
         "rows": list((result or {}).get("measurements") or []),
         "verdicts": list((result or {}).get("verdicts") or []),
         "unavailable": dict((result or {}).get("unavailable") or {}),
+        # what the panel needs to redraw the run as it was: plots, images, the explanation
+        "series": list((result or {}).get("series") or []),
+        "artifacts": list((result or {}).get("artifacts") or []),
+        "explanation": (result or {}).get("explanation") or "",
+        "lesson": (result or {}).get("lesson") or "",
         "calibration": dict(calibration or calibration_for(inv, device_index)),
         "telemetry": dict(telemetry or no_telemetry("no telemetry was read for this run")),
     }

@@ -12,7 +12,7 @@ import math
 import pytest
 from headline_checks import assert_headline
 
-from gpulab.core.devices import Backend, detect
+from gpulab.core.devices import detect
 from gpulab.experiments import registry
 from gpulab.runner.inline import run_job
 
@@ -54,16 +54,6 @@ CPU_PARAMS = {
     "memory": {"gib": 0.02, "hold_s": 0.2},
 }
 IDS = sorted(CPU_PARAMS)
-
-
-@pytest.fixture(scope="module")
-def cpu_inventory():
-    inv = copy.deepcopy(detect())
-    for name in ("torch-cuda", "cupy"):
-        inv.backends[name] = Backend(name, False, reason="switched off for the CPU-path test")
-    inv.devices = [d for d in inv.devices if d.kind != "cuda"]
-    inv.gpu_reason = "switched off for the CPU-path test"
-    return inv
 
 
 def run(exp_id, params, inventory, is_cancelled=None):

@@ -1,0 +1,222 @@
+"""The History tab: this session's runs and the ones kept from earlier sessions, on any GPU.
+
+Each run is one option of the `#history` list (oldest first): `run-N` for this session's run N,
+`kept-ID` for a run kept in the store by an earlier session, the CLI or an import. Space marks a
+run for comparison; with two marked, the detail below shows them side by side (same experiment:
+rows aligned by contender, size and dtype, with ratios). Enter reopens a run in the panel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option, OptionDoesNotExist
+
+from gpulab.app.runs import RunState, row_key
+from gpulab.history import compare, render_compare
+from gpulab.runner import events as ev
+
+MARKS = {ev.RESULT: "✓", ev.FAILED: "✗", ev.CANCELLED: "■"}
+KEPT_LIMIT = 500
+HINT = "space: mark two runs to compare · enter: open in the panel"
+
+
+class HistoryList(OptionList):
+    BINDINGS = [
+        Binding("space", "mark", "Mark to compare"),
+        Binding("c", "compare", "Compare marked", show=False),
+    ]
+
+    def action_mark(self) -> None:
+        if self.highlighted is not None:
+            history = next(a for a in self.ancestors if isinstance(a, RunHistory))
+            history.toggle_mark(str(self.get_option_at_index(self.highlighted).id))
+
+    def action_compare(self) -> None:
+        next(a for a in self.ancestors if isinstance(a, RunHistory)).show_compare()
+
+
+class RunHistory(Vertical):
+    """Owns the store connection the panel keeps its runs with (opened on first use)."""
+
+    def __init__(self, store: Any = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._store = store
+        self._owns_store = False
+        self._store_error = ""
+        self.entries: dict[str, dict[str, Any]] = {}  # option id -> entry
+        self.marked: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield HistoryList(id="history")
+        with VerticalScroll(id="history-detail-box"):
+            yield Static(HINT, id="history-detail", markup=False)
+
+    # ---- the store ------------------------------------------------------------------------
+    @property
+    def store(self) -> Any:
+        if self._store is None and not self._store_error:
+            from gpulab.store import Store, StoreError
+
+            try:
+                self._store = Store()
+                self._owns_store = True
+            except StoreError as exc:
+                self._store_error = str(exc)
+                self.app.notify(
+                    f"{exc}. Runs are shown for this session only.",
+                    title="Run history not kept",
+                    severity="warning",
+                    timeout=10,
+                )
+        return self._store
+
+    def on_mount(self) -> None:
+        store = self.store
+        if store is None:
+            return
+        try:
+            kept = store.run_entries(limit=KEPT_LIMIT)
+        except Exception as exc:  # noqa: BLE001 - an unreadable history is shown, not raised
+            self.app.notify(str(exc), title="Run history unreadable", severity="warning")
+            return
+        options = self.query_one(HistoryList)
+        for e in kept:
+            oid = f"kept-{e['id']}"
+            self.entries[oid] = e
+            options.add_option(Option(self._prompt(oid), id=oid))
+
+    def on_unmount(self) -> None:
+        if self._owns_store and self._store is not None:
+            self._store.close()
+
+    def keep(self, state: RunState, kept_entry: dict[str, Any]) -> None:
+        """List a finished run of this session, then keep it (a failure costs one notice)."""
+        oid = f"run-{state.number}"
+        self.entries[oid] = kept_entry
+        self.query_one(HistoryList).add_option(Option(self._prompt(oid), id=oid))
+        store = self.store
+        if store is None:
+            return
+        from gpulab.history import save
+
+        try:
+            kept_entry["id"] = save(kept_entry, store)
+        except Exception as exc:  # noqa: BLE001 - the run stays on screen either way
+            self.app.notify(f"{exc}", title="Run not kept in the history", severity="warning")
+            return
+        self._reprompt(oid)
+
+    # ---- showing -------------------------------------------------------------------------
+    def _prompt(self, oid: str) -> str:
+        e = self.entries[oid]
+        mark = MARKS.get(str(e.get("status")), "?")
+        chosen = "◆ " if oid in self.marked else ""
+        when = _local(e.get("started_at"))
+        where = e.get("device") or "?"
+        if e.get("source") == "import" or oid.startswith("kept-"):
+            where += f" @ {e.get('host') or '?'}"
+        kept = f"#{e['id']} " if e.get("id") else ""
+        answer = f" · {e['headline']}" if e.get("headline") else ""
+        return f"{chosen}{mark} {kept}{when} {e['experiment']} on {where}{answer}"
+
+    def _reprompt(self, oid: str) -> None:
+        options = self.query_one(HistoryList)
+        with contextlib.suppress(OptionDoesNotExist):  # gone: nothing to redraw
+            options.replace_option_prompt(oid, self._prompt(oid))
+
+    def toggle_mark(self, oid: str) -> None:
+        if oid in self.marked:
+            self.marked.remove(oid)
+        else:
+            self.marked.append(oid)
+            if len(self.marked) > 2:
+                dropped = self.marked.pop(0)
+                self._reprompt(dropped)
+        self._reprompt(oid)
+        if len(self.marked) == 2:
+            self.show_compare()
+        else:
+            self.detail(f"marked {len(self.marked)} of 2 · {HINT}")
+
+    def show_compare(self) -> None:
+        if len(self.marked) != 2:
+            self.detail(f"mark two runs first · {HINT}")
+            return
+        a, b = (self.entries[oid] for oid in self.marked)
+        self.detail(render_compare(compare(a, b)))
+
+    def detail(self, text: str) -> None:
+        self.query_one("#history-detail", Static).update(text)
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if len(self.marked) == 2:
+            return  # the comparison stays until a mark changes
+        e = self.entries.get(str(event.option.id))
+        if e is not None:
+            self.detail(_describe(e))
+
+
+def _local(iso: Any) -> str:
+    try:
+        return datetime.fromisoformat(str(iso)).astimezone().strftime("%m-%d %H:%M")
+    except ValueError:
+        return "?"
+
+
+def _describe(e: dict[str, Any]) -> str:
+    tele = e.get("telemetry") or {}
+    clock, temp = tele.get("sm_clock_mhz"), tele.get("temperature_c")
+    during = (
+        f"SM clock {clock['mean']:.0f} MHz, {temp['max']:.0f} °C at most"
+        if clock and temp
+        else "no GPU telemetry: " + "; ".join(sorted(set((tele.get("reasons") or {}).values())))
+    )
+    params = ", ".join(f"{k}={v}" for k, v in (e.get("params") or {}).items())
+    lines = [
+        e.get("headline") or f"{e['experiment']}: {e.get('status')}",
+        f"{e.get('device')} · {e.get('host')} · {e.get('source')} · {params}",
+        f"during the run: {during}",
+        HINT,
+    ]
+    return "\n".join(lines)
+
+
+def state_from_entry(e: dict[str, Any]) -> RunState:
+    """A kept run as the panel draws runs: its rows, verdicts, answer and explanation."""
+    status = str(e.get("status") or ev.FAILED)
+    state = RunState(0, str(e["experiment"]), dict(e.get("params") or {}), status=status)
+    state.kept_id = e.get("id")
+    for row in e.get("rows") or []:
+        state.rows[row_key(row)] = row
+    state.result = {
+        "record": {
+            "experiment": e["experiment"],
+            "params": state.params,
+            "device": e.get("device"),
+        },
+        "measurements": list(e.get("rows") or []),
+        "verdicts": list(e.get("verdicts") or []),
+        "series": list(e.get("series") or []),
+        "artifacts": list(e.get("artifacts") or []),
+        "summary": e.get("summary") or {},
+        "unavailable": e.get("unavailable") or {},
+        "explanation": e.get("explanation") or "",
+        "lesson": e.get("lesson") or "",
+        "headline": e.get("headline") or "",
+    }
+    if status != ev.RESULT:
+        state.result = None
+    failure = e.get("failure") or {}
+    state.final = {"type": status, "kind": failure.get("kind", ""), **failure}
+    state.fraction = 1.0
+    for name, attr in (("started_at", "started"), ("finished_at", "ended")):
+        with contextlib.suppress(ValueError):
+            setattr(state, attr, datetime.fromisoformat(str(e.get(name))).timestamp())
+    return state
