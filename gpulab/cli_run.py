@@ -126,8 +126,13 @@ def keep(
     started: float,
     as_json: bool,
 ) -> int | None:
-    """Store the finished run in the history; a failure is one line on stderr, never an exit."""
+    """Store the finished run in the history; a failure is one line on stderr, never an exit.
+
+    A run refused for its parameters is a typo, not a run: it is not kept."""
     from gpulab.history import entry, save
+
+    if final.get("type") == ev.FAILED and final.get("kind") == ev.KIND_BAD_PARAMS:
+        return None
 
     try:
         run_id = save(
@@ -146,7 +151,7 @@ def keep(
     except Exception as exc:  # noqa: BLE001 - the run's output is already printed
         sys.stderr.write(f"gpulab: this run was not kept in the history: {exc}\n")
         return None
-    if not as_json:
+    if not as_json and final.get("type") == ev.RESULT:
         sys.stderr.write(f"gpulab: kept as run {run_id} (gpulab history show {run_id})\n")
     return run_id
 

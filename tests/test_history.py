@@ -235,3 +235,19 @@ def test_lessons_use_a_bandwidth_run_kept_by_an_earlier_session():
     measured = Measured.collect(runs=runs)
     assert measured.values["h2d_pageable_gbs"] == gbs
     assert math.isclose(float(measured("h2d_pageable_gbs").split()[0]), gbs)
+
+
+def test_the_cli_keeps_runs_but_not_typos(capsys):
+    from gpulab.cli_run import keep
+    from gpulab.history import no_telemetry
+
+    tele = no_telemetry("test")
+    bad = {"type": "failed", "kind": "bad-params", "message": "parameter 'device': 64"}
+    assert keep("montecarlo", {}, bad, None, 64, tele, 0.0, False) is None
+    cancelled = {"type": "cancelled", "how": "cooperative", "message": "interrupted"}
+    run_id = keep("montecarlo", {"samples": 1000}, cancelled, None, 0, tele, 0.0, False)
+    assert capsys.readouterr().err == ""  # kept quietly: only a result says where it went
+    with Store() as s:
+        (kept,) = s.run_entries()
+    assert kept["id"] == run_id and kept["status"] == "cancelled"
+    assert kept["failure"] == {"kind": "cooperative", "message": "interrupted"}

@@ -1,0 +1,112 @@
+"""Runs from `gpulab run` (a real worker, in a subprocess) and from the TUI (Pilot, the fake runner)
+are both kept: `gpulab history` in a new process lists them, and a restarted TUI lists, compares
+and reopens them. The panel shows each run's headline above the tabs.
+"""
+
+from __future__ import annotations
+
+import json
+
+from test_app import fake_app, ready, table_rows, wait_for
+from test_cli import gpulab
+from textual.widgets import OptionList, Static
+
+from gpulab.app.widgets.history import RunHistory
+from gpulab.runner import events as ev
+
+
+def _headline(app) -> str:
+    line = app.query_one("#headline", Static)
+    return str(line.render()) if line.display else ""
+
+
+async def _run_in_tui(pilot) -> None:
+    app = pilot.app
+    await pilot.press("r")
+    await wait_for(pilot, lambda: app.panel.live and app.panel.live.finished, 10, "the run")
+    assert app.panel.live.status == ev.RESULT
+
+
+async def test_cli_and_tui_runs_are_kept_across_a_restart():
+    out = gpulab("run", "montecarlo", "--set", "samples=20000")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.rstrip().splitlines()[-1].startswith("Answer: pi ≈ ")  # printed last
+    assert "kept as run 1 " in out.stderr
+
+    app = fake_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        history = app.query_one("#history", OptionList)
+        assert history.option_count == 1  # the CLI's run, kept by another process
+        await _run_in_tui(pilot)
+        assert _headline(app).startswith("➜ pi ≈ 3.141600 (error 7.3e-06")
+        assert app.panel.live.kept_id == 2
+        await pilot.press("q")
+
+    listed = gpulab("history", "--json")  # a new process: what a restart reads
+    assert listed.returncode == 0, listed.stderr
+    runs = json.loads(listed.stdout)
+    assert [(r["id"], r["source"], r["experiment"]) for r in runs] == [
+        (1, "cli", "montecarlo"),
+        (2, "tui", "montecarlo"),
+    ]
+    assert all(r["headline"].startswith("pi ≈ ") and r["status"] == "result" for r in runs)
+    assert runs[1]["params"] == {"samples": 10_000_000, "seed": 0}
+    table = gpulab("history")
+    assert table.returncode == 0 and "cli" in table.stdout and "tui" in table.stdout
+
+    again = fake_app()  # the TUI restarted: both kept runs, compared and reopened
+    async with again.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        again.query_one("#exp-tabs").active = "tab-history"
+        history = again.query_one("#history", OptionList)
+        await pilot.pause()
+        assert history.option_count == 2
+        assert [history.get_option_at_index(i).id for i in (0, 1)] == ["kept-1", "kept-2"]
+        history.focus()
+        for i in (0, 1):
+            history.highlighted = i
+            await pilot.press("space")
+        assert again.query_one(RunHistory).marked == ["kept-1", "kept-2"]
+        detail = str(again.query_one("#history-detail", Static).render())
+        assert "A/B time" in detail and "numpy" in detail and "params differ" in detail
+        history.highlighted = 0
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: again.panel.shown and again.panel.shown.kept_id == 1, 5)
+        assert table_rows(again)[0][:2] == ["numpy", "20000"]  # the CLI run's own rows
+        assert _headline(again).startswith("➜ pi ≈ ")
+
+
+async def test_the_headline_goes_when_the_experiment_changes():
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        assert _headline(app) == ""
+        await _run_in_tui(pilot)
+        assert "standard errors" in _headline(app)
+        app.open_experiment("blur")
+        await pilot.pause()
+        assert _headline(app) == ""
+        app.open_experiment("montecarlo")
+        await pilot.pause()
+        assert _headline(app) == ""  # a new form, no run shown for it yet
+
+
+async def test_a_store_that_cannot_be_written_keeps_the_result_on_screen(monkeypatch):
+    import sqlite3
+
+    from gpulab.store import Store
+
+    def broken(self, entry):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(Store, "record_run", broken)
+    app = fake_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await _run_in_tui(pilot)
+        assert "standard errors" in _headline(app)
+        assert table_rows(app)[0][0] == "numpy"
+        assert app.query_one("#history", OptionList).option_count == 1  # listed for the session
+        notes = [f"{n.title}: {n.message}" for n in app._notifications]
+        assert any("Run not kept" in n and "disk I/O error" in n for n in notes), notes
