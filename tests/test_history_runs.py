@@ -110,3 +110,31 @@ async def test_a_store_that_cannot_be_written_keeps_the_result_on_screen(monkeyp
         assert app.query_one("#history", OptionList).option_count == 1  # listed for the session
         notes = [f"{n.title}: {n.message}" for n in app._notifications]
         assert any("Run not kept" in n and "disk I/O error" in n for n in notes), notes
+
+
+async def test_a_tui_run_keeps_the_clock_and_temperature_of_its_gpu():
+    from gpulab.app import GpuLabApp
+    from gpulab.app.fake_runner import FakeRunner
+    from gpulab.store import Store
+    from gpulab.telemetry.fake import fake_sampler, worker_inventory
+
+    sampler, fake = fake_sampler("two-gpus", manual=True)
+    fake.gpus[0].clocks, fake.gpus[0].temp = (1755, 2619), 61  # cuda:0 runs the job
+    fake.gpus[1].clocks, fake.gpus[1].temp = (345, 2619), 30
+    inv = worker_inventory(fake)
+    app = GpuLabApp(
+        runner_factory=lambda **kw: FakeRunner(inventory=inv, hold=True, **kw), sampler=sampler
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: "PyTorch CPU" in app.panel.live.message, 5, "step 2")
+        sampler.sample_now()  # a frame taken while the job runs
+        app.runner.release()
+        await wait_for(pilot, lambda: app.panel.live.finished, 5, "the run")
+    with Store() as s:
+        (kept,) = s.run_entries()
+    tele = kept["telemetry"]
+    assert tele["sm_clock_mhz"]["min"] == tele["sm_clock_mhz"]["max"] == 1755
+    assert tele["temperature_c"]["max"] == 61 and tele["power_w"]["samples"] >= 1
+    assert "reasons" not in tele
