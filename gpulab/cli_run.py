@@ -126,28 +126,24 @@ def keep(
     started: float,
     as_json: bool,
 ) -> int | None:
-    """Store the finished run in the history; a failure is one line on stderr, never an exit.
-
-    A run refused for its parameters is a typo, not a run: it is not kept."""
-    from gpulab.history import entry, save
-
-    if final.get("type") == ev.FAILED and final.get("kind") == ev.KIND_BAD_PARAMS:
-        return None
+    """Store the finished run in the history; a failure is one line on stderr, never an exit."""
+    from gpulab.history import entry, save, worth_keeping
 
     try:
-        run_id = save(
-            entry(
-                experiment,
-                params,
-                final,
-                source="cli",
-                inventory=(handshake or {}).get("inventory"),
-                device_index=device,
-                telemetry=telemetry,
-                started=started,
-                ended=time.time(),
-            )
+        kept = entry(
+            experiment,
+            params,
+            final,
+            source="cli",
+            inventory=(handshake or {}).get("inventory"),
+            device_index=device,
+            telemetry=telemetry,
+            started=started,
+            ended=time.time(),
         )
+        if not worth_keeping(kept):
+            return None
+        run_id = save(kept)
     except Exception as exc:  # noqa: BLE001 - the run's output is already printed
         sys.stderr.write(f"gpulab: this run was not kept in the history: {exc}\n")
         return None

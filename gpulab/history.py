@@ -218,6 +218,11 @@ def device_label(inventory: Mapping[str, Any], device_index: int) -> str:
     return f"CPU ({cpu}, {inventory.get('cpu_count') or '?'} cores)"
 
 
+def worth_keeping(entry_: Mapping[str, Any]) -> bool:
+    """A run refused for its parameters is a typo, not a run: it is not kept."""
+    return (entry_.get("failure") or {}).get("kind") != ev.KIND_BAD_PARAMS
+
+
 def save(entry_: Mapping[str, Any], store: Any = None) -> int:
     """Keep an entry; raises StoreError (one line) when the database cannot be used."""
     import sqlite3

@@ -42,8 +42,8 @@ def _seed_calibration() -> None:
     """The CPU calibration those runs were judged against, in this test's data dir."""
     from gpulab.core import peaks as pk
 
-    pk._write(pk.Peaks(key=pk.device_key(detect(), 0, cpu=True), device="CPU", cpu=True,
-                       copy_gbs=12.5, matmul_tflops={"fp32": 0.2}))  # fmt: skip
+    key = pk.device_key(detect(), 0, cpu=True)
+    pk._write(pk.Peaks(key=key, device="CPU", cpu=True, copy_gbs=12.5, matmul_tflops={"fp32": 0.2}))
 
 
 def _entry(events: list[dict], **kw) -> dict:
@@ -68,8 +68,8 @@ def test_an_entry_keeps_what_the_run_was(matmul_events, cpu_inventory):
 
 def test_kept_runs_survive_a_restart_and_failures_are_kept_too(matmul_events):
     ok = save(_entry(matmul_events[0]))
-    failed = entry("blur", {"image": "nope.png"}, {"type": "failed", "kind": "x", "message": "m"},
-                   source="tui")  # fmt: skip
+    final = {"type": "failed", "kind": "experiment-error", "message": "m"}
+    failed = entry("blur", {"image": "nope.png"}, final, source="tui")
     bad = save(failed)
     with Store() as again:  # a new connection: what a restart sees
         kept = again.run_entries()
@@ -178,7 +178,7 @@ GARBAGE = {
         {
             "format": "gpulab-history",
             "runs": [{"experiment": "x", "status": "result", "rows": [{"contender": "a"}]}],
-        }  # fmt: skip
+        }
     ).encode(),
     "bad.csv": b"id,experiment,time_median_s\n1,matmul,not-a-number\n",
 }

@@ -101,10 +101,11 @@ class RunHistory(Vertical):
         oid = f"run-{state.number}"
         self.entries[oid] = kept_entry
         self.query_one(HistoryList).add_option(Option(self._prompt(oid), id=oid))
-        store = self.store
+        from gpulab.history import save, worth_keeping
+
+        store = self.store if worth_keeping(kept_entry) else None
         if store is None:
             return
-        from gpulab.history import save
 
         try:
             kept_entry["id"] = save(kept_entry, store)
