@@ -77,7 +77,6 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         self._flusher: Any = None
         self._form_serial = 0
         self._form: ParamForm | None = None
-        self._watches: dict[int, tuple[Any, Any, int, Any]] = {}
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -254,7 +253,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         state = RunState(len(self.runs) + 1, self.experiment_id, params, started=time.time())
         self.runs.append(state)
         self.live = state
-        self._watch(state)
+        self.query_one(RunHistory).watch(state)  # telemetry during the run, for the history
         self.show_run(state)
         self._set_running(True)
         try:
@@ -310,7 +309,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             gauge_call(self.app, "job_finished")
         self._dirty = True
         self.flush()
-        self._add_history(state)
+        self.query_one(RunHistory).record(state)  # shown first (flush above), kept after
         final = state.final or {}
         if state.status == ev.FAILED:
             self.app.notify(
@@ -520,44 +519,6 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         line.display = bool(text)
 
     # ---- history ------------------------------------------------------------------------
-    def _watch(self, state: RunState) -> None:
-        """Telemetry frames during the run, for the kept history's clock and temperature."""
-        from gpulab.history import RunWatch
-
-        app: Any = self.app
-        device = app.device if getattr(app, "device", None) is not None else app.device_index
-        inventory = (getattr(app, "handshake", None) or {}).get("inventory")
-        watch = RunWatch(inventory, int(device or 0))
-        sampler = (getattr(self.screen, "telemetry", None) or {}).get("sampler")
-        stop = None
-        if sampler is not None:
-            try:
-                stop = sampler.subscribe(watch.add)
-            except Exception:  # noqa: BLE001 - no telemetry is a reason in the entry, not an error
-                stop = None
-        self._watches[state.number] = (watch, stop, int(device or 0), inventory)
-
-    def _add_history(self, state: RunState) -> None:
-        from gpulab.history import entry
-
-        watch, stop, device, inventory = self._watches.pop(state.number, (None, None, 0, None))
-        if stop is not None:
-            stop()
-        why = "" if stop is not None else "no telemetry sampler in this session"
-        kept = entry(
-            state.experiment,
-            state.params,
-            state.final,
-            source="tui",
-            inventory=inventory,
-            device_index=device,
-            telemetry=watch.summary(why) if watch is not None else None,
-            started=state.started,
-            ended=state.ended,
-        )
-        self.query_one(RunHistory).keep(state, kept)
-        state.kept_id = kept.get("id")
-
     @on(OptionList.OptionSelected, "#history")
     def _reopen(self, event: OptionList.OptionSelected) -> None:
         event.stop()

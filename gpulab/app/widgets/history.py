@@ -51,6 +51,7 @@ class RunHistory(Vertical):
         self._owns_store = False
         self._store_error = ""
         self.entries: dict[str, dict[str, Any]] = {}  # option id -> entry
+        self._watches: dict[int, tuple[Any, Any, int, Any]] = {}  # run number -> its watch
         self.marked: list[str] = []
 
     def compose(self) -> ComposeResult:
@@ -95,6 +96,47 @@ class RunHistory(Vertical):
     def on_unmount(self) -> None:
         if self._owns_store and self._store is not None:
             self._store.close()
+
+    def watch(self, state: RunState) -> None:
+        """Take telemetry frames while `state` runs, for its clock and temperature."""
+        from gpulab.history import RunWatch
+
+        app: Any = self.app
+        device = app.device if getattr(app, "device", None) is not None else app.device_index
+        inventory = (getattr(app, "handshake", None) or {}).get("inventory")
+        watch = RunWatch(inventory, int(device or 0))
+        sampler = (getattr(self.screen, "telemetry", None) or {}).get("sampler")
+        stop = None
+        if sampler is not None:
+            with contextlib.suppress(Exception):  # no telemetry is a reason in the entry
+                stop = sampler.subscribe(watch.add)
+        self._watches[state.number] = (watch, stop, int(device or 0), inventory)
+
+    def record(self, state: RunState) -> None:
+        """The finished run's entry: listed here, then kept in the store."""
+        from gpulab.history import entry
+
+        watch, stop, device, inventory = self._watches.pop(state.number, (None, None, 0, None))
+        if stop is not None:
+            stop()
+        why = "" if stop is not None else "no telemetry sampler in this session"
+        try:
+            kept = entry(
+                state.experiment,
+                state.params,
+                state.final,
+                source="tui",
+                inventory=inventory,
+                device_index=device,
+                telemetry=watch.summary(why) if watch is not None else None,
+                started=state.started,
+                ended=state.ended,
+            )
+        except Exception as exc:  # noqa: BLE001 - the run is on screen; only keeping it failed
+            self.app.notify(str(exc), title="Run not kept in the history", severity="warning")
+            return
+        self.keep(state, kept)
+        state.kept_id = kept.get("id")
 
     def keep(self, state: RunState, kept_entry: dict[str, Any]) -> None:
         """List a finished run of this session, then keep it (a failure costs one notice)."""
