@@ -286,7 +286,7 @@ def matmul_vs_timer(
 
 
 def markdown(report: dict[str, Any]) -> str:
-    from gpulab.report import fmt_num, fmt_time
+    from gpulab.report import fmt_num, fmt_pct, fmt_time
 
     lines = [
         f"# gpulab bench: {report['suite']} on {report['device']}",
@@ -364,7 +364,7 @@ def markdown(report: dict[str, Any]) -> str:
             thr = "-" if m["throughput"] is None else f"{fmt_num(m['throughput'], 4)} {m['unit']}"
             if m.get("extrapolated"):
                 thr += " (extrapolated)"
-            pct = "-" if m.get("percent_of_peak") is None else f"{m['percent_of_peak']:.0f}%"
+            pct = fmt_pct(m)
             spread = f"{fmt_time(m['time_median_s'])} [{fmt_time(m['time_min_s'])}..{fmt_time(m['time_max_s'])}]"
             lines.append(
                 f"| {m['contender']} | {m['size']} | {m['dtype']} | {spread} | {thr} | {pct} | "

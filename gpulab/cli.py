@@ -13,12 +13,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpulab import __version__
+from gpulab.core.params import parse_plain_number, shown
 
 EXIT_BAD_INPUT = 2
 SAMPLE_PERIOD_ENV = "GPULAB_SAMPLE_PERIOD"
 # The telemetry sampler's range (gpulab.telemetry.sampler.MIN_INTERVAL / MAX_INTERVAL; a test
 # keeps the two equal without importing telemetry here).
 SAMPLE_PERIOD_MIN, SAMPLE_PERIOD_MAX = 0.25, 5.0
+TIMEOUT_MAX_S = 86_400.0  # a day: past it a typo, not a plan
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,8 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="a parameter"
     )
     run.add_argument("--json", action="store_true", help="one JSON object per event, per line")
-    run.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
-    run.add_argument("--timeout", type=float, default=0, help="cancel after this many seconds")
+    run.add_argument("--device", default="0", help="CUDA device index (default 0)")
+    run.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        help=f"cancel after this many seconds (more than 0, at most {TIMEOUT_MAX_S:g})",
+    )
 
     bench = sub.add_parser("bench", help="run the benchmark suite, write JSON and Markdown")
     bench.add_argument("--suite", default="core", help="core (default) or full")
@@ -67,6 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     lessons = sub.add_parser("lessons", help="list lessons and your progress")
     lessons.add_argument("--json", action="store_true", help="print JSON")
+
+    store = sub.add_parser("store", help="check the progress file, or recover a damaged one")
+    store.add_argument(
+        "action",
+        nargs="?",
+        default="check",
+        choices=("check", "recover"),
+        help="check (default), or recover: copy the file aside and salvage what can be read",
+    )
 
     from gpulab.cli_history import add_parser as add_history
 
@@ -92,12 +107,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _info(args)
         if args.command == "list":
             return _list(args)
+        if args.command in ("run", "bench"):
+            from gpulab.datadir import problem
+
+            # Found before minutes of work, not after (the result would have nowhere to go).
+            bad_dir = problem()
+            if bad_dir:
+                return _fail(bad_dir)
         if args.command == "run":
             return _run(args)
         if args.command == "bench":
             return _bench(args)
         if args.command == "lessons":
             return _lessons(args)
+        if args.command == "store":
+            from gpulab.store_recover import main as store_main
+
+            return store_main(args)
         if args.command == "history":
             from gpulab.cli_history import main as history_main
 
@@ -113,7 +139,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def sample_period(flag: str | None) -> float | None | str:
     """The telemetry period from --sample-period or the environment: seconds, None (the
     default), or a one-line error naming the flag (or variable), the value and the range."""
-    import math
     import os
 
     name, raw = "--sample-period", flag
@@ -123,25 +148,50 @@ def sample_period(flag: str | None) -> float | None | str:
             return None
     allowed = f"allowed: {SAMPLE_PERIOD_MIN:g} to {SAMPLE_PERIOD_MAX:g} seconds"
     try:
-        value = float(raw)
+        value = parse_plain_number(raw)
     except ValueError:
-        return f"{name} {raw!r} is not a number of seconds; {allowed}"
-    if not math.isfinite(value) or not SAMPLE_PERIOD_MIN <= value <= SAMPLE_PERIOD_MAX:
-        return f"{name} {raw} is out of range; {allowed}"
+        return f"{name} {shown(raw)} is not a number of seconds; {allowed}"
+    if not SAMPLE_PERIOD_MIN <= value <= SAMPLE_PERIOD_MAX:
+        return f"{name} {raw.strip()[:40]} is out of range; {allowed}"
     return value
+
+
+def run_flags(device: str, timeout: str | None) -> tuple[int, float] | str:
+    """`gpulab run`'s --device and --timeout: (device, seconds or 0 for none), or a one-line
+    error. Whether the device exists is the worker's to say: it knows the GPUs."""
+    text = device.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 4):
+        return f"--device {shown(device)} is not allowed; expected a GPU index: 0, 1, ..."
+    if timeout is None:
+        return int(text), 0.0
+    allowed = f"expected seconds, more than 0 and at most {TIMEOUT_MAX_S:g}"
+    try:
+        seconds = parse_plain_number(timeout)
+    except ValueError:
+        return f"--timeout {shown(timeout)} is not a number of seconds; {allowed}"
+    if not 0 < seconds <= TIMEOUT_MAX_S:
+        return f"--timeout {timeout.strip()[:40]} is out of range; {allowed}"
+    return int(text), seconds
 
 
 def _tui(period: float | None = None) -> int:
     from gpulab.app import GpuLabApp
 
-    GpuLabApp(sample_period=period).run()
-    return 0
+    app = GpuLabApp(sample_period=period)
+    app.run()
+    # Textual has printed the traceback by now; the status must say it too (a script, a CI job
+    # or a shell's `&&` reads it).
+    code = app.return_code or 0
+    if code:
+        sys.stderr.write("gpulab: the lab stopped on an internal error (traceback above)\n")
+    return code
 
 
 def _info(args: argparse.Namespace) -> int:
     from gpulab.core.devices import detect
     from gpulab.telemetry.report import info_json, info_lines
     from gpulab.telemetry.sampler import TelemetryReader
+    from gpulab.telemetry.values import card_memory, gib
 
     inv = detect()
     reader = TelemetryReader()
@@ -157,10 +207,17 @@ def _info(args: argparse.Namespace) -> int:
         return 0
     print(f"gpulab {__version__}")
     print(f"GPU: {inv.label()}")
+    card_totals = {g.cuda_index: g.memory_total for g in nvml.gpus}
     for d in inv.devices:
+        total = card_totals.get(d.index)
+        memory = (
+            card_memory(total, d.memory_total)
+            if isinstance(total, int)
+            else f"{gib(d.memory_total)} (CUDA's figure: NVML cannot read the card's)"
+        )
         print(
             f"  cuda:{d.index}  {d.name}  cc {d.compute_capability}  {d.multiprocessors} SMs  "
-            f"{d.memory_total / 2**30:.1f} GiB"
+            f"{memory}"
         )
     print("Backends:")
     for b in inv.backends.values():
@@ -204,10 +261,14 @@ def _run(args: argparse.Namespace) -> int:
     checked = _validated(args.experiment, args.sets)
     if isinstance(checked, str):
         return _fail(checked)
+    flags = run_flags(args.device, args.timeout)
+    if isinstance(flags, str):
+        return _fail(flags)
     exp, params = checked
+    device, timeout = flags
     from gpulab.cli_run import run_headless
 
-    return run_headless(exp.id, params, as_json=args.json, device=args.device, timeout=args.timeout)
+    return run_headless(exp.id, params, as_json=args.json, device=device, timeout=timeout)
 
 
 def _bench(args: argparse.Namespace) -> int:

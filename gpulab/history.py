@@ -231,11 +231,15 @@ def save(entry_: Mapping[str, Any], store: Any = None) -> int:
 
     try:
         if store is not None:
-            return store.record_run(entry_)
-        with Store() as own:
-            return own.record_run(entry_)
+            run_id, problem = store.record_run(entry_), store.problem
+        else:
+            with Store() as own:
+                run_id, problem = own.record_run(entry_), own.problem
     except sqlite3.Error as exc:
         raise StoreError(f"cannot keep the run in the history: {exc}") from None
+    if not run_id:  # the guarded store dropped the write and said why in its notices
+        raise StoreError(problem or "the history database took no new run")
+    return run_id
 
 
 # ---- comparing two runs ----------------------------------------------------------------------

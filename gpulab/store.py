@@ -9,20 +9,21 @@ saved is on disk when it returns, and a crash in the next one cannot take it bac
 
 WAL also lets a second reader (`gpulab lessons` while the TUI runs, or two TUIs) read committed
 data while a writer is busy; writers wait up to `BUSY_TIMEOUT_S` for each other.
+
+Faults of the file or the disk (a bad page, a full disk, a read-only data dir) never stop the
+lab: they become notices (gpulab/store_db.py, the guarded connection Store stands on).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from gpulab.store_db import RECOVER_HINT, GuardedConnection, StoreError, is_damage
 
 DB_NAME = "gpulab.sqlite3"
 BUSY_TIMEOUT_S = 5.0
@@ -74,19 +75,14 @@ _MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
-
-class StoreError(RuntimeError):
-    """The progress database cannot be used; str() is one line to show a person."""
+__all__ = ["RECOVER_HINT", "Store", "StoreError", "is_damage"]  # and the row types below
 
 
 def data_dir() -> Path:
     """$GPULAB_DATA_DIR (the CLI's --data-dir sets it), else platformdirs' user data dir."""
-    env = os.environ.get("GPULAB_DATA_DIR")
-    if env:
-        return Path(env).expanduser()
-    from platformdirs import user_data_dir
+    from gpulab.datadir import resolve
 
-    return Path(user_data_dir("gpulab"))
+    return resolve()
 
 
 def default_path() -> Path:
@@ -150,28 +146,24 @@ class RunRow:
         }
 
 
-class Store:
-    """One connection to the progress database. Safe to share between threads (one lock)."""
+class Store(GuardedConnection):
+    """The progress database: lessons read, quiz answers and best scores, run history.
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None and str(path) != ":memory:" else path
-        if self.path is None:
-            self.path = default_path()
-        self._lock = threading.RLock()
-        target = str(self.path)
-        try:
-            if target != ":memory:":
-                Path(target).parent.mkdir(parents=True, exist_ok=True)
-            # isolation_level=None: we open every transaction ourselves (BEGIN IMMEDIATE).
-            self._db = sqlite3.connect(
-                target, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open the progress database {target}: {exc}") from None
+    Reads and writes never raise for a fault of the file or the disk (see gpulab.store_db)."""
+
+    schema_version = SCHEMA_VERSION
+    busy_timeout_s = BUSY_TIMEOUT_S
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        read_only: bool = False,
+        on_notice: Callable[[str], None] | None = None,
+    ) -> None:
+        super().__init__(
+            default_path() if path is None else path, read_only=read_only, on_notice=on_notice
+        )
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -189,35 +181,6 @@ class Store:
                         db.execute(statement)
             if version != SCHEMA_VERSION:
                 db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One transaction: committed when the block ends, rolled back if it raises."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
-
-    def pragma(self, name: str) -> Any:
-        return self._query(f"PRAGMA {name}")[0][0]
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- lessons ---------------------------------------------------------------------------
 
@@ -279,6 +242,7 @@ class Store:
                 )
                 return QuizBest(lesson_id, score, total)
             return QuizBest(lesson_id, row[0], row[1])
+        return QuizBest(lesson_id, score, total)  # not saved (a notice says why): this try
 
     def best_scores(self) -> dict[str, QuizBest]:
         rows = self._query("SELECT lesson_id, best_score, total FROM quiz_best")
@@ -309,6 +273,7 @@ class Store:
                 ),
             )
             return int(cur.lastrowid or 0)
+        return 0  # not saved (a notice says why)
 
     def finish_run(
         self, run_id: int, final_type: str, summary: Mapping[str, Any] | None = None
@@ -347,6 +312,7 @@ class Store:
                 ),
             )
             return int(cur.lastrowid or 0)
+        return 0  # not saved (a notice says why)
 
     def run_entries(
         self, ids: list[int] | None = None, *, experiment: str | None = None, limit: int = 1000

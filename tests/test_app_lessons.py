@@ -108,7 +108,7 @@ async def test_keyboard_path_from_tree_to_run_link(tmp_path):
         assert pane.current == "first-steps"
         assert pane.query_one("#lesson-scroll").has_focus
         await pilot.press("e")  # to the run links
-        assert pane.query_one("#run-link-0", Button).has_focus
+        assert pane.run_links()[0].has_focus
         await pilot.press("enter")
         await pilot.pause()
         assert app.runs == [("montecarlo", {"samples": "1e5", "seed": "7"})]
@@ -127,7 +127,7 @@ async def test_run_link_posts_a_filled_in_experiment(tmp_path):
         await pilot.pause()
         assert app.runs == [("montecarlo", {"samples": "1e5", "seed": "7"})]
         # and the same link as a button, from the keyboard
-        button = pane.query_one("#run-link-0", Button)
+        button = pane.run_links()[0]
         assert "Run it: a small Monte Carlo" in str(button.label)
         button.focus()
         await pilot.press("enter")

@@ -7,6 +7,7 @@ import pytest
 from headline_checks import assert_headline
 
 from gpulab.core.devices import Inventory, detect
+from gpulab.core.params import ParamError
 from gpulab.experiments import blur
 from gpulab.experiments.base import Context, ExperimentError
 
@@ -77,17 +78,18 @@ def test_builtin_and_path_images(tmp_path):
     assert blur.load_image("testcard", 32, 16).shape == (16, 32, 3)
 
 
-def test_missing_and_corrupt_images_are_one_line_errors(tmp_path):
-    exp = blur.EXPERIMENT
-    with pytest.raises(ExperimentError, match="not found"):
-        exp.check(exp.params.validate({"image": str(tmp_path / "nope.png")}), Inventory())
+def test_missing_and_corrupt_images_are_refused_with_the_params(tmp_path):
+    """Refused by validation (the CLI, the form, the runner's submit), before any work."""
+    params = blur.EXPERIMENT.params
+    with pytest.raises(ParamError, match="does not exist"):
+        params.validate({"image": str(tmp_path / "nope.png")})
     bad = tmp_path / "bad.png"
     bad.write_bytes(b"\x89PNG not really")
-    with pytest.raises(ExperimentError, match="could not be read") as info:
-        exp.check(exp.params.validate({"image": str(bad)}), Inventory())
+    with pytest.raises(ParamError, match="is not an image file") as info:
+        params.validate({"image": str(bad)})
     assert "\n" not in str(info.value)
     with pytest.raises(ExperimentError, match="could not be read"):
-        blur.load_image(str(bad), 0, 0)
+        blur.load_image(str(bad), 0, 0)  # the run's own guard, for a file changed since
 
 
 def test_synthetic_image_has_detail():

@@ -121,6 +121,8 @@ def test_sample_period_reaches_the_app(monkeypatch):
     made = []
 
     class App:
+        return_code = 0
+
         def __init__(self, **kw):
             made.append(kw)
 

@@ -61,19 +61,12 @@ def run(exp_id, params, inventory):
 # ---------------------------------------------------------------------------- the reader
 
 
-def test_host_reader_reads_meminfo_and_falls_back(monkeypatch):
+def test_host_reader_reads_meminfo_and_falls_back(tmp_path):
+    from gpulab.core import hostmem
+
     avail = sup.host_available_bytes()
     assert avail is not None and 0 < avail < 2**50
-    real_open = open
-
-    def no_proc(path, *a, **k):
-        if str(path).startswith("/proc/meminfo"):
-            raise OSError("no /proc here")
-        return real_open(path, *a, **k)
-
-    monkeypatch.setattr("builtins.open", no_proc)
-    monkeypatch.setattr(sup, "_cgroup_available", lambda: None)
-    fallback = sup.host_available_bytes()
+    fallback = hostmem.host_available_bytes(root=tmp_path)  # no /proc, no cgroup there
     assert fallback is not None and fallback > 0  # os.sysconf's free pages
 
 

@@ -251,3 +251,12 @@ def test_the_cli_keeps_runs_but_not_typos(capsys):
         (kept,) = s.run_entries()
     assert kept["id"] == run_id and kept["status"] == "cancelled"
     assert kept["failure"] == {"kind": "cooperative", "message": "interrupted"}
+
+
+def test_a_store_that_takes_no_writes_is_one_line(matmul_events, tmp_path):
+    from gpulab.store import StoreError
+
+    path = tmp_path / "ro.sqlite3"
+    Store(path).close()
+    with Store(path, read_only=True) as ro, pytest.raises(StoreError, match="read-only"):
+        save(_entry(matmul_events[0]), ro)

@@ -154,7 +154,7 @@ def test_newer_schema_is_refused_with_one_line(tmp_path):
 def test_not_a_database_is_a_clear_error(tmp_path):
     path = tmp_path / "p.db"
     path.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(StoreError, match="cannot open the progress database"):
+    with pytest.raises(StoreError, match="not a database; your file is kept at"):
         Store(path)
 
 

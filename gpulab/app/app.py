@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -34,7 +31,6 @@ if TYPE_CHECKING:
 RunnerFactory = Callable[..., Any]
 READY_TIMEOUT_S = 180.0  # a cold torch + CUDA import on a busy box can take a minute
 SHUTDOWN_TIMEOUT_S = 5.0
-LOST_TERMINAL_EXIT_S = 8.0
 
 
 def commands_provider() -> type[Provider]:
@@ -90,6 +86,7 @@ class GpuLabApp(App[None]):
         self.worker_log: list[str] = []
         self.watch_terminal = watch_terminal
         self._quitting = False
+        self.terminal_watch: Any = None  # gpulab.app.terminal.TerminalWatch, in a terminal
         self._loop_thread: int | None = None
         self.main_ready: asyncio.Event | None = None
 
@@ -104,8 +101,10 @@ class GpuLabApp(App[None]):
         # runner client) took ~140 ms of the event loop that the first paint waited for.
         self.call_after_refresh(self._begin_runner)
         if not self.is_headless and self.watch_terminal:
-            self._install_signal_handlers()
-            self.set_interval(1.0, self._check_terminal, name="terminal watchdog")
+            from gpulab.app.terminal import TerminalWatch
+
+            self.terminal_watch = TerminalWatch(self)
+            self.terminal_watch.install()
 
     def _begin_runner(self) -> None:
         # The coroutine function, not a coroutine: an app that exits first creates none.
@@ -319,42 +318,14 @@ class GpuLabApp(App[None]):
         await self.shutdown_runner()
         self.exit()
 
-    async def shutdown_runner(self) -> None:
+    async def shutdown_runner(self, grace_s: float = 2.0) -> None:
+        """Stop the workers; `grace_s`: the worker's time to leave before it is killed."""
+        self._quitting = True  # what fails from here on is the shutdown, not news
         runner, self.runner = self.runner, None
         if runner is None:
             return
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(runner.shutdown(), SHUTDOWN_TIMEOUT_S)
+            await asyncio.wait_for(runner.shutdown(grace_s=grace_s), SHUTDOWN_TIMEOUT_S)
 
     async def on_unmount(self) -> None:
         await self.shutdown_runner()
-
-    # ---- the terminal going away --------------------------------------------------------
-    def _install_signal_handlers(self) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGHUP, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self._signalled)
-
-    def _signalled(self) -> None:
-        if self._quitting:
-            return
-        # Last resort: with the terminal gone, restoring it at exit can block in a thread join
-        # (seen after an SSH drop). The worker ends with us either way (EOF, parent-death signal).
-        guard = threading.Timer(LOST_TERMINAL_EXIT_S, os._exit, args=(129,))
-        guard.daemon = True
-        guard.start()
-        self.run_worker(self.action_quit(), name="quit", exit_on_error=False)
-
-    def _check_terminal(self) -> None:
-        """An SSH drop that sends no SIGHUP still hangs up the tty: ioctls then fail."""
-        for stream in (sys.__stdin__, sys.__stdout__):
-            try:
-                if stream is not None:
-                    os.tcgetpgrp(stream.fileno())
-            except OSError:
-                self._signalled()
-                return
-            except ValueError:  # closed stream
-                self._signalled()
-                return

@@ -276,7 +276,7 @@ class FakeRunner:
                 )
             )
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, grace_s: float = 2.0) -> None:
         self.shut_down = True
         for task in list(self._tasks):
             task.cancel()

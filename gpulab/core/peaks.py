@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import platform
 import re
 import socket
@@ -40,14 +39,11 @@ OVER_CEILING = 1.05  # a row above 105% of its ceiling has the ceiling re-measur
 
 def data_dir() -> Path:
     """$GPULAB_DATA_DIR, else the platform's user data dir for gpulab (created on demand)."""
-    env = os.environ.get("GPULAB_DATA_DIR")
-    if env:
-        path = Path(env).expanduser()
-    else:
-        from platformdirs import user_data_dir
+    from gpulab.datadir import resolve
 
-        path = Path(user_data_dir("gpulab"))
-    path.mkdir(parents=True, exist_ok=True)
+    path = resolve()
+    with contextlib.suppress(OSError):  # unusable (a file, read-only): the cache just misses
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -50,6 +50,21 @@ def fit_bytes(width: int, height: int, *, host: bool) -> int:
     return int(DEVICE_IMAGES * 4 * values * 1.05) + sup.SLACK_BYTES
 
 
+def check_image(spec: str) -> str | None:
+    """The image parameter's check, made wherever params are validated (CLI, form, runner):
+    a built-in name, or a file that exists, can be read and has a decodable header."""
+    if spec in ("synthetic", *BUILTIN):
+        return None
+    from gpulab.core.files import image_problem
+
+    return image_problem(spec)
+
+
+def check_side(value: int) -> str | None:
+    """width and height: 0 (the image's own) or 16 pixels at least."""
+    return "is too small (16 at least, or 0 for the image's own)" if 0 < value < 16 else None
+
+
 def tile_for(radius: int) -> tuple[int, int]:
     """Output tile (width, height) per block, from bench/tune_kernels.py on an H200 (4K RGB):
     r=2 sep_v4: (128, 16) 0.081 ms, (64, 32) 0.082, (64, 16) 0.092; r=7: (64, 32) 0.124 ms,
@@ -286,9 +301,20 @@ class Blur(Experiment):
     lesson = "parallel-patterns"
     params = ParamSet(
         (
-            Text("image", "synthetic", "'synthetic', 'testcard' (built in) or a PNG/JPEG path"),
+            Text(
+                "image",
+                "synthetic",
+                "'synthetic', 'testcard' (built in) or a PNG/JPEG path",
+                check=check_image,
+                expects="'synthetic', 'testcard' or the path of a PNG or JPEG file",
+            ),
             Int(
-                "width", 0, "pixels; 0 = 3840 for synthetic, the file's own width", min=0, max=7680
+                "width",
+                0,
+                "pixels; 0 = 3840 for synthetic, the file's own width",
+                min=0,
+                max=7680,
+                check=check_side,
             ),
             Int(
                 "height",
@@ -296,6 +322,7 @@ class Blur(Experiment):
                 "pixels; 0 = 2160 for synthetic, the file's own height",
                 min=0,
                 max=4320,
+                check=check_side,
             ),
             Choice("kernel", "gaussian", KERNELS, "the filter"),
             Int("radius", 2, "kernel radius: the kernel is 2r+1 pixels wide", min=1, max=15),
@@ -312,25 +339,6 @@ class Blur(Experiment):
         {"image": "synthetic", "width": 3840, "height": 2160, "kernel": "gaussian", "radius": 2},
     )
     bench_suites = ("core", "full")
-
-    def check(self, params: dict[str, Any], inventory: Any) -> None:
-        for name in ("width", "height"):
-            if 0 < params[name] < 16:
-                raise ExperimentError(f"{name} {params[name]} is too small (16 at least, or 0)")
-        spec = params["image"]
-        if spec not in ("synthetic", *BUILTIN):
-            path = Path(spec).expanduser()
-            if not path.is_file():
-                raise ExperimentError(
-                    f"image '{spec}' not found (use 'synthetic', 'testcard' or a PNG/JPEG path)"
-                )
-            from PIL import Image, UnidentifiedImageError
-
-            try:
-                with Image.open(path) as im:
-                    im.verify()
-            except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
-                raise ExperimentError(f"image '{spec}' could not be read: {exc}") from None
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
         import numpy as np
@@ -503,11 +511,15 @@ class Blur(Experiment):
         if out is None:
             return
         run_dir = data_dir() / "runs" / f"blur-{time.strftime('%Y%m%d-%H%M%S')}-{id(result):x}"
-        run_dir.mkdir(parents=True, exist_ok=True)
         before = run_dir / "input.png"
         after = run_dir / "output.png"
-        Image.fromarray(to_display(planes, "")).save(before, compress_level=1)
-        Image.fromarray(to_display(out, kind)).save(after, compress_level=1)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(to_display(planes, "")).save(before, compress_level=1)
+            Image.fromarray(to_display(out, kind)).save(after, compress_level=1)
+        except OSError as exc:  # a full or read-only data dir costs the pictures, not the run
+            ctx.log(f"could not save the images in {run_dir}: {exc.strerror or exc}")
+            return
         h, w = planes.shape[1:]
         meta = {"width": w, "height": h, "role": "before"}
         result.artifacts.append(Artifact("input image", "image", str(before), meta=meta))

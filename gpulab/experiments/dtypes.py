@@ -14,6 +14,7 @@ from typing import Any
 
 from gpulab.core.params import Choice, Int, List, ParamSet
 from gpulab.core.results import Result, Series
+from gpulab.experiments import blocks
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
@@ -77,6 +78,13 @@ class Dtypes(Experiment):
         else:
             sup.require_host_fit(fit_bytes(size, n, dtypes, ops, host=True), what)
         p = sup.peaks(ctx)
+
+        def make(shape: Any, td: Any, normal: bool = False) -> Any:
+            """Random inputs: on the GPU in one call, on the CPU a block at a time."""
+            if not gpu:
+                return blocks.torch_random(ctx, shape, td, normal=normal)
+            return (torch.randn if normal else torch.rand)(shape, device=dev, dtype=td)
+
         steps = len(ops) * len(dtypes)
         done = 0
         tflops: dict[str, float] = {}
@@ -88,16 +96,26 @@ class Dtypes(Experiment):
                 done += 1
                 td = sup.torch_dtype(d)
                 if op == "matmul":
-                    a = torch.randn(size, size, device=dev, dtype=td)
-                    b = torch.randn(size, size, device=dev, dtype=td)
+                    a = make((size, size), td, normal=True)
+                    b = make((size, size), td, normal=True)
                     out = torch.empty(size, size, device=dev, dtype=td)
                     fn = lambda a=a, b=b, out=out: torch.mm(a, b, out=out)  # noqa: E731
+                    rows = size if gpu else blocks.matmul_rows(size)
+                    if rows < size:  # a long CPU product: rows at a time, cancellable
+                        fn = blocks.blockwise(  # noqa: E731
+                            ctx,
+                            size,
+                            lambda s, a=a, b=b, out=out: torch.mm(a[s], b, out=out[s]),
+                            rows,
+                        )
                     with sup.tf32_mode(d == "tf32"):
                         sup.poison(out)
                         fn()
                         k = min(CHECK_ROWS, size)
                         result.verdicts.append(
-                            sup.matmul_verdict(f"matmul-{d}", out[:k], a[:k], b, d, size=f"{size}")
+                            sup.matmul_verdict(
+                                f"matmul-{d}", out[:k], a[:k], b, d, size=f"{size}", ctx=ctx
+                            )
                         )
                         burst = None
                         if gpu:
@@ -119,6 +137,7 @@ class Dtypes(Experiment):
                         peak_name=f"calibrated matmul {d}" if pk else "",
                         flops_counted="2 * size^3",
                         regime=sup.regime(kw),
+                        **({"rows_per_call": rows} if rows < size else {}),
                     )
                     tflops[d] = m.throughput or 0.0
                     if burst is not None:
@@ -141,18 +160,17 @@ class Dtypes(Experiment):
                 else:
                     if d == "tf32":
                         continue  # TF32 changes matmuls only; an add is plain fp32
-                    x = torch.rand(n, device=dev, dtype=td)
-                    y = torch.rand(n, device=dev, dtype=td)
+                    x = make(n, td)
+                    y = make(n, td)
                     out = torch.empty_like(x)
                     fn = lambda x=x, y=y, out=out: torch.add(x, y, out=out)  # noqa: E731
-                    sup.poison(out)
+                    sup.poison(out, ctx)
                     fn()
                     # Both inputs are exact in their dtype, so their float64 sum is exact and
                     # rounding it to the dtype gives the correctly rounded sum. Checked a block
                     # at a time on the device: no float64 copies of x and y.
                     bad = 0
-                    for i in range(0, n, sup.CHUNK):
-                        s = slice(i, i + sup.CHUNK)
+                    for s in ctx.blocks(n, sup.CHUNK if gpu else blocks.SMALL_BLOCK):
                         ref = (x[s].double() + y[s].double()).to(td)
                         bad += int((out[s] != ref).sum().item())
                     del ref

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,9 @@ from gpulab.core.results import Result, Series, Verdict
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 
-CPU_CHUNK = 1 << 22  # 4M points: 32 MiB of fp32 coordinates, cache-friendlier than larger
+# 2M points: 16 MiB of fp32 coordinates, cache-friendlier than larger; a chunk takes 10-50 ms
+# on a slow CPU, and a cancel is taken between chunks.
+CPU_CHUNK = 1 << 21
 GPU_CHUNK = 1 << 26  # 64M points: 256 MiB per array, launches stay a few percent of the time
 CPU_CAP = 200_000_000  # per run on the CPU: about a second for NumPy on one core
 SE_PASS = 5.0  # verdict tolerance, in standard errors (see the docstring)
@@ -84,13 +87,18 @@ def splitmix_count_numpy(samples: int, seed: int) -> int:
     return inside
 
 
-def _numpy_count(samples: int, seed: int) -> int:
+def _nothing() -> None:
+    pass
+
+
+def _numpy_count(samples: int, seed: int, check: Callable[[], None] = _nothing) -> int:
     import numpy as np
 
     rng = np.random.default_rng(seed)
     inside = 0
     left = samples
     while left > 0:
+        check()
         n = min(left, CPU_CHUNK)
         x = rng.random(n, dtype=np.float32)
         y = rng.random(n, dtype=np.float32)
@@ -99,7 +107,7 @@ def _numpy_count(samples: int, seed: int) -> int:
     return inside
 
 
-def _torch_count(samples: int, seed: int, device: str) -> int:
+def _torch_count(samples: int, seed: int, device: str, check: Callable[[], None] = _nothing) -> int:
     import torch
 
     gen = torch.Generator(device=device)
@@ -108,6 +116,7 @@ def _torch_count(samples: int, seed: int, device: str) -> int:
     chunk = CPU_CHUNK if device == "cpu" else GPU_CHUNK
     left = samples
     while left > 0:
+        check()  # on the GPU too: it costs nothing beside a launch
         n = min(left, chunk)
         # The tutorials' recipe: two uniform arrays, a compare, a sum.
         x = torch.rand(n, device=device, generator=gen)
@@ -208,12 +217,13 @@ class MonteCarlo(Experiment):
             def call(c: Contender = contender, last: dict[str, int] = last, n: int = n) -> None:
                 counter["calls"] += 1
                 s = seed + counter["calls"]  # fresh points every run
+                check = ctx.check_cancelled
                 if c.backend == "numpy":
-                    last["inside"] = _numpy_count(n, s)
+                    last["inside"] = _numpy_count(n, s, check)
                 elif c.backend == "torch-cpu":
-                    last["inside"] = _torch_count(n, s, "cpu")
+                    last["inside"] = _torch_count(n, s, "cpu", check)
                 elif c.backend == "torch-cuda":
-                    last["inside"] = _torch_count(n, s, ctx.torch_device)
+                    last["inside"] = _torch_count(n, s, ctx.torch_device, check)
                 else:
                     assert fused is not None
                     last["inside"] = fused.count(n, s)
@@ -367,11 +377,11 @@ class MonteCarlo(Experiment):
             if who == "cupy-fused":
                 inside = fused.count(n, s)
             elif who == "torch":
-                inside = _torch_count(n, s, ctx.torch_device)
+                inside = _torch_count(n, s, ctx.torch_device, ctx.check_cancelled)
             elif who == "torch-cpu":
-                inside = _torch_count(n, s, "cpu")
+                inside = _torch_count(n, s, "cpu", ctx.check_cancelled)
             else:
-                inside = _numpy_count(n, s)
+                inside = _numpy_count(n, s, ctx.check_cancelled)
             xs.append(float(n))
             errs.append(abs(4.0 * inside / n - math.pi))
             n *= 10

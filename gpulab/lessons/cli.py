@@ -52,8 +52,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         with Store() as store:
             marks, best = store.read_marks(), store.best_scores()
+            warnings.extend(store.notices)  # a damaged or read-only file: what could be read
     except StoreError as exc:  # still list the lessons; say why progress is missing
-        warnings.append(f"progress unavailable: {exc}")
+        text = str(exc)
+        warnings.append(text if text.startswith("progress") else f"progress unavailable: {text}")
     rows = progress_rows(catalog, marks, best)
     if getattr(args, "json", False):
         read = sum(r["read"] for r in rows)

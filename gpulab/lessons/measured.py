@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
@@ -69,7 +68,9 @@ def format_value(key: str, value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return fallback(key)
     if isinstance(value, int | float):
-        if key == "sm_count" or float(value).is_integer():
+        if key == "memory_total_gib":  # as the panes write it (telemetry.values.gib)
+            text = f"{value:.1f}"
+        elif key == "sm_count" or float(value).is_integer():
             text = f"{int(value):,}"
         elif abs(value) >= 100:
             text = f"{value:,.0f}"
@@ -118,6 +119,12 @@ class Measured:
             with contextlib.suppress(Exception):
                 values.update(_from_inventory(source, device_index))
         with contextlib.suppress(Exception):
+            # Except the memory size: the card's figure (NVML's), as every pane shows it; the
+            # worker's (CUDA's) is smaller by the driver's reserve.
+            card = _from_inventory(telemetry, device_index).get("memory_total_gib")
+            if card:
+                values["memory_total_gib"] = card
+        with contextlib.suppress(Exception):
             values.update(from_runs(runs))
         values.update(extra or {})
         return cls(values)
@@ -157,14 +164,9 @@ def _from_inventory(inventory: Any, device_index: int) -> dict[str, Any]:
 
 
 def _peaks_dir() -> Path | None:
-    env = os.environ.get("GPULAB_DATA_DIR")
-    if env:
-        root = Path(env).expanduser()
-    else:
-        from platformdirs import user_data_dir
+    from gpulab.datadir import resolve
 
-        root = Path(user_data_dir("gpulab"))
-    path = root / "peaks"
+    path = resolve() / "peaks"
     return path if path.is_dir() else None
 
 

@@ -365,7 +365,8 @@ def worker_inventory(fake: FakeNvml, *, l2: bool = True) -> dict[str, Any]:
             "index": i,
             "name": g.name,
             "kind": "cuda",
-            "memory_total": g.total,
+            # CUDA's figure (torch's total_memory): the card's total less the driver's reserve
+            "memory_total": g.total - g.reserved,
             "compute_capability": f"{g.cc[0]}.{g.cc[1]}",
             "multiprocessors": sms.get(g.cc, 80),
             "uuid": g.uuid[4:],  # torch prints the UUID without NVML's "GPU-" prefix

@@ -86,6 +86,7 @@ class GpuInventory:
     sm_count: int | NA = WORKER_PENDING
     l2_cache: int | NA = WORKER_PENDING
     memory_total: int | NA = NA("not read")
+    cuda_memory_total: int | NA = WORKER_PENDING  # CUDA's figure: the total less the reserve
     max_sm_clock_mhz: int | NA = NA("not read")
     max_mem_clock_mhz: int | NA = NA("not read")
     bus_width_bits: int | NA = NA("not read")
@@ -150,12 +151,14 @@ def _joined(g: GpuInventory, d: dict[str, Any] | None, any_devices: bool, why: s
             if any_devices
             else f"the worker has no CUDA device: {why or 'CPU mode'}"
         )
-        return replace(g, cuda_index=gone, sm_count=gone, l2_cache=gone)
+        return replace(g, cuda_index=gone, sm_count=gone, l2_cache=gone, cuda_memory_total=gone)
     sms = int(d.get("multiprocessors") or 0)
     l2 = int(d.get("l2_cache_size") or 0)
+    cuda_total = int(d.get("memory_total") or 0)
     return replace(
         g,
         cuda_index=int(d.get("index", 0)),
+        cuda_memory_total=cuda_total if cuda_total else NA("the worker did not report it"),
         sm_count=sms if sms else NA("the worker did not report it"),
         l2_cache=l2 if l2 else NA("NVML has no L2 query and this worker does not report it"),
     )

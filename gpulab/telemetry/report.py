@@ -6,7 +6,7 @@ from typing import Any
 
 from gpulab.telemetry.inventory import SystemInventory
 from gpulab.telemetry.snapshot import GpuSnapshot
-from gpulab.telemetry.values import NA, fmt, gib, nbytes
+from gpulab.telemetry.values import NA, card_memory, fmt, gib, nbytes
 
 
 def info_json(inv: SystemInventory, snaps: list[GpuSnapshot]) -> dict[str, Any]:
@@ -36,7 +36,10 @@ def info_lines(inv: SystemInventory, snaps: list[GpuSnapshot]) -> list[str]:
             ("compute capability", f"{fmt(g.compute_capability)} ({fmt(g.architecture)})"),
             ("SMs", fmt(g.sm_count)),
             ("L2 cache", fmt(g.l2_cache, nbytes)),
-            ("memory total", fmt(g.memory_total, gib)),
+            (
+                "memory total",
+                fmt(g.memory_total, lambda t, g=g: card_memory(t, g.cuda_memory_total)),
+            ),
             (
                 "max clocks",
                 f"SM {fmt(g.max_sm_clock_mhz, _mhz)}, mem {fmt(g.max_mem_clock_mhz, _mhz)}",

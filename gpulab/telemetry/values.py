@@ -54,6 +54,19 @@ def gib(n: int | float) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
+def card_memory(total: int | float, cuda_total: Any = None) -> str:
+    """The card's memory, one figure wherever gpulab shows it: NVML's total (what nvidia-smi
+    shows) in GiB to one decimal. With `cuda_total` (what CUDA reports, e.g. torch's
+    `total_memory`) smaller, the difference is named: the driver's reserve, which CUDA never
+    hands out (an H100 80GB: 79.6 GiB on the card, 79.2 GiB for CUDA)."""
+    text = gib(total)
+    if isinstance(cuda_total, int | float) and 0 < cuda_total < total:
+        text += (
+            f" (CUDA gets {gib(cuda_total)}: {nbytes(total - cuda_total)} is the driver's reserve)"
+        )
+    return text
+
+
 def mib(n: int | float) -> str:
     return f"{n / 2**20:.0f} MiB"
 

@@ -34,7 +34,7 @@ from gpulab.app.widgets.race import RaceView
 from gpulab.core.params import ParamError
 from gpulab.experiments.registry import UnknownExperiment, all_experiments, get
 from gpulab.render.plot import plot
-from gpulab.report import fmt_num, fmt_time
+from gpulab.report import fmt_num, fmt_pct, fmt_time
 from gpulab.runner import events as ev
 
 COLUMNS = ("contender", "size", "dtype", "time", "throughput", "% of peak", "verdict")
@@ -399,7 +399,6 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
     @staticmethod
     def _cells(state: RunState, row: dict[str, Any]) -> list[Any]:
         thr = row.get("throughput")
-        pct = row.get("percent_of_peak")
         verdict = state.verdict(row)
         style = {"pass": "green", "FAIL": "bold red"}.get(verdict, "dim")
         return [
@@ -408,7 +407,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             row.get("dtype", ""),
             fmt_time(row.get("time_median_s")),
             "-" if thr is None else f"{fmt_num(thr)} {row.get('unit', '')}",
-            "-" if pct is None else f"{pct:.0f}%",
+            fmt_pct(row),  # the CLI's spelling: n/a where no ceiling exists, - where unmeasured
             Text(verdict, style=style),
         ]
 

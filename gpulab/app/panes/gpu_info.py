@@ -30,7 +30,7 @@ from gpulab.app.panes.stale import WATCH_S, StaleWatch, marker
 from gpulab.telemetry.inventory import GpuInventory, SystemInventory
 from gpulab.telemetry.sampler import Frame, Sampler, Stale, shared_sampler
 from gpulab.telemetry.snapshot import GpuSnapshot
-from gpulab.telemetry.values import NA, gib, nbytes
+from gpulab.telemetry.values import NA, card_memory, gib, nbytes
 
 # Live figures (power, temperature...) repaint at most this often: every 2 s while idle, every
 # frame (2 Hz) while a job holds the sampler fast.
@@ -347,7 +347,7 @@ class GpuInfoPane(Vertical):
         mem = (
             "mem N/A"
             if isinstance(used, NA) or isinstance(total, NA)
-            else f"{used / 2**30:.1f}/{total / 2**30:.0f} GiB"
+            else f"{used / 2**30:.1f}/{card_memory(total)}"
         )
         util = "N/A" if isinstance(snap.gpu_util, NA) else f"{snap.gpu_util}%"
         temp = "N/A" if isinstance(snap.temperature_c, NA) else f"{snap.temperature_c}°C"
@@ -433,7 +433,7 @@ def _details(g: GpuInventory) -> Table:
     t.add_row(
         "Memory",
         _join(
-            _v(g.memory_total, gib),
+            _v(g.memory_total, lambda t: card_memory(t, g.cuda_memory_total)),
             _v(g.bus_width_bits, "{}-bit bus".format),
             _v(g.memory_bandwidth, lambda b: f"{b / 1e12:.2f} TB/s peak"),
         ),

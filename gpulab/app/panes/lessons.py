@@ -43,6 +43,14 @@ NARROW_BELOW = 90  # columns: below this the tree and the lesson take turns
 TICK = "✓"
 
 
+class RunLink(Button):
+    """A lesson's `experiment:` link as a button; it carries its link (and no id)."""
+
+    def __init__(self, link: ExperimentLink) -> None:
+        super().__init__(Content(f"▶ {link.text}"), compact=True, classes="run-link")
+        self.link = link
+
+
 class LessonsPane(Widget):
     """Chapters and lessons; the open lesson; next / previous; quiz; progress marks."""
 
@@ -167,6 +175,7 @@ class LessonsPane(Widget):
         self.current: str | None = None
         self._links: list[ExperimentLink] = []
         self._shown_values: dict[str, Any] | None = None  # the figures the open lesson shows
+        self._run_widgets: list[Widget] = []  # under #lesson-runs: a title and one RunLink each
 
     # ---- building -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -200,7 +209,7 @@ class LessonsPane(Widget):
     def store(self) -> Store:
         if self._store is None:
             try:
-                self._store = Store()
+                self._store = Store(on_notice=self._store_notice)
             except StoreError as exc:
                 # Reading and quizzes still work; only keeping progress does not.
                 self.app.notify(
@@ -211,7 +220,15 @@ class LessonsPane(Widget):
                 )
                 self._store = Store(":memory:")
             self._owns_store = True
+        if self._store.on_notice is None:
+            self._store.on_notice = self._store_notice
+            for text in self._store.notices:
+                self._store_notice(text)
         return self._store
+
+    def _store_notice(self, text: str) -> None:
+        """A read or write of the progress file failed: say so; the lab goes on."""
+        self.app.notify(text, title="Progress", severity="warning", timeout=10)
 
     def on_mount(self) -> None:
         for problem in self.catalog.problems:
@@ -348,14 +365,12 @@ class LessonsPane(Widget):
         if event.key == "down" and focused is self.query_one("#lesson-filter", Input):
             event.stop()
             self.query_one("#lesson-tree", Tree).focus()
-        elif (
-            event.key in ("up", "down")
-            and isinstance(focused, Button)
-            and focused.has_class("run-link")
-        ):
+        elif event.key in ("up", "down") and isinstance(focused, RunLink):
             event.stop()
-            buttons = list(self.query(".run-link").results(Button))
-            i = buttons.index(focused) + (1 if event.key == "down" else -1)
+            buttons = self.run_links()
+            i = -1  # a button of the last lesson, still leaving: back to the text
+            if focused in buttons:
+                i = buttons.index(focused) + (1 if event.key == "down" else -1)
             if 0 <= i < len(buttons):
                 buttons[i].focus()
             else:
@@ -399,22 +414,38 @@ class LessonsPane(Widget):
         self._show_marks(lesson)
         text = self._markdown(lesson, self.measured())
         self._links = lesson.links()
-        runs = self.query_one("#lesson-runs", Vertical)
-        runs.remove_children()
-        buttons = [
-            Button(Content(f"▶ {link.text}"), id=f"run-link-{i}", compact=True, classes="run-link")
-            for i, link in enumerate(self._links)
-        ]
-        if buttons:
-            runs.mount(Static(Content("Run this lesson's experiments:"), classes="runs-title"))
-            runs.mount_all(buttons)
+        links_done = self._replace_run_links(self._links)
         catalog = self.catalog
         self.query_one("#lesson-prev", Button).disabled = catalog.previous(lesson.id) is None
         self.query_one("#lesson-next", Button).disabled = catalog.next(lesson.id) is None
         quiz = self.query_one("#lesson-quiz", Button)
         quiz.disabled = not lesson.quiz
         quiz.label = f"Quiz ({len(lesson.quiz)})"
-        return self.query_one("#lesson-body", Markdown).update(text)
+        body_done = self.query_one("#lesson-body", Markdown).update(text)
+        return AwaitComplete(links_done, body_done)
+
+    def _replace_run_links(self, links: list[ExperimentLink]) -> AwaitComplete:
+        """The lesson's run buttons in place of the last lesson's.
+
+        The old widgets are removed in the background while the new ones mount, so the new
+        ones carry no ids (a fixed id would clash with the old widget still being removed: two
+        lessons in a row crashed the app) and each widget is removed exactly once, however
+        quickly lessons follow one another.
+        """
+        runs = self.query_one("#lesson-runs", Vertical)
+        old, self._run_widgets = self._run_widgets, []
+        if links:
+            self._run_widgets = [
+                Static(Content("Run this lesson's experiments:"), classes="runs-title"),
+                *(RunLink(link) for link in links),
+            ]
+        removed = runs.remove_children(old)
+        mounted = runs.mount_all(self._run_widgets) if self._run_widgets else None
+        return AwaitComplete(removed, *([mounted] if mounted is not None else []))
+
+    def run_links(self) -> list[RunLink]:
+        """The open lesson's run buttons (not the last lesson's, which may still be leaving)."""
+        return [w for w in self._run_widgets if isinstance(w, RunLink)]
 
     def _show_overview(self) -> None:
         """Before a lesson is chosen: where the learner stands, without marking anything read."""
@@ -461,9 +492,8 @@ class LessonsPane(Widget):
     @on(Button.Pressed, ".run-link")
     def _run_button(self, event: Button.Pressed) -> None:
         event.stop()
-        index = int(str(event.button.id).rsplit("-", 1)[1])
-        if 0 <= index < len(self._links):
-            self.follow_link(self._links[index].href)
+        if isinstance(event.button, RunLink) and event.button in self._run_widgets:
+            self.follow_link(event.button.link.href)
 
     # ---- navigation and actions ----------------------------------------------------------
     @on(Button.Pressed, "#lesson-prev")
@@ -509,7 +539,7 @@ class LessonsPane(Widget):
         self.query_one("#lesson-filter", Input).focus()
 
     def action_experiments(self) -> None:
-        buttons = list(self.query(".run-link").results(Button))
+        buttons = self.run_links()
         if not buttons:
             self.app.notify("This lesson has no experiment links.")
             return
