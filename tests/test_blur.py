@@ -124,3 +124,5 @@ def test_gpu_run_all_contenders_pass():
     res = _run(detect(), width=640, height=360, kernel="gaussian", radius=2)
     assert res.passed
     assert {"torch", "scipy"} <= {m.contender for m in res.measurements}
+    best = next(m for m in res.measurements if m.contender in ("cupy-kernel", "torch"))
+    assert f"ran at {best.percent_of_peak:.0f}% of this GPU's copy bandwidth" in res.headline

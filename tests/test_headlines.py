@@ -74,3 +74,12 @@ def test_montecarlo_headline_states_error_in_standard_errors():
     }
     line = headlines.headline(get("montecarlo"), r)
     assert line.startswith("pi ≈ 3.141610 (error 1.7e-05, 1.1 standard errors)")
+
+
+def test_matmul_lead_is_against_numpy_in_the_same_dtype():
+    r = _matmul(0.001, 0.1, gpu_dtype="fp32")
+    flops = 2 * 4096**3 / 1e12
+    r.measurements.append(
+        _row("numpy", "4096", 0.2, dtype="fp64", throughput=flops / 0.2, unit="TFLOP/s")
+    )
+    assert "was 100x faster than NumPy" in headlines.headline(get("matmul"), r)

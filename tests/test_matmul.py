@@ -8,6 +8,7 @@ from headline_checks import assert_headline
 from gpulab.core.devices import detect
 from gpulab.experiments import matmul as mm
 from gpulab.experiments.base import Cancelled, Context
+from gpulab.experiments.headlines import times
 
 
 def _run(events=None, cancel=None, **params):
@@ -119,6 +120,15 @@ def test_gpu_contenders_per_dtype():
     assert res.passed, [v for v in res.verdicts if not v.passed]
     got = {(m.contender, m.dtype) for m in res.measurements}
     assert {("torch", d) for d in mm.DTYPES} <= got
+
+
+@pytest.mark.gpu
+def test_gpu_headline_is_the_lead_over_numpy_at_the_largest_size():
+    res = _run(sizes=[256, 1024], dtypes=["fp32"], contenders=["numpy", "torch"])
+    rows = {(m.contender, m.size): m for m in res.measurements}
+    lead = rows[("numpy", "1024")].time_median_s / rows[("torch", "1024")].time_median_s
+    assert res.headline.startswith(f"the GPU was {times(lead)} faster than NumPy")
+    assert "at n=1024" in res.headline and "% of peak" in res.headline
 
 
 @pytest.mark.gpu

@@ -113,6 +113,8 @@ def test_gpu_contenders_pass_and_fused_memory_is_flat():
     res = _run(mc.GPU_CHUNK + 1000)
     rows = {m.contender: m for m in res.measurements}
     assert res.passed
+    assert res.summary["estimate_by"] in ("cupy-fused", "torch")
+    assert_headline("montecarlo", res.to_dict())
     assert "torch" in rows
     if "cupy-fused" in rows:
         assert rows["cupy-fused"].extra["device_bytes"] <= 1024

@@ -138,9 +138,13 @@ def _matmul(exp: Any, result: Result) -> str:
         ]
         if not base or best.contender == base_id:
             continue
-        ratio = max(b.time_median_s for b in base) / best.time_median_s
+        # Against the baseline's row in the same dtype where it ran one, else its fastest row:
+        # an fp64 NumPy row must not inflate a bf16 GPU lead.
+        same = [b for b in base if b.dtype == best.dtype]
+        ref = min(same or base, key=lambda b: b.time_median_s)
+        ratio = ref.time_median_s / best.time_median_s
         who = "the GPU" if gpu else label(exp, best.contender)
-        guess = " (extrapolated)" if any(b.extrapolated for b in base) else ""
+        guess = " (extrapolated)" if ref.extrapolated else ""
         return (
             f"{who} was {times(ratio)} faster than {label(exp, base_id)}{guess} at n={n} "
             f"({best.contender} {best.dtype}: {rate(best)}{of_peak(best, 'peak')})"
