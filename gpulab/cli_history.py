@@ -215,12 +215,13 @@ def _import(store: Any, args: argparse.Namespace) -> int:
         entries = as_imported(parse(text, path.name), path.name)
     except ImportError_ as exc:
         return _fail(str(exc))
+    from gpulab.history import save
     from gpulab.store import StoreError
 
     try:
-        ids = [store.record_run(e) for e in entries]
+        ids = [save(e, store) for e in entries]
     except StoreError as exc:
-        return _fail(str(exc), 1)
+        return _fail(f"nothing more was imported: {exc}", 1)
     span = f"{ids[0]}" if len(ids) == 1 else f"{ids[0]}-{ids[-1]}"
     print(f"imported {len(ids)} runs from {path.name} as {span} (gpulab history compare A B)")
     return 0

@@ -260,3 +260,23 @@ def test_a_store_that_takes_no_writes_is_one_line(matmul_events, tmp_path):
     Store(path).close()
     with Store(path, read_only=True) as ro, pytest.raises(StoreError, match="read-only"):
         save(_entry(matmul_events[0]), ro)
+
+
+def test_import_into_a_read_only_history_exits_1_with_one_line(
+    matmul_events, tmp_path, capsys, monkeypatch
+):
+    import gpulab.store
+
+    stream = tmp_path / "run.jsonl"
+    stream.write_text(json.dumps(matmul_events[0][-1]) + "\n")
+    Store().close()  # the file exists; this gpulab may only read it (a read-only data dir)
+
+    class ReadOnly(Store):
+        def __init__(self, path=None, **kw):
+            super().__init__(path, read_only=True)
+
+    monkeypatch.setattr(gpulab.store, "Store", ReadOnly)
+    assert cli.main(["history", "import", str(stream)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("gpulab: nothing more was imported: progress is read-only"), err
+    assert err.count("\n") == 1
