@@ -317,14 +317,13 @@ def render_compare(c: Mapping[str, Any]) -> str:
             fmt_time(r["a_time_s"]),
             fmt_time(r["b_time_s"]),
             "-" if r["speedup"] is None else f"{fmt_num(r['speedup'])}x",
-            "-"
-            if r["throughput_ratio"] is None
-            else f"{fmt_num(r['throughput_ratio'])}x {r['unit']}".rstrip(),
+            "-" if r["throughput_ratio"] is None else f"{fmt_num(r['throughput_ratio'])}x",
         ]
         for r in c["rows"]
     ]
     headers = ["contender", "size", "dtype", "A time", "B time", "A/B time", "B/A rate"]
     lines.append(table(headers, rows))
+    lines.append("A/B time above 1: B was faster; B/A rate above 1: B did more per second")
     return "\n".join(lines)
 
 
