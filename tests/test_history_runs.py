@@ -6,6 +6,7 @@ and reopens them. The panel shows each run's headline above the tabs.
 from __future__ import annotations
 
 import json
+import threading
 
 from test_app import fake_app, ready, table_rows, wait_for
 from test_cli import gpulab
@@ -36,6 +37,7 @@ async def test_cli_and_tui_runs_are_kept_across_a_restart():
     app = fake_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
+        await wait_for(pilot, lambda: app.query_one(RunHistory).loaded, 10, "the kept runs")
         history = app.query_one("#history", OptionList)
         assert history.option_count == 1  # the CLI's run, kept by another process
         await _run_in_tui(pilot)
@@ -58,6 +60,7 @@ async def test_cli_and_tui_runs_are_kept_across_a_restart():
     again = fake_app()  # the TUI restarted: both kept runs, compared and reopened
     async with again.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
+        await wait_for(pilot, lambda: again.query_one(RunHistory).loaded, 10, "the kept runs")
         again.query_one("#exp-tabs").active = "tab-history"
         history = again.query_one("#history", OptionList)
         await pilot.pause()
@@ -138,3 +141,27 @@ async def test_a_tui_run_keeps_the_clock_and_temperature_of_its_gpu():
     assert tele["sm_clock_mhz"]["min"] == tele["sm_clock_mhz"]["max"] == 1755
     assert tele["temperature_c"]["max"] == 61 and tele["power_w"]["samples"] >= 1
     assert "reasons" not in tele
+
+
+async def test_a_run_that_ends_before_the_kept_runs_load_is_listed_once(monkeypatch):
+    from gpulab.history import entry, save
+
+    final = {"type": "cancelled", "how": "cooperative", "message": "x"}
+    save(entry("montecarlo", {"samples": 1000}, final, source="cli"))
+    hold = threading.Event()
+    real = RunHistory._load_kept
+
+    def slow(self):
+        hold.wait(10)
+        real(self)
+
+    monkeypatch.setattr(RunHistory, "_load_kept", slow)
+    app = fake_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await _run_in_tui(pilot)  # finished and kept while the earlier runs are still loading
+        hold.set()
+        await wait_for(pilot, lambda: app.query_one(RunHistory).loaded, 10, "the kept runs")
+        history = app.query_one("#history", OptionList)
+        ids = [history.get_option_at_index(i).id for i in range(history.option_count)]
+        assert ids == ["kept-1", "run-1"]

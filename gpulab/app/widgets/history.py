@@ -53,6 +53,7 @@ class RunHistory(Vertical):
         self.entries: dict[str, dict[str, Any]] = {}  # option id -> entry
         self._watches: dict[int, tuple[Any, Any, int, Any]] = {}  # run number -> its watch
         self.marked: list[str] = []
+        self.loaded = False  # the kept runs of earlier sessions are listed
 
     def compose(self) -> ComposeResult:
         yield HistoryList(id="history")
@@ -69,29 +70,56 @@ class RunHistory(Vertical):
                 self._store = Store()
                 self._owns_store = True
             except StoreError as exc:
-                self._store_error = str(exc)
-                self.app.notify(
-                    f"{exc}. Runs are shown for this session only.",
-                    title="Run history not kept",
-                    severity="warning",
-                    timeout=10,
-                )
+                self._no_store(str(exc))
         return self._store
 
+    def _no_store(self, why: str) -> None:
+        if self._store_error:
+            return
+        self._store_error = why
+        self.app.notify(
+            f"{why}. Runs are shown for this session only.",
+            title="Run history not kept",
+            severity="warning",
+            timeout=10,
+        )
+
     def on_mount(self) -> None:
-        store = self.store
-        if store is None:
+        # Off the event loop: opening the file and reading up to KEPT_LIMIT runs must not
+        # delay the lab's first frame.
+        self.run_worker(self._load_kept, thread=True, name="run history", exit_on_error=False)
+
+    def _load_kept(self) -> None:
+        from gpulab.store import Store, StoreError
+
+        try:
+            store = Store()
+        except StoreError as exc:
+            self.app.call_from_thread(self._no_store, str(exc))
             return
         try:
             kept = store.run_entries(limit=KEPT_LIMIT)
         except Exception as exc:  # noqa: BLE001 - an unreadable history is shown, not raised
-            self.app.notify(str(exc), title="Run history unreadable", severity="warning")
-            return
+            kept = []
+            self.app.call_from_thread(
+                self.app.notify, str(exc), title="Run history unreadable", severity="warning"
+            )
+        self.app.call_from_thread(self._show_kept, store, kept)
+
+    def _show_kept(self, store: Any, kept: list[dict[str, Any]]) -> None:
+        """Kept runs first (oldest first), then this session's runs that finished meanwhile."""
+        if self._store is None:
+            self._store, self._owns_store = store, True
+        elif store is not self._store:
+            store.close()
+        session = self.entries
+        kept_ids = {e.get("id") for e in session.values()}
+        self.entries = {f"kept-{e['id']}": e for e in kept if e["id"] not in kept_ids}
+        self.entries.update(session)
         options = self.query_one(HistoryList)
-        for e in kept:
-            oid = f"kept-{e['id']}"
-            self.entries[oid] = e
-            options.add_option(Option(self._prompt(oid), id=oid))
+        options.clear_options()
+        options.add_options([Option(self._prompt(oid), id=oid) for oid in self.entries])
+        self.loaded = True
 
     def on_unmount(self) -> None:
         if self._owns_store and self._store is not None:
