@@ -92,7 +92,10 @@ def _list(store: Any, args: argparse.Namespace) -> int:
         for e in entries
     ]
     print(
-        table(["id", "started (UTC)", "experiment", "device", "host", "from", "", "answer"], rows)
+        table(
+            ["id", "started (UTC)", "experiment", "device", "host", "from", "verdict", "answer"],
+            rows,
+        )
     )
     return 0
 
