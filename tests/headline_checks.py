@@ -1,8 +1,8 @@
 """What each experiment's headline must mention: its key figure, read back from the run's rows.
 
-Used by the tests that already run each experiment in CPU mode (test_exp_syllabus, test_montecarlo,
-test_matmul, test_blur, test_peaks): the figure is taken from the result here, so a headline that
-was hard-coded, or computed from the wrong row, fails.
+Used by the tests that already run each experiment (CPU mode: test_exp_syllabus, test_montecarlo,
+test_matmul, test_blur, test_peaks; the GPU paths: test_exp_gpu): the figure is taken from the
+result here, so a headline that was hard-coded, or computed from the wrong row, fails.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ def key_figures(exp_id: str, result: dict[str, Any]) -> list[str]:
         return [f"{rows['scipy']['percent_of_peak']:.0f}% of this CPU's copy bandwidth"]
     if exp_id == "calibrate":
         return [f"{s['peaks']['copy_gbs']:.3g} GB/s"]
+    gpu = _gpu_figures(exp_id, s, rows)
+    if gpu is not None:
+        return gpu
     if exp_id in ("vector-add", "reduction", "kernel-fusion"):
         return [_best_rate(result)]
     if exp_id == "bandwidth":
@@ -67,13 +70,36 @@ def key_figures(exp_id: str, result: dict[str, Any]) -> list[str]:
     if exp_id == "memory-layout":
         return [times(s["copy_then_op_over_view"])]
     if exp_id == "mixed-precision":
-        a, b = rows["fp32-cpu"]["time_median_s"], rows["bf16-cpu"]["time_median_s"]
+        base, fast = ("fp32", "bf16") if "bf16" in rows else ("fp32-cpu", "bf16-cpu")
+        a, b = rows[base]["time_median_s"], rows[fast]["time_median_s"]
         return [times(a / b if a >= b else b / a)]
     if exp_id == "profiler":
-        return [s["top"][0]]
+        top = rows[s["top"][0]]
+        return [f"{s['top'][0]} took the most time: {top['extra']['share_pct']:.0f}% of"]
     if exp_id == "memory":
         return [f"{(s['rss_after_fill'] - s['rss_baseline']) / 2**20:.0f} MiB once"]
     raise AssertionError(f"no headline check for {exp_id}")
+
+
+def _gpu_figures(exp_id: str, s: dict[str, Any], rows: dict[str, Any]) -> list[str] | None:
+    """The figure of a GPU run, where the run had one (None: the CPU path ran)."""
+    gains = [v for k, v in s.items() if "_over_" in k and v]
+    if exp_id == "kernel-fusion" and gains:
+        return [f"ran at {times(max(gains))} the rate of"]
+    if exp_id == "bandwidth" and (s.get("largest_size_gbs") or {}).get("h2d-pinned"):
+        return [f"{s['largest_size_gbs']['h2d-pinned']:.3g} GB/s"]
+    ratios = {
+        "create-on-device": "speedup_on_device",
+        "round-trips": "round_trip_penalty",
+        "batching": "bmm_speedup_gpu",
+    }
+    if s.get(ratios.get(exp_id, "-")):
+        return [times(s[ratios[exp_id]])]
+    if exp_id == "in-place" and "in-place-gpu" in rows:
+        return [_fmt_time(rows[c]["time_median_s"]) for c in ("in-place-gpu", "out-of-place-gpu")]
+    if exp_id == "memory" and s.get("context_bytes_nvml") is not None:
+        return [f"held {s['context_bytes_nvml'] / 2**20:.0f} MiB"]
+    return None
 
 
 def assert_headline(exp_id: str, result: dict[str, Any]) -> None:

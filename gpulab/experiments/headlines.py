@@ -351,13 +351,15 @@ def _mixed(exp: Any, result: Result) -> str:
 @_for("profiler")
 def _profiler(exp: Any, result: Result) -> str:
     rows = measured(result)
-    total = sum(m.time_median_s for m in rows)
-    if not rows or total <= 0:
+    if not rows:
         return ""
     top = max(rows, key=lambda m: m.time_median_s)
+    share, of = top.extra.get("share_pct"), top.extra.get("share_of", "the profiled time")
+    if share is None:
+        return ""
     return (
-        f"{top.contender} took the most time: {100 * top.time_median_s / total:.0f}% of the "
-        f"profiled self time ({duration(top.time_median_s)})"
+        f"{top.contender} took the most time: {share:.0f}% of the {of.removeprefix('the ')} "
+        f"({duration(top.time_median_s)} a step)"
     )
 
 
