@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     bench = sub.add_parser("bench", help="run the benchmark suite, write JSON and Markdown")
-    bench.add_argument("--suite", default="core", help="core (default) or full")
+    bench.add_argument("--suite", default="core", help="core (default), full or exercises")
     bench.add_argument("--json", dest="json_path", help="write the JSON results here")
     bench.add_argument("--markdown", dest="md_path", help="write the Markdown table here")
     bench.add_argument("--only", action="append", default=[], help="run just this experiment")
@@ -86,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     from gpulab.cli_history import add_parser as add_history
 
     add_history(sub)
+
+    from gpulab.exercises.cli import add_parser as add_exercises
+
+    add_exercises(sub)
     return p
 
 
@@ -128,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpulab.cli_history import main as history_main
 
             return history_main(args)
+        if args.command in ("exercises", "ex"):
+            from gpulab.exercises.cli import main as exercises_main
+
+            return exercises_main(args)
     except KeyboardInterrupt:
         sys.stderr.write("gpulab: interrupted\n")
         return 130

@@ -60,7 +60,31 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX runs_experiment ON runs (experiment, started_at);
     """,
-    # Run history that is kept (gpulab.history): what `list_runs` shows, plus the whole entry
+    # 2: exercises (gpulab/exercises/progress.py reads and writes these).
+    """
+    CREATE TABLE exercise_state (
+        exercise_id    TEXT PRIMARY KEY,
+        state          TEXT NOT NULL,
+        passed_ever    INTEGER NOT NULL DEFAULT 0,
+        best_grade     TEXT,
+        best_fraction  REAL,
+        hints_revealed INTEGER NOT NULL DEFAULT 0,
+        updated_at     TEXT NOT NULL
+    );
+    CREATE TABLE exercise_attempts (
+        id           INTEGER PRIMARY KEY,
+        exercise_id  TEXT NOT NULL,
+        attempted_at TEXT NOT NULL,
+        verdict      TEXT NOT NULL,
+        grade        TEXT,
+        fraction     REAL,
+        seed         INTEGER NOT NULL,
+        kind         TEXT NOT NULL DEFAULT '',
+        message      TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX exercise_attempts_exercise ON exercise_attempts (exercise_id, id);
+    """,
+    # 3: run history that is kept (gpulab.history): what `list_runs` shows, plus the whole entry
     # (rows, verdicts, versions, the calibration it was judged against, telemetry) as JSON.
     """
     ALTER TABLE runs ADD COLUMN source TEXT;
@@ -355,10 +379,15 @@ class Store(GuardedConnection):
             args = (experiment,)
         sql += " ORDER BY id DESC LIMIT ?"
         rows = self._query(sql, (*args, int(limit)))
-        return [
-            RunRow(r[0], r[1], json.loads(r[2]), r[3], r[4], json.loads(r[5]) if r[5] else None)
-            for r in rows
-        ]
+        out = []
+        for r in rows:
+            try:
+                params, summary = json.loads(r[2]), json.loads(r[5]) if r[5] else None
+            except (ValueError, TypeError) as exc:  # a damaged row: the others still show
+                self._notice(f"run {r[0]} in {self.path} could not be read ({exc}); skipped")
+                continue
+            out.append(RunRow(r[0], r[1], params, r[3], r[4], summary))
+        return out
 
 
 def open_store(path: str | Path | None = None) -> Store:

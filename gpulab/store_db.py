@@ -18,7 +18,9 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, TypeVar
+
+_C = TypeVar("_C", bound="GuardedConnection")
 
 
 class StoreError(RuntimeError):
@@ -34,8 +36,12 @@ _NOWHERE.close()
 
 def _is_fault(exc: BaseException) -> bool:
     """A failure of the file or the disk (locked, full, read-only, damaged), not of gpulab's SQL:
-    constraint violations and misuse (IntegrityError, ProgrammingError, ...) still raise."""
-    return isinstance(exc, sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError
+    constraint violations, misuse and bad SQL (a syntax error, a column that is not there)
+    still raise. A missing table is a fault: a read-only file from an older gpulab lacks some."""
+    if isinstance(exc, sqlite3.OperationalError):
+        text = str(exc)
+        return not any(w in text for w in ("syntax error", "no such column", "incomplete input"))
+    return type(exc) is sqlite3.DatabaseError
 
 
 def is_damage(exc: BaseException) -> bool:
@@ -259,7 +265,7 @@ class GuardedConnection:
                 shutil.rmtree(self._snapshot, ignore_errors=True)
                 self._snapshot = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self: _C) -> _C:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -61,6 +61,24 @@ def test_numpy_fallback_without_scipy(monkeypatch):
     monkeypatch.setattr(blur, "have_scipy", lambda: False)
     res = _run(Inventory(), kernel="box", radius=1)
     assert res.passed and "NumPy" in res.measurements[0].note
+    # The row is labelled with what ran, never as SciPy's; SciPy's slot says why it did not.
+    assert [m.contender for m in res.measurements] == ["numpy-slices"]
+    assert res.measurements[0].extra["impl"] == "numpy"
+    assert "not installed" in res.unavailable["scipy"]
+    assert "numpy-slices" not in res.unavailable
+
+
+def test_only_one_cpu_filter_is_offered(monkeypatch):
+    import importlib.util
+
+    with_scipy = blur.EXPERIMENT.availability(Inventory())
+    assert with_scipy["scipy"] == "" and with_scipy["numpy-slices"]  # SciPy is installed here
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "scipy" else real(name, *a)
+    )
+    without = blur.EXPERIMENT.availability(Inventory())
+    assert without["numpy-slices"] == "" and "pip install scipy" in without["scipy"]
 
 
 def test_unavailable_gpu_contenders_listed_with_the_hint():

@@ -110,7 +110,9 @@ def test_fused_kernel_matches_numpy_twin_bit_for_bit():
 
 @pytest.mark.gpu
 def test_gpu_contenders_pass_and_fused_memory_is_flat():
-    res = _run(mc.GPU_CHUNK + 1000)
+    from gpulab.experiments import montecarlo_torch as mct
+
+    res = _run(mct.GPU_CHUNK_MAX + 1000)
     rows = {m.contender: m for m in res.measurements}
     assert res.passed
     assert res.summary["estimate_by"] in ("cupy-fused", "torch")
@@ -118,7 +120,101 @@ def test_gpu_contenders_pass_and_fused_memory_is_flat():
     assert "torch" in rows
     if "cupy-fused" in rows:
         assert rows["cupy-fused"].extra["device_bytes"] <= 1024
-    big = _run(4 * mc.GPU_CHUNK)
+    big = _run(4 * mct.GPU_CHUNK_MAX)
     rows_big = {m.contender: m for m in big.measurements}
-    # The torch recipe chunks: memory stops growing once a chunk is full.
+    # The torch contender chunks: memory stops growing once a chunk is full.
     assert rows_big["torch"].extra["device_bytes"] <= rows["torch"].extra["device_bytes"] * 1.1
+    # Its buffers: x, y and a mask of one chunk, and nothing else of size.
+    chunk_bytes = mct.GPU_CHUNK_MAX * mct.BYTES_PER_POINT
+    assert rows_big["torch"].extra["device_bytes"] <= chunk_bytes * 1.05 + 2**20
+
+
+@pytest.mark.gpu
+def test_torch_counter_counts_exactly_on_the_gpu():
+    # Blocks of 2^24 summed in float32 on the device: the count equals an int64 count of the
+    # same points (a plain float32 sum of 40M ones would not be exact).
+    import torch
+
+    from gpulab.experiments import montecarlo_torch as mct
+
+    n = 2 * mct.EXACT_BLOCK + 7_000_001
+    counter = mct.TorchCounter("cuda:0", n)
+    got = counter.count(n, 42)
+    gen = torch.Generator(device="cuda:0").manual_seed(42)
+    x = torch.rand(n, device="cuda:0", generator=gen)
+    y = torch.rand(n, device="cuda:0", generator=gen)
+    x.mul_(x).addcmul_(y, y)
+    assert got == int((x <= 1.0).sum().item())
+
+
+@pytest.mark.gpu
+def test_torch_contender_keeps_up_with_the_recipe():
+    # The bench's target (within 5% of the tutorials' recipe, warm, same run), quick here.
+    from gpulab.experiments import montecarlo_torch as mct
+
+    cmp = mct.torch_vs_recipe(100_000_000, rounds=2, quick=True)
+    assert cmp["status"] in ("pass", "miss") and cmp["ours_gs"] > 0 and cmp["recipe_gs"] > 0
+    assert cmp["ratio"] >= 0.9, cmp  # a looser bound than the bench's, for a short run
+
+
+def test_capped_rows_report_the_samples_that_ran(monkeypatch):
+    monkeypatch.setattr(mc, "CPU_CAP", 50_000)
+    res = _run(1_000_000, inventory=Inventory())
+    m = next(m for m in res.measurements if m.contender == "numpy")
+    assert m.size == "50000 of 1e+06"  # what ran, and what was asked, in the table itself
+    assert m.extra["capped"] is True and m.extra["samples_requested"] == 1_000_000
+    assert m.throughput == pytest.approx(50_000 / m.time_median_s / 1e9)
+    v = next(v for v in res.verdicts if v.contender == "numpy")
+    assert v.size == m.size  # the table finds the row's verdict
+    uncapped = _run(20_000, inventory=Inventory())
+    row = uncapped.measurements[0]
+    assert row.size == "20000" and row.extra["capped"] is False and "capped" not in row.note
+
+
+def test_torch_counter_chunks_add_up_exactly(monkeypatch):
+    # The chunked, in-place contender counts exactly what the recipe computes chunk by chunk.
+    import torch
+
+    from gpulab.experiments import montecarlo_torch as mct
+
+    monkeypatch.setattr(mct, "GPU_CHUNK_MAX", 1000)
+    monkeypatch.setattr(mct, "EXACT_BLOCK", 300)  # whole blocks and a tail in every chunk
+    counter = mct.TorchCounter("cpu", 2500)
+    assert counter.chunk == 1000
+    gen = torch.Generator().manual_seed(9)
+    want = 0
+    for n in (1000, 1000, 500):
+        x, y = torch.rand(n, generator=gen), torch.rand(n, generator=gen)
+        want += int((x * x + y * y <= 1.0).sum())
+    assert counter.count(2500, 9) == want
+    assert counter.count(2500, 9) == want  # the buffers are reused: the same answer again
+    assert counter.nbytes < 2 * 1000 * 4 + 64  # x and y of one chunk, no mask, no temporaries
+    checks = []
+    assert counter.count(2500, 9, lambda: checks.append(1)) == want
+    assert len(checks) == 3  # a cancel check before every chunk
+
+
+def test_counting_ones_goes_by_exact_blocks(monkeypatch):
+    import torch
+
+    from gpulab.experiments import montecarlo_torch as mct
+
+    monkeypatch.setattr(mct, "EXACT_BLOCK", 64)
+    counter = mct.TorchCounter("cpu", 10)
+    for n, ones in ((64 * 5 + 17, 200), (128, 128), (30, 3)):
+        x = torch.zeros(n)
+        x[torch.randperm(n)[:ones]] = 1.0
+        counter.total.zero_()
+        counter._add_ones(x)
+        assert int(counter.total) == ones and counter.total.dtype == torch.int64
+
+
+def test_gpu_chunk_is_bounded_by_the_run_and_free_memory():
+    from gpulab.experiments import montecarlo_torch as mct
+
+    assert mct.gpu_chunk(10**8, None) == 10**8  # one chunk, like the recipe
+    assert mct.gpu_chunk(10**11, None) == mct.GPU_CHUNK_MAX
+    assert mct.gpu_chunk(10**11, 80 * 2**30) == mct.GPU_CHUNK_MAX
+    small = mct.gpu_chunk(10**11, 400 * 2**20)  # 400 MiB free: a quarter holds ~11M points
+    assert small == 400 * 2**20 // 4 // mct.BYTES_PER_POINT
+    assert mct.gpu_chunk(10**11, 1000) == 1 << 20  # never below 1M points

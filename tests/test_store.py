@@ -166,3 +166,13 @@ def test_a_failed_write_rolls_back_and_the_store_stays_usable(tmp_path):
         assert s.read_marks() == {}
         s.mark_read("b")
         assert list(s.read_marks()) == ["b"]
+
+
+def test_a_bug_in_the_sql_still_raises(tmp_path):
+    """Faults of the file become notices (tests/test_faults.py); gpulab's own mistakes do not."""
+    with Store(tmp_path / "p.db") as s:
+        with pytest.raises(sqlite3.OperationalError, match="syntax error"):
+            s._query("SELEC 1")
+        with pytest.raises(sqlite3.OperationalError, match="no such column"), s._write() as db:
+            db.execute("UPDATE runs SET nope = 1")
+        assert not s.notices

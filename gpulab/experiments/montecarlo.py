@@ -4,9 +4,11 @@ pi ~= 4 * inside / samples, with standard error SE = 4 * sqrt(p (1 - p) / sample
 
 Contenders:
 - `numpy` and `torch-cpu`: the same recipe on the CPU, in chunks; capped at CPU_CAP samples per
-  run (a CPU needs minutes for 1e11), and each row says when it was capped.
+  run (a CPU needs minutes for 1e11). A capped row reports the samples that ran, not those asked
+  ("2e+08 of 1e+09" in its size, `samples_run`, `capped` and a note).
 - `torch`: the tutorials' recipe on the GPU, two `torch.rand` arrays, a compare and a sum, in
-  chunks of GPU_CHUNK so memory stays flat for any count (1e12 never runs out of memory).
+  chunks so memory stays flat for any count (1e12 never runs out of memory), on buffers reused
+  in place so the chunking costs no speed (montecarlo_torch.py).
 - `cupy-fused`: one RawKernel (kernels/montecarlo.cu): SplitMix64 on a per-sample counter in
   registers, a grid-stride loop, a warp reduction and one atomicAdd per warp. It reads and writes
   no arrays, so its device memory is 8 bytes whatever the count.
@@ -205,10 +207,13 @@ class MonteCarlo(Experiment):
         counter = {"calls": 0}
         summary: dict[str, Any] = {}
         steps = len(todo) + 1
+        gpu_counter: dict[str, Any] = {}
         for i, contender in enumerate(todo):
             on_cpu = contender.backend in ("numpy", "torch-cpu")
             n = min(samples, CPU_CAP) if on_cpu else samples
-            note = f"capped at {n:.3g} of {samples:.3g} samples (CPU)" if n < samples else ""
+            capped = n < samples
+            note = f"capped: ran {n:.3g} of the {samples:.3g} samples asked (CPU)" if capped else ""
+            size = f"{n:g} of {samples:g}" if capped else f"{samples:g}"
             if note:
                 ctx.log(f"{contender.label}: {note}")
             ctx.progress(i / steps, f"{contender.label}: {n:,} samples")
@@ -223,7 +228,11 @@ class MonteCarlo(Experiment):
                 elif c.backend == "torch-cpu":
                     last["inside"] = _torch_count(n, s, "cpu", check)
                 elif c.backend == "torch-cuda":
-                    last["inside"] = _torch_count(n, s, ctx.torch_device, check)
+                    if "torch" not in gpu_counter:  # made in the first call: its bytes count
+                        from gpulab.experiments.montecarlo_torch import TorchCounter
+
+                        gpu_counter["torch"] = TorchCounter(ctx.torch_device, n)
+                    last["inside"] = gpu_counter["torch"].count(n, s, check)
                 else:
                     assert fused is not None
                     last["inside"] = fused.count(n, s)
@@ -242,6 +251,7 @@ class MonteCarlo(Experiment):
                 warmup=1 if big else None,
             )
             dev_bytes = self._device_bytes_used(contender.backend, ctx, base, fused)
+            gpu_counter.clear()  # its buffers are freed before the next contender runs
             estimate = 4.0 * last["inside"] / n
             se = standard_error(n)
             z = abs(estimate - math.pi) / se
@@ -249,7 +259,7 @@ class MonteCarlo(Experiment):
                 ctx.log(f"{contender.id}: estimate is {z:.1f} standard errors from pi (suspicious)")
             m = row(
                 contender.id,
-                f"{samples:g}",
+                size,
                 timing,
                 work=n,
                 unit="G samples/s",
@@ -259,6 +269,8 @@ class MonteCarlo(Experiment):
                 standard_error=se,
                 z=z,
                 samples_run=n,
+                samples_requested=samples,
+                capped=capped,
                 device_bytes=dev_bytes,
                 note=note,
                 peak_name=NO_CEILING,
@@ -272,7 +284,7 @@ class MonteCarlo(Experiment):
                     SE_PASS * se,
                     metric="|estimate - pi|",
                     reference=f"{SE_PASS:g} standard errors of {n:.3g} samples",
-                    size=f"{samples:g}",
+                    size=size,
                 )
             )
             summary[contender.id] = {
@@ -281,6 +293,7 @@ class MonteCarlo(Experiment):
                 "standard_error": se,
                 "z": z,
                 "samples": n,
+                "capped": capped,
                 "g_samples_per_s": m.throughput,
                 "warm_s": timing.median_s,
                 "cold_s": timing.cold_s,

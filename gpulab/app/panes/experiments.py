@@ -34,7 +34,7 @@ from gpulab.app.widgets.race import RaceView
 from gpulab.core.params import ParamError
 from gpulab.experiments.registry import UnknownExperiment, all_experiments, get
 from gpulab.render.plot import plot
-from gpulab.report import fmt_num, fmt_pct, fmt_time
+from gpulab.report import fmt_num, fmt_pct, fmt_time, row_notes
 from gpulab.runner import events as ev
 
 COLUMNS = ("contender", "size", "dtype", "time", "throughput", "% of peak", "verdict")
@@ -453,6 +453,9 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             text += "\n\nDid not run here:\n" + "\n".join(
                 f"  {k}: {v}" for k, v in unavailable.items()
             )
+        notes = row_notes(result)  # capped counts, noisy timings, a % over 100 and why
+        if notes:
+            text += "\n\nNotes on rows:\n" + "\n".join(notes)
         explanation.update(text)
         lesson_button.display = bool(lesson)
         width = max(40, (self.size.width or 80) - 6)

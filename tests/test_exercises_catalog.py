@@ -1,0 +1,88 @@
+"""Every exercise in the catalog: our solution passes, every known-wrong solution is rejected
+with the message its `# expect:` line names. Exercises that need a GPU run under -m gpu."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from gpulab.exercises.catalog import load_catalog
+from gpulab.exercises.job import check_inline
+
+CATALOG = load_catalog()
+
+
+@functools.cache
+def _inventory():
+    from gpulab.core.devices import detect
+
+    return detect()
+
+
+def _marks(ex):
+    return [pytest.mark.gpu] if set(ex.needs) & {"gpu", "cupy"} else []
+
+
+SOLUTIONS = [pytest.param(ex, id=ex.id, marks=_marks(ex)) for ex in CATALOG]
+WRONGS = [
+    pytest.param(ex, w, id=f"{ex.id}/{w.name}", marks=_marks(ex))
+    for ex in CATALOG
+    for w in ex.wrong
+]
+
+
+def test_the_catalog_has_exercises():
+    assert len(CATALOG) >= 1
+    assert CATALOG.get("vector-add").order == 1
+
+
+@pytest.mark.parametrize("ex", SOLUTIONS)
+def test_solution_passes(ex):
+    why = ex.unavailable(_inventory())
+    if why:
+        pytest.skip(why)
+    result, events = check_inline(
+        ex.id, str(ex.solution_path), 1234, quick=True, inventory=_inventory()
+    )
+    assert result.verdict == "pass", f"{ex.id}: {result.message}"
+    assert result.cases and all(c.passed for c in result.cases)
+    if ex.timed:
+        assert result.timing is not None and result.timing["learner"]["value"] > 0
+        assert result.grade in ("pass", "bronze", "silver", "gold")
+
+
+@pytest.mark.parametrize("ex", SOLUTIONS)
+def test_starter_fails(ex):
+    why = ex.unavailable(_inventory())
+    if why:
+        pytest.skip(why)
+    result, _ = check_inline(ex.id, str(ex.starter_path), 99, quick=True, inventory=_inventory())
+    assert result.verdict == "fail" and result.message
+
+
+@pytest.mark.parametrize(("ex", "wrong"), WRONGS)
+@pytest.mark.parametrize("seed", [7, 2024])
+def test_wrong_solution_is_rejected(ex, wrong, seed):
+    why = ex.unavailable(_inventory())
+    if why:
+        pytest.skip(why)
+    result, _ = check_inline(ex.id, str(wrong.path), seed, quick=True, inventory=_inventory())
+    assert result.verdict == "fail", f"{wrong.path} passed: {result.message}"
+    assert wrong.expect.lower() in result.message.lower(), (
+        f"{wrong.path}: expected {wrong.expect!r} in {result.message!r}"
+    )
+
+
+def test_every_exercise_links_a_real_lesson():
+    from gpulab.lessons.catalog import load_catalog as load_lessons
+
+    lessons = load_lessons()
+    for ex in CATALOG:
+        assert ex.lesson in lessons, f"{ex.folder}/exercise.md: unknown lesson {ex.lesson!r}"
+
+
+def test_every_exercise_has_wrong_solutions_and_hints():
+    for ex in CATALOG:
+        assert len(ex.wrong) >= 2, f"{ex.folder}: at least two known-wrong solutions"
+        assert 2 <= len(ex.hints) <= 4, f"{ex.folder}: 2-4 hints"
