@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="check (default), or recover: copy the file aside and salvage what can be read",
     )
     store.add_argument("--json", action="store_true", help="print JSON")
+
+    from gpulab.cli_history import add_parser as add_history
+
+    add_history(sub)
+
     from gpulab.exercises.cli import add_parser as add_exercises
 
     add_exercises(sub)
@@ -138,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpulab.doctor.cli import main as doctor_main
 
             return doctor_main(args)
+        if args.command == "history":
+            from gpulab.cli_history import main as history_main
+
+            return history_main(args)
         if args.command in ("exercises", "ex"):
             from gpulab.exercises.cli import main as exercises_main
 

@@ -43,16 +43,6 @@ SMALL = {
 }
 
 
-@pytest.fixture(scope="module")
-def cpu_inventory():
-    inv = copy.deepcopy(detect())
-    for name in ("torch-cuda", "cupy"):
-        inv.backends[name] = Backend(name, False, reason="switched off for the test")
-    inv.devices = [d for d in inv.devices if d.kind != "cuda"]
-    inv.gpu_reason = "switched off for the test"
-    return inv
-
-
 @pytest.fixture()
 def fake_gpu_inventory(cpu_inventory):
     """An inventory that claims torch with CUDA: only safe where nothing touches CUDA."""

@@ -10,8 +10,9 @@ import copy
 import math
 
 import pytest
+from headline_checks import assert_headline
 
-from gpulab.core.devices import Backend, detect
+from gpulab.core.devices import detect
 from gpulab.experiments import registry
 from gpulab.runner.inline import run_job
 
@@ -55,16 +56,6 @@ CPU_PARAMS = {
 IDS = sorted(CPU_PARAMS)
 
 
-@pytest.fixture(scope="module")
-def cpu_inventory():
-    inv = copy.deepcopy(detect())
-    for name in ("torch-cuda", "cupy"):
-        inv.backends[name] = Backend(name, False, reason="switched off for the CPU-path test")
-    inv.devices = [d for d in inv.devices if d.kind != "cuda"]
-    inv.gpu_reason = "switched off for the CPU-path test"
-    return inv
-
-
 def run(exp_id, params, inventory, is_cancelled=None):
     events: list[dict] = []
     final = run_job(
@@ -97,6 +88,7 @@ def test_cpu_path_runs_verifies_and_explains(exp_id, cpu_inventory):
     result = result_event["result"]
     assert result["lesson"] in LESSONS
     assert len(result["explanation"]) > 200
+    assert_headline(exp_id, result)
     for v in result["verdicts"]:
         assert v["passed"], v
     for m in result["measurements"]:
