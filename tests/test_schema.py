@@ -87,3 +87,16 @@ def test_one_version_and_the_changelog_has_it(capsys):
     assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"gpulab {__version__}"
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert f"## [{__version__}]" in changelog
+
+
+def test_history_documents_read_back_with_their_tag():
+    """`history --json`, `history show --json` and an export carry the tag; import still reads
+    them, and the tag is not kept as a field of the run."""
+    from gpulab.history_io import parse
+
+    run = {"experiment": "montecarlo", "status": "result", "rows": [], "params": {}}
+    listed = json.dumps(schema.tagged("history", {"runs": [run]}))
+    shown = json.dumps(schema.tagged("history", {**run, "format": "gpulab-run"}))
+    for text in (listed, shown):
+        (entry,) = parse(text, "doc")
+        assert entry["experiment"] == "montecarlo" and "schema" not in entry
