@@ -320,3 +320,13 @@ def test_the_doctor_process_never_imports_torch_or_cupy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == []
+
+
+def test_cupy_that_sees_no_gpu_is_broken():
+    facts = healthy()
+    facts["probe"]["cupy"].update(count=0)
+    del facts["probe"]["cupy"]["kernel"]
+    result = verdicts(facts)
+    assert result["cupy"].status == ck.FAIL and "sees no GPU, NVML sees 1" in result["cupy"].message
+    assert result["kernel-cupy"].status == ck.SKIP
+    assert result["kernel-cupy"].message == "not run: see the CuPy line"

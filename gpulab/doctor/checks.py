@@ -15,6 +15,7 @@ from typing import Any
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 WORKER_SLOW_S = 30.0  # a ready worker slower than this gets a warning (the TUI waits longer)
 TORCH_INDEX = "https://download.pytorch.org/whl"
+TITLES = {"torch": "torch", "cupy": "CuPy"}
 
 
 @dataclass
@@ -134,10 +135,8 @@ def check_torch(facts: dict[str, Any]) -> Check:
     if not torch.get("cuda"):
         message = f"torch {version} is a CPU-only build"
         if gpus:
-            return Check(
-                "torch", title, FAIL, message + " on a machine with a GPU",
-                torch_index_hint(nvml.get("cuda", "")),
-            )  # fmt: skip
+            fix = torch_index_hint(nvml.get("cuda", ""))
+            return Check("torch", title, FAIL, message + " on a machine with a GPU", fix)
         return Check("torch", title, WARN, message + " (fine without a GPU)")
     if not gpus:
         return Check("torch", title, WARN, f"torch {version} (CUDA build); NVML sees no GPU")
@@ -221,6 +220,14 @@ def check_cupy(facts: dict[str, Any]) -> Check:
         return Check("cupy", title, FAIL, f"{head}: {cupy['error']}", fix)
     if not have_gpu:
         return Check("cupy", title, SKIP, f"{head} installed; no GPU to use it on")
+    if not cupy.get("count"):
+        return Check(
+            "cupy",
+            title,
+            FAIL,
+            f"{head} sees no GPU, NVML sees {len(nvml.get('gpus', []))}",
+            "check CUDA_VISIBLE_DEVICES and, in a container, that it was given the GPUs",
+        )
     if built and want and built != want:
         return Check(
             "cupy",
@@ -241,7 +248,8 @@ def _gpu_step(facts: dict[str, Any], check_id: str, title: str, key: tuple[str, 
         return Check(check_id, title, FAIL, f"the probe process failed: {probe['error']}")
     step = probe.get(key[0], {}).get(key[1])
     if not step:
-        return Check(check_id, title, SKIP, "no GPU for it (see above)")
+        why = "no GPU" if cpu_mode(facts) else f"not run: see the {TITLES[key[0]]} line"
+        return Check(check_id, title, SKIP, why)
     if step.get("ok"):
         return Check(check_id, title, OK, step.get("detail", "ran and gave the right answer"))
     return Check(check_id, title, FAIL, step.get("error", "failed"), step.get("fix", ""))
