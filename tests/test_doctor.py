@@ -330,3 +330,30 @@ def test_cupy_that_sees_no_gpu_is_broken():
     assert result["cupy"].status == ck.FAIL and "sees no GPU, NVML sees 1" in result["cupy"].message
     assert result["kernel-cupy"].status == ck.SKIP
     assert result["kernel-cupy"].message == "not run: see the CuPy line"
+
+
+def test_the_probe_kernel_compiles_and_gives_2x_plus_1(monkeypatch):
+    """The probe's CUDA C through NVRTC (where it is installed: CI has the wheel) and run on the
+    CUDA emulator through the fake CuPy: the check the GPU path makes, on the CPU."""
+    from gpulab.testing import cuda_emu, fake_cupy, nvrtc
+
+    if nvrtc.available():
+        assert nvrtc.compile_errors(probe.KERNEL) is None
+    if cuda_emu.compiler() is None:
+        pytest.skip("no host C++ compiler for the CUDA emulator")
+    cupy = fake_cupy.install(monkeypatch)
+
+    class Compiling(cupy.RawKernel):
+        compiled = 0
+
+        def compile(self) -> None:  # real CuPy's RawKernel.compile: NVRTC, then load the module
+            Compiling.compiled += 1
+
+    monkeypatch.setattr(cupy, "RawKernel", Compiling)
+    detail = probe._cupy_kernel(cupy)
+    assert Compiling.compiled == 1 and "matches the host" in detail
+
+    wrong = probe.KERNEL.replace("2.0f * x[i] + 1.0f", "2.0f * x[i]")
+    monkeypatch.setattr(probe, "KERNEL", wrong)
+    with pytest.raises(RuntimeError, match="disagrees"):
+        probe._cupy_kernel(cupy)
