@@ -223,6 +223,7 @@ def test_writable_directories_are_ok(tmp_path, monkeypatch):
         ({"tty": True, "size": [120, 40], "colorterm": ""}, ck.WARN, "COLORTERM=unset"),
         ({"tty": True, "size": [70, 20], "colorterm": "24bit"}, ck.WARN, "below 80x24"),
         ({"tty": True, "size": [100, 30], "no_color": True}, ck.WARN, "NO_COLOR"),
+        ({"tty": False, "size": None, "colorterm": ""}, ck.SKIP, "not a terminal"),
     ],
 )
 def test_terminal(terminal, status, words):
@@ -302,6 +303,7 @@ def test_cpu_mode_for_real(capsys):
 def test_doctor_on_a_gpu_is_all_ok(capsys):
     code = main(["doctor", "--json"])
     doc = json.loads(capsys.readouterr().out)
+    # The terminal is skipped when output is captured (as here) and judged in a real one.
     bad = [c for c in doc["checks"] if c["status"] != ck.OK and c["id"] != "terminal"]
     assert code == 0 and not doc["cpu_mode"] and not bad, bad
 

@@ -298,6 +298,13 @@ def check_dir(facts: dict[str, Any], check_id: str, title: str) -> Check:
 def check_terminal(facts: dict[str, Any]) -> Check:
     term = facts.get("terminal", {})
     title = "terminal"
+    if not term.get("tty"):  # redirected: this is not the terminal gpulab will draw on
+        return Check(
+            "terminal",
+            title,
+            SKIP,
+            "output is not a terminal: run `gpulab doctor` in the one you use gpulab in",
+        )
     notes, fixes = [], []
     if term.get("no_color"):
         notes.append("NO_COLOR is set: no colour")
@@ -307,9 +314,7 @@ def check_terminal(facts: dict[str, Any]) -> Check:
         notes.append(f"COLORTERM={term.get('colorterm') or 'unset'}: 256 colours at best")
         fixes.append("export COLORTERM=truecolor (SSH seldom forwards it)")
     size = term.get("size")
-    if not term.get("tty"):
-        notes.append("not a terminal (output redirected)")
-    elif size and (size[0] < 80 or size[1] < 24):
+    if size and (size[0] < 80 or size[1] < 24):
         notes.append(f"{size[0]}x{size[1]} is below 80x24: panes switch with tab")
         fixes.append("enlarge the window to at least 80x24")
     elif size:
