@@ -80,7 +80,7 @@ def test_a_driver_older_than_torchs_cuda(runs_anyway):
     check = verdicts(facts)["driver"]
     assert check.status == (ck.WARN if runs_anyway else ck.FAIL)
     assert "12.4" in check.message and "13.0" in check.message
-    assert "update the NVIDIA driver" in check.fix and "/cu128" in check.fix
+    assert "update the NVIDIA driver" in check.fix and check.fix.endswith("/cu124")
 
 
 def test_a_cpu_torch_on_a_gpu_box_is_broken_and_names_the_index():
@@ -359,3 +359,12 @@ def test_the_probe_kernel_compiles_and_gives_2x_plus_1(monkeypatch):
     monkeypatch.setattr(probe, "KERNEL", wrong)
     with pytest.raises(RuntimeError, match="disagrees"):
         probe._cupy_kernel(cupy)
+
+
+@pytest.mark.parametrize(
+    ("driver_cuda", "tag"),
+    [("13.0", "/cu130"), ("12.9", "/cu129"), ("12.5", "/cu124"), ("12.0", "/cu118"),
+     ("11.4", "update the NVIDIA driver"), ("", "update the NVIDIA driver")],
+)  # fmt: skip
+def test_torch_index_never_newer_than_the_driver(driver_cuda, tag):
+    assert tag in ck.torch_index_hint(driver_cuda)

@@ -16,6 +16,9 @@ OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 WORKER_SLOW_S = 30.0  # a ready worker slower than this gets a warning (the TUI waits longer)
 TORCH_INDEX = "https://download.pytorch.org/whl"
 TITLES = {"torch": "torch", "cupy": "CuPy"}
+# The CUDA versions PyTorch publishes wheel indexes for (download.pytorch.org/whl/cuXYZ), oldest
+# first; a driver runs any build whose CUDA version is not newer than its own.
+TORCH_CUDA_BUILDS = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
 
 
 @dataclass
@@ -46,13 +49,16 @@ def cupy_package(cuda_major: int | None) -> str:
 
 
 def torch_index_hint(driver_cuda: str) -> str:
-    """The pip line for a CUDA build of torch this driver can run."""
-    m = major(driver_cuda)
-    if m is None:
+    """The pip line for a CUDA build of torch this driver can run: the newest of PyTorch's
+    CUDA indexes that is not newer than the driver's CUDA version."""
+    have = version_tuple(driver_cuda)
+    fits = [v for v in TORCH_CUDA_BUILDS if version_tuple(v) <= have] if major(driver_cuda) else []
+    if not fits:
         return (
-            f"pip install torch --index-url {TORCH_INDEX}/cu128 (a CUDA build; match your driver)"
+            f"update the NVIDIA driver, then pip install torch --index-url {TORCH_INDEX}/cu128 "
+            "(PyTorch's CUDA builds start at CUDA 11.8)"
         )
-    tag = "cu130" if m >= 13 else "cu128" if m == 12 else f"cu{m}x"
+    tag = "cu" + fits[-1].replace(".", "")
     return f"pip install --force-reinstall torch --index-url {TORCH_INDEX}/{tag}"
 
 
