@@ -368,3 +368,29 @@ def test_the_probe_kernel_compiles_and_gives_2x_plus_1(monkeypatch):
 )  # fmt: skip
 def test_torch_index_never_newer_than_the_driver(driver_cuda, tag):
     assert tag in ck.torch_index_hint(driver_cuda)
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("import time; time.sleep(30)", "did not finish in 0.5 s"),
+        ("import os, sys; sys.stderr.write('Fatal: CUDA init\\n'); os.abort()", "SIGABRT"),
+        ("print('no marker here')", "exited with code 0 without its report"),
+    ],
+)
+def test_a_probe_that_hangs_crashes_or_says_nothing(code, words):
+    import asyncio
+    import sys
+
+    out = asyncio.run(gather.probe_facts(0.5, [sys.executable, "-c", code]))
+    assert set(out) == {"error"} and words in out["error"], out
+    facts = healthy()
+    facts["probe"] = out
+    assert verdicts(facts)["kernel-torch"].status == ck.FAIL
+
+
+def test_a_worker_past_its_limit_is_broken():
+    import asyncio
+
+    out = asyncio.run(gather.worker_facts(0.01))
+    assert not out["ready"] and "did not answer within 0.01 s" in out["error"]

@@ -135,14 +135,15 @@ def terminal_facts() -> dict[str, Any]:
     }
 
 
-async def probe_facts(limit_s: float = PROBE_LIMIT_S) -> dict[str, Any]:
-    """Run the probe subprocess and read its one line; {"error": ...} if it never says it."""
+async def probe_facts(
+    limit_s: float = PROBE_LIMIT_S, argv: list[str] | None = None
+) -> dict[str, Any]:
+    """Run the probe subprocess (`argv`: another command, for tests) and read its one line;
+    {"error": ...} if it never says it."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gpulab.doctor.probe",
+        *(argv or [sys.executable, "-m", "gpulab.doctor.probe"]),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
@@ -161,7 +162,8 @@ async def probe_facts(limit_s: float = PROBE_LIMIT_S) -> dict[str, Any]:
     from gpulab.runner.client import describe_exit
 
     tail = [s for s in err.decode(errors="replace").splitlines() if s.strip()][-1:]
-    return {"error": describe_exit(proc.returncode or 0)[0] + (f": {tail[0]}" if tail else "")}
+    how = describe_exit(proc.returncode or 0)[0]
+    return {"error": f"it {how} without its report" + (f": {tail[0]}" if tail else "")}
 
 
 async def worker_facts(limit_s: float = WORKER_LIMIT_S) -> dict[str, Any]:
