@@ -26,6 +26,7 @@ GPU_PARAMS = {
     "mixed-precision": {"steps": 5, "hidden": 256, "batch": 64},
     "profiler": {"steps": 2, "hidden": 256, "batch": 64},
     "memory": {"gib": 0.5, "hold_s": 0.3},
+    "cold-start": {"n": 1_000_000, "processes": 1},
 }
 
 
