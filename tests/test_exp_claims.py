@@ -145,3 +145,49 @@ def test_alignment_answer_is_the_runs_worst_slowdown(gpu_off_inventory):
     s = result["summary"]
     assert s["worst_slowdown"] == max(s["worst"].values())
     assert f"took {s['worst_slowdown']:.1f}x the aligned time" in result["explanation"]
+
+
+# ---------------------------------------------------------------------------- tensor cores
+
+KERNEL_NAMES = {
+    # Seen on an H100 (issue 16): plain fp32 is CUDA cores although the name says "xmma".
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x16_stage4_warpsize2x2x1_ffma_"
+    "aligna4_alignc4_execute_kernel__5x_cublas": ("no", "ffma"),
+    "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT": ("yes", "nvjet type code tst"),
+    "nvjet_sm90_hsh_128x256_64x4_2x1_v_bz_coopB_TNT": ("yes", "nvjet type code hsh"),
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_wgmma": ("yes", "wgmma"),
+    "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn": ("yes", "16816"),
+    "volta_sgemm_128x64_nn": ("no", "sgemm"),
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>": (
+        "n/a",
+        "not a matmul kernel",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KERNEL_NAMES))
+def test_tensor_core_verdict_by_name(name):
+    from gpulab.experiments import tensor_cores as tc
+
+    assert tc.by_name(name) == KERNEL_NAMES[name]
+
+
+def test_tensor_core_verdict_by_rate():
+    from gpulab.experiments import tensor_cores as tc
+
+    assert tc.by_rate(600.0, 51.0)[0] == "yes"
+    assert "11.8x the fp32 CUDA-core ceiling" in tc.by_rate(600.0, 51.0)[1]
+    assert tc.by_rate(45.0, 51.0)[0] == "no"
+    assert tc.by_rate(55.0, 51.0)[0] == "no"  # within the margin: not proof
+    assert tc.by_rate(600.0, None)[0] == "unclear"
+
+
+def test_profiler_dtype_is_a_gpu_choice(gpu_off_inventory):
+    final, events = run(
+        "profiler", {"steps": 1, "hidden": 32, "batch": 8, "dtype": "bf16"}, gpu_off_inventory
+    )
+    assert final == "result", events[-1]
+    result = events[-1]["result"]
+    assert result["unavailable"]["bf16"] == "the dtype choice is for GPU matmuls"
+    assert result["summary"]["dtype"] == "fp32"
+    assert not [m for m in result["measurements"] if m["extra"].get("kind") == "kernel"]
