@@ -191,3 +191,49 @@ def test_profiler_dtype_is_a_gpu_choice(gpu_off_inventory):
     assert result["unavailable"]["bf16"] == "the dtype choice is for GPU matmuls"
     assert result["summary"]["dtype"] == "fp32"
     assert not [m for m in result["measurements"] if m["extra"].get("kind") == "kernel"]
+
+
+# ---------------------------------------------------------------------------- fp8
+
+
+def test_fp8_says_where_it_cannot_run(monkeypatch):
+    import types
+
+    import torch
+
+    from gpulab.experiments import fp8
+
+    bare = types.SimpleNamespace(__version__="2.0.0")
+    assert "has no fp8 matmul" in fp8.unsupported(bare, 0, 4096)
+    for cap, ok in (((8, 0), False), ((8, 9), True), ((9, 0), True)):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i, cap=cap: cap)
+        assert (fp8.unsupported(torch, 0, 4096) == "") is ok, cap
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i: (8, 0))
+    assert "this GPU is 8.0" in fp8.unsupported(torch, 0, 4096)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i: (9, 0))
+    assert "multiples of 16" in fp8.unsupported(torch, 0, 4100)
+
+
+def test_fp8_scaling_fills_e4m3s_range():
+    import torch
+
+    from gpulab.experiments import fp8
+
+    x = torch.randn(64, 64) * 1000  # far beyond e4m3's 448 before scaling
+    x8, scale = fp8.quantize(torch, x)
+    assert x8.dtype == torch.float8_e4m3fn
+    back = x8.float() * scale
+    assert float(back.abs().max()) == pytest.approx(float(x.abs().max()), rel=0.07)
+    assert float(x8.float().abs().max()) <= fp8.E4M3_MAX
+    # 3 mantissa bits: each value within 1/16 of itself (relative), far from bf16's 1/256.
+    big = x.abs() > 1
+    assert float(((back - x).abs() / x.abs())[big].max()) <= 1 / 16 + 1e-6
+
+
+def test_dtypes_fp8_is_a_gpu_row(gpu_off_inventory):
+    params = {"cpu_size": 64, "n": 10_000, "dtypes": ["fp32", "fp8"]}
+    final, events = run("dtypes", params, gpu_off_inventory)
+    assert final == "result", events[-1]
+    result = events[-1]["result"]
+    assert "sm_89" in result["unavailable"]["matmul-fp8"]
+    assert "fp8" not in result["summary"]["matmul_tflops"]

@@ -134,7 +134,7 @@ def _estimate(exp_id: str, p: dict) -> int:
     )
 
     if exp_id == "dtypes":
-        ds = list(dtypes.DTYPES)
+        ds = list(dtypes.CHOICES)
         return dtypes.fit_bytes(p["size"], p["n"], ds, ("matmul", "elementwise"), host=False)
     if exp_id == "memory-layout":
         return memory_layout.fit_bytes(p["size"], host=False)
