@@ -38,14 +38,17 @@ class Checker:
         on_event: EventCallback | None = None,
         time_limit: float | None = None,
         env: dict[str, str] | None = None,
+        client: Any = None,
     ) -> None:
+        """`client`: a RunnerClient the caller owns (the TUI's), used as it is and left running."""
         self.device = device
         self.quick = quick
         self.inline = inline
         self.on_event = on_event
         self.time_limit = time_limit  # overrides the exercise's own (tests)
-        self.client: Any = None
-        if not inline:
+        self.client: Any = client
+        self._owned = client is None and not inline
+        if self._owned:
             from gpulab.runner.client import RunnerClient
 
             self.client = RunnerClient(
@@ -57,12 +60,12 @@ class Checker:
             self.on_event(event)
 
     async def __aenter__(self) -> Checker:
-        if self.client is not None:
+        if self._owned:
             await self.client.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.client is not None:
+        if self._owned:
             await self.client.shutdown()
 
     async def check(self, ex: Exercise, path: Path, seed: int) -> tuple[CheckResult, float]:
