@@ -183,6 +183,9 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
             )
         )
     out += syllabus_comparisons(runs)
+    from gpulab.bench_claims import claims_comparisons
+
+    out += claims_comparisons(runs)
     mm = [r for r in runs if r["experiment"] == "matmul" and r["status"] == "result"]
     row = None
     for r in mm:
