@@ -14,14 +14,10 @@ from typing import Any
 
 
 def claims_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from gpulab.bench import _cmp
+    from gpulab.bench import _cmp, finished
 
     out: list[dict[str, Any]] = []
-    for r in runs:
-        if r["status"] != "result":
-            continue
-        s = r["result"].get("summary", {})
-        exp = r["experiment"]
+    for exp, s in finished(runs):
         if exp == "cold-start" and s.get("device") == "gpu":
             out.append(
                 _cmp(
