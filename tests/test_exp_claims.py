@@ -237,3 +237,12 @@ def test_dtypes_fp8_is_a_gpu_row(gpu_off_inventory):
     result = events[-1]["result"]
     assert "sm_89" in result["unavailable"]["matmul-fp8"]
     assert "fp8" not in result["summary"]["matmul_tflops"]
+
+
+def test_occupancy_blocks_are_whole_warps(gpu_off_inventory):
+    final, events = run("occupancy", {"blocks": "64,48"}, gpu_off_inventory)
+    assert final == "failed" and events[-1]["kind"] == "bad-params"
+    assert events[-1]["message"] == (
+        "parameter 'blocks': '64,48' is not allowed: 48 is not a multiple of 32 (a warp); "
+        "expected multiples of 32 from 32 to 1024"
+    )
