@@ -50,7 +50,13 @@ class ManagedMemory(Experiment):
                 min=1,
                 max=1024,
             ),
-            Int("runs", 5, "first-touch and prefetch runs (each rewrites x on the host)", min=1),
+            Int(
+                "runs",
+                5,
+                "first-touch and prefetch runs (each rewrites x on the host)",
+                min=1,
+                max=50,
+            ),
         )
     )
     contenders = (
@@ -105,7 +111,8 @@ class ManagedMemory(Experiment):
         grid = (n + BLOCK - 1) // BLOCK
         a = np.float32(2.0)  # exact: y must equal 2 * x bit for bit
         size = sup.fmt_bytes(nbytes)
-        with cp.cuda.Device(ctx.device_index) as dev:
+        dev = cp.cuda.Device(ctx.device_index)
+        with dev:
             concurrent = int(dev.attributes.get("ConcurrentManagedAccess", 0))
             why = (
                 "this GPU or OS has no concurrent managed access (Windows, WSL or a GPU before "

@@ -138,7 +138,8 @@ class Occupancy(Experiment):
 
         p = sup.peaks(ctx)
         pk = sup.peak_here(p, "cupy", "copy")
-        with cp.cuda.Device(ctx.device_index) as dev:
+        dev = cp.cuda.Device(ctx.device_index)
+        with dev:
             attrs = dev.attributes
             limits = {  # the defaults are an H100's, for a CuPy that names an attribute otherwise
                 "regs_per_sm": int(attrs.get("MaxRegistersPerMultiprocessor", 65536)),
