@@ -82,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("check", "recover"),
         help="check (default), or recover: copy the file aside and salvage what can be read",
     )
+
+    from gpulab.cli_history import add_parser as add_history
+
+    add_history(sub)
+
     from gpulab.exercises.cli import add_parser as add_exercises
 
     add_exercises(sub)
@@ -123,6 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpulab.store_recover import main as store_main
 
             return store_main(args)
+        if args.command == "history":
+            from gpulab.cli_history import main as history_main
+
+            return history_main(args)
         if args.command in ("exercises", "ex"):
             from gpulab.exercises.cli import main as exercises_main
 

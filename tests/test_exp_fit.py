@@ -44,11 +44,6 @@ SMALL = {
 }
 
 
-@pytest.fixture(scope="module")
-def cpu_inventory(gpu_off_inventory):
-    return gpu_off_inventory
-
-
 @pytest.fixture()
 def fake_gpu_inventory(cpu_inventory):
     """An inventory that claims torch with CUDA: only safe where nothing touches CUDA."""
