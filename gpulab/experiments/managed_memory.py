@@ -184,14 +184,9 @@ class ManagedMemory(Experiment):
         ctx.progress(1.0, "done")
         rates = {m.contender: m.throughput for m in result.measurements if m.throughput}
         result.summary = {"bytes": nbytes, "runs": runs, "gbs": rates}
-        first, pre = rates.get("managed-first-touch"), rates.get("managed-prefetched")
+        first = rates.get("managed-first-touch")
         if first and device.throughput:
             result.summary["device_over_first_touch"] = device.throughput / first
-            result.headline = (
-                f"a kernel on managed memory the CPU had just written ran at {first:.0f} GB/s, "
-                f"{device.throughput / first:.0f}x slower than on plain device memory"
-                + (f"; after a prefetch, {pre:.0f} GB/s" if pre else "")
-            )
         result.explanation = explain(rates, nbytes)
         return self.finish(result)
 

@@ -233,7 +233,7 @@ class Occupancy(Experiment):
             del x, y
         ctx.progress(1.0, "done")
         result.summary = {"n": n, "device_limits": limits, "kernels": info}
-        result.explanation, result.headline = explain(result.measurements, info)
+        result.explanation = explain(result.measurements, info)
         return self.finish(result)
 
 
@@ -261,7 +261,7 @@ def occupancy_blocks(
     return found, why
 
 
-def explain(rows: list[Measurement], info: dict[str, Any]) -> tuple[str, str]:
+def explain(rows: list[Measurement], info: dict[str, Any]) -> str:
     text = (
         "Occupancy is the share of an SM's warp slots that a kernel's blocks fill. It is capped "
         "by whichever runs out first: the blocks an SM may hold (32 on recent GPUs, so 32-thread "
@@ -271,7 +271,6 @@ def explain(rows: list[Measurement], info: dict[str, Any]) -> tuple[str, str]:
         "its GB/s falls at low occupancy; past a point more warps add nothing, and beyond "
         "that occupancy is not speed. "
     )
-    head = ""
     for name in KERNELS:
         mine = [m for m in rows if m.contender == name and m.throughput]
         if not mine:
@@ -285,17 +284,11 @@ def explain(rows: list[Measurement], info: dict[str, Any]) -> tuple[str, str]:
             f"{100 * best.extra['occupancy']:.0f}%), worst {worst.throughput:.0f} GB/s at "
             f"{worst.size} ({100 * worst.extra['occupancy']:.0f}%). "
         )
-        if not head:
-            head = (
-                f"{KERNELS[name]}: {worst.throughput:.0f} GB/s at {worst.size} "
-                f"({100 * worst.extra['occupancy']:.0f}% occupancy) vs {best.throughput:.0f} "
-                f"GB/s at {best.size} ({100 * best.extra['occupancy']:.0f}%)"
-            )
     text += (
         "Pick block sizes that are multiples of 32 (a warp), usually 128 to 512; check a "
         "register-heavy kernel's occupancy before tuning anything else."
     )
-    return text, head
+    return text
 
 
 EXPERIMENT = Occupancy()
