@@ -264,8 +264,9 @@ def occupancy_blocks(
 def explain(rows: list[Measurement], info: dict[str, Any]) -> str:
     text = (
         "Occupancy is the share of an SM's warp slots that a kernel's blocks fill. It is capped "
-        "by whichever runs out first: the blocks an SM may hold (32 on recent GPUs, so 32-thread "
-        "blocks fill at most half of 64 warp slots), the threads it may hold, the register "
+        "by whichever runs out first: the blocks an SM may hold (32 on an A100 or H100, so "
+        "32-thread blocks fill at most half of its 64 warp slots; 16 on many consumer cards), "
+        "the threads it may hold, the register "
         "file (64K registers shared by every resident thread) and shared memory. A "
         "memory-bound kernel needs enough warps in flight to keep many loads outstanding, so "
         "its GB/s falls at low occupancy; past a point more warps add nothing, and beyond "
