@@ -1,0 +1,190 @@
+"""`gpulab serve` in a real browser: headless Chromium (Debian's chromium and chromium-driver)
+through selenium loads the lab, runs Monte Carlo with the `r` key, reads the answer off the
+page's terminal, and takes a screenshot; then a second session, the "in use" page for a third
+tab, closing a tab ends its app and workers, and SIGINT ends the server and the rest.
+
+The page draws the terminal on a canvas (xterm.js with its WebGL/canvas renderer), so the text
+is read from xterm's own buffer: a script added before the page's scripts notes the terminal
+object as xterm builds it. Set GPULAB_SERVE_SCREENSHOT=docs/serve-cpu.png to refresh the README's
+picture. CI (GPULAB_BROWSER_TEST=required) fails rather than skips when the browser is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpulab.serve_session import children, descendants, start_time
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+SCREEN_TIMEOUT_S = 60.0  # a loaded 2-core CI box: the worker's imports alone can take 10 s
+
+
+def _browser_or_skip() -> None:
+    missing = []
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        missing.append("chromium and chromium-driver (apt-get install chromium chromium-driver)")
+    for module in ("selenium", "textual_serve"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(f"{module} (pip install -e '.[test]')")
+    if not missing:
+        return
+    reason = "the browser test needs " + ", ".join(missing)
+    if os.environ.get("GPULAB_BROWSER_TEST") == "required":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+# Noted as xterm's Terminal sets its `_core`: the public Terminal is the one with loadAddon.
+NOTE_TERMINAL = """
+window.__xterms = [];
+Object.defineProperty(Object.prototype, '_core', {
+  configurable: true,
+  set(value) {
+    Object.defineProperty(this, '_core', {value, writable: true, configurable: true});
+    if (typeof this.loadAddon === 'function') window.__xterms.push(this);
+  },
+});
+"""
+READ_SCREEN = """
+const t = (window.__xterms || [])[0];
+if (!t) return null;
+const rows = [];
+for (let y = 0; y < t.rows; y++) {
+  const line = t.buffer.active.getLine(y);
+  rows.push(line ? line.translateToString(true) : '');
+}
+return rows.join('\\n');
+"""
+
+
+def _wait(what: str, check, timeout: float = SCREEN_TIMEOUT_S, last=lambda: ""):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.25)
+    pytest.fail(f"timed out waiting for {what}; last seen:\n{last()}")
+
+
+def _alive(procs: list[tuple[int, int]]) -> list[int]:
+    return [pid for pid, tick in procs if start_time(pid) == tick]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.fixture
+def server(tmp_path):
+    _browser_or_skip()
+    log = tmp_path / "serve.log"
+    env = dict(os.environ, GPULAB_DATA_DIR=str(tmp_path / "data"))
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gpulab", "serve", "--port", "0", "--max-sessions", "2"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    try:
+        url = _wait(
+            "gpulab serve to listen",
+            lambda: re.search(r"gpulab serve: (http://\S+)", log.read_text()),
+            timeout=30,
+            last=log.read_text,
+        ).group(1)
+        yield proc, url, log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    options.add_argument("--window-size=1280,800")
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": NOTE_TERMINAL})
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _new_session(driver, server_pid: int, url: str) -> int:
+    """Opens the lab in the current tab; the pid of the app process it started."""
+    before = set(children(server_pid))
+    driver.get(url)
+    new = _wait("a session's app process", lambda: set(children(server_pid)) - before)
+    assert len(new) == 1
+    return new.pop()
+
+
+def test_the_lab_in_a_browser(server, browser, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    proc, url, log = server
+    screen = lambda: browser.execute_script(READ_SCREEN) or ""  # noqa: E731
+    lab_tab = browser.current_window_handle
+    app = _new_session(browser, proc.pid, url)
+
+    # The lab's title and panes, then the worker's "ready": `r` before it would be ignored.
+    _wait("the lab's panes", lambda: all(p in screen() for p in ("gpulab", "Lessons")), last=screen)
+    _wait("the worker to be ready", lambda: "ready in" in screen(), last=screen)
+    workers = descendants(app)
+    assert any("gpulab.runner.worker" in _cmdline(pid) for pid, _ in workers), workers
+    browser.execute_script("document.querySelector('.xterm-helper-textarea').focus()")
+    ActionChains(browser).send_keys("r").perform()
+    found = _wait("Monte Carlo's answer", lambda: re.search(r"➜ pi ≈ (\d\.\d+)", screen()))
+    assert abs(float(found.group(1)) - 3.14159265) < 0.01, screen()
+    shot = tmp_path / "serve.png"
+    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    if os.environ.get("GPULAB_SERVE_SCREENSHOT"):
+        shutil.copy(shot, os.environ["GPULAB_SERVE_SCREENSHOT"])
+
+    # A second tab gets a second session (--max-sessions 2), a third the "in use" page.
+    browser.switch_to.new_window("tab")
+    second = _new_session(browser, proc.pid, url)
+    _wait("the second session's worker", lambda: descendants(second))
+    browser.switch_to.new_window("tab")
+    browser.get(url)
+    assert "gpulab is in use" in browser.page_source
+    assert "--max-sessions 3" in browser.page_source
+
+    # Closing the first tab ends its app and every worker under it, within seconds.
+    first = [(app, start_time(app)), *descendants(app)]
+    browser.switch_to.window(lab_tab)
+    browser.close()
+    _wait("the closed tab's processes to end", lambda: not _alive(first), timeout=15)
+    assert start_time(second) is not None, "closing one tab ended another's session"
+
+    # SIGINT (Ctrl-C) ends the server, its other session and that session's workers.
+    rest = [(second, start_time(second)), *descendants(second)]
+    assert len(rest) >= 2
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 0, log.read_text()
+    _wait("the last session's processes to end", lambda: not _alive(rest), timeout=10)
+    assert "gpulab serve: stopped" in log.read_text()
