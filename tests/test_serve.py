@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -179,3 +180,27 @@ def test_process_tree_helpers_know_this_process():
     assert serve_session.start_time(me) is not None
     assert serve_session.start_time(2**22 + 7) is None  # past pid_max: never a process
     assert me in serve_session.children(os.getppid())
+
+
+def test_sigterm_stops_an_idle_server_cleanly(tmp_path):
+    log = tmp_path / "serve.log"
+    env = dict(os.environ, GPULAB_DATA_DIR=str(tmp_path / "data"))
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gpulab", "serve", "--port", "0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while "gpulab serve: http://127.0.0.1:" not in log.read_text():
+            assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0, log.read_text()
+        assert log.read_text().rstrip().endswith("gpulab serve: stopped")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
