@@ -7,11 +7,11 @@ import asyncio
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 
 import pytest
+from serve_helpers import served
 
 from gpulab.cli import main
 
@@ -183,24 +183,7 @@ def test_process_tree_helpers_know_this_process():
 
 
 def test_sigterm_stops_an_idle_server_cleanly(tmp_path):
-    log = tmp_path / "serve.log"
-    env = dict(os.environ, GPULAB_DATA_DIR=str(tmp_path / "data"))
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gpulab", "serve", "--port", "0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while "gpulab serve: http://127.0.0.1:" not in log.read_text():
-            assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
-            time.sleep(0.1)
+    with served(tmp_path) as (proc, _url, log):
         proc.terminate()
         assert proc.wait(timeout=15) == 0, log.read_text()
         assert log.read_text().rstrip().endswith("gpulab serve: stopped")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()

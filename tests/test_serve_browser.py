@@ -15,12 +15,11 @@ import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from serve_helpers import served
 
 from gpulab.serve_session import children, descendants, start_time
 
@@ -93,27 +92,8 @@ def _cmdline(pid: int) -> str:
 @pytest.fixture
 def server(tmp_path):
     _browser_or_skip()
-    log = tmp_path / "serve.log"
-    env = dict(os.environ, GPULAB_DATA_DIR=str(tmp_path / "data"))
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gpulab", "serve", "--port", "0", "--max-sessions", "2"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    try:
-        url = _wait(
-            "gpulab serve to listen",
-            lambda: re.search(r"gpulab serve: (http://\S+)", log.read_text()),
-            timeout=30,
-            last=log.read_text,
-        ).group(1)
-        yield proc, url, log
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+    with served(tmp_path, "--max-sessions", "2") as running:
+        yield running
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import sys
 import time
 
 import pytest
+from serve_helpers import served
 
 from gpulab.serve_session import children, descendants, start_time
 
@@ -49,20 +50,7 @@ async def serve_and_run_montecarlo(tmp_path) -> tuple[dict, list[tuple[int, int]
     server; the kept run, and the session's processes (all gone by then)."""
     import aiohttp
 
-    log = tmp_path / "serve.log"
-    env = dict(os.environ, GPULAB_DATA_DIR=str(tmp_path / "data"))
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gpulab", "serve", "--port", "0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    try:
-        found = await _until(
-            "the server", lambda: re.search(r"gpulab serve: (http://\S+)", log.read_text()), 30
-        )
-        url = found.group(1)
+    with served(tmp_path) as (proc, url, log):
         seen = bytearray()
         async with aiohttp.ClientSession() as client:
             ws = await client.ws_connect(
@@ -89,11 +77,7 @@ async def serve_and_run_montecarlo(tmp_path) -> tuple[dict, list[tuple[int, int]
         )
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0, log.read_text()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    runs = _history(env)
+    runs = _history(dict(os.environ, GPULAB_DATA_DIR=str(tmp_path / "data")))
     assert len(runs) == 1, runs
     return runs[0], tree
 
