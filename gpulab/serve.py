@@ -54,6 +54,7 @@ class LabServer(Server):
         self.argv = argv
         self.max_sessions = max_sessions
         self.sessions: dict[LabSession, web.WebSocketResponse] = {}
+        self._ending: set[asyncio.Future[None]] = set()  # held: the loop keeps weak refs only
         self.url = ""  # set once listening: the real port when --port 0 asked for any
 
     async def _make_app(self) -> web.Application:
@@ -138,12 +139,22 @@ class LabServer(Server):
         except (asyncio.CancelledError, ConnectionResetError):
             pass
         finally:
+            # A task of its own, shielded: aiohttp cancels this handler when the browser's
+            # connection drops, and the slot must stay taken until the processes have ended.
+            ending = asyncio.ensure_future(self._finish(session, websocket))
+            self._ending.add(ending)
+            ending.add_done_callback(self._ending.discard)
+            await asyncio.shield(ending)
+        return websocket
+
+    async def _finish(self, session: LabSession, websocket: web.WebSocketResponse) -> None:
+        try:
             await session.end()
+        finally:
             self.sessions.pop(session, None)
             with contextlib.suppress(Exception):
                 await websocket.close()
             print(f"gpulab serve: session ended (app pid {session.pid})", flush=True)
-        return websocket
 
     # ---- life ----------------------------------------------------------------------------
     async def on_startup(self, app: web.Application) -> None:

@@ -107,6 +107,13 @@ class LabSession(AppService):
         self._stdin = process.stdin
         return process
 
+    async def run(self) -> None:
+        await super().run()
+        # The app's output has ended: it quit, or it never started (an import error, say). The
+        # page then shows "Session ended" with a Restart button instead of a blank terminal.
+        with contextlib.suppress(Exception):
+            await self.remote_close()
+
     async def end(self) -> None:
         """Ends the app and its workers; safe to call more than once, from anywhere."""
         if self._ending is None:

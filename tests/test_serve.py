@@ -133,6 +133,21 @@ async def test_a_freed_slot_serves_the_lab_to_a_reload(monkeypatch):
         await client.close()
 
 
+async def test_an_app_that_dies_at_start_closes_its_page_and_frees_the_slot():
+    lab = serve.LabServer([sys.executable, "-c", "raise SystemExit(3)"], "127.0.0.1", 0)
+    client = await _client(lab)
+    try:
+        ws = await client.ws_connect("/ws", headers={"Origin": _origin(client)})
+        closed = await ws.receive(timeout=20)  # the page then offers "Restart"
+        assert closed.type.name in ("CLOSE", "CLOSED", "CLOSING")
+        deadline = time.monotonic() + 10
+        while lab.sessions and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not lab.sessions
+    finally:
+        await client.close()
+
+
 # ---- ending a session that will not quit ---------------------------------------------------
 STUBBORN = """
 import signal, subprocess, sys, time

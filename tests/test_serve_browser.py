@@ -160,6 +160,8 @@ def test_the_lab_in_a_browser(server, browser, tmp_path):
     browser.close()
     _wait("the closed tab's processes to end", lambda: not _alive(first), timeout=15)
     assert start_time(second) is not None, "closing one tab ended another's session"
+    freed = f"session ended (app pid {app})"  # printed once its slot is free again
+    _wait("the closed tab's slot", lambda: freed in log.read_text(), timeout=10, last=log.read_text)
 
     # SIGINT (Ctrl-C) ends the server, its other session and that session's workers.
     rest = [(second, start_time(second)), *descendants(second)]
