@@ -21,7 +21,7 @@ from aiohttp import WSServerHandshakeError  # noqa: E402
 from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 
 from gpulab import serve, serve_session  # noqa: E402
-from gpulab.serve_cli import exposure_warning  # noqa: E402
+from gpulab.serve_cli import app_argv, exposure_warning  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -43,6 +43,11 @@ def test_bad_flags_exit_2_with_one_line(capsys, flags, says):
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2", "[::1]"])
 def test_loopback_needs_no_warning(host):
     assert exposure_warning(host, 8000) is None
+
+
+def test_each_session_runs_this_python_s_gpulab_with_the_sample_period():
+    assert app_argv(None) == [sys.executable, "-m", "gpulab"]
+    assert app_argv(1.5)[-2:] == ["--sample-period", "1.5"]
 
 
 def test_any_other_host_warns_and_a_taken_port_is_one_line(capsys):
