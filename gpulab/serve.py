@@ -31,16 +31,20 @@ BUSY_PATH = "/in-use"
 
 def busy_page(max_sessions: int) -> str:
     """The page a browser gets while every session is taken."""
-    what = "a session" if max_sessions == 1 else f"all {max_sessions} sessions"
+    who = (
+        "Another browser tab has this lab open"
+        if max_sessions == 1
+        else f"Other browser tabs hold all {max_sessions} sessions of this lab"
+    )
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>gpulab: in use</title>
 <style>body{{background:#0c181f;color:#e8eef2;font:16px/1.5 monospace;margin:4em auto;
 max-width:42em}}a{{color:#7fd3ff}}code{{background:#12232d;padding:0 .3em}}</style></head>
 <body><h1>gpulab is in use</h1>
-<p>Another browser tab has {html.escape(what)} of this lab open. Each session starts its own
+<p>{html.escape(who)}. Each session starts its own
 worker process and CUDA context on the GPU, so this server runs at most {max_sessions} at a
 time.</p>
-<p>Close the other tab (its session ends within seconds) and <a href="/">try again</a>, or
+<p>Close a tab that has it (its session ends within seconds) and <a href="/">try again</a>, or
 restart the server with <code>gpulab serve --max-sessions {max_sessions + 1}</code>.</p>
 </body></html>"""
 
