@@ -4,9 +4,8 @@ page's terminal, and takes a screenshot; then a second session, the "in use" pag
 tab, closing a tab ends its app and workers, and SIGINT ends the server and the rest.
 
 The page draws the terminal on a canvas (xterm.js with its WebGL/canvas renderer), so the text
-is read from xterm's own buffer: a script added before the page's scripts notes the terminal
-object as xterm builds it. Set GPULAB_SERVE_SCREENSHOT=docs/serve-cpu.png to refresh the README's
-picture. CI (GPULAB_BROWSER_TEST=required) fails rather than skips when the browser is missing.
+is read from xterm's own buffer (tests/serve_helpers.py). Set
+GPULAB_SERVE_SCREENSHOT=docs/serve-cpu.png to refresh the README's picture. CI (GPULAB_BROWSER_TEST=required) fails rather than skips when the browser is missing.
 """
 
 from __future__ import annotations
@@ -19,12 +18,10 @@ import time
 from pathlib import Path
 
 import pytest
-from serve_helpers import served
+from serve_helpers import CHROMEDRIVER, CHROMIUM, READ_SCREEN, chromium, served
 
 from gpulab.serve_session import children, descendants, start_time
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 SCREEN_TIMEOUT_S = 60.0  # a loaded 2-core CI box: the worker's imports alone can take 10 s
 
 
@@ -43,29 +40,6 @@ def _browser_or_skip() -> None:
     if os.environ.get("GPULAB_BROWSER_TEST") == "required":
         pytest.fail(reason)
     pytest.skip(reason)
-
-
-# Noted as xterm's Terminal sets its `_core`: the public Terminal is the one with loadAddon.
-NOTE_TERMINAL = """
-window.__xterms = [];
-Object.defineProperty(Object.prototype, '_core', {
-  configurable: true,
-  set(value) {
-    Object.defineProperty(this, '_core', {value, writable: true, configurable: true});
-    if (typeof this.loadAddon === 'function') window.__xterms.push(this);
-  },
-});
-"""
-READ_SCREEN = """
-const t = (window.__xterms || [])[0];
-if (!t) return null;
-const rows = [];
-for (let y = 0; y < t.rows; y++) {
-  const line = t.buffer.active.getLine(y);
-  rows.push(line ? line.translateToString(true) : '');
-}
-return rows.join('\\n');
-"""
 
 
 def _wait(what: str, check, timeout: float = SCREEN_TIMEOUT_S, last=lambda: ""):
@@ -98,20 +72,8 @@ def server(tmp_path):
 
 @pytest.fixture
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
-        options.add_argument(arg)
-    options.add_argument("--window-size=1280,800")
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": NOTE_TERMINAL})
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _new_session(driver, server_pid: int, url: str) -> int:
