@@ -132,3 +132,15 @@ def test_the_lab_in_a_browser(server, browser, tmp_path):
     assert proc.wait(timeout=20) == 0, log.read_text()
     _wait("the last session's processes to end", lambda: not _alive(rest), timeout=10)
     assert "gpulab serve: stopped" in log.read_text()
+
+
+async def test_a_recorded_session_is_drawn_in_the_same_page(tmp_path):
+    _browser_or_skip()
+    from serve_replay import replay  # imports the web extra
+
+    recording = tmp_path / "session.bin"
+    recording.write_bytes("\x1b[2J\x1b[H\x1b[1mgpulab\x1b[0m\r\n➜ pi ≈ 3.141593".encode())
+    shot = tmp_path / "replay.png"
+    screen = await replay(recording, shot)
+    assert screen.splitlines()[:2] == ["gpulab", "➜ pi ≈ 3.141593"]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

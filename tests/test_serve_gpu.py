@@ -1,6 +1,10 @@
 """`gpulab serve` on a GPU box, driven the way the page drives it (the websocket), without a
 browser: GPU machines here have no Chromium. The session's Monte Carlo run is read back from
-the run history, which says on which device it ran and what it answered."""
+the run history, which says on which device it ran and what it answered.
+
+With GPULAB_SERVE_RECORD=FILE the session's output (what the page's terminal was sent) is kept;
+`python tests/serve_replay.py FILE docs/serve-gpu.png` on a machine with Chromium then draws it
+in the same page for a screenshot."""
 
 from __future__ import annotations
 
@@ -12,9 +16,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
-from serve_helpers import served
+from serve_helpers import TERMINAL_SIZE, served
 
 from gpulab.serve_session import children, descendants, start_time
 
@@ -50,11 +55,13 @@ async def serve_and_run_montecarlo(tmp_path) -> tuple[dict, list[tuple[int, int]
     server; the kept run, and the session's processes (all gone by then)."""
     import aiohttp
 
+    cols, rows = TERMINAL_SIZE  # what the browser test's window holds, for a faithful replay
     with served(tmp_path) as (proc, url, log):
         seen = bytearray()
         async with aiohttp.ClientSession() as client:
             ws = await client.ws_connect(
-                f"{url.replace('http', 'ws', 1)}/ws?width=140&height=45", headers={"Origin": url}
+                f"{url.replace('http', 'ws', 1)}/ws?width={cols}&height={rows}",
+                headers={"Origin": url},
             )
 
             async def read() -> None:
@@ -63,11 +70,15 @@ async def serve_and_run_montecarlo(tmp_path) -> tuple[dict, list[tuple[int, int]
                         seen.extend(message.data)
 
             reader = asyncio.create_task(read())
+            await ws.send_str(json.dumps(["focus"]))  # as the page does: the footer shows keys
             await _until("the worker to be ready", lambda: b"ready in" in seen, RUN_TIMEOUT_S)
             app = children(proc.pid)[0]
             tree = [(app, start_time(app)), *descendants(app)]
             await ws.send_str(json.dumps(["stdin", "r"]))
             await _until("the answer", lambda: "pi ≈".encode() in seen, RUN_TIMEOUT_S)
+            if os.environ.get("GPULAB_SERVE_RECORD"):
+                await asyncio.sleep(1.0)  # the rows and gauges drawn after the answer
+                Path(os.environ["GPULAB_SERVE_RECORD"]).write_bytes(bytes(seen))
             await ws.close()
             reader.cancel()
         await _until(
