@@ -171,13 +171,25 @@ async def test_quiz_feedback_and_best_score_kept(tmp_path):
         quiz = app.screen
         assert isinstance(quiz, QuizScreen)
         assert "Which device runs a CUDA kernel?" in str(quiz.query_one("#quiz-question").render())
-        # wrong answer first: feedback names the right one and explains
+        # wrong answer first: a second try, without the answer or the explanation yet
         await pilot.press("1")
         await pilot.pause()
         feedback = str(quiz.query_one("#quiz-feedback", Static).render())
-        assert "Not quite" in feedback and "B. The GPU" in feedback
+        assert "Not A" in feedback and "pick another" in feedback
+        assert "The GPU" not in feedback and "host launches" not in feedback
+        choices = quiz.query_one("#quiz-choices", OptionList)
+        assert not choices.disabled and choices.get_option_at_index(0).disabled
+        assert not quiz.query_one("#quiz-next", Button).display
+        await pilot.press("1")  # the struck-out choice again: ignored
+        await pilot.pause()
+        assert quiz.answered is None and quiz.tried == [0]
+        await pilot.press("2")  # the second try, right this time
+        await pilot.pause()
+        feedback = str(quiz.query_one("#quiz-feedback", Static).render())
+        assert "Right, on the second try" in feedback
         assert "host launches and the device executes" in feedback
         assert quiz.query_one("#quiz-choices", OptionList).disabled
+        assert quiz.score == 0  # only first answers score
         await pilot.press("enter")  # Next question (focused)
         await pilot.pause()
         choices = quiz.query_one("#quiz-choices", OptionList)
@@ -202,6 +214,26 @@ async def test_quiz_feedback_and_best_score_kept(tmp_path):
         assert [a.correct for a in pane.store.answers("first-steps")] == [False, True, True, True]
         assert _leaf_labels(pane)[0] == "✓ First steps on a GPU  2/2"
         assert "quiz best 2/2" in str(pane.query_one("#lesson-marks", Static).render())
+
+
+async def test_a_wrong_answer_can_be_given_up_for_the_explanation(tmp_path):
+    app = LessonsApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(pilot, "first-steps")
+        await pilot.click("#lesson-quiz")
+        await pilot.pause()
+        quiz = app.screen
+        await pilot.press("1")
+        await pilot.pause()
+        assert quiz.query_one("#quiz-reveal", Button).display
+        await pilot.click("#quiz-reveal")
+        await pilot.pause()
+        feedback = str(quiz.query_one("#quiz-feedback", Static).render())
+        assert "Not quite" in feedback and "B. The GPU" in feedback
+        assert "host launches and the device executes" in feedback
+        assert not quiz.query_one("#quiz-reveal", Button).display
+        assert quiz.query_one("#quiz-next", Button).has_focus
+        assert [a.choice for a in _pane(app).store.answers("first-steps")] == [0]
 
 
 async def test_progress_survives_a_restart(tmp_path):
@@ -377,11 +409,13 @@ async def test_real_lesson_run_link_by_keyboard_fills_the_experiment_panel(tmp_p
     assert (tmp_path / "data" / "gpulab.sqlite3").exists()
 
 
-async def _take_quiz(pilot: Any, app: Any, answers: list[int]) -> Any:
+async def _take_quiz(pilot: Any, app: Any, answers: list[int | tuple[int, int]]) -> Any:
+    """Each answer a choice, or (wrong first try, second try)."""
     quiz = await _wait(pilot, lambda: isinstance(app.screen, QuizScreen) and app.screen, "quiz")
-    for choice in answers:
-        await pilot.press(str(choice + 1))
-        await pilot.pause()
+    for given in answers:
+        for choice in given if isinstance(given, tuple) else (given,):
+            await pilot.press(str(choice + 1))
+            await pilot.pause()
         await pilot.press("enter")  # next question, or the score after the last
         await pilot.pause()
     assert quiz.result is not None
@@ -392,7 +426,8 @@ async def test_real_quiz_in_the_real_app_survives_a_restart(tmp_path, monkeypatc
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "data"))
     lesson = load_catalog().get("why-gpus")
     right = [q.answer for q in lesson.quiz]
-    wrong_first = [(right[0] + 1) % len(lesson.quiz[0].choices), *right[1:]]
+    wrong = (right[0] + 1) % len(lesson.quiz[0].choices)
+    wrong_first = [wrong, *right[1:]]
     total = len(lesson.quiz)
 
     app = _full_app()
@@ -403,7 +438,7 @@ async def test_real_quiz_in_the_real_app_survives_a_restart(tmp_path, monkeypatc
         pane = app.screen.query_one("#lessons", LessonsPane)
         pane.query_one("#lesson-scroll").focus()
         await pilot.press("t")  # the lesson's quiz
-        quiz = await _take_quiz(pilot, app, wrong_first)
+        quiz = await _take_quiz(pilot, app, [(wrong, right[0]), *right[1:]])
         assert quiz.result.score == total - 1
         assert f"You scored {total - 1} of {total}" in str(
             quiz.query_one("#quiz-question").render()
@@ -455,8 +490,8 @@ async def test_quiz_shows_inline_code_as_code(tmp_path):
     app = QuizApp()
     async with app.run_test(size=(120, 40)) as pilot:
         quiz = await _wait(pilot, lambda: isinstance(app.screen, QuizScreen) and app.screen, "quiz")
-        for _ in range(n):  # to question n
-            await pilot.press("1", "enter")
+        for i in range(n):  # to question n
+            await pilot.press(str(lesson.quiz[i].answer + 1), "enter")
             await pilot.pause()
         question = quiz.query_one("#quiz-question", Static).render()
         assert "`" not in str(question) and str(question) == inline_code(q.q).plain
@@ -474,6 +509,8 @@ async def test_quiz_shows_inline_code_as_code(tmp_path):
         assert any(first_code in seg.text and seg.style.bold for line in lines for seg in line)
         wrong = (q.answer + 1) % len(q.choices)
         await pilot.press(str(wrong + 1))
+        await pilot.pause()
+        await pilot.click("#quiz-reveal")
         await pilot.pause()
         feedback = quiz.query_one("#quiz-feedback", Static).render()
         assert "Not quite" in str(feedback) and "`" not in str(feedback)
