@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpulab import __version__
-from gpulab.core.params import parse_plain_number, shown
+from gpulab.core.params import parse_index, parse_plain_number, shown
 
 EXIT_BAD_INPUT = 2
 SAMPLE_PERIOD_ENV = "GPULAB_SAMPLE_PERIOD"
@@ -158,11 +158,12 @@ def sample_period(flag: str | None) -> float | None | str:
 def run_flags(device: str, timeout: str | None) -> tuple[int, float] | str:
     """`gpulab run`'s --device and --timeout: (device, seconds or 0 for none), or a one-line
     error. Whether the device exists is the worker's to say: it knows the GPUs."""
-    text = device.strip()
-    if not (text.isascii() and text.isdigit() and len(text) <= 4):
+    try:
+        index = parse_index(device)
+    except ValueError:
         return f"--device {shown(device)} is not allowed; expected a GPU index: 0, 1, ..."
     if timeout is None:
-        return int(text), 0.0
+        return index, 0.0
     allowed = f"expected seconds, more than 0 and at most {TIMEOUT_MAX_S:g}"
     try:
         seconds = parse_plain_number(timeout)
@@ -170,7 +171,7 @@ def run_flags(device: str, timeout: str | None) -> tuple[int, float] | str:
         return f"--timeout {shown(timeout)} is not a number of seconds; {allowed}"
     if not 0 < seconds <= TIMEOUT_MAX_S:
         return f"--timeout {timeout.strip()[:40]} is out of range; {allowed}"
-    return int(text), seconds
+    return index, seconds
 
 
 def _tui(period: float | None = None) -> int:

@@ -102,7 +102,7 @@ class Dtypes(Experiment):
                     fn = lambda a=a, b=b, out=out: torch.mm(a, b, out=out)  # noqa: E731
                     rows = size if gpu else blocks.matmul_rows(size)
                     if rows < size:  # a long CPU product: rows at a time, cancellable
-                        fn = blocks.blockwise(  # noqa: E731
+                        fn = blocks.blockwise(
                             ctx,
                             size,
                             lambda s, a=a, b=b, out=out: torch.mm(a[s], b, out=out[s]),
