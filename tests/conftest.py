@@ -44,3 +44,18 @@ def pytest_collection_modifyitems(config, items):
 def _isolated_data_dir(tmp_path, monkeypatch):
     """No test touches the user's real progress database."""
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "gpulab-data"))
+
+
+@pytest.fixture(scope="session")
+def gpu_off_inventory():
+    """This machine's inventory with every GPU backend switched off: the CPU paths anywhere."""
+    import copy
+
+    from gpulab.core.devices import Backend, detect
+
+    inv = copy.deepcopy(detect())
+    for name in ("torch-cuda", "cupy"):
+        inv.backends[name] = Backend(name, False, reason="switched off for the test")
+    inv.devices = [d for d in inv.devices if d.kind != "cuda"]
+    inv.gpu_reason = "switched off for the test"
+    return inv

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from gpulab.core.devices import Backend, detect
+from gpulab.core.devices import detect
 from gpulab.experiments import registry
 from gpulab.runner.inline import run_job
 
@@ -51,18 +51,14 @@ CPU_PARAMS = {
     "mixed-precision": {"steps": 3, "hidden": 32, "batch": 16},
     "profiler": {"steps": 2, "hidden": 32, "batch": 8},
     "memory": {"gib": 0.02, "hold_s": 0.2},
+    "cold-start": {"n": 1000, "processes": 1},
 }
 IDS = sorted(CPU_PARAMS)
 
 
 @pytest.fixture(scope="module")
-def cpu_inventory():
-    inv = copy.deepcopy(detect())
-    for name in ("torch-cuda", "cupy"):
-        inv.backends[name] = Backend(name, False, reason="switched off for the CPU-path test")
-    inv.devices = [d for d in inv.devices if d.kind != "cuda"]
-    inv.gpu_reason = "switched off for the CPU-path test"
-    return inv
+def cpu_inventory(gpu_off_inventory):
+    return gpu_off_inventory
 
 
 def run(exp_id, params, inventory, is_cancelled=None):

@@ -309,7 +309,7 @@ class BreakIt(Experiment):
             sms = int(dev.attributes["MultiProcessorCount"])
             spins = cupy.zeros(1, dtype=cupy.uint64)
             kernel = cupy.RawKernel(RUNAWAY, "runaway")
-            kernel.compile()  # compile now: the progress line below means "the GPU is busy"
+            _ = kernel.num_regs  # compiles now: the progress line below means "the GPU is busy"
             kernel((sms,), (128,), (cupy.uint64(spin_s * 10**9), spins))
             if ctx.on_progress:  # ctx.progress() would check for the cancel: this mode must not
                 ctx.on_progress(

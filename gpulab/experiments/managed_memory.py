@@ -120,7 +120,7 @@ class ManagedMemory(Experiment):
             host = np.ctypeslib.as_array((ctypes.c_float * n).from_address(mem.ptr))
 
             def launch(src: Any) -> None:
-                kernel((grid,), (BLOCK,), (src, y, a, np.int64(n), np.int32(1)), stream=stream)
+                kernel((grid,), (BLOCK,), (src, y, a, np.int64(n), np.int32(1)))  # current stream
 
             def host_write(value: float) -> None:
                 """The CPU writes every page of x: they now live in host memory."""

@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from gpulab.core.devices import Inventory
-from gpulab.core.params import Int, List, ParamSet
+from gpulab.core.params import Int, List, ParamError, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
@@ -99,9 +99,10 @@ class Occupancy(Experiment):
             List(
                 "blocks",
                 list(BLOCKS),
-                item="choice",
-                choices=BLOCKS,
-                help="threads per block to try",
+                item="int",
+                help="threads per block to try (multiples of 32, up to 1024)",
+                min=32,
+                max=1024,
             ),
         )
     )
@@ -113,6 +114,14 @@ class Occupancy(Experiment):
     bench_suites = ("full",)
 
     def check(self, params: dict[str, Any], inventory: Inventory) -> None:
+        odd = [b for b in params["blocks"] if b % 32]
+        if odd:  # a block is a whole number of warps
+            raise ParamError(
+                "blocks",
+                ",".join(str(b) for b in params["blocks"]),
+                "multiples of 32 from 32 to 1024",
+                f"is not allowed: {odd[0]} is not a multiple of 32 (a warp)",
+            )
         if not inventory.available("cupy"):
             why = inventory.reason("cupy") or inventory.gpu_reason or "no GPU"
             raise ExperimentError(
