@@ -53,6 +53,18 @@ def test_filter_searches_title_objectives_and_body():
     assert c.filter("no such words anywhere") == []
 
 
+def test_filter_puts_title_and_heading_matches_first():
+    c = load_catalog(strict=True)
+    regimes = c.get("performance-regimes")
+    assert "Access patterns and occupancy" in regimes.headings()
+    assert regimes.match_rank("occupancy") == 0
+    assert c.get("inside-the-gpu").match_rank("occupancy") == 2  # in its text only
+    found = [le.id for le in c.filter("occupancy")]
+    assert found[0] == "performance-regimes"  # before chapter 2, which comes first in order
+    assert found.index("inside-the-gpu") > 0
+    assert c.get("transfers").match_rank("no such words") is None
+
+
 def test_links_are_parsed_outside_code_only():
     lesson = load_catalog(FIXTURES, strict=True).get("first-steps")
     links = lesson.links()
