@@ -446,6 +446,7 @@ def final_report_peaks(report: dict[str, Any], pk: Any, inventory: Any) -> None:
 
 def main(args: Any) -> int:
     from gpulab.core.results import _clean
+    from gpulab.core.schema import tagged
 
     suite = getattr(args, "suite", "core") or "core"
     if suite not in ("core", "full", "exercises"):
@@ -470,7 +471,7 @@ def main(args: Any) -> int:
             paths.append(Path(getattr(args, "md_path", None) or md_default))
             for path in paths:
                 path.parent.mkdir(parents=True, exist_ok=True)
-        clean = _clean(report)
+        clean = tagged("bench", _clean(report))
         paths[0].write_text(json.dumps(clean, indent=2))
         paths[1].write_text(markdown(clean))
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from gpulab import __version__
 from gpulab.core.params import parse_index, parse_plain_number, shown
+from gpulab.core.schema import tagged
 
 EXIT_BAD_INPUT = 2
 SAMPLE_PERIOD_ENV = "GPULAB_SAMPLE_PERIOD"
@@ -82,9 +83,20 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("check", "recover"),
         help="check (default), or recover: copy the file aside and salvage what can be read",
     )
+    store.add_argument("--json", action="store_true", help="print JSON")
+
+    from gpulab.cli_history import add_parser as add_history
+
+    add_history(sub)
+
     from gpulab.exercises.cli import add_parser as add_exercises
 
     add_exercises(sub)
+    from gpulab.completion import add_parser as add_completion
+    from gpulab.doctor.cli import add_parser as add_doctor
+
+    add_doctor(sub)
+    add_completion(sub)
     return p
 
 
@@ -123,6 +135,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpulab.store_recover import main as store_main
 
             return store_main(args)
+        if args.command == "completion":
+            from gpulab.completion import main as completion_main
+
+            return completion_main(args)
+        if args.command == "doctor":
+            from gpulab.doctor.cli import main as doctor_main
+
+            return doctor_main(args)
+        if args.command == "history":
+            from gpulab.cli_history import main as history_main
+
+            return history_main(args)
         if args.command in ("exercises", "ex"):
             from gpulab.exercises.cli import main as exercises_main
 
@@ -203,7 +227,7 @@ def _info(args: argparse.Namespace) -> int:
     if args.json:
         data = inv.to_dict()
         data["nvml"] = info_json(nvml, frame.snapshots)
-        print(json.dumps(data, indent=2))
+        print(json.dumps(tagged("info", data), indent=2))
         return 0
     print(f"gpulab {__version__}")
     print(f"GPU: {inv.label()}")
@@ -234,7 +258,8 @@ def _list(args: argparse.Namespace) -> int:
 
     exps = all_experiments()
     if args.json:
-        print(json.dumps([e.describe() for e in exps.values()], indent=2))
+        experiments = [e.describe() for e in exps.values()]
+        print(json.dumps(tagged("list", {"experiments": experiments}), indent=2))
         return 0
     for exp in exps.values():
         print(f"{exp.id:<22} {exp.title}: {exp.summary}")

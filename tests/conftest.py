@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 
@@ -46,11 +47,9 @@ def _isolated_data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "gpulab-data"))
 
 
-@pytest.fixture(scope="session")
-def gpu_off_inventory():
-    """This machine's inventory with every GPU backend switched off: the CPU paths anywhere."""
-    import copy
-
+@pytest.fixture(scope="module")
+def cpu_inventory():
+    """This machine's inventory with the GPU backends switched off: the CPU path anywhere."""
     from gpulab.core.devices import Backend, detect
 
     inv = copy.deepcopy(detect())

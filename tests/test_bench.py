@@ -8,6 +8,7 @@ import json
 import pytest
 
 from gpulab import bench
+from gpulab.core.schema import tag
 
 
 def test_quick_bench_writes_json_and_markdown(tmp_path):
@@ -20,6 +21,7 @@ def test_quick_bench_writes_json_and_markdown(tmp_path):
     )
     assert bench.main(args) == 0
     report = json.loads((tmp_path / "b.json").read_text())
+    assert report["schema"] == tag("bench")
     assert {r["experiment"] for r in report["runs"]} == {"montecarlo", "blur", "matmul"}
     assert all(r["status"] == "result" for r in report["runs"])
     assert all(r["result"]["verdicts"] for r in report["runs"])

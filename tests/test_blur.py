@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from headline_checks import assert_headline
 
 from gpulab.core.devices import Inventory, detect
 from gpulab.core.params import ParamError
@@ -49,6 +50,7 @@ def test_cpu_contender_passes_and_saves_images(kind):
     assert res.passed, res.verdicts
     kinds = [a.kind for a in res.artifacts]
     assert kinds == ["image", "image"]
+    assert_headline("blur", res.to_dict())
     from PIL import Image
 
     with Image.open(res.artifacts[1].path) as im:
@@ -140,6 +142,8 @@ def test_gpu_run_all_contenders_pass():
     res = _run(detect(), width=640, height=360, kernel="gaussian", radius=2)
     assert res.passed
     assert {"torch", "scipy"} <= {m.contender for m in res.measurements}
+    best = next(m for m in res.measurements if m.contender in ("cupy-kernel", "torch"))
+    assert f"ran at {best.percent_of_peak:.0f}% of this GPU's copy bandwidth" in res.headline
 
 
 @pytest.mark.gpu

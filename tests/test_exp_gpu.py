@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import cupy_available
+from headline_checks import assert_headline
 
 from gpulab.core.devices import detect
 from gpulab.experiments import registry
@@ -56,6 +57,7 @@ def test_gpu_path(exp_id, inventory):
             continue  # reported cleanly; what matters is that the run did not crash
         assert not why, (c.id, why)
     assert result["measurements"]
+    assert_headline(exp_id, result)
 
 
 @pytest.mark.parametrize("n", [1, 3, 4, 5, 1023, 4096 * 512 * 4 + 7, 33_554_433])

@@ -10,6 +10,7 @@ import copy
 import math
 
 import pytest
+from headline_checks import assert_headline
 
 from gpulab.core.devices import detect
 from gpulab.experiments import registry
@@ -56,11 +57,6 @@ CPU_PARAMS = {
 IDS = sorted(CPU_PARAMS)
 
 
-@pytest.fixture(scope="module")
-def cpu_inventory(gpu_off_inventory):
-    return gpu_off_inventory
-
-
 def run(exp_id, params, inventory, is_cancelled=None):
     events: list[dict] = []
     final = run_job(
@@ -93,6 +89,7 @@ def test_cpu_path_runs_verifies_and_explains(exp_id, cpu_inventory):
     result = result_event["result"]
     assert result["lesson"] in LESSONS
     assert len(result["explanation"]) > 200
+    assert_headline(exp_id, result)
     for v in result["verdicts"]:
         assert v["passed"], v
     for m in result["measurements"]:

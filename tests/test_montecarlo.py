@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from headline_checks import assert_headline
 
 from gpulab.core.devices import Inventory, detect
 from gpulab.experiments import montecarlo as mc
@@ -27,6 +28,7 @@ def test_cpu_contenders_estimate_pi_within_tolerance():
         assert m.throughput and m.throughput > 0
         assert m.cold_s is not None
     assert res.series and res.series[0].log_x and res.series[0].log_y
+    assert_headline("montecarlo", res.to_dict())
 
 
 def test_unavailable_gpu_contenders_say_why():
@@ -113,6 +115,8 @@ def test_gpu_contenders_pass_and_fused_memory_is_flat():
     res = _run(mct.GPU_CHUNK_MAX + 1000)
     rows = {m.contender: m for m in res.measurements}
     assert res.passed
+    assert res.summary["estimate_by"] in ("cupy-fused", "torch")
+    assert_headline("montecarlo", res.to_dict())
     assert "torch" in rows
     if "cupy-fused" in rows:
         assert rows["cupy-fused"].extra["device_bytes"] <= 1024

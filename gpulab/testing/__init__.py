@@ -1,1 +1,1 @@
-"""Test doubles shared by the tests (never imported by the app at run time)."""
+"""Test doubles and fixtures shared by the tests (the fake NVML is gpulab/telemetry/fake.py)."""
