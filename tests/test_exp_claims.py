@@ -35,8 +35,8 @@ def test_cupy_experiments_are_registered_with_bench_rows(exp_id):
 
 
 @pytest.mark.parametrize("exp_id", ["occupancy", "managed-memory"])
-def test_cupy_experiments_without_cupy_say_why_before_starting(exp_id, gpu_off_inventory):
-    final, events = run(exp_id, {}, gpu_off_inventory)
+def test_cupy_experiments_without_cupy_say_why_before_starting(exp_id, cpu_inventory):
+    final, events = run(exp_id, {}, cpu_inventory)
     assert final == "failed"
     assert [e["type"] for e in events] == ["failed"]  # refused before any work
     msg = events[0]["message"]
@@ -49,10 +49,10 @@ def test_cupy_experiments_without_cupy_say_why_before_starting(exp_id, gpu_off_i
     [("occupancy", {"n": 400_000_000}), ("managed-memory", {"mib": 1024})],
 )
 def test_cupy_experiments_refuse_a_size_before_any_cuda_call(
-    exp_id, params, gpu_off_inventory, monkeypatch
+    exp_id, params, cpu_inventory, monkeypatch
 ):
     """CuPy claimed but absent: the refusal must come before `import cupy` would fail."""
-    inv = copy.deepcopy(gpu_off_inventory)
+    inv = copy.deepcopy(cpu_inventory)
     inv.backends["cupy"] = Backend("cupy", True, version="fake")
     inv.gpu_reason = ""
     monkeypatch.setattr(sup, "free_device_memory", lambda ctx: (256 * MiB, 80 * GiB))
@@ -96,8 +96,8 @@ def test_managed_memory_is_capped_well_inside_free_memory():
     assert registry.get("managed-memory").params.get("mib").max == 1024
 
 
-def test_cold_start_times_a_fresh_process_and_this_one(gpu_off_inventory):
-    final, events = run("cold-start", {"n": 20_000, "processes": 1}, gpu_off_inventory)
+def test_cold_start_times_a_fresh_process_and_this_one(cpu_inventory):
+    final, events = run("cold-start", {"n": 20_000, "processes": 1}, cpu_inventory)
     assert final == "result", events[-1]
     result = events[-1]["result"]
     rows = result["measurements"]
@@ -113,19 +113,19 @@ def test_cold_start_times_a_fresh_process_and_this_one(gpu_off_inventory):
     assert result["unavailable"]["fresh-gpu"] and result["unavailable"]["warm-gpu"]
 
 
-def test_cold_start_reports_a_failing_child_in_one_line(gpu_off_inventory, monkeypatch):
+def test_cold_start_reports_a_failing_child_in_one_line(cpu_inventory, monkeypatch):
     from gpulab.experiments import cold_start
 
     monkeypatch.setattr(cold_start, "CHILD", "import sys; sys.exit('no torch in this one')")
-    final, events = run("cold-start", {"n": 1000}, gpu_off_inventory)
+    final, events = run("cold-start", {"n": 1000}, cpu_inventory)
     assert final == "failed"
     assert events[-1]["message"] == "the fresh process failed (exit 1): no torch in this one"
 
 
-def test_memory_layout_has_the_seeds_transposed_sum(gpu_off_inventory):
+def test_memory_layout_has_the_seeds_transposed_sum(cpu_inventory):
     from gpulab.experiments.memory_layout import TRANSPOSED_SUM
 
-    final, events = run("memory-layout", {"cpu_size": 64}, gpu_off_inventory)
+    final, events = run("memory-layout", {"cpu_size": 64}, cpu_inventory)
     assert final == "result"
     result = events[-1]["result"]
     assert TRANSPOSED_SUM in [m["contender"] for m in result["measurements"]]
@@ -133,13 +133,13 @@ def test_memory_layout_has_the_seeds_transposed_sum(gpu_off_inventory):
     assert result["summary"]["transposed_sum_over_row_sum"] > 0
 
 
-def test_alignment_answer_is_the_runs_worst_slowdown(gpu_off_inventory):
+def test_alignment_answer_is_the_runs_worst_slowdown(cpu_inventory):
     answer = tensor_core_alignment.measured_answer(
         {"fp16": {"4096": 1.0, "4097": 4.2}, "bf16": {"4096": 1.0, "4095": 4.8}}
     )
     assert answer == {"worst_slowdown": 4.8, "worst_dtype": "bf16", "worst_size": 4095}
     assert tensor_core_alignment.measured_answer({}) == {}
-    final, events = run("tensor-core-alignment", {"cpu_size": 64}, gpu_off_inventory)
+    final, events = run("tensor-core-alignment", {"cpu_size": 64}, cpu_inventory)
     assert final == "result"
     result = events[-1]["result"]
     s = result["summary"]
@@ -182,9 +182,9 @@ def test_tensor_core_verdict_by_rate():
     assert tc.by_rate(600.0, None)[0] == "unclear"
 
 
-def test_profiler_dtype_is_a_gpu_choice(gpu_off_inventory):
+def test_profiler_dtype_is_a_gpu_choice(cpu_inventory):
     final, events = run(
-        "profiler", {"steps": 1, "hidden": 32, "batch": 8, "dtype": "bf16"}, gpu_off_inventory
+        "profiler", {"steps": 1, "hidden": 32, "batch": 8, "dtype": "bf16"}, cpu_inventory
     )
     assert final == "result", events[-1]
     result = events[-1]["result"]
@@ -230,19 +230,87 @@ def test_fp8_scaling_fills_e4m3s_range():
     assert float(((back - x).abs() / x.abs())[big].max()) <= 1 / 16 + 1e-6
 
 
-def test_dtypes_fp8_is_a_gpu_row(gpu_off_inventory):
+def test_dtypes_fp8_is_a_gpu_row(cpu_inventory):
     params = {"cpu_size": 64, "n": 10_000, "dtypes": ["fp32", "fp8"]}
-    final, events = run("dtypes", params, gpu_off_inventory)
+    final, events = run("dtypes", params, cpu_inventory)
     assert final == "result", events[-1]
     result = events[-1]["result"]
     assert "sm_89" in result["unavailable"]["matmul-fp8"]
     assert "fp8" not in result["summary"]["matmul_tflops"]
 
 
-def test_occupancy_blocks_are_whole_warps(gpu_off_inventory):
-    final, events = run("occupancy", {"blocks": "64,48"}, gpu_off_inventory)
+def test_occupancy_blocks_are_whole_warps(cpu_inventory):
+    final, events = run("occupancy", {"blocks": "64,48"}, cpu_inventory)
     assert final == "failed" and events[-1]["kind"] == "bad-params"
     assert events[-1]["message"] == (
         "parameter 'blocks': '64,48' is not allowed: 48 is not a multiple of 32 (a warp); "
         "expected multiples of 32 from 32 to 1024"
     )
+
+
+# ---------------------------------------------------------------------------- headlines
+
+
+def _result(exp_id: str, summary: dict, rows: list | None = None):
+    from gpulab.core.results import Result, RunRecord
+
+    r = Result(RunRecord(exp_id, {}))
+    r.summary = summary
+    r.measurements = rows or []
+    return r
+
+
+def test_headlines_of_the_new_measurements():
+    from gpulab.core.results import Measurement
+    from gpulab.experiments import headlines
+
+    def occ(block: int, gbs: float, occupancy: float) -> Measurement:
+        m = Measurement("scale", f"block {block}", 1e-3, 1e-3, 1e-3, 3, throughput=gbs)
+        m.unit, m.extra = "GB/s", {"occupancy": occupancy}
+        return m
+
+    line = headlines.headline(
+        registry.get("occupancy"),
+        _result("occupancy", {}, [occ(32, 1800.0, 0.5), occ(256, 3000.0, 1.0)]),
+    )
+    assert line == (
+        "memory-bound kernel: 1800 GB/s at block 32 (50% predicted occupancy) vs 3000 GB/s "
+        "at block 256 (100%)"
+    )
+    gbs = {"device": 3000.0, "managed-first-touch": 25.0, "managed-prefetched": 2900.0}
+    line = headlines.headline(registry.get("managed-memory"), _result("x", {"gbs": gbs}))
+    assert "ran at 25 GB/s, 120x slower" in line and "after a prefetch, 2.9e+03 GB/s" in line
+    s = {"fresh_total_over_warm": 20000.0, "fresh_total_s": 4.2, "device": "gpu"}
+    line = headlines.headline(registry.get("cold-start"), _result("x", s))
+    assert "(import, CUDA context, first call): 20000x this warm worker's median" in line
+
+
+def test_profiler_headline_counts_tensor_core_kernels_and_ignores_kernel_rows():
+    from gpulab.core.results import Measurement
+    from gpulab.experiments import headlines
+
+    op = Measurement("aten::mm", "2048 x 512", 2e-3, 2e-3, 2e-3, 5)
+    op.extra = {"share_pct": 61.0, "share_of": "operators' device time"}
+    kernel = Measurement("kernel nvjet_sm90_tst", "2048 x 512", 3e-3, 3e-3, 3e-3, 5)
+    kernel.extra = {"kind": "kernel"}  # longer, but a kernel row: not the operator answer
+    s = {
+        "dtype": "bf16",
+        "matmul_kernels": 3,
+        "tensor_core_kernels": 3,
+        "probe": {"measured": "400 TFLOP/s, 8.0x the fp32 CUDA-core ceiling (50)"},
+    }
+    line = headlines.headline(registry.get("profiler"), _result("profiler", s, [op, kernel]))
+    assert line.startswith("aten::mm took the most time: 61% of the operators' device time")
+    assert line.endswith(
+        "; 3 of 3 matmul kernels on tensor cores (bf16), measured: 400 TFLOP/s, "
+        "8.0x the fp32 CUDA-core ceiling (50)"
+    )
+
+
+def test_dtypes_headline_names_fp8_apart():
+    from gpulab.experiments import headlines
+
+    s = {"device": "gpu", "matmul_tflops": {"fp32": 50.0, "bf16": 700.0, "fp8": 1200.0}}
+    line = headlines.headline(registry.get("dtypes"), _result("dtypes", s))
+    assert line.startswith("fastest matmul on the GPU: bf16 at 700 TFLOP/s, 14x fp32's rate")
+    assert line.endswith("; fp8 (e4m3, scaled) at 1.2e+03 TFLOP/s")

@@ -305,7 +305,8 @@ class BreakIt(Experiment):
         import cupy
 
         ctx.log(EXPLAIN["runaway-kernel"].format(spin=spin_s))
-        with cupy.cuda.Device(ctx.device_index) as dev:
+        dev = cupy.cuda.Device(ctx.device_index)
+        with dev:
             sms = int(dev.attributes["MultiProcessorCount"])
             spins = cupy.zeros(1, dtype=cupy.uint64)
             kernel = cupy.RawKernel(RUNAWAY, "runaway")

@@ -187,12 +187,6 @@ class ColdStart(Experiment):
                 s["worker_first_call_over_warm"] = warm.cold_s / warm.time_median_s
         result.summary = s
         result.explanation = explain(s, gpu)
-        if s.get("fresh_total_over_warm"):
-            result.headline = (
-                f"a fresh process took {total:.2f} s to its first result (import, "
-                f"{'context, ' if gpu else ''}first call): {s['fresh_total_over_warm']:,.0f}x "
-                "this warm worker's median for the same op"
-            )
         return self.finish(result)
 
 

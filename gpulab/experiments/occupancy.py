@@ -138,7 +138,8 @@ class Occupancy(Experiment):
 
         p = sup.peaks(ctx)
         pk = sup.peak_here(p, "cupy", "copy")
-        with cp.cuda.Device(ctx.device_index) as dev:
+        dev = cp.cuda.Device(ctx.device_index)
+        with dev:
             attrs = dev.attributes
             limits = {  # the defaults are an H100's, for a CuPy that names an attribute otherwise
                 "regs_per_sm": int(attrs.get("MaxRegistersPerMultiprocessor", 65536)),
@@ -232,7 +233,7 @@ class Occupancy(Experiment):
             del x, y
         ctx.progress(1.0, "done")
         result.summary = {"n": n, "device_limits": limits, "kernels": info}
-        result.explanation, result.headline = explain(result.measurements, info)
+        result.explanation = explain(result.measurements, info)
         return self.finish(result)
 
 
@@ -260,17 +261,17 @@ def occupancy_blocks(
     return found, why
 
 
-def explain(rows: list[Measurement], info: dict[str, Any]) -> tuple[str, str]:
+def explain(rows: list[Measurement], info: dict[str, Any]) -> str:
     text = (
         "Occupancy is the share of an SM's warp slots that a kernel's blocks fill. It is capped "
-        "by whichever runs out first: the blocks an SM may hold (32 on recent GPUs, so 32-thread "
-        "blocks fill at most half of 64 warp slots), the threads it may hold, the register "
+        "by whichever runs out first: the blocks an SM may hold (32 on an A100 or H100, so "
+        "32-thread blocks fill at most half of its 64 warp slots; 16 on many consumer cards), "
+        "the threads it may hold, the register "
         "file (64K registers shared by every resident thread) and shared memory. A "
         "memory-bound kernel needs enough warps in flight to keep many loads outstanding, so "
         "its GB/s falls at low occupancy; past a point more warps add nothing, and beyond "
         "that occupancy is not speed. "
     )
-    head = ""
     for name in KERNELS:
         mine = [m for m in rows if m.contender == name and m.throughput]
         if not mine:
@@ -284,17 +285,11 @@ def explain(rows: list[Measurement], info: dict[str, Any]) -> tuple[str, str]:
             f"{100 * best.extra['occupancy']:.0f}%), worst {worst.throughput:.0f} GB/s at "
             f"{worst.size} ({100 * worst.extra['occupancy']:.0f}%). "
         )
-        if not head:
-            head = (
-                f"{KERNELS[name]}: {worst.throughput:.0f} GB/s at {worst.size} "
-                f"({100 * worst.extra['occupancy']:.0f}% occupancy) vs {best.throughput:.0f} "
-                f"GB/s at {best.size} ({100 * best.extra['occupancy']:.0f}%)"
-            )
     text += (
         "Pick block sizes that are multiples of 32 (a warp), usually 128 to 512; check a "
         "register-heavy kernel's occupancy before tuning anything else."
     )
-    return text, head
+    return text
 
 
 EXPERIMENT = Occupancy()

@@ -231,10 +231,6 @@ class Profiler(Experiment):
                 f"matmul kernel, by a measurement: one {pr['shape'][0]} x {pr['shape'][1]} x "
                 f"{pr['shape'][2]} {dtype} product ran {pr['measured']}."
             )
-            result.headline = (
-                f"{kernels['tensor_core_kernels']} of {kernels['matmul_kernels']} matmul kernels "
-                f"used tensor cores ({dtype}); measured: {pr['measured']}"
-            )
         if not gpu:
             result.explanation += (
                 " Here only the CPU was profiled: the rows are CPU time, and there is no "

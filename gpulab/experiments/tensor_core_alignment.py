@@ -171,7 +171,6 @@ class TensorCoreAlignment(Experiment):
                 f"took {answer['worst_slowdown']:.1f}x the aligned time"
             )
             result.explanation += f" Measured here: {text}."
-            result.headline = text  # the lesson quotes this run's own figure
         if not gpu:
             result.explanation += (
                 " On the CPU there are no tensor cores: only fp32 ran, and any difference "
