@@ -62,9 +62,11 @@ async def test_tree_lists_chapters_and_opening_marks_read(tmp_path):
         chapters = [str(n.label) for n in tree.root.children]
         assert chapters == [" 1 Why GPUs", " 2 Inside the GPU"]
         assert _leaf_labels(pane) == ["  First steps on a GPU", "  Second steps and timing"]
-        # select the first lesson with the keyboard
+        # the cursor starts on the first unread lesson (the overview's "next up"): enter opens it
         tree.focus()
-        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert tree.cursor_node is not None and tree.cursor_node.data == "first-steps"
+        await pilot.press("enter")
         await pilot.pause()
         assert pane.current == "first-steps"
         md = pane.query_one("#lesson-body", Markdown)
@@ -103,7 +105,8 @@ async def test_keyboard_path_from_tree_to_run_link(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         pane = _pane(app)
         pane.query_one("#lesson-tree", Tree).focus()
-        await pilot.press("down", "enter")  # first lesson
+        await pilot.pause()
+        await pilot.press("enter")  # the first lesson, where the cursor starts
         await pilot.pause()
         assert pane.current == "first-steps"
         assert pane.query_one("#lesson-scroll").has_focus
