@@ -72,3 +72,19 @@ async def test_the_quiz_closes_once():
         assert isinstance(app.screen, QuizScreen)
         await _fast(pilot, "escape", "escape", "escape")
         assert isinstance(app.screen, MainScreen) and len(app.screen_stack) == 1
+
+
+async def test_the_palette_survives_its_search_ending_after_its_list_has_gone():
+    """Seed 2 of the monkey, key 160: the palette's search worker ended after the palette's
+    widgets had been removed, and showing its (gone) list raised NoMatches."""
+    from textual.command import CommandList
+
+    app = _app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _main_ready(pilot)
+        await _fast(pilot, "ctrl+p", "e")
+        palette = app.screen
+        await palette.query_one(CommandList).remove()
+        palette._list_visible = not palette._list_visible  # what the search's end does
+        await pilot.pause()
+        assert app._exception is None and app.is_running

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from textual.await_complete import AwaitComplete
-from textual.command import CommandPalette, Hit
+from textual.command import CommandList, CommandPalette, Hit
 from textual.screen import ModalScreen
 
 ResultT = TypeVar("ResultT")
@@ -36,6 +36,13 @@ def _nothing() -> None:
 class Palette(CommandPalette):
     """The command palette, closing once: Textual runs the selected command right after it
     dismisses the palette, so a second Enter would run the command twice as well."""
+
+    def _watch__list_visible(self) -> None:
+        # Textual's command search runs in a worker that can finish after the palette's
+        # widgets have gone (the monkey test, seed 2, key 160: NoMatches 'CommandList'); the
+        # list it would show or hide has gone with them.
+        if self.query(CommandList) and self.query("#--input"):
+            super()._watch__list_visible()
 
     def dismiss(self, result: Any = None) -> AwaitComplete:
         if _closed_already(self):
