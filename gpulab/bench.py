@@ -9,6 +9,12 @@ The comparisons are the headline targets (issue 6):
 - blur: our kernel >= 3x torch conv2d, and >= 50% of the device copy bandwidth
 - matmul: gpulab's torch bf16 TFLOP/s at n=8192 within 5% of torch.utils.benchmark.Timer,
   measured in interleaved rounds (`matmul_vs_timer`) so both see the same clocks
+- montecarlo: the torch contender within 5% of the tutorials' recipe run warm, at 1e8 and 1e9
+  samples, interleaved rounds (`montecarlo_torch.torch_vs_recipe`)
+
+Honesty checks of the report (issue 12): the ceilings a run ended with are the ones reported
+(a figure re-measured mid-run is named, with its first value), and every row above 100% of its
+ceiling is listed with its stated reason (`over_ceiling`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from gpulab import __version__
+from gpulab.bench_markdown import markdown
+
+MC_RECIPE_SAMPLES = (100_000_000, 1_000_000_000)
 
 # Tiny params for `quick` (tests and a fast look on the CPU): same code paths, seconds not minutes.
 QUICK_PARAMS: dict[str, tuple[dict[str, Any], ...]] = {
@@ -143,6 +152,8 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
                     bytes_by_samples={str(k): v for k, v in mem.items()},
                 )
             )
+    if mc and inventory.available("torch-cuda") and not quick:
+        out += montecarlo_vs_recipe(mc)
     bl = [r for r in runs if r["experiment"] == "blur" and r["status"] == "result"]
     if bl:
         s = bl[0]["result"]["summary"]
@@ -172,6 +183,9 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
             )
         )
     out += syllabus_comparisons(runs)
+    from gpulab.bench_claims import claims_comparisons
+
+    out += claims_comparisons(runs)
     mm = [r for r in runs if r["experiment"] == "matmul" and r["status"] == "result"]
     row = None
     for r in mm:
@@ -187,14 +201,18 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
     return out
 
 
+def finished(runs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(experiment id, summary) of each run that produced a result."""
+    return [
+        (r["experiment"], r["result"].get("summary", {})) for r in runs if r["status"] == "result"
+    ]
+
+
 def syllabus_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Issue 7's targets, each a ratio of two contenders timed in the same experiment run."""
     out: list[dict[str, Any]] = []
-    for r in runs:
-        if r["status"] != "result":
-            continue
-        s = r["result"].get("summary", {})
-        if r["experiment"] == "reduction" and "ours_vs_torch_sum" in s:
+    for exp, s in finished(runs):
+        if exp == "reduction" and "ours_vs_torch_sum" in s:
             out.append(
                 _cmp(
                     "reduction: our kernel GB/s / torch.sum GB/s",
@@ -205,7 +223,7 @@ def syllabus_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     n=s.get("n"),
                 )
             )
-        if r["experiment"] == "bandwidth":
+        if exp == "bandwidth":
             for d, what in (("h2d", "host to device"), ("d2h", "device to host")):
                 key = f"{d}_pinned_vs_runtime"
                 if key in s:
@@ -222,6 +240,69 @@ def syllabus_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 MATMUL_CMP = "matmul: gpulab torch bf16 n=8192 vs torch.utils.benchmark.Timer"
+
+
+def montecarlo_vs_recipe(mc_runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The torch contender against the tutorials' recipe, warm, at MC_RECIPE_SAMPLES; each with
+    the experiment's own torch row at that count (when the bench ran one) as context."""
+    from gpulab.experiments.montecarlo_torch import torch_vs_recipe
+
+    rows = {
+        r["result"]["summary"].get("samples"): _rows(r, "torch") for r in mc_runs if "result" in r
+    }
+    out = []
+    for samples in MC_RECIPE_SAMPLES:
+        sys.stderr.write(f"  montecarlo: torch contender vs the recipe at {samples:.0e}\n")
+        try:
+            cmp = torch_vs_recipe(samples)
+        except Exception as exc:  # an OOM or a driver error: the target is not run, said why
+            cmp = {
+                "name": f"montecarlo: torch contender / tutorials' recipe (warm), {samples:.0e}",
+                "target": ">= 0.95",
+                "status": "not run",
+                "reason": f"{type(exc).__name__}: {exc}",
+            }
+        row = rows.get(samples) or []
+        if row and row[0].get("throughput"):
+            cmp["experiment_row_gs"] = row[0]["throughput"]
+        out.append(cmp)
+    return out
+
+
+def over_ceiling(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every row above 100% of its ceiling, with its stated reason ('' when it has none)."""
+    out = []
+    for r in runs:
+        for m in r.get("result", {}).get("measurements", []):
+            pct = m.get("percent_of_peak")
+            if pct is not None and pct > 100.0:
+                out.append(
+                    {
+                        "experiment": r["experiment"],
+                        "contender": m["contender"],
+                        "size": m["size"],
+                        "dtype": m.get("dtype", ""),
+                        "percent_of_peak": pct,
+                        "reason": m.get("extra", {}).get("ceiling_note", ""),
+                    }
+                )
+    return out
+
+
+def ceilings_changed(first: dict[str, Any], final: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Figures that differ between two calibrations (to_dict form): {figure: {was, now}}."""
+
+    def flat(p: dict[str, Any]) -> dict[str, float]:
+        out = {k: p.get(k) for k in ("copy_gbs", "h2d_pinned_gbs", "d2h_pinned_gbs")}
+        out.update({f"matmul:{d}": v for d, v in (p.get("matmul_tflops") or {}).items()})
+        return {k: float(v) for k, v in out.items() if v}
+
+    a, b = flat(first), flat(final)
+    return {
+        k: {"was": a[k], "now": b[k]}
+        for k in sorted(set(a) & set(b))
+        if abs(a[k] - b[k]) > 1e-9 * max(abs(b[k]), 1.0)
+    }
 
 
 def matmul_vs_timer(
@@ -285,96 +366,6 @@ def matmul_vs_timer(
     }
 
 
-def markdown(report: dict[str, Any]) -> str:
-    from gpulab.report import fmt_num, fmt_pct, fmt_time
-
-    lines = [
-        f"# gpulab bench: {report['suite']} on {report['device']}",
-        "",
-        f"driver {report.get('driver') or '-'}; "
-        + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v),
-        f"gpulab {report['gpulab_version']}; {time.strftime('%Y-%m-%d %H:%M', time.localtime(report['started_at']))}"
-        + ("; quick" if report.get("quick") else ""),
-        "",
-        "## Calibrated ceilings (this run)",
-        "",
-        "| figure | value |",
-        "|---|---|",
-    ]
-    for name, value, unit in report.get("peak_rows", []):
-        lines.append(f"| {name} | {value:.4g} {unit} |")
-    if report.get("peak_rows"):
-        lines += [
-            "",
-            "Matmul ceilings, and every GPU matmul row of 0.5 ms or more below (all of them in "
-            "dtypes and tensor-core-alignment), are timed in the same sustained regime: back to "
-            "back after 0.5 s untimed, clocks settled at the power limit (JSON: "
-            "`extra.regime`). Rows named `single calls` ran one call at a time with gaps, on "
-            "boost clocks, and carry no % of peak.",
-        ]
-    lines += [
-        "",
-        "## Targets (same run)",
-        "",
-        "| comparison | target | value | status |",
-        "|---|---|---|---|",
-    ]
-    for c in report["comparisons"]:
-        value = "-" if c.get("value") is None else f"{c['value']:.4g}"
-        lines.append(f"| {c['name']} | {c['target']} | {value} | {c['status']} |")
-    for c in report["comparisons"]:
-        if not c.get("rounds"):
-            continue
-        lines += [
-            "",
-            f"{c['name']}: {c.get('method', '')}.",
-            "",
-            "| round | gpulab TFLOP/s | torch.utils.benchmark.Timer TFLOP/s | ratio |",
-            "|---|---|---|---|",
-        ]
-        for i, r in enumerate(c["rounds"], 1):
-            g, t = r["gpulab_tflops"], r["benchmark_timer_tflops"]
-            lines.append(f"| {i} | {g:.4g} | {t:.4g} | {g / t:.4g} |")
-        lines.append(
-            f"| median | {c['gpulab_tflops']:.4g} | {c['benchmark_timer_tflops']:.4g} | "
-            f"{c['ratio']:.4g} |"
-        )
-        if c.get("race_tflops"):
-            lines.append(
-                f"\n(The race's own row earlier in this run: {c['race_tflops']:.4g} TFLOP/s.)"
-            )
-    for run in report["runs"]:
-        params = ", ".join(f"{k}={v}" for k, v in run["params"].items())
-        lines += ["", f"## {run['experiment']} ({params})", ""]
-        if run["status"] != "result":
-            f = run.get("failure", {})
-            lines.append(f"{run['status']}: {f.get('kind')}: {f.get('message')}")
-            continue
-        res = run["result"]
-        verdicts = {(v["contender"], v.get("size"), v.get("dtype")): v for v in res["verdicts"]}
-        lines += [
-            "| contender | size | dtype | median [min..max] | throughput | % peak | cold | check |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for m in res["measurements"]:
-            v = verdicts.get((m["contender"], m["size"], m["dtype"]))
-            check = (
-                "-" if v is None else ("pass" if v["passed"] else "FAIL") + f" ({v['error']:.2g})"
-            )
-            thr = "-" if m["throughput"] is None else f"{fmt_num(m['throughput'], 4)} {m['unit']}"
-            if m.get("extrapolated"):
-                thr += " (extrapolated)"
-            pct = fmt_pct(m)
-            spread = f"{fmt_time(m['time_median_s'])} [{fmt_time(m['time_min_s'])}..{fmt_time(m['time_max_s'])}]"
-            lines.append(
-                f"| {m['contender']} | {m['size']} | {m['dtype']} | {spread} | {thr} | {pct} | "
-                f"{fmt_time(m.get('cold_s'))} | {check} |"
-            )
-        for cid, why in res.get("unavailable", {}).items():
-            lines.append(f"\n{cid}: not run: {why}")
-    return "\n".join(lines) + "\n"
-
-
 def run_bench(
     suite: str = "core",
     only: list[str] | None = None,
@@ -424,16 +415,42 @@ def run_bench(
             if on_run is not None:
                 on_run(report)
     report["comparisons"] = comparisons(runs, peaks, inventory, quick)
+    final_report_peaks(report, pk, inventory)
+    report["over_ceiling"] = over_ceiling(runs)
+    if suite in ("exercises", "full") and not only:
+        from gpulab.exercises import bench as ex_bench
+
+        sys.stderr.write("  exercises (through a warm worker)\n")
+        report["exercises"] = ex_bench.exercises_part(quick)
+        report["comparisons"] += ex_bench.comparisons(report["exercises"], not peaks.cpu)
     report["finished_at"] = time.time()
     return report
 
 
+def final_report_peaks(report: dict[str, Any], pk: Any, inventory: Any) -> None:
+    """Report the ceilings the run ended with: a figure re-measured mid-run (always upwards:
+    the better of two is kept) replaces the first one, which is kept as `peaks_first`."""
+    for key, cpu in (("peaks", None), ("cpu_peaks", True)):
+        first = report[key]
+        final = pk.cached(inventory, 0, cpu=cpu if cpu else first.get("cpu"))
+        if final is None or final.key != first.get("key"):
+            continue
+        changed = ceilings_changed(first, final.to_dict())
+        if changed:
+            report[f"{key}_first"] = first
+            report[key] = final.to_dict()
+            report[f"{key}_remeasured"] = changed
+            if key == "peaks":
+                report["peak_rows"] = pk.summary_rows(final)
+
+
 def main(args: Any) -> int:
     from gpulab.core.results import _clean
+    from gpulab.core.schema import tagged
 
     suite = getattr(args, "suite", "core") or "core"
-    if suite not in ("core", "full"):
-        sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected core or full\n")
+    if suite not in ("core", "full", "exercises"):
+        sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected core, full or exercises\n")
         return 2
     only = list(getattr(args, "only", []) or [])
     if only:
@@ -454,7 +471,7 @@ def main(args: Any) -> int:
             paths.append(Path(getattr(args, "md_path", None) or md_default))
             for path in paths:
                 path.parent.mkdir(parents=True, exist_ok=True)
-        clean = _clean(report)
+        clean = tagged("bench", _clean(report))
         paths[0].write_text(json.dumps(clean, indent=2))
         paths[1].write_text(markdown(clean))
 

@@ -13,12 +13,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpulab import __version__
+from gpulab.core.params import parse_index, parse_plain_number, shown
+from gpulab.core.schema import tagged
 
 EXIT_BAD_INPUT = 2
 SAMPLE_PERIOD_ENV = "GPULAB_SAMPLE_PERIOD"
 # The telemetry sampler's range (gpulab.telemetry.sampler.MIN_INTERVAL / MAX_INTERVAL; a test
 # keeps the two equal without importing telemetry here).
 SAMPLE_PERIOD_MIN, SAMPLE_PERIOD_MAX = 0.25, 5.0
+TIMEOUT_MAX_S = 86_400.0  # a day: past it a typo, not a plan
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,17 +59,44 @@ def build_parser() -> argparse.ArgumentParser:
         "--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="a parameter"
     )
     run.add_argument("--json", action="store_true", help="one JSON object per event, per line")
-    run.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
-    run.add_argument("--timeout", type=float, default=0, help="cancel after this many seconds")
+    run.add_argument("--device", default="0", help="CUDA device index (default 0)")
+    run.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        help=f"cancel after this many seconds (more than 0, at most {TIMEOUT_MAX_S:g})",
+    )
 
     bench = sub.add_parser("bench", help="run the benchmark suite, write JSON and Markdown")
-    bench.add_argument("--suite", default="core", help="core (default) or full")
+    bench.add_argument("--suite", default="core", help="core (default), full or exercises")
     bench.add_argument("--json", dest="json_path", help="write the JSON results here")
     bench.add_argument("--markdown", dest="md_path", help="write the Markdown table here")
     bench.add_argument("--only", action="append", default=[], help="run just this experiment")
 
     lessons = sub.add_parser("lessons", help="list lessons and your progress")
     lessons.add_argument("--json", action="store_true", help="print JSON")
+
+    store = sub.add_parser("store", help="check the progress file, or recover a damaged one")
+    store.add_argument(
+        "action",
+        nargs="?",
+        default="check",
+        choices=("check", "recover"),
+        help="check (default), or recover: copy the file aside and salvage what can be read",
+    )
+    store.add_argument("--json", action="store_true", help="print JSON")
+
+    from gpulab.cli_history import add_parser as add_history
+
+    add_history(sub)
+
+    from gpulab.exercises.cli import add_parser as add_exercises
+
+    add_exercises(sub)
+    from gpulab.completion import add_parser as add_completion
+    from gpulab.doctor.cli import add_parser as add_doctor
+
+    add_doctor(sub)
+    add_completion(sub)
     return p
 
 
@@ -88,12 +118,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _info(args)
         if args.command == "list":
             return _list(args)
+        if args.command in ("run", "bench"):
+            from gpulab.datadir import problem
+
+            # Found before minutes of work, not after (the result would have nowhere to go).
+            bad_dir = problem()
+            if bad_dir:
+                return _fail(bad_dir)
         if args.command == "run":
             return _run(args)
         if args.command == "bench":
             return _bench(args)
         if args.command == "lessons":
             return _lessons(args)
+        if args.command == "store":
+            from gpulab.store_recover import main as store_main
+
+            return store_main(args)
+        if args.command == "completion":
+            from gpulab.completion import main as completion_main
+
+            return completion_main(args)
+        if args.command == "doctor":
+            from gpulab.doctor.cli import main as doctor_main
+
+            return doctor_main(args)
+        if args.command == "history":
+            from gpulab.cli_history import main as history_main
+
+            return history_main(args)
+        if args.command in ("exercises", "ex"):
+            from gpulab.exercises.cli import main as exercises_main
+
+            return exercises_main(args)
     except KeyboardInterrupt:
         sys.stderr.write("gpulab: interrupted\n")
         return 130
@@ -105,7 +162,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def sample_period(flag: str | None) -> float | None | str:
     """The telemetry period from --sample-period or the environment: seconds, None (the
     default), or a one-line error naming the flag (or variable), the value and the range."""
-    import math
     import os
 
     name, raw = "--sample-period", flag
@@ -115,12 +171,31 @@ def sample_period(flag: str | None) -> float | None | str:
             return None
     allowed = f"allowed: {SAMPLE_PERIOD_MIN:g} to {SAMPLE_PERIOD_MAX:g} seconds"
     try:
-        value = float(raw)
+        value = parse_plain_number(raw)
     except ValueError:
-        return f"{name} {raw!r} is not a number of seconds; {allowed}"
-    if not math.isfinite(value) or not SAMPLE_PERIOD_MIN <= value <= SAMPLE_PERIOD_MAX:
-        return f"{name} {raw} is out of range; {allowed}"
+        return f"{name} {shown(raw)} is not a number of seconds; {allowed}"
+    if not SAMPLE_PERIOD_MIN <= value <= SAMPLE_PERIOD_MAX:
+        return f"{name} {raw.strip()[:40]} is out of range; {allowed}"
     return value
+
+
+def run_flags(device: str, timeout: str | None) -> tuple[int, float] | str:
+    """`gpulab run`'s --device and --timeout: (device, seconds or 0 for none), or a one-line
+    error. Whether the device exists is the worker's to say: it knows the GPUs."""
+    try:
+        index = parse_index(device)
+    except ValueError:
+        return f"--device {shown(device)} is not allowed; expected a GPU index: 0, 1, ..."
+    if timeout is None:
+        return index, 0.0
+    allowed = f"expected seconds, more than 0 and at most {TIMEOUT_MAX_S:g}"
+    try:
+        seconds = parse_plain_number(timeout)
+    except ValueError:
+        return f"--timeout {shown(timeout)} is not a number of seconds; {allowed}"
+    if not 0 < seconds <= TIMEOUT_MAX_S:
+        return f"--timeout {timeout.strip()[:40]} is out of range; {allowed}"
+    return index, seconds
 
 
 def _tui(period: float | None = None) -> int:
@@ -152,7 +227,7 @@ def _info(args: argparse.Namespace) -> int:
     if args.json:
         data = inv.to_dict()
         data["nvml"] = info_json(nvml, frame.snapshots)
-        print(json.dumps(data, indent=2))
+        print(json.dumps(tagged("info", data), indent=2))
         return 0
     print(f"gpulab {__version__}")
     print(f"GPU: {inv.label()}")
@@ -183,7 +258,8 @@ def _list(args: argparse.Namespace) -> int:
 
     exps = all_experiments()
     if args.json:
-        print(json.dumps([e.describe() for e in exps.values()], indent=2))
+        experiments = [e.describe() for e in exps.values()]
+        print(json.dumps(tagged("list", {"experiments": experiments}), indent=2))
         return 0
     for exp in exps.values():
         print(f"{exp.id:<22} {exp.title}: {exp.summary}")
@@ -210,10 +286,14 @@ def _run(args: argparse.Namespace) -> int:
     checked = _validated(args.experiment, args.sets)
     if isinstance(checked, str):
         return _fail(checked)
+    flags = run_flags(args.device, args.timeout)
+    if isinstance(flags, str):
+        return _fail(flags)
     exp, params = checked
+    device, timeout = flags
     from gpulab.cli_run import run_headless
 
-    return run_headless(exp.id, params, as_json=args.json, device=args.device, timeout=args.timeout)
+    return run_headless(exp.id, params, as_json=args.json, device=device, timeout=timeout)
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -91,11 +91,27 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
+def row_notes(result: dict[str, Any]) -> list[str]:
+    """Each row's note, one line per row that has one: what the table's cells cannot say (a
+    capped count, a noisy timing, why a % is over 100, how a row was timed)."""
+    out = []
+    for m in result.get("measurements", []):
+        if m.get("note"):
+            label = " ".join(
+                x for x in (m["contender"], m.get("size", ""), m.get("dtype", "")) if x
+            )
+            out.append(f"  {label}: {m['note']}")
+    return out
+
+
 def render_result(result: dict[str, Any]) -> str:
     parts = [f"{result['record']['experiment']} on {result['record'].get('device', '?')}"]
     rows = measurement_rows(result)
     if rows:
         parts.append(table(HEADERS, rows))
+    notes = row_notes(result)
+    if notes:
+        parts.append("notes:\n" + "\n".join(notes))
     for name, why in result.get("unavailable", {}).items():
         parts.append(f"  {name}: not run: {why}")
     summary = result.get("summary") or {}
@@ -110,4 +126,6 @@ def render_result(result: dict[str, Any]) -> str:
         )
     if result.get("explanation"):
         parts.append("What you just saw: " + result["explanation"])
+    if result.get("headline"):  # last: the line a person reads when the run ends
+        parts.append("Answer: " + result["headline"])
     return "\n".join(parts)

@@ -9,25 +9,24 @@ saved is on disk when it returns, and a crash in the next one cannot take it bac
 
 WAL also lets a second reader (`gpulab lessons` while the TUI runs, or two TUIs) read committed
 data while a writer is busy; writers wait up to `BUSY_TIMEOUT_S` for each other.
+
+Faults of the file or the disk (a bad page, a full disk, a read-only data dir) never stop the
+lab: they become notices (gpulab/store_db.py, the guarded connection Store stands on).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gpulab.store_db import RECOVER_HINT, GuardedConnection, StoreError, is_damage
+
 DB_NAME = "gpulab.sqlite3"
 BUSY_TIMEOUT_S = 5.0
-SCHEMA_VERSION = 1
-
 # Each entry upgrades the schema from version i to i + 1; never edit one that has shipped.
 _MIGRATIONS: tuple[str, ...] = (
     """
@@ -61,21 +60,53 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX runs_experiment ON runs (experiment, started_at);
     """,
+    # 2: exercises (gpulab/exercises/progress.py reads and writes these).
+    """
+    CREATE TABLE exercise_state (
+        exercise_id    TEXT PRIMARY KEY,
+        state          TEXT NOT NULL,
+        passed_ever    INTEGER NOT NULL DEFAULT 0,
+        best_grade     TEXT,
+        best_fraction  REAL,
+        hints_revealed INTEGER NOT NULL DEFAULT 0,
+        updated_at     TEXT NOT NULL
+    );
+    CREATE TABLE exercise_attempts (
+        id           INTEGER PRIMARY KEY,
+        exercise_id  TEXT NOT NULL,
+        attempted_at TEXT NOT NULL,
+        verdict      TEXT NOT NULL,
+        grade        TEXT,
+        fraction     REAL,
+        seed         INTEGER NOT NULL,
+        kind         TEXT NOT NULL DEFAULT '',
+        message      TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX exercise_attempts_exercise ON exercise_attempts (exercise_id, id);
+    """,
+    # 3: run history that is kept (gpulab.history): what `list_runs` shows, plus the whole entry
+    # (rows, verdicts, versions, the calibration it was judged against, telemetry) as JSON.
+    """
+    ALTER TABLE runs ADD COLUMN source TEXT;
+    ALTER TABLE runs ADD COLUMN host TEXT;
+    ALTER TABLE runs ADD COLUMN device TEXT;
+    ALTER TABLE runs ADD COLUMN finished_at TEXT;
+    ALTER TABLE runs ADD COLUMN verdict TEXT;
+    ALTER TABLE runs ADD COLUMN headline TEXT;
+    ALTER TABLE runs ADD COLUMN entry_json TEXT;
+    CREATE INDEX runs_started ON runs (started_at);
+    """,
 )
+SCHEMA_VERSION = len(_MIGRATIONS)
 
-
-class StoreError(RuntimeError):
-    """The progress database cannot be used; str() is one line to show a person."""
+__all__ = ["RECOVER_HINT", "Store", "StoreError", "is_damage"]  # and the row types below
 
 
 def data_dir() -> Path:
     """$GPULAB_DATA_DIR (the CLI's --data-dir sets it), else platformdirs' user data dir."""
-    env = os.environ.get("GPULAB_DATA_DIR")
-    if env:
-        return Path(env).expanduser()
-    from platformdirs import user_data_dir
+    from gpulab.datadir import resolve
 
-    return Path(user_data_dir("gpulab"))
+    return resolve()
 
 
 def default_path() -> Path:
@@ -139,28 +170,24 @@ class RunRow:
         }
 
 
-class Store:
-    """One connection to the progress database. Safe to share between threads (one lock)."""
+class Store(GuardedConnection):
+    """The progress database: lessons read, quiz answers and best scores, run history.
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None and str(path) != ":memory:" else path
-        if self.path is None:
-            self.path = default_path()
-        self._lock = threading.RLock()
-        target = str(self.path)
-        try:
-            if target != ":memory:":
-                Path(target).parent.mkdir(parents=True, exist_ok=True)
-            # isolation_level=None: we open every transaction ourselves (BEGIN IMMEDIATE).
-            self._db = sqlite3.connect(
-                target, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open the progress database {target}: {exc}") from None
+    Reads and writes never raise for a fault of the file or the disk (see gpulab.store_db)."""
+
+    schema_version = SCHEMA_VERSION
+    busy_timeout_s = BUSY_TIMEOUT_S
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        read_only: bool = False,
+        on_notice: Callable[[str], None] | None = None,
+    ) -> None:
+        super().__init__(
+            default_path() if path is None else path, read_only=read_only, on_notice=on_notice
+        )
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -178,35 +205,6 @@ class Store:
                         db.execute(statement)
             if version != SCHEMA_VERSION:
                 db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One transaction: committed when the block ends, rolled back if it raises."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
-
-    def pragma(self, name: str) -> Any:
-        return self._query(f"PRAGMA {name}")[0][0]
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- lessons ---------------------------------------------------------------------------
 
@@ -268,6 +266,7 @@ class Store:
                 )
                 return QuizBest(lesson_id, score, total)
             return QuizBest(lesson_id, row[0], row[1])
+        return QuizBest(lesson_id, score, total)  # not saved (a notice says why): this try
 
     def best_scores(self) -> dict[str, QuizBest]:
         rows = self._query("SELECT lesson_id, best_score, total FROM quiz_best")
@@ -298,6 +297,7 @@ class Store:
                 ),
             )
             return int(cur.lastrowid or 0)
+        return 0  # not saved (a notice says why)
 
     def finish_run(
         self, run_id: int, final_type: str, summary: Mapping[str, Any] | None = None
@@ -312,6 +312,64 @@ class Store:
                 ),
             )
 
+    def record_run(self, entry: Mapping[str, Any]) -> int:
+        """Keep one finished run: a `gpulab.history` entry (the whole of it, as JSON)."""
+        summary = entry.get("summary")
+        with self._write() as db:
+            cur = db.execute(
+                "INSERT INTO runs (experiment, params_json, started_at, final_type, summary_json,"
+                " source, host, device, finished_at, verdict, headline, entry_json)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    str(entry["experiment"]),
+                    json.dumps(dict(entry.get("params") or {}), default=str),
+                    _iso(entry.get("started_at")),
+                    entry.get("status"),
+                    None if summary is None else json.dumps(summary, default=str),
+                    entry.get("source"),
+                    entry.get("host"),
+                    entry.get("device"),
+                    entry.get("finished_at"),
+                    entry.get("verdict"),
+                    entry.get("headline"),
+                    json.dumps(dict(entry), default=str),
+                ),
+            )
+            return int(cur.lastrowid or 0)
+        return 0  # not saved (a notice says why)
+
+    def run_entries(
+        self, ids: list[int] | None = None, *, experiment: str | None = None, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Kept runs as `gpulab.history` entries (with "id"), oldest first; runs from before
+        the history was kept (no entry) are rebuilt from their columns."""
+        sql = (
+            "SELECT id, experiment, params_json, started_at, final_type, summary_json, source,"
+            " host, device, finished_at, verdict, headline, entry_json FROM runs"
+        )
+        where, args = [], []
+        if ids is not None:
+            where.append(f"id IN ({','.join('?' * len(ids))})")
+            args.extend(int(i) for i in ids)
+        if experiment is not None:
+            where.append("experiment = ?")
+            args.append(experiment)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = self._query(sql + " ORDER BY id DESC LIMIT ?", (*args, int(limit)))
+        out = []
+        for r in reversed(rows):
+            entry = json.loads(r[12]) if r[12] else {}
+            if not entry:
+                cols = ("experiment", "params", "started_at", "status", "summary", "source")
+                raw = (r[1], json.loads(r[2]), r[3], r[4], json.loads(r[5]) if r[5] else None)
+                entry = dict(zip(cols, (*raw, r[6]), strict=True))
+                entry.update(host=r[7], device=r[8], finished_at=r[9], verdict=r[10])
+                entry["headline"] = r[11]
+            entry["id"] = r[0]
+            out.append(entry)
+        return out
+
     def list_runs(self, experiment: str | None = None, limit: int = 100) -> list[RunRow]:
         """Newest first."""
         sql = "SELECT id, experiment, params_json, started_at, final_type, summary_json FROM runs"
@@ -321,10 +379,15 @@ class Store:
             args = (experiment,)
         sql += " ORDER BY id DESC LIMIT ?"
         rows = self._query(sql, (*args, int(limit)))
-        return [
-            RunRow(r[0], r[1], json.loads(r[2]), r[3], r[4], json.loads(r[5]) if r[5] else None)
-            for r in rows
-        ]
+        out = []
+        for r in rows:
+            try:
+                params, summary = json.loads(r[2]), json.loads(r[5]) if r[5] else None
+            except (ValueError, TypeError) as exc:  # a damaged row: the others still show
+                self._notice(f"run {r[0]} in {self.path} could not be read ({exc}); skipped")
+                continue
+            out.append(RunRow(r[0], r[1], params, r[3], r[4], summary))
+        return out
 
 
 def open_store(path: str | Path | None = None) -> Store:

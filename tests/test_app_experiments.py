@@ -95,3 +95,5 @@ async def test_matmul_race_runs_from_the_panel():
         assert state.result["summary"]["seed"]  # fresh inputs, the seed recorded
         explanation = str(app.query_one("#explanation", Static).render())
         assert "lesson: dtypes-and-tensor-cores" in explanation
+        # What a cell cannot say is under the explanation: here, Python's rows are fp64 floats.
+        assert "Notes on rows:" in explanation and "python 64 fp64: Python floats" in explanation

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from headline_checks import assert_headline
 
 from gpulab.core.devices import Inventory, detect
+from gpulab.core.params import ParamError
 from gpulab.experiments import blur
 from gpulab.experiments.base import Context, ExperimentError
 
@@ -48,6 +50,7 @@ def test_cpu_contender_passes_and_saves_images(kind):
     assert res.passed, res.verdicts
     kinds = [a.kind for a in res.artifacts]
     assert kinds == ["image", "image"]
+    assert_headline("blur", res.to_dict())
     from PIL import Image
 
     with Image.open(res.artifacts[1].path) as im:
@@ -58,6 +61,24 @@ def test_numpy_fallback_without_scipy(monkeypatch):
     monkeypatch.setattr(blur, "have_scipy", lambda: False)
     res = _run(Inventory(), kernel="box", radius=1)
     assert res.passed and "NumPy" in res.measurements[0].note
+    # The row is labelled with what ran, never as SciPy's; SciPy's slot says why it did not.
+    assert [m.contender for m in res.measurements] == ["numpy-slices"]
+    assert res.measurements[0].extra["impl"] == "numpy"
+    assert "not installed" in res.unavailable["scipy"]
+    assert "numpy-slices" not in res.unavailable
+
+
+def test_only_one_cpu_filter_is_offered(monkeypatch):
+    import importlib.util
+
+    with_scipy = blur.EXPERIMENT.availability(Inventory())
+    assert with_scipy["scipy"] == "" and with_scipy["numpy-slices"]  # SciPy is installed here
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "scipy" else real(name, *a)
+    )
+    without = blur.EXPERIMENT.availability(Inventory())
+    assert without["numpy-slices"] == "" and "pip install scipy" in without["scipy"]
 
 
 def test_unavailable_gpu_contenders_listed_with_the_hint():
@@ -75,17 +96,18 @@ def test_builtin_and_path_images(tmp_path):
     assert blur.load_image("testcard", 32, 16).shape == (16, 32, 3)
 
 
-def test_missing_and_corrupt_images_are_one_line_errors(tmp_path):
-    exp = blur.EXPERIMENT
-    with pytest.raises(ExperimentError, match="not found"):
-        exp.check(exp.params.validate({"image": str(tmp_path / "nope.png")}), Inventory())
+def test_missing_and_corrupt_images_are_refused_with_the_params(tmp_path):
+    """Refused by validation (the CLI, the form, the runner's submit), before any work."""
+    params = blur.EXPERIMENT.params
+    with pytest.raises(ParamError, match="does not exist"):
+        params.validate({"image": str(tmp_path / "nope.png")})
     bad = tmp_path / "bad.png"
     bad.write_bytes(b"\x89PNG not really")
-    with pytest.raises(ExperimentError, match="could not be read") as info:
-        exp.check(exp.params.validate({"image": str(bad)}), Inventory())
+    with pytest.raises(ParamError, match="is not an image file") as info:
+        params.validate({"image": str(bad)})
     assert "\n" not in str(info.value)
     with pytest.raises(ExperimentError, match="could not be read"):
-        blur.load_image(str(bad), 0, 0)
+        blur.load_image(str(bad), 0, 0)  # the run's own guard, for a file changed since
 
 
 def test_synthetic_image_has_detail():
@@ -120,3 +142,22 @@ def test_gpu_run_all_contenders_pass():
     res = _run(detect(), width=640, height=360, kernel="gaussian", radius=2)
     assert res.passed
     assert {"torch", "scipy"} <= {m.contender for m in res.measurements}
+    best = next(m for m in res.measurements if m.contender in ("cupy-kernel", "torch"))
+    assert f"ran at {best.percent_of_peak:.0f}% of this GPU's copy bandwidth" in res.headline
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", blur.KERNELS)
+def test_gpu_library_contenders_match_the_reference(kernel):
+    """cupyx.scipy.ndimage and the separable torch blur (lessons 08 and 17 quote both): same
+    image, borders and weights as the reference, within the same 1e-5."""
+    from conftest import cupy_available
+
+    res = _run(detect(), width=640, height=360, kernel=kernel, radius=3)
+    want = {"torch-separable"} | ({"cupyx"} if cupy_available() else set())
+    verdicts = {v.contender: v for v in res.verdicts}
+    for cid in want:
+        assert verdicts[cid].passed, verdicts[cid]
+    rows = {m.contender: m for m in res.measurements}
+    for cid in want:
+        assert rows[cid].percent_of_peak is not None and rows[cid].unit == "GB/s"

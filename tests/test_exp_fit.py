@@ -40,17 +40,8 @@ SMALL = {
     "tensor-core-alignment": {"cpu_size": 64},
     "mixed-precision": {"steps": 2, "hidden": 32, "batch": 16},
     "profiler": {"steps": 1, "hidden": 32, "batch": 8},
+    "cold-start": {"n": 1000, "processes": 1},
 }
-
-
-@pytest.fixture(scope="module")
-def cpu_inventory():
-    inv = copy.deepcopy(detect())
-    for name in ("torch-cuda", "cupy"):
-        inv.backends[name] = Backend(name, False, reason="switched off for the test")
-    inv.devices = [d for d in inv.devices if d.kind != "cuda"]
-    inv.gpu_reason = "switched off for the test"
-    return inv
 
 
 @pytest.fixture()
@@ -71,19 +62,12 @@ def run(exp_id, params, inventory):
 # ---------------------------------------------------------------------------- the reader
 
 
-def test_host_reader_reads_meminfo_and_falls_back(monkeypatch):
+def test_host_reader_reads_meminfo_and_falls_back(tmp_path):
+    from gpulab.core import hostmem
+
     avail = sup.host_available_bytes()
     assert avail is not None and 0 < avail < 2**50
-    real_open = open
-
-    def no_proc(path, *a, **k):
-        if str(path).startswith("/proc/meminfo"):
-            raise OSError("no /proc here")
-        return real_open(path, *a, **k)
-
-    monkeypatch.setattr("builtins.open", no_proc)
-    monkeypatch.setattr(sup, "_cgroup_available", lambda: None)
-    fallback = sup.host_available_bytes()
+    fallback = hostmem.host_available_bytes(root=tmp_path)  # no /proc, no cgroup there
     assert fallback is not None and fallback > 0  # os.sysconf's free pages
 
 
@@ -159,6 +143,7 @@ GPU_BIG = {
     "tensor-core-alignment": {"size": 8192},
     "mixed-precision": {"hidden": 8192, "layers": 8, "batch": 1024},
     "profiler": {"hidden": 8192, "batch": 4096},
+    "cold-start": {"n": 100_000_000},
 }
 
 

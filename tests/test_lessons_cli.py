@@ -49,4 +49,4 @@ def test_lessons_still_listed_when_the_store_is_broken(tmp_path, capsys, monkeyp
     assert main(["lessons", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["read"] == 0 and out["total"] == len(load_catalog())
-    assert any("progress unavailable" in p for p in out["problems"])
+    assert any("progress could not be read" in p and "kept at" in p for p in out["problems"])

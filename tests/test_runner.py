@@ -245,6 +245,26 @@ async def test_crash_is_reported_and_a_new_worker_runs_the_next_job(runner, how,
     assert runner.worker_pid not in (None, old)
 
 
+async def test_a_sigkill_after_an_oom_kill_says_probably_out_of_memory(runner, monkeypatch):
+    """The kernel's OOM killer seen from outside: a SIGKILL mid-job while the OOM-kill count
+    grows (a container's memory limit; the counters are faked, the kill is real)."""
+    from gpulab.core import hostmem
+
+    counts = iter(range(10, 10_000))
+    box = hostmem.Level(Path("/sys/fs/cgroup/box"), 2, 2 * 2**30, 2**30, 0, 2 * 2**30)
+    monkeypatch.setattr(hostmem, "oom_kills", lambda root=hostmem.ROOT: next(counts))
+    monkeypatch.setattr(hostmem, "cgroup_levels", lambda root=hostmem.ROOT: [box])
+    await runner.wait_ready(START_S)
+    job = await runner.submit("break-it", {"mode": "hang"})
+    await first(job, ev.PROGRESS)
+    os.kill(runner.worker_pid, signal.SIGKILL)
+    end = await final(job)
+    assert end["kind"] == ev.KIND_CRASHED and end["signal"] == "SIGKILL", end
+    assert end["probably_oom"] and "probably out of memory" in end["message"]
+    assert "memory limit here is 2.00 GiB" in end["message"]
+    await run_ok(runner)
+
+
 async def test_a_retiring_worker_takes_no_queued_job(runner):
     """After an illegal address the worker retires; the job queued behind runs on its successor."""
     await runner.wait_ready(START_S)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from test_runner import pid_alive
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,9 +38,11 @@ PARENT = textwrap.dedent(
 )
 
 
-def test_worker_and_spare_exit_within_2_s_when_their_parent_is_killed():
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP], ids=["SIGKILL", "SIGHUP"])
+def test_worker_and_spare_exit_within_2_s_when_their_parent_is_killed(sig):
     """The worker is busy in a job that ignores cancels: only EOF / PDEATHSIG can end it. The
-    spare may be stopped (SIGSTOP while a job runs), so only PDEATHSIG can end it."""
+    spare may be stopped (SIGSTOP while a job runs), so only PDEATHSIG can end it. SIGHUP (a
+    closed terminal) ends the parent by default, as a kill does."""
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT, "hang-ignoring-cancel"],
         stdout=subprocess.PIPE,
@@ -54,7 +58,7 @@ def test_worker_and_spare_exit_within_2_s_when_their_parent_is_killed():
         line = parent.stdout.readline()  # blocks until the worker runs the job
         worker, spare = (int(x) for x in line.split())
         assert pid_alive(worker) and pid_alive(spare)
-        parent.kill()
+        parent.send_signal(sig)
         parent.wait(10)
         deadline = time.monotonic() + 2.0
         while (pid_alive(worker) or pid_alive(spare)) and time.monotonic() < deadline:

@@ -154,7 +154,7 @@ def test_newer_schema_is_refused_with_one_line(tmp_path):
 def test_not_a_database_is_a_clear_error(tmp_path):
     path = tmp_path / "p.db"
     path.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(StoreError, match="cannot open the progress database"):
+    with pytest.raises(StoreError, match="not a database; your file is kept at"):
         Store(path)
 
 
@@ -166,3 +166,13 @@ def test_a_failed_write_rolls_back_and_the_store_stays_usable(tmp_path):
         assert s.read_marks() == {}
         s.mark_read("b")
         assert list(s.read_marks()) == ["b"]
+
+
+def test_a_bug_in_the_sql_still_raises(tmp_path):
+    """Faults of the file become notices (tests/test_faults.py); gpulab's own mistakes do not."""
+    with Store(tmp_path / "p.db") as s:
+        with pytest.raises(sqlite3.OperationalError, match="syntax error"):
+            s._query("SELEC 1")
+        with pytest.raises(sqlite3.OperationalError, match="no such column"), s._write() as db:
+            db.execute("UPDATE runs SET nope = 1")
+        assert not s.notices

@@ -2,14 +2,15 @@
 
 Every value a person types (CLI `--set`, the TUI form, a lesson link) goes through `Param.parse`,
 so a bad value is refused in one place with one message that names the parameter, the value and
-what is allowed.
+what is allowed. Numbers are ASCII only: Python's int() and float() take full-width and other
+Unicode digits, which nobody types on purpose and no other tool reads back the same way.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,20 +26,45 @@ _SUFFIXES = {
     "gi": 2**30,
     "ti": 2**40,
 }
+# re.ASCII: without it \d and \s match any script's digits and spaces (and IGNORECASE folds
+# the Kelvin sign into "k").
 _NUMBER = re.compile(
     r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*(ki|mi|gi|ti|k|m|g|b|t)?\s*$",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
+_PLAIN_NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?\s*$", re.I | re.A)
+_ASCII_SPACES = re.compile(r"[ \t\r\n\f\v]+")
+SHOWN_CHARS = 80  # a value longer than this is cut in messages, which stay one readable line
+
+
+def shown(value: Any) -> str:
+    """repr() of a value for a one-line message, cut to SHOWN_CHARS."""
+    text = repr(value)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    quote = text[-1] if text[-1] in "'\"" else ""
+    return text[: SHOWN_CHARS - 4] + "..." + quote
 
 
 class ParamError(ValueError):
     """A parameter value that cannot be accepted; str() is the one-line message to show."""
 
-    def __init__(self, name: str, value: Any, allowed: str) -> None:
+    def __init__(
+        self, name: str, value: Any, allowed: str, problem: str = "is not allowed"
+    ) -> None:
         self.name = name
         self.value = value
         self.allowed = allowed
-        super().__init__(f"parameter '{name}': {value!r} is not allowed; expected {allowed}")
+        self.problem = problem
+        super().__init__(f"parameter '{name}': {shown(value)} {problem}; expected {allowed}")
+
+
+class _Bad(Exception):
+    """Inside Param: what is wrong with one value, before it is known whether it is an item."""
+
+    def __init__(self, problem: str = "is not allowed") -> None:
+        super().__init__(problem)
+        self.problem = problem
 
 
 class UnknownParam(ParamError):
@@ -53,16 +79,42 @@ class UnknownParam(ParamError):
 
 
 def parse_number(text: str | int | float) -> float:
-    """Parse a human number: 4096, 1e8, 100M, 2.5k, 1Gi. Raises ValueError."""
+    """Parse a human number: 4096, 1e8, 100M, 2.5k, 1Gi. Raises ValueError (ASCII only)."""
     if isinstance(text, bool):
         raise ValueError(f"not a number: {text!r}")
     if isinstance(text, int | float):
-        return float(text)
-    match = _NUMBER.match(str(text).replace("_", "").replace(",", ""))
+        try:
+            return float(text)
+        except OverflowError:  # an int past float's range
+            return math.inf if text > 0 else -math.inf
+    text = str(text)
+    if not text.isascii():
+        raise ValueError(f"not a number: {text!r} (use ASCII digits 0-9)")
+    match = _NUMBER.match(text.replace("_", "").replace(",", ""))
     if not match:
         raise ValueError(f"not a number: {text!r}")
     mantissa, suffix = match.group(1), (match.group(2) or "").lower()
     return float(mantissa) * _SUFFIXES[suffix]
+
+
+def parse_plain_number(text: str) -> float:
+    """A plain ASCII decimal (12, 0.5, 1e3): no suffixes, no separators, finite. For flags
+    whose unit is not a count (seconds), where "10m" must not read as ten million."""
+    if not isinstance(text, str) or not text.isascii() or not _PLAIN_NUMBER.match(text):
+        raise ValueError(f"not a number: {text!r}")
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text!r}")
+    return value
+
+
+def parse_index(text: str, digits: int = 4) -> int:
+    """A GPU index (or any small count) as a person types it: ASCII digits only, so no sign, no
+    point and no other script's digits; at most `digits` of them. Raises ValueError."""
+    body = text.strip() if isinstance(text, str) else ""
+    if not (body.isascii() and body.isdigit() and len(body) <= digits):
+        raise ValueError(f"not an index: {text!r}")
+    return int(body)
 
 
 def format_number(value: float) -> str:
@@ -90,20 +142,30 @@ class Param:
     max: float | None = None
     choices: tuple[str, ...] = ()
     item: str = "int"  # element kind of a list: int, float or choice
+    # A last check of a parsed value (a file that must exist, say): None when it is fine, else
+    # the problem, which follows the value in the message ("does not exist").
+    check: Callable[[Any], str | None] | None = field(default=None, compare=False, repr=False)
+    expects: str = ""  # what allowed() says, where the kind alone says too little ("text")
 
-    def allowed(self) -> str:
+    def allowed(self, plural: bool = False) -> str:
+        if self.expects:
+            return self.expects
         if self.kind == "bool":
             return "true or false"
         if self.kind == "choice":
-            return "one of " + ", ".join(self.choices)
+            return ("" if plural else "one of ") + ", ".join(self.choices)
         if self.kind == "str":
             return "text"
         if self.kind == "list":
             inner = Param(
                 self.name, self.item, None, min=self.min, max=self.max, choices=self.choices
             )
-            return "a comma-separated list of " + inner.allowed()
-        what = "a whole number" if self.kind == "int" else "a number"
+            joiner = "from " if self.item == "choice" else "of "
+            return "a comma-separated list " + joiner + inner.allowed(plural=True)
+        if plural:
+            what = "whole numbers" if self.kind == "int" else "numbers"
+        else:
+            what = "a whole number" if self.kind == "int" else "a number"
         lo = format_number(self.min) if self.min is not None else None
         hi = format_number(self.max) if self.max is not None else None
         unit = f" {self.unit}" if self.unit else ""
@@ -119,25 +181,61 @@ class Param:
         """Turn raw input (text or a Python value) into a valid value, or raise ParamError."""
         if self.kind == "list":
             return self._parse_list(raw)
-        return self._parse_scalar(self.kind, raw, raw)
+        try:
+            value = self._parse_scalar(self.kind, raw)
+        except _Bad as bad:
+            raise ParamError(self.name, raw, self._allowed_for(self.kind), bad.problem) from None
+        if self.check is not None:
+            problem = self.check(value)
+            if problem:
+                raise ParamError(self.name, raw, self.allowed(), problem)
+        return value
+
+    def _allowed_for(self, kind: str) -> str:
+        return "non-empty text" if kind == "str" and not self.expects else self.allowed()
 
     def _parse_list(self, raw: Any) -> list[Any]:
         if isinstance(raw, str):
-            parts = [p for p in re.split(r"[,\s]+", raw.strip()) if p]
+            # Commas separate items (spaces too, for "256 512"); an empty item between two
+            # commas is a typo to point at, not something to drop silently.
+            parts: list[Any] = []
+            pieces = raw.split(",")
+            for i, piece in enumerate(pieces):
+                words = _ASCII_SPACES.split(piece.strip(" \t\r\n\f\v")) if piece else []
+                words = [w for w in words if w]
+                if not words and raw.strip():
+                    where = (
+                        "ends with a comma"
+                        if i == len(pieces) - 1
+                        else f"is not allowed: item {len(parts) + 1} is empty"
+                    )
+                    raise ParamError(self.name, raw, self.allowed(), where)
+                parts.extend(words)
         elif isinstance(raw, Sequence):
             parts = list(raw)
         else:
             raise ParamError(self.name, raw, self.allowed())
         if not parts:
-            raise ParamError(self.name, raw, self.allowed() + " (at least one)")
-        values = [self._parse_scalar(self.item, p, raw) for p in parts]
+            raise ParamError(self.name, raw, self.allowed() + " (at least one)", "is empty")
+        values: list[Any] = []
+        bad: list[str] = []
+        for i, part in enumerate(parts, 1):
+            try:
+                values.append(self._parse_scalar(self.item, part))
+            except _Bad as exc:
+                bad.append(f"item {i} ({shown(part)}) {exc.problem}")
+        if bad:
+            more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+            problem = "is not allowed: " + ", ".join(bad[:3]) + more
+            raise ParamError(self.name, raw, self.allowed(), problem)
         seen: list[Any] = []
         for v in values:
             if v not in seen:
                 seen.append(v)
         return seen
 
-    def _parse_scalar(self, kind: str, raw: Any, shown: Any) -> Any:
+    def _parse_scalar(self, kind: str, raw: Any) -> Any:
+        """One value of `kind`, or _Bad saying what is wrong with it."""
         if kind == "bool":
             if isinstance(raw, bool):
                 return raw
@@ -146,31 +244,41 @@ class Param:
                 return True
             if text in ("0", "false", "no", "off", "n"):
                 return False
-            raise ParamError(self.name, shown, self.allowed())
+            raise _Bad()
         if kind == "choice":
             text = str(raw).strip()
-            for choice in self.choices:
-                if text.lower() == choice.lower():
-                    return choice
-            raise ParamError(self.name, shown, self.allowed())
+            if str(raw).isascii():  # "\u212a".lower() == "k": no look-alike reaches a choice
+                for choice in self.choices:
+                    if text.lower() == choice.lower():
+                        return choice
+            raise _Bad()
         if kind == "str":
             if raw is None or str(raw).strip() == "":
-                raise ParamError(self.name, shown, "non-empty text")
-            return str(raw).strip()
+                raise _Bad("is empty")
+            text = str(raw).strip()
+            if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+                raise _Bad("contains a control character")
+            return text
+        if isinstance(raw, str) and raw.strip() == "":
+            raise _Bad("is empty")
+        if isinstance(raw, str) and not raw.isascii():
+            raise _Bad("is not plain ASCII (type the digits 0-9)")
         try:
             number = parse_number(raw)
         except ValueError:
-            raise ParamError(self.name, shown, self.allowed()) from None
-        if not math.isfinite(number):
-            raise ParamError(self.name, shown, self.allowed())
+            raise _Bad("is not a number") from None
+        if math.isnan(number):  # a Python nan; the text "nan" never parses
+            raise _Bad("is not a number")
+        if math.isinf(number):  # float('inf'), or digits past float's range
+            raise _Bad("is out of range")
         if kind == "int":
             if number != int(number):
-                raise ParamError(self.name, shown, self.allowed())
+                raise _Bad("is not a whole number")
             number = int(number)
         if (self.min is not None and number < self.min) or (
             self.max is not None and number > self.max
         ):
-            raise ParamError(self.name, shown, self.allowed())
+            raise _Bad("is out of range")
         return number
 
     def to_dict(self) -> dict[str, Any]:

@@ -3,9 +3,10 @@
 Datasheet figures are leads, not ceilings a program can reach, so gpulab measures its own:
 a large device-to-device copy (GB/s, bytes read + bytes written), cuBLAS matrix products per
 dtype on random data (TFLOP/s, 2 n^3 flops), and pinned host<->device copies (GB/s), through
-torch when it has CUDA, else through CuPy. Without a GPU it calibrates the CPU instead: a NumPy
-memory copy and NumPy matrix products, each from the best of several runs (a CPU shares its
-cores with everything else running, so the median is a figure under load, not the ceiling).
+torch when it has CUDA, else through CuPy (calibration_gpu.py). Without a GPU it calibrates the
+CPU instead: a NumPy memory copy (out of cache: 256 MiB each way) and NumPy matrix products.
+Every figure is the best of several runs, not a median: a device shares its cores, link and
+power budget with everything else running, so a median is a figure under load, not the ceiling.
 
 A row that beats a cached ceiling by more than 5% (`judge`, called for every row an experiment
 emits) has that figure re-measured once per process, and the better of the two figures kept:
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import platform
 import re
 import socket
@@ -36,18 +36,18 @@ CPU_DTYPES = ("fp64", "fp32")
 CUPY_DTYPES = ("fp64", "fp32", "fp16")  # CuPy has no bf16, and its fp32 products use no TF32
 SCHEMA = 1
 OVER_CEILING = 1.05  # a row above 105% of its ceiling has the ceiling re-measured
+CPU_MATMUL_N = 2048  # the CPU matmul ceiling is the best of 2048 and, on a fast CPU, 4096
+CPU_MATMUL_MAX_N = 4096
+CPU_MATMUL_STEP_S = 0.2  # ... when one product at the larger size would take under this
 
 
 def data_dir() -> Path:
     """$GPULAB_DATA_DIR, else the platform's user data dir for gpulab (created on demand)."""
-    env = os.environ.get("GPULAB_DATA_DIR")
-    if env:
-        path = Path(env).expanduser()
-    else:
-        from platformdirs import user_data_dir
+    from gpulab.datadir import resolve
 
-        path = Path(user_data_dir("gpulab"))
-    path.mkdir(parents=True, exist_ok=True)
+    path = resolve()
+    with contextlib.suppress(OSError):  # unusable (a file, read-only): the cache just misses
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -279,7 +279,7 @@ def judge(ctx: Any, m: Any) -> None:
 
     When the row beats the ceiling by more than OVER_CEILING, the ceiling is re-measured
     (`remeasure`, once per figure and process) and the row judged again; a row still above it
-    keeps its honest percentage and says so in its note.
+    keeps its honest percentage and says so in its note (`settle`).
     """
     ceiling = getattr(m, "_ceiling", None)
     if not isinstance(ceiling, Ceiling) or not m.throughput:
@@ -287,22 +287,81 @@ def judge(ctx: Any, m: Any) -> None:
     live = peak_for(ceiling.peaks, ceiling.what)
     if not live:
         return
-    pct = 100.0 * m.throughput / live
-    if pct > 100.0 * OVER_CEILING and remeasure(ctx, ceiling.peaks, ceiling.what):
-        live = peak_for(ceiling.peaks, ceiling.what) or live
-        pct = 100.0 * m.throughput / live
+    if 100.0 * m.throughput / live > 100.0 * OVER_CEILING and remeasure(
+        ctx, ceiling.peaks, ceiling.what
+    ):
         m.extra["ceiling_remeasured"] = True
+    settle(m)
+
+
+def settle(m: Any) -> bool:
+    """Judge row `m` against the current figure of its ceiling: its % of peak, the figure used
+    (`extra["ceiling"]`), and a note on any row above 100%. True when the figure differs from
+    the one the row was last judged against (a re-measure happened since)."""
+    ceiling = getattr(m, "_ceiling", None)
+    if not isinstance(ceiling, Ceiling) or not m.throughput:
+        return False
+    live = peak_for(ceiling.peaks, ceiling.what)
+    if not live:
+        return False
+    before = m.extra.get("ceiling")
+    changed = before is not None and abs(float(before) - float(live)) > 1e-9 * float(live)
+    pct = 100.0 * m.throughput / live
     m.percent_of_peak = pct
-    if pct > 100.0 * OVER_CEILING:
-        done = _REMEASURED.get((str(cache_path(ceiling.peaks.key)), ceiling.what))
-        how = (
-            "even after re-measuring it: this row's workload beats the calibration's own"
-            if done
-            else "and it could not be re-measured: re-calibrate (gpulab run calibrate)"
-        )
-        why = f"{pct:.0f}% of the calibrated {ceiling.what} ceiling {how}"
+    m.extra["ceiling"] = float(live)
+    m.extra["ceiling_figure"] = ceiling.what
+    old_note = m.extra.pop("ceiling_note", "")
+    if old_note:  # judged before against another figure: that note no longer holds
+        m.note = m.note.replace(f"; {old_note}", "").replace(old_note, "")
+    why = _over_note(pct, ceiling)
+    if why:
         m.extra["ceiling_note"] = why
         m.note = f"{m.note}; {why}" if m.note else why
+    return changed
+
+
+def _over_note(pct: float, ceiling: Ceiling) -> str:
+    """Why a row is above 100% of its ceiling ('' when it is not)."""
+    if pct <= 100.0:
+        return ""
+    if pct <= 100.0 * OVER_CEILING:
+        return (
+            f"{pct:.0f}% of the calibrated {ceiling.what} ceiling: within the 5% that two "
+            "measurements of the same figure differ by (clocks, the link, the load); a ceiling "
+            "is re-measured only when a row beats it by more"
+        )
+    done = _REMEASURED.get((str(cache_path(ceiling.peaks.key)), ceiling.what))
+    how = (
+        "even after re-measuring it: this row's workload beats the calibration's own"
+        if done
+        else "and it could not be re-measured: re-calibrate (gpulab run calibrate)"
+    )
+    return f"{pct:.0f}% of the calibrated {ceiling.what} ceiling {how}"
+
+
+def rejudge(result: Any) -> dict[str, dict[str, float]]:
+    """Judge every row of a finished run again against its ceiling's final figure (one
+    denominator per table), and record in the result which figures were re-measured during the
+    run: {figure: {"was": first figure the run used, "now": final}}."""
+    changed: dict[str, dict[str, float]] = {}
+    for m in result.measurements:
+        before = m.extra.get("ceiling")
+        if settle(m) and before is not None:
+            fig = m.extra["ceiling_figure"]
+            entry = changed.setdefault(fig, {"was": float(before), "now": m.extra["ceiling"]})
+            entry["was"] = min(entry["was"], float(before))
+            m.extra["rejudged"] = True
+    if changed:
+        result.summary["ceilings_remeasured"] = changed
+        figs = ", ".join(
+            f"{f} {v['was']:.4g} -> {v['now']:.4g}" for f, v in sorted(changed.items())
+        )
+        text = (
+            f" A ceiling was re-measured during this run ({figs}): every row was judged "
+            "again against the final figure, so one figure is the denominator of each table."
+        )
+        result.explanation = (result.explanation or "") + text
+    return changed
 
 
 SUSTAINED_MIN_CALL_S = 5e-4
@@ -347,11 +406,16 @@ def _measure_cpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> Non
     # The best of several runs: the ceiling is what this CPU can do, not what it did while
     # sharing its cores (a median under load left NumPy rows at 214% of "peak").
     timer = Timer(warmup=1, repeats=5 if quick else 10, budget_s=0.3 if quick else 1.5, min_runs=5)
+    timer.cancel_check = getattr(ctx, "check_cancelled", None) or timer.cancel_check  # issue 12
     rng = np.random.default_rng(0)
     if "copy" in todo:
         n = (8 if quick else 256) * 2**20 // 4
-        src = rng.random(n, dtype=np.float32)
+        src = np.empty(n, dtype=np.float32)
         dst = np.empty_like(src)
+        for i in range(0, n, 1 << 21):  # 2M at a time, a cancel taken between (issue 12)
+            timer.cancel_check()
+            rng.random(out=src[i : i + (1 << 21)], dtype=np.float32)
+            dst[i : i + (1 << 21)] = 0.0  # its pages faulted in here, not in the first copy
         t = timer.measure(lambda: np.copyto(dst, src), cold=False)
         peaks.copy_gbs = 2 * src.nbytes / t.min_s / 1e9
         peaks.detail["copy"] = {
@@ -362,212 +426,43 @@ def _measure_cpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> Non
             "median_s": t.median_s,
         }
         _log(ctx, f"CPU memory copy: {peaks.copy_gbs:.1f} GB/s")
-    n = 256 if quick else 2048
     for dtype in CPU_DTYPES:
         if f"matmul:{dtype}" not in todo:
             continue
         npd = np.float64 if dtype == "fp64" else np.float32
-        a = rng.standard_normal((n, n)).astype(npd)
-        b = rng.standard_normal((n, n)).astype(npd)
-        t = timer.measure(lambda a=a, b=b: a @ b, cold=False)
-        peaks.matmul_tflops[dtype] = 2 * n**3 / t.min_s / 1e12
-        peaks.detail[f"matmul:{dtype}"] = {
-            "n": n,
-            "library": f"NumPy {np.__version__}",
-            "statistic": f"best of {t.runs} runs",
-            "min_s": t.min_s,
-            "median_s": t.median_s,
-        }
-        _log(ctx, f"NumPy matmul {dtype} n={n}: {peaks.matmul_tflops[dtype] * 1e3:.1f} GFLOP/s")
+        first = n = 256 if quick else CPU_MATMUL_N
+        while True:
+            a = rng.standard_normal((n, n)).astype(npd)
+            b = rng.standard_normal((n, n)).astype(npd)
+            t = timer.measure(lambda a=a, b=b: a @ b, cold=False)
+            tflops = 2 * n**3 / t.min_s / 1e12
+            if tflops > peaks.matmul_tflops.get(dtype, 0.0) or n == first:
+                peaks.matmul_tflops[dtype] = tflops
+                peaks.detail[f"matmul:{dtype}"] = {
+                    "n": n,
+                    "library": f"NumPy {np.__version__}",
+                    "statistic": f"best of {t.runs} runs",
+                    "min_s": t.min_s,
+                    "median_s": t.median_s,
+                }
+            # A fast CPU's BLAS is still climbing at 2048 (an H100 host's NumPy ran 8192 at
+            # 110% of a 2048 calibration): take 4096 too when it costs well under a second.
+            if quick or n >= CPU_MATMUL_MAX_N or t.min_s * 8 > CPU_MATMUL_STEP_S:
+                break
+            n *= 2
+        _log(ctx, f"NumPy matmul {dtype}: {peaks.matmul_tflops[dtype] * 1e3:.1f} GFLOP/s")
 
 
 def _measure_gpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None:
-    import torch
+    from gpulab.core.calibration_gpu import measure_gpu
 
-    from gpulab.core.timing import Timer
-
-    device = torch.device(f"cuda:{ctx.device_index}")
-    timer = Timer(warmup=2, repeats=5 if quick else 15, budget_s=0.2 if quick else 1.0)
-    with torch.cuda.device(device):
-        if "copy" in todo:
-            # Far larger than L2 (50-60 MB on Hopper), so this measures HBM, not the cache.
-            n = (64 if quick else 1024) * 2**20 // 4
-            src = torch.rand(n, device=device)
-            dst = torch.empty_like(src)
-            t = timer.measure(lambda: dst.copy_(src), sync="torch", cold=False)
-            peaks.copy_gbs = 2 * src.numel() * 4 / t.median_s / 1e9
-            peaks.detail["copy"] = {
-                "bytes": 2 * n * 4,
-                "counted": "read + written",
-                "median_s": t.median_s,
-            }
-            del src, dst
-            _log(ctx, f"device-to-device copy: {peaks.copy_gbs:.0f} GB/s")
-        if "h2d" in todo or "d2h" in todo:
-            n = (32 if quick else 256) * 2**20 // 4
-            host = torch.rand(n).pin_memory()
-            dev = torch.empty(n, device=device)
-            t = timer.measure(lambda: dev.copy_(host, non_blocking=True), sync="torch", cold=False)
-            peaks.h2d_pinned_gbs = n * 4 / t.median_s / 1e9
-            t = timer.measure(lambda: host.copy_(dev, non_blocking=True), sync="torch", cold=False)
-            peaks.d2h_pinned_gbs = n * 4 / t.median_s / 1e9
-            peaks.detail["h2d"] = peaks.detail["d2h"] = {"bytes": n * 4, "pinned": True}
-            del host, dev
-            _log(
-                ctx,
-                f"pinned H2D / D2H: {peaks.h2d_pinned_gbs:.1f} / {peaks.d2h_pinned_gbs:.1f} GB/s",
-            )
-        tdtypes = {
-            "fp64": torch.float64,
-            "fp32": torch.float32,
-            "tf32": torch.float32,
-            "fp16": torch.float16,
-            "bf16": torch.bfloat16,
-        }
-        for dtype in GPU_DTYPES:
-            if f"matmul:{dtype}" not in todo:
-                continue
-            n = 2048 if quick else 8192
-            if dtype == "fp64" and not quick and _slow_fp64(torch, device):
-                n = 4096  # fp64 at 1/32..1/64 of fp32 (consumer parts): 8192 would take seconds
-            a = torch.randn(n, n, device=device, dtype=tdtypes[dtype])
-            b = torch.randn(n, n, device=device, dtype=tdtypes[dtype])
-            out = torch.empty(n, n, device=device, dtype=tdtypes[dtype])
-            saved = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
-            try:
-
-                def mm(a: Any = a, b: Any = b, out: Any = out) -> None:
-                    torch.mm(a, b, out=out)
-
-                kw = sustained_kw(mm, torch.cuda.synchronize, 0.1 if quick else 0.5)
-                kw.setdefault("cold", False)
-                t = timer.measure(mm, sync="torch", **kw)
-            finally:
-                torch.backends.cuda.matmul.allow_tf32 = saved
-            peaks.matmul_tflops[dtype] = 2 * n**3 / t.median_s / 1e12
-            peaks.detail[f"matmul:{dtype}"] = {
-                "n": n,
-                "library": f"cuBLAS via torch {torch.__version__}",
-            }
-            del a, b, out
-            _log(ctx, f"matmul {dtype} n={n}: {peaks.matmul_tflops[dtype]:.1f} TFLOP/s")
-        torch.cuda.empty_cache()
+    measure_gpu(peaks, todo, quick=quick, ctx=ctx)
 
 
 def _measure_gpu_cupy(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None:
-    """The GPU calibration through CuPy, for a CUDA machine whose torch has no CUDA.
+    from gpulab.core.calibration_gpu import measure_gpu_cupy
 
-    The same figures and sizes as `_measure_gpu` (bf16 and TF32 excepted: CuPy has neither),
-    pinned copies through cudaMemcpyAsync on page-locked host memory.
-    """
-    import cupy as cp
-    import cupyx
-    import numpy as np
-
-    from gpulab.core.timing import Timer
-
-    timer = Timer(warmup=2, repeats=5 if quick else 15, budget_s=0.2 if quick else 1.0)
-    device = cp.cuda.Device(ctx.device_index)
-    with device:
-        sync = device.synchronize
-        if "copy" in todo:
-            n = (64 if quick else 1024) * 2**20 // 4
-            src = cp.random.random(n, dtype=cp.float32)
-            dst = cp.empty_like(src)
-            t = timer.measure(lambda: cp.copyto(dst, src), sync="cupy", cold=False)
-            peaks.copy_gbs = 2 * n * 4 / t.median_s / 1e9
-            peaks.detail["copy"] = {
-                "bytes": 2 * n * 4,
-                "counted": "read + written",
-                "median_s": t.median_s,
-                "library": f"CuPy {cp.__version__}",
-            }
-            del src, dst
-            _log(ctx, f"device-to-device copy: {peaks.copy_gbs:.0f} GB/s")
-        if "h2d" in todo or "d2h" in todo:
-            n = (32 if quick else 256) * 2**20 // 4
-            host = cupyx.empty_pinned((n,), dtype=np.float32)
-            host[...] = np.random.default_rng().random(n, dtype=np.float32)
-            dev = cp.empty(n, dtype=cp.float32)
-            stream = cp.cuda.get_current_stream().ptr
-            h_ptr, d_ptr, nbytes = host.ctypes.data, dev.data.ptr, n * 4
-            rt = cp.cuda.runtime
-            h2d, d2h = 1, 2  # cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost
-            t = timer.measure(
-                lambda: rt.memcpyAsync(d_ptr, h_ptr, nbytes, h2d, stream),
-                sync="cupy",
-                cold=False,
-            )
-            peaks.h2d_pinned_gbs = nbytes / t.median_s / 1e9
-            t = timer.measure(
-                lambda: rt.memcpyAsync(h_ptr, d_ptr, nbytes, d2h, stream),
-                sync="cupy",
-                cold=False,
-            )
-            peaks.d2h_pinned_gbs = nbytes / t.median_s / 1e9
-            peaks.detail["h2d"] = peaks.detail["d2h"] = {
-                "bytes": nbytes,
-                "pinned": True,
-                "library": "cudaMemcpyAsync via CuPy",
-            }
-            del host, dev
-            _log(
-                ctx,
-                f"pinned H2D / D2H: {peaks.h2d_pinned_gbs:.1f} / {peaks.d2h_pinned_gbs:.1f} GB/s",
-            )
-        cdtypes = {"fp64": cp.float64, "fp32": cp.float32, "fp16": cp.float16}
-        for dtype in CUPY_DTYPES:
-            if f"matmul:{dtype}" not in todo:
-                continue
-            n = 2048 if quick else 8192
-            cpd = cdtypes[dtype]
-            if dtype == "fp64" and not quick:
-                a = cp.random.standard_normal((4096, 4096), dtype=cp.float64)
-                cp.matmul(a, a)
-                sync()
-                t0 = time.perf_counter()
-                cp.matmul(a, a)
-                sync()
-                if time.perf_counter() - t0 > 0.02:  # no fp64 tensor cores: see _slow_fp64
-                    n = 4096
-                del a
-            a = cp.random.standard_normal((n, n), dtype=cp.float32).astype(cpd, copy=False)
-            b = cp.random.standard_normal((n, n), dtype=cp.float32).astype(cpd, copy=False)
-            out = cp.empty((n, n), dtype=cpd)
-
-            def mm(a: Any = a, b: Any = b, out: Any = out) -> None:
-                cp.matmul(a, b, out=out)
-
-            kw = sustained_kw(mm, sync, 0.1 if quick else 0.5)
-            kw.setdefault("cold", False)
-            t = timer.measure(mm, sync="cupy", **kw)
-            peaks.matmul_tflops[dtype] = 2 * n**3 / t.median_s / 1e12
-            peaks.detail[f"matmul:{dtype}"] = {
-                "n": n,
-                "library": f"cuBLAS via CuPy {cp.__version__}",
-            }
-            del a, b, out
-            _log(ctx, f"matmul {dtype} n={n}: {peaks.matmul_tflops[dtype]:.1f} TFLOP/s")
-        cp.get_default_memory_pool().free_all_blocks()
-
-
-def _slow_fp64(torch: Any, device: Any) -> bool:
-    """Whether one 4096 fp64 product takes over 20 ms here (no fp64 tensor cores).
-
-    Data-centre parts (H100: about 2.5 ms) are calibrated at 8192 like every other dtype: an
-    H100 calibrated at 4096 gave 55 TFLOP/s while the dtypes experiment's 8192 product ran at
-    62, i.e. "113% of peak". The smaller size is not the device's ceiling.
-    """
-    a = torch.randn(4096, 4096, device=device, dtype=torch.float64)
-    torch.mm(a, a)
-    torch.cuda.synchronize(device)
-    t0 = time.perf_counter()
-    torch.mm(a, a)
-    torch.cuda.synchronize(device)
-    slow = time.perf_counter() - t0 > 0.02
-    del a
-    return slow
+    measure_gpu_cupy(peaks, todo, quick=quick, ctx=ctx)
 
 
 def summary_rows(peaks: Peaks) -> list[tuple[str, float, str]]:

@@ -4,6 +4,11 @@ GPU work is asynchronous: a launch returns before the kernel runs. So torch and 
 timed with CUDA events recorded on the current stream, and CPU work with `perf_counter`. The first
 call is timed on its own (`cold_s`): it pays for module loading, kernel compilation and library
 handle creation, which is a lesson in itself and must never pollute the steady-state median.
+
+A wild spread (the slowest timed run over NOISY_SPREAD times the fastest) means something else
+took the machine for part of the measurement: the runs are taken once more and the calmer set
+kept (`Timing.remeasured`); when that one is wild too the timing says so (`Timing.noisy`), and
+its row carries a note instead of passing the median off as the answer.
 """
 
 from __future__ import annotations
@@ -15,6 +20,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SYNC_KINDS = ("none", "torch", "cupy")
+NOISY_SPREAD = 3.0  # max / min of the timed runs above which a timing is re-taken, then flagged
+NOISY_MIN_GAP_S = 10e-6  # below this gap between max and min it is clock jitter, not noise
+# Bound at import: code being timed (a learner's exercise) that rebinds time.perf_counter must
+# not change the clock that times it.
+_now = time.perf_counter
+
+
+def is_wild(times: list[float]) -> bool:
+    """Whether a set of timed runs spreads too far to report its median as the answer."""
+    if len(times) < 3:
+        return False  # one or two long runs: no spread to judge
+    lo, hi = min(times), max(times)
+    return lo > 0 and hi / lo > NOISY_SPREAD and hi - lo > NOISY_MIN_GAP_S
 
 
 @dataclass
@@ -26,6 +44,13 @@ class Timing:
     cold_s: float | None
     method: str
     times_s: list[float] = field(default_factory=list)
+    remeasured: bool = False  # the first set of runs spread wildly and was taken again
+    noisy: bool = False  # the runs kept still spread wildly: see NOISY_SPREAD
+
+    @property
+    def spread(self) -> float:
+        """max / min of the timed runs (1.0 when there is nothing to compare)."""
+        return self.max_s / self.min_s if self.min_s > 0 else 1.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -35,6 +60,8 @@ class Timing:
             "runs": self.runs,
             "cold_s": self.cold_s,
             "method": self.method,
+            "remeasured": self.remeasured,
+            "noisy": self.noisy,
         }
 
 
@@ -136,10 +163,10 @@ class Timer:
             if before:
                 before()
                 device_sync()
-            t0 = time.perf_counter()
+            t0 = _now()
             fn()
             device_sync()
-            cold_s = time.perf_counter() - t0
+            cold_s = _now() - t0
             self.cancel_check()
         for _ in range(max(0, warmup - (1 if cold else 0))):
             if before:
@@ -148,21 +175,32 @@ class Timer:
             device_sync()
             self.cancel_check()
 
-        times: list[float] = []
-        t_start = time.perf_counter()
-        while len(times) < max(1, min_runs) or (
-            len(times) < repeats and time.perf_counter() - t_start < budget_s
-        ):
-            if before:
-                before()
-            if clock is not None:
-                times.append(clock.time(fn, inner))
-            else:
-                t0 = time.perf_counter()
-                for _ in range(inner):
-                    fn()
-                times.append((time.perf_counter() - t0) / inner)
-            self.cancel_check()
+        def sample() -> list[float]:
+            times: list[float] = []
+            t_start = _now()
+            while len(times) < max(1, min_runs) or (
+                len(times) < repeats and _now() - t_start < budget_s
+            ):
+                if before:
+                    before()
+                if clock is not None:
+                    times.append(clock.time(fn, inner))
+                else:
+                    t0 = _now()
+                    for _ in range(inner):
+                        fn()
+                    times.append((_now() - t0) / inner)
+                self.cancel_check()
+            return times
+
+        times = sample()
+        remeasured = False
+        if is_wild(times):
+            again = sample()
+            remeasured = True
+            # The calmer set is the one less disturbed; ties go to the later (warmer) one.
+            if max(again) / min(again) <= max(times) / min(times):
+                times = again
         return Timing(
             median_s=statistics.median(times),
             min_s=min(times),
@@ -171,4 +209,6 @@ class Timer:
             cold_s=cold_s,
             method="cuda-events" if clock is not None else "perf_counter",
             times_s=times,
+            remeasured=remeasured,
+            noisy=is_wild(times),
         )

@@ -21,6 +21,10 @@ An exercise folder under `gpulab/exercises/catalog/<NN-id>/` holds:
     compare(want, got, case, ctx) -> Mismatch | None      default: compare_arrays
     timing(fn, ctx) -> TimingSpec | None                  after every case passed; optional
 
+`exercise.md` may also set `time_limit` (seconds for the whole check, default 60) and `summary`
+(one line for the list). Folders under $GPULAB_EXERCISES_PATH (os.pathsep-separated) are loaded
+beside the package's own, for contributors and tests.
+
 The grader (gpulab/exercises/grader.py) owns the order: cases -> every expected -> load the
 learner's module fresh -> run + compare per case -> timing. It binds the helpers below before the
 learner's module is imported, so later monkey-patching of NumPy by the learner does not change
@@ -59,13 +63,23 @@ class Context:
     cupy: bool  # CuPy is importable and sees the device
     device: str  # torch device string: "cuda:0" or "cpu"
     device_index: int = 0
-    fill_bytes: int = 256 << 20  # a size that fills the device's bandwidth (bytes per array)
+    fill_bytes: int = 256 << 20  # a size that fills the device's bandwidth (bytes in all)
     quick: bool = False  # tests: smaller big case, fewer timing repeats
+    # Added compatibly: the correctness cases' big size (bytes in all), smaller than the timing's
+    # so that a check answers in a fraction of a second; still millions of elements, thousands
+    # of blocks, many waves over every SM. `phase` is "cases" while cases() runs, "timing" while
+    # timing() runs (the grader sets it), and big() picks the budget by it.
+    check_bytes: int = 64 << 20
+    phase: str = "timing"
 
     def big(self, bytes_per_element: int, arrays: int = 1, cap: int = 1 << 28) -> int:
         """An element count that fills the device: `arrays` arrays of that element size, about
-        fill_bytes in all (a 4 MiB one when quick), never more than `cap`."""
-        total = (4 << 20) if self.quick else self.fill_bytes
+        fill_bytes in all while timing (check_bytes while drawing the cases; 4 MiB when quick),
+        never more than `cap`."""
+        if self.quick:
+            total = 4 << 20
+        else:
+            total = self.check_bytes if self.phase == "cases" else self.fill_bytes
         return int(max(1, min(cap, total // max(1, bytes_per_element * arrays))))
 
 
@@ -118,6 +132,10 @@ class TimingSpec:
     sync: str = "none"  # "cupy", "torch" or "none" (gpulab.core.timing.SYNC_KINDS)
     sets: int = 4  # input sets to rotate among
     note: str = ""  # what `work` counts, shown to the learner
+    # Optional (added after the first version): called after timing with the input set of the
+    # last timed call; a message (str or Mismatch) means the timed calls did not compute the
+    # answer (code that does the work only at the check's sizes), and the check fails.
+    verify: Callable[[Any], Mismatch | str | None] | None = None
 
 
 def tolerance(dtype: Any) -> tuple[float, float]:

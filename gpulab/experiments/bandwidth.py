@@ -10,6 +10,8 @@ memory copies count bytes read + bytes written (the way the calibration counts t
 "% of peak" is against this device's measured ceilings (METHOD.md): the calibration's pinned
 H2D and D2H copies for the PCIe rows, its device-to-device copy for d2d, the host copy for the
 NumPy row. The PCIe link's theoretical figure is context, in the summary and the explanation.
+A host copy whose source and destination fit in the CPU's last-level cache runs from the cache,
+faster than DRAM: those rows are labelled cache-resident and get no % of the (DRAM) copy ceiling.
 """
 
 from __future__ import annotations
@@ -27,6 +29,35 @@ from gpulab.experiments.common import row
 PCIE_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 PCIE_CODE = {1: 0.8, 2: 0.8, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
 VERIFY_BYTES = 16 * 2**20
+DEFAULT_LLC_BYTES = 32 * 2**20  # when the OS does not say (sysfs missing)
+
+
+def host_cache_bytes() -> int:
+    """The CPU's largest cache (the last level), from sysfs; DEFAULT_LLC_BYTES when unknown."""
+    from pathlib import Path
+
+    best = 0
+    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (d / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            best = max(best, int(digits) * mult)
+    return best or DEFAULT_LLC_BYTES
+
+
+def cache_resident_note(footprint: int, llc: int) -> str:
+    """The note of a host copy that fits in the last-level cache ('' when it does not)."""
+    if footprint > llc:
+        return ""
+    return (
+        f"cache-resident: source + destination ({sup.size_label(footprint)}) fit in the CPU's "
+        f"{sup.size_label(llc)} last-level cache, so this is a cache figure, not DRAM: no % of "
+        "the DRAM copy ceiling"
+    )
 
 
 def pcie_gbs(gen: int, width: int) -> float | None:
@@ -152,6 +183,7 @@ class Bandwidth(Experiment):
         bufs = self._buffers(ctx, hi, bool(gpu_todo))
         curves: dict[str, list[tuple[float, float]]] = {}
         steps = len(todo) * len(sizes)
+        llc = host_cache_bytes()
         done = 0
         for c in todo:
             self._verify(ctx, result, c.id, bufs, min(hi, VERIFY_BYTES))
@@ -169,10 +201,12 @@ class Bandwidth(Experiment):
                 )
                 both_ways = c.id in ("d2d", "host-memcpy")
                 work = (2 if both_ways else 1) * size
+                cached = ""
                 if c.id == "d2d":
                     pk, pk_name = sup.peak_here(p, "torch-cuda", "copy"), "device copy (calibrated)"
                 elif c.id == "host-memcpy":
-                    pk = sup.peak_here(p, "numpy", "copy")
+                    cached = cache_resident_note(2 * size, llc)
+                    pk = None if cached else sup.peak_here(p, "numpy", "copy")
                     pk_name = "host memory copy (calibrated)"
                 else:
                     # This device's measured pinned copy in the same direction, not the link's
@@ -195,6 +229,7 @@ class Bandwidth(Experiment):
                         bytes=size,
                         bytes_counted="read + written" if both_ways else "moved once",
                         inner=inner,
+                        **({"note": cached, "cache_resident": True} if cached else {}),
                     ),
                 )
                 curves.setdefault(c.id, []).append((float(size), m.throughput or 0.0))

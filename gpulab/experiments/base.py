@@ -8,7 +8,7 @@ Modules here import torch and CuPy only inside `run`, so the registry loads in t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,8 @@ from gpulab.core.devices import Inventory, cupy_hint
 from gpulab.core.params import ParamSet
 from gpulab.core.results import Measurement, Result, RunRecord
 from gpulab.core.timing import Timer
+
+CANCEL_POLL_S = 0.02  # how often a waiting experiment looks for a cancel
 
 
 class Cancelled(Exception):
@@ -83,6 +85,21 @@ class Context:
     def check_cancelled(self) -> None:
         if self.cancelled:
             raise Cancelled("cancelled")
+
+    def blocks(self, n: int, step: int) -> Iterator[slice]:
+        """slice(i, i + step) over range(n), checking for a cancel before each: long CPU work
+        goes a block at a time so a cancel is taken within one block (well under 100 ms)."""
+        for i in range(0, n, max(1, step)):
+            self.check_cancelled()
+            yield slice(i, min(n, i + step))
+
+    def sleep(self, seconds: float) -> None:
+        """time.sleep that a cancel ends within CANCEL_POLL_S."""
+        end = time.perf_counter() + seconds
+        while (left := end - time.perf_counter()) > 0:
+            self.check_cancelled()
+            time.sleep(min(CANCEL_POLL_S, left))
+        self.check_cancelled()
 
     def progress(self, fraction: float, message: str = "") -> None:
         if self.on_progress:
@@ -183,7 +200,14 @@ class Experiment:
         return result
 
     def finish(self, result: Result) -> Result:
+        """Stamp the end, and judge every row again against its ceiling's final figure: a
+        ceiling re-measured mid-run must not leave the rows before it on the old one."""
+        from gpulab.core.peaks import rejudge
+        from gpulab.experiments.headlines import headline
+
+        rejudge(result)
         result.record.finished_at = time.time()
+        result.headline = result.headline or headline(self, result)
         return result
 
     def describe(self) -> dict[str, Any]:

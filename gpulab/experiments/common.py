@@ -25,7 +25,9 @@ def row(
 
     `peak` is in the same unit as the throughput; percent_of_peak is filled when it is known.
     A calibrated ceiling (`peaks.Ceiling`) stays attached to the row, so `Context.measurement`
-    can re-measure it when the row beats it by more than 5%.
+    can re-measure it when the row beats it by more than 5%. A timing whose runs spread wildly
+    even after the timer took them twice (`Timing.noisy`) is flagged here, for every experiment:
+    `extra["noisy"]` and a note saying what else was using the machine.
     """
     throughput = None
     if work is not None and timing.median_s > 0:
@@ -34,6 +36,15 @@ def row(
     if throughput is not None and peak:
         pct = 100.0 * throughput / peak
     note = extra.pop("note", "")
+    if timing.remeasured:
+        extra["remeasured"] = True
+    if timing.noisy:
+        from gpulab.core.noise import noisy_note
+
+        extra["noisy"] = True
+        extra["spread"] = timing.spread
+        flag = noisy_note(timing, gpu=timing.method == "cuda-events")
+        note = f"{note}; {flag}" if note else flag
     m = Measurement(
         contender=contender,
         size=size,

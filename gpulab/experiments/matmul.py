@@ -13,6 +13,15 @@ fp32 staging for fp16, cuBLAS's workspace) and the host's for the CPU contenders
 
 Pure Python runs only up to n = 128 (it is measured at 64 and 128 even when not asked); larger
 sizes show its time extrapolated from the measured rate, marked extrapolated, never dropped.
+
+Timing regimes (each row says which in `extra.regime` and its note): a GPU product of 0.5 ms or
+more is timed back to back after an untimed warm-up, like the calibration. A shorter one is
+timed one call at a time, launch latency included (the lesson of small sizes), and then once
+more back to back (`<contender> back-to-back` rows), the throughput the same product reaches
+in a stream of work: the two differ by the launch cost, several times over at n=256.
+
+A CPU contender skips a size only when it is estimated to take over CPU_RUN_LIMIT_S a call, an
+estimate checked by a probe first (matmul_estimate.py).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.matmul_estimate import CPU_RUN_LIMIT_S, estimate_s, probe
 from gpulab.experiments.syllabus_support import regime
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
@@ -44,7 +54,7 @@ SUPPORTED = {
 PYTHON_MAX = 128
 PYTHON_MEASURED = (64, 128)
 REF_ROWS = 64
-CPU_RUN_LIMIT_S = 20.0  # a CPU contender skips (and says so) a size estimated to take longer
+SINGLE_NOTE = "one call at a time: launch latency included"
 
 
 def python_matmul(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:
@@ -177,10 +187,13 @@ class Matmul(Experiment):
         for step, (contender, dtype, n) in enumerate(plan):
             ctx.progress(step / max(1, len(plan)), f"{contender.label} {dtype} n={n}")
             step_seed = self.step_seed(seed, contender.id, dtype, n)
+            extra_row = None
             if contender.id == "python":
                 m, v = self._python(ctx, n, step_seed)
             else:
-                est = self._estimate_s(contender.id, dtype, n, times)
+                est = estimate_s(contender.id, dtype, n, times)
+                if contender.backend in ("numpy", "torch-cpu") and est > CPU_RUN_LIMIT_S:
+                    est = probe(ctx, contender, dtype, n, times)
                 if contender.backend in ("numpy", "torch-cpu") and est > CPU_RUN_LIMIT_S:
                     why = f"{contender.id} {dtype} n={n}: skipped, estimated {est:.0f} s a run"
                     skipped.append(why)
@@ -188,11 +201,17 @@ class Matmul(Experiment):
                     continue
                 # Torch's CPU rows get no % of peak: the host ceiling is NumPy's BLAS, not theirs.
                 peak = sup.peak_here(ceilings, contender.backend, f"matmul:{dtype}")
-                m, v = self._one(ctx, contender, dtype, n, peak, est, step_seed)
+                m, v, extra_row = self._one(ctx, contender, dtype, n, peak, est, step_seed)
+                if extra_row is not None:
+                    extra_row.extra["seed"] = step_seed
             m.extra["seed"] = step_seed
-            times[(contender.id, m.dtype, n)] = m.time_median_s
+            # The fastest run: a noisy median would inflate the next size's estimate.
+            times[(contender.id, m.dtype, n)] = m.time_min_s
             ctx.measurement(m)
             result.measurements.append(m)
+            if extra_row is not None:
+                ctx.measurement(extra_row)
+                result.measurements.append(extra_row)
             if v is not None:
                 result.verdicts.append(v)
         if any(c.id == "python" for c in todo):
@@ -221,7 +240,11 @@ class Matmul(Experiment):
             "are launch- and overhead-bound: the GPU's lead only appears as n grows. "
             "% of peak compares each row with this machine's own calibrated matmul for the "
             "dtype: cuBLAS via torch for the GPU rows, NumPy's BLAS for the NumPy rows; "
-            "PyTorch's CPU rows have no calibrated ceiling of their own, so they show none."
+            "PyTorch's CPU rows have no calibrated ceiling of their own, so they show none. "
+            "GPU products of 0.5 ms or more are timed back to back after a warm-up, as the "
+            "calibration is; shorter ones one call at a time, launch latency included, and "
+            "again back to back (the 'back-to-back' rows): the gap between the two is the "
+            "cost of a launch, which batching work (or CUDA graphs) hides."
         )
         ctx.progress(1.0, "done")
         return self.finish(result)
@@ -239,16 +262,6 @@ class Matmul(Experiment):
                     continue
                 plan.extend((c, dtype, n) for n in sizes)
         return plan
-
-    @staticmethod
-    def _estimate_s(
-        cid: str, dtype: str, n: int, times: dict[tuple[str, str, int], float]
-    ) -> float:
-        smaller = [(k[2], t) for k, t in times.items() if k[0] == cid and k[1] == dtype]
-        if not smaller:
-            return 0.0
-        m, t = max(smaller)
-        return t * (n / m) ** 3
 
     @staticmethod
     def step_seed(seed: int, contender: str, dtype: str, n: int) -> int:
@@ -366,28 +379,43 @@ class Matmul(Experiment):
         peak: float | None,
         est: float,
         seed: int,
-    ) -> tuple[Measurement, Verdict]:
+    ) -> tuple[Measurement, Verdict, Measurement | None]:
         runner = {
             "numpy": self._numpy,
             "torch-cpu": self._torch,
             "torch": self._torch,
             "cupy": self._cupy,
         }
-        timing, err, k, kw = runner[c.id](ctx, c, dtype, n, est, seed)
-        m = row(
-            c.id,
-            str(n),
-            timing,
-            work=2 * n**3,
-            unit="TFLOP/s",
-            scale=1e12,
-            dtype=dtype,
-            peak=peak,
-            peak_name=f"calibrated matmul {dtype}" if peak else "",
-            rel_error=err,
-            rows_checked=k,
-            regime=regime(kw),
-        )
+        timing, err, k, kw, b2b = runner[c.id](ctx, c, dtype, n, est, seed)
+        gpu = c.backend in ("torch-cuda", "cupy")
+
+        def make(cid: str, t: Any, how: dict[str, Any], note: str) -> Measurement:
+            return row(
+                cid,
+                str(n),
+                t,
+                work=2 * n**3,
+                unit="TFLOP/s",
+                scale=1e12,
+                dtype=dtype,
+                peak=peak,
+                peak_name=f"calibrated matmul {dtype}" if peak else "",
+                rel_error=err,
+                rows_checked=k,
+                regime=regime(how),
+                note=note,
+            )
+
+        m = make(c.id, timing, kw, SINGLE_NOTE if gpu and not kw.get("inner") else "")
+        extra_row = None
+        if b2b is not None:
+            t2, kw2 = b2b
+            extra_row = make(
+                f"{c.id} back-to-back",
+                t2,
+                kw2,
+                f"back to back, {kw2.get('inner', 1)} calls per sample: launch latency hidden",
+            )
         v = Verdict.check(
             c.id,
             err,
@@ -397,7 +425,7 @@ class Matmul(Experiment):
             size=str(n),
             dtype=dtype,
         )
-        return m, v
+        return m, v, extra_row
 
     @staticmethod
     def _timer_kw(est: float) -> dict[str, Any]:
@@ -414,7 +442,7 @@ class Matmul(Experiment):
         kw = self._timer_kw(est)
         timing = ctx.timer.measure(lambda: np.matmul(a, b, out=out), **kw)
         k = min(n, REF_ROWS)
-        return timing, sup.product_error(out[:k], a[:k], b), k, kw
+        return timing, sup.product_error(out[:k], a[:k], b), k, kw, None
 
     def _torch(self, ctx: Context, c: Contender, dtype: str, n: int, est: float, seed: int):
         import torch
@@ -435,11 +463,14 @@ class Matmul(Experiment):
                 torch.mm(a, b, out=out)
 
             kw = self._timer_kw(est)
+            b2b = None
             if cuda:
                 from gpulab.core.peaks import sustained_kw
 
                 kw = sustained_kw(call, torch.cuda.synchronize, 0.1 if ctx.quick else 0.5) or kw
             timing = ctx.timer.measure(call, sync="torch" if cuda else "none", **kw)
+            if cuda and not kw.get("inner"):
+                b2b = self._back_to_back(ctx, call, torch.cuda.synchronize, "torch")
         finally:
             torch.backends.cuda.matmul.allow_tf32 = saved
         k = min(n, REF_ROWS)
@@ -449,7 +480,7 @@ class Matmul(Experiment):
         a = b = out = None  # freed before the cache is emptied
         if cuda:
             torch.cuda.empty_cache()
-        return timing, err, k, kw
+        return timing, err, k, kw, b2b
 
     def _cupy(self, ctx: Context, c: Contender, dtype: str, n: int, est: float, seed: int):
         import cupy as cp
@@ -470,11 +501,23 @@ class Matmul(Experiment):
             sync = cp.cuda.Device().synchronize
             kw = sustained_kw(call, sync, 0.1 if ctx.quick else 0.5) or self._timer_kw(est)
             timing = ctx.timer.measure(call, sync="cupy", **kw)
+            b2b = None
+            if not kw.get("inner"):
+                b2b = self._back_to_back(ctx, call, sync, "cupy")
             k = min(n, REF_ROWS)
             err = sup.product_error(out[:k], a[:k], b)
             a = b = out = None  # freed before the pool's blocks are released
             cp.get_default_memory_pool().free_all_blocks()
-        return timing, err, k, kw
+        return timing, err, k, kw, b2b
+
+    @staticmethod
+    def _back_to_back(ctx: Context, call: Any, sync: Any, kind: str) -> tuple[Any, dict]:
+        """The same short product timed back to back (the throughput regime): `inner` calls
+        between one pair of events, after the warm-up `sustained_kw` already ran."""
+        from gpulab.core.peaks import sustained_kw
+
+        kw = sustained_kw(call, sync, 0.02 if ctx.quick else 0.05, min_call_s=0.0)
+        return ctx.timer.measure(call, sync=kind, **kw), kw
 
     # ------------------------------------------------------------------ plot
 

@@ -4,9 +4,11 @@ pi ~= 4 * inside / samples, with standard error SE = 4 * sqrt(p (1 - p) / sample
 
 Contenders:
 - `numpy` and `torch-cpu`: the same recipe on the CPU, in chunks; capped at CPU_CAP samples per
-  run (a CPU needs minutes for 1e11), and each row says when it was capped.
+  run (a CPU needs minutes for 1e11). A capped row reports the samples that ran, not those asked
+  ("2e+08 of 1e+09" in its size, `samples_run`, `capped` and a note).
 - `torch`: the tutorials' recipe on the GPU, two `torch.rand` arrays, a compare and a sum, in
-  chunks of GPU_CHUNK so memory stays flat for any count (1e12 never runs out of memory).
+  chunks so memory stays flat for any count (1e12 never runs out of memory), on buffers reused
+  in place so the chunking costs no speed (montecarlo_torch.py).
 - `cupy-fused`: one RawKernel (kernels/montecarlo.cu): SplitMix64 on a per-sample counter in
   registers, a grid-stride loop, a warp reduction and one atomicAdd per warp. It reads and writes
   no arrays, so its device memory is 8 bytes whatever the count.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,9 @@ from gpulab.core.results import Result, Series, Verdict
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 
-CPU_CHUNK = 1 << 22  # 4M points: 32 MiB of fp32 coordinates, cache-friendlier than larger
+# 2M points: 16 MiB of fp32 coordinates, cache-friendlier than larger; a chunk takes 10-50 ms
+# on a slow CPU, and a cancel is taken between chunks.
+CPU_CHUNK = 1 << 21
 GPU_CHUNK = 1 << 26  # 64M points: 256 MiB per array, launches stay a few percent of the time
 CPU_CAP = 200_000_000  # per run on the CPU: about a second for NumPy on one core
 SE_PASS = 5.0  # verdict tolerance, in standard errors (see the docstring)
@@ -84,13 +89,18 @@ def splitmix_count_numpy(samples: int, seed: int) -> int:
     return inside
 
 
-def _numpy_count(samples: int, seed: int) -> int:
+def _nothing() -> None:
+    pass
+
+
+def _numpy_count(samples: int, seed: int, check: Callable[[], None] = _nothing) -> int:
     import numpy as np
 
     rng = np.random.default_rng(seed)
     inside = 0
     left = samples
     while left > 0:
+        check()
         n = min(left, CPU_CHUNK)
         x = rng.random(n, dtype=np.float32)
         y = rng.random(n, dtype=np.float32)
@@ -99,7 +109,7 @@ def _numpy_count(samples: int, seed: int) -> int:
     return inside
 
 
-def _torch_count(samples: int, seed: int, device: str) -> int:
+def _torch_count(samples: int, seed: int, device: str, check: Callable[[], None] = _nothing) -> int:
     import torch
 
     gen = torch.Generator(device=device)
@@ -108,6 +118,7 @@ def _torch_count(samples: int, seed: int, device: str) -> int:
     chunk = CPU_CHUNK if device == "cpu" else GPU_CHUNK
     left = samples
     while left > 0:
+        check()  # on the GPU too: it costs nothing beside a launch
         n = min(left, chunk)
         # The tutorials' recipe: two uniform arrays, a compare, a sum.
         x = torch.rand(n, device=device, generator=gen)
@@ -196,10 +207,13 @@ class MonteCarlo(Experiment):
         counter = {"calls": 0}
         summary: dict[str, Any] = {}
         steps = len(todo) + 1
+        gpu_counter: dict[str, Any] = {}
         for i, contender in enumerate(todo):
             on_cpu = contender.backend in ("numpy", "torch-cpu")
             n = min(samples, CPU_CAP) if on_cpu else samples
-            note = f"capped at {n:.3g} of {samples:.3g} samples (CPU)" if n < samples else ""
+            capped = n < samples
+            note = f"capped: ran {n:.3g} of the {samples:.3g} samples asked (CPU)" if capped else ""
+            size = f"{n:g} of {samples:g}" if capped else f"{samples:g}"
             if note:
                 ctx.log(f"{contender.label}: {note}")
             ctx.progress(i / steps, f"{contender.label}: {n:,} samples")
@@ -208,12 +222,17 @@ class MonteCarlo(Experiment):
             def call(c: Contender = contender, last: dict[str, int] = last, n: int = n) -> None:
                 counter["calls"] += 1
                 s = seed + counter["calls"]  # fresh points every run
+                check = ctx.check_cancelled
                 if c.backend == "numpy":
-                    last["inside"] = _numpy_count(n, s)
+                    last["inside"] = _numpy_count(n, s, check)
                 elif c.backend == "torch-cpu":
-                    last["inside"] = _torch_count(n, s, "cpu")
+                    last["inside"] = _torch_count(n, s, "cpu", check)
                 elif c.backend == "torch-cuda":
-                    last["inside"] = _torch_count(n, s, ctx.torch_device)
+                    if "torch" not in gpu_counter:  # made in the first call: its bytes count
+                        from gpulab.experiments.montecarlo_torch import TorchCounter
+
+                        gpu_counter["torch"] = TorchCounter(ctx.torch_device, n)
+                    last["inside"] = gpu_counter["torch"].count(n, s, check)
                 else:
                     assert fused is not None
                     last["inside"] = fused.count(n, s)
@@ -232,6 +251,13 @@ class MonteCarlo(Experiment):
                 warmup=1 if big else None,
             )
             dev_bytes = self._device_bytes_used(contender.backend, ctx, base, fused)
+            if "torch" in gpu_counter:  # the torch row's parts: its RNG, its writes alone
+                from gpulab.experiments.montecarlo_torch import rng_rows
+
+                for part in rng_rows(ctx, gpu_counter["torch"], n, seed):
+                    ctx.measurement(part)
+                    result.measurements.append(part)
+            gpu_counter.clear()  # its buffers are freed before the next contender runs
             estimate = 4.0 * last["inside"] / n
             se = standard_error(n)
             z = abs(estimate - math.pi) / se
@@ -239,7 +265,7 @@ class MonteCarlo(Experiment):
                 ctx.log(f"{contender.id}: estimate is {z:.1f} standard errors from pi (suspicious)")
             m = row(
                 contender.id,
-                f"{samples:g}",
+                size,
                 timing,
                 work=n,
                 unit="G samples/s",
@@ -249,6 +275,8 @@ class MonteCarlo(Experiment):
                 standard_error=se,
                 z=z,
                 samples_run=n,
+                samples_requested=samples,
+                capped=capped,
                 device_bytes=dev_bytes,
                 note=note,
                 peak_name=NO_CEILING,
@@ -262,7 +290,7 @@ class MonteCarlo(Experiment):
                     SE_PASS * se,
                     metric="|estimate - pi|",
                     reference=f"{SE_PASS:g} standard errors of {n:.3g} samples",
-                    size=f"{samples:g}",
+                    size=size,
                 )
             )
             summary[contender.id] = {
@@ -271,6 +299,7 @@ class MonteCarlo(Experiment):
                 "standard_error": se,
                 "z": z,
                 "samples": n,
+                "capped": capped,
                 "g_samples_per_s": m.throughput,
                 "warm_s": timing.median_s,
                 "cold_s": timing.cold_s,
@@ -300,6 +329,11 @@ class MonteCarlo(Experiment):
             result.summary["fused_vs_torch"] = (
                 summary["cupy-fused"]["g_samples_per_s"] / summary["torch"]["g_samples_per_s"]
             )
+        parts = {m.contender: m.time_median_s for m in result.measurements if "part_of" in m.extra}
+        if parts and "torch" in summary:
+            t = summary["torch"]["warm_s"]
+            result.summary["torch_rand_share"] = parts["torch-rand-only"] / t
+            result.summary["torch_fill_share"] = parts["torch-fill-only"] / t
         result.explanation = (
             "Every point is independent, so the work splits across every core the device has. "
             "The torch recipe writes two arrays of random numbers to memory and reads them back "
@@ -314,6 +348,10 @@ class MonteCarlo(Experiment):
             "compare, so the rows say so rather than borrow an unrelated one; compare the "
             "contenders with each other instead."
         )
+        if "torch_rand_share" in result.summary:
+            from gpulab.experiments.montecarlo_torch import rng_text
+
+            result.explanation += " " + rng_text(result.summary)
         return self.finish(result)
 
     @staticmethod
@@ -367,11 +405,11 @@ class MonteCarlo(Experiment):
             if who == "cupy-fused":
                 inside = fused.count(n, s)
             elif who == "torch":
-                inside = _torch_count(n, s, ctx.torch_device)
+                inside = _torch_count(n, s, ctx.torch_device, ctx.check_cancelled)
             elif who == "torch-cpu":
-                inside = _torch_count(n, s, "cpu")
+                inside = _torch_count(n, s, "cpu", ctx.check_cancelled)
             else:
-                inside = _numpy_count(n, s)
+                inside = _numpy_count(n, s, ctx.check_cancelled)
             xs.append(float(n))
             errs.append(abs(4.0 * inside / n - math.pi))
             n *= 10

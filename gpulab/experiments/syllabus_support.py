@@ -6,11 +6,11 @@ Nothing here imports torch or CuPy at module level (the registry loads in the UI
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 from gpulab.core.results import Measurement, Result, Verdict
-from gpulab.experiments.base import Context
+from gpulab.experiments.base import Cancelled, Context
+from gpulab.experiments.blocks import SMALL_BLOCK, on_host
 
 # Relative-error thresholds from METHOD.md, by dtype, set from the errors measured on an H100
 # (bench/results/full-h100.json, relative Frobenius norm of matmuls vs float64): fp32 up to
@@ -65,6 +65,8 @@ def peaks(ctx: Context) -> Ceilings | None:
         if not main.cpu:
             host = peaks_mod.cached(ctx.inventory, ctx.device_index, cpu=True)
         return Ceilings(main, host)
+    except Cancelled:
+        raise
     except Exception as exc:  # a calibration failure must not sink the experiment
         ctx.log(f"no calibration for % of peak: {type(exc).__name__}: {exc}")
         return None
@@ -99,9 +101,13 @@ def peak_here(p: Ceilings | None, backend: str, what: str) -> float | None:
     return peak_for(p.host, what) if p.host is not None else None
 
 
-def poison(out: Any) -> None:
-    """Fill an output with NaN so an element the contender never writes fails the check."""
-    if hasattr(out, "fill_"):
+def poison(out: Any, ctx: Context | None = None) -> None:
+    """Fill an output with NaN so an element the contender never writes fails the check.
+    With `ctx`, a CPU output is filled a block at a time (a cancel is taken between blocks)."""
+    if ctx is not None and on_host(out) and len(_shape(out)) == 1:
+        for s in ctx.blocks(_shape(out)[0], SMALL_BLOCK):  # often the first write: page faults
+            poison(out[s])
+    elif hasattr(out, "fill_"):
         out.fill_(float("nan"))
     else:
         out.fill(float("nan"))
@@ -122,7 +128,7 @@ def _shape(x: Any) -> tuple[int, ...]:
     return tuple(np.shape(x))
 
 
-def rel_error(out: Any, ref: Any) -> float:
+def rel_error(out: Any, ref: Any, ctx: Context | None = None) -> float:
     """||out - ref|| / ||ref|| in float64 on the CPU; NaN anywhere gives inf (never passes).
 
     Works a block of rows (CHUNK elements) at a time: a GPU result is brought to the host one
@@ -156,6 +162,8 @@ def rel_error(out: Any, ref: Any) -> float:
         blocks = gen()
     num = den = 0.0
     for o, r in blocks:
+        if ctx is not None:
+            ctx.check_cancelled()
         if o.shape != r.shape or not np.all(np.isfinite(o)):
             return math.inf
         d = (o - r).ravel()
@@ -167,7 +175,7 @@ def rel_error(out: Any, ref: Any) -> float:
     return math.sqrt(num) / math.sqrt(den)
 
 
-def product_error(out_rows: Any, a_rows: Any, b: Any) -> float:
+def product_error(out_rows: Any, a_rows: Any, b: Any, ctx: Context | None = None) -> float:
     """rel_error of `out_rows` against a_rows @ b, the product in float64 on the CPU.
 
     b (NumPy, torch on any device, or CuPy) is brought over a block of columns at a time, so
@@ -184,6 +192,8 @@ def product_error(out_rows: Any, a_rows: Any, b: Any) -> float:
     step = max(1, CHUNK // max(1, rows))
     num = den = 0.0
     for j in range(0, inner, step):
+        if ctx is not None:
+            ctx.check_cancelled()
         r = a @ to_numpy64(b[:, j : j + step])
         d = o[:, j : j + step] - r
         num += float(np.sum(d * d))
@@ -193,7 +203,7 @@ def product_error(out_rows: Any, a_rows: Any, b: Any) -> float:
     return math.sqrt(num) / math.sqrt(den)
 
 
-def mismatches(out: Any, ref: Any) -> int:
+def mismatches(out: Any, ref: Any, ctx: Context | None = None) -> int:
     """Elements of `out` (any backend) that differ from the NumPy array `ref`, a block at a
     time (a GPU result comes to the host one block at a time); NaN counts as a mismatch."""
     import numpy as np
@@ -205,6 +215,8 @@ def mismatches(out: Any, ref: Any) -> int:
         return n
     bad = 0
     for i in range(0, n, CHUNK):
+        if ctx is not None:
+            ctx.check_cancelled()
         got = to_numpy(flat[i : i + CHUNK])
         bad += int(np.count_nonzero(got != flat_ref[i : i + CHUNK]))
     return bad
@@ -233,9 +245,10 @@ def to_numpy64(x: Any) -> Any:
 
 def verdict(contender: str, out: Any, ref: Any, dtype: str = "fp32", **kw: Any) -> Verdict:
     tol = kw.pop("tolerance", TOLERANCE.get(dtype, 1e-5))
+    ctx = kw.pop("ctx", None)
     return Verdict.check(
         contender,
-        rel_error(out, ref),
+        rel_error(out, ref, ctx),
         tol,
         metric=kw.pop("metric", "relative error ||out - ref|| / ||ref||"),
         reference=kw.pop("reference", "float64 on the CPU"),
@@ -249,9 +262,10 @@ def matmul_verdict(
 ) -> Verdict:
     """The verdict on rows of a product against float64 (`product_error`)."""
     k, n = _shape(out_rows)[0], _shape(b)[0]
+    ctx = kw.pop("ctx", None)
     return Verdict.check(
         contender,
-        product_error(out_rows, a_rows, b),
+        product_error(out_rows, a_rows, b, ctx),
         kw.pop("tolerance", TOLERANCE.get(dtype, 1e-5)),
         metric="relative error ||out - ref|| / ||ref||",
         reference=f"float64 on the CPU, {k} of {n} rows",
@@ -389,61 +403,13 @@ def require_fit(ctx: Context, nbytes: float, what: str, margin: float = 0.9) -> 
         raise exc
 
 
-def _cgroup_available() -> int | None:
-    """What the memory cgroup (a container's limit) still allows, or None without a limit."""
-    from pathlib import Path
-
-    for limit_f, usage_f, stat_f, inactive in (
-        ("memory.max", "memory.current", "memory.stat", "inactive_file"),
-        (
-            "memory/memory.limit_in_bytes",
-            "memory/memory.usage_in_bytes",
-            "memory/memory.stat",
-            "total_inactive_file",
-        ),
-    ):
-        root = Path("/sys/fs/cgroup")
-        try:
-            raw = (root / limit_f).read_text().strip()
-            if raw == "max":
-                return None
-            limit = int(raw)
-            if limit >= 2**60:  # cgroup v1's "no limit"
-                return None
-            usage = int((root / usage_f).read_text().strip())
-            reclaimable = 0
-            for line in (root / stat_f).read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == inactive:
-                    reclaimable = int(value)
-            return max(0, limit - (usage - reclaimable))
-        except (OSError, ValueError):
-            continue
-    return None
-
-
 def host_available_bytes() -> int | None:
-    """Host RAM a new allocation can take now without swapping, or None when unknown.
+    """Host RAM a new allocation can take now without swapping, or None when unknown: RAM
+    available lowered to the tightest limit of this process's own memory cgroup (a
+    container's, a systemd slice's); see gpulab.core.hostmem."""
+    from gpulab.core.hostmem import host_available_bytes as available
 
-    Linux: /proc/meminfo's MemAvailable (free plus reclaimable cache), lowered to what a
-    container's memory cgroup still allows; elsewhere the free physical pages (os.sysconf).
-    """
-    avail = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except (OSError, ValueError, IndexError):
-        avail = None
-    if avail is None:
-        try:
-            avail = int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-        except (ValueError, OSError, AttributeError):
-            return None
-    cgroup = _cgroup_available()
-    return avail if cgroup is None else min(avail, cgroup)
+    return available()
 
 
 def require_host_fit(nbytes: float, what: str, margin: float = 0.9) -> None:

@@ -4,7 +4,8 @@ Every contender writes into a preallocated output (allocation is not the lesson)
 poisoned with NaN before the checked run, and fp32 addition is exactly rounded, so every
 contender must match the reference bit for bit. Bytes counted: 3 * n * 4 (read a, read b,
 write c). Sizes that would not fit in host RAM (or on the GPU) are refused before anything is
-allocated.
+allocated. The CPU work (inputs, reference, checks and the NumPy and PyTorch CPU adds) goes a
+block of 16M elements at a time, so a cancel is taken between blocks.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result, Verdict
+from gpulab.experiments import blocks
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
@@ -66,19 +68,18 @@ class VectorAdd(Experiment):
         rng = np.random.default_rng()
         # Uniform fp32 values are multiples of 2^-24: their float64 sum is exact, so rounding it
         # to fp32 gives the exactly rounded fp32 sum every correct contender must produce.
-        a = rng.random(n, dtype=np.float32)
-        b = rng.random(n, dtype=np.float32)
+        a = blocks.host_random(ctx, n, rng)
+        b = blocks.host_random(ctx, n, rng)
         ref = np.empty_like(a)
-        for i in range(0, n, sup.CHUNK):  # a block at a time: no float64 copies of a and b
-            s = slice(i, i + sup.CHUNK)
+        for s in ctx.blocks(n, blocks.SMALL_BLOCK):  # no float64 copies of a and b
             ref[s] = (a[s].astype(np.float64) + b[s]).astype(np.float32)
         speed: dict[str, float] = {}
         for i, c in enumerate(todo):
             ctx.progress(i / len(todo), f"{c.label}: {n:,} elements")
             fn, out, sync = self._prepare(ctx, c.id, a, b)
-            sup.poison(out)
+            sup.poison(out, ctx)
             fn()  # the checked run, on a poisoned output
-            mismatches = sup.mismatches(out, ref)
+            mismatches = sup.mismatches(out, ref, ctx)
             result.verdicts.append(
                 Verdict.check(
                     c.id,
@@ -129,15 +130,18 @@ class VectorAdd(Experiment):
     def _prepare(self, ctx: Context, cid: str, a: Any, b: Any) -> tuple[Any, Any, str]:
         import numpy as np
 
+        n = len(a)
         if cid == "numpy":
             out = np.empty_like(a)
-            return (lambda: np.add(a, b, out=out)), out, "none"
+            add = blocks.blockwise(ctx, n, lambda s: np.add(a[s], b[s], out=out[s]))
+            return add, out, "none"
         import torch
 
         if cid == "torch-cpu":
             ta, tb = torch.from_numpy(a), torch.from_numpy(b)
             out = torch.empty_like(ta)
-            return (lambda: torch.add(ta, tb, out=out)), out, "none"
+            add = blocks.blockwise(ctx, n, lambda s: torch.add(ta[s], tb[s], out=out[s]))
+            return add, out, "none"
         if cid == "cupy":
             import cupy as cp
 

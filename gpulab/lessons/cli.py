@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from gpulab.core.schema import tagged
 from gpulab.lessons.catalog import Catalog, load_catalog
 from gpulab.store import QuizBest, ReadMark, Store, StoreError
 
@@ -52,13 +53,15 @@ def main(args: argparse.Namespace) -> int:
     try:
         with Store() as store:
             marks, best = store.read_marks(), store.best_scores()
+            warnings.extend(store.notices)  # a damaged or read-only file: what could be read
     except StoreError as exc:  # still list the lessons; say why progress is missing
-        warnings.append(f"progress unavailable: {exc}")
+        text = str(exc)
+        warnings.append(text if text.startswith("progress") else f"progress unavailable: {text}")
     rows = progress_rows(catalog, marks, best)
     if getattr(args, "json", False):
         read = sum(r["read"] for r in rows)
         out = {"lessons": rows, "read": read, "total": len(rows), "problems": warnings}
-        print(json.dumps(out, indent=2))
+        print(json.dumps(tagged("lessons", out), indent=2))
         return 0
     for w in warnings:
         sys.stderr.write(f"gpulab: {w}\n")

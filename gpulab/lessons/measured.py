@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
@@ -165,14 +164,9 @@ def _from_inventory(inventory: Any, device_index: int) -> dict[str, Any]:
 
 
 def _peaks_dir() -> Path | None:
-    env = os.environ.get("GPULAB_DATA_DIR")
-    if env:
-        root = Path(env).expanduser()
-    else:
-        from platformdirs import user_data_dir
+    from gpulab.datadir import resolve
 
-        root = Path(user_data_dir("gpulab"))
-    path = root / "peaks"
+    path = resolve() / "peaks"
     return path if path.is_dir() else None
 
 

@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from gpulab.core import hostmem
 from gpulab.runner import events as ev
 from gpulab.runner.protocol import PROTOCOL, ProtocolError, encode, read_frame_async
 
@@ -194,6 +195,7 @@ class RunnerClient:
         self._worker: _Worker | None = None  # the worker that takes the next job
         self._spare: _Worker | None = None
         self._running_on: _Worker | None = None  # the worker running the current job
+        self._oom_mark: int | None = None  # OOM kills counted when the current job started
         self._live: set[_Worker] = set()  # every process not yet reaped
         self._spawns: set[asyncio.Task[Any]] = set()
         self._spare_timer: asyncio.TimerHandle | None = None
@@ -398,6 +400,7 @@ class RunnerClient:
             return
         job = self._queue.popleft()
         self._current, self._running_on = job, worker
+        self._oom_mark = hostmem.oom_kills()
         self._hold_spare()
         # If the worker just died, the send fails and its supervisor fails this job.
         worker.send(
@@ -646,8 +649,14 @@ class RunnerClient:
                 )
             return
         if job is not None and not job.done:
+            # The kernel's OOM killer sends SIGKILL: a container's limit ends a run this way.
+            hint = hostmem.oom_hint(self._oom_mark) if sig == "SIGKILL" else None
+            why = f": probably out of memory ({hint})" if hint else ""
+            if hint:
+                details["probably_oom"] = True
             message = (
-                f"the worker process {how} while running {job.experiment}; a new worker is starting"
+                f"the worker process {how} while running {job.experiment}{why};"
+                " a new worker is starting"
             )
             self._deliver(
                 job, ev.make(ev.FAILED, job.id, kind=ev.KIND_CRASHED, message=message, **details)

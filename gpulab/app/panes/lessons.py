@@ -209,7 +209,7 @@ class LessonsPane(Widget):
     def store(self) -> Store:
         if self._store is None:
             try:
-                self._store = Store()
+                self._store = Store(on_notice=self._store_notice)
             except StoreError as exc:
                 # Reading and quizzes still work; only keeping progress does not.
                 self.app.notify(
@@ -220,7 +220,15 @@ class LessonsPane(Widget):
                 )
                 self._store = Store(":memory:")
             self._owns_store = True
+        if self._store.on_notice is None:
+            self._store.on_notice = self._store_notice
+            for text in self._store.notices:
+                self._store_notice(text)
         return self._store
+
+    def _store_notice(self, text: str) -> None:
+        """A read or write of the progress file failed: say so; the lab goes on."""
+        self.app.notify(text, title="Progress", severity="warning", timeout=10)
 
     def on_mount(self) -> None:
         for problem in self.catalog.problems:

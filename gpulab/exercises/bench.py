@@ -1,0 +1,174 @@
+"""`gpulab bench --suite exercises` (also part of `full`): every exercise this machine can run,
+through a warm worker exactly as `gpulab ex check` runs it.
+
+Per exercise: our solution's verdict, grade and % of the ceiling (and the library's), the check
+latency from submitting to the verdict (the first check of the exercise in this worker, which
+pays for kernel compilation, and a repeat), and every known-wrong solution: rejected, and with
+the message its `# expect:` line names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+from typing import Any
+
+FIRST_CHECK_S = 1.5  # a small kernel exercise, compilation included
+REPEAT_CHECK_S = 0.5
+SEED = 20260101
+
+
+def exercises_part(quick: bool = False, device: int = 0) -> dict[str, Any]:
+    return asyncio.run(_run(quick, device))
+
+
+async def _run(quick: bool, device: int) -> dict[str, Any]:
+    from gpulab.core.devices import Inventory
+    from gpulab.exercises.catalog import load_catalog
+    from gpulab.exercises.session import Checker
+
+    entries: list[dict[str, Any]] = []
+    async with Checker(device=device, quick=quick) as checker:
+        hello = await checker.client.wait_ready(600)
+        inv = Inventory.from_dict(hello["inventory"])
+        for ex in load_catalog():
+            why = ex.unavailable(inv)
+            if why:
+                entries.append({"exercise": ex.id, "order": ex.order, "skipped": why})
+                continue
+            sys.stderr.write(f"  exercise {ex.id}\n")
+            first, first_s = await checker.check(ex, ex.solution_path, SEED)
+            repeat, repeat_s = await checker.check(ex, ex.solution_path, SEED + 1)
+            wrongs = []
+            for w in ex.wrong:
+                got, seconds = await checker.check(ex, w.path, SEED)
+                wrongs.append(
+                    {
+                        "name": w.name,
+                        "expect": w.expect,
+                        "rejected": not got.passed,
+                        "message_ok": w.matches(got.message),
+                        "message": got.message,
+                        "seconds": seconds,
+                    }
+                )
+            timing = repeat.timing or first.timing or {}
+            entries.append(
+                {
+                    "exercise": ex.id,
+                    "order": ex.order,
+                    "needs": list(ex.needs),
+                    "passed": first.passed and repeat.passed,
+                    "message": (first if not first.passed else repeat).message,
+                    "grade": repeat.grade if repeat.passed else None,
+                    "fraction": timing.get("fraction"),
+                    "library_fraction": timing.get("library_fraction"),
+                    "value": (timing.get("learner") or {}).get("value"),
+                    "library": (timing.get("library") or {}).get("name"),
+                    "metric": timing.get("metric"),
+                    "device_state": timing.get("device_state"),
+                    "first_check_s": first_s,
+                    "repeat_check_s": repeat_s,
+                    "wrong": wrongs,
+                }
+            )
+    return {"quick": quick, "exercises": entries}
+
+
+def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
+    from gpulab.bench import _cmp
+
+    ran = [e for e in part["exercises"] if "skipped" not in e]
+    if not ran:
+        return []
+    wrongs = [w for e in ran for w in e["wrong"]]
+    out = [
+        _cmp(
+            "exercises: reference solutions pass",
+            f"all {len(ran)}",
+            float(sum(e["passed"] for e in ran)),
+            float(len(ran)),
+        ),
+        _cmp(
+            "exercises: known-wrong solutions rejected with their message",
+            f"all {len(wrongs)}",
+            float(sum(w["rejected"] and w["message_ok"] for w in wrongs)),
+            float(len(wrongs)),
+        ),
+    ]
+    if gpu:
+        silver = [
+            e for e in ran if e["grade"] in ("silver", "gold") or e["metric"] in (None, "none")
+        ]
+        out.append(
+            _cmp(
+                "exercises: reference grade silver or better",
+                f"all {len(ran)}",
+                float(len(silver)),
+                float(len(ran)),
+            )
+        )
+    kernels = [e for e in ran if "cupy" in e.get("needs", [])] or ran
+    which = "kernel exercises" if kernels is not ran else "exercises"
+    out.append(
+        _cmp(
+            f"exercises: first check, worst of the {which} (s)",
+            f"<= {FIRST_CHECK_S} s",
+            max(e["first_check_s"] for e in kernels),
+            FIRST_CHECK_S,
+            higher=False,
+        )
+    )
+    out.append(
+        _cmp(
+            f"exercises: repeat check, worst of the {which} (s)",
+            f"<= {REPEAT_CHECK_S} s",
+            max(e["repeat_check_s"] for e in kernels),
+            REPEAT_CHECK_S,
+            higher=False,
+        )
+    )
+    out.append(
+        _cmp(
+            "exercises: repeat check, median over all (s)",
+            f"<= {REPEAT_CHECK_S} s",
+            statistics.median(e["repeat_check_s"] for e in ran),
+            REPEAT_CHECK_S,
+            higher=False,
+        )
+    )
+    return out
+
+
+def markdown_lines(part: dict[str, Any]) -> list[str]:
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.0f}%"
+
+    lines = [
+        "",
+        "## Exercises (reference solutions through the worker)",
+        "",
+        "| exercise | verdict | grade | your code | % ceiling | library % | first check | repeat | wrong rejected |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in part["exercises"]:
+        if "skipped" in e:
+            lines.append(f"| {e['exercise']} | not run: {e['skipped']} | | | | | | | |")
+            continue
+        ok = sum(w["rejected"] and w["message_ok"] for w in e["wrong"])
+        value = "-" if e["value"] is None else f"{e['value']:.4g} {e['metric']}"
+        lines.append(
+            f"| {e['exercise']} | {'pass' if e['passed'] else 'FAIL'} | {e['grade'] or '-'} | "
+            f"{value} | {pct(e['fraction'])} | {pct(e['library_fraction'])} | "
+            f"{e['first_check_s']:.2f} s | {e['repeat_check_s']:.2f} s | {ok}/{len(e['wrong'])} |"
+        )
+    bad = [
+        (e["exercise"], w)
+        for e in part["exercises"]
+        for w in e.get("wrong", [])
+        if not (w["rejected"] and w["message_ok"])
+    ]
+    for ex_id, w in bad:
+        lines.append(f"\n{ex_id}/{w['name']}: expected '{w['expect']}', got: {w['message']}")
+    return lines

@@ -1,0 +1,419 @@
+"""The exercise catalog: one folder per exercise under `catalog/`, loaded and validated.
+
+Headless and light: nothing here imports torch, CuPy or the exercise's own `check.py` (checks are
+read with `ast`, not imported), so the UI process and `gpulab ex` list exercises in milliseconds.
+Loading is strict, because a typo in a folder (a grade out of order, a wrong solution without its
+`# expect:` line) is a broken exercise, not a cosmetic problem; every error names the file.
+The folder format is documented in api.py and docs/exercises.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+try:
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
+# More exercise folders (a contributor's work in progress, tests): a path list like PATH.
+EXTRA_ENV = "GPULAB_EXERCISES_PATH"
+NEEDS = ("cpu", "gpu", "cupy")
+METRICS = ("GB/s", "TFLOP/s", "none")
+GRADES = ("bronze", "silver", "gold")
+DEFAULT_TIME_LIMIT_S = 60.0
+REQUIRED_CHECK_NAMES = ("ENTRY", "cases", "expected", "run")
+_KEYS = {
+    "id",
+    "title",
+    "order",
+    "lesson",
+    "needs",
+    "metric",
+    "grades",
+    "hints",
+    "time_limit",
+    "summary",
+}
+_FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
+_FOLDER = re.compile(r"^(\d{2,3})-([a-z0-9][a-z0-9-]*)$")
+_EXPECT = re.compile(r"^#\s*expect:\s*(.+?)\s*$")
+
+
+class ExerciseFormatError(ValueError):
+    """An exercise folder that does not follow the format; str() names the file and the problem."""
+
+    def __init__(self, source: str | Path, problem: str) -> None:
+        self.source = str(source)
+        self.problem = problem
+        super().__init__(f"{source}: {problem}")
+
+
+class UnknownExercise(KeyError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        close = difflib.get_close_matches(self.name, self.known, n=1, cutoff=0.5)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        return f"unknown exercise '{self.name}'{hint} (see gpulab ex)"
+
+
+@dataclass(frozen=True)
+class Wrong:
+    """A known-wrong solution: the grader must reject it with a message containing `expect`."""
+
+    name: str  # the file's stem: "no-bounds-check"
+    path: Path
+    expect: str  # alternatives separated by " | ": a write past the end may corrupt a
+    # neighbour (a wrong value) or fault (an illegal address), depending on the allocator
+
+    def matches(self, message: str) -> bool:
+        """Whether the grader's message names this mistake (any of the alternatives)."""
+        text = message.lower()
+        return any(alt.strip().lower() in text for alt in self.expect.split("|") if alt.strip())
+
+
+@dataclass(frozen=True, eq=False)
+class Exercise:
+    id: str
+    title: str
+    order: int
+    lesson: str
+    needs: tuple[str, ...]
+    metric: str
+    grades: Mapping[str, float]
+    hints: tuple[str, ...]
+    statement: str
+    folder: Path
+    wrong: tuple[Wrong, ...] = ()
+    entry: str = ""
+    time_limit: float = DEFAULT_TIME_LIMIT_S
+    summary: str = ""
+    timed: bool = field(default=False)  # check.py defines timing()
+
+    @property
+    def name(self) -> str:
+        """The folder's name, `NN-id`: what the learner sees beside the id."""
+        return self.folder.name
+
+    @property
+    def check_path(self) -> Path:
+        return self.folder / "check.py"
+
+    @property
+    def starter_path(self) -> Path:
+        return self.folder / "starter.py"
+
+    @property
+    def solution_path(self) -> Path:
+        return self.folder / "solution.py"
+
+    @property
+    def file_name(self) -> str:
+        """The learner's file in the workspace: `01_vector_add.py`."""
+        return f"{self.order:02d}_{self.id.replace('-', '_')}.py"
+
+    def unavailable(self, inventory: Any) -> str:
+        """ "" when this machine can run the exercise, else why not (one line, with the fix)."""
+        return unavailable(self.needs, inventory)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "title": self.title,
+            "order": self.order,
+            "lesson": self.lesson,
+            "needs": list(self.needs),
+            "metric": self.metric,
+            "grades": dict(self.grades),
+            "hints": len(self.hints),
+            "file": self.file_name,
+            "time_limit_s": self.time_limit,
+        }
+
+
+def unavailable(needs: tuple[str, ...], inventory: Any) -> str:
+    if "cupy" in needs and not inventory.available("cupy"):
+        from gpulab.core.devices import cupy_hint
+
+        if not inventory.has_gpu:
+            return f"needs a GPU with CuPy: {inventory.gpu_reason or 'no GPU'}"
+        return f"needs CuPy: {inventory.reason('cupy') or cupy_hint()}"
+    if "gpu" in needs and not inventory.available("torch-cuda"):
+        if not inventory.has_gpu:
+            return f"needs a GPU: {inventory.gpu_reason or 'no GPU'}"
+        return f"needs PyTorch with CUDA: {inventory.reason('torch-cuda')}"
+    return ""
+
+
+@dataclass
+class Catalog:
+    exercises: list[Exercise]
+
+    def __iter__(self) -> Iterator[Exercise]:
+        return iter(self.exercises)
+
+    def __len__(self) -> int:
+        return len(self.exercises)
+
+    def ids(self) -> list[str]:
+        return [e.id for e in self.exercises]
+
+    def get(self, name: str) -> Exercise:
+        """By id (`vector-add`), folder name (`01-vector-add`) or order (`1`)."""
+        key = name.strip().lower()
+        for ex in self.exercises:
+            if key in (ex.id, ex.name) or (key.isdigit() and int(key) == ex.order):
+                return ex
+            if key == ex.file_name.lower() or key == ex.file_name[:-3].lower():
+                return ex
+        raise UnknownExercise(name, self.ids())
+
+    def next_after(self, ex: Exercise) -> Exercise | None:
+        later = [e for e in self.exercises if e.order > ex.order]
+        return later[0] if later else None
+
+
+# --- loading ------------------------------------------------------------------------------------
+
+
+def roots() -> list[Path]:
+    extra = [Path(p) for p in os.environ.get(EXTRA_ENV, "").split(os.pathsep) if p.strip()]
+    return [CATALOG_DIR, *extra]
+
+
+def load_catalog(*dirs: Path | str) -> Catalog:
+    """Every exercise folder under `dirs` (default: the package's catalog and $GPULAB_EXERCISES_PATH),
+    in order. Raises ExerciseFormatError naming the first broken file."""
+    found: list[Exercise] = []
+    for root in [Path(d) for d in dirs] or roots():
+        if not root.is_dir():
+            if root != CATALOG_DIR:
+                raise ExerciseFormatError(root, "not a folder of exercises")
+            continue
+        for folder in sorted(root.iterdir()):
+            if folder.is_dir() and not folder.name.startswith((".", "_")):
+                found.append(load_exercise(folder))
+    seen: dict[str, Exercise] = {}
+    orders: dict[int, Exercise] = {}
+    for ex in found:
+        if ex.id in seen:
+            raise ExerciseFormatError(ex.folder, f"id '{ex.id}' is also {seen[ex.id].folder}")
+        if ex.order in orders:
+            raise ExerciseFormatError(
+                ex.folder, f"order {ex.order} is also {orders[ex.order].folder}"
+            )
+        seen[ex.id] = ex
+        orders[ex.order] = ex
+    return Catalog(sorted(found, key=lambda e: e.order))
+
+
+def find(name: str) -> Exercise:
+    """One exercise by id, folder name, order or file name, reading only its own folder (the
+    worker does this for every check); UnknownExercise, with a suggestion, when none matches."""
+    key = name.strip().lower()
+    for root in roots():
+        if not root.is_dir():
+            continue
+        for folder in sorted(root.iterdir()):
+            m = _FOLDER.match(folder.name)
+            if not m or not folder.is_dir():
+                continue
+            order, ident = int(m.group(1)), m.group(2)
+            file_stem = f"{order:02d}_{ident.replace('-', '_')}"
+            if key in (ident, folder.name, file_stem, f"{file_stem}.py") or (
+                key.isdigit() and int(key) == order
+            ):
+                return load_exercise(folder)
+    return load_catalog().get(name)  # raises UnknownExercise with the full list of ids
+
+
+def load_exercise(folder: Path) -> Exercise:
+    m = _FOLDER.match(folder.name)
+    if not m:
+        raise ExerciseFormatError(folder, "an exercise folder is named NN-id, e.g. 01-vector-add")
+    md = folder / "exercise.md"
+    meta, statement = _front_matter(md)
+    fields = _validate(meta, md)
+    if fields["id"] != m.group(2):
+        raise ExerciseFormatError(md, f"id '{fields['id']}' differs from the folder's '{m[2]}'")
+    if fields["order"] != int(m.group(1)):
+        raise ExerciseFormatError(md, f"order {fields['order']} differs from the folder's {m[1]}")
+    for name in ("starter.py", "solution.py", "check.py"):
+        if not (folder / name).is_file():
+            raise ExerciseFormatError(folder / name, "missing")
+    names = _top_level_names(folder / "check.py")
+    missing = [n for n in REQUIRED_CHECK_NAMES if n not in names]
+    if missing:
+        raise ExerciseFormatError(folder / "check.py", f"does not define {', '.join(missing)}")
+    entry = _entry(folder / "check.py")
+    for name in ("starter.py", "solution.py"):
+        if entry not in _top_level_names(folder / name):
+            raise ExerciseFormatError(folder / name, f"does not define {entry}(), the ENTRY")
+    wrong = tuple(_wrong(p) for p in sorted((folder / "wrong").glob("*.py")))
+    return Exercise(
+        **fields,
+        statement=statement,
+        folder=folder,
+        wrong=wrong,
+        entry=entry,
+        timed="timing" in names,
+    )
+
+
+def _front_matter(path: Path) -> tuple[Mapping[str, Any], str]:
+    try:
+        text = path.read_text(encoding="utf-8").lstrip("\ufeff")
+    except OSError as exc:
+        raise ExerciseFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
+    match = _FRONT.match(text)
+    if not match:
+        raise ExerciseFormatError(path, "no front matter: the file must start with a '---' line")
+    try:
+        meta = yaml.load(match.group(1), Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" (line {mark.line + 2})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ExerciseFormatError(
+            path, f"front matter is not valid YAML{line}: {problem}"
+        ) from None
+    if not isinstance(meta, Mapping):
+        raise ExerciseFormatError(path, "front matter must be a mapping of keys to values")
+    body = text[match.end() :].strip()
+    if not body:
+        raise ExerciseFormatError(path, "no statement after the front matter")
+    return meta, body
+
+
+def _validate(meta: Mapping[str, Any], src: Path) -> dict[str, Any]:
+    def fail(problem: str) -> ExerciseFormatError:
+        return ExerciseFormatError(src, problem)
+
+    unknown = sorted(str(k) for k in meta if k not in _KEYS)
+    if unknown:
+        raise fail(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_KEYS))}")
+    for key in ("id", "title", "order", "lesson", "needs", "metric", "hints"):
+        if key not in meta:
+            raise fail(f"missing key '{key}'")
+    ex_id, title, lesson = meta["id"], meta["title"], meta["lesson"]
+    if not isinstance(ex_id, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", ex_id):
+        raise fail(f"id {ex_id!r} must be lower-case letters, digits and dashes")
+    for key, value in (("title", title), ("lesson", lesson)):
+        if not isinstance(value, str) or not value.strip():
+            raise fail(f"{key} must be non-empty text")
+    order = meta["order"]
+    if not isinstance(order, int) or isinstance(order, bool) or not 1 <= order <= 999:
+        raise fail(f"order {order!r} must be a whole number from 1 to 999")
+    needs_raw = meta["needs"]
+    needs = (needs_raw,) if isinstance(needs_raw, str) else needs_raw
+    if not isinstance(needs, list | tuple) or not needs or any(n not in NEEDS for n in needs):
+        raise fail(f"needs {needs_raw!r} must be one of {', '.join(NEEDS)} (or a list of them)")
+    metric = meta["metric"]
+    if metric not in METRICS:
+        raise fail(f"metric {metric!r} must be one of {', '.join(METRICS)}")
+    grades = _grades(meta.get("grades"), metric, fail)
+    hints = meta["hints"]
+    if (
+        not isinstance(hints, list)
+        or not hints
+        or not all(isinstance(h, str) and h.strip() for h in hints)
+    ):
+        raise fail("hints must be a non-empty list of text")
+    limit = meta.get("time_limit", DEFAULT_TIME_LIMIT_S)
+    if not isinstance(limit, int | float) or isinstance(limit, bool) or not 1 <= limit <= 600:
+        raise fail(f"time_limit {limit!r} must be seconds from 1 to 600")
+    summary = meta.get("summary", "")
+    if not isinstance(summary, str):
+        raise fail("summary must be text")
+    return {
+        "id": ex_id,
+        "title": title.strip(),
+        "order": order,
+        "lesson": lesson.strip(),
+        "needs": tuple(dict.fromkeys(needs)),
+        "metric": metric,
+        "grades": grades,
+        "hints": tuple(h.strip() for h in hints),
+        "time_limit": float(limit),
+        "summary": summary.strip(),
+    }
+
+
+def _grades(raw: Any, metric: str, fail: Any) -> dict[str, float]:
+    if raw is None:
+        if metric != "none":
+            raise fail(f"metric {metric} needs grades: {{bronze, silver, gold}} as fractions")
+        return {}
+    if not isinstance(raw, Mapping) or sorted(raw) != sorted(GRADES):
+        raise fail("grades must be {bronze, silver, gold}, fractions of this device's ceiling")
+    values = []
+    for g in GRADES:
+        v = raw[g]
+        if not isinstance(v, int | float) or isinstance(v, bool) or not 0 < v <= 2:
+            raise fail(f"grades.{g} {v!r} must be a fraction of the ceiling above 0 (e.g. 0.5)")
+        values.append(float(v))
+    if not values[0] <= values[1] <= values[2]:
+        raise fail("grades must rise: bronze <= silver <= gold")
+    return dict(zip(GRADES, values, strict=True))
+
+
+def _parse(path: Path) -> ast.Module:
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except SyntaxError as exc:
+        raise ExerciseFormatError(path, f"line {exc.lineno}: {exc.msg}") from None
+    except OSError as exc:
+        raise ExerciseFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _top_level_names(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in _parse(path).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _entry(check: Path) -> str:
+    for node in _parse(check).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "ENTRY" for t in targets):
+            value = node.value  # type: ignore[union-attr]
+            if isinstance(value, ast.Constant) and str(value.value).isidentifier():
+                return str(value.value)
+    raise ExerciseFormatError(check, "ENTRY must be a function name in quotes, e.g. ENTRY = 'add'")
+
+
+def _wrong(path: Path) -> Wrong:
+    try:
+        with path.open(encoding="utf-8") as f:
+            first = f.readline()
+    except OSError as exc:
+        raise ExerciseFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
+    m = _EXPECT.match(first.strip())
+    if not m:
+        raise ExerciseFormatError(path, "the first line must be '# expect: <text of the message>'")
+    return Wrong(name=path.stem, path=path, expect=m.group(1))

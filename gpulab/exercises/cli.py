@@ -1,0 +1,352 @@
+"""`gpulab exercises` / `gpulab ex`: list, check, watch, hint, reset, solution.
+
+Exit codes: 0 done (a check passed), 1 a check failed, 2 bad input (unknown exercise, a missing
+file, a bad seed, an exercise this machine cannot run), one line on stderr, never a traceback;
+130 interrupted. `--json` prints one JSON object (`watch`: one per line, per check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
+SEED_MAX = 2**32 - 1
+
+
+def _seed(text: str) -> int:
+    try:  # int() reads other scripts' digits too: ASCII only, as everywhere in gpulab
+        value = int(text, 0) if text.isascii() else -1
+    except ValueError:
+        value = -1
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to {SEED_MAX}")
+    return value
+
+
+def _device(text: str) -> int:
+    from gpulab.core.params import parse_index
+
+    try:
+        return parse_index(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a GPU index: 0, 1, ...") from None
+
+
+def add_parser(sub: Any) -> None:
+    """Register `exercises` (alias `ex`) on gpulab's subparsers."""
+    ex = sub.add_parser(
+        "exercises", aliases=["ex"], help="exercises: write GPU code, get it graded"
+    )
+    _common(ex, top=True)
+    acts = ex.add_subparsers(dest="ex_command", parser_class=type(ex))
+    acts.add_parser("list", help="the exercises, in order, with your progress")
+    check = acts.add_parser("check", help="check, time and grade your file")
+    check.add_argument("name", help="exercise id, folder name or number")
+    check.add_argument("--seed", type=_seed, help="replay the input sets of this seed")
+    watch = acts.add_parser("watch", help="check on every save; move on when it passes")
+    watch.add_argument("name", nargs="?", help="start here (default: the first not passing)")
+    watch.add_argument("--debounce", type=int, default=300, help=argparse.SUPPRESS)
+    for verb, text in (
+        ("hint", "reveal the next hint"),
+        ("reset", "restore the starter (your version is backed up)"),
+        ("solution", "show our solution, once yours passes"),
+        ("show", "the statement and where your file is"),
+    ):
+        p = acts.add_parser(verb, help=text)
+        p.add_argument("name", help="exercise id, folder name or number")
+        if verb == "solution":
+            p.add_argument("--force", action="store_true", help="show it before you pass")
+    for p in acts.choices.values():
+        _common(p, top=False)
+
+
+def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
+    # Accepted before and after the verb: `gpulab ex --json check x` and `gpulab ex check x --json`.
+    hide = {} if top else {"default": argparse.SUPPRESS}
+    p.add_argument("--json", action="store_true", help="print JSON", **hide)
+    p.add_argument(
+        "--workdir", metavar="DIR", help="your exercise files (env GPULAB_WORKDIR)", **hide
+    )
+    p.add_argument("--device", type=_device, help="CUDA device index", **(hide or {"default": 0}))
+    p.add_argument("--inline", action="store_true", help=argparse.SUPPRESS, **hide)
+    p.add_argument("--quick", action="store_true", help=argparse.SUPPRESS, **hide)
+
+
+class BadInput(Exception):
+    """One line for stderr, exit 2."""
+
+
+def main(args: argparse.Namespace) -> int:
+    from gpulab.exercises.catalog import ExerciseFormatError, UnknownExercise
+    from gpulab.exercises.workspace import WorkspaceError
+    from gpulab.store import StoreError
+
+    verb = getattr(args, "ex_command", None) or "list"
+    try:
+        if verb == "list":
+            return cmd_list(args)
+        if verb == "check":
+            return cmd_check(args)
+        if verb == "watch":
+            from gpulab.exercises.watch import cmd_watch
+
+            return cmd_watch(args)
+        if verb == "hint":
+            return cmd_hint(args)
+        if verb == "reset":
+            return cmd_reset(args)
+        if verb == "solution":
+            return cmd_solution(args)
+        if verb == "show":
+            return cmd_show(args)
+    except (BadInput, UnknownExercise, ExerciseFormatError, WorkspaceError, StoreError) as exc:
+        sys.stderr.write(f"gpulab: {exc}\n")
+        return EXIT_BAD_INPUT
+    sys.stderr.write(f"gpulab: unknown exercises command {verb!r}\n")
+    return EXIT_BAD_INPUT
+
+
+# --- shared ---------------------------------------------------------------------------------------
+
+
+def catalog() -> Any:
+    from gpulab.exercises.catalog import load_catalog
+
+    return load_catalog()
+
+
+def workspace(args: argparse.Namespace) -> Any:
+    from gpulab.exercises.workspace import Workspace
+
+    return Workspace(getattr(args, "workdir", None))
+
+
+def store() -> Any:
+    from gpulab.store import Store
+
+    return Store()
+
+
+def machine() -> Any:
+    """What this machine can run. Without an NVIDIA driver we know there is no GPU without
+    importing torch (a second and more); with one, `detect()` asks torch and CuPy."""
+    from gpulab.core.devices import _cuda_hidden, _driver, detect
+
+    driver, _, error = _driver()
+    if driver and not _cuda_hidden():
+        return detect()
+    return cpu_only("CUDA_VISIBLE_DEVICES hides every GPU" if _cuda_hidden() else error)
+
+
+def cpu_only(why: str) -> Any:
+    """An inventory of a machine without a usable GPU (and why), built without importing torch."""
+    from gpulab.core.devices import Backend, Inventory
+
+    inv = Inventory(gpu_reason=why or "no usable GPU")
+    inv.backends["numpy"] = Backend("numpy", True)
+    inv.backends["torch-cpu"] = Backend("torch-cpu", True)
+    for name in ("torch-cuda", "cupy"):
+        inv.backends[name] = Backend(name, False, reason=inv.gpu_reason)
+    return inv
+
+
+def emit_json(data: Any) -> None:
+    from gpulab.core.results import _clean
+    from gpulab.core.schema import tagged
+
+    print(json.dumps(tagged("exercises", _clean(data)), indent=2, default=str))
+
+
+def _file(args: argparse.Namespace, ex: Any) -> Any:
+    path = workspace(args).path(ex)
+    if not path.is_file():
+        raise BadInput(f"no file {path}: `gpulab ex reset {ex.id}` creates it from the starter")
+    return path
+
+
+# --- verbs ----------------------------------------------------------------------------------------
+
+
+def list_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any, Any]:
+    from gpulab.exercises.progress import Progress
+
+    cat, ws, inv = catalog(), workspace(args), machine()
+    with store() as st:
+        progress = Progress(st).all()
+    rows = []
+    for ex in cat:
+        why = ex.unavailable(inv)
+        if not why:
+            ws.ensure(ex)  # a fresh learner finds every runnable exercise's file ready to edit
+        p = progress.get(ex.id)
+        rows.append(
+            {
+                **ex.describe(),
+                "path": str(ws.path(ex)),
+                "file_exists": ws.exists(ex),
+                "state": p.state if p else "not started",
+                "passed_ever": bool(p and p.passed_ever),
+                "best_grade": p.best_grade if p else None,
+                "best_fraction": p.best_fraction if p else None,
+                "hints_revealed": p.hints_revealed if p else 0,
+                "attempts": p.attempts if p else 0,
+                "available": not why,
+                "unavailable": why,
+            }
+        )
+    return rows, ws, inv
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from gpulab.exercises.report import list_lines
+
+    rows, ws, inv = list_rows(args)
+    if args.json:
+        emit_json({"workspace": str(ws.root), "device": inv.label(), "exercises": rows})
+        return 0
+    print("\n".join(list_lines(rows, str(ws.root), inv.label())))
+    return 0
+
+
+def runnable(args: argparse.Namespace, name: str) -> Any:
+    ex = catalog().get(name)
+    why = ex.unavailable(machine())
+    if why:
+        raise BadInput(f"{ex.id} {why}")
+    return ex
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from gpulab.exercises.grader import new_seed
+    from gpulab.exercises.session import Checker, record
+
+    ex = runnable(args, args.name)
+    path = _file(args, ex)
+    seed = args.seed if args.seed is not None else new_seed()
+
+    async def go() -> Any:
+        async with Checker(
+            device=args.device,
+            standby=False,
+            quick=args.quick,
+            inline=args.inline,
+            on_event=None if args.json else _progress_line,
+        ) as checker:
+            return await checker.check(ex, path, seed)
+
+    result, _ = asyncio.run(go())
+    with store() as st:
+        progress = record(st, result)
+    workspace(args).mark_seen(ex)
+    return show_result(args, ex, result, progress)
+
+
+def show_result(args: argparse.Namespace, ex: Any, result: Any, progress: Any) -> int:
+    from gpulab.exercises.report import verdict_lines
+
+    if args.json:
+        emit_json(
+            {
+                "exercise": ex.id,
+                "file": result.path,
+                "check": result.to_dict(),
+                "progress": progress.to_dict(),
+                "replay": f"gpulab ex check {ex.id} --seed {result.seed}",
+            }
+        )
+    else:
+        print("\n".join(verdict_lines(result, name=ex.id)))
+    return 0 if result.passed else EXIT_FAILED
+
+
+def _progress_line(event: dict[str, Any]) -> None:
+    from gpulab.runner import events as ev
+
+    if event.get("type") == ev.PROGRESS and event.get("message"):
+        sys.stderr.write(f"  {event['message']}\n")
+    elif event.get("type") == ev.LOG and event.get("stream") in ("stdout", "stderr"):
+        sys.stderr.write(f"  | {event['line']}\n")  # the learner's own prints
+
+
+def cmd_hint(args: argparse.Namespace) -> int:
+    from gpulab.exercises.progress import Progress
+
+    ex = catalog().get(args.name)
+    with store() as st:
+        before = Progress(st).get(ex.id).hints_revealed
+        shown = Progress(st).reveal_hint(ex.id, len(ex.hints))
+    hints = list(ex.hints[:shown])
+    if args.json:
+        emit_json(
+            {
+                "exercise": ex.id,
+                "revealed": shown,
+                "total": len(ex.hints),
+                "new": shown > before,
+                "hints": hints,
+            }
+        )
+        return 0
+    for i, text in enumerate(hints, 1):
+        print(f"Hint {i} of {len(ex.hints)}: {text}")
+    if shown == before:
+        print("That was the last hint. `gpulab ex solution` shows ours once yours passes.")
+    return 0
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    ex = catalog().get(args.name)
+    path, backup = workspace(args).reset(ex)
+    if args.json:
+        emit_json({"exercise": ex.id, "file": str(path), "backup": str(backup) if backup else None})
+        return 0
+    print(f"{path}: the starter is back.")
+    print(f"Your version is kept in {backup}" if backup else "(it was still the starter)")
+    return 0
+
+
+def cmd_solution(args: argparse.Namespace) -> int:
+    from gpulab.exercises.progress import Progress
+
+    ex = catalog().get(args.name)
+    with store() as st:
+        solved = Progress(st).get(ex.id).passed_ever
+    if not solved and not args.force:
+        raise BadInput(
+            f"{ex.id} has not passed yet: `gpulab ex check {ex.id}` first, or --force to look now"
+        )
+    text = ex.solution_path.read_text(encoding="utf-8")
+    if args.json:
+        emit_json(
+            {"exercise": ex.id, "solved": solved, "path": str(ex.solution_path), "text": text}
+        )
+    else:
+        print(text, end="" if text.endswith("\n") else "\n")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    ex = catalog().get(args.name)
+    ws = workspace(args)
+    why = ex.unavailable(machine())
+    if not why:
+        ws.ensure(ex)
+    if args.json:
+        emit_json(
+            {
+                **ex.describe(),
+                "statement": ex.statement,
+                "path": str(ws.path(ex)),
+                "unavailable": why,
+            }
+        )
+        return 0
+    print(f"{ex.order}. {ex.title}  ({ex.id}, lesson: {ex.lesson})\n")
+    print(ex.statement)
+    print(f"\nYour file: {ws.path(ex)}" if not why else f"\nThis machine cannot run it: {why}")
+    return 0

@@ -1,0 +1,275 @@
+"""The grader: one check of a learner's file, in the order that keeps it honest.
+
+    cases -> every reference -> load the learner's file fresh -> per case: run on copies with
+    poisoned outputs, restore what the learner patched, compare -> time (only if all passed)
+
+It runs wherever it is called; `gpulab.exercises.job` runs it inside the worker as the hidden
+experiment `exercise-check`, so the runner's cancel, time limit and crash survival apply.
+A wrong answer or an exception in the learner's code is a *completed* check with verdict "fail";
+only what leaves the worker unusable (an illegal address, an out-of-memory) is raised as
+`LearnerCrash`, a failed job, so the worker retires or frees its memory as after any experiment.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpulab.exercises import api
+from gpulab.exercises.catalog import Exercise
+from gpulab.exercises.sandbox import Guard, LearnerError, describe, forget, load_learner, load_text
+
+SEED_MAX = 2**32 - 1  # seeds travel as JSON numbers and job params: keep them exact everywhere
+PASS, FAIL = "pass", "fail"
+_now = time.perf_counter  # bound before any learner's code could rebind it
+
+
+def new_seed() -> int:
+    return secrets.randbelow(SEED_MAX + 1)
+
+
+class ExerciseBug(Exception):
+    """Our check.py failed before the learner's code ran: a bug of the exercise, not the learner's."""
+
+    kind = "experiment-error"
+
+
+class LearnerCrash(Exception):
+    """The learner's code left the worker unusable; raised so the worker recovers (see module doc)."""
+
+    def __init__(self, kind: str, message: str, check: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.extra = {"check": check}
+
+
+@dataclass
+class CaseRow:
+    name: str
+    passed: bool | None  # None: not run (an earlier case raised)
+    message: str = ""
+    index: Any = None
+    expected: Any = None
+    got: Any = None
+    max_error: float | None = None
+    wrong: int | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class CheckResult:
+    exercise: str
+    verdict: str  # "pass" or "fail"
+    message: str  # one line: why it failed, or what passed
+    seed: int
+    path: str
+    kind: str = ""  # why a fail: wrong | error | crash | timeout | cancelled
+    cases: list[CaseRow] = field(default_factory=list)
+    failed_case: str | None = None
+    index: Any = None
+    expected: Any = None
+    got: Any = None
+    max_error: float | None = None
+    timing: dict[str, Any] | None = None  # see grading.time_and_grade
+    grade: str | None = None  # pass, bronze, silver, gold (None when it failed)
+    restored: list[str] = field(default_factory=list)  # what the learner had patched
+    device: str = ""
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == PASS
+
+    def to_dict(self) -> dict[str, Any]:
+        from gpulab.core.results import _clean
+
+        return _clean(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CheckResult:
+        names = set(cls.__dataclass_fields__)
+        kw = {k: v for k, v in data.items() if k in names}
+        kw["cases"] = [CaseRow(**c) for c in data.get("cases") or []]
+        return cls(**kw)
+
+
+def load_check(ex: Exercise) -> Any:
+    path = ex.check_path
+    from gpulab.exercises.sandbox import fresh_name
+
+    try:
+        return load_text(path.read_text(encoding="utf-8"), path, fresh_name("check", ex.id))
+    except Exception as exc:
+        raise ExerciseBug(f"{path} failed to load: {type(exc).__name__}: {exc}") from exc
+
+
+def _ours(what: str, ex: Exercise, fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception as exc:
+        raise ExerciseBug(
+            f"the check of {ex.id} failed in {what}: {describe(exc, ex.check_path)}"
+        ) from exc
+
+
+def run_check(
+    ex: Exercise,
+    path: Path,
+    seed: int,
+    actx: api.Context,
+    *,
+    exp_ctx: Any = None,
+    on_case: Callable[[int, int, CaseRow], None] | None = None,
+) -> CheckResult:
+    """Check `path` against exercise `ex` with the inputs of `seed`. `exp_ctx` (an experiments
+    Context) gives cancellation, logs and the calibrated ceilings for timing."""
+    t0 = _now()
+    result = CheckResult(ex.id, FAIL, "", seed, str(path), device=actx.device)
+    check = load_check(ex)
+    learner = None
+    try:
+        # Bound now: a learner who rebinds api.compare_arrays or NumPy later changes nothing here.
+        compare = getattr(check, "compare", None) or _default_compare
+        actx.phase = "cases"
+        cases = _ours("cases()", ex, lambda: list(check.cases(actx)))
+        actx.phase = "timing"
+        wants = [
+            _ours(f"expected() of {c.name}", ex, lambda c=c: check.expected(c, actx)) for c in cases
+        ]
+        guard = Guard()
+        result.cases = [CaseRow(c.name, None) for c in cases]
+        try:
+            learner, fn = load_learner(path, ex.id, ex.entry)
+        except LearnerError as exc:
+            result.restored = guard.restore()
+            return _fail(result, "error", str(exc), t0)
+        result.restored = guard.restore()
+        for i, (case, want) in enumerate(zip(cases, wants, strict=True)):
+            if exp_ctx is not None:
+                exp_ctx.check_cancelled()
+            row = result.cases[i]
+            c0 = _now()
+            try:
+                got = check.run(fn, copy.deepcopy(case), actx)
+            except api.CheckError as exc:
+                got, error = None, str(exc)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - SystemExit from learner code too
+                from gpulab.experiments.base import Cancelled
+
+                if isinstance(exc, Cancelled):
+                    raise
+                _restore(result, guard)
+                _crash_if_fatal(exc, result, case.name, t0)
+                row.passed, row.message = False, f"{ex.entry} raised {describe(exc, path)}"
+                row.seconds = _now() - c0
+                result.failed_case = case.name
+                return _fail(result, "error", f"{case.name}: {row.message}", t0)
+            else:
+                error = None
+            _restore(result, guard)
+            mismatch = (
+                None
+                if error
+                else _ours(
+                    f"compare() of {case.name}",
+                    ex,
+                    lambda w=want, g=got, c=case: compare(w, g, c, actx),
+                )
+            )
+            row.seconds = _now() - c0
+            if error or mismatch is not None:
+                _mark(result, row, case.name, error or mismatch)
+            else:
+                row.passed = True
+            if on_case is not None:
+                on_case(i, len(cases), row)
+        bad = [r for r in result.cases if r.passed is False]
+        if bad:
+            return _fail(result, "wrong", f"{bad[0].name}: {bad[0].message}", t0)
+        result.verdict, result.grade = PASS, "pass"
+        result.message = f"all {len(cases)} input sets correct (seed {seed})"
+        if ex.timed:
+            from gpulab.exercises.grading import time_and_grade
+
+            spec = _ours("timing()", ex, lambda: check.timing(fn, actx))
+            if spec is not None:
+                try:
+                    timing = time_and_grade(spec, ex, actx, exp_ctx, guard=guard)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - the learner's code, at full size
+                    from gpulab.experiments.base import Cancelled
+
+                    if isinstance(exc, Cancelled):
+                        raise
+                    _restore(result, guard)
+                    _crash_if_fatal(exc, result, "timed run", t0)
+                    why = f"timed run: {ex.entry} raised {describe(exc, path)}"
+                    return _fail(result, "error", why, t0)
+                result.restored = sorted(set(result.restored) | set(guard.restore()))
+                result.timing = timing
+                if timing.get("wrong"):
+                    result.verdict, result.grade = FAIL, None
+                    return _fail(result, "wrong", f"timed run: {timing['wrong']}", t0)
+                result.grade = timing.get("grade") or "pass"
+        result.seconds = _now() - t0
+        return result
+    finally:
+        forget(learner)
+        forget(check)
+
+
+_compare_arrays = api.compare_arrays  # bound at import, long before any learner's code
+
+
+def _default_compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
+    return _compare_arrays(want, got)
+
+
+def _restore(result: CheckResult, guard: Guard) -> None:
+    changed = guard.restore()
+    if changed:
+        result.restored = sorted(set(result.restored) | set(changed))
+
+
+def _mark(result: CheckResult, row: CaseRow, name: str, why: api.Mismatch | str) -> None:
+    row.passed = False
+    if isinstance(why, api.Mismatch):
+        row.message, row.index, row.expected, row.got = (
+            why.message,
+            why.index,
+            why.expected,
+            why.got,
+        )
+        row.max_error, row.wrong = why.max_error, why.wrong
+    else:
+        row.message = str(why)
+    if result.failed_case is None:
+        result.failed_case = name
+        result.index, result.expected, result.got = row.index, row.expected, row.got
+        result.max_error = row.max_error
+
+
+def _fail(result: CheckResult, kind: str, message: str, t0: float) -> CheckResult:
+    result.verdict, result.kind, result.message, result.grade = FAIL, kind, message, None
+    result.seconds = _now() - t0
+    return result
+
+
+def _crash_if_fatal(exc: BaseException, result: CheckResult, case: str, t0: float) -> None:
+    """Raise LearnerCrash when the exception means the process's GPU state is gone or full."""
+    from gpulab.runner import events as ev
+    from gpulab.runner.classify import classify
+
+    kind, message, _ = classify(exc)
+    if kind in (ev.KIND_ILLEGAL_ADDRESS, ev.KIND_OOM):
+        _fail(result, "crash", f"{case}: {message}", t0)
+        result.failed_case = case
+        raise LearnerCrash(kind, f"{case}: {message}", result.to_dict()) from None

@@ -1,0 +1,201 @@
+"""Speed: time a correct solution beside the library path, grade it against this device's ceiling.
+
+Both are timed in the same check with the project's Timer (CUDA events on a GPU, warm-up, the
+median of several runs), each call on the next of several input sets, so a memory-bound kernel
+cannot be flattered by inputs left in L2. The figure is the exercise's roofline metric (GB/s or
+TFLOP/s, `TimingSpec.work` per call); the grade is its fraction of this device's calibrated
+ceiling (gpulab.core.peaks) against the exercise's {bronze, silver, gold} thresholds. The GPU's
+temperature and SM clock are read from NVML right after, so a slow run can be explained.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpulab.exercises import api
+from gpulab.exercises.catalog import GRADES, Exercise
+
+IMPLAUSIBLE = 1.5  # a figure this far above the device's own ceiling earns no grade
+
+
+def grade_for(fraction: float | None, grades: dict[str, float] | Any) -> str:
+    """pass, bronze, silver or gold: the highest threshold `fraction` reaches."""
+    best = "pass"
+    if fraction is None:
+        return best
+    for name in GRADES:
+        if name in grades and fraction >= grades[name]:
+            best = name
+    return best
+
+
+def _timer(actx: api.Context, exp_ctx: Any) -> Any:
+    from gpulab.core.timing import Timer
+
+    check = getattr(exp_ctx, "check_cancelled", None)
+    if actx.quick:
+        return Timer(warmup=1, repeats=3, budget_s=0.05, min_runs=3, cancel_check=check)
+    return Timer(warmup=2, repeats=15, budget_s=0.4, min_runs=3, cancel_check=check)
+
+
+def _experiment_context(actx: api.Context, exp_ctx: Any) -> Any:
+    if exp_ctx is not None:
+        return exp_ctx
+    from gpulab.core.devices import detect
+    from gpulab.experiments.base import Context
+
+    return Context(inventory=detect(), device_index=actx.device_index, quick=actx.quick)
+
+
+def _rate(work: float, seconds: float, metric: str) -> float | None:
+    if seconds <= 0:
+        return None
+    return work / seconds / (1e12 if metric == "TFLOP/s" else 1e9)
+
+
+def time_and_grade(
+    spec: api.TimingSpec, ex: Exercise, actx: api.Context, exp_ctx: Any = None, *, guard: Any = None
+) -> dict[str, Any]:
+    """The timing block of a CheckResult (plain JSON values)."""
+    from gpulab.core import peaks as pk
+
+    ctx = _experiment_context(actx, exp_ctx)
+    timer = _timer(actx, ctx)
+    n_sets = max(1, int(spec.sets))
+    sets = [spec.setup(i) for i in range(n_sets)]
+    turn = [0]
+
+    def rotate() -> None:  # untimed: the next call gets the next input set
+        turn[0] = (turn[0] + 1) % n_sets
+
+    learner_t = timer.measure(lambda: spec.learner(sets[turn[0]]), sync=spec.sync, before=rotate)
+    last = sets[turn[0]]
+    if guard is not None:
+        guard.restore()
+    wrong = None
+    if spec.verify is not None:
+        why = spec.verify(last)
+        wrong = why.message if isinstance(why, api.Mismatch) else (why or None)
+    library = None
+    if spec.library is not None and wrong is None:
+        lib_t = timer.measure(lambda: spec.library(sets[turn[0]]), sync=spec.sync, before=rotate)
+        library = {
+            "name": spec.library_name,
+            "median_s": lib_t.median_s,
+            "min_s": lib_t.min_s,
+            "runs": lib_t.runs,
+            "value": _rate(spec.work, lib_t.median_s, spec.metric),
+        }
+    sets.clear()  # free the device memory before the calibration below may need it
+    last = None
+    state = gpu_state(ctx.inventory, actx.device_index) if (actx.gpu or actx.cupy) else cpu_state()
+    use_cpu = not (actx.gpu or actx.cupy)
+    ceiling_value, ceiling_why, device = None, "", ""
+    try:
+        peaks = pk.load_or_measure(ctx, quick=actx.quick, cpu=use_cpu)
+        device = peaks.device
+        found = pk.peak_for(peaks, spec.ceiling)
+        ceiling_value = float(found) if found is not None else None
+        if ceiling_value is None:
+            ceiling_why = f"this device has no calibrated {spec.ceiling} figure"
+    except Exception as exc:  # a calibration that cannot run must not sink a correct check
+        ceiling_why = f"calibration failed: {type(exc).__name__}: {exc}"
+    value = _rate(spec.work, learner_t.median_s, spec.metric)
+    fraction = value / ceiling_value if value is not None and ceiling_value else None
+    lib_value = library["value"] if library else None
+    out: dict[str, Any] = {
+        "metric": spec.metric,
+        "work": spec.work,
+        "note": spec.note,
+        "sets": n_sets,
+        "method": learner_t.method,
+        "learner": {
+            "median_s": learner_t.median_s,
+            "min_s": learner_t.min_s,
+            "runs": learner_t.runs,
+            "cold_s": learner_t.cold_s,
+            "value": value,
+        },
+        "library": library,
+        "ceiling": {
+            "name": spec.ceiling,
+            "value": ceiling_value,
+            "device": device,
+            "why": ceiling_why,
+        },
+        "fraction": fraction,
+        "library_fraction": lib_value / ceiling_value if lib_value and ceiling_value else None,
+        "vs_library": value / lib_value if value and lib_value else None,
+        "grades": dict(ex.grades),
+        "grade": grade_for(fraction, ex.grades) if ex.grades else "pass",
+        "device_state": state,
+        "quick": actx.quick,
+    }
+    if learner_t.min_s <= 0:
+        out["suspect"] = "a timed call took no time at all: the timing is not trusted; not graded"
+        out["grade"] = "pass"
+    elif fraction is not None and fraction > IMPLAUSIBLE:
+        # Far above what this device measured itself doing: a timing the learner's code
+        # interfered with, or work it skipped. No grade for it.
+        out["suspect"] = (
+            f"{100 * fraction:.0f}% of the calibrated ceiling is not plausible; not graded"
+        )
+        out["grade"] = "pass"
+    if wrong:
+        out["wrong"] = wrong
+    return out
+
+
+def cpu_state() -> dict[str, Any]:
+    return {"temperature_c": None, "sm_clock_mhz": None, "na": "CPU mode: no GPU to read"}
+
+
+def gpu_state(inventory: Any, device_index: int = 0, session: Any = None) -> dict[str, Any]:
+    """The GPU's temperature (C) and SM clock (MHz) from NVML, or None with the reason in `na`.
+    `session`: an NvmlSession (tests pass one over the fake NVML); default one per process."""
+    from gpulab.telemetry.nvml import NvmlSession
+    from gpulab.telemetry.values import NA
+
+    uuid = ""
+    for d in getattr(inventory, "devices", []):
+        if d.kind == "cuda" and d.index == device_index:
+            uuid = d.uuid or ""
+    global _SESSION
+    if session is None:
+        if _SESSION is None:  # nvmlInit costs tens of ms: once per process, not once per check
+            _SESSION = NvmlSession()
+        session = _SESSION
+    if not session.open():
+        why = session.error.reason if session.error else "NVML is not available"
+        return {"temperature_c": None, "sm_clock_mhz": None, "na": why}
+    index = device_index
+    if uuid:  # CUDA and NVML may number GPUs differently (CUDA_VISIBLE_DEVICES)
+        count = session.count()
+        for i in range(count if isinstance(count, int) else 0):
+            got = session.call(i, "nvmlDeviceGetUUID")
+            if not isinstance(got, NA) and _same_uuid(_text(got), uuid):
+                index = i
+                break
+    temp = session.call(index, "nvmlDeviceGetTemperature", 0)  # NVML_TEMPERATURE_GPU
+    clock = session.call(index, "nvmlDeviceGetClockInfo", 1)  # NVML_CLOCK_SM
+    reasons = [
+        f"{k}: {v.reason}"
+        for k, v in (("temperature", temp), ("clock", clock))
+        if isinstance(v, NA)
+    ]
+    return {
+        "temperature_c": None if isinstance(temp, NA) else int(temp),
+        "sm_clock_mhz": None if isinstance(clock, NA) else int(clock),
+        "na": "; ".join(reasons),
+    }
+
+
+_SESSION: Any = None
+
+
+def _same_uuid(a: str, b: str) -> bool:
+    return a.lower().removeprefix("gpu-") == b.lower().removeprefix("gpu-")
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)

@@ -1,0 +1,182 @@
+"""`exercise-check`: the grader as a hidden experiment, so a check runs in the worker as a job.
+
+The runner's machinery then applies unchanged: events (progress per input set, a verdict row per
+set, the timing rows, the result), cooperative cancel and, past the exercise's time limit, a
+killed and replaced worker; a crash or an illegal address in the learner's code is survived like
+an experiment's. The registry resolves this id (`registry.HIDDEN`) but lists it nowhere.
+Importing this module imports no torch and no CuPy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpulab.core.params import Bool, Int, ParamError, ParamSet, Text
+from gpulab.core.results import Measurement, Result, Verdict
+from gpulab.experiments.base import Context, Experiment, ExperimentError
+
+EXPERIMENT_ID = "exercise-check"
+SEED_MAX = 2**32 - 1
+CPU_FILL_BYTES = 64 << 20  # past any CPU's last-level cache, small enough for a laptop
+GPU_FILL_BYTES = 256 << 20  # several times an H100's or H200's L2; launch overhead ~5% of a call
+CPU_CHECK_BYTES = 16 << 20  # the correctness cases' big size (see api.Context.check_bytes)
+GPU_CHECK_BYTES = 64 << 20
+
+
+def exercise_context(ctx: Context, seed: int, quick: bool) -> Any:
+    import numpy as np
+
+    from gpulab.exercises import api
+
+    gpu = bool(ctx.has_cuda)
+    fill, check = CPU_FILL_BYTES, CPU_CHECK_BYTES
+    for d in ctx.inventory.devices:
+        if d.kind == "cuda" and d.index == ctx.device_index and (gpu or ctx.has_cupy):
+            fill = int(min(GPU_FILL_BYTES, max(16 << 20, (d.memory_total or 0) // 16)))
+            check = min(GPU_CHECK_BYTES, fill)
+    return api.Context(
+        rng=np.random.default_rng(seed),
+        seed=seed,
+        gpu=gpu,
+        cupy=bool(ctx.has_cupy),
+        device=ctx.torch_device,
+        device_index=ctx.device_index,
+        fill_bytes=fill,
+        check_bytes=check,
+        quick=quick,
+    )
+
+
+class ExerciseCheck(Experiment):
+    id = EXPERIMENT_ID
+    title = "Exercise check"
+    summary = "Checks, times and grades a learner's exercise file (gpulab ex check)"
+    params = ParamSet(
+        (
+            Text("exercise", "vector-add", "exercise id"),
+            Text("path", "-", "the learner's file"),
+            Int("seed", 0, "the seed of the input sets", min=0, max=SEED_MAX),
+            Bool("quick", False, "small sizes and few timing runs (tests)"),
+        )
+    )
+
+    def _exercise(self, name: str) -> Any:
+        from gpulab.exercises.catalog import UnknownExercise, find
+
+        try:
+            return find(name)
+        except UnknownExercise as exc:
+            raise ParamError("exercise", name, str(exc)) from None
+
+    def check(self, params: dict[str, Any], inventory: Any) -> None:
+        ex = self._exercise(params["exercise"])
+        why = ex.unavailable(inventory)
+        if why:
+            raise ExperimentError(f"{ex.id} {why}")
+
+    def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        from pathlib import Path
+
+        from gpulab.exercises.grader import run_check
+
+        ex = self._exercise(params["exercise"])
+        result = self.new_result(ctx, params)
+        result.lesson = ex.lesson
+        actx = exercise_context(ctx, int(params["seed"]), bool(params["quick"]))
+
+        def on_case(i: int, n: int, row: Any) -> None:
+            state = "ok" if row.passed else "WRONG"
+            ctx.progress((i + 1) / (n + 1), f"{row.name}: {state}")
+
+        ctx.progress(0.0, f"checking {ex.id} (seed {actx.seed})")
+        check = run_check(ex, Path(params["path"]), actx.seed, actx, exp_ctx=ctx, on_case=on_case)
+        for row in check.cases:
+            if row.passed is not None:
+                result.verdicts.append(
+                    Verdict(
+                        contender=row.name,
+                        error=row.max_error if row.max_error is not None else 0.0,
+                        tolerance=0.0,
+                        passed=bool(row.passed),
+                        metric=row.message or "correct",
+                        reference="float64 or exact reference",
+                    )
+                )
+        for m in timing_rows(check.timing):
+            ctx.measurement(m)
+            result.measurements.append(m)
+        result.summary["check"] = check.to_dict()
+        result.explanation = check.message
+        return self.finish(result)
+
+
+def timing_rows(timing: dict[str, Any] | None) -> list[Measurement]:
+    """The learner's and the library's timings as results-table rows."""
+    if not timing:
+        return []
+    rows = []
+    ceiling = (timing.get("ceiling") or {}).get("value")
+    for who, block in (("your code", timing.get("learner")), ("library", timing.get("library"))):
+        if not block:
+            continue
+        value = block.get("value")
+        rows.append(
+            Measurement(
+                contender=who if who != "library" else f"library: {block.get('name', '')}",
+                size=timing.get("note", ""),
+                time_median_s=block["median_s"],
+                time_min_s=block["min_s"],
+                time_max_s=block.get("max_s", block["median_s"]),
+                runs=block["runs"],
+                throughput=value,
+                unit=timing["metric"],
+                percent_of_peak=100.0 * value / ceiling if value and ceiling else None,
+                peak_name=(timing.get("ceiling") or {}).get("name", ""),
+            )
+        )
+    return rows
+
+
+EXPERIMENT = ExerciseCheck()
+
+
+def outcome(final: dict[str, Any], exercise: str, path: str, seed: int) -> Any:
+    """The CheckResult a job's final event stands for: the grader's own, or one made from the
+    runner's failure (crash, time limit, cancel) in words a learner can act on."""
+    from gpulab.exercises.grader import FAIL, CheckResult
+    from gpulab.runner import events as ev
+
+    kind = final.get("type")
+    if kind == ev.RESULT:
+        data = ((final.get("result") or {}).get("summary") or {}).get("check")
+        if data:
+            return CheckResult.from_dict(data)
+    extra = final.get("check")
+    if kind == ev.FAILED and isinstance(extra, dict):
+        return CheckResult.from_dict(extra)
+    message = str(final.get("message") or "the check ended without a verdict")
+    why = "internal"
+    if kind == ev.CANCELLED:
+        why = final.get("reason") or "cancelled"
+        if why == "timeout":
+            message = final.get("message") or message
+    elif final.get("kind") == ev.KIND_CRASHED:
+        why, message = "crash", f"your code crashed the worker: {message}"
+    elif final.get("kind") in (ev.KIND_ILLEGAL_ADDRESS, ev.KIND_OOM):
+        why = "crash"
+    elif final.get("kind") in (ev.KIND_BAD_PARAMS, ev.KIND_EXPERIMENT):
+        why = "unavailable" if "needs" in message else "internal"
+    return CheckResult(exercise, FAIL, message, seed, path, kind=why)
+
+
+def check_inline(
+    exercise: str, path: str, seed: int, *, quick: bool = False, inventory: Any = None
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Run one check in this process (tests, the bench's correctness sweep): (CheckResult, events)."""
+    from gpulab.core.devices import detect
+    from gpulab.runner.inline import run_job
+
+    events: list[dict[str, Any]] = []
+    params = {"exercise": exercise, "path": str(path), "seed": seed, "quick": quick}
+    run_job("inline", EXPERIMENT_ID, params, inventory or detect(), events.append, quick=quick)
+    return outcome(events[-1], exercise, str(path), seed), events

@@ -1,0 +1,141 @@
+"""Exercise progress in the SQLite store: state, best grade, attempts and revealed hints.
+
+Tables `exercise_state` and `exercise_attempts` (migration 2 in gpulab/store.py). Kept out of
+store.py so that file stays about the connection; this module only goes through its `_write`
+(one transaction) and `_query` (rows) like the store's own methods.
+
+State per exercise: "not started" (no attempt), "failing" (the last check failed), "passing"
+(the last check passed). `passed_ever` stays set once an exercise passed, so the solution can be
+shown and the list can say it was solved even while the learner experiments further.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpulab.store import Store, now
+
+NOT_STARTED, FAILING, PASSING = "not started", "failing", "passing"
+GRADE_ORDER = ("pass", "bronze", "silver", "gold")
+
+
+def _rank(grade: str | None) -> int:
+    return GRADE_ORDER.index(grade) if grade in GRADE_ORDER else -1
+
+
+@dataclass(frozen=True)
+class ExerciseProgress:
+    exercise_id: str
+    state: str = NOT_STARTED
+    passed_ever: bool = False
+    best_grade: str | None = None
+    best_fraction: float | None = None
+    hints_revealed: int = 0
+    attempts: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    exercise_id: str
+    attempted_at: str
+    verdict: str
+    grade: str | None
+    fraction: float | None
+    seed: int
+    kind: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Progress:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def record(
+        self,
+        exercise_id: str,
+        verdict: str,
+        *,
+        seed: int,
+        grade: str | None = None,
+        fraction: float | None = None,
+        kind: str = "",
+        message: str = "",
+    ) -> ExerciseProgress:
+        """One attempt; the state follows it, the best grade only ever rises."""
+        passed = verdict == "pass"
+        when = now()
+        with self.store._write() as db:
+            db.execute(
+                "INSERT INTO exercise_attempts (exercise_id, attempted_at, verdict, grade, "
+                "fraction, seed, kind, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (exercise_id, when, verdict, grade, fraction, int(seed), kind, message[:2000]),
+            )
+            row = db.execute(
+                "SELECT best_grade, best_fraction FROM exercise_state WHERE exercise_id = ?",
+                (exercise_id,),
+            ).fetchone()
+            best, best_fraction = (row[0], row[1]) if row else (None, None)
+            if passed and (
+                _rank(grade) > _rank(best)
+                or (_rank(grade) == _rank(best) and (fraction or 0) > (best_fraction or 0))
+            ):
+                best, best_fraction = grade, fraction
+            db.execute(
+                "INSERT INTO exercise_state (exercise_id, state, passed_ever, best_grade, "
+                "best_fraction, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (exercise_id) DO UPDATE SET state = excluded.state, "
+                "passed_ever = MAX(passed_ever, excluded.passed_ever), "
+                "best_grade = excluded.best_grade, best_fraction = excluded.best_fraction, "
+                "updated_at = excluded.updated_at",
+                (
+                    exercise_id,
+                    PASSING if passed else FAILING,
+                    int(passed),
+                    best,
+                    best_fraction,
+                    when,
+                ),
+            )
+        return self.get(exercise_id)
+
+    def reveal_hint(self, exercise_id: str, available: int) -> int:
+        """Reveal one more hint (at most `available`); returns how many are revealed now."""
+        with self.store._write() as db:
+            db.execute(
+                "INSERT INTO exercise_state (exercise_id, state, hints_revealed, updated_at) "
+                "VALUES (?, ?, MIN(1, ?), ?) ON CONFLICT (exercise_id) DO UPDATE SET "
+                "hints_revealed = MIN(hints_revealed + 1, ?), updated_at = excluded.updated_at",
+                (exercise_id, NOT_STARTED, available, now(), available),
+            )
+        return self.get(exercise_id).hints_revealed
+
+    def get(self, exercise_id: str) -> ExerciseProgress:
+        return self.all([exercise_id]).get(exercise_id) or ExerciseProgress(exercise_id)
+
+    def all(self, only: list[str] | None = None) -> dict[str, ExerciseProgress]:
+        rows = self.store._query(
+            "SELECT s.exercise_id, s.state, s.passed_ever, s.best_grade, s.best_fraction, "
+            "s.hints_revealed, (SELECT COUNT(*) FROM exercise_attempts a "
+            "WHERE a.exercise_id = s.exercise_id) FROM exercise_state s"
+        )
+        out = {
+            r[0]: ExerciseProgress(r[0], r[1], bool(r[2]), r[3], r[4], int(r[5]), int(r[6]))
+            for r in rows
+        }
+        return {k: v for k, v in out.items() if only is None or k in only}
+
+    def attempts(self, exercise_id: str, limit: int = 50) -> list[Attempt]:
+        """Newest first."""
+        rows = self.store._query(
+            "SELECT exercise_id, attempted_at, verdict, grade, fraction, seed, kind, message "
+            "FROM exercise_attempts WHERE exercise_id = ? ORDER BY id DESC LIMIT ?",
+            (exercise_id, int(limit)),
+        )
+        return [Attempt(*r) for r in rows]

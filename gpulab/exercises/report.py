@@ -1,0 +1,109 @@
+"""Words for a person: a check's verdict, the exercise list. Plain text, no colours, no textual."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpulab.exercises.grader import CheckResult
+
+
+def _num(value: float | None, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    if unit == "TFLOP/s":
+        return f"{value:.2f} {unit}" if value >= 1 else f"{value * 1e3:.1f} GFLOP/s"
+    return f"{value:,.1f} {unit}"
+
+
+def _pct(fraction: float | None) -> str:
+    return "n/a" if fraction is None else f"{100 * fraction:.0f}%"
+
+
+def verdict_lines(result: CheckResult, *, name: str, replay: bool = True) -> list[str]:
+    head = "PASS" if result.passed else "FAIL"
+    grade = f", grade {result.grade}" if result.passed and result.grade else ""
+    lines = [f"{head}  {name}{grade}  (seed {result.seed}, {result.seconds:.2f} s)"]
+    lines.append(f"  {result.message}")
+    ran = [c for c in result.cases if c.passed is not None]
+    if ran:
+        marks = ", ".join(f"{c.name} {'ok' if c.passed else 'WRONG'}" for c in ran)
+        lines.append(f"  input sets: {marks}")
+    if not result.passed and result.max_error is not None and result.max_error == result.max_error:
+        lines.append(f"  max error {result.max_error:.3g}")
+    if result.restored:
+        shown = ", ".join(result.restored[:5]) + (" ..." if len(result.restored) > 5 else "")
+        lines.append(f"  note: your code changed {shown}; gpulab put them back")
+    lines += timing_lines(result.timing)
+    if not result.passed and replay:
+        lines.append(f"  replay these inputs: gpulab ex check {name} --seed {result.seed}")
+    return lines
+
+
+def timing_lines(timing: dict[str, Any] | None) -> list[str]:
+    if not timing:
+        return []
+    unit = timing["metric"]
+    ceiling = timing.get("ceiling") or {}
+    lines = [f"  speed ({timing.get('note', '')}, median of {timing['learner']['runs']} runs):"]
+    lines.append(
+        f"    your code   {_num(timing['learner']['value'], unit):>16}   "
+        f"{_pct(timing.get('fraction'))} of the {ceiling.get('name', '')} ceiling"
+    )
+    lib = timing.get("library")
+    if lib:
+        lines.append(
+            f"    {lib['name']:<11} {_num(lib['value'], unit):>16}   "
+            f"{_pct(timing.get('library_fraction'))}"
+        )
+    if ceiling.get("value"):
+        lines.append(
+            f"    ceiling     {_num(ceiling['value'], unit):>16}   measured on {ceiling.get('device')}"
+        )
+    else:
+        lines.append(f"    ceiling     n/a: {ceiling.get('why') or 'not calibrated'}")
+    if timing.get("suspect"):
+        lines.append(f"    {timing['suspect']}")
+    grades = timing.get("grades") or {}
+    if grades:
+        steps = ", ".join(f"{g} {100 * v:.0f}%" for g, v in grades.items())
+        lines.append(f"    grades: {steps} of the ceiling")
+    state = timing.get("device_state") or {}
+    if state.get("temperature_c") is not None or state.get("sm_clock_mhz") is not None:
+        temp = state.get("temperature_c")
+        clock = state.get("sm_clock_mhz")
+        lines.append(
+            f"    GPU: {'n/a' if temp is None else f'{temp} C'}, SM clock "
+            f"{'n/a' if clock is None else f'{clock} MHz'}"
+            + (f" ({state['na']})" if state.get("na") else "")
+        )
+    else:
+        lines.append(f"    GPU temperature and clock: n/a ({state.get('na') or 'not read'})")
+    if timing.get("quick"):
+        lines.append("    (quick mode: small inputs, few runs; not a real grade)")
+    return lines
+
+
+def list_lines(rows: list[dict[str, Any]], workspace: str, device: str) -> list[str]:
+    lines = [f"Exercises  (your files: {workspace})", f"Device: {device}", ""]
+    for r in rows:
+        if r["unavailable"]:
+            state = r["unavailable"]
+        else:
+            state = r["state"]
+            if r["best_grade"]:
+                frac = r.get("best_fraction")
+                state += f", best {r['best_grade']}" + (
+                    f" ({100 * frac:.0f}% of ceiling)" if frac else ""
+                )
+            elif r["passed_ever"] and r["state"] != "passing":
+                state += " (passed before)"
+        lines.append(f"{r['order']:>3}  {r['id']:<26} {state}")
+        lines.append(f"     {r['title']}")
+    current = next((r for r in rows if r["state"] != "passing" and not r["unavailable"]), None)
+    if current:
+        lines += [
+            "",
+            f"Next: edit {current['path']}",
+            f"      then: gpulab ex watch  (or gpulab ex check {current['id']})",
+        ]
+    return lines

@@ -1,0 +1,163 @@
+"""Loading code fresh, and putting back what the learner's code patched.
+
+Every check loads `check.py` and the learner's file from their current text under a new module
+name, so nothing of an earlier check (a module-level cache, a patched function, an old version
+of the file) survives into the next one. `Guard` snapshots the namespaces a learner is most likely
+to patch (NumPy, torch, builtins, our api) and puts them back after each call into learner code,
+before the comparison runs and before the worker serves anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import linecache
+import sys
+import traceback
+import types
+from pathlib import Path
+from typing import Any
+
+_counter = itertools.count(1)
+
+
+class LearnerError(Exception):
+    """The learner's code failed (syntax, import, a raise); str() is one line for a person."""
+
+    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+def fresh_name(prefix: str, ident: str) -> str:
+    return f"_gpulab_{prefix}_{ident.replace('-', '_')}_{next(_counter)}"
+
+
+def load_text(text: str, path: Path, name: str) -> types.ModuleType:
+    """Execute `text` as a new module `name` whose __file__ is `path` (tracebacks show its lines).
+
+    The module is in sys.modules while it is used (dataclasses and pickling look it up there);
+    call `forget(module)` when done. Exceptions propagate as they are.
+    """
+    filename = str(path)
+    # Tracebacks read lines through linecache: give it the text we ran, not what is on disk now.
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    code = compile(text, filename, "exec", dont_inherit=True)
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    sys.modules[name] = module
+    try:
+        exec(code, module.__dict__)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def forget(module: types.ModuleType | None) -> None:
+    if module is not None:
+        sys.modules.pop(module.__name__, None)
+
+
+def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, Any]:
+    """(module, the ENTRY function) from the file's current text, or LearnerError in words."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LearnerError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        module = load_text(text, path, fresh_name("learner", ident))
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        raise LearnerError(f"syntax error in {path.name} ({where}): {exc.msg}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a learner's SystemExit is a failed check too
+        raise LearnerError(f"importing {path.name} raised {describe(exc, path)}", exc) from None
+    fn = getattr(module, entry, None)
+    if fn is None:
+        forget(module)
+        raise LearnerError(
+            f"{path.name} does not define {entry}(); the starter shows its signature"
+        )
+    if not callable(fn):
+        forget(module)
+        raise LearnerError(f"{entry} in {path.name} is a {type(fn).__name__}, not a function")
+    return module, fn
+
+
+def describe(exc: BaseException, path: Path) -> str:
+    """'ValueError: message (line 12 of vector_add.py)': the learner's last line in the traceback."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    what = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == str(path):
+            line = frame.lineno
+    return f"{what} (line {line} of {path.name})" if line else what
+
+
+class Guard:
+    """Snapshots of module and class namespaces; `restore()` undoes whatever changed in them."""
+
+    MODULES = (
+        "numpy",
+        "numpy.testing",
+        "builtins",
+        "math",
+        "time",
+        "gpulab.exercises.api",
+        "gpulab.core.timing",
+        "torch",
+        "torch.cuda",
+        "cupy",
+        "cupy.cuda",
+    )
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[Any, dict[str, Any]]] = []
+        for name in self.MODULES:
+            mod = sys.modules.get(name)
+            if mod is not None:
+                self._saved.append((mod, dict(vars(mod))))
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            self._saved.append((torch.Tensor, dict(vars(torch.Tensor))))
+            event = getattr(getattr(torch, "cuda", None), "Event", None)
+            if isinstance(event, type):  # the timer's clock on a GPU
+                self._saved.append((event, dict(vars(event))))
+        np = sys.modules.get("numpy")
+        if np is not None:
+            self._saved.append((np.random.Generator, dict(vars(np.random.Generator))))
+
+    def restore(self) -> list[str]:
+        """Put back every function and class that was rebound or added; returns their names
+        ("numpy.allclose", ...). Data is left alone: libraries keep state in module globals
+        (torch.cuda._initialized flips on first use) that must move forward, not back."""
+        changed: list[str] = []
+        for obj, saved in self._saved:
+            now = vars(obj)
+            label = getattr(obj, "__name__", repr(obj))
+            added = [k for k, v in now.items() if k not in saved and _patchable(k, v)]
+            for key in added:
+                with contextlib.suppress(AttributeError, TypeError):
+                    delattr(obj, key)
+                    changed.append(f"{label}.{key}")
+            for key, value in saved.items():
+                if now.get(key, _MISSING) is not value and _patchable(key, value):
+                    with contextlib.suppress(AttributeError, TypeError):
+                        setattr(obj, key, value)
+                        changed.append(f"{label}.{key}")
+        return changed
+
+
+_MISSING = object()
+
+
+def _patchable(key: str, value: Any) -> bool:
+    """A public function or class: what a check or the timer calls. Not a submodule imported
+    since (numpy.linalg, torch.fx: legitimate newcomers), not private state, not data."""
+    if isinstance(value, types.ModuleType) or (key.startswith("_") and not key.startswith("__")):
+        return False
+    return callable(value) and key not in ("__dict__", "__weakref__")

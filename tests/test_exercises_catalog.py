@@ -1,0 +1,133 @@
+"""Every exercise in the catalog: our solution passes, every known-wrong solution is rejected
+with the message its `# expect:` line names. Exercises that need a GPU run under -m gpu."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from pathlib import Path
+
+import pytest
+
+from gpulab.exercises.catalog import load_catalog
+from gpulab.exercises.job import check_inline
+
+CATALOG = load_catalog()
+
+
+@functools.cache
+def _inventory():
+    from gpulab.core.devices import detect
+
+    return detect()
+
+
+class _WorkerChecks:
+    """GPU checks go through a real worker, as `gpulab ex check` runs them: a known-wrong kernel
+    that writes out of bounds can poison the CUDA context of the process it runs in, and the
+    runner replaces the worker where an inline check would leave every later test broken."""
+
+    def __init__(self) -> None:
+        from gpulab.exercises.session import Checker
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.checker = Checker(quick=True)
+        self._call(self.checker.__aenter__())
+
+    def _call(self, coro, timeout: float = 600):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def check(self, ex, path, seed):
+        return self._call(self.checker.check(ex, Path(path), seed))[0]
+
+    def close(self) -> None:
+        self._call(self.checker.__aexit__(None, None, None))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+_WORKER: list[_WorkerChecks] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_worker():
+    yield
+    while _WORKER:
+        _WORKER.pop().close()
+
+
+def _check(ex, path, seed):
+    if set(ex.needs) & {"gpu", "cupy"}:
+        if not _WORKER:
+            _WORKER.append(_WorkerChecks())
+        return _WORKER[0].check(ex, path, seed)
+    return check_inline(ex.id, str(path), seed, quick=True, inventory=_inventory())[0]
+
+
+def _marks(ex):
+    return [pytest.mark.gpu] if set(ex.needs) & {"gpu", "cupy"} else []
+
+
+SOLUTIONS = [pytest.param(ex, id=ex.id, marks=_marks(ex)) for ex in CATALOG]
+WRONGS = [
+    pytest.param(ex, w, id=f"{ex.id}/{w.name}", marks=_marks(ex))
+    for ex in CATALOG
+    for w in ex.wrong
+]
+
+
+def test_the_catalog_has_exercises():
+    assert len(CATALOG) >= 1
+    assert CATALOG.get("vector-add").order == 1
+
+
+@pytest.mark.parametrize("ex", SOLUTIONS)
+def test_solution_passes(ex):
+    why = ex.unavailable(_inventory())
+    if why:
+        pytest.skip(why)
+    result = _check(ex, ex.solution_path, 1234)
+    assert result.verdict == "pass", f"{ex.id}: {result.message}"
+    assert result.cases and all(c.passed for c in result.cases)
+    if ex.timed:
+        assert result.timing is not None and result.timing["learner"]["value"] > 0
+        assert result.grade in ("pass", "bronze", "silver", "gold")
+
+
+@pytest.mark.parametrize("ex", SOLUTIONS)
+def test_starter_fails(ex):
+    why = ex.unavailable(_inventory())
+    if why:
+        pytest.skip(why)
+    result = _check(ex, ex.starter_path, 99)
+    assert result.verdict == "fail" and result.message
+
+
+@pytest.mark.parametrize(("ex", "wrong"), WRONGS)
+@pytest.mark.parametrize("seed", [7, 2024])
+def test_wrong_solution_is_rejected(ex, wrong, seed):
+    why = ex.unavailable(_inventory())
+    if why:
+        pytest.skip(why)
+    result = _check(ex, wrong.path, seed)
+    assert result.verdict == "fail", f"{wrong.path} passed: {result.message}"
+    assert wrong.matches(result.message), (
+        f"{wrong.path}: expected {wrong.expect!r} in {result.message!r}"
+    )
+
+
+def test_every_exercise_links_a_real_lesson():
+    from gpulab.lessons.catalog import load_catalog as load_lessons
+
+    lessons = load_lessons()
+    for ex in CATALOG:
+        assert ex.lesson in lessons, f"{ex.folder}/exercise.md: unknown lesson {ex.lesson!r}"
+
+
+def test_every_exercise_has_wrong_solutions_and_hints():
+    for ex in CATALOG:
+        assert len(ex.wrong) >= 2, f"{ex.folder}: at least two known-wrong solutions"
+        assert 2 <= len(ex.hints) <= 4, f"{ex.folder}: 2-4 hints"
