@@ -69,6 +69,7 @@ async def test_tree_has_one_row_per_lesson_and_a_lesson_that_fits_is_read(tmp_pa
         assert all(not n.children for n in tree.root.children)
         # select the first lesson with the keyboard
         tree.focus()
+        await pilot.pause()
         assert tree.cursor_node is not None and tree.cursor_node.data == "first-steps"
         await pilot.press("enter")
         await pilot.pause()
@@ -133,6 +134,7 @@ async def test_keyboard_path_from_tree_to_run_link(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         pane = _pane(app)
         pane.query_one("#lesson-tree", Tree).focus()
+        await pilot.pause()
         await pilot.press("enter")  # the cursor starts on the first lesson not read
         await pilot.pause()
         assert pane.current == "first-steps"

@@ -351,7 +351,16 @@ class LessonsPane(Widget):
         if not lessons:
             tree.root.add_leaf(Text("No lesson matches the filter."), data="")
         if cursor_to is not None:
-            tree.move_cursor(cursor_to)
+            # After the refresh: until the tree has laid out its lines, move_cursor leaves the
+            # cursor on the first line (a chapter), and enter folded it instead of opening the
+            # lesson the overview calls "next up".
+            self.call_after_refresh(self._cursor_to, tree, cursor_to)
+
+    @staticmethod
+    def _cursor_to(tree: Tree[str], node: Any) -> None:
+        with contextlib.suppress(Exception):  # refilled since (UnknownNodeID): that fill placed it
+            if tree.get_node_by_id(node.id) is node:
+                tree.move_cursor(node)
 
     def _lesson_rows(self) -> list[Any]:
         tree: Tree[str] = self.query_one("#lesson-tree", Tree)
@@ -376,8 +385,12 @@ class LessonsPane(Widget):
     def _filter_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         matches = self.catalog.filter(event.value)
+        # A lesson whose title has every word first: "transfers" means the Transfers lesson,
+        # not the first lesson that mentions transfers somewhere in its text.
+        words = event.value.lower().split()
+        titled = [le for le in matches if all(w in f"{le.title} {le.id}".lower() for w in words)]
         if matches:
-            self.open_lesson(matches[0].id)
+            self.open_lesson((titled or matches)[0].id)
 
     @on(Tree.NodeSelected, "#lesson-tree")
     def _node_selected(self, event: Tree.NodeSelected[str]) -> None:

@@ -19,10 +19,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
+from gpulab.app.screens.modal import OnceModal
 from gpulab.lessons.catalog import Lesson
 from gpulab.store import Store
 
@@ -60,7 +60,7 @@ class QuizResult:
     best_total: int
 
 
-class QuizScreen(ModalScreen[QuizResult | None]):
+class QuizScreen(OnceModal[QuizResult | None]):
     DEFAULT_CSS = """
     QuizScreen {
         align: center middle;
