@@ -78,6 +78,8 @@ def key_figures(exp_id: str, result: dict[str, Any]) -> list[str]:
         return [f"{s['top'][0]} took the most time: {top['extra']['share_pct']:.0f}% of"]
     if exp_id == "memory":
         return [f"{(s['rss_after_fill'] - s['rss_baseline']) / 2**20:.0f} MiB once"]
+    if exp_id == "allreduce":
+        return [f"busbw of {s['busbw_gbs']['all-reduce']:.3g} GB/s", f"{s['ranks']} ranks"]
     raise AssertionError(f"no headline check for {exp_id}")
 
 

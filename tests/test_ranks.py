@@ -3,6 +3,7 @@ parent killed with SIGKILL. Each failure path asserts, by pid, that no rank is l
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -119,3 +120,20 @@ def test_no_rank_survives_a_parent_killed_with_sigkill(tmp_path):
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+async def test_a_multi_rank_job_through_the_worker(tmp_path):
+    """The worker forks the ranks (CPU): their output must not reach its event pipe as frames,
+    and the worker takes the next job after them."""
+    from gpulab.runner.client import RunnerClient
+
+    env = {ranks.RANK_PIDS_ENV: str(tmp_path / "pids"), "GPULAB_NO_STANDBY": "1"}
+    async with RunnerClient(env=env, standby=False) as client:
+        await client.wait_ready(120)
+        job = await client.submit("allreduce", {"ranks": 2, "max_bytes": 64})
+        final = await asyncio.wait_for(job.wait(), 120)
+        assert final["type"] == "result", final
+        assert all(v["passed"] for v in final["result"]["verdicts"])
+        again = await client.submit("allreduce", {"ranks": 1})
+        assert (await asyncio.wait_for(again.wait(), 60))["kind"] == "experiment-error"
+    assert wait_gone(rank_pids(tmp_path / "pids"), 1.0) == []

@@ -380,3 +380,31 @@ def _memory(exp: Any, result: Result) -> str:
             f"allocated and {fill:.0f} MiB once they were written"
         )
     return ""
+
+
+@_for("allreduce")
+def _allreduce(exp: Any, result: Result) -> str:
+    s = result.summary
+    bus = (s.get("busbw_gbs") or {}).get("all-reduce")
+    if bus is None:
+        return ""
+    from gpulab.experiments.syllabus_support import size_label
+
+    text = (
+        f"all-reduce on {s['ranks']} ranks ({s['backend']}) reached a busbw of {bus:.3g} GB/s "
+        f"at {size_label(s['largest_bytes'])}"
+    )
+    if s.get("allreduce_of_peer"):
+        text += f", {s['allreduce_of_peer']:.0%} of the {s['peer_copy_gbs']:.3g} GB/s peer copy"
+    return text
+
+
+@_for("p2p")
+def _p2p(exp: Any, result: Result) -> str:
+    s = result.summary
+    if not s.get("gpus"):
+        return ""
+    return (
+        f"GPU-to-GPU copies ran {s['peer_gbs_min']:.3g}-{s['peer_gbs_max']:.3g} GB/s "
+        f"between {s['gpus']} GPUs with peer access"
+    )

@@ -27,6 +27,8 @@ MODULES: tuple[str, ...] = (
     "profiler",
     "memory",
     "break_it",
+    "allreduce",
+    "p2p",
 )
 
 # Experiments that run as jobs but are listed nowhere (module path -> its EXPERIMENT): the grader.
