@@ -82,3 +82,18 @@ def test_multi_gpu_experiments_on_nccl(exp_id):
     if exp_id == "allreduce":
         assert result["summary"]["backend"] == "nccl"
         assert result["summary"]["peer_copy_gbs"] > 0
+
+
+def test_ddp_scaling_on_1_and_2_gloo_ranks_matches_loss_curves(cpu_inventory):
+    final, events = run("ddp-scaling", {"max_ranks": 2}, cpu_inventory)
+    assert final == "result", [e for e in events if e["type"] == "failed"]
+    result = events[-1]["result"]
+    assert result["summary"]["world_sizes"] == [1, 2]
+    assert all(v["passed"] for v in result["verdicts"]), result["verdicts"]
+    one, two = (s["y"] for s in result["series"])
+    assert len(one) == len(two) == 4 and one != [one[0]] * 4  # the loss moves
+    rows = result["measurements"]
+    assert rows[0]["extra"]["efficiency"] == pytest.approx(1.0)
+    assert rows[1]["extra"]["buckets_per_step"] >= 1  # the hook saw DDP's all-reduces
+    assert rows[1]["extra"]["allreduce_s"] > 0 and rows[0]["extra"]["compute_s"] > 0
+    assert_headline("ddp-scaling", result)

@@ -408,3 +408,16 @@ def _p2p(exp: Any, result: Result) -> str:
         f"GPU-to-GPU copies ran {s['peer_gbs_min']:.3g}-{s['peer_gbs_max']:.3g} GB/s "
         f"between {s['gpus']} GPUs with peer access"
     )
+
+
+@_for("ddp-scaling")
+def _ddp(exp: Any, result: Result) -> str:
+    s = result.summary
+    sizes = s.get("world_sizes") or []
+    if len(sizes) < 2:
+        return ""
+    n = sizes[-1]
+    return (
+        f"DDP on {n} ranks ({s['backend']}) trained at {s['efficiency_at_max']:.0%} scaling "
+        f"efficiency ({s['samples_per_s'][n]:.3g} samples/s), loss curves matching 1 rank"
+    )

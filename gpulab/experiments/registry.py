@@ -29,6 +29,7 @@ MODULES: tuple[str, ...] = (
     "break_it",
     "allreduce",
     "p2p",
+    "ddp_scaling",
 )
 
 # Experiments that run as jobs but are listed nowhere (module path -> its EXPERIMENT): the grader.
