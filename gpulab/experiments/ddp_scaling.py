@@ -253,7 +253,9 @@ class DDPScaling(Experiment):
         result.summary = {
             "backend": ranks.backend_for(ctx),
             "world_sizes": sizes,
-            "samples_per_s": {n: m.throughput for n, m in zip(sizes, result.measurements)},
+            "samples_per_s": {
+                n: m.throughput for n, m in zip(sizes, result.measurements, strict=True)
+            },
             "efficiency": effs,
             "efficiency_at_max": effs[sizes[-1]],
             "grad_bytes": base["grad_bytes"],
