@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import faulthandler
 import os
 import queue
 import shutil
@@ -120,6 +121,8 @@ def die_with_parent(parent_pid: int) -> None:
 
 def _rank_main(index: int, spec: dict[str, Any], fn: Callable[..., Any], args: tuple) -> None:
     die_with_parent(spec["parent"])
+    # `kill -USR1 <rank pid>` prints where a stuck rank is (its stderr goes to the job's log).
+    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__)
     # A forked rank inherits the job's line capture (it would write frames into the worker's
     # event pipe): its output goes to the real stdout/stderr, which the client logs.
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
@@ -151,8 +154,9 @@ def _rank_main(index: int, spec: dict[str, Any], fn: Callable[..., Any], args: t
     except Cancelled:
         events.put(("cancelled", index, None))
     finally:
-        with contextlib.suppress(Exception):
-            dist.destroy_process_group()
+        if dist.is_initialized():  # a rank's own code may have left the group already
+            with contextlib.suppress(Exception):
+                dist.destroy_process_group()
 
 
 def _kill(processes: list[Any]) -> None:
@@ -225,6 +229,7 @@ def launch(
     messages = [""] * world_size
     values: dict[int, Any] = {}
     cancel_at: float | None = None
+    quiet_since: dict[int, float] = {}
     try:
         while True:
             try:
@@ -253,6 +258,13 @@ def launch(
                 if p.exitcode not in (None, 0) and cancel_at is None:
                     _kill(processes)
                     raise _failure(context, rank, p.exitcode)
+                if p.exitcode == 0 and rank not in values and cancel_at is None:
+                    # torch's wrapper exits 0 on a KeyboardInterrupt, with no result: the rest
+                    # would wait in a collective forever. Its last message gets a moment to land.
+                    quiet_since.setdefault(rank, time.monotonic())
+                    if time.monotonic() - quiet_since[rank] > 1.0:
+                        _kill(processes)
+                        raise RankFailed(rank, f"rank {rank} ended without a result")
             if all(p.exitcode is not None for p in processes):
                 if cancel_at is not None:
                     raise Cancelled("cancelled")
