@@ -108,14 +108,21 @@ def max_world_size(ctx: Context) -> int:
     return gpu_count(ctx) if ctx.has_cuda else max(2, min(8, os.cpu_count() or 2))
 
 
-def die_with_parent(parent_pid: int) -> None:
-    """SIGKILL from the kernel when the launching process dies (torch's own choice is SIGINT,
-    which a rank inside a collective, or one that ignores SIGINT like the worker, never acts on)."""
+def die_with_parent(launcher_pid: int) -> None:
+    """SIGKILL from the kernel when our parent dies (torch's own choice is SIGINT, which a rank
+    inside a collective, or one that ignores SIGINT like the worker, never acts on).
+
+    Our parent is multiprocessing's fork server, which exits when the launching process dies
+    (its end of the server's pipe closes), so the launcher's death ends every rank."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    if os.getppid() != parent_pid:  # the parent died before prctl ran
+    try:
+        os.kill(launcher_pid, 0)  # the launcher died before prctl ran
+    except ProcessLookupError:
+        os._exit(1)
+    if os.getppid() == 1:
         os._exit(1)
 
 
@@ -123,9 +130,6 @@ def _rank_main(index: int, spec: dict[str, Any], fn: Callable[..., Any], args: t
     die_with_parent(spec["parent"])
     # `kill -USR1 <rank pid>` prints where a stuck rank is (its stderr goes to the job's log).
     faulthandler.register(signal.SIGUSR1, file=sys.__stderr__)
-    # A forked rank inherits the job's line capture (it would write frames into the worker's
-    # event pipe): its output goes to the real stdout/stderr, which the client logs.
-    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     import torch
     import torch.distributed as dist
@@ -168,6 +172,25 @@ def _kill(processes: list[Any]) -> None:
         p.join(timeout=2.0)
 
 
+def _first_failed(context: Any, processes: list[Any]) -> int:
+    """The rank whose failure is the cause: once one rank fails, its peers fail too (their
+    collectives lose a partner, and say so). A rank killed by a signal (no traceback file)
+    comes first, then one whose error is its own, then the earliest file."""
+    time.sleep(0.1)  # let the peers that follow it write their files
+    failed = [r for r, p in enumerate(processes) if p.exitcode not in (None, 0)]
+    stamps: dict[int, tuple[int, bool]] = {}
+    for r in failed:
+        path = context.error_files[r]
+        try:
+            with open(path, "rb") as f:  # an error about the transport is a peer's echo
+                text = f.read()
+            lost_peer = any(w in text for w in (b"gloo", b"NCCL", b"Connection", b"closed"))
+            stamps[r] = (os.stat(path).st_mtime_ns, lost_peer)
+        except (OSError, TypeError):
+            return r
+    return min(stamps, key=lambda r: (stamps[r][1], stamps[r][0]))
+
+
 def _failure(context: Any, rank: int, exitcode: int) -> RankFailed:
     path = context.error_files[rank]
     tb = ""
@@ -183,10 +206,41 @@ def _failure(context: Any, rank: int, exitcode: int) -> RankFailed:
     return RankFailed(rank, f"rank {rank} {how}; the other ranks were stopped")
 
 
+def _in_fork_server() -> bool:
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            return b"multiprocessing.forkserver" in f.read()
+    except OSError:
+        return False
+
+
+def _guard_fork_server() -> None:
+    """Imported in the fork server (it preloads this module): the server exits by itself only
+    once its pipe from the launcher reaches EOF, which a SIGKILLed launcher's leftover children
+    may delay. PDEATHSIG ends it with the launcher; its ranks follow through their own."""
+    if _in_fork_server() and sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
+_guard_fork_server()
+
+
 def _start_method(backend: str) -> str:
-    # The CPU path forks (the parent has torch imported: no second import per rank). A process
-    # that holds a CUDA context must not fork, so GPU ranks start fresh interpreters.
-    return "spawn" if backend == "nccl" else "fork"
+    # Not fork: the launcher has threads (the worker's command reader, its memory sampler,
+    # OpenMP's pool after any CPU work) and may hold a CUDA context; a forked rank inherits locks
+    # held by those threads and hangs now and then. The fork server is a clean, single-threaded
+    # process with torch imported once (the first launch pays for it); each rank forks from it.
+    return "forkserver"
+
+
+def _context(method: str) -> Any:
+    import multiprocessing
+
+    mp = multiprocessing.get_context(method)
+    mp.set_forkserver_preload(["torch", "torch.distributed", "gpulab.runner.ranks"])
+    return mp
 
 
 def launch(
@@ -198,13 +252,11 @@ def launch(
     backend: str | None = None,
 ) -> list[Any]:
     """Run `fn(rank_ctx, *args)` on `world_size` ranks; the values they returned, in rank order."""
-    import multiprocessing
-
     import torch.multiprocessing as tmp
 
     backend = backend or backend_for(ctx)
     method = _start_method(backend)
-    mp = multiprocessing.get_context(method)
+    mp = _context(method)
     events = mp.Queue()
     cancel = mp.Event()
     folder = tempfile.mkdtemp(prefix="gpulab-ranks-")
@@ -256,8 +308,10 @@ def launch(
                 cancel_at = time.monotonic()
             for rank, p in enumerate(processes):
                 if p.exitcode not in (None, 0) and cancel_at is None:
+                    first = _first_failed(context, processes)
+                    code = processes[first].exitcode
                     _kill(processes)
-                    raise _failure(context, rank, p.exitcode)
+                    raise _failure(context, first, code)
                 if p.exitcode == 0 and rank not in values and cancel_at is None:
                     # torch's wrapper exits 0 on a KeyboardInterrupt, with no result: the rest
                     # would wait in a collective forever. Its last message gets a moment to land.

@@ -414,8 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     cmd_fd, event_fd = (int(x) for x in args.fds.split(","))
     for fd in (cmd_fd, event_fd):
         os.set_inheritable(fd, False)  # subprocesses of experiments must not hold our pipes
-    # A forked child (the CPU ranks of a multi-process job) copies every fd, inheritable or not:
-    # it must not hold the pipes either, or the client would not see EOF when this worker dies.
+    # A child an experiment forks (os.fork, multiprocessing's fork) copies every fd, inheritable
+    # or not: it must not hold the pipes, or the client would not see EOF when this worker dies.
     os.register_at_fork(after_in_child=lambda: _close_fds(cmd_fd, event_fd))
     worker = Worker(FrameWriter(event_fd), args.device)
     threading.Thread(
