@@ -30,6 +30,8 @@ def is_wild(times: list[float]) -> bool:
         return False  # one or two long runs: no spread to judge
     lo, hi = min(times), max(times)
     return lo > 0 and hi / lo > NOISY_SPREAD and hi - lo > NOISY_MIN_GAP_S
+
+
 # Bound at import: code being timed (a learner's exercise) that rebinds time.perf_counter must
 # not change the clock that times it.
 _now = time.perf_counter

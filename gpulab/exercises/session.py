@@ -38,14 +38,20 @@ class Checker:
         on_event: EventCallback | None = None,
         time_limit: float | None = None,
         env: dict[str, str] | None = None,
+        client: Any = None,
     ) -> None:
+        """`client`: a RunnerClient that is already running (the TUI's own, which also runs its
+        experiments); this Checker then neither starts nor shuts it down."""
         self.device = device
         self.quick = quick
         self.inline = inline
         self.on_event = on_event
         self.time_limit = time_limit  # overrides the exercise's own (tests)
-        self.client: Any = None
-        if not inline:
+        self.client: Any = client
+        self._owns_client = client is None
+        self.job: Any = None  # the check in flight, for cancel()
+        self.last_final: dict[str, Any] = {}  # the last job's final event (how it ended)
+        if not inline and client is None:
             from gpulab.runner.client import RunnerClient
 
             self.client = RunnerClient(
@@ -57,13 +63,21 @@ class Checker:
             self.on_event(event)
 
     async def __aenter__(self) -> Checker:
-        if self.client is not None:
+        if self.client is not None and self._owns_client:
             await self.client.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.client is not None:
+        if self.client is not None and self._owns_client:
             await self.client.shutdown()
+
+    async def cancel(self) -> bool:
+        """Cancel the check in flight (a person pressed escape); False when none is."""
+        job = self.job
+        if job is None or job.done or self.client is None:
+            return False
+        await self.client.cancel(job)
+        return True
 
     async def check(self, ex: Exercise, path: Path, seed: int) -> tuple[CheckResult, float]:
         """(the verdict, seconds from submitting to the verdict)."""
@@ -78,7 +92,7 @@ class Checker:
             return result, time.perf_counter() - t0
         limit = self.time_limit or ex.time_limit
         params = {"exercise": ex.id, "path": str(path), "seed": seed, "quick": self.quick}
-        job = await self.client.submit(EXPERIMENT_ID, params, device=self.device)
+        job = self.job = await self.client.submit(EXPERIMENT_ID, params, device=self.device)
         loop = asyncio.get_running_loop()
         timed_out: list[bool] = []
         cancels: list[asyncio.Task[None]] = []
@@ -101,7 +115,8 @@ class Checker:
             for task in cancels:
                 with contextlib.suppress(Exception):
                     await task
-        final = job.final or {}
+        final = self.last_final = job.final or {}
+        self.job = None
         seconds = time.perf_counter() - t0
         if timed_out:
             how = final.get("how")

@@ -28,8 +28,10 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Input, Markdown, Static, Tree
 
+from gpulab.app.panes.lesson_exercises import ExerciseButton, badge, exercise_marks
 from gpulab.lessons.catalog import (
     Catalog,
+    ExerciseLink,
     ExperimentLink,
     Lesson,
     default_catalog,
@@ -153,6 +155,13 @@ class LessonsPane(Widget):
             self.params = params
             super().__init__()
 
+    class OpenExercise(Message):
+        """An `exercise:` link was followed: the app opens the exercise."""
+
+        def __init__(self, exercise: str) -> None:
+            super().__init__()
+            self.exercise = exercise
+
     class LessonOpened(Message):
         def __init__(self, lesson_id: str) -> None:
             self.lesson_id = lesson_id
@@ -176,6 +185,7 @@ class LessonsPane(Widget):
         self._links: list[ExperimentLink] = []
         self._shown_values: dict[str, Any] | None = None  # the figures the open lesson shows
         self._run_widgets: list[Widget] = []  # under #lesson-runs: a title and one RunLink each
+        self._ex_marks: dict[str, tuple[int, int]] = {}
 
     # ---- building -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -310,11 +320,13 @@ class LessonsPane(Widget):
         mark = f"{TICK} " if lesson.id in read else "  "
         score = best.get(lesson.id)
         quiz = f"  {score.best_score}/{score.total}" if score else ""
-        return Text.assemble((mark, "bold green"), lesson.title, (quiz, "bold"))
+        ex = badge(self._ex_marks, lesson.id)
+        return Text.assemble((mark, "bold green"), lesson.title, (quiz, "bold"), (ex, "cyan"))
 
     def _fill_tree(self, text: str = "") -> None:
         tree: Tree[str] = self.query_one("#lesson-tree", Tree)
         tree.clear()
+        self._ex_marks = exercise_marks(self.store)
         lessons = self.catalog.filter(text)
         read = set(self.store.read_marks())
         best = self.store.best_scores()
@@ -330,8 +342,13 @@ class LessonsPane(Widget):
         if cursor_to is not None:
             tree.move_cursor(cursor_to)
 
+    def refresh_marks(self) -> None:
+        """Redraw the progress marks (the app calls this after an exercise check)."""
+        self._refresh_marks()
+
     def _refresh_marks(self) -> None:
         tree: Tree[str] = self.query_one("#lesson-tree", Tree)
+        self._ex_marks = exercise_marks(self.store)
         read = set(self.store.read_marks())
         best = self.store.best_scores()
         for node in tree.root.children:
@@ -365,7 +382,7 @@ class LessonsPane(Widget):
         if event.key == "down" and focused is self.query_one("#lesson-filter", Input):
             event.stop()
             self.query_one("#lesson-tree", Tree).focus()
-        elif event.key in ("up", "down") and isinstance(focused, RunLink):
+        elif event.key in ("up", "down") and isinstance(focused, RunLink | ExerciseButton):
             event.stop()
             buttons = self.run_links()
             i = -1  # a button of the last lesson, still leaving: back to the text
@@ -414,7 +431,7 @@ class LessonsPane(Widget):
         self._show_marks(lesson)
         text = self._markdown(lesson, self.measured())
         self._links = lesson.links()
-        links_done = self._replace_run_links(self._links)
+        links_done = self._replace_run_links(self._links, lesson.exercise_links())
         catalog = self.catalog
         self.query_one("#lesson-prev", Button).disabled = catalog.previous(lesson.id) is None
         self.query_one("#lesson-next", Button).disabled = catalog.next(lesson.id) is None
@@ -424,7 +441,11 @@ class LessonsPane(Widget):
         body_done = self.query_one("#lesson-body", Markdown).update(text)
         return AwaitComplete(links_done, body_done)
 
-    def _replace_run_links(self, links: list[ExperimentLink]) -> AwaitComplete:
+    def _replace_run_links(
+        self,
+        links: list[ExperimentLink],
+        exercises: list[ExerciseLink] = (),  # type: ignore[assignment]
+    ) -> AwaitComplete:
         """The lesson's run buttons in place of the last lesson's.
 
         The old widgets are removed in the background while the new ones mount, so the new
@@ -439,13 +460,19 @@ class LessonsPane(Widget):
                 Static(Content("Run this lesson's experiments:"), classes="runs-title"),
                 *(RunLink(link) for link in links),
             ]
+        if exercises:
+            self._run_widgets += [
+                Static(Content("Practise it:"), classes="runs-title"),
+                *(ExerciseButton(link) for link in exercises),
+            ]
         removed = runs.remove_children(old)
         mounted = runs.mount_all(self._run_widgets) if self._run_widgets else None
         return AwaitComplete(removed, *([mounted] if mounted is not None else []))
 
-    def run_links(self) -> list[RunLink]:
-        """The open lesson's run buttons (not the last lesson's, which may still be leaving)."""
-        return [w for w in self._run_widgets if isinstance(w, RunLink)]
+    def run_links(self) -> list[Button]:
+        """The open lesson's run and practise buttons (not the last lesson's, which may still be
+        leaving)."""
+        return [w for w in self._run_widgets if isinstance(w, RunLink | ExerciseButton)]
 
     def _show_overview(self) -> None:
         """Before a lesson is chosen: where the learner stands, without marking anything read."""
@@ -470,6 +497,8 @@ class LessonsPane(Widget):
         href = event.href
         if href.startswith("experiment:"):
             self.follow_link(href)
+        elif href.startswith("exercise:"):
+            self.post_message(self.OpenExercise(href.partition(":")[2].strip().strip("/")))
         elif href.startswith(("http://", "https://")):
             self.app.open_url(href)
         else:
@@ -494,6 +523,12 @@ class LessonsPane(Widget):
         event.stop()
         if isinstance(event.button, RunLink) and event.button in self._run_widgets:
             self.follow_link(event.button.link.href)
+
+    @on(Button.Pressed, ".exercise-link")
+    def _exercise_button(self, event: Button.Pressed) -> None:
+        event.stop()
+        if isinstance(event.button, ExerciseButton) and event.button in self._run_widgets:
+            self.post_message(self.OpenExercise(event.button.link.exercise))
 
     # ---- navigation and actions ----------------------------------------------------------
     @on(Button.Pressed, "#lesson-prev")
