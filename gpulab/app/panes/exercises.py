@@ -38,7 +38,9 @@ def track_line(catalog: Catalog, progress: dict[str, ExerciseProgress], inventor
     """`2 of 13 passing · 1 gold · 5 need a GPU here`: where the learner stands."""
     passing = sum(1 for e in catalog if progress.get(e.id, ExerciseProgress(e.id)).passed_ever)
     gold = sum(1 for p in progress.values() if p.best_grade == "gold")
-    parts = [f"{passing} of {len(catalog)} passed", f"{gold} gold"]
+    filled = round(10 * passing / max(1, len(catalog)))
+    parts = [f"Track {'█' * filled}{'░' * (10 - filled)} {passing} of {len(catalog)} passed"]
+    parts.append(f"{gold} gold")
     if inventory is not None:
         blocked = sum(1 for e in catalog if e.unavailable(inventory))
         if blocked:
@@ -53,14 +55,15 @@ class ExercisesPane(Widget):
     ExercisesPane #ex-detail { display: none; }
     ExercisesPane.-open #ex-detail { display: block; }
     ExercisesPane.-open #ex-list-view { display: none; }
-    ExercisesPane #ex-track, ExercisesPane #ex-head { height: auto; color: $text-muted; }
+    ExercisesPane #ex-track { height: auto; color: $text-muted; }
+    ExercisesPane #ex-head { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     ExercisesPane #ex-table { height: 1fr; }
     ExercisesPane #ex-body { layout: horizontal; height: 1fr; }
     ExercisesPane #ex-side { width: 2fr; padding: 0 0 0 1; }
     ExercisesPane #ex-editor { width: 3fr; }
     ExercisesPane.-narrow #ex-body { layout: vertical; }
-    ExercisesPane.-narrow #ex-side { width: 1fr; height: 9; padding: 0; }
-    ExercisesPane.-narrow #ex-editor { width: 1fr; height: 1fr; }
+    ExercisesPane.-narrow #ex-side { width: 1fr; height: 4fr; padding: 0; }
+    ExercisesPane.-narrow #ex-editor { width: 1fr; height: 5fr; }
     ExercisesPane.-side-max #ex-editor { display: none; }
     ExercisesPane.-side-max #ex-side { height: 1fr; width: 1fr; }
     ExercisesPane #ex-hints { height: auto; color: $warning; }
@@ -112,7 +115,9 @@ class ExercisesPane(Widget):
         with Vertical(id="ex-detail"):
             yield Static(id="ex-head")
             with Container(id="ex-body"):
-                yield ExerciseEditor.code_editor("", language=python_language(), id="ex-editor")
+                yield ExerciseEditor.code_editor(
+                    "", language=python_language(), id="ex-editor", compact=True
+                )
                 with VerticalScroll(id="ex-side"):
                     yield VerdictView(id="ex-verdict")
                     yield Static(id="ex-hints")
@@ -207,10 +212,14 @@ class ExercisesPane(Widget):
         self._show_head()
         self._show_hints()
         last = Progress(self.store).attempts(ex.id, limit=1)
-        self.verdict.show_idle(
+        status = (
             f"Last check: {last[0].verdict} ({last[0].message})\n\nctrl+r checks your code."
             if last
             else "Not checked yet. Edit the code (it saves as you type), then ctrl+r checks it."
+        )
+        self.verdict.show_idle(
+            f"{status}\n\nYour file: {self.workspace.path(ex)} (edit it here or in any "
+            "editor: a change made outside shows up here)."
         )
         self.call_after_refresh(self.editor.focus)
         return True
@@ -223,7 +232,7 @@ class ExercisesPane(Widget):
         best = f" · best {p.best_grade}" if p.best_grade else ""
         why = ex.unavailable(self.inventory) if self.inventory is not None else ""
         line = Text(f"{ex.order}. {ex.title}", style="bold")
-        line.append(f" · {why or p.state}{best} · {self.workspace.path(ex)}", style="dim")
+        line.append(f" · {why or p.state}{best} · {ex.file_name}", style="dim")
         self.query_one("#ex-head", Static).update(line)
 
     def _show_hints(self) -> None:

@@ -54,24 +54,28 @@ def verdict_text(result: Any) -> Text:
         out.append(" FAIL ", style="bold white on red")
         if result.kind:
             out.append(f"  {result.kind}", style="bold red")
-    out.append(f"\n{result.seconds:.2f} s · seed {result.seed}\n", style="dim")
+    out.append(f"  {result.seconds:.2f} s · seed {result.seed}\n", style="dim")
     out.append(f"{result.message}\n")
     ran = [c for c in result.cases if c.passed is not None]
-    if ran:
-        out.append("\nInput sets\n", style="bold")
-    for case in ran:
-        out.append(" ✓ " if case.passed else " ✗ ", style="green" if case.passed else "bold red")
+    # The wrong input set first, with its first wrong element: in a short pane it is what
+    # must be in view; the sets that passed follow on one line.
+    for case in (c for c in ran if not c.passed):
+        out.append(" ✗ ", style="bold red")
         out.append(case.name)
-        if not case.passed:
-            if case.index is not None:
-                out.append(f"\n   first wrong at [{_short(case.index)}]:")
-                out.append(f"\n   expected {_short(case.expected)}", style="green")
-                out.append(f"\n   got      {_short(case.got)}", style="red")
-            if case.wrong:
-                out.append(f"\n   {case.wrong:,} elements wrong", style="dim")
-            elif case.message:
-                out.append(f"\n   {case.message}", style="dim")
+        if case.index is not None:
+            out.append(f"\n   first wrong at [{_short(case.index)}]: ")
+            out.append(f"expected {_short(case.expected)}", style="green")
+            out.append(", ")
+            out.append(f"got {_short(case.got)}", style="red")
+        if case.wrong:
+            out.append(f"\n   {case.wrong:,} elements wrong", style="dim")
+        elif case.message and case.index is None:
+            out.append(f"\n   {case.message}", style="dim")
         out.append("\n")
+    good = [c.name for c in ran if c.passed]
+    if good:
+        out.append(" ✓ ", style="green")
+        out.append(" · ".join(good) + "\n")
     if result.restored:
         out.append(f"\nYour code changed {', '.join(result.restored[:3])}; put back.\n", "yellow")
     out.append_text(speed_text(result.timing))
