@@ -54,7 +54,8 @@ def setup(result: CheckResult | None):
         await settle(pilot, lambda: pane.query_one("#ex-table").row_count > 0)
         if result is not None:
             app.open_exercise("vector-add")
-            await settle(pilot, lambda: pane.current is not None)
+            # the editor takes the focus after a refresh: let it, before the focus is cleared
+            await settle(pilot, lambda: pane.current is not None and app.focused is pane.editor)
             pane.verdict.show_result(result)
         app.clear_notifications()
         app.set_focus(None)  # no blinking cursor in the picture
