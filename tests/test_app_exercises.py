@@ -10,6 +10,7 @@ from __future__ import annotations
 from textual.document._document import Selection
 
 from gpulab.app import GpuLabApp
+from gpulab.app.fake_runner import FakeRunner
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.panes.exercises import ExercisesPane
 from gpulab.app.screens.exercise_dialogs import ConfirmReset, SolutionScreen
@@ -27,8 +28,12 @@ def pane(app: GpuLabApp) -> ExercisesPane:
 
 
 def quick_app() -> GpuLabApp:
-    app = GpuLabApp(watch_terminal=False)
-    return app
+    return GpuLabApp(watch_terminal=False)
+
+
+def fake_app() -> GpuLabApp:
+    """No worker needed (nothing is checked): the fake runner's handshake is enough."""
+    return GpuLabApp(watch_terminal=False, runner_factory=lambda **kw: FakeRunner(**kw))
 
 
 async def open_vector_add(pilot) -> ExercisesPane:
@@ -50,6 +55,11 @@ async def type_fix(pilot, ex: ExercisesPane) -> None:
     start = len(lines[row]) - len(lines[row].lstrip())
     ex.editor.selection = Selection((row, start), (row, len(lines[row])))
     await pilot.press(*_keys(FIX))
+
+
+def accepted(ex: ExercisesPane) -> bool:
+    job = ex.checker.job if ex.checker is not None else None
+    return job is not None and any(e["type"] == "accepted" for e in job.events)
 
 
 def _keys(text: str) -> list[str]:
@@ -122,7 +132,7 @@ async def test_open_fix_check_hint_reset_and_find_progress_after_restart():
 
 
 async def test_reset_can_be_refused_and_escape_goes_back_to_the_list():
-    app = quick_app()
+    app = fake_app()
     async with app.run_test(size=(80, 24)) as pilot:
         ex = await open_vector_add(pilot)
         await type_fix(pilot, ex)
@@ -138,4 +148,30 @@ async def test_reset_can_be_refused_and_escape_goes_back_to_the_list():
         await pilot.press("escape")  # back to the list; the text was saved on the way
         await wait_for(pilot, lambda: ex.current is None, 5, "the list")
         assert FIX in Workspace().path(load_catalog().get("vector-add")).read_text()
+        await pilot.press("q")
+
+
+async def test_a_hang_is_cancelled_and_a_crash_survived_and_the_code_stays():
+    app = quick_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        ex = await open_vector_add(pilot)
+        first_pid = app.handshake["pid"]
+        hang = "import torch\n\ndef vector_add(a, b, out):\n    while True:\n        pass\n"
+        ex.editor.load_text(hang)
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: accepted(ex), TIMEOUT, "the job to start")
+        await pilot.press("escape", "escape")  # out of the editor, then cancel the check
+        await wait_for(pilot, lambda: ex.verdict.shown == "result", TIMEOUT, "the cancel")
+        assert not ex.verdict.result.passed, ex.verdict.result
+        assert "cancel" in (ex.verdict.result.kind + ex.verdict.result.message).lower()
+        assert ex.editor.text == hang and "while True" in Workspace().path(ex.current).read_text()
+        await wait_for(pilot, lambda: app.handshake["pid"] != first_pid, TIMEOUT, "new worker")
+        crash = "import os\n\ndef vector_add(a, b, out):\n    os._exit(3)\n"
+        ex.editor.load_text(crash)
+        second_pid = app.handshake["pid"]
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: ex.verdict.shown == "result", TIMEOUT, "the crash verdict")
+        assert not ex.verdict.result.passed and ex.verdict.result.kind == "crash"
+        assert ex.editor.text == crash
+        await wait_for(pilot, lambda: app.handshake["pid"] != second_pid, TIMEOUT, "a new worker")
         await pilot.press("q")
