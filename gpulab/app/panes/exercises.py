@@ -105,6 +105,7 @@ class ExercisesPane(Widget):
         self.quick = False  # tests: small inputs, few timing runs
         self.pressed_at = 0.0
         self.last_latency: float | None = None  # key press to verdict on screen, seconds
+        self.last_job_s = 0.0  # of which submitting to the job's final event
 
     # ---- building -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -294,7 +295,7 @@ class ExercisesPane(Widget):
         path = self.workspace.path(ex)
         gauge_call(self.app, "job_started")
         try:
-            result, _seconds = await self.checker.check(ex, path, new_seed())
+            result, self.last_job_s = await self.checker.check(ex, path, new_seed())
         except Exception as exc:  # noqa: BLE001 - a dead runner is a verdict, not a crash
             result = CheckResult(ex.id, FAIL, f"the worker could not run the check: {exc}", 0,
                                  str(path), kind="internal")  # fmt: skip
