@@ -81,8 +81,10 @@ class ExerciseEditor(TextArea):
         self.saved_text = text
         self.disk = stamp(path)
         self.load_text(text)
-        self.move_cursor((0, 0))
+        # Where the work is: the starter's first TODO (the top of the file when there is none).
+        todo = next((i for i, line in enumerate(text.splitlines()) if "TODO" in line), 0)
         self.scroll_home(animate=False)
+        self.move_cursor((todo, 0), center=True)
 
     def detach(self) -> None:
         self.flush()

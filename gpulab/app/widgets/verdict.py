@@ -69,7 +69,7 @@ def verdict_text(result: Any) -> Text:
             out.append(f"got {_short(case.got)}", style="red")
         if case.wrong:
             out.append(f"\n   {case.wrong:,} elements wrong", style="dim")
-        elif case.message and case.index is None:
+        elif case.message and case.index is None and case.message not in result.message:
             out.append(f"\n   {case.message}", style="dim")
         out.append("\n")
     good = [c.name for c in ran if c.passed]
