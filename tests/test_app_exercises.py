@@ -175,3 +175,34 @@ async def test_a_hang_is_cancelled_and_a_crash_survived_and_the_code_stays():
         assert ex.editor.text == crash
         await wait_for(pilot, lambda: app.handshake["pid"] != second_pid, TIMEOUT, "a new worker")
         await pilot.press("q")
+
+
+def test_every_exercise_link_in_the_lessons_names_an_exercise():
+    from gpulab.lessons.catalog import default_catalog
+
+    known = set(load_catalog().ids())
+    links = [(le.id, link.exercise) for le in default_catalog() for link in le.exercise_links()]
+    assert ("pytorch-on-the-gpu", "vector-add") in links
+    assert [(lesson, ex) for lesson, ex in links if ex not in known] == []
+
+
+async def test_a_lesson_link_opens_its_exercise_and_the_tree_counts_it():
+    from gpulab.app.panes.lesson_exercises import ExerciseButton
+
+    app = fake_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        lessons = app.query_one("#lessons")
+        await lessons.open_lesson("pytorch-on-the-gpu")
+        await pilot.pause()
+        buttons = [b for b in lessons.run_links() if isinstance(b, ExerciseButton)]
+        assert [b.link.exercise for b in buttons] == ["vector-add"]
+        assert lessons._ex_marks["pytorch-on-the-gpu"] == (0, 1)
+        buttons[0].press()
+        ex = pane(app)
+        await wait_for(pilot, lambda: ex.current is not None, 5, "the exercise")
+        assert ex.current.id == "vector-add" and app.screen.current == "exercises"
+        await pilot.press("ctrl+o")  # and back to its lesson
+        await wait_for(pilot, lambda: app.screen.current == "lessons", 5, "the lesson")
+        assert lessons.current == "pytorch-on-the-gpu"
+        await pilot.press("q")
