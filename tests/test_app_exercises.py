@@ -7,7 +7,7 @@ the progress. Every wait is for a condition with a deadline.
 
 from __future__ import annotations
 
-from textual.document._document import Selection
+from textual.widgets.text_area import Selection
 
 from gpulab.app import GpuLabApp
 from gpulab.app.fake_runner import FakeRunner
