@@ -301,6 +301,7 @@ class ExercisesPane(Widget):
                                  str(path), kind="internal")  # fmt: skip
         finally:
             self.checking = False
+            gauge_call(self.app, "job_finished")
         final = self.checker.last_final
         check_worker = getattr(self.app, "check_worker", None)
         if check_worker is not None:
