@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpulab import __version__
-from gpulab.core.params import parse_plain_number, shown
+from gpulab.core.params import parse_index, parse_plain_number, shown
+from gpulab.core.schema import tagged
 
 EXIT_BAD_INPUT = 2
 SAMPLE_PERIOD_ENV = "GPULAB_SAMPLE_PERIOD"
@@ -82,9 +83,20 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("check", "recover"),
         help="check (default), or recover: copy the file aside and salvage what can be read",
     )
+    store.add_argument("--json", action="store_true", help="print JSON")
+
+    from gpulab.cli_history import add_parser as add_history
+
+    add_history(sub)
+
     from gpulab.exercises.cli import add_parser as add_exercises
 
     add_exercises(sub)
+    from gpulab.completion import add_parser as add_completion
+    from gpulab.doctor.cli import add_parser as add_doctor
+
+    add_doctor(sub)
+    add_completion(sub)
     return p
 
 
@@ -123,6 +135,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpulab.store_recover import main as store_main
 
             return store_main(args)
+        if args.command == "completion":
+            from gpulab.completion import main as completion_main
+
+            return completion_main(args)
+        if args.command == "doctor":
+            from gpulab.doctor.cli import main as doctor_main
+
+            return doctor_main(args)
+        if args.command == "history":
+            from gpulab.cli_history import main as history_main
+
+            return history_main(args)
         if args.command in ("exercises", "ex"):
             from gpulab.exercises.cli import main as exercises_main
 
@@ -158,11 +182,12 @@ def sample_period(flag: str | None) -> float | None | str:
 def run_flags(device: str, timeout: str | None) -> tuple[int, float] | str:
     """`gpulab run`'s --device and --timeout: (device, seconds or 0 for none), or a one-line
     error. Whether the device exists is the worker's to say: it knows the GPUs."""
-    text = device.strip()
-    if not (text.isascii() and text.isdigit() and len(text) <= 4):
+    try:
+        index = parse_index(device)
+    except ValueError:
         return f"--device {shown(device)} is not allowed; expected a GPU index: 0, 1, ..."
     if timeout is None:
-        return int(text), 0.0
+        return index, 0.0
     allowed = f"expected seconds, more than 0 and at most {TIMEOUT_MAX_S:g}"
     try:
         seconds = parse_plain_number(timeout)
@@ -170,7 +195,7 @@ def run_flags(device: str, timeout: str | None) -> tuple[int, float] | str:
         return f"--timeout {shown(timeout)} is not a number of seconds; {allowed}"
     if not 0 < seconds <= TIMEOUT_MAX_S:
         return f"--timeout {timeout.strip()[:40]} is out of range; {allowed}"
-    return int(text), seconds
+    return index, seconds
 
 
 def _tui(period: float | None = None) -> int:
@@ -202,7 +227,7 @@ def _info(args: argparse.Namespace) -> int:
     if args.json:
         data = inv.to_dict()
         data["nvml"] = info_json(nvml, frame.snapshots)
-        print(json.dumps(data, indent=2))
+        print(json.dumps(tagged("info", data), indent=2))
         return 0
     print(f"gpulab {__version__}")
     print(f"GPU: {inv.label()}")
@@ -233,7 +258,8 @@ def _list(args: argparse.Namespace) -> int:
 
     exps = all_experiments()
     if args.json:
-        print(json.dumps([e.describe() for e in exps.values()], indent=2))
+        experiments = [e.describe() for e in exps.values()]
+        print(json.dumps(tagged("list", {"experiments": experiments}), indent=2))
         return 0
     for exp in exps.values():
         print(f"{exp.id:<22} {exp.title}: {exp.summary}")

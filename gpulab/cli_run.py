@@ -12,15 +12,18 @@ import contextlib
 import json
 import signal
 import sys
+import time
 from typing import Any
 
+from gpulab.core.schema import tagged
+from gpulab.history import PolledWatch
 from gpulab.report import render_result
 from gpulab.runner import events as ev
 
 
 def print_event(event: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(event, default=str) + "\n")
+        sys.stdout.write(json.dumps(tagged("event", event), default=str) + "\n")
         sys.stdout.flush()
         return
     kind = event["type"]
@@ -80,6 +83,8 @@ async def _run(
         except (UnknownExperiment, ParamError) as exc:
             sys.stderr.write(f"gpulab: {exc}\n")
             return 2
+        watch = PolledWatch()
+        started = time.time()
         cancels: list[asyncio.Task[None]] = []
 
         def cancel(why: str) -> None:
@@ -95,6 +100,8 @@ async def _run(
                 # --timeout counts the run, not the worker's warm-up before it.
                 if event["type"] == ev.ACCEPTED and timeout > 0:
                     timer = loop.call_later(timeout, cancel, f"--timeout {timeout:g} s reached")
+                if event["type"] == ev.ACCEPTED:
+                    watch.start((client.handshake or {}).get("inventory"), device)
                 print_event(event, as_json)
         finally:
             if timer is not None:
@@ -105,7 +112,45 @@ async def _run(
                 with contextlib.suppress(Exception):
                     await task
         final = job.final or {}
+        # Printed first, kept after: a history that cannot be written costs one line.
+        keep(experiment, params, final, client.handshake, device, watch.stop(), started, as_json)
         return exit_code(final.get("type", ev.FAILED), final)
+
+
+def keep(
+    experiment: str,
+    params: dict[str, Any],
+    final: dict[str, Any],
+    handshake: dict[str, Any] | None,
+    device: int,
+    telemetry: dict[str, Any],
+    started: float,
+    as_json: bool,
+) -> int | None:
+    """Store the finished run in the history; a failure is one line on stderr, never an exit."""
+    from gpulab.history import entry, save, worth_keeping
+
+    try:
+        kept = entry(
+            experiment,
+            params,
+            final,
+            source="cli",
+            inventory=(handshake or {}).get("inventory"),
+            device_index=device,
+            telemetry=telemetry,
+            started=started,
+            ended=time.time(),
+        )
+        if not worth_keeping(kept):
+            return None
+        run_id = save(kept)
+    except Exception as exc:  # noqa: BLE001 - the run's output is already printed
+        sys.stderr.write(f"gpulab: this run was not kept in the history: {exc}\n")
+        return None
+    if not as_json and final.get("type") == ev.RESULT:
+        sys.stderr.write(f"gpulab: kept as run {run_id} (gpulab history show {run_id})\n")
+    return run_id
 
 
 def run_headless(

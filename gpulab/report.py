@@ -126,4 +126,6 @@ def render_result(result: dict[str, Any]) -> str:
         )
     if result.get("explanation"):
         parts.append("What you just saw: " + result["explanation"])
+    if result.get("headline"):  # last: the line a person reads when the run ends
+        parts.append("Answer: " + result["headline"])
     return "\n".join(parts)

@@ -27,8 +27,6 @@ from gpulab.store_db import RECOVER_HINT, GuardedConnection, StoreError, is_dama
 
 DB_NAME = "gpulab.sqlite3"
 BUSY_TIMEOUT_S = 5.0
-SCHEMA_VERSION = 2
-
 # Each entry upgrades the schema from version i to i + 1; never edit one that has shipped.
 _MIGRATIONS: tuple[str, ...] = (
     """
@@ -86,7 +84,20 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX exercise_attempts_exercise ON exercise_attempts (exercise_id, id);
     """,
+    # 3: run history that is kept (gpulab.history): what `list_runs` shows, plus the whole entry
+    # (rows, verdicts, versions, the calibration it was judged against, telemetry) as JSON.
+    """
+    ALTER TABLE runs ADD COLUMN source TEXT;
+    ALTER TABLE runs ADD COLUMN host TEXT;
+    ALTER TABLE runs ADD COLUMN device TEXT;
+    ALTER TABLE runs ADD COLUMN finished_at TEXT;
+    ALTER TABLE runs ADD COLUMN verdict TEXT;
+    ALTER TABLE runs ADD COLUMN headline TEXT;
+    ALTER TABLE runs ADD COLUMN entry_json TEXT;
+    CREATE INDEX runs_started ON runs (started_at);
+    """,
 )
+SCHEMA_VERSION = len(_MIGRATIONS)
 
 __all__ = ["RECOVER_HINT", "Store", "StoreError", "is_damage"]  # and the row types below
 
@@ -300,6 +311,64 @@ class Store(GuardedConnection):
                     run_id,
                 ),
             )
+
+    def record_run(self, entry: Mapping[str, Any]) -> int:
+        """Keep one finished run: a `gpulab.history` entry (the whole of it, as JSON)."""
+        summary = entry.get("summary")
+        with self._write() as db:
+            cur = db.execute(
+                "INSERT INTO runs (experiment, params_json, started_at, final_type, summary_json,"
+                " source, host, device, finished_at, verdict, headline, entry_json)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    str(entry["experiment"]),
+                    json.dumps(dict(entry.get("params") or {}), default=str),
+                    _iso(entry.get("started_at")),
+                    entry.get("status"),
+                    None if summary is None else json.dumps(summary, default=str),
+                    entry.get("source"),
+                    entry.get("host"),
+                    entry.get("device"),
+                    entry.get("finished_at"),
+                    entry.get("verdict"),
+                    entry.get("headline"),
+                    json.dumps(dict(entry), default=str),
+                ),
+            )
+            return int(cur.lastrowid or 0)
+        return 0  # not saved (a notice says why)
+
+    def run_entries(
+        self, ids: list[int] | None = None, *, experiment: str | None = None, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Kept runs as `gpulab.history` entries (with "id"), oldest first; runs from before
+        the history was kept (no entry) are rebuilt from their columns."""
+        sql = (
+            "SELECT id, experiment, params_json, started_at, final_type, summary_json, source,"
+            " host, device, finished_at, verdict, headline, entry_json FROM runs"
+        )
+        where, args = [], []
+        if ids is not None:
+            where.append(f"id IN ({','.join('?' * len(ids))})")
+            args.extend(int(i) for i in ids)
+        if experiment is not None:
+            where.append("experiment = ?")
+            args.append(experiment)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = self._query(sql + " ORDER BY id DESC LIMIT ?", (*args, int(limit)))
+        out = []
+        for r in reversed(rows):
+            entry = json.loads(r[12]) if r[12] else {}
+            if not entry:
+                cols = ("experiment", "params", "started_at", "status", "summary", "source")
+                raw = (r[1], json.loads(r[2]), r[3], r[4], json.loads(r[5]) if r[5] else None)
+                entry = dict(zip(cols, (*raw, r[6]), strict=True))
+                entry.update(host=r[7], device=r[8], finished_at=r[9], verdict=r[10])
+                entry["headline"] = r[11]
+            entry["id"] = r[0]
+            out.append(entry)
+        return out
 
     def list_runs(self, experiment: str | None = None, limit: int = 100) -> list[RunRow]:
         """Newest first."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 
@@ -44,3 +45,16 @@ def pytest_collection_modifyitems(config, items):
 def _isolated_data_dir(tmp_path, monkeypatch):
     """No test touches the user's real progress database."""
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "gpulab-data"))
+
+
+@pytest.fixture(scope="module")
+def cpu_inventory():
+    """This machine's inventory with the GPU backends switched off: the CPU path anywhere."""
+    from gpulab.core.devices import Backend, detect
+
+    inv = copy.deepcopy(detect())
+    for name in ("torch-cuda", "cupy"):
+        inv.backends[name] = Backend(name, False, reason="switched off for the test")
+    inv.devices = [d for d in inv.devices if d.kind != "cuda"]
+    inv.gpu_reason = "switched off for the test"
+    return inv

@@ -239,3 +239,18 @@ async def test_the_form_shows_the_same_message(tmp_path):
         assert field.error == expected and "does not exist" in expected
         assert expected in str(field.query_one(".param-note", Static).render())
         assert app.panel.form.errors() == [expected]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ex", "list", "--device=-1"],
+        ["ex", "list", "--device=０"],
+        ["ex", "list", "--device=1.5"],
+        ["ex", "check", "1", "--seed=７"],
+        ["ex", "check", "1", "--seed=-3"],
+    ],
+)
+def test_exercise_flags_are_ascii_whole_numbers_too(capsys, argv):
+    line = refused(capsys, *argv)
+    assert argv[-1].split("=")[0] in line and "is not" in line

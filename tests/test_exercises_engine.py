@@ -430,3 +430,25 @@ def test_an_exception_in_the_timed_run_is_a_failed_check(tmp_path, double):
     result = check(double, path)
     assert not result.passed and result.kind == "error"
     assert result.message.startswith("timed run: double raised ValueError: too big (line 3")
+
+
+def test_the_check_job_is_hidden_but_resolvable(monkeypatch):
+    from gpulab.exercises import cli as ex_cli
+    from gpulab.exercises.job import EXPERIMENT_ID, check_inline
+    from gpulab.experiments.registry import all_experiments, get
+
+    assert EXPERIMENT_ID not in all_experiments() and get(EXPERIMENT_ID).id == EXPERIMENT_ID
+    monkeypatch.setenv("GPULAB_EXERCISES_PATH", str(FIXTURES))
+    inv = ex_cli.cpu_only("no GPU in this test")
+    result, events = check_inline("gpu-only", "/nowhere.py", 3, quick=True, inventory=inv)
+    assert result.kind == "unavailable" and "needs a GPU: no GPU in this test" in result.message
+    result, _ = check_inline("no-such", "/nowhere.py", 3, quick=True, inventory=inv)
+    assert not result.passed and "unknown exercise 'no-such'" in result.message
+    result, events = check_inline(
+        "double", str(FIXTURES / "901-double" / "solution.py"), 3, quick=True, inventory=inv
+    )
+    assert result.passed
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "accepted" and kinds[-1] == "result" and "progress" in kinds
+    rows = [e["row"]["contender"] for e in events if e["type"] == "measurement"]
+    assert rows == ["your code", "library: np.multiply"]

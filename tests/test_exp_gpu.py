@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import cupy_available
+from headline_checks import assert_headline
 
 from gpulab.core.devices import detect
 from gpulab.experiments import registry
@@ -26,6 +27,7 @@ GPU_PARAMS = {
     "mixed-precision": {"steps": 5, "hidden": 256, "batch": 64},
     "profiler": {"steps": 2, "hidden": 256, "batch": 64},
     "memory": {"gib": 0.5, "hold_s": 0.3},
+    "cold-start": {"n": 1_000_000, "processes": 1},
 }
 
 
@@ -55,6 +57,7 @@ def test_gpu_path(exp_id, inventory):
             continue  # reported cleanly; what matters is that the run did not crash
         assert not why, (c.id, why)
     assert result["measurements"]
+    assert_headline(exp_id, result)
 
 
 @pytest.mark.parametrize("n", [1, 3, 4, 5, 1023, 4096 * 512 * 4 + 7, 33_554_433])
@@ -133,7 +136,7 @@ def _estimate(exp_id: str, p: dict) -> int:
     )
 
     if exp_id == "dtypes":
-        ds = list(dtypes.DTYPES)
+        ds = list(dtypes.CHOICES)
         return dtypes.fit_bytes(p["size"], p["n"], ds, ("matmul", "elementwise"), host=False)
     if exp_id == "memory-layout":
         return memory_layout.fit_bytes(p["size"], host=False)

@@ -10,8 +10,9 @@ import copy
 import math
 
 import pytest
+from headline_checks import assert_headline
 
-from gpulab.core.devices import Backend, detect
+from gpulab.core.devices import detect
 from gpulab.experiments import registry
 from gpulab.runner.inline import run_job
 
@@ -51,18 +52,9 @@ CPU_PARAMS = {
     "mixed-precision": {"steps": 3, "hidden": 32, "batch": 16},
     "profiler": {"steps": 2, "hidden": 32, "batch": 8},
     "memory": {"gib": 0.02, "hold_s": 0.2},
+    "cold-start": {"n": 1000, "processes": 1},
 }
 IDS = sorted(CPU_PARAMS)
-
-
-@pytest.fixture(scope="module")
-def cpu_inventory():
-    inv = copy.deepcopy(detect())
-    for name in ("torch-cuda", "cupy"):
-        inv.backends[name] = Backend(name, False, reason="switched off for the CPU-path test")
-    inv.devices = [d for d in inv.devices if d.kind != "cuda"]
-    inv.gpu_reason = "switched off for the CPU-path test"
-    return inv
 
 
 def run(exp_id, params, inventory, is_cancelled=None):
@@ -97,6 +89,7 @@ def test_cpu_path_runs_verifies_and_explains(exp_id, cpu_inventory):
     result = result_event["result"]
     assert result["lesson"] in LESSONS
     assert len(result["explanation"]) > 200
+    assert_headline(exp_id, result)
     for v in result["verdicts"]:
         assert v["passed"], v
     for m in result["measurements"]:

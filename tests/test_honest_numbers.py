@@ -34,6 +34,7 @@ class FakeClock:
 def clock(monkeypatch):
     fake = FakeClock()
     monkeypatch.setattr(tm, "time", fake)
+    monkeypatch.setattr(tm, "_now", fake.perf_counter)  # the clock the timer bound at import
     return fake
 
 

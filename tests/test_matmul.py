@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from headline_checks import assert_headline
 
 from gpulab.core.devices import detect
 from gpulab.experiments import matmul as mm
 from gpulab.experiments.base import Cancelled, Context
+from gpulab.experiments.headlines import times
 
 
 def _run(events=None, cancel=None, **params):
@@ -42,6 +44,7 @@ def test_cpu_contenders_verified_and_python_extrapolated():
             assert m.throughput > 0 and m.extra["rel_error"] < mm.TOLERANCE[d]
     assert len(events) == len(res.measurements)  # one event per finished step
     assert any(s.name.startswith("torch-cpu") for s in res.series)
+    assert_headline("matmul", res.to_dict())
 
 
 def test_torch_cpu_rows_are_not_judged_against_numpys_ceiling():
@@ -119,6 +122,15 @@ def test_gpu_contenders_per_dtype():
     assert res.passed, [v for v in res.verdicts if not v.passed]
     got = {(m.contender, m.dtype) for m in res.measurements}
     assert {("torch", d) for d in mm.DTYPES} <= got
+
+
+@pytest.mark.gpu
+def test_gpu_headline_is_the_lead_over_numpy_at_the_largest_size():
+    res = _run(sizes=[256, 1024], dtypes=["fp32"], contenders=["numpy", "torch"])
+    rows = {(m.contender, m.size): m for m in res.measurements}
+    lead = rows[("numpy", "1024")].time_median_s / rows[("torch", "1024")].time_median_s
+    assert res.headline.startswith(f"the GPU was {times(lead)} faster than NumPy")
+    assert "at n=1024" in res.headline and "% of peak" in res.headline
 
 
 @pytest.mark.gpu

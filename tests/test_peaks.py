@@ -268,3 +268,13 @@ def test_a_ceiling_that_cannot_be_remeasured_is_named_on_the_row(monkeypatch):
     assert p.matmul_tflops["fp32"] == 1.0  # restored
     assert m.percent_of_peak == pytest.approx(300.0)
     assert "could not be re-measured" in m.note and "ceiling_remeasured" not in m.extra
+
+
+def test_calibrate_experiment_states_its_ceilings_in_its_headline():
+    from headline_checks import assert_headline
+
+    from gpulab.experiments.registry import get
+
+    exp = get("calibrate")
+    res = exp.run(_cpu_ctx(), exp.params.validate({"cpu": True}))
+    assert_headline("calibrate", res.to_dict())

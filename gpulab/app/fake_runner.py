@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -84,6 +85,8 @@ class FakeJob:
 
 async def montecarlo_script(job: FakeJob, emit: Emit, *, hold: bool = False) -> None:
     """Plausible, fixed Monte Carlo events: NumPy and torch-cpu rows, a result, a series."""
+    from gpulab.core.results import Result
+    from gpulab.experiments.headlines import headline
     from gpulab.experiments.montecarlo import standard_error
 
     samples = int(job.params["samples"])
@@ -145,11 +148,19 @@ async def montecarlo_script(job: FakeJob, emit: Emit, *, hold: bool = False) -> 
             }
         ],
         "artifacts": [],
-        "summary": {"samples": samples, "estimate": 3.1416},
+        "summary": {
+            "samples": samples,
+            "samples_run": samples,
+            "estimate_by": "torch-cpu",
+            "estimate": 3.1416,
+            "error": abs(3.1416 - math.pi),
+            "standard_error": standard_error(samples),
+        },
         "unavailable": {"torch": "needs a GPU: no NVIDIA driver found"},
         "explanation": "Every point is independent, so the work splits across every core.",
         "lesson": exp.lesson,
     }
+    result["headline"] = headline(exp, Result.from_dict(result))  # as the worker's finish()
     emit(frozen(ev.RESULT, job.id, result=result))
 
 

@@ -43,6 +43,7 @@ class RunState:
     log: list[str] = field(default_factory=list)
     started: float = 0.0
     ended: float = 0.0
+    kept_id: int | None = None  # its id in the kept history, once stored (or reopened from it)
 
     @property
     def finished(self) -> bool:
@@ -103,7 +104,8 @@ class RunState:
 
     def title(self) -> str:
         shown = ", ".join(f"{k}={_short(v)}" for k, v in self.params.items())
-        return f"#{self.number} {self.experiment} ({shown})"
+        number = f"#{self.number}" if self.number else f"kept #{self.kept_id}"
+        return f"{number} {self.experiment} ({shown})"
 
 
 def _short(value: Any) -> str:

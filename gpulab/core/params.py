@@ -108,6 +108,15 @@ def parse_plain_number(text: str) -> float:
     return value
 
 
+def parse_index(text: str, digits: int = 4) -> int:
+    """A GPU index (or any small count) as a person types it: ASCII digits only, so no sign, no
+    point and no other script's digits; at most `digits` of them. Raises ValueError."""
+    body = text.strip() if isinstance(text, str) else ""
+    if not (body.isascii() and body.isdigit() and len(body) <= digits):
+        raise ValueError(f"not an index: {text!r}")
+    return int(body)
+
+
 def format_number(value: float) -> str:
     """Short human form for defaults and bounds in help text: 10000000 -> '10M'."""
     if value == 0 or not math.isfinite(value):

@@ -406,11 +406,16 @@ def _measure_cpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> Non
     # The best of several runs: the ceiling is what this CPU can do, not what it did while
     # sharing its cores (a median under load left NumPy rows at 214% of "peak").
     timer = Timer(warmup=1, repeats=5 if quick else 10, budget_s=0.3 if quick else 1.5, min_runs=5)
+    timer.cancel_check = getattr(ctx, "check_cancelled", None) or timer.cancel_check  # issue 12
     rng = np.random.default_rng(0)
     if "copy" in todo:
         n = (8 if quick else 256) * 2**20 // 4
-        src = rng.random(n, dtype=np.float32)
+        src = np.empty(n, dtype=np.float32)
         dst = np.empty_like(src)
+        for i in range(0, n, 1 << 21):  # 2M at a time, a cancel taken between (issue 12)
+            timer.cancel_check()
+            rng.random(out=src[i : i + (1 << 21)], dtype=np.float32)
+            dst[i : i + (1 << 21)] = 0.0  # its pages faulted in here, not in the first copy
         t = timer.measure(lambda: np.copyto(dst, src), cold=False)
         peaks.copy_gbs = 2 * src.nbytes / t.min_s / 1e9
         peaks.detail["copy"] = {

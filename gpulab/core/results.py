@@ -128,6 +128,9 @@ class Result(_Serial):
     unavailable: dict[str, str] = field(default_factory=dict)  # contender -> why it did not run
     explanation: str = ""  # "what you just saw"
     lesson: str = ""
+    # The one-line answer (the experiment decides: pi and its error, a speedup, a % of peak),
+    # computed from this run's rows; shown above the results and printed last by the CLI.
+    headline: str = ""
 
     @property
     def passed(self) -> bool:
@@ -145,4 +148,5 @@ class Result(_Serial):
             unavailable=dict(data.get("unavailable", {})),
             explanation=data.get("explanation", ""),
             lesson=data.get("lesson", ""),
+            headline=str(data.get("headline") or ""),
         )

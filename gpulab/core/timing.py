@@ -22,6 +22,9 @@ from typing import Any
 SYNC_KINDS = ("none", "torch", "cupy")
 NOISY_SPREAD = 3.0  # max / min of the timed runs above which a timing is re-taken, then flagged
 NOISY_MIN_GAP_S = 10e-6  # below this gap between max and min it is clock jitter, not noise
+# Bound at import: code being timed (a learner's exercise) that rebinds time.perf_counter must
+# not change the clock that times it.
+_now = time.perf_counter
 
 
 def is_wild(times: list[float]) -> bool:
@@ -30,11 +33,6 @@ def is_wild(times: list[float]) -> bool:
         return False  # one or two long runs: no spread to judge
     lo, hi = min(times), max(times)
     return lo > 0 and hi / lo > NOISY_SPREAD and hi - lo > NOISY_MIN_GAP_S
-
-
-# Bound at import: code being timed (a learner's exercise) that rebinds time.perf_counter must
-# not change the clock that times it.
-_now = time.perf_counter
 
 
 @dataclass

@@ -48,7 +48,7 @@ async def _run(quick: bool, device: int) -> dict[str, Any]:
                         "name": w.name,
                         "expect": w.expect,
                         "rejected": not got.passed,
-                        "message_ok": w.expect.lower() in got.message.lower(),
+                        "message_ok": w.matches(got.message),
                         "message": got.message,
                         "seconds": seconds,
                     }

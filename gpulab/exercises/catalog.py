@@ -77,7 +77,13 @@ class Wrong:
 
     name: str  # the file's stem: "no-bounds-check"
     path: Path
-    expect: str
+    expect: str  # alternatives separated by " | ": a write past the end may corrupt a
+    # neighbour (a wrong value) or fault (an illegal address), depending on the allocator
+
+    def matches(self, message: str) -> bool:
+        """Whether the grader's message names this mistake (any of the alternatives)."""
+        text = message.lower()
+        return any(alt.strip().lower() in text for alt in self.expect.split("|") if alt.strip())
 
 
 @dataclass(frozen=True, eq=False)

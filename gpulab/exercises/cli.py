@@ -17,13 +17,22 @@ SEED_MAX = 2**32 - 1
 
 
 def _seed(text: str) -> int:
-    try:
-        value = int(text, 0)
+    try:  # int() reads other scripts' digits too: ASCII only, as everywhere in gpulab
+        value = int(text, 0) if text.isascii() else -1
     except ValueError:
         value = -1
     if not 0 <= value <= SEED_MAX:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to {SEED_MAX}")
     return value
+
+
+def _device(text: str) -> int:
+    from gpulab.core.params import parse_index
+
+    try:
+        return parse_index(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a GPU index: 0, 1, ...") from None
 
 
 def add_parser(sub: Any) -> None:
@@ -61,7 +70,7 @@ def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
     p.add_argument(
         "--workdir", metavar="DIR", help="your exercise files (env GPULAB_WORKDIR)", **hide
     )
-    p.add_argument("--device", type=int, help="CUDA device index", **(hide or {"default": 0}))
+    p.add_argument("--device", type=_device, help="CUDA device index", **(hide or {"default": 0}))
     p.add_argument("--inline", action="store_true", help=argparse.SUPPRESS, **hide)
     p.add_argument("--quick", action="store_true", help=argparse.SUPPRESS, **hide)
 
@@ -146,8 +155,9 @@ def cpu_only(why: str) -> Any:
 
 def emit_json(data: Any) -> None:
     from gpulab.core.results import _clean
+    from gpulab.core.schema import tagged
 
-    print(json.dumps(_clean(data), indent=2, default=str))
+    print(json.dumps(tagged("exercises", _clean(data)), indent=2, default=str))
 
 
 def _file(args: argparse.Namespace, ex: Any) -> Any:

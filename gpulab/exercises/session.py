@@ -40,18 +40,17 @@ class Checker:
         env: dict[str, str] | None = None,
         client: Any = None,
     ) -> None:
-        """`client`: a RunnerClient that is already running (the TUI's own, which also runs its
-        experiments); this Checker then neither starts nor shuts it down."""
+        """`client`: a RunnerClient the caller owns (the TUI's), used as it is and left running."""
         self.device = device
         self.quick = quick
         self.inline = inline
         self.on_event = on_event
         self.time_limit = time_limit  # overrides the exercise's own (tests)
         self.client: Any = client
-        self._owns_client = client is None
         self.job: Any = None  # the check in flight, for cancel()
         self.last_final: dict[str, Any] = {}  # the last job's final event (how it ended)
-        if not inline and client is None:
+        self._owned = client is None and not inline
+        if self._owned:
             from gpulab.runner.client import RunnerClient
 
             self.client = RunnerClient(
@@ -63,12 +62,12 @@ class Checker:
             self.on_event(event)
 
     async def __aenter__(self) -> Checker:
-        if self.client is not None and self._owns_client:
+        if self._owned:
             await self.client.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.client is not None and self._owns_client:
+        if self._owned:
             await self.client.shutdown()
 
     async def cancel(self) -> bool:

@@ -203,9 +203,11 @@ class Experiment:
         """Stamp the end, and judge every row again against its ceiling's final figure: a
         ceiling re-measured mid-run must not leave the rows before it on the old one."""
         from gpulab.core.peaks import rejudge
+        from gpulab.experiments.headlines import headline
 
         rejudge(result)
         result.record.finished_at = time.time()
+        result.headline = result.headline or headline(self, result)
         return result
 
     def describe(self) -> dict[str, Any]:

@@ -25,10 +25,10 @@ from textual.widgets import (
     TabbedContent,
     TabPane,
 )
-from textual.widgets.option_list import Option
 
 from gpulab.app.gauge import gauge_call
 from gpulab.app.runs import RunState, row_key
+from gpulab.app.widgets.history import RunHistory, state_from_entry
 from gpulab.app.widgets.param_form import ParamForm, PickSelect
 from gpulab.app.widgets.race import RaceView
 from gpulab.core.params import ParamError
@@ -101,6 +101,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         with Horizontal(id="run-error-box"):
             yield Static("", id="run-error", markup=False)
             yield Button("Traceback", id="show-traceback", compact=True)
+        yield Static("", id="headline", markup=False)  # the run's one-line answer
         with TabbedContent(id="exp-tabs"):
             with TabPane("Race", id="tab-race"):
                 yield RaceView(id="race")
@@ -117,7 +118,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             with TabPane("Log", id="tab-log"):
                 yield Log(id="job-log", max_lines=2000)
             with TabPane("History", id="tab-history"):
-                yield OptionList(id="history")
+                yield RunHistory(id="run-history")
 
     def on_mount(self) -> None:
         table = self.query_one("#results", DataTable)
@@ -125,6 +126,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             table.add_column(name, key=name)
         self.query_one("#run-error-box").display = False
         self.query_one("#open-lesson").display = False
+        self.show_headline("")
         self._build_form(self.experiment_id, {})
 
     # ---- choosing and loading -----------------------------------------------------------
@@ -142,6 +144,8 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             else self
         )
         frame.border_title = f"Experiment: {exp.title}"
+        if self.shown is None or self.shown.experiment != experiment_id:
+            self.show_headline("")  # another experiment's answer must not stay on screen
         self.query_one("#exp-summary", Static).update(exp.summary)
         holder = self.query_one("#form-holder")
         holder.remove_children()
@@ -249,6 +253,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         state = RunState(len(self.runs) + 1, self.experiment_id, params, started=time.time())
         self.runs.append(state)
         self.live = state
+        self.query_one(RunHistory).watch(state)  # telemetry during the run, for the history
         self.show_run(state)
         self._set_running(True)
         try:
@@ -304,7 +309,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             gauge_call(self.app, "job_finished")
         self._dirty = True
         self.flush()
-        self._add_history(state)
+        self.query_one(RunHistory).record(state)  # shown first (flush above), kept after
         final = state.final or {}
         if state.status == ev.FAILED:
             self.app.notify(
@@ -432,6 +437,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         lesson_button = self.query_one("#open-lesson", Button)
         plot_view = self.query_one("#plot", Static)
         images = self.query_one("#images", Static)
+        self.show_headline((result or {}).get("headline") or "")
         if not result:
             explanation.update("The explanation appears when the run finishes.")
             lesson_button.display = False
@@ -509,18 +515,25 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         if lesson and opener:
             opener(lesson)
 
-    # ---- history ------------------------------------------------------------------------
-    def _add_history(self, state: RunState) -> None:
-        history = self.query_one("#history", OptionList)
-        mark = {ev.RESULT: "✓", ev.FAILED: "✗", ev.CANCELLED: "■"}.get(state.status, "?")
-        history.add_option(Option(f"{mark} {state.title()}", id=f"run-{state.number}"))
+    def show_headline(self, text: str) -> None:
+        line = self.query_one("#headline", Static)
+        line.update(f"➜ {text}" if text else "")
+        line.display = bool(text)
 
+    # ---- history ------------------------------------------------------------------------
     @on(OptionList.OptionSelected, "#history")
     def _reopen(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        number = int(str(event.option.id).removeprefix("run-"))
-        state = self.runs[number - 1]
-        self.reopen(state)
+        oid = str(event.option.id)
+        if oid.startswith("run-"):
+            self.reopen(self.runs[int(oid.removeprefix("run-")) - 1])
+            return
+        kept = self.query_one(RunHistory).entries.get(oid)
+        if kept is not None:
+            try:
+                self.reopen(state_from_entry(kept))
+            except Exception as exc:  # noqa: BLE001 - e.g. an experiment this gpulab lacks
+                self.app.notify(str(exc), title="Cannot open this run", severity="warning")
 
     def reopen(self, state: RunState) -> None:
         if state.experiment != self.experiment_id or not self.running:

@@ -1,0 +1,120 @@
+"""Check for device-agnostic: polynomial features built on whichever device is asked for.
+
+Every case names a device. Besides the worker's own device the check asks for "cpu" explicitly
+and, on a machine without a GPU, for PyTorch's meta device (tensors with a shape and a dtype but
+no data), so code that creates a tensor on the CPU, ignores `device` or hard-codes "cuda" fails
+there too, not only on the learner's first GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpulab.exercises import api
+
+ENTRY = "features"
+DEGREES = (3, 1, 4, 2, 5, 3)
+
+
+def _values(rng: np.random.Generator, n: int) -> np.ndarray:
+    # Within +-3 (3**5 stays far from float32 limits), both signs, never zero.
+    mag = rng.uniform(0.25, 3.0, n)
+    return (mag * rng.choice([-1.0, 1.0], n)).astype(np.float32)
+
+
+def cases(ctx: api.Context) -> list[api.Case]:
+    rng = ctx.rng
+    out = [
+        api.Case(
+            f"n={n}, degree={d}, device='cpu'",
+            {"values": _values(rng, n), "degree": d, "device": "cpu"},
+        )
+        for n, d in zip(api.EDGE_SIZES[:3], DEGREES[:3], strict=True)
+    ]
+    out += [
+        api.Case(
+            f"n={n}, degree={d}, device={ctx.device!r}",
+            {"values": _values(rng, n), "degree": d, "device": ctx.device},
+        )
+        for n, d in zip(api.EDGE_SIZES[3:], DEGREES[3:], strict=True)
+    ]
+    out.append(
+        api.Case(
+            "n=257, degree=3, device=None (pick the best device yourself)",
+            {"values": _values(rng, 257), "degree": 3, "device": None},
+        )
+    )
+    if not ctx.gpu:
+        # Without a GPU, meta is the "other" device. Only then: its first use in a process
+        # imports a large part of torch (seconds), and a GPU is a better other device anyway.
+        out.append(
+            api.Case(
+                "n=100, degree=4, device='meta' (shapes only: catches tensors made on the CPU)",
+                {"values": _values(rng, 100), "degree": 4, "device": "meta"},
+            )
+        )
+    n = ctx.big(4 * 4, cap=1 << 24)
+    out.append(
+        api.Case(
+            f"n={n}, degree=3, device={ctx.device!r} (big)",
+            {"values": _values(rng, n), "degree": 3, "device": ctx.device},
+        )
+    )
+    return out
+
+
+def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
+    x = case.args["values"].astype(np.float64)
+    return np.stack([x**k for k in range(case.args["degree"] + 1)], axis=1)
+
+
+def _wanted_device(asked: str | None) -> Any:
+    import torch
+
+    if asked is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(asked)
+
+
+def _same(a: Any, b: Any) -> bool:
+    # "cuda" and "cuda:0" are the same place when device 0 is the current one.
+    return a.type == b.type and (a.index or 0) == (b.index or 0)
+
+
+def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
+    import torch
+
+    asked = case.args["device"]
+    want = _wanted_device(asked)
+    label = f"asked for device {asked!r}" if asked is not None else "device=None"
+    try:
+        got = fn(case.args["values"].copy(), case.args["degree"], asked)
+    except Exception as exc:  # a device error, reported with the device that was asked for
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        why = ""
+        if "device" in text and "expected" in text or "same device" in text:
+            why = "a tensor on the wrong device (create every tensor on `device`): "
+        elif "CUDA" in text:
+            why = "the code used CUDA where it was not asked for: "
+        else:
+            raise  # any other error: the grader names it and the learner's line
+        raise api.CheckError(f"{label}: {why}{type(exc).__name__}: {text}") from None
+    if not isinstance(got, torch.Tensor):
+        raise api.CheckError(f"{label}: features returned {type(got).__name__}, not a tensor")
+    if not _same(got.device, want):
+        raise api.CheckError(f"{label}, but the result is on {got.device}, expected {want}")
+    if got.dtype != torch.float32:
+        raise api.CheckError(f"{label}: the result has dtype {got.dtype}, expected torch.float32")
+    if want.type == "meta":
+        return {"shape": tuple(got.shape)}
+    return got.detach().cpu().numpy()
+
+
+def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
+    if isinstance(got, dict):  # the meta case: only the shape exists
+        if got["shape"] != want.shape:
+            return api.Mismatch(f"out has shape {got['shape']}, expected {want.shape}")
+        return None
+    return api.compare_arrays(want, got, dtype=np.float32)

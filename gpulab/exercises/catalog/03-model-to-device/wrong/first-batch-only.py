@@ -1,0 +1,13 @@
+# expect: a tensor on the wrong device
+"""Wrong: moves the first batch and forgets the rest."""
+
+import torch
+
+
+def predict(model, batches, device):
+    model.to(device)
+    outs = []
+    with torch.no_grad():
+        for i, batch in enumerate(batches):
+            outs.append(model(batch.to(device) if i == 0 else batch))
+    return outs

@@ -1,0 +1,7 @@
+# expect: requires grad
+"""Wrong: no torch.no_grad(), so every output drags an autograd graph along."""
+
+
+def predict(model, batches, device):
+    model.to(device)
+    return [model(batch.to(device)) for batch in batches]

@@ -1,0 +1,9 @@
+# expect: a tensor on the wrong device
+"""Wrong: moves the batches but leaves the model's weights on the CPU."""
+
+import torch
+
+
+def predict(model, batches, device):
+    with torch.no_grad():
+        return [model(batch.to(device)) for batch in batches]

@@ -1,0 +1,12 @@
+# expect: the model's parameter
+"""Wrong: moves a copy of the model, so the caller's model never reaches the device."""
+
+import copy
+
+import torch
+
+
+def predict(model, batches, device):
+    on_device = copy.deepcopy(model).to(device)
+    with torch.no_grad():
+        return [on_device(batch.to(device)) for batch in batches]

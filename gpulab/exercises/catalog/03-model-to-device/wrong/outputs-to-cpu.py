@@ -1,0 +1,10 @@
+# expect: back to the CPU
+"""Wrong: copies every output back to the CPU, which was not asked for (and costs a sync)."""
+
+import torch
+
+
+def predict(model, batches, device):
+    model.to(device)
+    with torch.no_grad():
+        return [model(batch.to(device)).cpu() for batch in batches]

@@ -1,0 +1,171 @@
+"""Check for memory-tracker: a context manager that reports allocated delta, peak and reserved.
+
+Each case runs the same workload inside the learner's tracker: keep an array of `keep` bytes and
+create then free a temporary of `temp` bytes, so the block ends `keep` bytes up and peaks
+`keep + temp` bytes above where it started. Before the block the check keeps a baseline array
+alive (so absolute figures are wrong) and allocates and frees a larger spike (so a tracker that
+does not reset the peak reports the spike).
+
+On the CPU the workload allocates NumPy arrays, which tracemalloc sees; half the cases run with
+tracemalloc already tracing (the tracker must reset its peak and leave it running) and half
+without (the tracker must start it and stop it again). On a GPU the workload allocates torch
+tensors on the device, and the reserved figure must show the caching allocator keeping the freed
+temporary.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from typing import Any
+
+from gpulab.exercises import api
+
+ENTRY = "MemoryTracker"
+MIB = 1 << 20
+FIELDS = ("allocated_delta", "peak_delta", "reserved_delta")
+
+
+def cases(ctx: api.Context) -> list[api.Case]:
+    rng = ctx.rng
+    plans = [(8, 24), (3, 5), (16, 4), (1, 40), (5, 9)]
+    devices = ["cpu"] * len(plans)
+    if ctx.device != "cpu":  # the CPU path is checked everywhere, the GPU path where there is one
+        plans += [(64, 192), (8, 40), (32, 32)]
+        devices += [ctx.device] * 3
+    out = []
+    for i, ((keep, temp), device) in enumerate(zip(plans, devices, strict=True)):
+        keep_b = int(keep * MIB + rng.integers(1, 4096))
+        temp_b = int(temp * MIB + rng.integers(1, 4096))
+        tracing = device == "cpu" and i % 2 == 0  # was somebody else already tracing?
+        raises = i in (4, 7)
+        label = f"{device}: keep {keep_b:,} B, temporary {temp_b:,} B"
+        if device == "cpu":
+            label += ", tracemalloc already on" if tracing else ", tracemalloc off"
+        label += ", the block raises" if raises else ""
+        spike = (256 if device != "cpu" else 64) * MIB
+        out.append(
+            api.Case(
+                label,
+                {"keep": keep_b, "temp": temp_b, "device": device},
+                {"tracing": tracing, "raises": raises, "spike": spike, "baseline": 2 * MIB},
+            )
+        )
+    return out
+
+
+def expected(case: api.Case, ctx: api.Context) -> dict[str, Any]:
+    keep, temp = case.args["keep"], case.args["temp"]
+    gpu = case.args["device"] != "cpu"
+    return {
+        "allocated_delta": keep,
+        "peak_delta": keep + temp,
+        # The caching allocator keeps the freed temporary's block: reserved rises by at least
+        # keep + temp (rounded up to its segment size). The CPU path has no such figure.
+        "reserved_delta": keep + temp if gpu else None,
+    }
+
+
+class _Boom(Exception):
+    pass
+
+
+def _alloc(device: str, nbytes: int) -> Any:
+    if device == "cpu":
+        import numpy as np
+
+        return np.full(nbytes, 7, dtype=np.uint8)  # written, so the pages are real
+    import torch
+
+    return torch.full((nbytes,), 7, dtype=torch.uint8, device=device)
+
+
+def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
+    device = case.args["device"]
+    keep, temp = case.args["keep"], case.args["temp"]
+    we_trace = device == "cpu" and case.meta["tracing"]
+    if device == "cpu" and tracemalloc.is_tracing():
+        tracemalloc.stop()  # a clean start for every case
+    if we_trace:
+        tracemalloc.start()
+    try:
+        baseline = _alloc(device, case.meta["baseline"])
+        spike = _alloc(device, case.meta["spike"])
+        del spike
+        if device != "cpu":
+            import torch
+
+            torch.cuda.synchronize(device)
+            torch.cuda.empty_cache()  # the block's reserved growth is then its own
+        try:
+            tracker = fn(device)
+        except Exception as exc:
+            raise api.CheckError(f"MemoryTracker({device!r}) raised {exc!r}") from None
+        swallowed = True
+        try:
+            with tracker as t:
+                kept = _alloc(device, keep)
+                tmp = _alloc(device, temp)
+                del tmp
+                if case.meta["raises"]:
+                    raise _Boom("raised inside the with block on purpose")
+        except _Boom:
+            swallowed = False
+        if case.meta["raises"] and swallowed:
+            raise api.CheckError(
+                "the tracker swallowed the exception raised inside the with block "
+                "(__exit__ must return False or None)"
+            )
+        if t is None:
+            t = tracker  # `with X() as t` binds what __enter__ returns; accept the tracker too
+        if device == "cpu":
+            if we_trace and not tracemalloc.is_tracing():
+                raise api.CheckError("the tracker stopped tracemalloc that somebody else started")
+            if not we_trace and tracemalloc.is_tracing():
+                raise api.CheckError(
+                    "the tracker left tracemalloc running (stop it if you started it: "
+                    "tracing slows every allocation)"
+                )
+        got = {}
+        for name in FIELDS:
+            if not hasattr(t, name):
+                raise api.CheckError(f"the tracker has no attribute {name!r} after the block")
+            got[name] = getattr(t, name)
+        del kept, baseline
+        return got
+    finally:
+        if we_trace and tracemalloc.is_tracing():
+            tracemalloc.stop()
+
+
+def compare(want: dict, got: dict, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
+    # Allocators round up and Python objects come and go: 2% or 256 KiB, whichever is more.
+    for name in FIELDS:
+        w, g = want[name], got[name]
+        if w is None:
+            if g is not None:
+                return api.Mismatch(
+                    f"reserved_delta = {g!r}, expected None on the CPU (no caching allocator)",
+                    expected=None,
+                    got=g,
+                )
+            continue
+        if not isinstance(g, (int, float)) or isinstance(g, bool):
+            return api.Mismatch(f"{name} = {g!r}, expected a number of bytes")
+        if name == "reserved_delta":
+            if g < 0.98 * w:
+                return api.Mismatch(
+                    f"reserved_delta = {g:,.0f} bytes, expected at least {w:,} (the freed "
+                    "temporary stays reserved in PyTorch's cache)",
+                    expected=w,
+                    got=g,
+                )
+            continue
+        slack = max(256 * 1024, 0.02 * w)
+        if abs(g - w) > slack:
+            return api.Mismatch(
+                f"{name} = {g:,.0f} bytes, expected about {w:,}",
+                expected=w,
+                got=g,
+                max_error=float(abs(g - w)),
+            )
+    return None

@@ -1,0 +1,108 @@
+"""Check for tree-reduction: the sum of n float32 values, level by level, on any device.
+
+The reference is NumPy's float64 sum. A float32 tree's rounding error grows like
+eps * log2(n) * sum(|x|), so the tolerance is 4 eps (log2 n + 1) sum(|x|): loose enough for any
+sensible float32 order of additions, tight enough that a dropped element or a float16 pass fails
+at the edge sizes. The speed grade counts n * 4 bytes per call (each value read once) against
+the device's copy bandwidth, beside torch.sum on the same tensors.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from gpulab.exercises import api
+
+ENTRY = "tree_sum"
+EPS32 = 2.0**-24
+
+
+def _values(rng: np.random.Generator, n: int) -> np.ndarray:
+    # Magnitudes 0.5 to 100 with both signs, one value in 64 scaled to ~1e4; never zero.
+    x = rng.random(n, dtype=np.float32) * np.float32(99.5) + np.float32(0.5)
+    x *= (rng.integers(0, 2, n, dtype=np.int8) * 2 - 1).astype(np.float32)
+    x[rng.random(n, dtype=np.float32) < 1 / 64] *= np.float32(100.0)
+    return x
+
+
+def cases(ctx: api.Context) -> list[api.Case]:
+    sizes = [*api.EDGE_SIZES, 4096 * 3 + 7, ctx.big(4, cap=100_000_000)]
+    out = []
+    for n in sizes:
+        label = f"n={n}"
+        if n == sizes[-1]:
+            label += " (large)"
+        elif n % 2 and n > 1:
+            label += " (odd: one value has no partner at the first level)"
+        out.append(api.Case(label, {"x": _values(ctx.rng, n)}))
+    return out
+
+
+def expected(case: api.Case, ctx: api.Context) -> dict[str, float]:
+    x = case.args["x"]
+    return {
+        "sum": float(np.sum(x, dtype=np.float64)),
+        "abs": float(np.abs(x, dtype=np.float64).sum()),
+    }
+
+
+def run(fn: Any, case: api.Case, ctx: api.Context) -> float:
+    import torch
+
+    host = case.args["x"]
+    x = torch.from_numpy(host.copy()).to(ctx.device)
+    got = fn(x)
+    if isinstance(got, torch.Tensor):
+        if got.numel() != 1:
+            raise api.CheckError(
+                f"tree_sum returned a tensor of shape {tuple(got.shape)}, expected one number"
+            )
+        value = float(got.detach().reshape(()).to("cpu", torch.float64).item())
+    elif isinstance(got, (int, float, np.floating)):
+        value = float(got)
+    else:
+        raise api.CheckError(f"tree_sum returned {type(got).__name__}, expected a tensor or float")
+    if not torch.equal(x.cpu(), torch.from_numpy(host)):
+        raise api.CheckError(
+            "tree_sum changed its input tensor (work on new tensors, not in place)"
+        )
+    return value
+
+
+def compare(want: dict, got: float, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
+    n = case.args["x"].size
+    allowed = 4 * EPS32 * (math.log2(max(n, 2)) + 1) * want["abs"]
+    err = abs(got - want["sum"])
+    if err <= allowed:  # NaN fails here
+        return None
+    return api.Mismatch(
+        f"sum = {got!r}, expected {want['sum']!r}: off by {err:.4g}, allowed {allowed:.3g}",
+        expected=want["sum"],
+        got=got,
+        max_error=err,
+    )
+
+
+def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
+    import torch
+
+    n = ctx.big(4, cap=100_000_000)
+    gen = torch.Generator(device=ctx.device).manual_seed(ctx.seed)
+
+    def setup(i: int) -> Any:
+        return torch.rand(n, device=ctx.device, generator=gen) * 200.0 - 100.0
+
+    return api.TimingSpec(
+        setup=setup,
+        learner=fn,
+        library=torch.sum,
+        library_name="torch.sum",
+        work=n * 4.0,
+        metric="GB/s",
+        ceiling="copy",
+        sync="torch" if ctx.gpu else "none",
+        note=f"n = {n:,} float32 values: n x 4 bytes, each value read once",
+    )

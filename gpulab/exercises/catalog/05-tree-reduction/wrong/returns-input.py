@@ -1,0 +1,8 @@
+# expect: expected one number
+"""Wrong: returns the input instead of reducing it."""
+
+import torch
+
+
+def tree_sum(x: torch.Tensor) -> torch.Tensor:
+    return x

@@ -1,0 +1,39 @@
+# expect: pinned =
+"""Wrong: pins the data inside the timed region (x.pin_memory() then the copy), so the pinned figure pays for an extra host-side copy every time."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+
+def _gbs(src: torch.Tensor, dst: torch.Tensor, repeats: int = 7) -> float:
+    times = []
+    for i in range(repeats + 1):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        dst.copy_(src, non_blocking=True)
+        torch.cuda.synchronize()  # wait for the copy itself, not just its launch
+        if i:  # the first copy is a warm-up
+            times.append(time.perf_counter() - t0)
+    return src.numel() * src.element_size() / statistics.median(times) / 1e9
+
+
+def measure_h2d(nbytes: int) -> dict[str, float]:
+    """GB/s (1e9 bytes per second) of copying nbytes from host to GPU, from pageable and from
+    pinned host memory."""
+    dst = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    pageable = torch.ones(nbytes, dtype=torch.uint8)  # written once, so its pages are real
+    pinned = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)  # allocated untimed
+    pinned.copy_(pageable)
+    times = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        src = pageable.pin_memory()  # a host-to-host copy into page-locked memory, timed
+        dst.copy_(src, non_blocking=True)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return {"pageable": _gbs(pageable, dst), "pinned": nbytes / statistics.median(times) / 1e9}

@@ -1,0 +1,279 @@
+"""Check for mixed-precision: one training step with torch.autocast (float16) and a GradScaler.
+
+The check builds a small MLP and a regression batch, and calls the learner's step STEPS times
+with a scaler that counts its calls. After every step it verifies that the Linear layers ran in
+float16 (forward hooks), that scale, step and update were each called once, that the step was
+not skipped, and that the returned loss follows a float64 reference training run of the same
+model (plain SGD, no autocast) computed before the learner's code was loaded. Before each step
+the check leaves NaN in every .grad, as stale gradients would be: a step that does not start
+from zeroed gradients finds inf/NaN and is skipped by the scaler.
+
+It runs on the CPU too (autocast supports float16 there); only the speed comparison against
+the same step in float32 needs a GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from gpulab.exercises import api
+
+ENTRY = "train_step"
+STEPS = 30
+LR = 0.1
+MOMENTUM = 0.9
+SIZES = (32, 64, 64, 8)
+BATCH = 256
+LOSS_RTOL = 0.05  # float16 forward passes drift from the float64 run by well under 1%
+
+
+@contextlib.contextmanager
+def _small_work(device: str) -> Iterator[None]:
+    """One CPU thread for these tiny matmuls: on a busy machine, threads fighting over a few
+    cores make them tens of times slower, not faster."""
+    import torch
+
+    if not device.startswith("cpu"):
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _weights(rng: np.random.Generator, sizes: tuple[int, ...]) -> list[np.ndarray]:
+    out = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
+        out.append(rng.uniform(-1, 1, (fan_out, fan_in)) / np.sqrt(fan_in))
+        out.append(rng.uniform(-0.1, 0.1, fan_out))
+    return out
+
+
+def cases(ctx: api.Context) -> list[api.Case]:
+    rng = ctx.rng
+    out = []
+    for k in range(2):
+        x = rng.standard_normal((BATCH, SIZES[0]))
+        teacher = rng.standard_normal((SIZES[0], SIZES[-1])) / np.sqrt(SIZES[0])
+        y = 3.0 * np.tanh(x @ teacher) + 0.5  # an offset, so the loss starts well above zero
+        out.append(
+            api.Case(
+                f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, {STEPS} steps (run {k + 1})",
+                {
+                    "x": x.astype(np.float32),
+                    "y": y.astype(np.float32),
+                    "weights": [w.astype(np.float32) for w in _weights(rng, SIZES)],
+                },
+            )
+        )
+    return out
+
+
+def _model(weights: list[np.ndarray], dtype: Any, device: Any) -> Any:
+    import torch
+
+    layers: list[Any] = []
+    for i in range(0, len(weights), 2):
+        lin = torch.nn.Linear(weights[i].shape[1], weights[i].shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(weights[i]))
+            lin.bias.copy_(torch.from_numpy(weights[i + 1]))
+        layers += [lin, torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1]).to(device=device, dtype=dtype)
+
+
+def expected(case: api.Case, ctx: api.Context) -> list[float]:
+    """The loss before each of STEPS plain-SGD steps, in float64 on the CPU."""
+    import torch
+
+    model = _model(case.args["weights"], torch.float64, "cpu")
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    x = torch.from_numpy(case.args["x"]).double()
+    y = torch.from_numpy(case.args["y"]).double()
+    losses = []
+    with _small_work("cpu"):
+        for _ in range(STEPS):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
+    return losses
+
+
+def _spy_scaler(device_type: str) -> Any:
+    import torch
+
+    class SpyScaler(torch.amp.GradScaler):
+        """A GradScaler that counts the calls the learner makes."""
+
+        def __init__(self) -> None:
+            super().__init__(device_type, init_scale=2.0**12)
+            self.calls = {"scale": 0, "step": 0, "update": 0}
+
+        def scale(self, outputs: Any) -> Any:
+            self.calls["scale"] += 1
+            return super().scale(outputs)
+
+        def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+            self.calls["step"] += 1
+            return super().step(optimizer, *args, **kwargs)
+
+        def update(self, new_scale: Any = None) -> None:
+            self.calls["update"] += 1
+            super().update(new_scale)
+
+    return SpyScaler()
+
+
+_NEEDED = (
+    ("scale", "scaler.scale(loss).backward() (backward on the scaled loss)"),
+    ("step", "scaler.step(optimizer) (instead of optimizer.step())"),
+    ("update", "scaler.update() (after scaler.step)"),
+)
+
+
+def _missing_calls(calls: dict[str, int]) -> str:
+    for key, what in _NEEDED:
+        if calls[key] != 1:
+            return f"{what} was called {calls[key]} times in one step, expected once"
+    return ""
+
+
+def run(fn: Any, case: api.Case, ctx: api.Context) -> list[float]:
+    import torch
+
+    device = torch.device(ctx.device)
+    model = _model(case.args["weights"], torch.float32, device)
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    scaler = _spy_scaler(device.type)
+    x = torch.from_numpy(case.args["x"]).to(device)
+    y = torch.from_numpy(case.args["y"]).to(device)
+    seen: list[Any] = []
+    hooks = [
+        m.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+        for m in model
+        if isinstance(m, torch.nn.Linear)
+    ]
+    losses = []
+    try:
+        with _small_work(ctx.device):
+            losses = _steps(fn, model, opt, scaler, x, y, seen)
+    finally:
+        for h in hooks:
+            h.remove()
+    return losses
+
+
+def _steps(fn: Any, model: Any, opt: Any, scaler: Any, x: Any, y: Any, seen: list) -> list[float]:
+    import torch
+
+    losses = []
+    for step in range(STEPS):
+        for p in model.parameters():  # stale gradients, as a previous backward leaves them
+            p.grad = torch.full_like(p, float("nan"))
+        before = [p.detach().clone() for p in model.parameters()]
+        seen.clear()
+        for key in scaler.calls:
+            scaler.calls[key] = 0
+        try:
+            loss = fn(model, opt, scaler, x, y)
+        except Exception as exc:
+            missing = _missing_calls(scaler.calls)
+            if not missing:
+                raise  # the grader names the error and the learner's line
+            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise api.CheckError(f"step {step}: {missing}; {type(exc).__name__}: {text}") from None
+        missing = _missing_calls(scaler.calls)
+        if missing:
+            raise api.CheckError(f"step {step}: {missing}")
+        if not seen:
+            raise api.CheckError(f"step {step}: the model was never called")
+        wrong = [d for d in seen if d != torch.float16]
+        if wrong:
+            raise api.CheckError(
+                f"step {step}: a Linear layer produced {wrong[0]} inside the training step: "
+                "run the forward pass under torch.autocast(device_type, dtype=torch.float16)"
+            )
+        if all(torch.equal(b, p) for b, p in zip(before, model.parameters(), strict=True)):
+            raise api.CheckError(
+                f"step {step}: the optimizer step was skipped because the gradients held "
+                "inf/NaN: zero them at the start of each step (optimizer.zero_grad())"
+            )
+        if isinstance(loss, torch.Tensor):
+            raise api.CheckError(
+                f"step {step}: train_step returned a tensor; return loss.item(), a float"
+            )
+        if not isinstance(loss, (int, float)) or isinstance(loss, bool):
+            raise api.CheckError(f"step {step}: train_step returned {type(loss).__name__}")
+        losses.append(float(loss))  # a Python float, checked above
+    return losses
+
+
+def compare(
+    want: list[float], got: list[float], case: api.Case, ctx: api.Context
+) -> api.Mismatch | None:
+    for step, (w, g) in enumerate(zip(want, got, strict=True)):
+        if not abs(g - w) <= LOSS_RTOL * abs(w):
+            return api.Mismatch(
+                f"the loss returned at step {step} is {g:.6g}, but the same training in float64 "
+                f"has {w:.6g} there (return the unscaled loss, before the step)",
+                index=step,
+                expected=w,
+                got=g,
+                max_error=abs(g - w),
+            )
+    if not got[-1] < 0.5 * got[0]:
+        return api.Mismatch(f"the loss did not decrease: {got[0]:.4g} -> {got[-1]:.4g}")
+    return None
+
+
+def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
+    import torch
+
+    device = torch.device(ctx.device)
+    if ctx.gpu:
+        width, depth, batch = (1024, 3, 2048) if ctx.quick else (4096, 4, 8192)
+    else:  # float16 on a CPU is no faster than float32: the figure says so
+        width, depth, batch = 256, 2, 512
+    rng = np.random.default_rng(ctx.seed)
+    weights = [w.astype(np.float32) for w in _weights(rng, (width,) * (depth + 1))]
+    amp_model = _model(weights, torch.float32, device)
+    ref_model = _model(weights, torch.float32, device)
+    amp_opt = torch.optim.SGD(amp_model.parameters(), lr=1e-4)
+    ref_opt = torch.optim.SGD(ref_model.parameters(), lr=1e-4)
+    scaler = torch.amp.GradScaler(device.type)
+    gen = torch.Generator(device=device).manual_seed(ctx.seed)
+
+    def setup(i: int) -> Any:
+        x = torch.randn(batch, width, device=device, generator=gen)
+        return x, torch.tanh(x)
+
+    def fp32_step(s: Any) -> float:
+        ref_opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(ref_model(s[0]), s[1])
+        loss.backward()
+        ref_opt.step()
+        return loss.item()
+
+    return api.TimingSpec(
+        setup=setup,
+        learner=lambda s: fn(amp_model, amp_opt, scaler, s[0], s[1]),
+        library=fp32_step,
+        library_name="the same step in float32 (no autocast, no scaler)",
+        work=6.0 * batch * width * width * depth,
+        metric="TFLOP/s",
+        # The roof is the device's float16 matmul; a CPU has none calibrated, so its float32 one.
+        ceiling="matmul:fp16" if ctx.gpu else "matmul:fp32",
+        sync="torch" if ctx.gpu else "none",
+        sets=2,
+        note=f"MLP {depth} x {width}x{width}, batch {batch}: 6 flops per weight per sample "
+        "(forward 2, backward 4)",
+    )

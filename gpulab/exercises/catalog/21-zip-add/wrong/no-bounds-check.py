@@ -1,0 +1,21 @@
+# expect: wrote past the end | illegal memory access
+"""Zip: out[i] = a[i] + b[i]."""
+
+import cupy as cp
+import numpy as np
+
+SOURCE = r"""
+extern "C" __global__ void add(const float* a, const float* b, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = a[i] + b[i];  // no bounds check
+}
+"""
+
+_kernel = cp.RawKernel(SOURCE, "add")
+
+
+def add(a, b, out):
+    n = a.size
+    threads = 256
+    blocks = (n + threads - 1) // threads
+    _kernel((blocks,), (threads,), (a, b, out, np.int32(n)))

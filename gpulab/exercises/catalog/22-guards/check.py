@@ -1,0 +1,54 @@
+"""Check for guards: a leaky ReLU over lengths that are not a multiple of the block."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpulab.exercises import api
+from gpulab.exercises import kernel_checks as kc
+
+ENTRY = "leaky_relu"
+
+
+def cases(ctx: api.Context) -> list[api.Case]:
+    sizes = [*api.EDGE_SIZES, 256 * 4, ctx.big(4, arrays=2) + 77]
+    out = []
+    for n in sizes:
+        a = ctx.rng.uniform(-1000, 1000, n).astype(np.float32)
+        note = " (a multiple of 256)" if n % 256 == 0 else ""
+        out.append(api.Case(f"n={n}{note}", {"a": a}))
+    return out
+
+
+def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
+    a = case.args["a"].astype(np.float64)
+    # 0.01f is not 0.01: the reference multiplies by the float32 constant the kernel uses
+    return np.where(a > 0, a, a * float(np.float32(0.01)))
+
+
+def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
+    return kc.run_guarded(fn, [case.args["a"]], case.args["a"].shape, np.float32)
+
+
+def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
+    return kc.compare_guarded(want, got)
+
+
+def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
+    import cupy as cp
+
+    n = ctx.big(4, arrays=2)
+
+    def setup(i: int) -> tuple:
+        a = kc.device_rng(ctx, i).standard_normal(n, dtype=cp.float32)
+        return a, cp.empty_like(a)
+
+    def library(io: tuple) -> None:
+        a, out = io
+        out[...] = cp.where(a > 0, a, a * np.float32(0.01))
+
+    return kc.spec(
+        fn, setup, library, "cupy.where", 8 * n, note="4 bytes read + 4 written per element"
+    )

@@ -1,0 +1,60 @@
+"""Check for stencil-shared: a 7-wide window sum with zeros outside the array."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpulab.exercises import api
+from gpulab.exercises import kernel_checks as kc
+
+ENTRY = "window_sum"
+RADIUS = 3
+
+
+def cases(ctx: api.Context) -> list[api.Case]:
+    return [
+        api.Case(f"n={n}", {"a": kc.nonzero_ints(ctx.rng, -1000, 1000, n).astype(np.float32)})
+        for n in [*api.EDGE_SIZES, ctx.big(4, arrays=2)]
+    ]
+
+
+def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
+    a = case.args["a"].astype(np.float64)
+    padded = np.concatenate([np.zeros(RADIUS), a, np.zeros(RADIUS)])
+    c = np.concatenate([[0.0], np.cumsum(padded)])
+    return c[2 * RADIUS + 1 :] - c[: -2 * RADIUS - 1]
+
+
+def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
+    a = case.args["a"]
+    return kc.run_guarded(fn, [a], a.shape, np.float32, repeats=kc.repeats(ctx, a.size))
+
+
+def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
+    return kc.compare_guarded(want, got, rtol=0.0, atol=0.5)  # whole numbers: exact
+
+
+def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
+    import cupy as cp
+    import cupyx.scipy.ndimage as ndi
+
+    n = ctx.big(4, arrays=2)
+    ones = cp.ones(2 * RADIUS + 1, dtype=cp.float32)
+
+    def setup(i: int) -> tuple:
+        a = kc.device_rng(ctx, i).random(n, dtype=cp.float32)
+        return a, cp.empty_like(a)
+
+    def library(io: tuple) -> None:
+        ndi.correlate1d(io[0], ones, mode="constant", cval=0.0, output=io[1])
+
+    return kc.spec(
+        fn,
+        setup,
+        library,
+        "cupyx.scipy.ndimage.correlate1d",
+        8 * n,
+        note="4 bytes read + 4 written per element",
+    )

@@ -1,0 +1,67 @@
+"""Check for conv1d: out[i] = sum_k w[k] * x[i + k - R], zeros outside, exact on whole numbers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpulab.exercises import api
+from gpulab.exercises import kernel_checks as kc
+
+ENTRY = "conv1d"
+TIMED_K = 7
+
+
+def cases(ctx: api.Context) -> list[api.Case]:
+    sizes = [*api.EDGE_SIZES, ctx.big(4, arrays=2)]
+    widths = [1, 3, 63, 7, 31, 63, 15]
+    out = []
+    for n, k in zip(sizes, widths, strict=True):
+        x = kc.nonzero_ints(ctx.rng, -100, 100, n).astype(np.float32)
+        w = kc.nonzero_ints(ctx.rng, -4, 4, k).astype(np.float32)
+        out.append(api.Case(f"n={n}, K={k}", {"x": x, "w": w}))
+    return out
+
+
+def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
+    x, w = case.args["x"].astype(np.float64), case.args["w"].astype(np.float64)
+    r = (w.size - 1) // 2
+    padded = np.concatenate([np.zeros(r), x, np.zeros(r)])
+    out = np.zeros(x.size)
+    for k in range(w.size):
+        out += w[k] * padded[k : k + x.size]
+    return out
+
+
+def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
+    x, w = case.args["x"], case.args["w"]
+    return kc.run_guarded(fn, [x, w], x.shape, np.float32, repeats=kc.repeats(ctx, x.size))
+
+
+def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
+    return kc.compare_guarded(want, got, rtol=0.0, atol=0.5)  # whole numbers: exact
+
+
+def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
+    import cupy as cp
+    import cupyx.scipy.ndimage as ndi
+
+    n = ctx.big(4, arrays=2)
+    w = cp.asarray(np.array([1, -2, 3, 4, 3, -2, 1], dtype=np.float32))
+
+    def setup(i: int) -> tuple:
+        x = kc.device_rng(ctx, i).random(n, dtype=cp.float32)
+        return x, w, cp.empty_like(x)
+
+    def library(io: tuple) -> None:
+        ndi.correlate1d(io[0], io[1], mode="constant", cval=0.0, output=io[2])
+
+    return kc.spec(
+        fn,
+        setup,
+        library,
+        "cupyx.scipy.ndimage.correlate1d",
+        8 * n,
+        note=f"4 bytes read + 4 written per element, K = {TIMED_K}",
+    )

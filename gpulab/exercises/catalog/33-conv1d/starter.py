@@ -1,0 +1,28 @@
+"""1-D convolution (cross-correlation), K odd weights centred on each element, zeros outside."""
+
+import cupy as cp
+import numpy as np
+
+SOURCE = r"""
+#define BLOCK 256
+#define MAX_R 31
+
+extern "C" __global__ void conv1d(const float* x, const float* w, float* out, int n, int K) {
+    __shared__ float tile[BLOCK + 2 * MAX_R];
+    __shared__ float ws[2 * MAX_R + 1];
+    int t = threadIdx.x;
+    int R = (K - 1) / 2;
+    int base = blockIdx.x * BLOCK;
+    int i = base + t;
+    // TODO: load the BLOCK + 2R values x[base - R ..] (0 outside) and the K weights, wait,
+    //       then out[i] = sum over k of ws[k] * tile[t + k]
+}
+"""
+
+_kernel = cp.RawKernel(SOURCE, "conv1d")
+
+
+def conv1d(x, w, out):
+    n, k = x.size, w.size
+    blocks = (n + 255) // 256
+    _kernel((blocks,), (256,), (x, w, out, np.int32(n), np.int32(k)))

@@ -1,0 +1,271 @@
+"""A CPU stand-in for CuPy's RawKernel, for testing kernel exercises where there is no GPU.
+
+The CUDA C source is compiled with the host C++ compiler behind a small prelude (threadIdx,
+blockIdx, `__shared__`, `__syncthreads`, atomics) and run block by block. The threads of a block
+are fibers (ucontext) switched only at `__syncthreads()`: every thread runs up to its next barrier,
+in thread order, before any goes past it. That makes a race deterministic: a thread that reads a
+neighbour's shared value without a barrier reads it before the neighbour wrote it, which is the
+outcome a real GPU shows only some of the time. Shared arrays are `static`, so a block sees what
+the previous block left in them, like a real SM's uninitialised shared memory.
+
+What it is not: a GPU. No warps (so no shuffles or warp-synchronous code), no concurrency between
+blocks, no timing. It exists so that references, known-wrong solutions and launch wrappers can be
+tested in CI; the real check runs on a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_PRELUDE = r"""
+#include <ucontext.h>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <vector>
+struct dim3 {
+    unsigned int x, y, z;
+    dim3(unsigned int a = 1, unsigned int b = 1, unsigned int c = 1) : x(a), y(b), z(c) {}
+};
+typedef dim3 uint3;
+static dim3 threadIdx, blockIdx, blockDim, gridDim;
+namespace emu {
+static ucontext_t sched;
+static std::vector<ucontext_t> ctx;
+static std::vector<char> done;
+static std::vector<char> stacks;
+static int cur;
+static std::function<void()> body;
+static const size_t STACK = 64 * 1024;
+static void entry() { body(); done[cur] = 1; }
+static void launch(dim3 g, dim3 b, bool barriers, std::function<void()> f) {
+    gridDim = g; blockDim = b; body = f;
+    unsigned nt = b.x * b.y * b.z;
+    if (!barriers) {  // no __syncthreads: each thread runs to its end, no fibers needed
+        for (unsigned bz = 0; bz < g.z; ++bz) for (unsigned by = 0; by < g.y; ++by)
+        for (unsigned bx = 0; bx < g.x; ++bx) {
+            blockIdx = dim3(bx, by, bz);
+            for (unsigned t = 0; t < nt; ++t) {
+                threadIdx = dim3(t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
+                f();
+            }
+        }
+        return;
+    }
+    ctx.resize(nt); done.assign(nt, 0); stacks.resize(nt * STACK);
+    for (unsigned bz = 0; bz < g.z; ++bz) for (unsigned by = 0; by < g.y; ++by)
+    for (unsigned bx = 0; bx < g.x; ++bx) {
+        blockIdx = dim3(bx, by, bz);
+        for (unsigned t = 0; t < nt; ++t) {
+            getcontext(&ctx[t]);
+            ctx[t].uc_stack.ss_sp = &stacks[t * STACK];
+            ctx[t].uc_stack.ss_size = STACK;
+            ctx[t].uc_link = &sched;
+            makecontext(&ctx[t], entry, 0);
+            done[t] = 0;
+        }
+        bool live = true;
+        while (live) {
+            live = false;
+            for (unsigned t = 0; t < nt; ++t) {
+                if (done[t]) continue;
+                cur = (int)t;
+                threadIdx = dim3(t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
+                swapcontext(&sched, &ctx[t]);
+                if (!done[t]) live = true;
+            }
+        }
+    }
+}
+}
+static void __syncthreads() { swapcontext(&emu::ctx[emu::cur], &emu::sched); }
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+#define __shared__ static
+static inline float atomicAdd(float* p, float v) {
+    float old = *p; *p = old + v; return old;  // blocks never run at once here
+}
+static inline int atomicAdd(int* p, int v) { int old = *p; *p = old + v; return old; }
+static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) {
+    unsigned int old = *p; *p = old + v; return old;
+}
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+    unsigned long long old = *p; *p = old + v; return old;
+}
+static inline float atomicMax(float* p, float v) { float old = *p; if (v > old) *p = v; return old; }
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline long long min(long long a, long long b) { return a < b ? a : b; }
+static inline long long max(long long a, long long b) { return a > b ? a : b; }
+static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
+static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
+static inline float __fdividef(float a, float b) { return a / b; }
+static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+static inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+"""
+
+# C scalar types a kernel parameter may have, and the NumPy dtype CuPy must be handed for it.
+_SCALARS: dict[str, np.dtype] = {
+    "int": np.dtype(np.int32),
+    "unsigned int": np.dtype(np.uint32),
+    "unsigned": np.dtype(np.uint32),
+    "long long": np.dtype(np.int64),
+    "long long int": np.dtype(np.int64),
+    "unsigned long long": np.dtype(np.uint64),
+    "float": np.dtype(np.float32),
+    "double": np.dtype(np.float64),
+}
+_SIGNATURE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
+_CACHE: dict[str, ctypes.CDLL] = {}
+
+
+class EmulatorError(RuntimeError):
+    """The source did not compile on the host, or a launch broke a rule CuPy would not check."""
+
+
+def compiler() -> str | None:
+    return shutil.which(os.environ.get("CXX", "g++"))
+
+
+def kernel_params(source: str, name: str) -> list[str]:
+    """The C types of `name`'s parameters, names and `__restrict__` dropped."""
+    for found, params in _SIGNATURE.findall(source):
+        if found != name:
+            continue
+        types = []
+        for p in (x.strip() for x in params.split(",") if x.strip()):
+            p = p.replace("__restrict__", " ")
+            if "*" in p:
+                types.append(p[: p.rindex("*") + 1].strip())
+            else:
+                types.append(" ".join(p.split()[:-1]).replace("const ", "").strip())
+        return types
+    raise EmulatorError(f'no extern "C" __global__ kernel named {name!r} in the source')
+
+
+def _tag(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def _unit(source: str) -> str:
+    """One source as a C++ unit: in its own namespace (so several sources that name their
+    kernels alike build into one library), its macros undefined after it, and a C launcher per
+    kernel, `emu_launch_<tag>_<name>(grid, block, args)`."""
+    tag = _tag(source)
+    body = re.sub(r'extern\s+"C"\s+(__global__)', r"\1", source)
+    macros = sorted(set(re.findall(r"^\s*#\s*define\s+(\w+)", source, re.M)))
+    launchers = []
+    starts = [m.start() for m in _SIGNATURE.finditer(source)] + [len(source)]
+    for k, (name, _) in enumerate(_SIGNATURE.findall(source)):
+        chunk = source[starts[k] : starts[k + 1]]
+        barriers = "true" if "__syncthreads" in chunk or "__device__" in source else "false"
+        types = kernel_params(source, name)
+        call = ", ".join(f"*({t}*)args[{i}]" for i, t in enumerate(types))
+        launchers.append(
+            f'extern "C" void emu_launch_{tag}_{name}(unsigned gx, unsigned gy, unsigned gz, '
+            f"unsigned bx, unsigned by, unsigned bz, void** args) {{\n"
+            f"  emu::launch(dim3(gx, gy, gz), dim3(bx, by, bz), {barriers}, "
+            f"[=] {{ emu_{tag}::{name}({call}); }});\n}}\n"
+        )
+    undef = "".join(f"#undef {m}\n" for m in macros)
+    return f'namespace emu_{tag} {{\n#line 1 "kernel.cu"\n{body}\n}}\n{undef}' + "".join(launchers)
+
+
+def prebuild(sources: list[str]) -> None:
+    """Compile every source not built yet into one library: one compiler run for a whole test
+    session instead of one per source (the prelude's headers dominate the compile time)."""
+    todo = sorted({s for s in sources if _tag(s) not in _CACHE})
+    if not todo:
+        return
+    lib = _compile(_PRELUDE + "".join(_unit(s) for s in todo))
+    for s in todo:
+        _CACHE[_tag(s)] = lib
+
+
+def _compile(text: str) -> ctypes.CDLL:
+    cxx = compiler()
+    if cxx is None:
+        raise EmulatorError("no host C++ compiler (g++) to emulate the kernel with")
+    key = hashlib.sha256(text.encode()).hexdigest()[:24]
+    out_dir = Path(tempfile.gettempdir()) / "gpulab-cuda-emu"
+    out_dir.mkdir(exist_ok=True)
+    lib = out_dir / f"{key}.so"
+    if not lib.exists():
+        src = out_dir / f"{key}.{os.getpid()}.cpp"
+        src.write_text(text)
+        tmp = out_dir / f"{key}.{os.getpid()}.so"
+        proc = subprocess.run(
+            [cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", str(src), "-o", str(tmp)],
+            capture_output=True,
+            text=True,
+        )
+        src.unlink(missing_ok=True)
+        if proc.returncode != 0:
+            raise EmulatorError("host compile failed:\n" + proc.stderr[-3000:])
+        tmp.replace(lib)
+    return ctypes.CDLL(str(lib))
+
+
+def _build(source: str) -> ctypes.CDLL:
+    if _tag(source) not in _CACHE:
+        prebuild([source])
+    return _CACHE[_tag(source)]
+
+
+def _dims(v: Any) -> tuple[int, int, int]:
+    t = tuple(int(x) for x in (v if isinstance(v, tuple | list) else (v,)))
+    if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
+        raise EmulatorError(f"grid and block must be 1 to 3 positive sizes, got {v!r}")
+    return (t + (1, 1))[:3]  # type: ignore[return-value]
+
+
+class RawKernel:
+    """`cupy.RawKernel(source, name)` on the CPU: `kernel(grid, block, args)`."""
+
+    def __init__(self, code: str, name: str, options: tuple[str, ...] = (), **_: Any) -> None:
+        self.code, self.name = code, name
+        self.params = kernel_params(code, name)
+        self._fn: Any = None
+
+    def __call__(self, grid: Any, block: Any, args: tuple, shared_mem: int = 0) -> None:
+        if self._fn is None:
+            self._fn = getattr(_build(self.code), f"emu_launch_{_tag(self.code)}_{self.name}")
+        g, b = _dims(grid), _dims(block)
+        if b[0] * b[1] * b[2] > 1024:
+            raise EmulatorError(f"{b[0] * b[1] * b[2]} threads per block; a GPU allows 1024")
+        if len(args) != len(self.params):
+            raise EmulatorError(f"{self.name} takes {len(self.params)} arguments, got {len(args)}")
+        keep, ptrs = [], []
+        for i, (arg, ctype) in enumerate(zip(args, self.params, strict=True)):
+            if "*" in ctype:
+                if not isinstance(arg, np.ndarray):
+                    raise EmulatorError(f"argument {i} of {self.name} must be an array")
+                val: Any = ctypes.c_void_p(arg.ctypes.data)
+            else:
+                want = _SCALARS.get(ctype)
+                if want is None:
+                    raise EmulatorError(f"the emulator does not know the C type {ctype!r}")
+                if not isinstance(arg, np.generic) or arg.dtype != want:
+                    got = arg.dtype.name if isinstance(arg, np.generic) else type(arg).__name__
+                    raise EmulatorError(
+                        f"argument {i} of {self.name} is a {got} but the kernel takes {ctype}: "
+                        f"pass np.{want.name}(...)"
+                    )
+                val = ctypes.create_string_buffer(arg.tobytes(), want.itemsize)
+            keep.append(val)
+            ptrs.append(ctypes.cast(ctypes.pointer(val), ctypes.c_void_p))
+        argv = (ctypes.c_void_p * max(1, len(ptrs)))(*ptrs)
+        self._fn(*g, *b, argv)

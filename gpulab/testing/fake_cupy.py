@@ -1,0 +1,251 @@
+"""A `cupy` module for CPU tests: NumPy arrays, and RawKernel run by the CUDA emulator.
+
+Install it with `install(monkeypatch)` (or `sys.modules["cupy"] = make()`) before importing code
+that does `import cupy`. Arrays are NumPy arrays whose allocation is padded past the end, as CuPy's
+memory pool rounds allocations up: a kernel without a bounds check then reads or writes a little
+past the array without crashing the test process, and the check that owns the output buffer is the
+one that notices.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import numpy as np
+
+from gpulab.testing.cuda_emu import RawKernel
+
+PAD_BYTES = 64 << 10  # more than a block of 1024 threads can reach past the end with 16-byte loads
+
+
+def _padded(shape: Any, dtype: Any) -> np.ndarray:
+    dt = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+    n = int(np.prod(shape, dtype=np.int64))
+    extra = -(-PAD_BYTES // dt.itemsize)
+    return np.empty(n + extra, dtype=dt)[:n].reshape(shape)
+
+
+def empty(shape: Any, dtype: Any = np.float64) -> np.ndarray:
+    out = _padded(shape, dtype)
+    out.fill(np.nan if np.dtype(dtype).kind == "f" else 0x5A)  # garbage, as cudaMalloc gives
+    return out
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None) -> np.ndarray:
+    out = _padded(shape, np.asarray(fill_value).dtype if dtype is None else dtype)
+    out.fill(fill_value)
+    return out
+
+
+def zeros(shape: Any, dtype: Any = np.float64) -> np.ndarray:
+    return full(shape, 0, dtype)
+
+
+def ones(shape: Any, dtype: Any = np.float64) -> np.ndarray:
+    return full(shape, 1, dtype)
+
+
+def empty_like(a: np.ndarray, dtype: Any = None) -> np.ndarray:
+    return empty(a.shape, a.dtype if dtype is None else dtype)
+
+
+def zeros_like(a: np.ndarray, dtype: Any = None) -> np.ndarray:
+    return zeros(a.shape, a.dtype if dtype is None else dtype)
+
+
+def full_like(a: np.ndarray, fill_value: Any, dtype: Any = None) -> np.ndarray:
+    return full(a.shape, fill_value, a.dtype if dtype is None else dtype)
+
+
+def asarray(a: Any, dtype: Any = None) -> np.ndarray:
+    src = np.asarray(a, dtype=dtype)
+    out = _padded(src.shape, src.dtype)
+    out[...] = src
+    return out
+
+
+def ascontiguousarray(a: Any, dtype: Any = None) -> np.ndarray:
+    return asarray(a, dtype)
+
+
+def asnumpy(a: Any) -> np.ndarray:
+    return np.array(a)
+
+
+class _Device:
+    attributes = {"MultiProcessorCount": 2}  # small, so a fixed grid is outgrown by the tests
+
+    def __init__(self, index: int = 0) -> None:
+        self.id = index
+
+    def synchronize(self) -> None:
+        return None
+
+    def __enter__(self) -> _Device:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def make() -> types.ModuleType:
+    """A fresh fake `cupy` module: NumPy's namespace with the functions above on top."""
+    mod = types.ModuleType("cupy")
+    mod.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("_")})
+    for name in (
+        "empty",
+        "full",
+        "zeros",
+        "ones",
+        "empty_like",
+        "zeros_like",
+        "full_like",
+        "asarray",
+        "ascontiguousarray",
+        "asnumpy",
+    ):
+        setattr(mod, name, globals()[name])
+    mod.array = asarray
+    mod.RawKernel = RawKernel
+    mod.ElementwiseKernel = ElementwiseKernel
+    mod.ReductionKernel = ReductionKernel
+    mod.ndarray = np.ndarray
+    mod.cuda = types.SimpleNamespace(Device=_Device)
+    mod.__gpulab_fake__ = True
+    return mod
+
+
+def install(monkeypatch: Any) -> types.ModuleType:
+    """Put a fake `cupy` in sys.modules for one test (pytest's monkeypatch undoes it)."""
+    import sys
+
+    mod = make()
+    monkeypatch.setitem(sys.modules, "cupy", mod)
+    try:  # cupyx.scipy mirrors SciPy; checks use it for library paths
+        import scipy.ndimage
+        import scipy.special
+    except ImportError:
+        return mod
+    x, xs = types.ModuleType("cupyx"), types.ModuleType("cupyx.scipy")
+    x.scipy, xs.ndimage, xs.special = xs, scipy.ndimage, scipy.special
+    monkeypatch.setitem(sys.modules, "cupyx", x)
+    monkeypatch.setitem(sys.modules, "cupyx.scipy", xs)
+    monkeypatch.setitem(sys.modules, "cupyx.scipy.ndimage", scipy.ndimage)
+    monkeypatch.setitem(sys.modules, "cupyx.scipy.special", scipy.special)
+    return mod
+
+
+_CTYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
+
+
+def _params(spec: str) -> list[tuple[str, str]]:
+    """'float32 x, T y' -> [('float32', 'x'), ('T', 'y')]."""
+    return [tuple(p.split()) for p in (q.strip() for q in spec.split(",")) if p]  # type: ignore[misc]
+
+
+def _bind(params: list[tuple[str, str]], args: list[Any]) -> dict[str, str]:
+    """C type of each parameter; a one-letter type (T) takes the dtype of its first argument."""
+    types: dict[str, str] = {}
+    out = {}
+    for (t, name), arg in zip(params, args, strict=False):
+        if t not in _CTYPES and arg is not None:
+            types.setdefault(t, np.asarray(arg).dtype.name)
+        out[name] = _CTYPES[types.get(t, t)]
+    return out
+
+
+class ElementwiseKernel:
+    """`cupy.ElementwiseKernel` for arrays of one shape and scalars, run by the emulator: the
+    operation is pasted into a loop over `i`, as CuPy does, so its C is really compiled."""
+
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str = "k", **_: Any):
+        self.ins, self.outs, self.op, self.name = (
+            _params(in_params),
+            _params(out_params),
+            operation,
+            name,
+        )
+
+    def __call__(self, *args: Any) -> Any:
+        ins, outs = list(args[: len(self.ins)]), list(args[len(self.ins) :])
+        arrays = [a for a in ins if isinstance(a, np.ndarray)]
+        ctype = _bind(self.ins + self.outs, ins + outs + [None] * (len(self.outs) - len(outs)))
+        while len(outs) < len(self.outs):
+            outs.append(
+                empty(
+                    arrays[0].shape,
+                    {v: k for k, v in _CTYPES.items()}[ctype[self.outs[len(outs)][1]]],
+                )
+            )
+        decl, bind, launch = [], [], []
+        for (_, n), a in zip(self.ins, ins, strict=True):
+            if isinstance(a, np.ndarray):
+                decl.append(f"const {ctype[n]}* {n}_")
+                bind.append(f"const {ctype[n]} {n} = {n}_[i];")
+                launch.append(a)
+            else:
+                decl.append(f"{ctype[n]} {n}")
+                launch.append(np.dtype({v: k for k, v in _CTYPES.items()}[ctype[n]]).type(a))
+        for (_, n), a in zip(self.outs, outs, strict=True):
+            decl.append(f"{ctype[n]}* {n}_")
+            bind.append(f"{ctype[n]}& {n} = {n}_[i];")
+            launch.append(a)
+        typedefs = "".join(
+            f"typedef {ctype[n]} {t}; "
+            for t, n in dict((t, n) for t, n in self.ins + self.outs if t not in _CTYPES).items()
+        )
+        src = (
+            f'extern "C" __global__ void {self.name}({", ".join(decl)}, long long n) {{\n'
+            f"  {typedefs}\n"
+            f"  for (long long i = 0; i < n; ++i) {{ {' '.join(bind)} {self.op}; }}\n}}\n"
+        )
+        RawKernel(src, self.name)((1,), (1,), (*launch, np.int64(arrays[0].size)))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+class ReductionKernel:
+    """`cupy.ReductionKernel` of one input over all of it (axis=None) or over the last axis of a
+    C-ordered array, run by the emulator in one thread: `a` starts at identity, each element's
+    map_expr is `b`, `a = reduce_expr`, and post_map_expr sets the output from `a`."""
+
+    def __init__(
+        self,
+        in_params: str,
+        out_params: str,
+        map_expr: str,
+        reduce_expr: str,
+        post_map_expr: str,
+        identity: str,
+        name: str = "r",
+        **_: Any,
+    ) -> None:
+        self.ins, self.outs = _params(in_params), _params(out_params)
+        self.exprs = (map_expr, reduce_expr, post_map_expr, identity)
+        self.name = name
+
+    def __call__(self, x: np.ndarray, out: Any = None, axis: Any = None) -> np.ndarray:
+        if axis not in (None, -1, x.ndim - 1):
+            raise NotImplementedError("the fake reduces over everything or the last axis only")
+        (xt, xn), (_, yn) = self.ins[0], self.outs[0]
+        t = _bind(self.ins, [x])[xn]
+        inner = x.size if axis is None else x.shape[-1]
+        shape = () if axis is None else x.shape[:-1]
+        if out is None:
+            out = empty(shape, x.dtype)
+        mapped, reduce, post, ident = self.exprs
+        typedef = f"typedef {t} {xt};" if xt not in _CTYPES else ""
+        src = (
+            f'extern "C" __global__ void {self.name}(const {t}* {xn}_, {t}* {yn}_, long long m, '
+            f"long long k) {{\n  {typedef}\n  for (long long r = 0; r < m; ++r) {{\n"
+            f"    {t} a = ({ident});\n"
+            f"    for (long long i = 0; i < k; ++i) {{ const {t} {xn} = {xn}_[r * k + i]; "
+            f"{t} b = ({mapped}); a = ({reduce}); }}\n"
+            f"    {t}& {yn} = {yn}_[r]; {post};\n  }}\n}}\n"
+        )
+        flat = out.reshape(-1)
+        RawKernel(src, self.name)(
+            (1,), (1,), (x, flat, np.int64(max(1, flat.size)), np.int64(inner))
+        )
+        return out

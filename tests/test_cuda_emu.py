@@ -1,0 +1,75 @@
+"""The CPU stand-in for RawKernel that the kernel track's tests rely on (gpulab/testing)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpulab.testing import cuda_emu, fake_cupy
+
+pytestmark = pytest.mark.skipif(cuda_emu.compiler() is None, reason="no host C++ compiler")
+
+SHIFT = r"""
+extern "C" __global__ void shift(const float* a, float* out, int n) {
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = a[blockIdx.x * 64 + t];
+    BARRIER
+    if (blockIdx.x * 64 + t < n) out[blockIdx.x * 64 + t] = t < 63 ? s[t + 1] : -1.0f;
+}
+"""
+
+
+def _shift(barrier: str) -> np.ndarray:
+    cp = fake_cupy.make()
+    a = cp.asarray(np.arange(128, dtype=np.float32) + 1)
+    out = cp.full(128, np.nan, dtype=np.float32)
+    cp.RawKernel(SHIFT.replace("BARRIER", barrier), "shift")((2,), (64,), (a, out, np.int32(128)))
+    return out
+
+
+def test_threads_meet_at_the_barrier() -> None:
+    out = _shift("__syncthreads();")
+    want = np.where(np.arange(128) % 64 < 63, np.arange(128) + 2, -1)
+    assert np.array_equal(out, want)
+
+
+def test_a_missing_barrier_reads_stale_shared_memory_every_time() -> None:
+    for _ in range(2):
+        out = _shift("")
+        # thread t of block 1 reads s[t + 1] before its neighbour stored a[65 + t] there, so it
+        # gets what block 0 left, a[t + 1] = t + 2, every time
+        assert np.array_equal(out[64:127], np.arange(63) + 2)
+
+
+def test_scalars_must_have_the_parameters_exact_type() -> None:
+    cp = fake_cupy.make()
+    k = cp.RawKernel(SHIFT.replace("BARRIER", ""), "shift")
+    a = cp.zeros(64, dtype=np.float32)
+    with pytest.raises(cuda_emu.EmulatorError, match=r"takes int: pass np.int32"):
+        k((1,), (64,), (a, a, 64))
+    with pytest.raises(cuda_emu.EmulatorError, match="1024"):
+        k((1,), (2048,), (a, a, np.int32(64)))
+
+
+def test_allocations_are_padded_like_the_pool() -> None:
+    cp = fake_cupy.make()
+    a = cp.empty(3, dtype=np.float32)
+    assert a.base is not None and a.base.nbytes >= fake_cupy.PAD_BYTES
+
+
+def test_elementwise_kernel_pastes_the_operation_into_a_loop() -> None:
+    cp = fake_cupy.make()
+    k = cp.ElementwiseKernel("float32 s, T x", "T y", "y = s * x + (T)i", "affine")
+    x = cp.asarray(np.array([1, 2, 3], dtype=np.float32))
+    assert np.array_equal(k(np.float32(2), x), [2, 5, 8])
+
+
+def test_reduction_kernel_over_everything_and_over_rows() -> None:
+    cp = fake_cupy.make()
+    k = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "norm")
+    x = cp.asarray(np.array([[3, 4], [6, 8]], dtype=np.float32))
+    assert float(k(x)) == pytest.approx(np.sqrt(125))
+    out = cp.empty(2, dtype=np.float32)
+    k(x, axis=1, out=out)
+    assert np.array_equal(out, [5, 10])

@@ -1,0 +1,225 @@
+"""The kernel track (catalog orders 20..35) without a GPU.
+
+Every CUDA C source in an exercise folder (starter, solution, wrong/, race/, slow/) is compiled
+with NVRTC (or nvcc) for the H100, and run on the CPU by gpulab.testing's emulator through a fake
+`cupy`: the reference passes every case, the starter and every known-wrong solution fail with the
+promised message, and the timing spec's learner and library paths compute the same thing. The GPU
+run of the same folders is tests/test_kernel_track_gpu.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import itertools
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from gpulab.exercises import api
+from gpulab.exercises.catalog import load_catalog
+from gpulab.exercises.grader import run_check
+from gpulab.lessons.catalog import default_catalog
+from gpulab.testing import cuda_emu, fake_cupy, nvrtc
+
+CATALOG = Path(__file__).resolve().parent.parent / "gpulab" / "exercises" / "catalog"
+_FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
+_count = itertools.count()
+
+
+def _front(folder: Path) -> dict[str, Any]:
+    return yaml.safe_load(_FRONT.match((folder / "exercise.md").read_text()).group(1))
+
+
+def _track() -> list[Path]:
+    folders = [p for p in sorted(CATALOG.iterdir()) if (p / "exercise.md").is_file()]
+    return [p for p in folders if 20 <= int(_front(p)["order"]) <= 35]
+
+
+TRACK = _track()
+_EXERCISES = {ex.folder.name: ex for ex in load_catalog()}
+IDS = [p.name for p in TRACK]
+
+
+def _variants(folder: Path) -> list[Path]:
+    return [
+        folder / "starter.py",
+        folder / "solution.py",
+        *sorted(folder.glob("wrong/*.py")),
+        *sorted(folder.glob("race/*.py")),
+        *sorted(folder.glob("slow/*.py")),
+    ]
+
+
+def _load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_kt_{next(_count)}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _ctx(seed: int = 7) -> api.Context:
+    # fill_bytes small: the emulator runs every thread on the CPU, so the "big" case is 64K elements
+    return api.Context(
+        rng=np.random.default_rng(seed),
+        seed=seed,
+        gpu=False,
+        cupy=False,
+        device="cpu",
+        fill_bytes=1 << 18,
+        check_bytes=1 << 17,
+    )
+
+
+def _grade(folder: Path, solution: Path, seed: int = 7) -> str | None:
+    """The engine's own grader (no timing: the emulator has no clock worth grading); None when
+    the file passes, else the failure message."""
+    ex = dataclasses.replace(_EXERCISES[folder.name], timed=False)
+    result = run_check(ex, solution, seed, _ctx(seed))
+    return None if result.verdict == "pass" else result.message
+
+
+@pytest.fixture
+def cupy_fake(monkeypatch: pytest.MonkeyPatch, _emulated: None) -> ModuleType:
+    return fake_cupy.install(monkeypatch)
+
+
+def test_the_track_has_at_least_twelve_exercises_in_order() -> None:
+    orders = [int(_front(p)["order"]) for p in TRACK]
+    assert len(TRACK) >= 12
+    assert orders == sorted(set(orders))
+    for folder, order in zip(TRACK, orders, strict=True):
+        assert folder.name == f"{order:02d}-{_front(folder)['id']}"
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_front_matter(folder: Path) -> None:
+    meta = _front(folder)
+    assert meta["lesson"] in default_catalog(), meta["lesson"]
+    assert meta["needs"] == "cupy"
+    assert meta["metric"] in ("GB/s", "TFLOP/s")
+    g = meta["grades"]
+    assert 0 < g["bronze"] < g["silver"] < g["gold"] < 1
+    assert 2 <= len(meta["hints"]) <= 4
+    body = _FRONT.sub("", (folder / "exercise.md").read_text())
+    assert body.lstrip().startswith("# ") and "## What is checked" in body
+    for wrong in folder.glob("wrong/*.py"):
+        assert wrong.read_text().startswith("# expect: "), wrong.name
+    assert "TODO" in (folder / "starter.py").read_text()
+
+
+def _sources(folder: Path, paths: list[Path] | None = None) -> dict[str, tuple[str, str]]:
+    """Every RawKernel source the folder's Python files build, by "file:kernel"."""
+    found: dict[str, tuple[str, str]] = {}
+    saved = sys.modules.get("cupy")
+    try:
+        for path in paths or _variants(folder):
+            mod = fake_cupy.make()
+
+            class Recorder(cuda_emu.RawKernel):
+                def __init__(self, code: str, name: str, *a: Any, _p: Path = path, **kw: Any):
+                    super().__init__(code, name, *a, **kw)
+                    found[f"{_p.relative_to(folder)}:{name}"] = (code, name)
+
+            mod.RawKernel = Recorder
+            sys.modules["cupy"] = mod
+            _load(path)
+    finally:
+        if saved is None:
+            sys.modules.pop("cupy", None)
+        else:
+            sys.modules["cupy"] = saved
+    return found
+
+
+@pytest.fixture(scope="module")
+def _emulated() -> None:
+    """Every kernel of the track compiled for the emulator in one compiler run."""
+    if cuda_emu.compiler() is None:
+        pytest.skip("no host C++ compiler for the CUDA emulator")
+    cuda_emu.prebuild([code for f in TRACK for code, _ in _sources(f).values()])
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_every_kernel_compiles_for_the_h100(folder: Path) -> None:
+    """With NVRTC (in-process, fast) every file; with nvcc (a process each) the starter and the
+    solution, since the emulator's host compile already sees every file's syntax."""
+    tool = nvrtc.available()
+    if "RawKernel" not in (folder / "solution.py").read_text():
+        pytest.skip("CuPy writes this kernel around the operation; the emulator compiles that")
+    if tool is None:
+        pytest.skip("neither NVRTC nor nvcc is installed")
+    paths = None if tool == "nvrtc" else [folder / "starter.py", folder / "solution.py"]
+    sources = _sources(folder, paths)
+    assert any(k.startswith("solution.py:") for k in sources)
+    errors, seen = {}, set()
+    for key, (code, name) in sources.items():
+        assert re.search(rf'extern\s+"C"\s+__global__\s+void\s+{name}\s*\(', code), key
+        if code not in seen:
+            seen.add(code)
+            log = nvrtc.compile_errors(code)
+            if log:
+                errors[key] = log
+    assert not errors, "\n".join(f"{k}:\n{v}" for k, v in errors.items())
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_reference_passes_and_every_wrong_fails(folder: Path, cupy_fake: ModuleType) -> None:
+    assert _grade(folder, folder / "solution.py") is None
+    assert _grade(folder, folder / "starter.py") is not None, "the starter passes"
+    for wrong in sorted(folder.glob("wrong/*.py")) + sorted(folder.glob("race/*.py")):
+        first, second = (wrong.read_text().splitlines() + [""])[:2]
+        assert first.startswith("# expect: "), wrong.name
+        if second.startswith("# gpu-only:"):
+            continue  # a race between blocks: the emulator runs blocks one at a time
+        message = _grade(folder, wrong)
+        assert message is not None, f"{wrong.name} passes"
+        alternatives = first.removeprefix("# expect: ").split(" | ")
+        assert any(alt in message for alt in alternatives), f"{wrong.name}: {message}"
+    for slow in sorted(folder.glob("slow/*.py")):
+        assert _grade(folder, slow) is None, f"{slow.name} is slow, not wrong"
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_cases_and_references(folder: Path) -> None:
+    check = _load(folder / "check.py")
+    ctx = _ctx()
+    cases = check.cases(ctx)
+    assert len(cases) >= 7
+    names = [c.name for c in cases]
+    assert len(set(names)) == len(names)
+    for case in cases:
+        want = np.asarray(check.expected(case, ctx))
+        assert np.isfinite(want.astype(np.float64)).all(), case.name
+        for v in case.args.values():
+            if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+                assert np.count_nonzero(v) > 0.9 * v.size, f"{case.name}: mostly zeros"
+    again = check.cases(_ctx())
+    for c1, c2 in zip(cases, again, strict=True):
+        for k in c1.args:
+            assert np.array_equal(c1.args[k], c2.args[k]), "cases are not drawn from ctx.rng"
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_timing_learner_and_library_agree(folder: Path, cupy_fake: ModuleType) -> None:
+    check = _load(folder / "check.py")
+    ctx = _ctx()
+    spec = check.timing(getattr(_load(folder / "solution.py"), check.ENTRY), ctx)
+    meta = _front(folder)
+    assert spec.metric == meta["metric"] and spec.sync == "cupy" and spec.work > 0
+    assert spec.ceiling == ("copy" if meta["metric"] == "GB/s" else "matmul:fp32")
+    inputs = spec.setup(0)
+    assert all(np.count_nonzero(x) for x in inputs[:-1] if isinstance(x, np.ndarray))
+    spec.learner(inputs)
+    assert spec.verify(inputs) is None
+    spec.learner(inputs)
+    inputs[-1][...] = inputs[-1] + 1  # a result the timed calls did not compute
+    assert "differs from" in spec.verify(inputs)
+    first = next(i for i, x in enumerate(inputs) if isinstance(x, np.ndarray))
+    assert not np.array_equal(inputs[first], spec.setup(1)[first]), "input sets are not rotated"

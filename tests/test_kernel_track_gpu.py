@@ -1,0 +1,100 @@
+"""The kernel track on a real GPU with CuPy: references pass, known-wrong solutions fail, and the
+reference's speed against the calibrated ceiling is printed (run with -s to read it).
+
+The same check modules as tests/test_kernel_track.py, but no emulator: real NVRTC, real races.
+race/ solutions are run too and only reported, since a race may pass by luck on a given GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from conftest import cupy_available
+from test_kernel_track import _EXERCISES, IDS, TRACK, _front, _load
+
+from gpulab.exercises import api
+from gpulab.exercises.grader import run_check
+
+pytestmark = pytest.mark.gpu
+
+
+def _gpu_ctx(seed: int = 11) -> api.Context:
+    return api.Context(
+        rng=np.random.default_rng(seed), seed=seed, gpu=True, cupy=True, device="cuda:0"
+    )
+
+
+def _check(folder, solution, seed: int = 11) -> str | None:
+    """The engine's grader on the GPU, correctness only (the speed test below times)."""
+    ex = dataclasses.replace(_EXERCISES[folder.name], timed=False)
+    result = run_check(ex, solution, seed, _gpu_ctx(seed))
+    return None if result.verdict == "pass" else result.message
+
+
+def _median_s(call, inputs, repeats: int = 10) -> float:
+    import cupy as cp
+
+    call(inputs)
+    times = []
+    for _ in range(repeats):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        call(inputs)
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+    return float(np.median(times))
+
+
+@pytest.fixture(autouse=True)
+def _needs_cupy() -> None:
+    if not cupy_available():
+        pytest.skip("needs CuPy on a GPU")
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_gpu_reference_passes_and_the_starter_fails(folder) -> None:
+    """wrong/ is tests/test_exercises_catalog.py's, through a worker: a write past the end can
+    fault, and an illegal address ruins this process's CUDA context for every later test. race/
+    and slow/ files stay in bounds; their verdicts are printed (-s)."""
+    bad = _check(folder, folder / "solution.py")
+    assert bad is None, bad
+    assert _check(folder, folder / "starter.py") is not None
+    for extra in sorted(folder.glob("race/*.py")) + sorted(folder.glob("slow/*.py")):
+        bad = _check(folder, extra)
+        print(f"{folder.name}/{extra.parent.name}/{extra.name}: {'rejected' if bad else 'passed'}")
+
+
+@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_gpu_speed_of_reference_and_slow_versions(folder) -> None:
+    """Prints figure / ceiling for the reference (must reach silver) and each slow/ example.
+    The ceiling is measured here the way gpulab calibrates it (torch copy_ / cupy.matmul)."""
+    import cupy as cp
+
+    check = _load(folder / "check.py")
+    meta = _front(folder)
+    ctx = _gpu_ctx()
+    results = {}
+    for path in [folder / "solution.py", *sorted(folder.glob("slow/*.py"))]:
+        spec = check.timing(getattr(_load(path), check.ENTRY), ctx)
+        inputs = spec.setup(0)
+        results[path.name] = spec.work / _median_s(spec.learner, inputs)
+        if path.name == "solution.py":
+            results["library"] = spec.work / _median_s(spec.library, inputs)
+        del inputs
+    if spec.ceiling == "copy":
+        n = 256 << 18
+        src, dst = cp.ones(n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)
+        ceiling = 8 * n / _median_s(lambda _: dst.__setitem__(Ellipsis, src), None)
+        scale = 1e9
+    else:
+        a = cp.ones((8192, 8192), dtype=cp.float32)
+        ceiling = 2 * 8192**3 / _median_s(lambda _: cp.matmul(a, a), None, repeats=5)
+        scale = 1e12
+    for name, value in results.items():
+        print(
+            f"{folder.name}: {name}: {value / scale:.3g} {spec.metric} = {value / ceiling:.2f} of {spec.ceiling}"
+        )
+    assert results["solution.py"] / ceiling >= meta["grades"]["silver"], results
