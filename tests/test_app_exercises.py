@@ -113,7 +113,8 @@ async def test_open_fix_check_hint_reset_and_find_progress_after_restart():
         assert any(FIX in p.read_text() for p in ws.backups(ex_def))
         # the lesson tree shows the exercise's progress
         lessons = app.query_one("#lessons")
-        assert lessons._ex_marks.get(ex_def.lesson) == (1, 1)
+        done, total = lessons._ex_marks[ex_def.lesson]
+        assert done == 1 and total >= 1
         await pilot.press("q")
     # a fresh app finds the progress: passing, with a grade, one hint revealed
     app = quick_app()
@@ -180,10 +181,11 @@ async def test_a_hang_is_cancelled_and_a_crash_survived_and_the_code_stays():
 def test_every_exercise_link_in_the_lessons_names_an_exercise():
     from gpulab.lessons.catalog import default_catalog
 
-    known = set(load_catalog().ids())
+    exercises = load_catalog()
     links = [(le.id, link.exercise) for le in default_catalog() for link in le.exercise_links()]
-    assert ("pytorch-on-the-gpu", "vector-add") in links
-    assert [(lesson, ex) for lesson, ex in links if ex not in known] == []
+    assert [(lesson, ex) for lesson, ex in links if ex not in exercises.ids()] == []
+    # and every exercise is linked from the lesson it names
+    assert [e.id for e in exercises if (e.lesson, e.id) not in links] == []
 
 
 async def test_a_lesson_link_opens_its_exercise_and_the_tree_counts_it():
@@ -196,8 +198,8 @@ async def test_a_lesson_link_opens_its_exercise_and_the_tree_counts_it():
         await lessons.open_lesson("pytorch-on-the-gpu")
         await pilot.pause()
         buttons = [b for b in lessons.run_links() if isinstance(b, ExerciseButton)]
-        assert [b.link.exercise for b in buttons] == ["vector-add"]
-        assert lessons._ex_marks["pytorch-on-the-gpu"] == (0, 1)
+        assert [b.link.exercise for b in buttons][0] == "vector-add"
+        assert lessons._ex_marks["pytorch-on-the-gpu"][0] == 0
         buttons[0].press()
         ex = pane(app)
         await wait_for(pilot, lambda: ex.current is not None, 5, "the exercise")
