@@ -31,6 +31,7 @@ from gpulab.exercises.progress import NOT_STARTED, PASSING, ExerciseProgress, Pr
 from gpulab.exercises.workspace import Workspace, WorkspaceError
 
 NARROW_BELOW = 100  # columns: below this the verdict goes under the code
+TITLE_MAX = 44  # the list's title column, so state and grade fit in 80 columns
 STATE_STYLE = {PASSING: "green", "failing": "red", NOT_STARTED: "dim"}
 
 
@@ -183,9 +184,12 @@ class ExercisesPane(Widget):
         for ex in self.catalog:
             p = progress.get(ex.id, ExerciseProgress(ex.id))
             why = ex.unavailable(self.inventory) if self.inventory is not None else ""
+            if why:  # the whole reason shows when it is opened; here, what is missing
+                why = "needs CuPy" if "cupy" in ex.needs else "needs a GPU"
             state = Text(why or p.state, style="dim" if why else STATE_STYLE.get(p.state, ""))
-            best = p.best_grade or ("passed before" if p.passed_ever else "")
-            table.add_row(str(ex.order), ex.title, state, best, key=ex.id)
+            best = p.best_grade or ("passed" if p.passed_ever else "")
+            title = ex.title if len(ex.title) <= TITLE_MAX else ex.title[: TITLE_MAX - 1] + "…"
+            table.add_row(str(ex.order), title, state, best, key=ex.id)
         if self.catalog.exercises:
             table.move_cursor(row=min(max(keep, 0), len(self.catalog) - 1))
         self.query_one("#ex-track", Static).update(
