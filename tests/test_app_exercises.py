@@ -197,7 +197,7 @@ async def test_a_lesson_link_opens_its_exercise_and_the_tree_counts_it():
         lessons = app.query_one("#lessons")
         await lessons.open_lesson("pytorch-on-the-gpu")
         await pilot.pause()
-        buttons = [b for b in lessons.run_links() if isinstance(b, ExerciseButton)]
+        buttons = [b for b in lessons.link_buttons() if isinstance(b, ExerciseButton)]
         assert [b.link.exercise for b in buttons][0] == "vector-add"
         assert lessons._ex_marks["pytorch-on-the-gpu"][0] == 0
         buttons[0].press()

@@ -384,7 +384,7 @@ class LessonsPane(Widget):
             self.query_one("#lesson-tree", Tree).focus()
         elif event.key in ("up", "down") and isinstance(focused, RunLink | ExerciseButton):
             event.stop()
-            buttons = self.run_links()
+            buttons = self.link_buttons()
             i = -1  # a button of the last lesson, still leaving: back to the text
             if focused in buttons:
                 i = buttons.index(focused) + (1 if event.key == "down" else -1)
@@ -469,9 +469,12 @@ class LessonsPane(Widget):
         mounted = runs.mount_all(self._run_widgets) if self._run_widgets else None
         return AwaitComplete(removed, *([mounted] if mounted is not None else []))
 
-    def run_links(self) -> list[Button]:
-        """The open lesson's run and practise buttons (not the last lesson's, which may still be
-        leaving)."""
+    def run_links(self) -> list[RunLink]:
+        """The open lesson's run buttons (not the last lesson's, which may still be leaving)."""
+        return [w for w in self._run_widgets if isinstance(w, RunLink)]
+
+    def link_buttons(self) -> list[Button]:
+        """The run buttons, then the practise (exercise) buttons: what up/down moves through."""
         return [w for w in self._run_widgets if isinstance(w, RunLink | ExerciseButton)]
 
     def _show_overview(self) -> None:
@@ -574,9 +577,9 @@ class LessonsPane(Widget):
         self.query_one("#lesson-filter", Input).focus()
 
     def action_experiments(self) -> None:
-        buttons = self.run_links()
+        buttons = self.link_buttons()
         if not buttons:
-            self.app.notify("This lesson has no experiment links.")
+            self.app.notify("This lesson has no experiment or exercise links.")
             return
         buttons[0].focus()
 
