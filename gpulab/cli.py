@@ -1,4 +1,4 @@
-"""`gpulab` command line: the TUI by default; info, list, run, bench, lessons subcommands.
+"""`gpulab` command line: the TUI by default; info, list, run, bench, lessons, serve, ...
 
 Bad input from a person (unknown experiment or parameter, a malformed or out-of-range value)
 exits with status 2 and one line on stderr, never a traceback.
@@ -94,8 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_exercises(sub)
     from gpulab.completion import add_parser as add_completion
     from gpulab.doctor.cli import add_parser as add_doctor
+    from gpulab.serve_cli import add_parser as add_serve
 
     add_doctor(sub)
+    add_serve(sub)
     add_completion(sub)
     return p
 
@@ -151,6 +153,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpulab.exercises.cli import main as exercises_main
 
             return exercises_main(args)
+        if args.command == "serve":
+            from gpulab.serve_cli import main as serve_main
+
+            return serve_main(args, period if isinstance(period, float) else None)
     except KeyboardInterrupt:
         sys.stderr.write("gpulab: interrupted\n")
         return 130

@@ -100,7 +100,8 @@ class GpuLabApp(App[None]):
         # After the first frame, from a worker: spawning the worker process (and importing the
         # runner client) took ~140 ms of the event loop that the first paint waited for.
         self.call_after_refresh(self._begin_runner)
-        if not self.is_headless and self.watch_terminal:
+        # In a browser (gpulab serve) stdin is a pipe, not a tty: the session's server ends us.
+        if not self.is_headless and self.watch_terminal and not self.is_web:
             from gpulab.app.terminal import TerminalWatch
 
             self.terminal_watch = TerminalWatch(self)
@@ -323,6 +324,15 @@ class GpuLabApp(App[None]):
         if not self._on_main() or not self.panel.running:
             raise SkipAction()
         await self.panel.cancel_run()
+
+    def action_command_palette(self) -> None:
+        """Textual's palette, made to close once (gpulab.app.screens.modal)."""
+        from textual.command import CommandPalette
+
+        from gpulab.app.screens.modal import Palette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(Palette(id="--command-palette"))
 
     def action_help(self) -> None:
         from gpulab.app.screens.help import HelpScreen, help_sections
