@@ -471,7 +471,13 @@ class LessonsPane(Widget):
         if self.has_class("-narrow") and not self.has_class("-reading"):
             return  # the list is shown, not the lesson
         scroll = self.query_one("#lesson-scroll", VerticalScroll)
-        if scroll.size.height == 0 or scroll.scroll_y < scroll.max_scroll_y - 1:
+        # The end of the lesson's text, not of the pane: the run and practise buttons below it
+        # are not reading.
+        text_end = self.query_one("#lesson-body", Markdown).virtual_region.bottom
+        seen_to = scroll.scroll_y + scroll.scrollable_content_region.height
+        if scroll.size.height == 0 or (
+            scroll.scroll_y < scroll.max_scroll_y - 1 and seen_to < text_end - 1
+        ):
             return
         self._read_armed = None
         try:
