@@ -23,7 +23,7 @@ from gpulab.runner import events as ev
 from gpulab.telemetry.fake import fake_sampler, worker_inventory
 
 SIZES = [(80, 24), (160, 48)]
-PANES = ("gpu-info", "lessons", "experiments", "memory-gauge")
+PANES = ("gpu-info", "lessons", "exercises", "experiments", "memory-gauge")
 
 
 def fake_app(**kw: Any) -> GpuLabApp:
@@ -54,7 +54,7 @@ def notes(app: GpuLabApp) -> list[str]:
 
 
 @pytest.mark.parametrize("size", SIZES)
-async def test_four_panes_and_tab_moves_across_them(size):
+async def test_five_panes_and_tab_moves_across_them(size):
     app = fake_app()
     async with app.run_test(size=size) as pilot:
         await ready(pilot)
@@ -67,8 +67,8 @@ async def test_four_panes_and_tab_moves_across_them(size):
         for _ in PANES:
             await pilot.press("tab")
             seen.append(screen.current)
-        assert seen == ["memory-gauge", "gpu-info", "lessons", "experiments"]
-        await pilot.press("shift+tab")
+        assert seen == ["memory-gauge", "gpu-info", "lessons", "exercises", "experiments"]
+        await pilot.press("shift+tab", "shift+tab")
         assert screen.current == "lessons"
         shown = [p for p in PANES if app.query_one(f"#shell-{p}").display]
         if size == (80, 24):
@@ -79,8 +79,13 @@ async def test_four_panes_and_tab_moves_across_them(size):
             assert screen.current == "memory-gauge"
             assert [p for p in PANES if app.query_one(f"#shell-{p}").display] == ["memory-gauge"]
         else:
-            assert not screen.compact and shown == list(PANES)
+            # The right column holds the exercises, shown last, in place of the experiments.
+            assert not screen.compact and shown == [p for p in PANES if p != "experiments"]
             assert not app.query_one("#pane-tabs").display
+            await pilot.press("tab", "tab")
+            assert screen.current == "experiments"
+            shown = [p for p in PANES if app.query_one(f"#shell-{p}").display]
+            assert shown == [p for p in PANES if p != "exercises"]
 
 
 async def test_focus_follows_the_pane_and_keys_type_into_fields():

@@ -158,6 +158,8 @@ class GpuLabApp(App[None]):
         if hasattr(gpu, "set_worker_info"):
             gpu.set_worker_info(handshake)
         gauge_call(self, "set_worker_pid", pid)
+        for pane in self.screen_stack[0].query("#exercises"):
+            pane.set_inventory(inventory)  # type: ignore[attr-defined]
 
     # ---- events from the runner ---------------------------------------------------------
     def _on_runner_event(self, event: dict[str, Any]) -> None:
@@ -274,6 +276,24 @@ class GpuLabApp(App[None]):
     async def open_and_run(self, experiment_id: str) -> None:
         self.open_experiment(experiment_id)
         await self.panel.start_run()
+
+    def on_lessons_pane_open_exercise(self, message: Any) -> None:
+        self.open_exercise(message.exercise)
+
+    def on_exercises_pane_progress_changed(self, message: Any) -> None:
+        for lessons in self.screen_stack[0].query("#lessons"):
+            refresh = getattr(lessons, "refresh_marks", None)
+            if refresh is not None:
+                refresh()
+
+    def open_exercise(self, exercise_id: str) -> None:
+        """Show the exercises pane with `exercise_id` open (a lesson link, the palette)."""
+        if not self._on_main():
+            self.notify("The lab is still starting; try again in a moment.", severity="warning")
+            return
+        pane = self.screen_stack[0].query_one("#exercises")
+        if pane.open_exercise(exercise_id):  # type: ignore[attr-defined]
+            self.focus_pane("exercises")
 
     def open_lesson(self, lesson_id: str) -> None:
         lessons = self.screen_stack[0].query_one("#lessons")

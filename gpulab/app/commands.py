@@ -33,6 +33,15 @@ def lesson_titles() -> list[tuple[str, str]]:
     return [(i, i.replace("-", " ").capitalize()) for i in LESSON_IDS]
 
 
+def exercise_titles() -> list[tuple[str, str]]:
+    try:
+        from gpulab.exercises.catalog import load_catalog
+
+        return [(ex.id, f"{ex.order}. {ex.title}") for ex in load_catalog()]
+    except Exception:  # noqa: BLE001 - a broken exercise folder must not break the palette
+        return []
+
+
 class GpuLabCommands(Provider):
     def _commands(self) -> list[tuple[str, Callable[[], Any], str]]:
         app: Any = self.app
@@ -46,6 +55,8 @@ class GpuLabCommands(Provider):
             )
         for lesson_id, title in lesson_titles():
             out.append((f"Open lesson: {title}", partial(app.open_lesson, lesson_id), lesson_id))
+        for ex_id, title in exercise_titles():
+            out.append((f"Open exercise: {title}", partial(app.open_exercise, ex_id), ex_id))
         for pane_id, label in PANES:
             out.append((f"Focus pane: {label}", partial(app.focus_pane, pane_id), f"#{pane_id}"))
         for theme in sorted(app.available_themes):

@@ -1,4 +1,8 @@
-"""The one screen: header, four panes, footer. Below 100x30 the panes take turns (tab bar)."""
+"""The one screen: header, five panes, footer. Below 100x30 the panes take turns (tab bar).
+
+On a wide screen the right column holds the experiment panel or the exercises, whichever was
+shown last: both want the room, and the GPU figures, lessons and memory gauge stay in view.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from textual.widgets._footer import FooterKey
 PANES = (
     ("gpu-info", "GPU info"),
     ("lessons", "Lessons"),
+    ("exercises", "Exercises"),
     ("experiments", "Experiments"),
     ("memory-gauge", "Memory gauge"),
 )
@@ -113,6 +118,7 @@ class MainScreen(Screen[None]):
     BINDINGS = [
         Binding("tab", "next_pane", "Next pane", id="next-pane"),
         Binding("shift+tab", "previous_pane", "Previous pane", id="previous-pane", show=False),
+        Binding("x", "exercises", "Exercises", id="exercises", show=False),
     ]
 
     def __init__(
@@ -145,8 +151,9 @@ class MainScreen(Screen[None]):
         yield tabs
         with Container(id="panes"):
             # Shells first: they paint the layout at once; the panes (and their imports)
-            # mount right after the first frame. Grid order: experiments span the right column.
-            for pane_id in ("gpu-info", "experiments", "lessons", "memory-gauge"):
+            # mount right after the first frame. Grid order: experiments (or exercises) span the
+            # right column; the grid places only the one displayed.
+            for pane_id in ("gpu-info", "experiments", "exercises", "lessons", "memory-gauge"):
                 with Container(id=f"shell-{pane_id}", classes=self._classes_for(pane_id)):
                     yield Static("loading…", classes="pane-loading")
         yield LabFooter(show_command_palette=False)
@@ -160,6 +167,7 @@ class MainScreen(Screen[None]):
         self.call_after_refresh(self._mount_panes)
 
     async def _mount_panes(self) -> None:
+        from gpulab.app.panes.exercises import ExercisesPane
         from gpulab.app.panes.experiments import ExperimentPanel
         from gpulab.app.panes.gpu_info import GpuInfoPane
         from gpulab.app.panes.lessons import LessonsPane
@@ -173,6 +181,7 @@ class MainScreen(Screen[None]):
         panes: dict[str, Widget] = {
             "gpu-info": GpuInfoPane(id="gpu-info", **self.telemetry),
             "experiments": ExperimentPanel(id="experiments"),
+            "exercises": ExercisesPane(id="exercises"),
             "lessons": LessonsPane(id="lessons"),
             "memory-gauge": MemoryGauge(id="memory-gauge", **self.telemetry),
         }
@@ -206,6 +215,8 @@ class MainScreen(Screen[None]):
     def show_pane(self, pane_id: str, *, focus: bool = True) -> None:
         """Make `pane_id` current: shown (when panes take turns), highlighted, and focused."""
         self.current = pane_id
+        if pane_id in ("exercises", "experiments"):
+            self.set_class(pane_id == "exercises", "-exercises")
         for pid in PANE_IDS:
             shell = self.shell(pid)
             if shell.has_class("-current") != (pid == pane_id):  # each change restyles a pane
@@ -233,6 +244,9 @@ class MainScreen(Screen[None]):
 
     def action_next_pane(self) -> None:
         self._step(1)
+
+    def action_exercises(self) -> None:
+        self.show_pane("exercises")
 
     def action_previous_pane(self) -> None:
         self._step(-1)

@@ -47,6 +47,8 @@ class Checker:
         self.on_event = on_event
         self.time_limit = time_limit  # overrides the exercise's own (tests)
         self.client: Any = client
+        self.job: Any = None  # the check in flight, for cancel()
+        self.last_final: dict[str, Any] = {}  # the last job's final event (how it ended)
         self._owned = client is None and not inline
         if self._owned:
             from gpulab.runner.client import RunnerClient
@@ -68,6 +70,14 @@ class Checker:
         if self._owned:
             await self.client.shutdown()
 
+    async def cancel(self) -> bool:
+        """Cancel the check in flight (a person pressed escape); False when none is."""
+        job = self.job
+        if job is None or job.done or self.client is None:
+            return False
+        await self.client.cancel(job)
+        return True
+
     async def check(self, ex: Exercise, path: Path, seed: int) -> tuple[CheckResult, float]:
         """(the verdict, seconds from submitting to the verdict)."""
         t0 = time.perf_counter()
@@ -81,7 +91,7 @@ class Checker:
             return result, time.perf_counter() - t0
         limit = self.time_limit or ex.time_limit
         params = {"exercise": ex.id, "path": str(path), "seed": seed, "quick": self.quick}
-        job = await self.client.submit(EXPERIMENT_ID, params, device=self.device)
+        job = self.job = await self.client.submit(EXPERIMENT_ID, params, device=self.device)
         loop = asyncio.get_running_loop()
         timed_out: list[bool] = []
         cancels: list[asyncio.Task[None]] = []
@@ -104,7 +114,8 @@ class Checker:
             for task in cancels:
                 with contextlib.suppress(Exception):
                     await task
-        final = job.final or {}
+        final = self.last_final = job.final or {}
+        self.job = None
         seconds = time.perf_counter() - t0
         if timed_out:
             how = final.get("how")

@@ -53,9 +53,15 @@ def stamp(path: Path) -> Stamp | None:
         return None
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, text: str, *, durable: bool = False) -> None:
+    """Write through a temporary file and a rename, so a reader (the grader, an editor) never
+    sees half a file. `durable`: fsync first, so a power cut keeps the text too."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.write(text)
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     tmp.replace(path)
 
 
@@ -114,16 +120,40 @@ class Workspace:
         self.mark_seen(ex)
         return path, backup
 
-    def backup(self, ex: Exercise) -> Path:
+    def write(self, ex: Exercise, text: str) -> Stamp | None:
+        """Save an editor's text to the learner's file (atomically, durably) and remember it as
+        seen; returns its stamp. Raises WorkspaceError when it cannot be written."""
+        self._ready()
+        try:
+            _atomic_write(self.path(ex), text, durable=True)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot write {self.path(ex)}: {exc.strerror or exc}") from None
+        return self.mark_seen(ex)
+
+    def keep_aside(self, ex: Exercise, text: str, tag: str) -> Path:
+        """Save a version that is not the file's (an editor's text that lost a conflict) in
+        `.backups/`, beside reset's backups; returns where."""
+        target = self._backup_target(ex, tag)
+        try:
+            _atomic_write(target, text)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot back up to {target}: {exc.strerror or exc}") from None
+        return target
+
+    def _backup_target(self, ex: Exercise, tag: str = "") -> Path:
         folder = self.root / BACKUPS
         folder.mkdir(parents=True, exist_ok=True)
-        stem = Path(ex.file_name).stem
+        stem = Path(ex.file_name).stem + (f".{tag}" if tag else "")
         when = time.strftime("%Y%m%d-%H%M%S")
         target = folder / f"{stem}.{when}.py"
         n = 1
-        while target.exists():  # two resets in one second keep both versions
+        while target.exists():  # two in one second keep both versions
             n += 1
             target = folder / f"{stem}.{when}-{n}.py"
+        return target
+
+    def backup(self, ex: Exercise) -> Path:
+        target = self._backup_target(ex)
         try:
             target.write_bytes(self.path(ex).read_bytes())
         except OSError as exc:

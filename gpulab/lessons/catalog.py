@@ -70,6 +70,8 @@ _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$\n?", re.S | re.M)
 _LINK = re.compile(r"\[([^\]]*)\]\(\s*<?(experiment:[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _AUTOLINK = re.compile(r"<(experiment:[^>\s]+)>")
+# `[Practise: vector addition](exercise:vector-add)`: opens the exercise in the lab.
+_EXERCISE_LINK = re.compile(r"\[([^\]]*)\]\(\s*<?exercise:([^)\s>]*)>?\s*\)")
 _FENCE_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 _CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
@@ -115,6 +117,14 @@ class ExperimentLink:
 
 
 @dataclass(frozen=True)
+class ExerciseLink:
+    """A `[text](exercise:ID)` link: the exercise to practise what the lesson taught."""
+
+    text: str
+    exercise: str
+
+
+@dataclass(frozen=True)
 class CodeBlock:
     info: str  # the whole info string, e.g. "python runnable gpu"
     code: str
@@ -156,6 +166,9 @@ class Lesson:
 
     def links(self) -> list[ExperimentLink]:
         return extract_links(self.body, self.source)
+
+    def exercise_links(self) -> list[ExerciseLink]:
+        return extract_exercise_links(self.body, self.source)
 
     def code_blocks(self) -> list[CodeBlock]:
         return extract_code_blocks(self.body, self.body_line)
@@ -424,6 +437,17 @@ def extract_links(body: str, source: str = "<lesson>") -> list[ExperimentLink]:
         except ValueError as exc:
             raise LessonFormatError(source, str(exc)) from None
         links.append(ExperimentLink(" ".join(label.split()) or exp_id, href, exp_id, params))
+    return links
+
+
+def extract_exercise_links(body: str, source: str = "<lesson>") -> list[ExerciseLink]:
+    """Every `exercise:ID` link outside code blocks; one without an id raises."""
+    links = []
+    for m in _EXERCISE_LINK.finditer(_without_code(body)):
+        ex_id = unquote(m.group(2)).strip().strip("/")
+        if not ex_id:
+            raise LessonFormatError(source, f"exercise link without an id: {m.group(0)!r}")
+        links.append(ExerciseLink(" ".join(m.group(1).split()) or ex_id, ex_id))
     return links
 
 

@@ -29,8 +29,10 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Input, Markdown, Static, Tree
 
+from gpulab.app.panes.lesson_exercises import ExerciseButton, badge, exercise_marks
 from gpulab.lessons.catalog import (
     Catalog,
+    ExerciseLink,
     ExperimentLink,
     Lesson,
     default_catalog,
@@ -154,6 +156,13 @@ class LessonsPane(Widget):
             self.params = params
             super().__init__()
 
+    class OpenExercise(Message):
+        """An `exercise:` link was followed: the app opens the exercise."""
+
+        def __init__(self, exercise: str) -> None:
+            super().__init__()
+            self.exercise = exercise
+
     class LessonOpened(Message):
         def __init__(self, lesson_id: str) -> None:
             self.lesson_id = lesson_id
@@ -177,6 +186,7 @@ class LessonsPane(Widget):
         self._links: list[ExperimentLink] = []
         self._shown_values: dict[str, Any] | None = None  # the figures the open lesson shows
         self._run_widgets: list[Widget] = []  # under #lesson-runs: a title and one RunLink each
+        self._ex_marks: dict[str, tuple[int, int]] = {}
         self._read_armed: str | None = None  # the open lesson, once its text is laid out
 
     # ---- building -----------------------------------------------------------------------
@@ -319,8 +329,13 @@ class LessonsPane(Widget):
         mark = f"{TICK} " if lesson.id in read else "  "
         score = best.get(lesson.id)
         quiz = f"  {score.best_score}/{score.total}" if score else ""
+        ex = badge(self._ex_marks, lesson.id)
         return Text.assemble(
-            (mark, "bold green"), f"{lesson.chapter:>2} ", lesson.title, (quiz, "bold")
+            (mark, "bold green"),
+            f"{lesson.chapter:>2} ",
+            lesson.title,
+            (quiz, "bold"),
+            (ex, "cyan"),
         )
 
     def _fill_tree(self, text: str = "") -> None:
@@ -328,6 +343,7 @@ class LessonsPane(Widget):
         a row of its own; filtered, a flat list with title and heading matches first."""
         tree: Tree[str] = self.query_one("#lesson-tree", Tree)
         tree.clear()
+        self._ex_marks = exercise_marks(self.store)
         lessons = self.catalog.filter(text)
         read = set(self.store.read_marks())
         best = self.store.best_scores()
@@ -368,7 +384,12 @@ class LessonsPane(Widget):
         nodes += [leaf for node in tree.root.children for leaf in node.children]
         return [node for node in nodes if node.data and node.data in self.catalog]
 
+    def refresh_marks(self) -> None:
+        """Redraw the progress marks (the app calls this after an exercise check)."""
+        self._refresh_marks()
+
     def _refresh_marks(self) -> None:
+        self._ex_marks = exercise_marks(self.store)
         read = set(self.store.read_marks())
         best = self.store.best_scores()
         for row in self._lesson_rows():
@@ -404,9 +425,9 @@ class LessonsPane(Widget):
         if event.key == "down" and focused is self.query_one("#lesson-filter", Input):
             event.stop()
             self.query_one("#lesson-tree", Tree).focus()
-        elif event.key in ("up", "down") and isinstance(focused, RunLink):
+        elif event.key in ("up", "down") and isinstance(focused, RunLink | ExerciseButton):
             event.stop()
-            buttons = self.run_links()
+            buttons = self.link_buttons()
             i = -1  # a button of the last lesson, still leaving: back to the text
             if focused in buttons:
                 i = buttons.index(focused) + (1 if event.key == "down" else -1)
@@ -450,7 +471,13 @@ class LessonsPane(Widget):
         if self.has_class("-narrow") and not self.has_class("-reading"):
             return  # the list is shown, not the lesson
         scroll = self.query_one("#lesson-scroll", VerticalScroll)
-        if scroll.size.height == 0 or scroll.scroll_y < scroll.max_scroll_y - 1:
+        # The end of the lesson's text, not of the pane: the run and practise buttons below it
+        # are not reading.
+        text_end = self.query_one("#lesson-body", Markdown).virtual_region.bottom
+        seen_to = scroll.scroll_y + scroll.scrollable_content_region.height
+        if scroll.size.height == 0 or (
+            scroll.scroll_y < scroll.max_scroll_y - 1 and seen_to < text_end - 1
+        ):
             return
         self._read_armed = None
         try:
@@ -478,7 +505,7 @@ class LessonsPane(Widget):
         self._show_marks(lesson)
         text = self._markdown(lesson, self.measured())
         self._links = lesson.links()
-        links_done = self._replace_run_links(self._links)
+        links_done = self._replace_run_links(self._links, lesson.exercise_links())
         catalog = self.catalog
         self.query_one("#lesson-prev", Button).disabled = catalog.previous(lesson.id) is None
         self.query_one("#lesson-next", Button).disabled = catalog.next(lesson.id) is None
@@ -488,7 +515,11 @@ class LessonsPane(Widget):
         body_done = self.query_one("#lesson-body", Markdown).update(text)
         return AwaitComplete(links_done, body_done)
 
-    def _replace_run_links(self, links: list[ExperimentLink]) -> AwaitComplete:
+    def _replace_run_links(
+        self,
+        links: list[ExperimentLink],
+        exercises: list[ExerciseLink] = (),  # type: ignore[assignment]
+    ) -> AwaitComplete:
         """The lesson's run buttons in place of the last lesson's.
 
         The old widgets are removed in the background while the new ones mount, so the new
@@ -503,6 +534,11 @@ class LessonsPane(Widget):
                 Static(Content("Run this lesson's experiments:"), classes="runs-title"),
                 *(RunLink(link) for link in links),
             ]
+        if exercises:
+            self._run_widgets += [
+                Static(Content("Practise it:"), classes="runs-title"),
+                *(ExerciseButton(link) for link in exercises),
+            ]
         removed = runs.remove_children(old)
         mounted = runs.mount_all(self._run_widgets) if self._run_widgets else None
         return AwaitComplete(removed, *([mounted] if mounted is not None else []))
@@ -510,6 +546,10 @@ class LessonsPane(Widget):
     def run_links(self) -> list[RunLink]:
         """The open lesson's run buttons (not the last lesson's, which may still be leaving)."""
         return [w for w in self._run_widgets if isinstance(w, RunLink)]
+
+    def link_buttons(self) -> list[Button]:
+        """The run buttons, then the practise (exercise) buttons: what up/down moves through."""
+        return [w for w in self._run_widgets if isinstance(w, RunLink | ExerciseButton)]
 
     def _show_overview(self) -> None:
         """Before a lesson is chosen: where the learner stands, without marking anything read."""
@@ -534,6 +574,8 @@ class LessonsPane(Widget):
         href = event.href
         if href.startswith("experiment:"):
             self.follow_link(href)
+        elif href.startswith("exercise:"):
+            self.post_message(self.OpenExercise(href.partition(":")[2].strip().strip("/")))
         elif href.startswith(("http://", "https://")):
             self.app.open_url(href)
         else:
@@ -558,6 +600,12 @@ class LessonsPane(Widget):
         event.stop()
         if isinstance(event.button, RunLink) and event.button in self._run_widgets:
             self.follow_link(event.button.link.href)
+
+    @on(Button.Pressed, ".exercise-link")
+    def _exercise_button(self, event: Button.Pressed) -> None:
+        event.stop()
+        if isinstance(event.button, ExerciseButton) and event.button in self._run_widgets:
+            self.post_message(self.OpenExercise(event.button.link.exercise))
 
     # ---- navigation and actions ----------------------------------------------------------
     @on(Button.Pressed, "#lesson-prev")
@@ -603,9 +651,9 @@ class LessonsPane(Widget):
         self.query_one("#lesson-filter", Input).focus()
 
     def action_experiments(self) -> None:
-        buttons = self.run_links()
+        buttons = self.link_buttons()
         if not buttons:
-            self.app.notify("This lesson has no experiment links.")
+            self.app.notify("This lesson has no experiment or exercise links.")
             return
         buttons[0].focus()
 

@@ -61,6 +61,8 @@ PLACES_BY_ID = {
     "lesson-tree": "lesson list",
     "lesson-filter": "lesson filter",
     "lesson-scroll": "lesson text",
+    "ex-table": "exercise list",
+    "ex-side": "verdict and statement",
 }
 PLACES_BY_CLASS = {
     "Button": "buttons",
@@ -78,17 +80,20 @@ WINDOWS = [
     ("Quiz", "gpulab.app.screens.quiz", "QuizScreen"),
     ("Traceback", "gpulab.app.screens.traceback", "TracebackScreen"),
     ("This help", "gpulab.app.screens.help", "HelpScreen"),
+    ("Reset an exercise", "gpulab.app.screens.exercise_dialogs", "ConfirmReset"),
+    ("Solution", "gpulab.app.screens.exercise_dialogs", "SolutionScreen"),
 ]
 PANE_TITLES = {
     "gpu-info": "GPU info pane",
     "lessons": "Lessons pane",
+    "exercises": "Exercises pane",
     "experiments": "Experiments pane",
     "memory-gauge": "Memory gauge",
 }
 
 
 # Widgets whose (many, standard) keys are listed once, in a section of their own.
-SHARED = {"Input": "In a text field"}
+SHARED = {"Input": "In a text field", "ExerciseEditor": "In the code editor"}
 
 
 @dataclass

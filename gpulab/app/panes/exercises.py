@@ -1,0 +1,393 @@
+"""The Exercises pane (#exercises): the track with state and best grade, and one exercise open.
+
+Opening an exercise shows its statement and an editor on the learner's own file (the same file
+`gpulab ex` uses, saved as the learner types: gpulab.app.widgets.code_editor). ctrl+r saves and
+checks: the check is the hidden `exercise-check` job on the app's runner, the worker that runs
+the experiments, so this process never imports torch or CuPy, the memory gauge goes on reading
+the worker, and a kernel that hangs or crashes is cancelled or survived like an experiment (the
+editor's text is on disk before the job starts). The verdict shows beside the code (below it
+when the pane is narrow) and the attempt goes into the progress store.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Vertical, VerticalScroll
+from textual.events import Resize
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import DataTable, Markdown, Static
+
+from gpulab.app.gauge import gauge_call
+from gpulab.app.widgets.code_editor import ExerciseEditor, python_language
+from gpulab.app.widgets.verdict import VerdictView
+from gpulab.exercises.catalog import Catalog, Exercise, load_catalog
+from gpulab.exercises.progress import NOT_STARTED, PASSING, ExerciseProgress, Progress
+from gpulab.exercises.workspace import Workspace, WorkspaceError
+
+NARROW_BELOW = 100  # columns: below this the verdict goes under the code
+TITLE_MAX = 44  # the list's title column, so state and grade fit in 80 columns
+STATE_STYLE = {PASSING: "green", "failing": "red", NOT_STARTED: "dim"}
+
+
+def track_line(catalog: Catalog, progress: dict[str, ExerciseProgress], inventory: Any) -> str:
+    """`2 of 13 passing · 1 gold · 5 need a GPU here`: where the learner stands."""
+    passing = sum(1 for e in catalog if progress.get(e.id, ExerciseProgress(e.id)).passed_ever)
+    gold = sum(1 for p in progress.values() if p.best_grade == "gold")
+    filled = round(10 * passing / max(1, len(catalog)))
+    parts = [f"Track {'█' * filled}{'░' * (10 - filled)} {passing} of {len(catalog)} passed"]
+    parts.append(f"{gold} gold")
+    if inventory is not None:
+        blocked = sum(1 for e in catalog if e.unavailable(inventory))
+        if blocked:
+            parts.append(f"{blocked} need a GPU or CuPy here")
+    return " · ".join(parts)
+
+
+class ExercisesPane(Widget):
+    DEFAULT_CSS = """
+    ExercisesPane { layout: vertical; }
+    ExercisesPane #ex-list-view, ExercisesPane #ex-detail { height: 1fr; }
+    ExercisesPane #ex-detail { display: none; }
+    ExercisesPane.-open #ex-detail { display: block; }
+    ExercisesPane.-open #ex-list-view { display: none; }
+    ExercisesPane #ex-track { height: auto; color: $text-muted; }
+    ExercisesPane #ex-head { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    ExercisesPane #ex-table { height: 1fr; }
+    ExercisesPane #ex-body { layout: horizontal; height: 1fr; }
+    ExercisesPane #ex-side { width: 2fr; padding: 0 0 0 1; }
+    ExercisesPane #ex-editor { width: 3fr; }
+    ExercisesPane.-narrow #ex-body { layout: vertical; }
+    ExercisesPane.-narrow #ex-side { width: 1fr; height: 4fr; padding: 0; }
+    ExercisesPane.-narrow #ex-editor { width: 1fr; height: 5fr; }
+    ExercisesPane.-side-max #ex-editor { display: none; }
+    ExercisesPane.-side-max #ex-side { height: 1fr; width: 1fr; }
+    ExercisesPane #ex-hints { height: auto; color: $warning; }
+    ExercisesPane #ex-statement { height: auto; margin: 0; }
+    """
+    BINDINGS = [
+        Binding("ctrl+r,f5", "check", "Check", id="exercises.check"),
+        Binding("ctrl+g", "hint", "Hint", id="exercises.hint"),
+        Binding("f2", "toggle_side", "Statement", id="exercises.statement"),
+        Binding("ctrl+o", "lesson", "Lesson", id="exercises.lesson"),
+        Binding("f8", "reset", "Reset", id="exercises.reset"),
+        Binding("f9", "solution", "Solution", id="exercises.solution"),
+        Binding("escape", "back", "Back", id="exercises.back"),
+    ]
+
+    class ProgressChanged(Message):
+        """An attempt or a hint changed an exercise's progress (the lesson tree redraws)."""
+
+        def __init__(self, exercise_id: str) -> None:
+            super().__init__()
+            self.exercise_id = exercise_id
+
+    def __init__(
+        self,
+        *,
+        catalog: Catalog | None = None,
+        workspace: Workspace | None = None,
+        store: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._catalog = catalog
+        self.workspace = workspace or Workspace()
+        self._store = store
+        self.inventory: Any = None
+        self.current: Exercise | None = None
+        self.checking = False
+        self.checker: Any = None
+        self.quick = False  # tests: small inputs, few timing runs
+        self.pressed_at = 0.0
+        self.last_latency: float | None = None  # key press to verdict on screen, seconds
+        self.last_job_s = 0.0  # of which submitting to the job's final event
+
+    # ---- building -------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ex-list-view"):
+            yield Static(id="ex-track")
+            table: DataTable[Any] = DataTable(id="ex-table", cursor_type="row", zebra_stripes=True)
+            yield table
+        with Vertical(id="ex-detail"):
+            yield Static(id="ex-head")
+            with Container(id="ex-body"):
+                yield ExerciseEditor.code_editor(
+                    "", language=python_language(), id="ex-editor", compact=True
+                )
+                with VerticalScroll(id="ex-side"):
+                    yield VerdictView(id="ex-verdict")
+                    yield Static(id="ex-hints")
+                    yield Markdown(id="ex-statement")
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = load_catalog()
+        return self._catalog
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            lessons = list(self.screen.query("#lessons"))
+            if lessons and hasattr(lessons[0], "store"):
+                self._store = lessons[0].store  # one connection, one fallback and notice path
+            else:
+                from gpulab.store import Store
+
+                self._store = Store()
+        return self._store
+
+    @property
+    def editor(self) -> ExerciseEditor:
+        return self.query_one("#ex-editor", ExerciseEditor)
+
+    @property
+    def verdict(self) -> VerdictView:
+        return self.query_one("#ex-verdict", VerdictView)
+
+    def focus_target(self) -> Widget:
+        return self.editor if self.current is not None else self.query_one("#ex-table")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#ex-table", DataTable)
+        table.add_columns("#", "Exercise", "State", "Best")
+        handshake = getattr(self.app, "handshake", None) or {}
+        if handshake.get("inventory"):
+            self.set_inventory(handshake["inventory"])
+        else:
+            self.refresh_list()
+
+    def on_resize(self, event: Resize) -> None:
+        self.set_class(event.size.width < NARROW_BELOW, "-narrow")
+
+    def set_inventory(self, inventory: dict[str, Any]) -> None:
+        from gpulab.core.devices import Inventory
+
+        self.inventory = Inventory.from_dict(inventory)
+        self.refresh_list()
+
+    # ---- the list -------------------------------------------------------------------------
+    def progress(self) -> dict[str, ExerciseProgress]:
+        return Progress(self.store).all()
+
+    def refresh_list(self) -> None:
+        table = self.query_one("#ex-table", DataTable)
+        keep = table.cursor_row
+        table.clear()
+        progress = self.progress()
+        for ex in self.catalog:
+            p = progress.get(ex.id, ExerciseProgress(ex.id))
+            why = ex.unavailable(self.inventory) if self.inventory is not None else ""
+            if why:  # the whole reason shows when it is opened; here, what is missing
+                why = "needs CuPy" if "cupy" in ex.needs else "needs a GPU"
+            state = Text(why or p.state, style="dim" if why else STATE_STYLE.get(p.state, ""))
+            best = p.best_grade or ("passed" if p.passed_ever else "")
+            title = ex.title if len(ex.title) <= TITLE_MAX else ex.title[: TITLE_MAX - 1] + "…"
+            table.add_row(str(ex.order), title, state, best, key=ex.id)
+        if self.catalog.exercises:
+            table.move_cursor(row=min(max(keep, 0), len(self.catalog) - 1))
+        self.query_one("#ex-track", Static).update(
+            Text(track_line(self.catalog, progress, self.inventory) + " · enter opens one")
+        )
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value:
+            self.open_exercise(str(event.row_key.value))
+
+    # ---- one exercise ---------------------------------------------------------------------
+    def open_exercise(self, name: str) -> bool:
+        """Show exercise `name` (an id, `NN-id` or order) with the learner's file in the editor."""
+        try:
+            ex = self.catalog.get(name)
+            self.editor.attach(self.workspace, ex)
+        except (KeyError, WorkspaceError, OSError) as exc:
+            self.app.notify(str(exc), title="Cannot open the exercise", severity="error")
+            return False
+        self.current = ex
+        self.add_class("-open")
+        self.remove_class("-side-max")
+        self.query_one("#ex-statement", Markdown).update(ex.statement)
+        self._show_head()
+        self._show_hints()
+        last = Progress(self.store).attempts(ex.id, limit=1)
+        status = (
+            f"Last check: {last[0].verdict} ({last[0].message})\n\nctrl+r checks your code."
+            if last
+            else "Not checked yet. Edit the code (it saves as you type), then ctrl+r checks it."
+        )
+        self.verdict.show_idle(
+            f"{status}\n\nYour file: {self.workspace.path(ex)} (edit it here or in any "
+            "editor: a change made outside shows up here)."
+        )
+        self.call_after_refresh(self.editor.focus)
+        return True
+
+    def _show_head(self) -> None:
+        ex = self.current
+        if ex is None:
+            return
+        p = Progress(self.store).get(ex.id)
+        best = f" · best {p.best_grade}" if p.best_grade else ""
+        why = ex.unavailable(self.inventory) if self.inventory is not None else ""
+        line = Text(f"{ex.order}. {ex.title}", style="bold")
+        line.append(f" · {why or p.state}{best} · {ex.file_name}", style="dim")
+        self.query_one("#ex-head", Static).update(line)
+
+    def _show_hints(self) -> None:
+        ex = self.current
+        shown = Progress(self.store).get(ex.id).hints_revealed if ex else 0
+        text = Text()
+        for i, hint in enumerate(ex.hints[:shown] if ex else ()):
+            text.append(f"Hint {i + 1}/{len(ex.hints)}: ", style="bold")  # type: ignore[union-attr]
+            text.append(f"{hint}\n")
+        self.query_one("#ex-hints", Static).update(text)
+
+    def close_exercise(self) -> None:
+        self.editor.detach()
+        self.current = None
+        self.remove_class("-open")
+        self.refresh_list()
+        self.query_one("#ex-table", DataTable).focus()
+
+    # ---- checking -------------------------------------------------------------------------
+    async def action_check(self) -> None:
+        ex = self.current
+        if ex is None:
+            table = self.query_one("#ex-table", DataTable)
+            if table.row_count:
+                self.open_exercise(
+                    str(table.coordinate_to_cell_key((table.cursor_row, 0))[0].value)
+                )
+            return
+        if self.checking:
+            self.app.notify("A check is running: escape cancels it.", severity="warning")
+            return
+        runner = getattr(self.app, "runner", None)
+        if runner is None:
+            self.app.notify(
+                "The worker is not ready yet; try again in a moment.", severity="warning"
+            )
+            return
+        if not self.editor.flush():
+            return  # not saved: checking the old file would grade the wrong code
+        self.pressed_at = time.perf_counter()
+        self.checking = True
+        self.verdict.show_progress(0.0, "submitting to the worker…")
+        self.remove_class("-side-max")
+        self.query_one("#ex-side", VerticalScroll).scroll_home(animate=False)
+        self.run_worker(self._check(ex, runner), group="ex-check", exit_on_error=False)
+
+    async def _check(self, ex: Exercise, runner: Any) -> None:
+        from gpulab.exercises.grader import FAIL, CheckResult, new_seed
+        from gpulab.exercises.session import Checker, record
+        from gpulab.runner import events as ev
+
+        def on_event(event: dict[str, Any]) -> None:
+            if event.get("type") == ev.PROGRESS and self.checking:
+                fraction = float(event.get("fraction") or 0.0)
+                self.verdict.show_progress(fraction, str(event.get("message", "")))
+
+        self.checker = Checker(client=runner, on_event=on_event, quick=self.quick)
+        self.checker.device = getattr(self.app, "device", None)
+        path = self.workspace.path(ex)
+        gauge_call(self.app, "job_started")
+        try:
+            result, self.last_job_s = await self.checker.check(ex, path, new_seed())
+        except Exception as exc:  # noqa: BLE001 - a dead runner is a verdict, not a crash
+            result = CheckResult(ex.id, FAIL, f"the worker could not run the check: {exc}", 0,
+                                 str(path), kind="internal")  # fmt: skip
+        finally:
+            self.checking = False
+            gauge_call(self.app, "job_finished")
+        final = self.checker.last_final
+        check_worker = getattr(self.app, "check_worker", None)
+        if check_worker is not None:
+            check_worker(final)
+        try:
+            record(self.store, result)
+        except Exception as exc:  # noqa: BLE001 - the verdict still shows
+            self.app.notify(f"Could not save the attempt: {exc}", severity="warning")
+        if self.current is ex:
+            self.verdict.show_result(result)
+            self._show_head()
+            self.call_after_refresh(self._verdict_painted)
+        self.refresh_list()
+        self.post_message(self.ProgressChanged(ex.id))
+
+    def _verdict_painted(self) -> None:
+        self.last_latency = time.perf_counter() - self.pressed_at
+
+    # ---- the other keys -------------------------------------------------------------------
+    async def action_back(self) -> None:
+        if self.checking and self.checker is not None:
+            self.verdict.show_progress(0.0, "cancelling…")
+            await self.checker.cancel()
+        elif self.current is not None:
+            self.close_exercise()
+
+    def action_hint(self) -> None:
+        ex = self.current
+        if ex is None:
+            return
+        before = Progress(self.store).get(ex.id).hints_revealed
+        shown = Progress(self.store).reveal_hint(ex.id, len(ex.hints))
+        if shown == before:
+            self.app.notify(f"All {len(ex.hints)} hints are shown.", timeout=4)
+        self._show_hints()
+        self.remove_class("-side-max")
+        self.query_one("#ex-hints", Static).scroll_visible(animate=False)
+        self.post_message(self.ProgressChanged(ex.id))
+
+    def action_toggle_side(self) -> None:
+        if self.current is not None:
+            self.toggle_class("-side-max")
+
+    def action_lesson(self) -> None:
+        if self.current is not None:
+            opener = getattr(self.app, "open_lesson", None)
+            if opener is not None:
+                opener(self.current.lesson)
+
+    def action_reset(self) -> None:
+        from gpulab.app.screens.exercise_dialogs import ConfirmReset
+
+        ex = self.current
+        if ex is None:
+            return
+        self.editor.flush()
+        where = self.workspace.root / ".backups"
+
+        def answered(yes: bool | None) -> None:
+            if not yes or self.current is not ex:
+                return
+            try:
+                _path, backup = self.workspace.reset(ex)
+                self.editor.attach(self.workspace, ex)
+            except WorkspaceError as exc:
+                self.app.notify(str(exc), title="Reset failed", severity="error")
+                return
+            kept = f"your version is in {backup}" if backup else "it was still the starter"
+            self.app.notify(f"{ex.title}: back to the starter; {kept}.", title="Reset", timeout=10)
+
+        self.app.push_screen(ConfirmReset(ex.title, str(where)), answered)
+
+    def action_solution(self) -> None:
+        from gpulab.app.screens.exercise_dialogs import SolutionScreen
+
+        ex = self.current
+        if ex is None:
+            return
+        if not Progress(self.store).get(ex.id).passed_ever:
+            self.app.notify(
+                "The solution opens once your code has passed; ctrl+g gives a hint.", timeout=6
+            )
+            return
+        code = ex.solution_path.read_text(encoding="utf-8")
+        self.app.push_screen(SolutionScreen(ex.title, code, python_language()))

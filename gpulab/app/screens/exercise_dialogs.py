@@ -1,0 +1,78 @@
+"""The exercise view's two windows: confirm a reset, and read the reference solution."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static, TextArea
+
+DIALOG_CSS = """
+ConfirmReset, SolutionScreen { align: center middle; }
+#dialog { width: 90%; max-width: 100; height: auto; max-height: 90%;
+          border: round $accent; background: $surface; padding: 0 1; }
+#dialog-buttons { height: auto; align-horizontal: right; }
+#dialog-buttons Button { margin-left: 1; }
+#solution-code { height: 1fr; min-height: 8; }
+SolutionScreen #dialog { height: 90%; }
+"""
+
+
+class ConfirmReset(ModalScreen[bool]):
+    """Reset an exercise's file to the starter? The learner's version goes to .backups/."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS = [
+        Binding("y", "answer(True)", "Reset", id="reset.yes"),
+        Binding("n,escape", "answer(False)", "Keep my code", id="reset.no"),
+    ]
+
+    def __init__(self, title: str, backups: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.backups = backups
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(
+                f"Reset [b]{self.title_text}[/b] to the starter?\n\nYour current version is "
+                f"kept in {self.backups}, so nothing is lost.",
+                id="dialog-text",
+            )
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Keep my code (n)", id="no", compact=True)
+                yield Button("Reset (y)", id="yes", variant="warning", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class SolutionScreen(ModalScreen[None]):
+    """The reference solution, read-only (shown once the exercise has passed)."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS = [Binding("escape,q", "close", "Close", id="solution.close")]
+
+    def __init__(self, title: str, code: str, language: str | None) -> None:
+        super().__init__()
+        self.title_text = title
+        self.code = code
+        self.language = language
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(f"Reference solution: [b]{self.title_text}[/b] (escape closes)")
+            yield TextArea.code_editor(
+                self.code, language=self.language, read_only=True, id="solution-code"
+            )
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,145 @@
+"""A check's verdict beside the code: each input set, the first wrong element, speed bars, grade.
+
+The words come from the same CheckResult the CLI prints (gpulab.exercises.report); here they are
+laid out for a narrow column: one line per input set, and the learner's and the library's
+figures as bars against this device's ceiling, with the grade steps marked under them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+from gpulab.exercises.report import _num
+
+BAR_WIDTH = 20
+GRADE_STYLE = {"gold": "bold yellow", "silver": "bold white", "bronze": "bold #cd7f32"}
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    text = str(value)
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
+def bar(fraction: float | None, width: int = BAR_WIDTH) -> str:
+    """`███████░░░░` for a fraction of the ceiling (clipped to the bar; the % says the rest)."""
+    if fraction is None or fraction != fraction:
+        return "·" * width
+    filled = round(max(0.0, min(1.0, fraction)) * width)
+    return "█" * filled + "░" * (width - filled)
+
+
+def grade_ruler(grades: dict[str, float], width: int = BAR_WIDTH) -> str:
+    """A line under the bars with b, s, g where bronze, silver and gold start."""
+    marks = [" "] * (width + 1)
+    for name, value in grades.items():
+        col = round(max(0.0, min(1.0, value)) * width)
+        marks[min(col, width)] = name[0]
+    return "".join(marks)
+
+
+def verdict_text(result: Any) -> Text:
+    """The whole verdict of one CheckResult."""
+    out = Text()
+    if result.passed:
+        out.append(" PASS ", style="bold black on green")
+        if result.grade:
+            out.append("  grade ")
+            out.append(result.grade, style=GRADE_STYLE.get(result.grade, "bold"))
+    else:
+        out.append(" FAIL ", style="bold white on red")
+        if result.kind:
+            out.append(f"  {result.kind}", style="bold red")
+    out.append(f"  {result.seconds:.2f} s · seed {result.seed}\n", style="dim")
+    out.append(f"{result.message}\n")
+    ran = [c for c in result.cases if c.passed is not None]
+    # The wrong input set first, with its first wrong element: in a short pane it is what
+    # must be in view; the sets that passed follow on one line.
+    for case in (c for c in ran if not c.passed):
+        out.append(" ✗ ", style="bold red")
+        out.append(case.name)
+        if case.index is not None:
+            out.append(f"\n   first wrong at [{_short(case.index)}]: ")
+            out.append(f"expected {_short(case.expected)}", style="green")
+            out.append(", ")
+            out.append(f"got {_short(case.got)}", style="red")
+        if case.wrong:
+            out.append(f"\n   {case.wrong:,} elements wrong", style="dim")
+        elif case.message and case.index is None and case.message not in result.message:
+            out.append(f"\n   {case.message}", style="dim")
+        out.append("\n")
+    good = [c.name for c in ran if c.passed]
+    if good:
+        out.append(" ✓ ", style="green")
+        out.append(" · ".join(good) + "\n")
+    if result.restored:
+        out.append(f"\nYour code changed {', '.join(result.restored[:3])}; put back.\n", "yellow")
+    out.append_text(speed_text(result.timing))
+    return out
+
+
+def speed_text(timing: dict[str, Any] | None) -> Text:
+    out = Text()
+    if not timing:
+        return out
+    unit = timing["metric"]
+    ceiling = timing.get("ceiling") or {}
+    name = ceiling.get("name", "")
+    out.append("\nSpeed", style="bold")
+    if ceiling.get("value"):
+        out.append(f" vs the {name} ceiling {_num(ceiling['value'], unit)}\n")
+    else:
+        out.append(f"\n ceiling n/a: {ceiling.get('why') or 'not calibrated'}\n", style="yellow")
+    rows = [("you", timing.get("learner") or {}, timing.get("fraction"))]
+    lib = timing.get("library")
+    if lib:
+        rows.append((str(lib.get("name") or "library"), lib, timing.get("library_fraction")))
+    for who, block, fraction in rows:
+        pct = "  n/a" if fraction is None else f"{100 * fraction:4.0f}%"
+        style = "bold cyan" if who == "you" else "magenta"
+        out.append(f" {who[:10]:<10} ")
+        out.append(bar(fraction), style=style)
+        out.append(f" {pct} {_num(block.get('value'), unit)}\n")
+    grades = timing.get("grades") or {}
+    if grades and ceiling.get("value"):
+        out.append(f" {'':<10} {grade_ruler(grades)}\n", style="dim")
+        steps = " ".join(f"{g[0]}={100 * v:.0f}%" for g, v in grades.items())
+        out.append(f" grades: {steps}\n", style="dim")
+    if timing.get("suspect"):
+        out.append(f" {timing['suspect']}\n", style="yellow")
+    if timing.get("quick"):
+        out.append(" quick mode: small inputs, not a real grade\n", style="dim")
+    return out
+
+
+class VerdictView(Static):
+    """Idle text, a check's progress, or its verdict; `shown` says which (tests read it)."""
+
+    DEFAULT_CSS = """
+    VerdictView { height: auto; }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("", **kwargs)
+        self.shown = "idle"
+        self.result: Any = None
+
+    def show_idle(self, text: str) -> None:
+        self.shown, self.result = "idle", None
+        self.update(Text(text, style="dim"))
+
+    def show_progress(self, fraction: float, message: str) -> None:
+        self.shown = "progress"
+        line = Text("Checking…\n", style="bold")
+        line.append(bar(fraction), style="cyan")
+        line.append(f" {100 * fraction:3.0f}%\n")
+        line.append(message, style="dim")
+        self.update(line)
+
+    def show_result(self, result: Any) -> None:
+        self.shown, self.result = "result", result
+        self.update(verdict_text(result))

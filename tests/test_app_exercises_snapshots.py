@@ -1,0 +1,80 @@
+"""Snapshots of the Exercises view: the list, and an exercise open with a verdict beside the code.
+
+Frozen like tests/test_app_snapshots.py (a FakeRunner, a fake NVML): the verdict is a fixed
+CheckResult handed to the verdict widget, the workspace a fixed folder name under the test's
+own data dir, so nothing timed or random reaches the picture. Regenerate deliberately:
+pytest tests/test_app_exercises_snapshots.py --snapshot-update
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpulab.exercises.grader import CaseRow, CheckResult
+from tests.test_app_snapshots import frozen_app, settle
+
+TIMING = {
+    "metric": "GB/s",
+    "note": "n=5,592,405",
+    "learner": {"median_s": 0.01, "min_s": 0.009, "runs": 15, "value": 6.7},
+    "library": {"name": "torch.add", "median_s": 0.009, "min_s": 0.009, "runs": 15, "value": 7.4},
+    "ceiling": {"name": "copy", "value": 9.8, "device": "CPU", "why": ""},
+    "fraction": 6.7 / 9.8,
+    "library_fraction": 7.4 / 9.8,
+    "grades": {"bronze": 0.4, "silver": 0.6, "gold": 0.8},
+    "quick": False,
+}
+
+
+def passed() -> CheckResult:
+    cases = [CaseRow(f"n={n}", True) for n in (1, 2, 31, 33, 1023, 1025)]
+    return CheckResult(
+        "vector-add", "pass", "every input set matches; 68% of the copy ceiling", 1234, "x.py",
+        cases=[*cases, CaseRow("n=4,194,304 (large)", True)], timing=TIMING, grade="silver",
+        seconds=0.42,
+    )  # fmt: skip
+
+
+def failed() -> CheckResult:
+    cases = [CaseRow("n=1", True), CaseRow("n=2", True), CaseRow("n=31", True)]
+    wrong = CaseRow("n=33 (not a multiple of the block size)", False, "first wrong at [32]",
+                    index=32, expected=1.25, got=float("nan"), wrong=1)  # fmt: skip
+    return CheckResult(
+        "vector-add", "fail", "n=33: 1 of 33 elements wrong (first at [32])", 77, "x.py",
+        kind="wrong", cases=[*cases, wrong], seconds=0.21,
+    )  # fmt: skip
+
+
+def setup(result: CheckResult | None):
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await settle(pilot, lambda: app.handshake is not None and app.focused is not None)
+        await pilot.press("x")
+        pane = app.query_one("#exercises")
+        await settle(pilot, lambda: pane.query_one("#ex-table").row_count > 0)
+        if result is not None:
+            app.open_exercise("vector-add")
+            # the editor takes the focus after a refresh: let it, before the focus is cleared
+            await settle(pilot, lambda: pane.current is not None and app.focused is pane.editor)
+            pane.verdict.show_result(result)
+        app.clear_notifications()
+        app.set_focus(None)  # no blinking cursor in the picture
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.fixture(autouse=True)
+def _fixed_workspace(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPULAB_WORKDIR", str(tmp_path / "work"))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_exercise_list(snap_compare, size):
+    assert snap_compare(frozen_app(), terminal_size=size, run_before=setup(None))
+
+
+@pytest.mark.parametrize(("size", "which"), [((80, 24), "fail"), ((120, 40), "pass")])
+def test_exercise_open_with_a_verdict(snap_compare, size, which):
+    result = passed() if which == "pass" else failed()
+    assert snap_compare(frozen_app(), terminal_size=size, run_before=setup(result))
