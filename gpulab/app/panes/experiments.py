@@ -102,15 +102,14 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             with TabPane("Results", id="tab-results"):
                 yield DataTable(id="results", zebra_stripes=True, cursor_type="row")
                 yield Static("", id="unavailable", markup=False)
-            with TabPane("Explain", id="tab-explain"):
-                # scrolls on its own (wheel, PageDown, End) and `m` maximizes it
-                with VerticalScroll(id="explain-scroll"):
-                    yield Static(
-                        "Run an experiment to see what it shows.", id="explanation", markup=False
-                    )
-                    yield Button("Open the lesson", id="open-lesson", compact=True)
-                    yield ResultPlots(id="plot")
-                    yield ImageView(id="images")
+            # the Explain tab scrolls on its own (wheel, PageDown, End); `m` maximizes it
+            with TabPane("Explain", id="tab-explain"), VerticalScroll(id="explain-scroll"):
+                yield Static(
+                    "Run an experiment to see what it shows.", id="explanation", markup=False
+                )
+                yield Button("Open the lesson", id="open-lesson", compact=True)
+                yield ResultPlots(id="plot")
+                yield ImageView(id="images")
             with TabPane("Log", id="tab-log"):
                 yield Log(id="job-log", max_lines=2000)
             with TabPane("History", id="tab-history"):
