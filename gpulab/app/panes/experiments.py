@@ -317,7 +317,18 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             self.app.notify(f"{state.experiment} cancelled", severity="warning")
         else:
             self.app.notify(f"{state.experiment} finished", title="Result")
+            self._focus_results()
         self.post_message(self.RunFinished(state))
+
+    def _focus_results(self) -> None:
+        """After a run the keyboard moves to the result tabs (left/right picks one), unless
+        the learner is typing elsewhere."""
+        focused = self.screen.focused
+        if focused is not None and (self not in focused.ancestors or isinstance(focused, Input)):
+            return
+        from textual.widgets import Tabs
+
+        self.query_one("#exp-tabs").query_one(Tabs).focus()
 
     async def cancel_run(self) -> bool:
         if not self.running or self.job is None:
