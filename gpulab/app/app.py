@@ -59,6 +59,8 @@ class GpuLabApp(App[None]):
         Binding("r", "run", "Run", id="run"),
         Binding("escape", "cancel", "Cancel", id="cancel"),
         Binding("q", "quit", "Quit", id="quit"),
+        # the lessons pane's own m (maximize the lesson) wins while it has the keyboard
+        Binding("m", "maximize_results", "Maximize results", id="maximize-results"),
         Binding("ctrl+c", "quit", "Quit", id="interrupt", show=False, priority=True),
         # q types a letter while a form field has focus; ctrl+q quits from anywhere, and the
         # footer shows it whenever q is taken (the footer shows one key per action: q first).
@@ -309,6 +311,14 @@ class GpuLabApp(App[None]):
         if not self._on_main():
             raise SkipAction()
         await self.panel.start_run()
+
+    def action_maximize_results(self) -> None:
+        if not self._on_main() and self.screen.maximized is None:
+            raise SkipAction()
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+            return
+        self.panel.action_maximize_results()
 
     async def action_cancel(self) -> None:
         if not self._on_main() or not self.panel.running:

@@ -48,7 +48,6 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
     BINDINGS = [
         Binding("down", "field(1)", "Next field", show=False),
         Binding("up", "field(-1)", "Previous field", show=False),
-        Binding("m", "maximize_results", "Maximize results", id="experiments.maximize"),
     ]
 
     class RunFinished(Message):
