@@ -178,3 +178,25 @@ async def test_quitting_during_a_run_asks_first_and_m_maximizes_the_results():
         await pilot.press("q")  # the second q quits
         await pilot.pause(0.5)
     assert not app.is_running
+
+
+def test_matmul_roofline_series_carry_the_calibrated_ceiling():
+    from gpulab.core.results import Measurement, Result, RunRecord
+    from gpulab.experiments.roofline import throughput_series
+    from gpulab.render.plot import plot_groups
+
+    r = Result(RunRecord("matmul", {}))
+    for size, tflops, pct in ((256, 10.0, 20.0), (1024, 40.0, 80.0)):
+        m = Measurement("torch", str(size), 1e-3, 1e-3, 1e-3, 3, dtype="fp16")
+        m.throughput, m.unit, m.percent_of_peak = tflops, "TFLOP/s", pct
+        r.measurements.append(m)
+    guess = Measurement("python", "1024", 9.0, 9.0, 9.0, 0, dtype="fp64", extrapolated=True)
+    guess.throughput = 1e-6
+    r.measurements.append(guess)
+    throughput_series(r, "n")
+    by_name = {s.name: s for s in r.series}
+    assert set(by_name) == {"torch fp16", "ceiling fp16 (calibrated)"}  # no guessed line
+    assert by_name["ceiling fp16 (calibrated)"].y == [50.0, 50.0]
+    assert by_name["ceiling fp16 (calibrated)"].x == [256.0, 1024.0]
+    text = plot_groups(r.series)
+    assert "y: TFLOP/s (log)" in text and "256" in text and "1024" in text

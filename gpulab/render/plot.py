@@ -108,3 +108,11 @@ def plot(series: Sequence[Any], width: int = 60, height: int = 12) -> str:
         legend += f"  ({dropped} point{'s' if dropped != 1 else ''} not plottable)"
     lines.append(legend)
     return "\n".join(line.rstrip() for line in lines)
+
+
+def plot_groups(series: Sequence[Any], width: int = 72, height: int = 12) -> str:
+    """One text plot per pair of axis labels (a speedup and a TFLOP/s never share an axis)."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for s in series:
+        groups.setdefault((_value(s, "x_label"), _value(s, "y_label")), []).append(s)
+    return "\n\n".join(plot(g, width, height) for g in groups.values())

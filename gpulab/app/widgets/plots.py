@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
@@ -75,6 +76,26 @@ def _points(s: Any, log_x: bool, log_y: bool) -> tuple[list[float], list[float]]
     return xs, ys
 
 
+def legend_styles(series: Sequence[Any]) -> list[str]:
+    """One colour per series, in order; a calibrated ceiling is always red."""
+    out: list[str] = []
+    colours = iter(STYLES * 4)
+    for s in series:
+        out.append(CEILING_STYLE if str(_get(s, "name")).startswith("ceiling") else next(colours))
+    return out
+
+
+def legend(series: Sequence[Any]) -> Text:
+    """The legend line under a plot: a coloured mark and the series' name for each."""
+    out = Text()
+    for s, style in zip(series, legend_styles(series), strict=True):
+        if out:
+            out.append("   ")
+        out.append("━━ " if str(_get(s, "name")).startswith("ceiling") else "⣀⠤ ", style=style)
+        out.append(str(_get(s, "name")))
+    return out
+
+
 class SeriesPlot(PlotWidget):
     """One plot: every series with the same axes; names starting 'ceiling' draw as a red line."""
 
@@ -88,6 +109,9 @@ class SeriesPlot(PlotWidget):
         self.call_after_refresh(self._draw)
 
     def _draw(self) -> None:
+        # textual-plot's floating legend is placed before its size is known and lands off the
+        # plot in a scrolled pane: ResultPlots writes the legend under the plot instead
+        self.show_legend(is_visible=False)
         first = self.series[0]
         log_x = any(bool(_get(s, "log_x")) for s in self.series)
         log_y = any(bool(_get(s, "log_y")) for s in self.series)
@@ -95,18 +119,19 @@ class SeriesPlot(PlotWidget):
         self.set_y_formatter(LogFormatter() if log_y else LinearFormatter())
         self.set_xlabel(f"{_get(first, 'x_label') or 'x'}{' (log)' if log_x else ''}")
         self.set_ylabel("")  # textual-plot centres it on the narrow left margin: see caption
-        styles = iter(STYLES * 4)
+        styles = iter(legend_styles(self.series))
         for s in self.series:
             xs, ys = _points(s, log_x, log_y)
             if not xs:
                 continue
             name = str(_get(s, "name"))
+            style = next(styles)
             if name.startswith("ceiling"):
-                self.plot(xs, ys, line_style=CEILING_STYLE, label=name)
+                self.plot(xs, ys, line_style=style, label=name)
             elif len(xs) == 1:
-                self.scatter(xs, ys, marker="●", marker_style=next(styles), label=name)
+                self.scatter(xs, ys, marker="●", marker_style=style, label=name)
             else:
-                self.plot(xs, ys, line_style=next(styles), hires_mode=HiResMode.BRAILLE, label=name)
+                self.plot(xs, ys, line_style=style, hires_mode=HiResMode.BRAILLE, label=name)
 
 
 class ResultPlots(Vertical):
@@ -136,6 +161,7 @@ class ResultPlots(Vertical):
             y = f"{_get(g[0], 'y_label') or 'y'}{' (log scale)' if log_y else ''}"
             widgets.append(Static(f"↑ {y}", classes="plot-caption", markup=False))
             widgets.append(SeriesPlot(g))
+            widgets.append(Static(legend(g), classes="plot-legend"))
         self.display = bool(widgets)
         if widgets:
             self.mount(*widgets)
