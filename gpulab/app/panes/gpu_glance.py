@@ -143,9 +143,9 @@ def processes(s: GpuSnapshot | None, worker_pid: int | None, width: int) -> Tabl
     """PID, user, command and GPU memory of every process on the GPU; the lab's worker marked."""
     t = Table.grid(padding=(0, 1))
     for name, kw in (
-        ("pid", {"justify": "right", "no_wrap": True}),
-        ("user", {"no_wrap": True, "max_width": 10, "overflow": "ellipsis"}),
-        ("mem", {"justify": "right", "no_wrap": True}),
+        ("pid", {"justify": "right", "no_wrap": True, "min_width": 7}),
+        ("user", {"no_wrap": True, "min_width": 4, "max_width": 10, "overflow": "ellipsis"}),
+        ("mem", {"justify": "right", "no_wrap": True, "min_width": 7}),
         ("command", {"no_wrap": True, "overflow": "ellipsis"}),
     ):
         t.add_column(name, **kw)
