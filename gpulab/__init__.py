@@ -1,3 +1,3 @@
 """gpulab: a terminal lab for learning GPU computing on a real GPU."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -183,6 +183,9 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
             )
         )
     out += syllabus_comparisons(runs)
+    from gpulab.bench_claims import claims_comparisons
+
+    out += claims_comparisons(runs)
     mm = [r for r in runs if r["experiment"] == "matmul" and r["status"] == "result"]
     row = None
     for r in mm:
@@ -198,14 +201,18 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
     return out
 
 
+def finished(runs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(experiment id, summary) of each run that produced a result."""
+    return [
+        (r["experiment"], r["result"].get("summary", {})) for r in runs if r["status"] == "result"
+    ]
+
+
 def syllabus_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Issue 7's targets, each a ratio of two contenders timed in the same experiment run."""
     out: list[dict[str, Any]] = []
-    for r in runs:
-        if r["status"] != "result":
-            continue
-        s = r["result"].get("summary", {})
-        if r["experiment"] == "reduction" and "ours_vs_torch_sum" in s:
+    for exp, s in finished(runs):
+        if exp == "reduction" and "ours_vs_torch_sum" in s:
             out.append(
                 _cmp(
                     "reduction: our kernel GB/s / torch.sum GB/s",
@@ -216,7 +223,7 @@ def syllabus_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     n=s.get("n"),
                 )
             )
-        if r["experiment"] == "bandwidth":
+        if exp == "bandwidth":
             for d, what in (("h2d", "host to device"), ("d2h", "device to host")):
                 key = f"{d}_pinned_vs_runtime"
                 if key in s:
@@ -439,6 +446,7 @@ def final_report_peaks(report: dict[str, Any], pk: Any, inventory: Any) -> None:
 
 def main(args: Any) -> int:
     from gpulab.core.results import _clean
+    from gpulab.core.schema import tagged
 
     suite = getattr(args, "suite", "core") or "core"
     if suite not in ("core", "full", "exercises"):
@@ -463,7 +471,7 @@ def main(args: Any) -> int:
             paths.append(Path(getattr(args, "md_path", None) or md_default))
             for path in paths:
                 path.parent.mkdir(parents=True, exist_ok=True)
-        clean = _clean(report)
+        clean = tagged("bench", _clean(report))
         paths[0].write_text(json.dumps(clean, indent=2))
         paths[1].write_text(markdown(clean))
 

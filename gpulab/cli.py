@@ -1,4 +1,4 @@
-"""`gpulab` command line: the TUI by default; info, list, run, bench, lessons subcommands.
+"""`gpulab` command line: the TUI by default; info, list, run, bench, lessons, serve, ...
 
 Bad input from a person (unknown experiment or parameter, a malformed or out-of-range value)
 exits with status 2 and one line on stderr, never a traceback.
@@ -14,6 +14,7 @@ from typing import Any
 
 from gpulab import __version__
 from gpulab.core.params import parse_index, parse_plain_number, shown
+from gpulab.core.schema import tagged
 
 EXIT_BAD_INPUT = 2
 SAMPLE_PERIOD_ENV = "GPULAB_SAMPLE_PERIOD"
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("check", "recover"),
         help="check (default), or recover: copy the file aside and salvage what can be read",
     )
+    store.add_argument("--json", action="store_true", help="print JSON")
 
     from gpulab.cli_history import add_parser as add_history
 
@@ -91,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
     from gpulab.exercises.cli import add_parser as add_exercises
 
     add_exercises(sub)
+    from gpulab.completion import add_parser as add_completion
+    from gpulab.doctor.cli import add_parser as add_doctor
+    from gpulab.serve_cli import add_parser as add_serve
+
+    add_doctor(sub)
+    add_serve(sub)
+    add_completion(sub)
     return p
 
 
@@ -129,6 +138,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpulab.store_recover import main as store_main
 
             return store_main(args)
+        if args.command == "completion":
+            from gpulab.completion import main as completion_main
+
+            return completion_main(args)
+        if args.command == "doctor":
+            from gpulab.doctor.cli import main as doctor_main
+
+            return doctor_main(args)
         if args.command == "history":
             from gpulab.cli_history import main as history_main
 
@@ -137,6 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpulab.exercises.cli import main as exercises_main
 
             return exercises_main(args)
+        if args.command == "serve":
+            from gpulab.serve_cli import main as serve_main
+
+            return serve_main(args, period if isinstance(period, float) else None)
     except KeyboardInterrupt:
         sys.stderr.write("gpulab: interrupted\n")
         return 130
@@ -213,7 +234,7 @@ def _info(args: argparse.Namespace) -> int:
     if args.json:
         data = inv.to_dict()
         data["nvml"] = info_json(nvml, frame.snapshots)
-        print(json.dumps(data, indent=2))
+        print(json.dumps(tagged("info", data), indent=2))
         return 0
     print(f"gpulab {__version__}")
     print(f"GPU: {inv.label()}")
@@ -244,7 +265,8 @@ def _list(args: argparse.Namespace) -> int:
 
     exps = all_experiments()
     if args.json:
-        print(json.dumps([e.describe() for e in exps.values()], indent=2))
+        experiments = [e.describe() for e in exps.values()]
+        print(json.dumps(tagged("list", {"experiments": experiments}), indent=2))
         return 0
     for exp in exps.values():
         print(f"{exp.id:<22} {exp.title}: {exp.summary}")

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.schema import tagged
+
 EXIT_BAD_INPUT = 2
 
 
@@ -71,7 +73,8 @@ def _list(store: Any, args: argparse.Namespace) -> int:
     if args.json:
         keys = ("id", "experiment", "status", "verdict", "device", "host", "source")
         keys += ("started_at", "headline", "params")
-        print(json.dumps([{k: e.get(k) for k in keys} for e in entries], indent=1, default=str))
+        runs = [{k: e.get(k) for k in keys} for e in entries]
+        print(json.dumps(tagged("history", {"runs": runs}), indent=1, default=str))
         return 0
     if not entries:
         print("no runs kept yet: run an experiment (gpulab run montecarlo, or r in the TUI)")
@@ -114,7 +117,7 @@ def _show(store: Any, args: argparse.Namespace) -> int:
     if e is None:
         return _missing(args.id)
     if args.json:
-        print(json.dumps(e, indent=1, default=str))
+        print(json.dumps(tagged("history", e), indent=1, default=str))
         return 0
     print(render_entry(e))
     return 0
@@ -183,7 +186,9 @@ def _compare(store: Any, args: argparse.Namespace) -> int:
     if b is None:
         return _missing(args.b)
     c = compare(a, b)
-    print(json.dumps(c, indent=1, default=str) if args.json else render_compare(c))
+    print(
+        json.dumps(tagged("history", c), indent=1, default=str) if args.json else render_compare(c)
+    )
     return 0
 
 

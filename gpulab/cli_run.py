@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from gpulab.core.schema import tagged
 from gpulab.history import PolledWatch
 from gpulab.report import render_result
 from gpulab.runner import events as ev
@@ -22,7 +23,7 @@ from gpulab.runner import events as ev
 
 def print_event(event: dict[str, Any], as_json: bool, plots: bool = False) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(event, default=str) + "\n")
+        sys.stdout.write(json.dumps(tagged("event", event), default=str) + "\n")
         sys.stdout.flush()
         return
     kind = event["type"]

@@ -16,6 +16,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gpulab.core.schema import KEY as SCHEMA_KEY
+from gpulab.core.schema import tagged
 from gpulab.history import FORMAT, verdict_of
 from gpulab.runner import events as ev
 
@@ -60,7 +62,8 @@ class ImportError_(ValueError):  # noqa: N801 - not the builtin: a file that is 
 
 def export(entries: list[dict[str, Any]], fmt: str) -> str:
     if fmt == "json":
-        return json.dumps({"format": EXPORT_FORMAT, "version": 1, "runs": entries}, indent=1)
+        doc = {"format": EXPORT_FORMAT, "version": 1, "runs": entries}
+        return json.dumps(tagged("history", doc), indent=1)
     if fmt == "csv":
         return _to_csv(entries)
     if fmt == "md":
@@ -140,6 +143,10 @@ def _from_json(text: str, name: str) -> list[dict[str, Any]]:
         data = json.loads(text)
     except ValueError:
         return _from_stream(text, name)
+    if isinstance(data, dict) and str(data.get(SCHEMA_KEY, "")).startswith("gpulab.history/"):
+        if isinstance(data.get("runs"), list):  # `gpulab history --json` (or an export)
+            return list(data["runs"])
+        data = {k: v for k, v in data.items() if k != SCHEMA_KEY}  # `history show --json`
     if isinstance(data, dict) and data.get("format") == EXPORT_FORMAT:
         runs = data.get("runs")
         if not isinstance(runs, list):

@@ -78,6 +78,8 @@ def key_figures(exp_id: str, result: dict[str, Any]) -> list[str]:
         return [f"{s['top'][0]} took the most time: {top['extra']['share_pct']:.0f}% of"]
     if exp_id == "memory":
         return [f"{(s['rss_after_fill'] - s['rss_baseline']) / 2**20:.0f} MiB once"]
+    if exp_id == "cold-start":
+        return [f"{times(s['fresh_total_over_warm'])} this warm worker's median"]
     raise AssertionError(f"no headline check for {exp_id}")
 
 

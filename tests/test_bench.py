@@ -8,6 +8,7 @@ import json
 import pytest
 
 from gpulab import bench
+from gpulab.core.schema import tag
 
 
 def test_quick_bench_writes_json_and_markdown(tmp_path):
@@ -20,6 +21,7 @@ def test_quick_bench_writes_json_and_markdown(tmp_path):
     )
     assert bench.main(args) == 0
     report = json.loads((tmp_path / "b.json").read_text())
+    assert report["schema"] == tag("bench")
     assert {r["experiment"] for r in report["runs"]} == {"montecarlo", "blur", "matmul"}
     assert all(r["status"] == "result" for r in report["runs"])
     assert all(r["result"]["verdicts"] for r in report["runs"])
@@ -207,3 +209,39 @@ def test_matmul_comparison_on_the_gpu():
         assert r["gpulab_tflops"] > 0 and r["benchmark_timer_tflops"] > 0
     # Same op, same units: the two opinions agree to within a factor of 2 (not a speed goal).
     assert 0.5 < c["ratio"] < 2.0
+
+
+def test_claims_comparisons_judge_issue_16s_measurements():
+    from gpulab.bench_claims import claims_comparisons
+
+    def ran(exp: str, summary: dict) -> dict:
+        return {"experiment": exp, "status": "result", "result": {"summary": summary}}
+
+    runs = [
+        ran("cold-start", {"device": "gpu", "fresh_total_over_warm": 5000.0}),
+        ran("cold-start", {"device": "cpu", "fresh_total_over_warm": 5.0}),  # no target on CPU
+        ran("managed-memory", {"gbs": {"device": 3000.0, "managed-first-touch": 20.0}}),
+        ran(
+            "profiler",
+            {
+                "dtype": "bf16",
+                "probe": {"tflops": 400.0, "kernel": "nvjet_sm90_tst"},
+                "fp32_cuda_core_ceiling_tflops": 50.0,
+            },
+        ),
+        ran("profiler", {"dtype": "fp32", "probe": {"tflops": 40.0}}),  # bf16 only
+        ran("dtypes", {"device": "gpu", "fp8_over_bf16": 1.1, "matmul_tflops": {}}),
+        {"experiment": "occupancy", "status": "failed", "failure": {}},
+    ]
+    by = {c["name"]: c for c in claims_comparisons(runs)}
+    assert len(by) == 5
+    assert by["cold-start: fresh process to first result / warm median"]["status"] == "pass"
+    assert by["managed-memory: plain device GB/s / first-touch GB/s"]["value"] == 150.0
+    # No prefetch here (no concurrent managed access): not run, never a pass.
+    assert by["managed-memory: prefetched GB/s / plain device GB/s"]["status"] == "not run"
+    assert by["profiler bf16: matmul TFLOP/s / fp32 CUDA-core ceiling"]["value"] == 8.0
+    assert by["dtypes: fp8 (e4m3, scaled) / bf16 matmul TFLOP/s"]["status"] == "miss"
+    from gpulab.core.devices import Inventory
+
+    names = [c["name"] for c in bench.comparisons(runs, None, Inventory(), quick=False)]
+    assert set(by) <= set(names)

@@ -144,3 +144,20 @@ def test_gpu_run_all_contenders_pass():
     assert {"torch", "scipy"} <= {m.contender for m in res.measurements}
     best = next(m for m in res.measurements if m.contender in ("cupy-kernel", "torch"))
     assert f"ran at {best.percent_of_peak:.0f}% of this GPU's copy bandwidth" in res.headline
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", blur.KERNELS)
+def test_gpu_library_contenders_match_the_reference(kernel):
+    """cupyx.scipy.ndimage and the separable torch blur (lessons 08 and 17 quote both): same
+    image, borders and weights as the reference, within the same 1e-5."""
+    from conftest import cupy_available
+
+    res = _run(detect(), width=640, height=360, kernel=kernel, radius=3)
+    want = {"torch-separable"} | ({"cupyx"} if cupy_available() else set())
+    verdicts = {v.contender: v for v in res.verdicts}
+    for cid in want:
+        assert verdicts[cid].passed, verdicts[cid]
+    rows = {m.contender: m for m in res.measurements}
+    for cid in want:
+        assert rows[cid].percent_of_peak is not None and rows[cid].unit == "GB/s"

@@ -97,3 +97,20 @@ def test_illegal_address_without_a_gpu_says_why(cpu_inventory):
     assert [e["type"] for e in events] == [ev.FAILED]  # refused before it starts
     assert events[0]["kind"] == ev.KIND_EXPERIMENT
     assert "needs an NVIDIA GPU with CuPy" in events[0]["message"]
+
+
+def test_runaway_kernel_without_cupy_says_why(cpu_inventory):
+    events = run("runaway-kernel", cpu_inventory)
+    assert [e["type"] for e in events] == [ev.FAILED]  # refused before it starts
+    assert events[0]["kind"] == ev.KIND_EXPERIMENT
+    assert "runaway-kernel needs an NVIDIA GPU with CuPy" in events[0]["message"]
+
+
+def test_runaway_kernel_is_bounded_on_the_device_clock():
+    from gpulab.experiments.break_it import RUNAWAY, SPIN_CAP_S
+
+    exp = get("break-it")
+    assert exp.params.validate({"mode": "runaway-kernel"})["spin_s"] == SPIN_CAP_S <= 60
+    with pytest.raises(ParamError, match="spin_s"):
+        exp.params.validate({"mode": "runaway-kernel", "spin_s": SPIN_CAP_S + 1})
+    assert "%%globaltimer" in RUNAWAY and "while (now - start < spin_ns)" in RUNAWAY

@@ -26,7 +26,7 @@ def test_version():
 def test_list_json_has_montecarlo_with_params():
     out = gpulab("list", "--json")
     assert out.returncode == 0, out.stderr
-    exps = {e["id"]: e for e in json.loads(out.stdout)}
+    exps = {e["id"]: e for e in json.loads(out.stdout)["experiments"]}
     assert "montecarlo" in exps
     assert "samples" in [p["name"] for p in exps["montecarlo"]["params"]]
 

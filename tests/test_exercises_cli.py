@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.cli import main
+from gpulab.core.schema import tag
 from gpulab.exercises import cli as ex_cli
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "exercises"
@@ -37,7 +38,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 def run_json(capsys, *argv: str) -> tuple[int, dict]:
     code, out, err = run(capsys, *argv, "--json")
-    return code, json.loads(out)
+    data = json.loads(out)
+    assert data.pop("schema") == tag("exercises")  # every document says what it is
+    return code, data
 
 
 def test_list_creates_files_and_says_what_needs_a_gpu(capsys, tmp_path):

@@ -27,6 +27,7 @@ GPU_PARAMS = {
     "mixed-precision": {"steps": 5, "hidden": 256, "batch": 64},
     "profiler": {"steps": 2, "hidden": 256, "batch": 64},
     "memory": {"gib": 0.5, "hold_s": 0.3},
+    "cold-start": {"n": 1_000_000, "processes": 1},
 }
 
 
@@ -135,7 +136,7 @@ def _estimate(exp_id: str, p: dict) -> int:
     )
 
     if exp_id == "dtypes":
-        ds = list(dtypes.DTYPES)
+        ds = list(dtypes.CHOICES)
         return dtypes.fit_bytes(p["size"], p["n"], ds, ("matmul", "elementwise"), host=False)
     if exp_id == "memory-layout":
         return memory_layout.fit_bytes(p["size"], host=False)

@@ -52,6 +52,7 @@ CPU_PARAMS = {
     "mixed-precision": {"steps": 3, "hidden": 32, "batch": 16},
     "profiler": {"steps": 2, "hidden": 32, "batch": 8},
     "memory": {"gib": 0.02, "hold_s": 0.2},
+    "cold-start": {"n": 1000, "processes": 1},
 }
 IDS = sorted(CPU_PARAMS)
 

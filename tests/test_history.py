@@ -158,7 +158,7 @@ def test_a_run_json_stream_imports(matmul_events, tmp_path, capsys):
     assert cli.main(["history", "import", str(stream)]) == 0
     capsys.readouterr()
     assert cli.main(["history", "--json"]) == 0
-    (listed,) = json.loads(capsys.readouterr().out)
+    (listed,) = json.loads(capsys.readouterr().out)["runs"]
     assert listed["source"] == "import" and listed["experiment"] == "matmul"
     with Store() as s:
         (kept,) = s.run_entries()

@@ -47,7 +47,7 @@ async def test_cli_and_tui_runs_are_kept_across_a_restart():
 
     listed = gpulab("history", "--json")  # a new process: what a restart reads
     assert listed.returncode == 0, listed.stderr
-    runs = json.loads(listed.stdout)
+    runs = json.loads(listed.stdout)["runs"]
     assert [(r["id"], r["source"], r["experiment"]) for r in runs] == [
         (1, "cli", "montecarlo"),
         (2, "tui", "montecarlo"),

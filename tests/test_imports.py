@@ -1,4 +1,4 @@
-"""The layering rules of DESIGN.md, checked in fresh interpreters."""
+"""The layering rules of docs/architecture.md, checked in fresh interpreters."""
 
 import subprocess
 import sys

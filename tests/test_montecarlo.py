@@ -218,3 +218,31 @@ def test_gpu_chunk_is_bounded_by_the_run_and_free_memory():
     small = mct.gpu_chunk(10**11, 400 * 2**20)  # 400 MiB free: a quarter holds ~11M points
     assert small == 400 * 2**20 // 4 // mct.BYTES_PER_POINT
     assert mct.gpu_chunk(10**11, 1000) == 1 << 20  # never below 1M points
+
+
+def test_torch_generate_only_writes_random_numbers_or_a_fill():
+    from gpulab.experiments import montecarlo_torch as mct
+
+    counter = mct.TorchCounter("cpu", 10_000)
+    counter.generate_only(10_000, 3)
+    first = counter.x.clone()
+    assert float(first.min()) >= 0.0 and float(first.max()) < 1.0 and first.std() > 0.2
+    counter.generate_only(10_000, 3)
+    assert bool((counter.x == first).all())  # seeded: the same numbers again
+    counter.generate_only(10_000, 3, rng=False)
+    assert bool((counter.x == 0.5).all()) and bool((counter.y == 0.5).all())
+    text = mct.rng_text({"torch_rand_share": 0.6, "torch_fill_share": 0.45})
+    assert "60% of it" in text and "45%" in text and "about 15% is the cost" in text
+
+
+@pytest.mark.gpu
+def test_gpu_torch_row_is_split_into_its_rng_and_its_writes():
+    res = _run(100_000_000)
+    rows = {m.contender: m for m in res.measurements}
+    rand, fill, whole = rows["torch-rand-only"], rows["torch-fill-only"], rows["torch"]
+    # Parts of the torch row: each faster than the whole, the fill no slower than the RNG.
+    assert fill.time_median_s <= rand.time_median_s * 1.05
+    assert rand.time_median_s <= whole.time_median_s * 1.05
+    s = res.summary
+    assert 0 < s["torch_fill_share"] <= s["torch_rand_share"] * 1.05 <= 1.1
+    assert "Philox" in res.explanation

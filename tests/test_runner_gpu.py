@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -78,6 +79,42 @@ async def test_illegal_address_replaces_the_worker_and_the_next_job_runs(runner)
     assert not [e for e in runner.seen if e["type"] == ev.FAILED and e["job"] == ""]
     end = await run_ok(runner)
     assert "torch" in {m["contender"] for m in end["result"]["measurements"]}
+
+
+def _gpu_utilization() -> int | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetUtilizationRates(pynvml.nvmlDeviceGetHandleByIndex(0)).gpu)
+    except Exception:
+        return None
+
+
+@pytest.mark.skipif(not cupy_available(), reason="needs CuPy")
+async def test_runaway_kernel_is_killed_and_the_worker_replaced(runner):
+    """A kernel spinning 60 s on the device clock: utilization near 100%, the cooperative cancel
+    is not seen, the worker is killed well before the spin would end, and the next job runs."""
+    import time
+
+    old = runner.worker_pid
+    job = await runner.submit("break-it", {"mode": "runaway-kernel", "spin_s": 60})
+    async for event in job:
+        if event["type"] == ev.PROGRESS and "spins" in event.get("message", ""):
+            break
+    await asyncio.sleep(2.0)  # NVML averages utilization over its sample period
+    busy = _gpu_utilization()
+    assert busy is None or busy >= 90, busy
+    t0 = time.monotonic()
+    await runner.cancel(job)
+    assert job.final["how"] == "killed", job.final
+    assert time.monotonic() - t0 < 10
+    assert await until(lambda: not pid_alive(old), 5)
+    await runner.wait_ready(START_S)
+    assert runner.worker_pid != old
+    t0 = time.monotonic()
+    await run_ok(runner)  # the killed context freed the GPU: no 60 s wait behind the spin
+    assert time.monotonic() - t0 < 30
 
 
 async def test_gpu_spare_holds_no_context_until_promoted(runner):

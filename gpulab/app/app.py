@@ -105,7 +105,8 @@ class GpuLabApp(App[None]):
         # After the first frame, from a worker: spawning the worker process (and importing the
         # runner client) took ~140 ms of the event loop that the first paint waited for.
         self.call_after_refresh(self._begin_runner)
-        if not self.is_headless and self.watch_terminal:
+        # In a browser (gpulab serve) stdin is a pipe, not a tty: the session's server ends us.
+        if not self.is_headless and self.watch_terminal and not self.is_web:
             from gpulab.app.terminal import TerminalWatch
 
             self.terminal_watch = TerminalWatch(self)

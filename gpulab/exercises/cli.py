@@ -155,8 +155,9 @@ def cpu_only(why: str) -> Any:
 
 def emit_json(data: Any) -> None:
     from gpulab.core.results import _clean
+    from gpulab.core.schema import tagged
 
-    print(json.dumps(_clean(data), indent=2, default=str))
+    print(json.dumps(tagged("exercises", _clean(data)), indent=2, default=str))
 
 
 def _file(args: argparse.Namespace, ex: Any) -> Any:

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.schema import tagged
+
 
 def next_exercise(cat: Any, progress: dict[str, Any], inv: Any, after: Any = None) -> Any:
     """The first runnable exercise (after `after`, if given) that is not passing."""
@@ -127,7 +129,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
         def say(event: dict[str, Any], text: str) -> None:
             if args.json:
-                sys.stdout.write(json.dumps(event, default=str) + "\n")
+                sys.stdout.write(json.dumps(tagged("event", event), default=str) + "\n")
             else:
                 sys.stdout.write(text + "\n")
             sys.stdout.flush()

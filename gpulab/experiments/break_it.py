@@ -18,7 +18,16 @@ from gpulab.core.params import Choice, Int, ParamSet
 from gpulab.core.results import Result
 from gpulab.experiments.base import Context, Experiment, ExperimentError
 
-MODES = ("device-mismatch", "oom", "crash", "hang", "hang-ignoring-cancel", "illegal-address")
+MODES = (
+    "device-mismatch",
+    "oom",
+    "crash",
+    "hang",
+    "hang-ignoring-cancel",
+    "runaway-kernel",
+    "illegal-address",
+)
+SPIN_CAP_S = 60  # the runaway kernel stops itself after this, on the GPU's own clock
 MIB = 2**20
 BLOCK = 64 * MIB  # big enough that the C allocator maps and unmaps it (RSS really goes back)
 
@@ -67,6 +76,18 @@ EXPLAIN = {
         "grace period gpulab kills the worker and starts a new one, losing its warm state. "
         "Fix: check for cancellation between steps, and keep each step short."
     ),
+    "runaway-kernel": (
+        "A kernel now spins on the GPU's own clock for {spin} s: one block per SM, each thread "
+        "reading the nanosecond timer until the time is up. Watch the GPU pane: utilization "
+        "reads 100% (NVML counts the time some kernel was running, so even this kernel, which "
+        "computes nothing, fills it). The host thread waits in synchronize(), inside the CUDA "
+        "driver, where no Python code runs: the cooperative cancel is never seen. So cancel, "
+        "and after the grace period gpulab kills the worker; the driver tears its context "
+        "down, which stops the kernel, and a spare worker takes over. The kernel also ends "
+        "itself after {spin} s, so even a failed kill frees the GPU. Fix: keep each launch "
+        "short (split long work into many launches and check for a cancel between them), and "
+        "give device loops a bound: a kernel cannot be interrupted from the host."
+    ),
     "illegal-address": (
         "A CuPy kernel wrote far past the end of its {n}-element array. The GPU has no bounds "
         "checks: a write to an address no allocation owns stops the kernel, and the error is "
@@ -84,6 +105,21 @@ extern "C" __global__ void scribble(float* out, long long n, long long stride) {
     if (i < n) {
         out[i * stride] = 1.0f;  // the bug: the stride carries writes far past the array
     }
+}
+"""
+
+
+# Spins until the device's nanosecond clock (%globaltimer) passes the deadline; the bound is
+# computed on the device, so the kernel frees the GPU by itself whatever the host does.
+RUNAWAY = r"""
+extern "C" __global__ void runaway(unsigned long long spin_ns, unsigned long long* spins) {
+    unsigned long long start, now, n = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        ++n;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < spin_ns);
+    if (threadIdx.x == 0) atomicAdd(spins, n);  // a side effect: the loop cannot be dropped
 }
 """
 
@@ -133,6 +169,14 @@ class BreakIt(Experiment):
                 min=128,
                 max=2**20,
             ),
+            Int(
+                "spin_s",
+                SPIN_CAP_S,
+                "runaway-kernel: how long the kernel spins on the GPU clock",
+                unit="s",
+                min=1,
+                max=SPIN_CAP_S,
+            ),
             Choice(
                 "crash_with",
                 "segfault",
@@ -143,11 +187,10 @@ class BreakIt(Experiment):
     )
 
     def check(self, params: dict[str, Any], inventory: Inventory) -> None:
-        if params["mode"] == "illegal-address" and not inventory.available("cupy"):
+        mode = params["mode"]
+        if mode in ("illegal-address", "runaway-kernel") and not inventory.available("cupy"):
             why = inventory.reason("cupy") or inventory.gpu_reason or "no GPU"
-            raise ExperimentError(
-                f"illegal-address needs an NVIDIA GPU with CuPy, unavailable here: {why}"
-            )
+            raise ExperimentError(f"{mode} needs an NVIDIA GPU with CuPy, unavailable here: {why}")
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
         mode = params["mode"]
@@ -164,6 +207,8 @@ class BreakIt(Experiment):
             self._hang(ctx, check=mode == "hang")
         elif mode == "illegal-address":
             self._illegal_address(ctx)
+        elif mode == "runaway-kernel":
+            self._runaway(ctx, min(int(params["spin_s"]), SPIN_CAP_S))
         # Every mode above ends in an exception, a dead process or a cancel.
         raise ExperimentError(f"break-it mode {mode} did not break anything")
 
@@ -255,6 +300,33 @@ class BreakIt(Experiment):
                 said += 1
                 ctx.progress(0.0, f"still looping after {said} s; cancel to stop")
             ctx.check_cancelled()
+
+    def _runaway(self, ctx: Context, spin_s: int) -> None:
+        import cupy
+
+        ctx.log(EXPLAIN["runaway-kernel"].format(spin=spin_s))
+        dev = cupy.cuda.Device(ctx.device_index)
+        with dev:
+            sms = int(dev.attributes["MultiProcessorCount"])
+            spins = cupy.zeros(1, dtype=cupy.uint64)
+            kernel = cupy.RawKernel(RUNAWAY, "runaway")
+            _ = kernel.num_regs  # compiles now: the progress line below means "the GPU is busy"
+            kernel((sms,), (128,), (cupy.uint64(spin_s * 10**9), spins))
+            if ctx.on_progress:  # ctx.progress() would check for the cancel: this mode must not
+                ctx.on_progress(
+                    0.0,
+                    f"a kernel spins on {sms} SMs for {spin_s} s; cancel, and watch the worker "
+                    "get killed",
+                )
+            dev.synchronize()  # deaf to cancels: the thread is inside the driver
+        raise Broken(
+            "experiment-error",
+            f"the runaway kernel ended by itself after {spin_s} s (no cancel came, or the kill "
+            "failed)",
+            EXPLAIN["runaway-kernel"].format(spin=spin_s),
+            spins=int(spins.get()[0]),
+            sms=sms,
+        )
 
     def _illegal_address(self, ctx: Context) -> None:
         import cupy

@@ -20,7 +20,9 @@ from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
-BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+# fp8 is a matmul row only (torch._scaled_mm, experiments/fp8.py): its inputs start in fp32.
+CHOICES = (*DTYPES, "fp8")
+BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 4}
 CHECK_ROWS = 256
 CPU_N_CAP = 16_000_000
 
@@ -31,7 +33,13 @@ def fit_bytes(size: int, n: int, dtypes: list[str], ops: tuple[str, ...], *, hos
     verification's blocks and the libraries' workspaces (a fixed allowance)."""
     width = max((BYTES[d] for d in dtypes), default=4)
     mm = 3 * width * size * size if "matmul" in ops else 0
-    ew = 3 * width * n if "elementwise" in ops and any(d != "tf32" for d in dtypes) else 0
+    if "fp8" in dtypes and "matmul" in ops:  # fp32 a and b, their e4m3 copies, a bf16 out
+        mm = max(mm, 16 * size * size)
+    ew = (
+        3 * width * n
+        if "elementwise" in ops and any(d not in ("tf32", "fp8") for d in dtypes)
+        else 0
+    )
     slack = sup.HOST_SLACK_BYTES if host else sup.SLACK_BYTES
     return int(max(mm, ew) * 1.05) + slack
 
@@ -46,7 +54,13 @@ class Dtypes(Experiment):
             Int("size", 4096, "matmul size (size x size x size) on the GPU", min=16, max=32768),
             Int("cpu_size", 1024, "matmul size on the CPU", min=16, max=8192),
             Int("n", 64_000_000, "elements for the elementwise add", min=1, max=4e9),
-            List("dtypes", list(DTYPES), item="choice", choices=DTYPES, help="dtypes to run"),
+            List(
+                "dtypes",
+                list(CHOICES),
+                item="choice",
+                choices=CHOICES,
+                help="dtypes to run (fp8: a scaled matmul on compute capability 8.9+)",
+            ),
             Choice("op", "both", ("both", "matmul", "elementwise"), "which operations to time"),
         )
     )
@@ -68,15 +82,19 @@ class Dtypes(Experiment):
         dev = torch.device(ctx.torch_device if gpu else "cpu")
         size = int(params["size"] if gpu else params["cpu_size"])
         n = int(params["n"] if gpu else min(params["n"], CPU_N_CAP))
-        dtypes = [d for d in params["dtypes"] if gpu or d != "tf32"]
+        ops = ("matmul", "elementwise") if params["op"] == "both" else (params["op"],)
+        dtypes = [d for d in params["dtypes"] if gpu or d not in ("tf32", "fp8")]
         if not gpu and "tf32" in params["dtypes"]:
             result.unavailable["tf32"] = "TF32 is a tensor-core mode of NVIDIA GPUs (Ampere on)"
-        ops = ("matmul", "elementwise") if params["op"] == "both" else (params["op"],)
+        if not gpu and "fp8" in params["dtypes"]:
+            result.unavailable["matmul-fp8"] = "fp8 matmuls run on GPU tensor cores (sm_89 on)"
+        fp8 = "fp8" in dtypes and "matmul" in ops
         what = f"dtypes at size={size}, n={n:,}"
         if gpu:
             sup.require_fit(ctx, fit_bytes(size, n, dtypes, ops, host=False), what)
         else:
             sup.require_host_fit(fit_bytes(size, n, dtypes, ops, host=True), what)
+        dtypes = [d for d in dtypes if d != "fp8"]  # its own row, after the others
         p = sup.peaks(ctx)
 
         def make(shape: Any, td: Any, normal: bool = False) -> Any:
@@ -205,6 +223,13 @@ class Dtypes(Experiment):
                     gbs[d] = m.throughput or 0.0
                     del x, y, out, fn
                 sup.emit(ctx, result, m)
+        if fp8:
+            ctx.progress(0.98, "matmul fp8 (e4m3, scaled)")
+            from gpulab.experiments.fp8 import fp8_row
+
+            m8 = fp8_row(ctx, result, torch, dev, size)
+            if m8 is not None and m8.throughput:
+                tflops["fp8"] = m8.throughput
         ctx.progress(1.0, "done")
         if tflops:
             result.series.append(
@@ -222,6 +247,8 @@ class Dtypes(Experiment):
         }
         if tflops.get("fp32") and tflops.get("fp64"):
             result.summary["fp32_over_fp64"] = tflops["fp32"] / tflops["fp64"]
+        if tflops.get("fp8") and tflops.get("bf16"):
+            result.summary["fp8_over_bf16"] = tflops["fp8"] / tflops["bf16"]
         result.explanation = (
             "Matrix products are compute-bound, so their speed follows the hardware unit that "
             "runs each dtype: tensor cores handle tf32, fp16 and bf16 at many times the fp32 "
@@ -233,6 +260,16 @@ class Dtypes(Experiment):
             "near the memory's limit. Inputs were made before the timing; a benchmark that "
             "creates them inside the timed call measures the random generator too."
         )
+        if "fp8" in tflops:
+            result.explanation += (
+                " The fp8 row is e4m3 through torch._scaled_mm and is not a drop-in dtype: its "
+                "inputs were scaled into e4m3's range (max 448) per tensor and the product "
+                "scaled back, and its error against the unquantized product is in its note. "
+                "There is no calibrated fp8 ceiling, so read it against the bf16 row"
+            )
+            if result.summary.get("fp8_over_bf16"):
+                result.explanation += f": here {result.summary['fp8_over_bf16']:.2f}x bf16's rate"
+            result.explanation += "."
         if burst_tflops:
             gains = {d: burst_tflops[d] / tflops[d] for d in burst_tflops if tflops.get(d)}
             top = max(gains, key=gains.__getitem__, default=None)

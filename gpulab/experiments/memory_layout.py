@@ -20,6 +20,7 @@ from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 
 STRIDE = 16
+TRANSPOSED_SUM = "x.T.sum(0) (transposed view)"
 
 
 def fit_bytes(s: int, *, host: bool) -> int:
@@ -102,6 +103,9 @@ class MemoryLayout(Experiment):
             ),
             ("x.sum(dim=1) (along rows)", lambda: x.sum(dim=1), e, lambda r: x[r].double().sum(1)),
             ("x.sum(dim=0) (across rows)", lambda: x.sum(dim=0), e, "column sums"),
+            # The seed's own case: a column sum of the transposed view is x's row sums,
+            # read in x's stored order.
+            (TRANSPOSED_SUM, lambda: xt.sum(0), e, lambda r: x[r].double().sum(1)),
             (
                 f"x.view(-1)[::{STRIDE}] * 2 (1 float per 64 B)",
                 lambda: sv * 2,
@@ -152,6 +156,9 @@ class MemoryLayout(Experiment):
         if t_op and t_copy and t_both and t_view:
             result.summary["copy_then_op_over_view"] = t_both / t_view
             result.summary["copy_share_of_copy_then_op"] = t_copy / t_both
+        t_rows, t_t = times.get("x.sum(dim=1) (along rows)"), times.get(TRANSPOSED_SUM)
+        if t_rows and t_t:
+            result.summary["transposed_sum_over_row_sum"] = t_t / t_rows
         result.explanation = (
             "A transpose is free: x.t() only swaps strides. Elementwise ops on it run as fast "
             "as on x, because PyTorch walks the memory in its stored order. Calling "
@@ -162,7 +169,9 @@ class MemoryLayout(Experiment):
             "is touching memory you do not use: the stride-16 view uses 4 bytes of every 64 "
             "the memory delivers, so its useful GB/s collapses. Reductions across rows and "
             "matmuls with a transposed operand are handled by the library's kernels (cuBLAS "
-            "reads a transposed operand directly), so copying first only adds time."
+            "reads a transposed operand directly), so copying first only adds time. The "
+            "seed's x.T.sum(0) is the same sum as x.sum(dim=1): PyTorch sees through the view "
+            "and reads x in its stored order, so it should take about as long as that row."
         )
         return self.finish(result)
 

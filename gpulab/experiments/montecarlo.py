@@ -251,6 +251,12 @@ class MonteCarlo(Experiment):
                 warmup=1 if big else None,
             )
             dev_bytes = self._device_bytes_used(contender.backend, ctx, base, fused)
+            if "torch" in gpu_counter:  # the torch row's parts: its RNG, its writes alone
+                from gpulab.experiments.montecarlo_torch import rng_rows
+
+                for part in rng_rows(ctx, gpu_counter["torch"], n, seed):
+                    ctx.measurement(part)
+                    result.measurements.append(part)
             gpu_counter.clear()  # its buffers are freed before the next contender runs
             estimate = 4.0 * last["inside"] / n
             se = standard_error(n)
@@ -323,6 +329,11 @@ class MonteCarlo(Experiment):
             result.summary["fused_vs_torch"] = (
                 summary["cupy-fused"]["g_samples_per_s"] / summary["torch"]["g_samples_per_s"]
             )
+        parts = {m.contender: m.time_median_s for m in result.measurements if "part_of" in m.extra}
+        if parts and "torch" in summary:
+            t = summary["torch"]["warm_s"]
+            result.summary["torch_rand_share"] = parts["torch-rand-only"] / t
+            result.summary["torch_fill_share"] = parts["torch-fill-only"] / t
         result.explanation = (
             "Every point is independent, so the work splits across every core the device has. "
             "The torch recipe writes two arrays of random numbers to memory and reads them back "
@@ -337,6 +348,10 @@ class MonteCarlo(Experiment):
             "compare, so the rows say so rather than borrow an unrelated one; compare the "
             "contenders with each other instead."
         )
+        if "torch_rand_share" in result.summary:
+            from gpulab.experiments.montecarlo_torch import rng_text
+
+            result.explanation += " " + rng_text(result.summary)
         return self.finish(result)
 
     @staticmethod

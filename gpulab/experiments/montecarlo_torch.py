@@ -81,6 +81,22 @@ class TorchCounter:
             self._add_ones(x)
         return int(self.total.item())  # the one synchronization
 
+    def generate_only(self, samples: int, seed: int, *, rng: bool = True) -> None:
+        """Only the writes of x and y, chunk by chunk: torch.rand's Philox numbers (rng) or a
+        plain fill of the same bytes (no rng). Timed against `count`, they split the torch
+        row's time into the random numbers, the memory they are written to, and the rest."""
+        self.gen.manual_seed(seed)
+        chunk = self.chunk
+        for start in range(0, samples, chunk):
+            n = min(chunk, samples - start)
+            x, y = self.x[:n], self.y[:n]
+            if rng:
+                self.torch.rand(n, out=x, generator=self.gen)
+                self.torch.rand(n, out=y, generator=self.gen)
+            else:
+                x.fill_(0.5)
+                y.fill_(0.5)
+
     def _add_ones(self, ones: Any) -> None:
         """Add the count of 1.0s in `ones` (1.0 / 0.0) to the total, exactly: float32 sums of
         blocks of EXACT_BLOCK, then the few block counts as int64."""
@@ -91,6 +107,53 @@ class TorchCounter:
             self.total += blocks.to(self.total.dtype).sum()
         if full < n:
             self.total += ones[full:].sum().to(self.total.dtype)
+
+
+RNG_ROWS = {
+    "torch-rand-only": ("torch.rand for x and y alone (Philox numbers written to memory)", True),
+    "torch-fill-only": ("x.fill_ and y.fill_ alone (the same bytes, no random numbers)", False),
+}
+
+
+def rng_rows(ctx: Any, counter: TorchCounter, samples: int, seed: int) -> list[Any]:
+    """Rows that isolate the torch contender's random-number cost: its two torch.rand writes
+    alone, and a plain fill of the same bytes. The fused kernel uses a cheaper generator than
+    torch's Philox, so the lesson must not put the whole gap on memory traffic."""
+    from gpulab.experiments.common import row
+
+    out = []
+    for cid, (what, rng) in RNG_ROWS.items():
+        ctx.progress(0.5, f"torch: {what}")
+        timing = ctx.timer.measure(
+            lambda rng=rng: counter.generate_only(samples, seed, rng=rng), sync="torch"
+        )
+        out.append(
+            row(
+                cid,
+                f"{samples:g}",
+                timing,
+                work=samples,
+                unit="G samples/s",
+                scale=1e9,
+                note=what,
+                part_of="torch",
+                peak_name="no calibrated ceiling: a part of the torch row",
+            )
+        )
+    return out
+
+
+def rng_text(summary: dict[str, Any]) -> str:
+    """What the torch row's parts say about where its time goes."""
+    rand, fill = summary["torch_rand_share"], summary["torch_fill_share"]
+    return (
+        f"Where the torch row's time goes: writing x and y with torch.rand alone took "
+        f"{100 * rand:.0f}% of it, a plain fill of the same bytes {100 * fill:.0f}%. So about "
+        f"{100 * max(0.0, rand - fill):.0f}% is the cost of making Philox random numbers beyond "
+        "writing them, and the rest is memory traffic and the compare and count. The fused "
+        "kernel also uses a cheaper generator (SplitMix64, one multiply-xorshift chain per "
+        "sample, against Philox's ten rounds), so its lead is part memory traffic, part RNG."
+    )
 
 
 def recipe_estimate(samples: int, device: str) -> float:

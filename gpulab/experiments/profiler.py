@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.core.params import Int, ParamSet
+from gpulab.core.params import Choice, Int, ParamSet
 from gpulab.core.results import Artifact, Measurement, Result, Verdict
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import tensor_cores as tc
 from gpulab.experiments.base import Contender, Context, Experiment
 
 TOP = 12
@@ -55,13 +56,19 @@ class Profiler(Experiment):
                 max=32768,
             ),
             Int("batch", 512, "batch size", min=1, max=65536),
+            Choice(
+                "dtype",
+                "fp32",
+                ("fp32", "tf32", "bf16", "fp16"),
+                "matmul precision on the GPU: fp32 (TF32 off), TF32, or bf16/fp16 autocast",
+            ),
         )
     )
     contenders = (
         Contender("torch", "PyTorch GPU (CUDA activity)", "torch-cuda"),
         Contender("torch-cpu", "PyTorch CPU", "torch-cpu"),
     )
-    bench_params = ({"steps": 5},)
+    bench_params = ({"steps": 5}, {"steps": 5, "dtype": "bf16"})
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
@@ -70,8 +77,11 @@ class Profiler(Experiment):
 
         result = self.new_result(ctx, params)
         gpu = ctx.has_cuda
+        dtype = str(params["dtype"]) if gpu else "fp32"
         if gpu:
             result.unavailable["torch-cpu"] = "the GPU was profiled instead"
+        elif params["dtype"] != "fp32":
+            result.unavailable[params["dtype"]] = "the dtype choice is for GPU matmuls"
         dev = torch.device(ctx.torch_device if gpu else "cpu")
         steps, batch = int(params["steps"]), int(params["batch"])
         hidden = int(params["hidden"]) if gpu else min(int(params["hidden"]), 512)
@@ -81,6 +91,8 @@ class Profiler(Experiment):
             sup.require_fit(ctx, need, what)
         else:
             sup.require_host_fit(need - sup.SLACK_BYTES + sup.HOST_SLACK_BYTES, what)
+        # The fp32 CUDA-core ceiling the kernel rows compare with (calibrated once, cached).
+        p = sup.peaks(ctx) if gpu else None
         model = torch.nn.Sequential(  # made on the device: never a host copy of the weights
             torch.nn.Linear(hidden, hidden, device=dev),
             torch.nn.ReLU(),
@@ -92,11 +104,17 @@ class Profiler(Experiment):
         x = torch.randn(batch, hidden, device=dev)
         target = torch.randint(0, 10, (batch,), device=dev)
 
+        half = dtype in ("bf16", "fp16")
+        autocast_dtype = sup.torch_dtype(dtype) if half else torch.float32
+
         def step() -> Any:
-            with record_function(ANNOTATIONS[0]):
+            with (
+                record_function(ANNOTATIONS[0]),
+                torch.autocast(dev.type, dtype=autocast_dtype, enabled=half),
+            ):
                 logits = model(x)
             with record_function(ANNOTATIONS[1]):
-                loss = torch.nn.functional.cross_entropy(logits, target)
+                loss = torch.nn.functional.cross_entropy(logits.float(), target)
             with record_function(ANNOTATIONS[2]):
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -105,18 +123,19 @@ class Profiler(Experiment):
             return loss
 
         ctx.progress(0.05, "warm-up steps")
-        for _ in range(2):
-            step()
-        if gpu:
-            torch.cuda.synchronize(dev)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
         losses = []
-        with profile(activities=activities, record_shapes=False) as prof:
-            for i in range(steps):
-                ctx.progress(0.1 + 0.7 * i / steps, f"profiled step {i + 1} of {steps}")
-                losses.append(step().detach())
+        with sup.tf32_mode(dtype == "tf32"):
+            for _ in range(2):
+                step()
             if gpu:
                 torch.cuda.synchronize(dev)
+            with profile(activities=activities, record_shapes=False) as prof:
+                for i in range(steps):
+                    ctx.progress(0.1 + 0.7 * i / steps, f"profiled step {i + 1} of {steps}")
+                    losses.append(step().detach())
+                if gpu:
+                    torch.cuda.synchronize(dev)
         ctx.progress(0.85, "building the table")
         missing = sum(1 for p in model.parameters() if p.grad is None)
         result.verdicts.append(
@@ -176,8 +195,16 @@ class Profiler(Experiment):
                 },
             )
             sup.emit(ctx, result, m)
+        kernels: dict[str, Any] = {}
+        if gpu:
+            ctx.progress(0.9, f"one {batch} x {hidden} x {hidden} matmul in {dtype}, measured")
+            kernels = kernel_rows(
+                ctx, result, averages, steps, p, (torch, dev), batch, hidden, dtype
+            )
         ctx.progress(1.0, "done")
         result.summary = {
+            "dtype": dtype,
+            **kernels,
             "steps": steps,
             "sorted_by": sort_key,
             "top": [e.key for e in ranked[:5]],
@@ -195,12 +222,87 @@ class Profiler(Experiment):
             "always do. For a timeline, export a trace (prof.export_chrome_trace) or use Nsight "
             "Systems."
         )
+        if kernels.get("probe"):
+            pr = kernels["probe"]
+            result.explanation += (
+                " The kernel rows say, for each GPU kernel, whether it ran on tensor cores: by "
+                "its name (the instruction, hmma/wgmma/gmma on tensor cores or ffma/simt on "
+                "CUDA cores, and the dtype; 'xmma' or 'gemm' alone prove nothing) and, for the "
+                f"matmul kernel, by a measurement: one {pr['shape'][0]} x {pr['shape'][1]} x "
+                f"{pr['shape'][2]} {dtype} product ran {pr['measured']}."
+            )
         if not gpu:
             result.explanation += (
                 " Here only the CPU was profiled: the rows are CPU time, and there is no "
                 "device column."
             )
         return self.finish(result)
+
+
+def kernel_rows(
+    ctx: Context,
+    result: Result,
+    averages: Any,
+    steps: int,
+    p: Any,
+    where: tuple[Any, Any],
+    batch: int,
+    hidden: int,
+    dtype: str,
+) -> dict[str, Any]:
+    """A row per GPU kernel (top by device time) with its tensor-core verdicts: by name, and,
+    for the kernel the measured matmul also ran, by its rate against the fp32 CUDA-core
+    ceiling. Returns the summary's part."""
+    ceiling = sup.peak(p, "matmul:fp32")
+    probe = tc.probe(*where, batch, hidden, hidden, dtype)
+    if probe:
+        probe["verdict"], probe["measured"] = tc.by_rate(probe["tflops"], ceiling)
+    found = sorted(
+        (e for e in averages if tc.is_kernel(e) and tc.device_us(e) > 0),
+        key=tc.device_us,
+        reverse=True,
+    )[:TOP]
+    matmuls = used = 0
+    for evt in found:
+        name_says, sign = tc.by_name(evt.key)
+        measured = ""
+        if probe and evt.key == probe["kernel"]:
+            measured = probe["verdict"]
+        verdict = measured or name_says
+        matmuls += name_says != "n/a" or bool(measured)
+        used += verdict == "yes"
+        per_step_s = tc.device_us(evt) / 1e6 / steps
+        note = f"tensor cores: {verdict} (name: {name_says}, {sign}"
+        note += f"; measured: {probe['measured']})" if measured else ")"
+        sup.emit(
+            ctx,
+            result,
+            Measurement(
+                contender=f"kernel {evt.key[:80]}",
+                size=f"{hidden} x {batch}",
+                dtype=dtype,
+                time_median_s=per_step_s,
+                time_min_s=per_step_s,
+                time_max_s=per_step_s,
+                runs=steps,
+                note=note,
+                extra={
+                    "kind": "kernel",
+                    "kernel": evt.key,
+                    "tensor_cores": verdict,
+                    "by_name": name_says,
+                    "name_sign": sign,
+                    "by_measurement": measured,
+                    "calls": int(evt.count),
+                },
+            ),
+        )
+    return {
+        "probe": probe,
+        "fp32_cuda_core_ceiling_tflops": ceiling,
+        "matmul_kernels": matmuls,
+        "tensor_core_kernels": used,
+    }
 
 
 EXPERIMENT = Profiler()

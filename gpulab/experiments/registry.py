@@ -26,6 +26,9 @@ MODULES: tuple[str, ...] = (
     "mixed_precision",
     "profiler",
     "memory",
+    "cold_start",
+    "occupancy",
+    "managed_memory",
     "break_it",
 )
 

@@ -42,6 +42,15 @@ def candidate_sizes(size: int) -> list[int]:
     return [s for s in out if s > 0]
 
 
+def measured_answer(penalties: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """The run's answer: the largest slowdown over the aligned size, with its dtype and size."""
+    found = [(x, d, int(size)) for d, v in penalties.items() for size, x in v.items() if x]
+    if not found:
+        return {}
+    x, d, size = max(found)
+    return {"worst_slowdown": x, "worst_dtype": d, "worst_size": size}
+
+
 class TensorCoreAlignment(Experiment):
     id = "tensor-core-alignment"
     title = "Tensor cores and dimension alignment"
@@ -138,6 +147,9 @@ class TensorCoreAlignment(Experiment):
         ctx.progress(1.0, "done")
         worst = {d: max(v.values()) for d, v in penalties.items() if v}
         result.summary = {"sizes": sizes, "slowdown_vs_aligned": penalties, "worst": worst}
+        answer = measured_answer(penalties)
+        if answer:
+            result.summary.update(answer)
         result.explanation = (
             "Tensor cores work on small fixed tiles, and cuBLAS's fastest kernels want each "
             "dimension to be a multiple of 8 elements for fp16/bf16 (16 bytes). An odd size "
@@ -153,6 +165,12 @@ class TensorCoreAlignment(Experiment):
                 "calibration is, so aligned and misaligned products ran at the same settled "
                 "clocks and the slowdowns compare like with like."
             )
+        if answer:
+            text = (
+                f"the worst misaligned size (n={answer['worst_size']}, {answer['worst_dtype']}) "
+                f"took {answer['worst_slowdown']:.1f}x the aligned time"
+            )
+            result.explanation += f" Measured here: {text}."
         if not gpu:
             result.explanation += (
                 " On the CPU there are no tensor cores: only fp32 ran, and any difference "

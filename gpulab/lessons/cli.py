@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from gpulab.core.schema import tagged
 from gpulab.lessons.catalog import Catalog, load_catalog
 from gpulab.store import QuizBest, ReadMark, Store, StoreError
 
@@ -60,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         read = sum(r["read"] for r in rows)
         out = {"lessons": rows, "read": read, "total": len(rows), "problems": warnings}
-        print(json.dumps(out, indent=2))
+        print(json.dumps(tagged("lessons", out), indent=2))
         return 0
     for w in warnings:
         sys.stderr.write(f"gpulab: {w}\n")

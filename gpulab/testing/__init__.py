@@ -1,0 +1,1 @@
+"""Test doubles and fixtures shared by the tests (the fake NVML is gpulab/telemetry/fake.py)."""

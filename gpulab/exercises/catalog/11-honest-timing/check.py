@@ -18,7 +18,10 @@ from gpulab.exercises import api
 ENTRY = "time_matmul"
 WARMUP, RUNS = 3, 10
 GPU_BOUNDS = (0.6, 1.7)
-CPU_BOUNDS = (0.4, 2.5)  # a CPU shares its cores with everything else running
+# A CPU shares its cores with everything else running, and a thread pool's wake-up varies
+# from call to call: wide bounds, still far tighter than the mistakes they catch (1000x for
+# milliseconds, RUNS x for a total); the GPU cases judge synchronization tightly.
+CPU_BOUNDS = (0.2, 5.0)
 
 
 def cases(ctx: api.Context) -> list[api.Case]:
