@@ -103,12 +103,13 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
                 yield Static("", id="unavailable", markup=False)
             # the Explain tab scrolls on its own (wheel, PageDown, End); `m` maximizes it
             with TabPane("Explain", id="tab-explain"), VerticalScroll(id="explain-scroll"):
+                # the pictures first: they are what a learner came to see; the words follow
+                yield ResultPlots(id="plot")
+                yield ImageView(id="images")
                 yield Static(
                     "Run an experiment to see what it shows.", id="explanation", markup=False
                 )
                 yield Button("Open the lesson", id="open-lesson", compact=True)
-                yield ResultPlots(id="plot")
-                yield ImageView(id="images")
             with TabPane("Log", id="tab-log"):
                 yield Log(id="job-log", max_lines=2000)
             with TabPane("History", id="tab-history"):

@@ -52,7 +52,8 @@ class ImageView(Widget):
             each = max(8, (width - 2 * (len(pair) - 1)) // len(pair))
             scale = max(rgb.shape[1] for _, rgb in pair) / each
             parts.append(Text(f"{names}  (one cell = {scale:.1f} px)", style="bold", no_wrap=True))
-            parts.append(self._row([halfblock.render(rgb, each) for _, rgb in pair]))
+            rows = self._max_rows()
+            parts.append(self._row([halfblock.render(rgb, each, rows) for _, rgb in pair]))
             if scale > CROP_WHEN_SCALE_OVER:
                 parts.append(
                     Text(
@@ -68,6 +69,12 @@ class ImageView(Widget):
         group = Group(*parts)
         self._built = (width, group)
         return group
+
+    def _max_rows(self) -> int:
+        """The scaled pair leaves room for its crop and the headline: about a third of the
+        screen's height each."""
+        height = self.app.size.height if self.is_attached else 40
+        return max(6, (height - 16) // 2)
 
     @staticmethod
     def _row(texts: list[Text]) -> Text:
