@@ -200,3 +200,22 @@ def test_matmul_roofline_series_carry_the_calibrated_ceiling():
     assert by_name["ceiling fp16 (calibrated)"].x == [256.0, 1024.0]
     text = plot_groups(r.series)
     assert "y: TFLOP/s (log)" in text and "256" in text and "1024" in text
+
+
+async def test_switching_experiments_clears_every_tab_and_history_keeps_the_run():
+    app = GpuLabApp(runner_factory=lambda **kw: FakeRunner(**kw))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _ready(pilot)
+        await pilot.press("r")
+        while not (app.panel.live is not None and app.panel.live.finished):
+            await pilot.pause(0.05)
+        await pilot.pause()
+        assert app.query_one("#results").row_count > 0
+        assert app.query_one("#plot").query("SeriesPlot")
+        assert app.focused is not None and type(app.focused).__name__ == "ContentTabs"
+        app.panel.load("blur")
+        await pilot.pause()
+        assert app.query_one("#results").row_count == 0
+        assert not app.query_one("#plot").query("SeriesPlot")
+        assert not app.query_one("#headline").display
+        assert "montecarlo" in str(app.query_one("#history").get_option_at_index(0).prompt)

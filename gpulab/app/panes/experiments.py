@@ -139,8 +139,10 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             else self
         )
         frame.border_title = f"Experiment: {exp.title}"
-        if self.shown is None or self.shown.experiment != experiment_id:
-            self.show_headline("")  # another experiment's answer must not stay on screen
+        if self.shown is not None and self.shown.experiment != experiment_id and not self.running:
+            self.show_run(None)  # another experiment's results must not stay on screen (History)
+        elif self.shown is None:
+            self.show_headline("")
         self.query_one("#exp-summary", Static).update(exp.summary)
         holder = self.query_one("#form-holder")
         holder.remove_children()
@@ -372,9 +374,16 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         self.query_one(RaceView).show(
             state if state and state.experiment == self.experiment_id else None
         )
-        if state is None:
+        if state is None:  # nothing shown: no tab keeps another run's figures
             bar.update(progress=0)
             step.update("")
+            self.query_one("#results", DataTable).clear()
+            self._drawn_rows = -1
+            self.query_one("#explanation", Static).update("Run an experiment to see what it shows.")
+            self.query_one("#open-lesson").display = False
+            self.query_one("#plot", ResultPlots).show([])
+            self.query_one("#images", ImageView).show([])
+            self.show_headline("")
             return
         bar.update(progress=round(state.fraction * 100, 1))
         step.update(self._step_text(state))
