@@ -98,6 +98,10 @@ def test_race_explains_its_counts_and_marks_extrapolated_rows():
     assert "2/2 (1 extrapolated)" in python_row and "  ~" in python_row  # its latest: a guess
     assert "~" not in text.splitlines()[1]
     assert "rows done of the 2 asked" in text and "extrapolated from smaller sizes" in text
+    assert "not run" not in text  # still running: the rest may yet come
+    state.status = "result"
+    finished = race.render_race(100).plain.splitlines()
+    assert "1/2 (1 not run)" in finished[1] and "not run:" in finished[-2]
 
 
 # ---- the GPU at a glance ------------------------------------------------------------------

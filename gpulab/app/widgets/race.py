@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from gpulab.app.runs import RunState, expected_rows
 from gpulab.report import fmt_num, fmt_time
+from gpulab.runner import events as ev
 
 
 class RaceView(Static):
@@ -46,7 +47,7 @@ class RaceView(Static):
         label_w = max(12, min(longest, width - 46))
         bar_w = max(6, min(40, width - label_w - 38))
         best = self._best(state)
-        any_extrapolated = False
+        any_extrapolated = any_not_run = False
         for cid, label, why in self.contenders:
             why = why or unavailable.get(cid, "")
             text.append(f"{abbreviate(label, label_w):<{label_w}} ", style="bold")
@@ -70,6 +71,9 @@ class RaceView(Static):
             if guessed:
                 any_extrapolated = True
                 text.append(f" ({guessed} extrapolated)", style="yellow")
+            if done < want and state is not None and state.status == ev.RESULT:
+                any_not_run = True
+                text.append(f" ({want - done} not run)", style="dim")
             if rows:
                 last = rows[-1]
                 mark = "~" if last.get("extrapolated") else ""
@@ -80,17 +84,19 @@ class RaceView(Static):
                     text.append("  fastest", style="bold green")
             text.append("\n")
         if state is not None:
-            text.append(self._key(want, any_extrapolated), style="dim")
+            text.append(self._key(want, any_extrapolated, any_not_run), style="dim")
         text.rstrip()
         return text
 
     @staticmethod
-    def _key(want: int, extrapolated: bool) -> str:
+    def _key(want: int, extrapolated: bool, not_run: bool = False) -> str:
         """What the counts mean, under the bars."""
         if want > 1:
             line = f"n/{want}: rows done of the {want} asked (sizes x dtypes); figures: latest row"
         else:
             line = "1/1: the contender's one measurement is in"
+        if not_run:
+            line += "\nnot run: sizes or dtypes that contender does not do (or skips as too slow)"
         if extrapolated:
             line += "\n▒ and ~: extrapolated from smaller sizes (too slow to run), not measured"
         return line
