@@ -179,6 +179,11 @@ async def test_quitting_during_a_run_asks_first_and_m_maximizes_the_results():
         await pilot.press("m")
         await pilot.pause()
         assert app.screen.maximized is None
+        await pilot.press("m")
+        await pilot.pause()
+        await pilot.press("escape")  # restores the layout
+        await pilot.pause()
+        assert app.screen.maximized is None
         await pilot.press("q")  # the second q quits
         await pilot.pause(0.5)
     assert not app.is_running
