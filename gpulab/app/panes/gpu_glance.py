@@ -85,19 +85,27 @@ def glance(
     if s is None:
         t.add_row("Live", Text("waiting for a sample", "dim"))
         return t
-    bar_w = max(6, min(20, width - 30))
-    spark_w = max(0, width - 6 - bar_w - 17) if tall else 0
+    # compact: a bar per figure; tall: the last minutes as a sparkline beside it, or instead
+    # of it when the pane is too narrow for both (the sparkline's last cell is the level now)
+    spark_only = tall and width < 60
+    bar_w = 0 if spark_only else max(6, min(20, width - 30))
+    spark_w = 0 if not tall else max(0, width - 6 - bar_w - 17)
     util = None if _na(s.gpu_util) else s.gpu_util / 100
     used, total = s.memory_in_use, s.memory_total
     mem = None if _na(used) or _na(total) or not total else used / total
     power = None if _na(s.power_w) or _na(limit_w) or not limit_w else s.power_w / limit_w
 
     def row(label: str, fraction: float | None, figure: str, key: str | None) -> None:
-        line = bar(fraction, bar_w)
-        line.append(f" {figure}")
-        if spark_w >= 8 and key and history is not None:
-            line.append(" " * max(1, 16 - len(figure)))
+        line = bar(fraction, bar_w) if bar_w else Text()
+        if spark_w >= 6 and key and history is not None:
+            if bar_w:
+                line.append(" ")
+            # right-aligned: the newest reading sits beside the figure, older ones to the left
+            line.append("·" * max(0, spark_w - min(len(history.points[key]), spark_w)), "dim")
             line.append_text(sparkline(history.points[key], spark_w))
+        elif not bar_w:
+            line = bar(fraction, 10)
+        line.append(f" {figure}")
         t.add_row(label, line)
 
     row("GPU", util, "N/A" if util is None else f"{s.gpu_util:3d}%", "util")

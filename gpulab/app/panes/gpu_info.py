@@ -335,7 +335,7 @@ class GpuInfoPane(Vertical):
         if snap is not None:
             history.add(snap, g.power_limit_w)
         width = max(30, self.size.width or 38)
-        tall = self.size.height >= 14 and width >= 50
+        tall = self.app.size.height >= 30  # a tall screen: sparklines (MainScreen's -tall)
         key = (snap and _snap_key(snap), width, tall, len(history.points["util"]))
         self._set("gpu-glance", key, lambda: glance(snap, g.power_limit_w, history, width, tall))
         pid = (self.worker or {}).get("pid")
