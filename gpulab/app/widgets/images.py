@@ -26,8 +26,12 @@ class ImageView(Widget):
         self.images: list[tuple[str, Any]] = []  # (name, rgb array)
         self.notes: list[Text] = []
         self._built: tuple[int, Group] | None = None
+        self._artifacts: list[dict[str, Any]] | None = None
 
     def show(self, artifacts: list[dict[str, Any]]) -> None:
+        if artifacts == self._artifacts:
+            return  # every flush of a finished run calls this: decode the images once
+        self._artifacts = list(artifacts)
         self.images, self.notes = [], []
         for art in artifacts:
             if art.get("kind") == "image" and art.get("path"):
