@@ -228,3 +228,28 @@ async def test_switching_experiments_clears_every_tab_and_history_keeps_the_run(
         assert not app.query_one("#plot").query("SeriesPlot")
         assert not app.query_one("#headline").display
         assert "montecarlo" in str(app.query_one("#history").get_option_at_index(0).prompt)
+
+
+def test_cli_prints_the_plots_before_the_answer_only_when_asked():
+    from gpulab.report import render_result
+
+    result = {
+        "record": {"experiment": "montecarlo", "device": "cpu"},
+        "series": [
+            {
+                "name": "standard error",
+                "x": [1e3, 1e6],
+                "y": [0.05, 0.0016],
+                "x_label": "samples",
+                "y_label": "|estimate - pi|",
+                "log_x": True,
+                "log_y": True,
+            }
+        ],
+        "headline": "pi ≈ 3.1416",
+    }
+    plain = render_result(result)
+    assert "samples (log)" not in plain
+    plotted = render_result(result, plots=True)
+    assert plotted.index("x: samples (log)") < plotted.index("Answer: pi")
+    assert "1000" in plotted and "1M" in plotted  # axes in the data's units
