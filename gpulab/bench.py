@@ -452,7 +452,9 @@ def main(args: Any) -> int:
     if suite not in ("core", "full", "exercises"):
         sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected core, full or exercises\n")
         return 2
-    only = list(getattr(args, "only", []) or [])
+    # --only a --only b, or --only a,b (both spellings, as the docs use either)
+    only = [o.strip() for arg in getattr(args, "only", []) or [] for o in arg.split(",")]
+    only = [o for o in only if o]
     if only:
         from gpulab.experiments.registry import all_experiments
 

@@ -71,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--suite", default="core", help="core (default), full or exercises")
     bench.add_argument("--json", dest="json_path", help="write the JSON results here")
     bench.add_argument("--markdown", dest="md_path", help="write the Markdown table here")
-    bench.add_argument("--only", action="append", default=[], help="run just this experiment")
+    bench.add_argument(
+        "--only", action="append", default=[], help="run just these experiments (a,b or repeated)"
+    )
 
     lessons = sub.add_parser("lessons", help="list lessons and your progress")
     lessons.add_argument("--json", action="store_true", help="print JSON")

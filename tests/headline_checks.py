@@ -80,6 +80,10 @@ def key_figures(exp_id: str, result: dict[str, Any]) -> list[str]:
         return [f"{(s['rss_after_fill'] - s['rss_baseline']) / 2**20:.0f} MiB once"]
     if exp_id == "cold-start":
         return [f"{times(s['fresh_total_over_warm'])} this warm worker's median"]
+    if exp_id == "allreduce":
+        return [f"busbw of {s['busbw_gbs']['all-reduce']:.3g} GB/s", f"{s['ranks']} ranks"]
+    if exp_id == "ddp-scaling":
+        return [f"{s['efficiency_at_max']:.0%} scaling efficiency"]
     raise AssertionError(f"no headline check for {exp_id}")
 
 

@@ -50,21 +50,29 @@ async def _open(pilot: Any, lesson_id: str) -> LessonsPane:
 
 
 def _leaf_labels(pane: LessonsPane) -> list[str]:
+    """The label of every lesson row, in tree order, without the chapter number."""
     tree = pane.query_one("#lesson-tree", Tree)
-    return [str(leaf.label) for ch in tree.root.children for leaf in ch.children]
+    rows = []
+    for node in tree.root.children:
+        rows += [node, *node.children]
+    return [str(n.label)[:2] + str(n.label)[5:] for n in rows if n.data]  # mark, title, score
 
 
-async def test_tree_lists_chapters_and_opening_marks_read(tmp_path):
+async def test_tree_has_one_row_per_lesson_and_a_lesson_that_fits_is_read(tmp_path):
     app = LessonsApp(tmp_path, measured=Measured({"gpu_name": "Test GPU"}))
     async with app.run_test(size=(120, 40)) as pilot:
         pane = _pane(app)
         tree = pane.query_one("#lesson-tree", Tree)
-        chapters = [str(n.label) for n in tree.root.children]
-        assert chapters == [" 1 Why GPUs", " 2 Inside the GPU"]
-        assert _leaf_labels(pane) == ["  First steps on a GPU", "  Second steps and timing"]
+        # two chapters of one lesson each: two rows, not a chapter row above each lesson
+        rows = [str(n.label) for n in tree.root.children]
+        assert rows == ["   1 First steps on a GPU", "   2 Second steps and timing"]
+        assert all(not n.children for n in tree.root.children)
         # select the first lesson with the keyboard
         tree.focus()
-        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert tree.cursor_node is not None and tree.cursor_node.data == "first-steps"
+        await pilot.press("enter")
+        await pilot.pause()
         await pilot.pause()
         assert pane.current == "first-steps"
         md = pane.query_one("#lesson-body", Markdown)
@@ -73,6 +81,29 @@ async def test_tree_lists_chapters_and_opening_marks_read(tmp_path):
         assert md.query("MarkdownFence")  # code rendered as code blocks
         assert _leaf_labels(pane)[0] == "✓ First steps on a GPU"
         assert pane.store.is_read("first-steps") and not pane.store.is_read("second-steps")
+
+
+async def test_the_real_syllabus_is_one_row_per_lesson_and_filters_by_title_first(tmp_path):
+    catalog = load_catalog()
+    app = LessonsApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = _pane(app)
+        pane._catalog = catalog
+        pane._fill_tree()
+        await pilot.pause()
+        tree = pane.query_one("#lesson-tree", Tree)
+        assert [n.data for n in tree.root.children] == [le.id for le in catalog]
+        assert all(not n.children for n in tree.root.children)  # 17 rows, not 34
+        await pilot.press("slash", *"occupancy")
+        await pilot.pause()
+        found = [n.data for n in tree.root.children]
+        # chapter 12 has it in a heading; chapter 2, earlier, only in its text
+        assert found[0] == "performance-regimes" and "inside-the-gpu" in found[1:]
+        assert tree.cursor_node is not None and tree.cursor_node.data == "performance-regimes"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert pane.current == "performance-regimes"
+        assert not pane.store.is_read("performance-regimes")  # opened, not yet read
 
 
 async def test_next_previous_and_filter(tmp_path):
@@ -103,7 +134,8 @@ async def test_keyboard_path_from_tree_to_run_link(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         pane = _pane(app)
         pane.query_one("#lesson-tree", Tree).focus()
-        await pilot.press("down", "enter")  # first lesson
+        await pilot.pause()
+        await pilot.press("enter")  # the cursor starts on the first lesson not read
         await pilot.pause()
         assert pane.current == "first-steps"
         assert pane.query_one("#lesson-scroll").has_focus
@@ -171,13 +203,25 @@ async def test_quiz_feedback_and_best_score_kept(tmp_path):
         quiz = app.screen
         assert isinstance(quiz, QuizScreen)
         assert "Which device runs a CUDA kernel?" in str(quiz.query_one("#quiz-question").render())
-        # wrong answer first: feedback names the right one and explains
+        # wrong answer first: a second try, without the answer or the explanation yet
         await pilot.press("1")
         await pilot.pause()
         feedback = str(quiz.query_one("#quiz-feedback", Static).render())
-        assert "Not quite" in feedback and "B. The GPU" in feedback
+        assert "Not A" in feedback and "pick another" in feedback
+        assert "The GPU" not in feedback and "host launches" not in feedback
+        choices = quiz.query_one("#quiz-choices", OptionList)
+        assert not choices.disabled and choices.get_option_at_index(0).disabled
+        assert not quiz.query_one("#quiz-next", Button).display
+        await pilot.press("1")  # the struck-out choice again: ignored
+        await pilot.pause()
+        assert quiz.answered is None and quiz.tried == [0]
+        await pilot.press("2")  # the second try, right this time
+        await pilot.pause()
+        feedback = str(quiz.query_one("#quiz-feedback", Static).render())
+        assert "Right, on the second try" in feedback
         assert "host launches and the device executes" in feedback
         assert quiz.query_one("#quiz-choices", OptionList).disabled
+        assert quiz.score == 0  # only first answers score
         await pilot.press("enter")  # Next question (focused)
         await pilot.pause()
         choices = quiz.query_one("#quiz-choices", OptionList)
@@ -202,6 +246,26 @@ async def test_quiz_feedback_and_best_score_kept(tmp_path):
         assert [a.correct for a in pane.store.answers("first-steps")] == [False, True, True, True]
         assert _leaf_labels(pane)[0] == "✓ First steps on a GPU  2/2"
         assert "quiz best 2/2" in str(pane.query_one("#lesson-marks", Static).render())
+
+
+async def test_a_wrong_answer_can_be_given_up_for_the_explanation(tmp_path):
+    app = LessonsApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(pilot, "first-steps")
+        await pilot.click("#lesson-quiz")
+        await pilot.pause()
+        quiz = app.screen
+        await pilot.press("1")
+        await pilot.pause()
+        assert quiz.query_one("#quiz-reveal", Button).display
+        await pilot.click("#quiz-reveal")
+        await pilot.pause()
+        feedback = str(quiz.query_one("#quiz-feedback", Static).render())
+        assert "Not quite" in feedback and "B. The GPU" in feedback
+        assert "host launches and the device executes" in feedback
+        assert not quiz.query_one("#quiz-reveal", Button).display
+        assert quiz.query_one("#quiz-next", Button).has_focus
+        assert [a.choice for a in _pane(app).store.answers("first-steps")] == [0]
 
 
 async def test_progress_survives_a_restart(tmp_path):
@@ -276,7 +340,12 @@ async def test_full_app_run_link_fills_the_experiment_panel():
         app.open_lesson("transfers" if "transfers" in load_catalog() else "why-gpus")
         await pilot.pause()
         pane = app.screen.query_one("#lessons", LessonsPane)
-        assert pane.current is not None and pane.store.is_read(pane.current)
+        # opened is not read: a real lesson is longer than the pane, and read at its end
+        await pilot.pause()
+        assert pane.current is not None and not pane.store.is_read(pane.current)
+        pane.query_one("#lesson-scroll").focus()
+        await pilot.press("end")
+        await _wait(pilot, lambda: pane.store.is_read(pane.current), "the lesson read at its end")
         assert pane.follow_link("experiment:montecarlo?samples=123456&seed=3")
         panel = app.screen.query_one("#experiments", ExperimentPanel)
         raw = (await _form_ready(pilot, panel, "montecarlo")).raw()
@@ -379,11 +448,13 @@ async def test_real_lesson_run_link_by_keyboard_fills_the_experiment_panel(tmp_p
     assert (tmp_path / "data" / "gpulab.sqlite3").exists()
 
 
-async def _take_quiz(pilot: Any, app: Any, answers: list[int]) -> Any:
+async def _take_quiz(pilot: Any, app: Any, answers: list[int | tuple[int, int]]) -> Any:
+    """Each answer a choice, or (wrong first try, second try)."""
     quiz = await _wait(pilot, lambda: isinstance(app.screen, QuizScreen) and app.screen, "quiz")
-    for choice in answers:
-        await pilot.press(str(choice + 1))
-        await pilot.pause()
+    for given in answers:
+        for choice in given if isinstance(given, tuple) else (given,):
+            await pilot.press(str(choice + 1))
+            await pilot.pause()
         await pilot.press("enter")  # next question, or the score after the last
         await pilot.pause()
     assert quiz.result is not None
@@ -394,7 +465,8 @@ async def test_real_quiz_in_the_real_app_survives_a_restart(tmp_path, monkeypatc
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "data"))
     lesson = load_catalog().get("why-gpus")
     right = [q.answer for q in lesson.quiz]
-    wrong_first = [(right[0] + 1) % len(lesson.quiz[0].choices), *right[1:]]
+    wrong = (right[0] + 1) % len(lesson.quiz[0].choices)
+    wrong_first = [wrong, *right[1:]]
     total = len(lesson.quiz)
 
     app = _full_app()
@@ -404,8 +476,10 @@ async def test_real_quiz_in_the_real_app_survives_a_restart(tmp_path, monkeypatc
         await pilot.pause()
         pane = app.screen.query_one("#lessons", LessonsPane)
         pane.query_one("#lesson-scroll").focus()
+        await pilot.press("end")  # read to the end
+        await _wait(pilot, lambda: pane.store.is_read("why-gpus"), "the lesson read")
         await pilot.press("t")  # the lesson's quiz
-        quiz = await _take_quiz(pilot, app, wrong_first)
+        quiz = await _take_quiz(pilot, app, [(wrong, right[0]), *right[1:]])
         assert quiz.result.score == total - 1
         assert f"You scored {total - 1} of {total}" in str(
             quiz.query_one("#quiz-question").render()
@@ -457,8 +531,8 @@ async def test_quiz_shows_inline_code_as_code(tmp_path):
     app = QuizApp()
     async with app.run_test(size=(120, 40)) as pilot:
         quiz = await _wait(pilot, lambda: isinstance(app.screen, QuizScreen) and app.screen, "quiz")
-        for _ in range(n):  # to question n
-            await pilot.press("1", "enter")
+        for i in range(n):  # to question n
+            await pilot.press(str(lesson.quiz[i].answer + 1), "enter")
             await pilot.pause()
         question = quiz.query_one("#quiz-question", Static).render()
         assert "`" not in str(question) and str(question) == inline_code(q.q).plain
@@ -476,6 +550,8 @@ async def test_quiz_shows_inline_code_as_code(tmp_path):
         assert any(first_code in seg.text and seg.style.bold for line in lines for seg in line)
         wrong = (q.answer + 1) % len(q.choices)
         await pilot.press(str(wrong + 1))
+        await pilot.pause()
+        await pilot.click("#quiz-reveal")
         await pilot.pause()
         feedback = quiz.query_one("#quiz-feedback", Static).render()
         assert "Not quite" in str(feedback) and "`" not in str(feedback)

@@ -39,8 +39,10 @@ def test_occupancy_predictions_and_rates(inventory):
     for m in rows:
         assert 0 < m["extra"]["occupancy"] <= 1.0, m
         assert m["throughput"] > 0 and m["percent_of_peak"] is not None
-        # The driver's calculator and the attribute arithmetic agree (else the note says which).
-        assert m["extra"]["limited_by"] != "the driver's occupancy calculator", m
+        # Where the driver's calculator and the attribute arithmetic disagree (the H100 did for
+        # the register-heavy kernel at 32 threads), the driver's answer is shown with both.
+        if m["extra"]["limited_by"].startswith("the driver's"):
+            assert "attribute arithmetic gave" in m["extra"]["limited_by"], m
         assert "computed from the attributes" not in m["extra"]["limited_by"], m
     # 32-thread blocks hit the blocks-per-SM limit: at most half the warp slots.
     assert by[("scale", 32)]["extra"]["occupancy"] <= 0.5

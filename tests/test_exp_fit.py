@@ -40,7 +40,6 @@ SMALL = {
     "tensor-core-alignment": {"cpu_size": 64},
     "mixed-precision": {"steps": 2, "hidden": 32, "batch": 16},
     "profiler": {"steps": 1, "hidden": 32, "batch": 8},
-    "cold-start": {"n": 1000, "processes": 1},
 }
 
 
@@ -143,7 +142,6 @@ GPU_BIG = {
     "tensor-core-alignment": {"size": 8192},
     "mixed-precision": {"hidden": 8192, "layers": 8, "batch": 1024},
     "profiler": {"hidden": 8192, "batch": 4096},
-    "cold-start": {"n": 100_000_000},
 }
 
 

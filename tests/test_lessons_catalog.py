@@ -53,6 +53,18 @@ def test_filter_searches_title_objectives_and_body():
     assert c.filter("no such words anywhere") == []
 
 
+def test_filter_puts_title_and_heading_matches_first():
+    c = load_catalog(strict=True)
+    regimes = c.get("performance-regimes")
+    assert "Access patterns and occupancy" in regimes.headings()
+    assert regimes.match_rank("occupancy") == 0
+    assert c.get("inside-the-gpu").match_rank("occupancy") == 2  # in its text only
+    found = [le.id for le in c.filter("occupancy")]
+    assert found[0] == "performance-regimes"  # before chapter 2, which comes first in order
+    assert found.index("inside-the-gpu") > 0
+    assert c.get("transfers").match_rank("no such words") is None
+
+
 def test_links_are_parsed_outside_code_only():
     lesson = load_catalog(FIXTURES, strict=True).get("first-steps")
     links = lesson.links()
@@ -498,3 +510,101 @@ def test_measured_placeholders_use_known_keys(content):
         shown = lesson.display_markdown(Measured({}))
         left = cat.MEASURED.findall(cat._without_code(shown))
         assert not left, f"{lesson.source}: placeholders left unfilled: {left}"
+
+
+def _all_questions(content):
+    return [(f"{le.source} question {n}", q) for le in content for n, q in enumerate(le.quiz, 1)]
+
+
+def test_the_correct_answer_is_not_given_away_by_its_position(content):
+    """Over the course each position holds the answer about equally often (15-35%), and no
+    lesson puts every answer at the same position."""
+    from collections import Counter
+
+    questions = _all_questions(content)
+    four = [q for _, q in questions if len(q.choices) == 4]
+    positions = Counter(q.answer for q in four)
+    for position in range(4):
+        share = positions[position] / len(four)
+        assert 0.15 <= share <= 0.35, f"answer at position {position} in {share:.0%} of questions"
+    for lesson in content:
+        answers = {q.answer for q in lesson.quiz}
+        assert len(answers) > 1, f"{lesson.source}: every answer at position {answers.pop()}"
+
+
+def test_no_correct_answer_stands_out_by_length(content):
+    """Per question: the right choice is neither under half nor over twice the distractors'
+    mean length, and it is the shortest in at most a third of the questions."""
+    questions = _all_questions(content)
+    shortest = 0
+    for where, q in questions:
+        lengths = [len(c.replace("`", "")) for c in q.choices]
+        right = lengths[q.answer]
+        others = lengths[: q.answer] + lengths[q.answer + 1 :]
+        mean = sum(others) / len(others)
+        assert 0.5 <= right / mean <= 2.0, f"{where}: answer {right} chars, distractors {mean:.0f}"
+        shortest += right <= min(others)
+    assert shortest <= len(questions) / 3, f"correct choice shortest in {shortest}"
+
+
+STOPWORDS = frozenset(
+    re.findall(
+        r"\w+",
+        "a an the of to in on is are and or for what which does do how with that this it its by be"
+        " as at from your you why when after before than then",
+    )
+)
+
+
+def question_similarity(a: str, b: str) -> float:
+    """Jaccard similarity of character 4-grams of the normalized texts (lower case, words
+    only, stop words dropped): rewording a few words of a question keeps it high."""
+
+    def grams(text: str) -> set[str]:
+        words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS]
+        joined = " ".join(words)
+        return {joined[i : i + 4] for i in range(len(joined) - 3)}
+
+    ga, gb = grams(a), grams(b)
+    return len(ga & gb) / len(ga | gb) if ga | gb else 1.0
+
+
+DUPLICATE = 0.2
+
+
+def test_the_similarity_measure_catches_a_reworded_question():
+    # two questions the course once asked twice (lessons 05 and 12), as they were worded
+    first = (
+        "`z = (x + 1) * 2 - 3` on a CuPy array of 100 million float32 values: how many kernels "
+        "run? Three, one per operator, each reading and writing a full array"
+    )
+    second = (
+        "In eager PyTorch, how many kernels does `w = (x + 1) * 2 - 3` launch on a CUDA tensor? "
+        "Three, one per operator"
+    )
+    unrelated = "How many threads make up a warp on NVIDIA GPUs? 32"
+    assert question_similarity(first, second) > DUPLICATE
+    assert question_similarity(first, unrelated) < DUPLICATE / 2
+
+
+def test_no_two_questions_are_duplicates(content):
+    """Question text plus its correct answer, compared across the whole course."""
+    from itertools import combinations
+
+    texts = [(where, f"{q.q} {q.choices[q.answer]}") for where, q in _all_questions(content)]
+    close = [
+        f"{a} ~ {b} ({sim:.2f})"
+        for (a, ta), (b, tb) in combinations(texts, 2)
+        if (sim := question_similarity(ta, tb)) > DUPLICATE
+    ]
+    assert not close, "near-duplicate questions: " + "; ".join(close)
+
+
+def test_some_questions_ask_for_a_prediction_a_run_answers(content):
+    """ "Predict, then run ..." questions name an experiment the lesson links."""
+    predicting = [
+        (lesson, q) for lesson in content for q in lesson.quiz if q.q.startswith("Predict")
+    ]
+    assert len(predicting) >= 6
+    for lesson, q in predicting:
+        assert " run " in q.q and lesson.links(), f"{lesson.source}: {q.q[:60]}"

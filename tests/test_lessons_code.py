@@ -108,3 +108,40 @@ def test_the_runner_sees_a_failing_block(tmp_path):
         _check("bad", CodeBlock("python runnable", "assert 1 == 2\n", 1), tmp_path)
     with pytest.raises(pytest.fail.Exception, match="printed nothing"):
         _check("silent", CodeBlock("python runnable", "x = 1\n", 1), tmp_path)
+
+
+# ---- CuPy installed, no GPU visible ----------------------------------------------------------
+CUPY_BLOCKS = [(w, b) for w, b in ALL_BLOCKS if "import cupy" in b.code]
+
+
+def _run_without_gpu(block: CodeBlock, cwd: Path) -> subprocess.CompletedProcess[str]:
+    from gpulab.testing.no_gpu_cupy import write_no_gpu_cupy
+
+    fake = write_no_gpu_cupy(cwd / "fake")
+    path = os.pathsep.join(p for p in (str(fake), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(_env(), PYTHONPATH=path, CUDA_VISIBLE_DEVICES="")
+    return subprocess.run(
+        [sys.executable, "-c", block.code],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=cwd,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize("where, block", CUPY_BLOCKS, ids=[w for w, _ in CUPY_BLOCKS])
+def test_cupy_blocks_run_when_cupy_sees_no_gpu(where, block, tmp_path):
+    """CuPy imports without a GPU and raises cudaErrorNoDevice on first use: a block that only
+    catches ImportError crashes on such a machine. Every CuPy block must take its CPU path."""
+    out = _run_without_gpu(block, tmp_path)
+    assert out.returncode == 0, f"{where} failed with CuPy but no GPU:\n{out.stderr[-3000:]}"
+    assert out.stdout.strip(), f"{where}: printed nothing"
+
+
+def test_the_fake_cupy_fails_like_cupy_without_a_gpu(tmp_path):
+    """The double itself: it imports, and the first real use raises the no-device error."""
+    assert len(CUPY_BLOCKS) >= 4  # lessons 03, 04, 05 (two) and 17
+    naive = CodeBlock("python runnable", "import cupy as cp\nprint(cp.arange(3))\n", 1)
+    out = _run_without_gpu(naive, tmp_path)
+    assert out.returncode != 0 and "cudaErrorNoDevice" in out.stderr

@@ -37,7 +37,7 @@ def _history(env: dict[str, str]) -> list[dict]:
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return json.loads(out.stdout)["runs"]  # history --json: {"schema": ..., "runs": [...]}
 
 
 async def _until(what: str, check, timeout: float):

@@ -326,6 +326,15 @@ class GpuLabApp(App[None]):
             raise SkipAction()
         await self.panel.cancel_run()
 
+    def action_command_palette(self) -> None:
+        """Textual's palette, made to close once (gpulab.app.screens.modal)."""
+        from textual.command import CommandPalette
+
+        from gpulab.app.screens.modal import Palette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(Palette(id="--command-palette"))
+
     def action_help(self) -> None:
         from gpulab.app.screens.help import HelpScreen, help_sections
 

@@ -30,6 +30,9 @@ MODULES: tuple[str, ...] = (
     "occupancy",
     "managed_memory",
     "break_it",
+    "allreduce",
+    "p2p",
+    "ddp_scaling",
 )
 
 # Experiments that run as jobs but are listed nowhere (module path -> its EXPERIMENT): the grader.

@@ -71,6 +71,7 @@ _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$\n?", re.S | re.M)
 _LINK = re.compile(r"\[([^\]]*)\]\(\s*<?(experiment:[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _AUTOLINK = re.compile(r"<(experiment:[^>\s]+)>")
 _FENCE_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 _CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
 MEASURED = re.compile(r"\{\{\s*measured:([A-Za-z0-9_]+)\s*\}\}")
 
@@ -161,11 +162,29 @@ class Lesson:
 
     def matches(self, text: str) -> bool:
         """Case-insensitive match of every word of `text` in the title, objectives or body."""
+        return self.match_rank(text) is not None
+
+    def headings(self) -> list[str]:
+        """The body's `#` headings, outside code blocks."""
+        return [m.group(1).strip() for m in _HEADING.finditer(_without_code(self.body))]
+
+    def match_rank(self, text: str) -> int | None:
+        """How well `text` matches (every word, any case): 0 in the title and headings, 1 with
+        the objectives too, 2 anywhere in the body; None when some word is nowhere."""
         words = text.lower().split()
         if not words:
-            return True
-        haystack = "\n".join((self.title, *self.objectives, self.body, self.id)).lower()
-        return all(w in haystack for w in words)
+            return 0
+        fields = (
+            "\n".join((self.title, *self.headings(), self.chapter_title)),
+            "\n".join((*self.objectives, self.id)),
+            self.body,
+        )
+        haystack = ""
+        for rank, part in enumerate(fields):
+            haystack += "\n" + part.lower()
+            if all(w in haystack for w in words):
+                return rank
+        return None
 
     def measured_keys(self) -> list[str]:
         return MEASURED.findall(self.body)
@@ -229,7 +248,10 @@ class Catalog:
         return self._step(lesson_id, -1)
 
     def filter(self, text: str) -> list[Lesson]:
-        return [le for le in self.lessons if le.matches(text)]
+        """Lessons matching `text`: title and heading matches first, then objectives, then the
+        body; reading order within each."""
+        ranked = [(le.match_rank(text), i, le) for i, le in enumerate(self.lessons)]
+        return [le for rank, _, le in sorted(r for r in ranked if r[0] is not None)]
 
     def questions(self) -> int:
         return sum(len(le.quiz) for le in self.lessons)

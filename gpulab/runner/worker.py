@@ -386,6 +386,12 @@ class Worker:
                 cupy.get_default_pinned_memory_pool().free_all_blocks()
 
 
+def _close_fds(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m gpulab.runner.worker")
     p.add_argument("--fds", required=True, help="CMD_READ_FD,EVENT_WRITE_FD")
@@ -408,6 +414,9 @@ def main(argv: list[str] | None = None) -> int:
     cmd_fd, event_fd = (int(x) for x in args.fds.split(","))
     for fd in (cmd_fd, event_fd):
         os.set_inheritable(fd, False)  # subprocesses of experiments must not hold our pipes
+    # A child an experiment forks (os.fork, multiprocessing's fork) copies every fd, inheritable
+    # or not: it must not hold the pipes, or the client would not see EOF when this worker dies.
+    os.register_at_fork(after_in_child=lambda: _close_fds(cmd_fd, event_fd))
     worker = Worker(FrameWriter(event_fd), args.device)
     threading.Thread(
         target=worker.read_commands, args=(cmd_fd,), name="commands", daemon=True

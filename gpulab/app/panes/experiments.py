@@ -145,8 +145,11 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             self.show_headline("")
         self.query_one("#exp-summary", Static).update(exp.summary)
         holder = self.query_one("#form-holder")
-        holder.remove_children()
-        self._form_serial += 1
+        if self._form is not None:
+            # Only the last form: an earlier one may still be on its way out, and removing
+            # it again (remove_children sees it until it is gone) would prune it twice.
+            self._form.remove()
+        self._form_serial += 1  # a fresh id: the old form keeps its id until it has gone
         self._form = ParamForm(exp.params, values, id=f"param-form-{self._form_serial}")
         holder.mount(self._form)
         self._show_contenders()

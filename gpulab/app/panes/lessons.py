@@ -1,8 +1,9 @@
 """The lesson browser (#lessons): the syllabus as a tree, one lesson at a time, quizzes, progress.
 
-A lesson counts as read when it is opened. Lessons are short, the quiz score is the real
-measure of having learned one, and "scrolled to the end" would fire at once for a lesson that
-fits the pane (or never, for one read through the maximized view and then closed).
+A lesson counts as read once its end has been on screen: scrolled to the bottom, or at once for
+one that fits the pane. Opening it is not reading it. The tree has one row per lesson (a chapter
+of several lessons gets a row of its own above them); the filter lists the lessons whose title
+or headings match first.
 
 Links `experiment:ID?k=v` in a lesson post `LessonsPane.RunExperiment`; the app opens the
 experiment panel with those values filled in. The same links are also buttons under the
@@ -180,6 +181,7 @@ class LessonsPane(Widget):
         self._links: list[ExperimentLink] = []
         self._shown_values: dict[str, Any] | None = None  # the figures the open lesson shows
         self._run_widgets: list[Widget] = []  # under #lesson-runs: a title and one RunLink each
+        self._read_armed: str | None = None  # the open lesson, once its text is laid out
 
     # ---- building -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -239,6 +241,12 @@ class LessonsPane(Widget):
             self.app.notify(problem, title="A lesson file is broken", severity="error", timeout=15)
         self._fill_tree()
         self._show_overview()
+        self.watch(
+            self.query_one("#lesson-scroll", VerticalScroll),
+            "scroll_y",
+            lambda _: self._check_read(),
+            init=False,
+        )
 
     def on_unmount(self) -> None:
         if self._owns_store and self._store is not None:
@@ -246,6 +254,7 @@ class LessonsPane(Widget):
 
     def on_resize(self, event: Resize) -> None:
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
+        self.call_after_refresh(self._check_read)  # a taller pane may now show the end
 
     def set_inventory(self, inventory: Any) -> None:
         """What the GPU is (the worker's Inventory dict), for the lesson's measured figures.
@@ -314,34 +323,60 @@ class LessonsPane(Widget):
         mark = f"{TICK} " if lesson.id in read else "  "
         score = best.get(lesson.id)
         quiz = f"  {score.best_score}/{score.total}" if score else ""
-        return Text.assemble((mark, "bold green"), lesson.title, (quiz, "bold"))
+        return Text.assemble(
+            (mark, "bold green"), f"{lesson.chapter:>2} ", lesson.title, (quiz, "bold")
+        )
 
     def _fill_tree(self, text: str = "") -> None:
+        """One row per lesson. Unfiltered, in reading order, a chapter of several lessons under
+        a row of its own; filtered, a flat list with title and heading matches first."""
         tree: Tree[str] = self.query_one("#lesson-tree", Tree)
         tree.clear()
         lessons = self.catalog.filter(text)
         read = set(self.store.read_marks())
         best = self.store.best_scores()
+        rows: list[tuple[Lesson, Any]] = []
+        if text.strip():
+            rows = [(lesson, tree.root) for lesson in lessons]
+        else:
+            for chapter in self.catalog.chapters(lessons):
+                parent = tree.root
+                if len(chapter.lessons) > 1:
+                    title = Text(f"   {chapter.number:>2} {chapter.title}")
+                    parent = tree.root.add(title, data="", expand=True)
+                rows += [(lesson, parent) for lesson in chapter.lessons]
         cursor_to = None
-        for chapter in self.catalog.chapters(lessons):
-            node = tree.root.add(Text(f"{chapter.number:>2} {chapter.title}"), data="", expand=True)
-            for lesson in chapter.lessons:
-                leaf = node.add_leaf(self._label(lesson, best, read), data=lesson.id)
-                if lesson.id == self.current or (cursor_to is None and lesson.id not in read):
-                    cursor_to = leaf
+        for lesson, parent in rows:
+            leaf = parent.add_leaf(self._label(lesson, best, read), data=lesson.id)
+            if lesson.id == self.current and not text.strip():
+                cursor_to = leaf
+            elif cursor_to is None and (text.strip() or lesson.id not in read):
+                cursor_to = leaf  # the best match, or the first lesson not read yet
         if not lessons:
             tree.root.add_leaf(Text("No lesson matches the filter."), data="")
         if cursor_to is not None:
-            tree.move_cursor(cursor_to)
+            # After the refresh: until the tree has laid out its lines, move_cursor leaves the
+            # cursor on the first line (a chapter), and enter folded it instead of opening the
+            # lesson the overview calls "next up".
+            self.call_after_refresh(self._cursor_to, tree, cursor_to)
+
+    @staticmethod
+    def _cursor_to(tree: Tree[str], node: Any) -> None:
+        with contextlib.suppress(Exception):  # refilled since (UnknownNodeID): that fill placed it
+            if tree.get_node_by_id(node.id) is node:
+                tree.move_cursor(node)
+
+    def _lesson_rows(self) -> list[Any]:
+        tree: Tree[str] = self.query_one("#lesson-tree", Tree)
+        nodes = [*tree.root.children]
+        nodes += [leaf for node in tree.root.children for leaf in node.children]
+        return [node for node in nodes if node.data and node.data in self.catalog]
 
     def _refresh_marks(self) -> None:
-        tree: Tree[str] = self.query_one("#lesson-tree", Tree)
         read = set(self.store.read_marks())
         best = self.store.best_scores()
-        for node in tree.root.children:
-            for leaf in node.children:
-                if leaf.data and leaf.data in self.catalog:
-                    leaf.set_label(self._label(self.catalog.get(leaf.data), best, read))
+        for row in self._lesson_rows():
+            row.set_label(self._label(self.catalog.get(row.data), best, read))
         if self.current is not None:
             self._show_marks(self.catalog.get(self.current))
 
@@ -354,8 +389,12 @@ class LessonsPane(Widget):
     def _filter_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         matches = self.catalog.filter(event.value)
+        # A lesson whose title has every word first: "transfers" means the Transfers lesson,
+        # not the first lesson that mentions transfers somewhere in its text.
+        words = event.value.lower().split()
+        titled = [le for le in matches if all(w in f"{le.title} {le.id}".lower() for w in words)]
         if matches:
-            self.open_lesson(matches[0].id)
+            self.open_lesson((titled or matches)[0].id)
 
     @on(Tree.NodeSelected, "#lesson-tree")
     def _node_selected(self, event: Tree.NodeSelected[str]) -> None:
@@ -382,22 +421,47 @@ class LessonsPane(Widget):
 
     # ---- one lesson ---------------------------------------------------------------------
     def open_lesson(self, lesson_id: str) -> AwaitComplete:
-        """Show `lesson_id` (the command palette and the app call this); marks it read."""
+        """Show `lesson_id` (the command palette and the app call this). It counts as read once
+        its end has been on screen (see `_check_read`)."""
         if lesson_id not in self.catalog:
             self.app.notify(f"There is no lesson '{lesson_id}'.", severity="warning")
             return AwaitComplete.nothing()
         lesson = self.catalog.get(lesson_id)
         self.current = lesson_id
-        try:
-            self.store.mark_read(lesson_id)
-        except Exception as exc:  # noqa: BLE001 - a full disk must not stop the reading
-            self.app.notify(f"Could not save progress: {exc}", severity="warning")
+        self._read_armed = None  # until the new text is laid out, the scroll size is the old one
         self.add_class("-reading")
         done = self._show_lesson(lesson)
         self._refresh_marks()
         self.query_one("#lesson-scroll", VerticalScroll).scroll_home(animate=False)
         self.post_message(self.LessonOpened(lesson_id))
-        return done
+
+        async def shown() -> None:
+            await done
+            self.call_after_refresh(self._arm_read, lesson_id)
+
+        return AwaitComplete(shown())
+
+    def _arm_read(self, lesson_id: str) -> None:
+        if self.current == lesson_id:
+            self._read_armed = lesson_id
+            self._check_read()
+
+    def _check_read(self) -> None:
+        """Mark the open lesson read when the bottom of its text is on screen."""
+        lesson_id = self._read_armed
+        if lesson_id is None or lesson_id != self.current:
+            return
+        if self.has_class("-narrow") and not self.has_class("-reading"):
+            return  # the list is shown, not the lesson
+        scroll = self.query_one("#lesson-scroll", VerticalScroll)
+        if scroll.size.height == 0 or scroll.scroll_y < scroll.max_scroll_y - 1:
+            return
+        self._read_armed = None
+        try:
+            self.store.mark_read(lesson_id)
+        except Exception as exc:  # noqa: BLE001 - a full disk must not stop the reading
+            self.app.notify(f"Could not save progress: {exc}", severity="warning")
+        self._refresh_marks()
 
     def _show_marks(self, lesson: Lesson) -> None:
         best = self.store.best_scores().get(lesson.id)
@@ -553,6 +617,8 @@ class LessonsPane(Widget):
         self.toggle_class("-reading")
         if not self.has_class("-reading"):
             self.query_one("#lesson-tree", Tree).focus()
+        else:
+            self.call_after_refresh(self._check_read)
 
     def action_maximize(self) -> None:
         screen = self.screen

@@ -1,1 +1,1 @@
-"""Screens pushed over the main screen: help, traceback."""
+"""Screens pushed over the main screen: help, quiz, traceback, the command palette."""

@@ -16,9 +16,10 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Markdown
+
+from gpulab.app.screens.modal import OnceModal
 
 INTRO = """\
 # gpulab help
@@ -234,7 +235,7 @@ def key_markdown(sections: list[KeySection]) -> str:
     return "\n".join(out)
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(OnceModal[None]):
     BINDINGS = [
         Binding("escape,f1,q", "dismiss", "Close help", id="close-help"),
     ]

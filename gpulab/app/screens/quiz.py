@@ -1,7 +1,9 @@
-"""A lesson's quiz: one question at a time, feedback and the explanation at once, best kept.
+"""A lesson's quiz: one question at a time, a second try after a wrong answer, best kept.
 
-Every answer is saved as it is given (so a quiz left half-way still counts as practice); the
-score of a quiz finished to the end updates the lesson's best score.
+A wrong first answer is struck out and the learner picks again (or asks for the answer) before
+the explanation shows: a second look teaches more than being told at once. Only the first answer
+counts for the score and is saved, as it is given (so a quiz left half-way still counts as
+practice); the score of a quiz finished to the end updates the lesson's best score.
 
 Quiz text is written like the lessons: `code` in backticks. It is shown as code (styled, the
 backticks dropped); everything else is literal text, so brackets in a question are never markup.
@@ -17,10 +19,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
+from gpulab.app.screens.modal import OnceModal
 from gpulab.lessons.catalog import Lesson
 from gpulab.store import Store
 
@@ -58,7 +60,7 @@ class QuizResult:
     best_total: int
 
 
-class QuizScreen(ModalScreen[QuizResult | None]):
+class QuizScreen(OnceModal[QuizResult | None]):
     DEFAULT_CSS = """
     QuizScreen {
         align: center middle;
@@ -121,7 +123,8 @@ class QuizScreen(ModalScreen[QuizResult | None]):
         self.store = store
         self.index = 0
         self.score = 0
-        self.answered: int | None = None  # the choice given for the current question
+        self.answered: int | None = None  # the last choice, once the question is settled
+        self.tried: list[int] = []  # choices given for the current question, in order
         self.result: QuizResult | None = None
 
     def compose(self) -> ComposeResult:
@@ -137,6 +140,7 @@ class QuizScreen(ModalScreen[QuizResult | None]):
                 # typing "2⏎2⏎" quickly must not lose the second Enter.
                 nxt.active_effect_duration = 0
                 yield nxt
+                yield Button("Show the answer", id="quiz-reveal", compact=True)
                 yield Button("Take it again", id="quiz-again", compact=True)
                 yield Button("Close", id="quiz-close", compact=True)
 
@@ -147,6 +151,7 @@ class QuizScreen(ModalScreen[QuizResult | None]):
     def _show_question(self) -> None:
         q = self.lesson.quiz[self.index]
         self.answered = None
+        self.tried = []
         total = len(self.lesson.quiz)
         self.query_one("#quiz-count", Static).update(
             Content(f"Question {self.index + 1} of {total} · score so far {self.score}")
@@ -167,6 +172,7 @@ class QuizScreen(ModalScreen[QuizResult | None]):
         feedback.update("")
         feedback.remove_class("-right", "-wrong")
         self.query_one("#quiz-next", Button).display = False
+        self.query_one("#quiz-reveal", Button).display = False
         self.query_one("#quiz-again", Button).display = False
         choices.focus()
 
@@ -180,20 +186,63 @@ class QuizScreen(ModalScreen[QuizResult | None]):
             self.answer(index)
 
     def answer(self, choice: int) -> bool:
-        """Answer the current question with `choice` (0-based); returns whether it was right."""
-        if self.answered is not None or self.result is not None:
+        """Answer the current question with `choice` (0-based); returns whether it was right.
+
+        A wrong first answer leaves the question open for a second try; a choice already tried
+        is ignored."""
+        if self.answered is not None or self.result is not None or choice in self.tried:
             return False
         q = self.lesson.quiz[self.index]
         right = q.is_correct(choice)
-        self.answered = choice
-        self.score += int(right)
-        if self.store is not None:
-            try:
-                self.store.record_answer(self.lesson.id, self.index, choice, right)
-            except Exception as exc:  # noqa: BLE001 - the quiz goes on; the learner is told
-                self.app.notify(f"Could not save the answer: {exc}", severity="warning")
+        first_try = not self.tried
+        self.tried.append(choice)
+        if first_try:
+            self.score += int(right)
+            if self.store is not None:
+                try:
+                    self.store.record_answer(self.lesson.id, self.index, choice, right)
+                except Exception as exc:  # noqa: BLE001 - the quiz goes on; the learner is told
+                    self.app.notify(f"Could not save the answer: {exc}", severity="warning")
+        if not right and first_try:
+            self._second_try(choice)
+            return False
+        self._settle(choice, right)
+        return right
+
+    def _second_try(self, wrong: int) -> None:
+        choices = self.query_one("#quiz-choices", OptionList)
+        choices.disable_option(f"choice-{wrong}")
+        if choices.highlighted == wrong:
+            choices.highlighted = next(i for i in range(choices.option_count) if i != wrong)
         feedback = self.query_one("#quiz-feedback", Static)
-        if right:
+        feedback.update(
+            Content(f"✗ Not {LETTERS[wrong]}. Think it through once more and pick another answer.")
+        )
+        feedback.set_class(False, "-right")
+        feedback.set_class(True, "-wrong")
+        self.query_one("#quiz-reveal", Button).display = True
+        choices.focus()
+
+    @on(Button.Pressed, "#quiz-reveal")
+    def _reveal(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.reveal()
+
+    def reveal(self) -> None:
+        """Give up the second try: show the answer and the explanation."""
+        if self.answered is None and self.result is None and self.tried:
+            self._settle(self.tried[-1], False)
+
+    def _settle(self, choice: int, right: bool) -> None:
+        q = self.lesson.quiz[self.index]
+        self.answered = choice
+        feedback = self.query_one("#quiz-feedback", Static)
+        if right and len(self.tried) > 1:
+            text = Content.assemble(
+                "✓ Right, on the second try (the score counts first answers). ",
+                inline_code(q.explain),
+            )
+        elif right:
             text = Content.assemble("✓ Right. ", inline_code(q.explain))
         else:
             text = Content.assemble(
@@ -206,12 +255,12 @@ class QuizScreen(ModalScreen[QuizResult | None]):
         feedback.set_class(right, "-right")
         feedback.set_class(not right, "-wrong")
         self.query_one("#quiz-choices", OptionList).disabled = True
+        self.query_one("#quiz-reveal", Button).display = False
         last = self.index + 1 == len(self.lesson.quiz)
         nxt = self.query_one("#quiz-next", Button)
         nxt.label = "See your score" if last else "Next question"
         nxt.display = True
         nxt.focus()
-        return right
 
     @on(Button.Pressed, "#quiz-next")
     def _next(self, event: Button.Pressed) -> None:

@@ -7,11 +7,12 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static, TextArea
 
+from gpulab.app.screens.modal import OnceModal
 
-class TracebackScreen(ModalScreen[None]):
+
+class TracebackScreen(OnceModal[None]):
     BINDINGS = [Binding("escape,q", "dismiss", "Close", id="close-traceback")]
 
     def __init__(self, failure: dict[str, Any]) -> None:

@@ -1,0 +1,142 @@
+"""Check for ddp: the learner's training loop, run as 2 gloo ranks, against one process.
+
+The check starts 2 ranks (gpulab.exercises.ranked: each has joined a gloo process group), and
+each calls the learner's `train` on the same initial model and dataset. DDP averages gradients, so 2 ranks with half the global batch
+each take exactly the steps of one process on the whole batch, provided each rank sees its
+share of DistributedSampler's shuffle (re-drawn by set_epoch every epoch). The reference is that
+single-process run, computed before the learner's code is loaded: every rank's final weights
+must match it. Also checked: only rank 0 logged, and each rank destroyed its process group.
+Always gloo on the CPU, on a GPU machine too: the point is the structure, not the speed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpulab.exercises import api
+
+ENTRY = "train"
+WORLD = 2
+EPOCHS = 3
+BATCH = 16  # global: 8 per rank
+SAMPLES = 96  # a multiple of WORLD * BATCH: no padding, no short last batch
+LR = 0.05
+SIZES = (6, 16, 1)
+RTOL = 1e-4  # fp32: only the order of the gradient sums differs
+
+
+def cases(ctx: api.Context) -> list[api.Case]:
+    rng = ctx.rng
+    x = rng.standard_normal((SAMPLES, SIZES[0])).astype(np.float32)
+    y = np.sin(x.sum(axis=1, keepdims=True)).astype(np.float32)
+    weights = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:], strict=True):
+        weights.append((rng.uniform(-1, 1, (fan_out, fan_in)) / np.sqrt(fan_in)).astype("f4"))
+        weights.append(rng.uniform(-0.1, 0.1, fan_out).astype(np.float32))
+    name = f"MLP {'-'.join(map(str, SIZES))}, {SAMPLES} samples, {EPOCHS} epochs, 2 ranks"
+    return [api.Case(name, {"x": x, "y": y, "weights": weights})]
+
+
+def _model(weights: list[np.ndarray]) -> Any:
+    import torch
+
+    layers: list[Any] = []
+    for i in range(0, len(weights), 2):
+        lin = torch.nn.Linear(weights[i].shape[1], weights[i].shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(weights[i]))
+            lin.bias.copy_(torch.from_numpy(weights[i + 1]))
+        layers += [lin, torch.nn.Tanh()]
+    return torch.nn.Sequential(*layers[:-1])
+
+
+def _single(case: api.Case, reshuffle: bool) -> list[np.ndarray]:
+    """One process, global batches in DistributedSampler's order (seed 0 + epoch; without
+    reshuffle, epoch 0's order every epoch, as a loop that forgets set_epoch gets)."""
+    import torch
+
+    model = _model(case.args["weights"])
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    x, y = torch.from_numpy(case.args["x"]), torch.from_numpy(case.args["y"])
+    per = BATCH // WORLD
+    for epoch in range(EPOCHS):
+        g = torch.Generator().manual_seed(epoch if reshuffle else 0)
+        perm = torch.randperm(SAMPLES, generator=g)
+        shares = [perm[r::WORLD] for r in range(WORLD)]  # DistributedSampler's split
+        for s in range(SAMPLES // BATCH):
+            idx = torch.cat([share[s * per : (s + 1) * per] for share in shares])
+            # The mean over the union equals DDP's average of the ranks' equal-sized means.
+            loss = torch.nn.functional.mse_loss(model(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return [p.detach().numpy().copy() for p in model.parameters()]
+
+
+def expected(case: api.Case, ctx: api.Context) -> dict[str, Any]:
+    return {"weights": _single(case, True), "stale": _single(case, False)}
+
+
+def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
+    """One rank: the learner's train on the shared starting point (gpulab.exercises.ranked)."""
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)  # two ranks on a small CPU: threads would fight over the cores
+    lines: list[str] = []
+    model = _model(case.args["weights"])
+    data = torch.utils.data.TensorDataset(
+        torch.from_numpy(case.args["x"]), torch.from_numpy(case.args["y"])
+    )
+    fn(model, data, epochs=EPOCHS, batch_size=BATCH, lr=LR, log=lines.append)
+    return {
+        "weights": [p.detach().numpy().copy() for p in model.parameters()],
+        "lines": lines,
+        "destroyed": not dist.is_initialized(),
+    }
+
+
+def run(fn: Any, case: api.Case, ctx: api.Context) -> list[dict[str, Any]]:
+    from gpulab.exercises import ranked
+    from gpulab.runner import ranks
+
+    try:
+        return ranked.launch(__file__, fn, ENTRY, case, WORLD)
+    except ranks.RankFailed as exc:
+        raise api.CheckError(str(exc)) from None
+
+
+def _close(a: list[np.ndarray], b: list[np.ndarray]) -> float:
+    return max(float(np.max(np.abs(x - y) / (np.abs(y) + 1e-3))) for x, y in zip(a, b, strict=True))
+
+
+def compare(
+    want: dict[str, Any], got: list[dict[str, Any]], case: api.Case, ctx: api.Context
+) -> api.Mismatch | None:
+    for rank, out in enumerate(got):
+        if not out["destroyed"]:
+            return api.Mismatch(
+                f"rank {rank} left its process group open: call dist.destroy_process_group()"
+            )
+    if got[1]["lines"]:
+        return api.Mismatch(f"rank 1 logged {got[1]['lines'][0]!r}: log from rank 0 only")
+    if len(got[0]["lines"]) != EPOCHS:
+        return api.Mismatch(f"rank 0 logged {len(got[0]['lines'])} lines, expected one per epoch")
+    for rank, out in enumerate(got):
+        err = _close(out["weights"], want["weights"])
+        if err <= RTOL:
+            continue
+        if _close(out["weights"], want["stale"]) <= RTOL:
+            return api.Mismatch(
+                f"rank {rank}'s weights match training with the same shuffle every epoch: "
+                "call sampler.set_epoch(epoch) at the start of each epoch"
+            )
+        return api.Mismatch(
+            f"rank {rank}'s trained weights differ from the single-process reference "
+            f"(relative error {err:.2g}): each rank must train on its DistributedSampler "
+            "share with a per-rank batch of batch_size // world_size, inside DDP",
+            max_error=err,
+        )
+    return None

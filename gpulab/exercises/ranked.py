@@ -1,0 +1,38 @@
+"""Multi-process exercise checks: a learner's function run on N ranks (gpulab.runner.ranks).
+
+Ranks are fresh processes (forked from a clean fork server), so they cannot be handed the
+learner's function object: each rank loads the learner's file (the very text the grader loaded)
+and the check's file itself, then calls the check's `rank(rc, fn, case)`.
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpulab.exercises.sandbox import fresh_name, load_text
+
+
+def _text(path: str) -> str:
+    cached = linecache.cache.get(path)
+    return "".join(cached[2]) if cached else Path(path).read_text(encoding="utf-8")
+
+
+def launch(check_file: str, fn: Any, entry: str, case: Any, world_size: int) -> list[Any]:
+    """Every rank's return of the check's `rank(rc, fn, case)`, in rank order (gloo, CPU)."""
+    from gpulab.experiments.base import Context
+    from gpulab.runner import ranks
+
+    learner_file = sys.modules[fn.__module__].__file__ or ""
+    job = (check_file, _text(check_file), learner_file, _text(learner_file), entry, case)
+    return ranks.launch(Context(), _rank_entry, world_size, job, backend="gloo")
+
+
+def _rank_entry(
+    rc: Any, check_file: str, check_text: str, path: str, text: str, entry: str, case: Any
+) -> Any:
+    check = load_text(check_text, Path(check_file), fresh_name("check", "ranked"))
+    learner = load_text(text, Path(path), fresh_name("learner", "ranked"))
+    return check.rank(rc, getattr(learner, entry), case)

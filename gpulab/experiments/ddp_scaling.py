@@ -1,0 +1,276 @@
+"""DistributedDataParallel scaling: one model trained on 1, 2, ..., N ranks (one per GPU).
+
+Two phases at each world size, both through torch.distributed (NCCL on GPUs, gloo on the CPU):
+
+1. Same math: a fixed global batch split over the ranks. DDP averages the gradients, so every
+   world size takes the same steps: the loss curves must agree (within fp32 rounding of a
+   different summation order). Any difference beyond that is a bug (a rank seeing the wrong
+   slice of data, a missing all-reduce).
+2. Speed (weak scaling, as DDP is used): a fixed batch per rank, so N ranks do N times the work
+   per step. samples/s at N over N x samples/s at 1 is the scaling efficiency. A communication
+   hook on DDP times each gradient bucket's all-reduce, from launch to completion (on NCCL the
+   completion is when the work is queued on the stream, so there the exposed time is the
+   better figure); the compute alone is timed with `no_sync()` (no all-reduce), and what a step
+   takes beyond it is communication the backward pass did not hide.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gpulab.core.params import Int, ParamSet
+from gpulab.core.results import Measurement, Result, Series, Verdict
+from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
+from gpulab.runner import ranks
+
+LOSS_RTOL = 1e-3  # fp32, a different order of the gradient sum per world size
+CHECK_BATCH = 32  # the global batch of the same-math phase (split over the ranks)
+DIM = 64
+
+
+def _model(hidden: int, layers: int, device: str) -> Any:
+    import torch
+
+    torch.manual_seed(0)  # every rank starts from the same weights (DDP broadcasts rank 0's too)
+    mods: list[Any] = []
+    width = DIM
+    for _ in range(layers):
+        mods += [torch.nn.Linear(width, hidden), torch.nn.ReLU()]
+        width = hidden
+    mods.append(torch.nn.Linear(width, 1))
+    return torch.nn.Sequential(*mods).to(device)
+
+
+def _data(n: int, device: str) -> tuple[Any, Any]:
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(n, DIM, generator=g)
+    y = (x[:, :8].sum(dim=1, keepdim=True)).sin()
+    return x.to(device), y.to(device)
+
+
+def _sync(rc: ranks.RankContext) -> None:
+    if rc.backend == "nccl":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # the loss curves are compared in fp32
+    torch.backends.cudnn.allow_tf32 = False
+    n, r = rc.world_size, rc.rank
+    ids = [r] if rc.backend == "nccl" else None
+    comm: list[float] = []
+
+    # No annotations: DDP checks a hook's (and rejects anything but dist.GradBucket).
+    def timed_allreduce(state, bucket):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        buf = bucket.buffer().div_(n)
+        fut = dist.all_reduce(buf, async_op=True).get_future()
+
+        def done(f: Any) -> Any:
+            comm.append(time.perf_counter() - t0)
+            return f.value()[0]
+
+        return fut.then(done)
+
+    # Phase 1: the same global batch on every world size.
+    model = DDP(_model(cfg["hidden"], cfg["layers"], rc.device), device_ids=ids)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, y = _data(CHECK_BATCH * cfg["check_steps"], rc.device)
+    per = CHECK_BATCH // n
+    losses = []
+    for s in range(cfg["check_steps"]):
+        lo = s * CHECK_BATCH + r * per
+        loss = torch.nn.functional.mse_loss(model(x[lo : lo + per]), y[lo : lo + per])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        mean = loss.detach().clone()
+        dist.all_reduce(mean)
+        losses.append(float(mean.item()) / n)
+        rc.progress(0.3 * (s + 1) / cfg["check_steps"], f"{n} ranks: same-math step {s + 1}")
+    # Phase 2: a fixed batch per rank, timed; then the compute alone (no_sync: no all-reduce).
+    model = DDP(_model(cfg["hidden"], cfg["layers"], rc.device), device_ids=ids)
+    model.register_comm_hook(None, timed_allreduce)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    b = cfg["batch"]
+    x, y = _data(b * 4, rc.device)
+    xb, yb = x[(r % 4) * b : (r % 4 + 1) * b], y[(r % 4) * b : (r % 4 + 1) * b]
+
+    def step() -> None:
+        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    def timed(steps: int, fraction: float, what: str) -> float:
+        step()  # warm-up: buckets built, kernels loaded
+        _sync(rc)
+        dist.barrier()
+        t0 = time.perf_counter()
+        for s in range(steps):
+            step()
+            rc.progress(fraction + 0.35 * (s + 1) / steps, f"{n} ranks: {what}")
+        _sync(rc)
+        took = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=rc.device)
+        dist.all_reduce(took, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
+        return float(took.item()) / steps
+
+    step_s = timed(cfg["steps"], 0.3, "timed steps")
+    hooked = list(comm)
+    with model.no_sync():
+        compute_s = timed(cfg["steps"], 0.65, "compute only (no_sync)")
+    grads = sum(p.numel() for p in model.parameters()) * 4
+    per_step = len(hooked) / (cfg["steps"] + 1)
+    return {
+        "losses": losses,
+        "step_s": step_s,
+        "compute_s": compute_s,
+        "allreduce_s": sum(hooked) / (cfg["steps"] + 1),
+        "buckets_per_step": per_step,
+        "grad_bytes": grads,
+    }
+
+
+class DDPScaling(Experiment):
+    id = "ddp-scaling"
+    title = "Data-parallel training across GPUs (DDP)"
+    summary = "One model on 1..N ranks with DistributedDataParallel: samples/s, efficiency, comm."
+    lesson = "many-gpus"
+    params = ParamSet(
+        (
+            Int("max_ranks", 0, "largest world size; 0: every GPU, or 2 on the CPU", min=0, max=64),
+            Int("hidden", 0, "hidden width; 0: 4096 on GPUs, 256 on the CPU", min=0, max=65536),
+            Int("layers", 4, "hidden layers", min=1, max=64),
+            Int("batch", 0, "samples per rank per step; 0: 2048 on GPUs, 64 on the CPU", min=0),
+            Int("steps", 0, "timed steps per world size; 0: 30 on GPUs, 10 on the CPU", min=0),
+        )
+    )
+    contenders = (
+        Contender("nccl", "DDP over NCCL, one process per GPU", "torch-cuda"),
+        Contender("gloo", "DDP over gloo on the CPU", "torch-cpu"),
+    )
+    bench_params = ({"max_ranks": 0},)
+    bench_suites = ("multi-gpu",)  # not "full": a one-GPU machine cannot run it
+
+    def check(self, params: dict[str, Any], inventory: Any) -> None:
+        self.world_sizes(Context(inventory=inventory), params)
+
+    def world_sizes(self, ctx: Context, params: dict[str, Any]) -> list[int]:
+        top = int(params.get("max_ranks") or 0)
+        most = ranks.gpu_count(ctx) if ctx.has_cuda else ranks.max_world_size(ctx)
+        top = top or (most if ctx.has_cuda else 2)
+        if top > most or CHECK_BATCH % top:
+            raise ExperimentError(
+                f"max_ranks={top}: this machine runs 1..{most} ranks "
+                f"({'one per GPU' if ctx.has_cuda else 'gloo on the CPU'}), and {CHECK_BATCH} "
+                "(the same-math batch) must split evenly"
+            )
+        return list(range(1, top + 1))
+
+    def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        result = self.new_result(ctx, params)
+        gpu = ctx.has_cuda
+        cfg = {
+            "hidden": params["hidden"] or (4096 if gpu else 256),
+            "layers": int(params["layers"]),
+            "batch": params["batch"] or (2048 if gpu else 64),
+            "steps": params["steps"] or (30 if gpu else 10),
+            "check_steps": 10,
+        }
+        if ctx.quick:
+            cfg.update(hidden=min(cfg["hidden"], 32), steps=min(cfg["steps"], 3), check_steps=4)
+        result.unavailable.pop("gloo", None)
+        if gpu:
+            result.unavailable["gloo"] = "GPUs here: DDP runs on NCCL"
+        runs: dict[int, dict[str, Any]] = {}
+        for n in self.world_sizes(ctx, params):
+            ctx.log(f"world size {n}")
+            runs[n] = ranks.launch(ctx, rank_main, n, (cfg,))[0]
+        base = runs[1]
+        one = cfg["batch"] / base["step_s"]
+        worst = 0.0
+        for n, out in runs.items():
+            rate = n * cfg["batch"] / out["step_s"]
+            eff = rate / (n * one)
+            diff = max(
+                abs(a - b) / max(abs(b), 1e-12)
+                for a, b in zip(out["losses"], base["losses"], strict=True)
+            )
+            worst = max(worst, diff)
+            exposed = max(0.0, out["step_s"] - out["compute_s"])
+            m = Measurement(
+                contender="nccl" if gpu else "gloo",
+                size=f"{n} ranks",
+                time_median_s=out["step_s"],
+                time_min_s=out["step_s"],
+                time_max_s=out["step_s"],
+                runs=cfg["steps"],
+                dtype="fp32",
+                throughput=rate,
+                unit="samples/s",
+                note=f"efficiency {eff:.0%}; exposed comm {exposed * 1e3:.3g} ms a step",
+                extra={
+                    "efficiency": eff,
+                    "compute_s": out["compute_s"],
+                    "exposed_comm_s": exposed,
+                    "allreduce_s": out["allreduce_s"],
+                    "buckets_per_step": out["buckets_per_step"],
+                    "loss_rel_diff": diff,
+                },
+            )
+            ctx.measurement(m)
+            result.measurements.append(m)
+            result.series.append(
+                Series(
+                    f"loss, {n} ranks",
+                    [float(i) for i in range(len(out["losses"]))],
+                    out["losses"],
+                    x_label="step",
+                    y_label="loss",
+                )
+            )
+        result.verdicts.append(
+            Verdict.check(
+                "loss curves",
+                worst,
+                LOSS_RTOL,
+                metric="largest relative difference from 1 rank's loss",
+                reference="the same global batch on 1 rank",
+                dtype="fp32",
+            )
+        )
+        sizes = sorted(runs)
+        effs = {n: m.extra["efficiency"] for n, m in zip(sizes, result.measurements, strict=True)}
+        result.summary = {
+            "backend": ranks.backend_for(ctx),
+            "world_sizes": sizes,
+            "samples_per_s": {
+                n: m.throughput for n, m in zip(sizes, result.measurements, strict=True)
+            },
+            "efficiency": effs,
+            "efficiency_at_max": effs[sizes[-1]],
+            "grad_bytes": base["grad_bytes"],
+            "model": {k: cfg[k] for k in ("hidden", "layers", "batch")},
+        }
+        result.explanation = (
+            "Every rank holds the whole model and its own slice of the data; after each backward "
+            "pass DDP all-reduces the gradients, in buckets that start while the backward pass "
+            "is still running, so most of the communication hides behind compute. Because the "
+            "gradients are averaged, N ranks with a global batch split N ways take exactly the "
+            "steps one rank would: the loss curves match. Efficiency falls when the all-reduce "
+            "of every gradient byte takes longer than the backward pass it overlaps (a small "
+            "model, slow links, or gloo on a loaded CPU)."
+        )
+        return self.finish(result)
+
+
+EXPERIMENT = DDPScaling()

@@ -1,0 +1,197 @@
+"""GPU-to-GPU copies: a bandwidth and latency matrix, with and without peer access.
+
+Like nvbandwidth's device-to-device tests: for every ordered pair (src, dst), so both directions,
+copy a buffer from GPU src to GPU dst. "peer" is a direct copy (torch's copy between devices uses
+cudaMemcpyPeerAsync: over NVLink or PCIe without touching host memory when the driver allows
+peer access); "via host" stages through pinned host memory, which is what a copy costs without
+peer access. Latency is the time of an 8-byte peer copy. Next to the matrix, NVML's topology for
+each pair (NVLink lanes, or the closest common PCIe ancestor).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from gpulab.core.params import Int, ParamSet
+from gpulab.core.results import Artifact, Measurement, Result
+from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments.base import Contender, Context, Experiment
+from gpulab.runner import ranks
+
+LEVELS = {0: "same board", 10: "one PCIe switch", 20: "PCIe switches", 30: "host bridge"}
+LEVELS.update({40: "same CPU (NUMA node)", 50: "across CPUs (SMP link)"})
+
+
+def copy_bandwidth(src: int, dst: int, nbytes: int, *, peer: bool, repeats: int = 5) -> tuple:
+    """(GB/s, median seconds) of copying nbytes from GPU src to GPU dst."""
+    import torch
+
+    a = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{src}")
+    b = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{dst}")
+    stage = None if peer else torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+
+    def once() -> None:
+        if stage is None:
+            b.copy_(a, non_blocking=True)
+        else:
+            stage.copy_(a, non_blocking=True)
+            torch.cuda.synchronize(src)
+            b.copy_(stage, non_blocking=True)
+
+    times = []
+    for i in range(repeats + 1):
+        torch.cuda.synchronize(src)
+        torch.cuda.synchronize(dst)
+        t0 = time.perf_counter()
+        once()
+        torch.cuda.synchronize(src)
+        torch.cuda.synchronize(dst)
+        if i:  # the first copy sets up peer mappings: not timed
+            times.append(time.perf_counter() - t0)
+    times.sort()
+    median = times[len(times) // 2]
+    return nbytes / median / 1e9, median
+
+
+def topology(count: int) -> dict[str, str]:
+    """'i->j' -> how NVML says GPUs i and j are linked ({} without NVML). NVML numbers GPUs
+    by PCI bus; with CUDA_VISIBLE_DEVICES set, its order may differ from CUDA's."""
+    out: dict[str, str] = {}
+    try:
+        import pynvml as nv
+
+        nv.nvmlInit()
+    except Exception:
+        return out
+    try:
+        handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        for i in range(count):
+            for j in range(count):
+                if i == j:
+                    continue
+                lanes = 0
+                with contextlib.suppress(Exception):
+                    pci_j = nv.nvmlDeviceGetPciInfo(handles[j]).busId
+                    pci_j = pci_j.decode() if isinstance(pci_j, bytes) else pci_j
+                    for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+                        with contextlib.suppress(Exception):
+                            if not nv.nvmlDeviceGetNvLinkState(handles[i], link):
+                                continue
+                            remote = nv.nvmlDeviceGetNvLinkRemotePciInfo(handles[i], link).busId
+                            remote = remote.decode() if isinstance(remote, bytes) else remote
+                            lanes += remote.lower() == pci_j.lower()
+                if lanes:
+                    out[f"{i}->{j}"] = f"NVLink x{lanes}"
+                    continue
+                with contextlib.suppress(Exception):
+                    level = nv.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j])
+                    out[f"{i}->{j}"] = "PCIe, " + LEVELS.get(int(level), f"level {level}")
+        # NVSwitch systems report lanes to the switch, not to the peer GPU.
+        if not out and count > 1:
+            out["note"] = "NVML reported no direct link (NVSwitch: every pair goes through it)"
+    finally:
+        with contextlib.suppress(Exception):
+            nv.nvmlShutdown()
+    return out
+
+
+class P2P(Experiment):
+    id = "p2p"
+    title = "GPU-to-GPU copies (peer access)"
+    summary = "Copy bandwidth and latency between every pair of GPUs, peer vs through the host."
+    lesson = "many-gpus"
+    params = ParamSet(
+        (Int("bytes", 256 * 2**20, "bytes per copy", unit="bytes", min=8, max=2**33),)
+    )
+    contenders = (
+        Contender("peer", "direct copy (peer access)", "torch-cuda"),
+        Contender("via-host", "staged through pinned host memory", "torch-cuda"),
+    )
+    bench_params = ({"bytes": 256 * 2**20},)
+    bench_suites = ("multi-gpu",)  # not "full": a one-GPU machine cannot run it
+
+    def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        result = self.new_result(ctx, params)
+        count = ranks.gpu_count(ctx) if ctx.has_cuda else 0
+        if count < 2:
+            why = (
+                f"needs two or more GPUs; this machine has {count}"
+                if ctx.has_cuda
+                else "needs two or more GPUs (CPU mode: there is no GPU-to-GPU link to measure)"
+            )
+            for c in self.contenders:
+                result.unavailable[c.id] = why
+            result.headline = f"p2p: {why}"
+            return self.finish(result)
+        import torch
+
+        nbytes = int(params["bytes"])
+        sup.require_fit(ctx, nbytes * 2.2, f"a {sup.size_label(nbytes)} copy")
+        can = {
+            f"{i}->{j}": bool(torch.cuda.can_device_access_peer(i, j))
+            for i in range(count)
+            for j in range(count)
+            if i != j
+        }
+        pairs = [(i, j) for i in range(count) for j in range(count) if i != j]
+        matrix: dict[str, dict[str, float]] = {"peer": {}, "via-host": {}, "latency_us": {}}
+        for k, (i, j) in enumerate(pairs):
+            ctx.progress(k / len(pairs), f"GPU {i} -> GPU {j}")
+            for mode in ("peer", "via-host"):
+                gbs, secs = copy_bandwidth(i, j, nbytes, peer=mode == "peer")
+                matrix[mode][f"{i}->{j}"] = gbs
+                m = Measurement(
+                    contender=mode,
+                    size=f"{i}->{j}",
+                    time_median_s=secs,
+                    time_min_s=secs,
+                    time_max_s=secs,
+                    runs=5,
+                    throughput=gbs,
+                    unit="GB/s",
+                    note=f"{sup.size_label(nbytes)}; peer access {'on' if can[f'{i}->{j}'] else 'off'}",
+                )
+                sup.emit(ctx, result, m)
+            _, lat = copy_bandwidth(i, j, 8, peer=True, repeats=20)
+            matrix["latency_us"][f"{i}->{j}"] = lat * 1e6
+        topo = topology(count)
+        result.artifacts.append(Artifact("matrix", "text", text=render(count, matrix, topo)))
+        peer = matrix["peer"]
+        result.summary = {
+            "gpus": count,
+            "bytes": nbytes,
+            "peer_access": can,
+            "matrix": matrix,
+            "topology": topo,
+            "peer_gbs_min": min(peer.values()),
+            "peer_gbs_max": max(peer.values()),
+        }
+        result.explanation = (
+            "With peer access the copy engine writes straight into the other GPU's memory over "
+            "NVLink or PCIe; without it, every byte crosses PCIe twice through host memory. "
+            "NVLink pairs copy several times faster than PCIe pairs, and a slow pair in the "
+            "matrix is a GPU on the far side of a CPU socket or a missing link."
+        )
+        ctx.progress(1.0, "done")
+        return self.finish(result)
+
+
+def render(count: int, matrix: dict[str, dict[str, float]], topo: dict[str, str]) -> str:
+    lines = []
+    for mode, unit in (("peer", "GB/s"), ("via-host", "GB/s"), ("latency_us", "us")):
+        lines.append(f"{mode} ({unit}), rows: source GPU, columns: destination")
+        lines.append("      " + "".join(f"{j:>9}" for j in range(count)))
+        for i in range(count):
+            cells = [
+                f"{matrix[mode][f'{i}->{j}']:>9.3g}" if i != j else f"{'-':>9}"
+                for j in range(count)
+            ]
+            lines.append(f"{i:>6}" + "".join(cells))
+        lines.append("")
+    lines += [f"{pair}: {link}" for pair, link in topo.items()]
+    return "\n".join(lines)
+
+
+EXPERIMENT = P2P()

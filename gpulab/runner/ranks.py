@@ -1,0 +1,338 @@
+"""Multi-process jobs: one experiment run as N ranks of torch.distributed (one process per GPU).
+
+An experiment's `run` calls `launch(ctx, fn, world_size, args)`. The ranks start with
+torch.multiprocessing's own `start_processes` (the machinery behind `mp.spawn`), join one process
+group (NCCL on GPUs, gloo on the CPU) through a file store in a private folder, and run
+`fn(rank_ctx, *args)`. What `launch` does while they run:
+
+- forwards rank 0's log lines and measurement rows to `ctx`, and the progress of every rank (the
+  job's fraction is the slowest rank's; the message names each rank's);
+- returns what each rank's `fn` returned, in rank order;
+- on a cancel, asks the ranks to stop (they see it at their next `check_cancelled`), waits
+  `CANCEL_GRACE_S`, then kills the rest and raises `Cancelled`;
+- when any rank dies or raises, kills the others at once and raises `RankFailed` with that rank's
+  traceback (or its exit signal).
+
+And if the process that called `launch` dies (killed, or its own parent died): every rank was
+started with PR_SET_PDEATHSIG = SIGKILL, so the kernel ends them with it. No rank outlives the job.
+
+The environment reaches the ranks unchanged: NCCL's settings (NCCL_*) are whatever the user set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import faulthandler
+import os
+import queue
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpulab.experiments.base import Cancelled, Context
+from gpulab.runner.spawn import describe_exit
+
+CANCEL_GRACE_S = 0.5  # ranks that ignore a cancel this long are killed (well inside 2 s)
+POLL_S = 0.02
+PR_SET_PDEATHSIG = 1
+RANK_PIDS_ENV = "GPULAB_RANK_PIDS_FILE"  # tests: where launch() writes the rank pids
+
+
+class RankFailed(RuntimeError):
+    """A rank raised or died; the others were killed."""
+
+    def __init__(self, rank: int, message: str, traceback: str = "") -> None:
+        super().__init__(message)
+        self.rank = rank
+        self.traceback = traceback
+
+
+@dataclass
+class RankContext:
+    """What a rank's function gets: who it is, where it runs, and a way to talk to the parent."""
+
+    rank: int
+    world_size: int
+    backend: str  # "nccl" or "gloo"
+    device: str  # "cuda:<rank>" or "cpu"
+    quick: bool = False
+    _events: Any = None  # a multiprocessing queue to the parent (None: run by torchrun)
+    _cancel: Any = None  # a multiprocessing Event the parent sets on a cancel
+    _sent: float = field(default=0.0, repr=False)
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        # Every rank reports, at most ~20 times a second each, so the pipe stays quiet.
+        now = time.monotonic()
+        if self._events is not None and (now - self._sent > 0.05 or fraction >= 1.0):
+            self._sent = now
+            self._events.put(("progress", self.rank, float(fraction), message))
+        self.check_cancelled()
+
+    def log(self, line: str) -> None:
+        if self.rank != 0:
+            return
+        if self._events is None:
+            print(line, flush=True)
+        else:
+            self._events.put(("log", 0, line))
+
+    def measurement(self, row: Any) -> None:
+        if self.rank == 0 and self._events is not None:
+            self._events.put(("row", 0, row))
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self._cancel is not None and self._cancel.is_set())
+
+    def check_cancelled(self) -> None:
+        if self.cancelled:
+            raise Cancelled("cancelled")
+
+
+def backend_for(ctx: Context) -> str:
+    return "nccl" if ctx.has_cuda else "gloo"
+
+
+def gpu_count(ctx: Context) -> int:
+    return sum(1 for d in ctx.inventory.devices if d.kind == "cuda")
+
+
+def max_world_size(ctx: Context) -> int:
+    """One rank per GPU; on the CPU, gloo ranks share the cores (at least 2, to show the idea)."""
+    return gpu_count(ctx) if ctx.has_cuda else max(2, min(8, os.cpu_count() or 2))
+
+
+def die_with_parent(launcher_pid: int) -> None:
+    """SIGKILL from the kernel when our parent dies (torch's own choice is SIGINT, which a rank
+    inside a collective, or one that ignores SIGINT like the worker, never acts on).
+
+    Our parent is multiprocessing's fork server, which exits when the launching process dies
+    (its end of the server's pipe closes), so the launcher's death ends every rank."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    try:
+        os.kill(launcher_pid, 0)  # the launcher died before prctl ran
+    except ProcessLookupError:
+        os._exit(1)
+    if os.getppid() == 1:
+        os._exit(1)
+
+
+def _rank_main(index: int, spec: dict[str, Any], fn: Callable[..., Any], args: tuple) -> None:
+    die_with_parent(spec["parent"])
+    # `kill -USR1 <rank pid>` prints where a stuck rank is (its stderr goes to the job's log).
+    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    import torch
+    import torch.distributed as dist
+
+    backend = spec["backend"]
+    device = f"cuda:{index}" if backend == "nccl" else "cpu"
+    if backend == "nccl":
+        torch.cuda.set_device(index)
+    events = spec["events"]
+    rc = RankContext(
+        index, spec["world_size"], backend, device, spec["quick"], events, spec["cancel"]
+    )
+    kwargs: dict[str, Any] = {}
+    if backend == "nccl":
+        kwargs["device_id"] = torch.device(device)  # binds the communicator to this rank's GPU
+    dist.init_process_group(
+        backend,
+        init_method=f"file://{spec['store']}",
+        rank=index,
+        world_size=spec["world_size"],
+        **kwargs,
+    )
+    try:
+        value = fn(rc, *args)
+        events.put(("done", index, value))
+    except Cancelled:
+        events.put(("cancelled", index, None))
+    finally:
+        if dist.is_initialized():  # a rank's own code may have left the group already
+            with contextlib.suppress(Exception):
+                dist.destroy_process_group()
+
+
+def _kill(processes: list[Any]) -> None:
+    for p in processes:
+        if p.is_alive():
+            with contextlib.suppress(ProcessLookupError, OSError):
+                os.kill(p.pid, signal.SIGKILL)
+    for p in processes:
+        p.join(timeout=2.0)
+
+
+def _first_failed(context: Any, processes: list[Any]) -> int:
+    """The rank whose failure is the cause: once one rank fails, its peers fail too (their
+    collectives lose a partner, and say so). A rank killed by a signal (no traceback file)
+    comes first, then one whose error is its own, then the earliest file."""
+    time.sleep(0.1)  # let the peers that follow it write their files
+    failed = [r for r, p in enumerate(processes) if p.exitcode not in (None, 0)]
+    stamps: dict[int, tuple[int, bool]] = {}
+    for r in failed:
+        path = context.error_files[r]
+        try:
+            with open(path, "rb") as f:  # an error about the transport is a peer's echo
+                text = f.read()
+            lost_peer = any(w in text for w in (b"gloo", b"NCCL", b"Connection", b"closed"))
+            stamps[r] = (os.stat(path).st_mtime_ns, lost_peer)
+        except (OSError, TypeError):
+            return r
+    return min(stamps, key=lambda r: (stamps[r][1], stamps[r][0]))
+
+
+def _failure(context: Any, rank: int, exitcode: int) -> RankFailed:
+    path = context.error_files[rank]
+    tb = ""
+    if path and os.path.exists(path):
+        import pickle
+
+        with contextlib.suppress(Exception), open(path, "rb") as f:
+            tb = str(pickle.load(f))
+    if tb:
+        last = tb.strip().splitlines()[-1]
+        return RankFailed(rank, f"rank {rank} failed: {last}", tb)
+    how, _, _ = describe_exit(exitcode)
+    return RankFailed(rank, f"rank {rank} {how}; the other ranks were stopped")
+
+
+def _in_fork_server() -> bool:
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            return b"multiprocessing.forkserver" in f.read()
+    except OSError:
+        return False
+
+
+def _guard_fork_server() -> None:
+    """Imported in the fork server (it preloads this module): the server exits by itself only
+    once its pipe from the launcher reaches EOF, which a SIGKILLed launcher's leftover children
+    may delay. PDEATHSIG ends it with the launcher; its ranks follow through their own."""
+    if _in_fork_server() and sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
+_guard_fork_server()
+
+
+def _start_method(backend: str) -> str:
+    # Not fork: the launcher has threads (the worker's command reader, its memory sampler,
+    # OpenMP's pool after any CPU work) and may hold a CUDA context; a forked rank inherits locks
+    # held by those threads and hangs now and then. The fork server is a clean, single-threaded
+    # process with torch imported once (the first launch pays for it); each rank forks from it.
+    return "forkserver"
+
+
+def _context(method: str) -> Any:
+    import multiprocessing
+
+    mp = multiprocessing.get_context(method)
+    mp.set_forkserver_preload(["torch", "torch.distributed", "gpulab.runner.ranks"])
+    return mp
+
+
+def launch(
+    ctx: Context,
+    fn: Callable[..., Any],
+    world_size: int,
+    args: tuple = (),
+    *,
+    backend: str | None = None,
+) -> list[Any]:
+    """Run `fn(rank_ctx, *args)` on `world_size` ranks; the values they returned, in rank order."""
+    import torch.multiprocessing as tmp
+
+    backend = backend or backend_for(ctx)
+    method = _start_method(backend)
+    mp = _context(method)
+    events = mp.Queue()
+    cancel = mp.Event()
+    folder = tempfile.mkdtemp(prefix="gpulab-ranks-")
+    spec = {
+        "parent": os.getpid(),
+        "backend": backend,
+        "world_size": world_size,
+        "store": os.path.join(folder, "store"),
+        "quick": ctx.quick,
+        "events": events,
+        "cancel": cancel,
+    }
+    context = tmp.start_processes(
+        _rank_main, args=(spec, fn, args), nprocs=world_size, join=False, start_method=method
+    )
+    processes = list(context.processes)
+    pids_file = os.environ.get(RANK_PIDS_ENV)
+    if pids_file:
+        with open(pids_file, "a", encoding="utf-8") as f:
+            f.write(" ".join(str(p.pid) for p in processes) + "\n")
+    fractions = [0.0] * world_size
+    messages = [""] * world_size
+    values: dict[int, Any] = {}
+    cancel_at: float | None = None
+    quiet_since: dict[int, float] = {}
+    try:
+        while True:
+            try:
+                kind, rank, *rest = events.get(timeout=POLL_S)
+            except queue.Empty:
+                kind = ""
+            if kind == "progress":
+                fractions[rank], messages[rank] = rest[0], rest[1]
+                each = " ".join(f"{r}:{f:.0%}" for r, f in enumerate(fractions))
+                if ctx.on_progress:
+                    ctx.on_progress(min(fractions), f"{messages[0]} (ranks {each})".strip())
+            elif kind == "log":
+                ctx.log(rest[0])
+            elif kind == "row":
+                ctx.measurement(rest[0])
+            elif kind == "done":
+                values[rank] = rest[0]
+            elif kind == "cancelled":
+                cancel_at = cancel_at or time.monotonic()
+            if kind:
+                continue  # drain everything queued before looking at exits
+            if ctx.cancelled and cancel_at is None:
+                cancel.set()
+                cancel_at = time.monotonic()
+            for rank, p in enumerate(processes):
+                if p.exitcode not in (None, 0) and cancel_at is None:
+                    first = _first_failed(context, processes)
+                    code = processes[first].exitcode
+                    _kill(processes)
+                    raise _failure(context, first, code)
+                if p.exitcode == 0 and rank not in values and cancel_at is None:
+                    # torch's wrapper exits 0 on a KeyboardInterrupt, with no result: the rest
+                    # would wait in a collective forever. Its last message gets a moment to land.
+                    quiet_since.setdefault(rank, time.monotonic())
+                    if time.monotonic() - quiet_since[rank] > 1.0:
+                        _kill(processes)
+                        raise RankFailed(rank, f"rank {rank} ended without a result")
+            if all(p.exitcode is not None for p in processes):
+                if cancel_at is not None:
+                    raise Cancelled("cancelled")
+                if len(values) < world_size:
+                    missing = sorted(set(range(world_size)) - set(values))
+                    raise RankFailed(missing[0], f"rank {missing[0]} ended without a result")
+                return [values[r] for r in range(world_size)]
+            if cancel_at is not None and time.monotonic() - cancel_at > CANCEL_GRACE_S:
+                _kill(processes)
+    finally:
+        _kill(processes)
+        events.close()
+        events.cancel_join_thread()
+        for path in context.error_files:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        shutil.rmtree(folder, ignore_errors=True)
