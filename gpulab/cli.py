@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--json", action="store_true", help="one JSON object per event, per line")
     run.add_argument("--device", default="0", help="CUDA device index (default 0)")
+    run.add_argument("--plot", action="store_true", help="print the result's plots as text")
     run.add_argument(
         "--timeout",
         metavar="SECONDS",
@@ -301,7 +302,9 @@ def _run(args: argparse.Namespace) -> int:
     device, timeout = flags
     from gpulab.cli_run import run_headless
 
-    return run_headless(exp.id, params, as_json=args.json, device=device, timeout=timeout)
+    return run_headless(
+        exp.id, params, as_json=args.json, device=device, timeout=timeout, plots=args.plot
+    )
 
 
 def _bench(args: argparse.Namespace) -> int:

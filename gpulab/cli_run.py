@@ -21,7 +21,7 @@ from gpulab.report import render_result
 from gpulab.runner import events as ev
 
 
-def print_event(event: dict[str, Any], as_json: bool) -> None:
+def print_event(event: dict[str, Any], as_json: bool, plots: bool = False) -> None:
     if as_json:
         sys.stdout.write(json.dumps(tagged("event", event), default=str) + "\n")
         sys.stdout.flush()
@@ -32,7 +32,7 @@ def print_event(event: dict[str, Any], as_json: bool) -> None:
     elif kind == ev.LOG:
         sys.stderr.write(f"  | {event['line']}\n")
     elif kind == ev.RESULT:
-        print(render_result(event["result"]))
+        print(render_result(event["result"], plots=plots))
     elif kind == ev.FAILED:
         sys.stderr.write(f"gpulab: {event['kind']}: {event['message']}\n")
         if event.get("explanation"):
@@ -66,7 +66,13 @@ def _client_event(event: dict[str, Any], as_json: bool = False) -> None:
 
 
 async def _run(
-    experiment: str, params: dict[str, Any], *, as_json: bool, device: int, timeout: float
+    experiment: str,
+    params: dict[str, Any],
+    *,
+    as_json: bool,
+    device: int,
+    timeout: float,
+    plots: bool = False,
 ) -> int:
     from gpulab.core.params import ParamError
     from gpulab.experiments.registry import UnknownExperiment
@@ -102,7 +108,7 @@ async def _run(
                     timer = loop.call_later(timeout, cancel, f"--timeout {timeout:g} s reached")
                 if event["type"] == ev.ACCEPTED:
                     watch.start((client.handshake or {}).get("inventory"), device)
-                print_event(event, as_json)
+                print_event(event, as_json, plots)
         finally:
             if timer is not None:
                 timer.cancel()
@@ -154,6 +160,14 @@ def keep(
 
 
 def run_headless(
-    experiment: str, params: dict[str, Any], *, as_json: bool, device: int = 0, timeout: float = 0
+    experiment: str,
+    params: dict[str, Any],
+    *,
+    as_json: bool,
+    device: int = 0,
+    timeout: float = 0,
+    plots: bool = False,
 ) -> int:
-    return asyncio.run(_run(experiment, params, as_json=as_json, device=device, timeout=timeout))
+    return asyncio.run(
+        _run(experiment, params, as_json=as_json, device=device, timeout=timeout, plots=plots)
+    )

@@ -104,7 +104,7 @@ def row_notes(result: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_result(result: dict[str, Any]) -> str:
+def render_result(result: dict[str, Any], plots: bool = False) -> str:
     parts = [f"{result['record']['experiment']} on {result['record'].get('device', '?')}"]
     rows = measurement_rows(result)
     if rows:
@@ -126,6 +126,10 @@ def render_result(result: dict[str, Any]) -> str:
         )
     if result.get("explanation"):
         parts.append("What you just saw: " + result["explanation"])
+    if plots and result.get("series"):
+        from gpulab.render.plot import plot_groups
+
+        parts.append(plot_groups(result["series"]))
     if result.get("headline"):  # last: the line a person reads when the run ends
         parts.append("Answer: " + result["headline"])
     return "\n".join(parts)

@@ -1,4 +1,4 @@
-"""Snapshots of the main screen (80x24, 160x48) and the help screen.
+"""Snapshots of the main screen (80x24, 120x40, 160x48), the Explain tab maximized, and help.
 
 Frozen on purpose: a FakeRunner plays fixed events with fixed timestamps, and the telemetry
 panes read a fake NVML ("no-library": a machine without the driver), so nothing live or timed
@@ -38,6 +38,17 @@ async def after_a_run(pilot) -> None:
     await pilot.pause()
 
 
+async def explain_maximized(pilot) -> None:
+    """The Explain tab of a finished run, maximized with m: the plot is drawn whole."""
+    await after_a_run(pilot)
+    app = pilot.app
+    app.query_one("#exp-tabs").active = "tab-explain"
+    await pilot.press("m")
+    await settle(pilot, lambda: app.screen.maximized is not None)
+    app.set_focus(None)
+    await pilot.pause(0.3)  # the plot draws after its first refresh
+
+
 async def help_open(pilot) -> None:
     app = pilot.app
     await settle(pilot, lambda: app.handshake is not None and app.focused is not None)
@@ -46,9 +57,14 @@ async def help_open(pilot) -> None:
     await pilot.pause()
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 48)])
 def test_main_screen_after_a_run(snap_compare, size):
     assert snap_compare(frozen_app(), terminal_size=size, run_before=after_a_run)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_explain_tab_maximized(snap_compare, size):
+    assert snap_compare(frozen_app(), terminal_size=size, run_before=explain_maximized)
 
 
 def test_help_screen(snap_compare):

@@ -348,3 +348,10 @@ async def _prepare(pilot) -> None:
 )
 def test_snapshot(snap_compare, variant):
     assert snap_compare(_snap_app(variant), terminal_size=SIZE, run_before=_prepare)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_snapshot_gpu_at_a_glance(snap_compare, size):
+    """Utilization, memory, power, SM clock, temperature, PCIe and the processes: all visible
+    without scrolling in a half-screen pane at 80x24 and 120x40."""
+    assert snap_compare(_snap_app("full"), terminal_size=size, run_before=_prepare)

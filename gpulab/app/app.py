@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 RunnerFactory = Callable[..., Any]
 READY_TIMEOUT_S = 180.0  # a cold torch + CUDA import on a busy box can take a minute
 SHUTDOWN_TIMEOUT_S = 5.0
+QUIT_CONFIRM_S = 4.0
 
 
 def commands_provider() -> type[Provider]:
@@ -57,6 +59,8 @@ class GpuLabApp(App[None]):
         Binding("r", "run", "Run", id="run"),
         Binding("escape", "cancel", "Cancel", id="cancel"),
         Binding("q", "quit", "Quit", id="quit"),
+        # the lessons pane's own m (maximize the lesson) wins while it has the keyboard
+        Binding("m", "maximize_results", "Maximize results", id="maximize-results"),
         Binding("ctrl+c", "quit", "Quit", id="interrupt", show=False, priority=True),
         # q types a letter while a form field has focus; ctrl+q quits from anywhere, and the
         # footer shows it whenever q is taken (the footer shows one key per action: q first).
@@ -86,6 +90,7 @@ class GpuLabApp(App[None]):
         self.worker_log: list[str] = []
         self.watch_terminal = watch_terminal
         self._quitting = False
+        self._quit_asked = -1e9  # when quitting during a run was last asked about
         self.terminal_watch: Any = None  # gpulab.app.terminal.TerminalWatch, in a terminal
         self._loop_thread: int | None = None
         self.main_ready: asyncio.Event | None = None
@@ -260,7 +265,15 @@ class GpuLabApp(App[None]):
         self.notify(f"Runs now go to GPU {self.device}.")
 
     def on_lessons_pane_run_experiment(self, message: Any) -> None:
+        """A lesson's Run link opens the experiment with its values and puts the keyboard on
+        ▶ Run: one more key (Enter, or r) runs it, after the learner has seen the values."""
         self.open_experiment(message.experiment, dict(message.params or {}))
+        if self._on_main() and self.panel.experiment_id == message.experiment:
+            self.panel.query_one("#run").focus()
+            self.notify(
+                "The lesson's values are filled in: press Enter (or r) to run.",
+                title=f"Opened {message.experiment}",
+            )
 
     def open_experiment(self, experiment_id: str, params: dict[str, Any] | None = None) -> None:
         if not self._on_main():
@@ -320,6 +333,14 @@ class GpuLabApp(App[None]):
             raise SkipAction()
         await self.panel.start_run()
 
+    def action_maximize_results(self) -> None:
+        if not self._on_main() and self.screen.maximized is None:
+            raise SkipAction()
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+            return
+        self.panel.action_maximize_results()
+
     async def action_cancel(self) -> None:
         if not self._on_main() or not self.panel.running:
             raise SkipAction()
@@ -344,9 +365,29 @@ class GpuLabApp(App[None]):
     async def action_quit(self) -> None:
         if self._quitting:
             return
+        if self._run_would_be_lost():
+            return
         self._quitting = True
         await self.shutdown_runner()
         self.exit()
+
+    def _run_would_be_lost(self) -> bool:
+        """Quitting during a run asks first: the same key again within a few seconds quits."""
+        panel = self.panel if self._on_main() else None
+        if panel is None or not panel.running:
+            return False
+        now = time.monotonic()
+        if now - self._quit_asked < QUIT_CONFIRM_S:
+            return False
+        self._quit_asked = now
+        self.notify(
+            f"A run is in progress and would be lost. Press q (or ctrl+q) again within "
+            f"{QUIT_CONFIRM_S:.0f} s to quit anyway, or escape to cancel the run.",
+            title="Quit?",
+            severity="warning",
+            timeout=QUIT_CONFIRM_S,
+        )
+        return True
 
     async def shutdown_runner(self, grace_s: float = 2.0) -> None:
         """Stop the workers; `grace_s`: the worker's time to leave before it is killed."""

@@ -36,6 +36,7 @@ from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 from gpulab.experiments.matmul_estimate import CPU_RUN_LIMIT_S, estimate_s, probe
+from gpulab.experiments.roofline import throughput_series
 from gpulab.experiments.syllabus_support import regime
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
@@ -217,6 +218,7 @@ class Matmul(Experiment):
         if any(c.id == "python" for c in todo):
             self._extrapolate_python(ctx, result, sizes)
         self._speedups(result)
+        throughput_series(result, "n")  # TFLOP/s per dtype against the calibrated ceiling
         result.summary = {
             "sizes": sizes,
             "dtypes": dtypes,

@@ -113,3 +113,16 @@ def print_image_artifacts(result: dict[str, Any], width: int | None = None) -> b
     elif paths:
         console.print(render(paths[0], cols))
     return bool(paths)
+
+
+def load(image: Any):
+    """The image as (H, W, 3) uint8, for callers that render it more than once."""
+    return _as_rgb8(image)
+
+
+def crop_centre(rgb: Any, columns: int, rows: int):
+    """The centre `columns` x `2 * rows` pixels of `rgb`: shown at 1:1, one pixel per half cell."""
+    h, w = rgb.shape[0], rgb.shape[1]
+    cw, ch = min(w, max(1, columns)), min(h, max(2, 2 * rows))
+    top, left = (h - ch) // 2, (w - cw) // 2
+    return rgb[top : top + ch, left : left + cw]

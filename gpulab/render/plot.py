@@ -18,9 +18,27 @@ def _value(series: Any, key: str) -> Any:
     return series[key] if isinstance(series, dict) else getattr(series, key)
 
 
-def _fmt(v: float) -> str:
-    text = f"{v:.3g}"
-    return text.replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def tick_label(v: float) -> str:
+    """An axis label in the data's units: 256, 4096, 65.5k, 1M, 0.001 (never 2.56e3)."""
+    if v == 0 or not math.isfinite(v):
+        return "0" if v == 0 else str(v)
+    a = abs(v)
+    if a >= 1e4:
+        for scale, suffix in _SI:
+            if a >= scale:
+                return f"{v / scale:.3g}{suffix}"
+    if a >= 1:
+        return f"{v:.4g}" if a < 1e4 else f"{v:.0f}"
+    if a >= 1e-3:
+        return f"{v:.3g}"
+    text = f"{v:.2g}"
+    return text.replace("e-0", "e-")
+
+
+_fmt = tick_label
 
 
 def _transform(values: Sequence[float | None], log: bool) -> list[float | None]:
@@ -90,3 +108,11 @@ def plot(series: Sequence[Any], width: int = 60, height: int = 12) -> str:
         legend += f"  ({dropped} point{'s' if dropped != 1 else ''} not plottable)"
     lines.append(legend)
     return "\n".join(line.rstrip() for line in lines)
+
+
+def plot_groups(series: Sequence[Any], width: int = 72, height: int = 12) -> str:
+    """One text plot per pair of axis labels (a speedup and a TFLOP/s never share an axis)."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for s in series:
+        groups.setdefault((_value(s, "x_label"), _value(s, "y_label")), []).append(s)
+    return "\n\n".join(plot(g, width, height) for g in groups.values())

@@ -29,24 +29,17 @@ from textual.widgets import (
 from gpulab.app.gauge import gauge_call
 from gpulab.app.runs import RunState, row_key
 from gpulab.app.widgets.history import RunHistory, state_from_entry
+from gpulab.app.widgets.images import ImageView
 from gpulab.app.widgets.param_form import ParamForm, PickSelect
+from gpulab.app.widgets.plots import ResultPlots
 from gpulab.app.widgets.race import RaceView
 from gpulab.core.params import ParamError
 from gpulab.experiments.registry import UnknownExperiment, all_experiments, get
-from gpulab.render.plot import plot
 from gpulab.report import fmt_num, fmt_pct, fmt_time, row_notes
 from gpulab.runner import events as ev
 
 COLUMNS = ("contender", "size", "dtype", "time", "throughput", "% of peak", "verdict")
 FLUSH_S = 0.1  # redraw at most 10x a second however fast events arrive
-
-
-def _halfblock() -> Any:
-    try:
-        from gpulab.render import halfblock  # written by the image-blur engineer
-    except ImportError:
-        return None
-    return halfblock
 
 
 class ExperimentPanel(VerticalScroll, can_focus=False):
@@ -108,13 +101,15 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             with TabPane("Results", id="tab-results"):
                 yield DataTable(id="results", zebra_stripes=True, cursor_type="row")
                 yield Static("", id="unavailable", markup=False)
-            with TabPane("Explain", id="tab-explain"):
+            # the Explain tab scrolls on its own (wheel, PageDown, End); `m` maximizes it
+            with TabPane("Explain", id="tab-explain"), VerticalScroll(id="explain-scroll"):
+                # the pictures first: they are what a learner came to see; the words follow
+                yield ResultPlots(id="plot")
+                yield ImageView(id="images")
                 yield Static(
                     "Run an experiment to see what it shows.", id="explanation", markup=False
                 )
                 yield Button("Open the lesson", id="open-lesson", compact=True)
-                yield Static("", id="plot", markup=False)
-                yield Static("", id="images", markup=False)
             with TabPane("Log", id="tab-log"):
                 yield Log(id="job-log", max_lines=2000)
             with TabPane("History", id="tab-history"):
@@ -144,8 +139,10 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             else self
         )
         frame.border_title = f"Experiment: {exp.title}"
-        if self.shown is None or self.shown.experiment != experiment_id:
-            self.show_headline("")  # another experiment's answer must not stay on screen
+        if self.shown is not None and self.shown.experiment != experiment_id and not self.running:
+            self.show_run(None)  # another experiment's results must not stay on screen (History)
+        elif self.shown is None:
+            self.show_headline("")
         self.query_one("#exp-summary", Static).update(exp.summary)
         holder = self.query_one("#form-holder")
         if self._form is not None:
@@ -325,7 +322,18 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             self.app.notify(f"{state.experiment} cancelled", severity="warning")
         else:
             self.app.notify(f"{state.experiment} finished", title="Result")
+            self._focus_results()
         self.post_message(self.RunFinished(state))
+
+    def _focus_results(self) -> None:
+        """After a run the keyboard moves to the result tabs (left/right picks one), unless
+        the learner is typing elsewhere."""
+        focused = self.screen.focused
+        if focused is not None and (self not in focused.ancestors or isinstance(focused, Input)):
+            return
+        from textual.widgets import Tabs
+
+        self.query_one("#exp-tabs").query_one(Tabs).focus()
 
     async def cancel_run(self) -> bool:
         if not self.running or self.job is None:
@@ -369,9 +377,16 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         self.query_one(RaceView).show(
             state if state and state.experiment == self.experiment_id else None
         )
-        if state is None:
+        if state is None:  # nothing shown: no tab keeps another run's figures
             bar.update(progress=0)
             step.update("")
+            self.query_one("#results", DataTable).clear()
+            self._drawn_rows = -1
+            self.query_one("#explanation", Static).update("Run an experiment to see what it shows.")
+            self.query_one("#open-lesson").display = False
+            self.query_one("#plot", ResultPlots).show([])
+            self.query_one("#images", ImageView).show([])
+            self.show_headline("")
             return
         bar.update(progress=round(state.fraction * 100, 1))
         step.update(self._step_text(state))
@@ -438,14 +453,14 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         result = state.result
         explanation = self.query_one("#explanation", Static)
         lesson_button = self.query_one("#open-lesson", Button)
-        plot_view = self.query_one("#plot", Static)
-        images = self.query_one("#images", Static)
+        plot_view = self.query_one("#plot", ResultPlots)
+        images = self.query_one("#images", ImageView)
         self.show_headline((result or {}).get("headline") or "")
         if not result:
             explanation.update("The explanation appears when the run finishes.")
             lesson_button.display = False
-            plot_view.update("")
-            images.update("")
+            plot_view.show([])
+            images.show([])
             return
         lesson = result.get("lesson", "")
         text = "What you just saw"
@@ -461,38 +476,13 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             text += "\n\nNotes on rows:\n" + "\n".join(notes)
         explanation.update(text)
         lesson_button.display = bool(lesson)
-        width = max(40, (self.size.width or 80) - 6)
-        series = result.get("series") or []
-        plot_view.update(plot(series, width=width, height=10) if series else "")
-        images.update(self._images(result, width))
+        plot_view.show(result.get("series") or [])
+        images.show(result.get("artifacts") or [])
         self.query_one("#unavailable", Static).update(
             ("Unavailable here:\n  " + "\n  ".join(f"{k}: {v}" for k, v in unavailable.items()))
             if unavailable
             else ""
         )
-
-    @staticmethod
-    def _images(result: dict[str, Any], width: int) -> Any:
-        parts: list[Any] = []
-        halfblock = _halfblock()
-        for art in result.get("artifacts") or []:
-            if art.get("kind") == "image" and art.get("path"):
-                parts.append(Text(art.get("name", "image"), style="bold"))
-                if halfblock is None:
-                    parts.append(Text(f"(image at {art['path']})"))
-                    continue
-                try:
-                    parts.append(halfblock.render(art["path"], min(width, 80)))
-                except Exception as exc:  # noqa: BLE001 - a bad image is shown, not raised
-                    parts.append(Text(f"(cannot show {art['path']}: {exc})"))
-            elif art.get("text"):
-                parts.append(Text(art.get("name", ""), style="bold"))
-                parts.append(Text(str(art["text"])))
-        if not parts:
-            return ""
-        from rich.console import Group
-
-        return Group(*parts)
 
     def show_error(self, kind: str, message: str, has_traceback: bool = False) -> None:
         box = self.query_one("#run-error-box")
@@ -522,6 +512,21 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         line = self.query_one("#headline", Static)
         line.update(f"➜ {text}" if text else "")
         line.display = bool(text)
+
+    def action_maximize_results(self) -> None:
+        """`m`: the tabs (race, results, explain with its plots and images) fill the screen;
+        escape, or `m` again, restores the layout."""
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+            return
+        tabs = self.query_one("#exp-tabs", TabbedContent)
+        screen.maximize(tabs, container=False)
+        target = {"tab-explain": "#explain-scroll", "tab-results": "#results"}.get(
+            tabs.active or ""
+        )
+        if target:
+            self.query_one(target).focus()
 
     # ---- history ------------------------------------------------------------------------
     @on(OptionList.OptionSelected, "#history")

@@ -22,10 +22,12 @@ from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import OptionList, Static
 
+from gpulab.app.panes.gpu_glance import History, glance, processes
 from gpulab.app.panes.stale import WATCH_S, StaleWatch, marker
 from gpulab.telemetry.inventory import GpuInventory, SystemInventory
 from gpulab.telemetry.sampler import Frame, Sampler, Stale, shared_sampler
@@ -39,10 +41,17 @@ LIVE_PERIOD_JOB_S = 0.5
 
 
 class GpuInfoPane(Vertical):
+    BINDINGS = [Binding("i", "facts", "GPU facts", id="gpu-info.facts")]
     DEFAULT_CSS = """
     GpuInfoPane { height: 1fr; }
     GpuInfoPane > #gpu-list { height: auto; max-height: 6; border: none; padding: 0; }
     GpuInfoPane > #gpu-scroll { height: 1fr; }
+    GpuInfoPane > #gpu-glance-box { height: 1fr; }
+    GpuInfoPane.-facts > #gpu-glance-box, GpuInfoPane.-cpu > #gpu-glance-box { display: none; }
+    GpuInfoPane > #gpu-scroll { display: none; }
+    GpuInfoPane.-facts > #gpu-scroll, GpuInfoPane.-cpu > #gpu-scroll { display: block; }
+    GpuInfoPane #gpu-procs { margin-top: 1; }
+    GpuInfoPane #gpu-keys { color: $text-muted; }
     GpuInfoPane #gpu-status { color: $text-muted; }
     GpuInfoPane #gpu-stale { color: $error; text-style: bold; height: auto; }
     """
@@ -100,6 +109,7 @@ class GpuInfoPane(Vertical):
         self.watch = StaleWatch()
         self._said: set[Any] = set()  # the problems already notified
         self.stale_text = ""  # the marker shown above the list ("" when all is current)
+        self.histories: dict[int, History] = {}  # per NVML index: the sparklines' points
 
     @property
     def sampler(self) -> Sampler:
@@ -111,6 +121,10 @@ class GpuInfoPane(Vertical):
         yield Static("Reading NVML…", id="gpu-status")
         yield Static("", id="gpu-stale", markup=False)
         yield OptionList(id="gpu-list")
+        with VerticalScroll(id="gpu-glance-box", can_focus=False):
+            yield Static("", id="gpu-glance")
+            yield Static("", id="gpu-procs")
+            yield Static("i: the GPU's fixed facts and versions", id="gpu-keys", markup=False)
         with VerticalScroll(id="gpu-scroll"):
             yield Static("", id="gpu-details")
             yield Static("", id="gpu-live")
@@ -272,6 +286,7 @@ class GpuInfoPane(Vertical):
         inv = self.inventory
         if inv is None:
             return
+        self.set_class(not inv.available or not inv.gpus, "-cpu")  # no live figures to show
         if not inv.available or not inv.gpus:
             options.display = False
             self._status(status, Text(inv.reason or "NVML sees no GPU", style="bold yellow"))
@@ -312,12 +327,34 @@ class GpuInfoPane(Vertical):
         snap = self.frame.snapshot(g.nvml_index) if self.frame else None
         self._set("gpu-details", g, lambda: _details(g))
         self._set("gpu-live", snap and _snap_key(snap), lambda: _live(snap))
+        self._draw_glance(g, snap)
         self._set("gpu-versions", (id(inv), self._worker_key()), lambda: _versions(inv))
+
+    def _draw_glance(self, g: GpuInventory, snap: GpuSnapshot | None) -> None:
+        history = self.histories.setdefault(g.nvml_index, History())
+        if snap is not None:
+            history.add(snap, g.power_limit_w)
+        width = max(30, self.size.width or 38)
+        tall = self.app.size.height >= 30  # a tall screen: sparklines (MainScreen's -tall)
+        key = (snap and _snap_key(snap), width, tall, len(history.points["util"]))
+        self._set("gpu-glance", key, lambda: glance(snap, g.power_limit_w, history, width, tall))
+        pid = (self.worker or {}).get("pid")
+        self._set("gpu-procs", (key, pid), lambda: processes(snap, pid, width))
+
+    def on_resize(self) -> None:
+        self._static_key = None  # the glance's bars and sparklines follow the pane's width
+        self._redraw()
+
+    def action_facts(self) -> None:
+        """`i`: the fixed facts (name, UUID, SMs, clocks' maxima, versions) instead of the live
+        figures, and back."""
+        self.toggle_class("-facts")
 
     @property
     def details_renderable(self) -> Group:
         """Everything below the GPU list, as shown (tests render it to text)."""
-        return Group(*(self._shown.get(k, "") for k in ("gpu-details", "gpu-live", "gpu-versions")))
+        keys = ("gpu-glance", "gpu-procs", "gpu-details", "gpu-live", "gpu-versions")
+        return Group(*(self._shown.get(k, "") for k in keys))
 
     def _status(self, status: Static, text: Text) -> None:
         if text.plain != self._status_text:

@@ -50,7 +50,11 @@ class RunLink(Button):
     """A lesson's `experiment:` link as a button; it carries its link (and no id)."""
 
     def __init__(self, link: ExperimentLink) -> None:
-        super().__init__(Content(f"▶ {link.text}"), compact=True, classes="run-link")
+        super().__init__(
+            Content(f"▶ {link.text} (opens it with these values; then Enter runs)"),
+            compact=True,
+            classes="run-link",
+        )
         self.link = link
 
 

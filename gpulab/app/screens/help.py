@@ -82,6 +82,7 @@ WINDOWS = [
     ("This help", "gpulab.app.screens.help", "HelpScreen"),
     ("Reset an exercise", "gpulab.app.screens.exercise_dialogs", "ConfirmReset"),
     ("Solution", "gpulab.app.screens.exercise_dialogs", "SolutionScreen"),
+    ("Command palette", "gpulab.app.screens.modal", "Palette"),
 ]
 PANE_TITLES = {
     "gpu-info": "GPU info pane",

@@ -63,7 +63,8 @@ class ParamField(Horizontal):
 
     def _hint(self) -> str:
         p = self.param
-        return f"{p.help}; {p.allowed()}" if p.help else p.allowed()
+        # the allowed values first: they must show before the note is cut, not after an error
+        return f"{p.allowed()}: {p.help}" if p.help else p.allowed()
 
     def raw(self) -> Any:
         editor = self.query_one(f"#param-{self.param.name}")

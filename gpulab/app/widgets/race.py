@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from gpulab.app.runs import RunState, expected_rows
 from gpulab.report import fmt_num, fmt_time
+from gpulab.runner import events as ev
 
 
 class RaceView(Static):
@@ -41,12 +42,15 @@ class RaceView(Static):
         want = expected_rows(state.params) if state else 1
         picked = state.params.get("contenders") if state else None
         unavailable = (state.result or {}).get("unavailable", {}) if state else {}
-        label_w = min(24, max(len(label) for _, label, _ in self.contenders))
-        bar_w = max(6, min(40, width - label_w - 44))
+        longest = max(len(label) for _, label, _ in self.contenders)
+        # the whole label where the width allows, leaving the bar and the figures 46 columns
+        label_w = max(12, min(longest, width - 46))
+        bar_w = max(6, min(40, width - label_w - 38))
         best = self._best(state)
+        any_extrapolated = any_not_run = False
         for cid, label, why in self.contenders:
             why = why or unavailable.get(cid, "")
-            text.append(f"{label[:label_w]:<{label_w}} ", style="bold")
+            text.append(f"{abbreviate(label, label_w):<{label_w}} ", style="bold")
             if why:
                 text.append(f"unavailable: {why}", style="dim")
                 text.append("\n")
@@ -57,21 +61,45 @@ class RaceView(Static):
                 continue
             rows = [r for r in state.rows.values() if r.get("contender") == cid] if state else []
             done = min(len(rows), want)
+            guessed = sum(1 for r in rows if r.get("extrapolated"))
             filled = round(bar_w * done / want) if want else 0
             style = "green" if done >= want else "yellow"
-            text.append("█" * filled, style=style)
+            text.append("█" * (filled - round(bar_w * guessed / want)), style=style)
+            text.append("▒" * round(bar_w * guessed / want), style="yellow dim")
             text.append("░" * (bar_w - filled), style="dim")
             text.append(f" {done}/{want}")
+            if guessed:
+                any_extrapolated = True
+                text.append(f" ({guessed} extrapolated)", style="yellow")
+            if done < want and state is not None and state.status == ev.RESULT:
+                any_not_run = True
+                text.append(f" ({want - done} not run)", style="dim")
             if rows:
                 last = rows[-1]
-                text.append(f"  {fmt_time(last.get('time_median_s'))}")
+                mark = "~" if last.get("extrapolated") else ""
+                text.append(f"  {mark}{fmt_time(last.get('time_median_s'))}")
                 if last.get("throughput") is not None:
                     text.append(f"  {fmt_num(last['throughput'])} {last.get('unit', '')}")
                 if want == 1 and cid == best and state and state.result is not None:
                     text.append("  fastest", style="bold green")
             text.append("\n")
+        if state is not None:
+            text.append(self._key(want, any_extrapolated, any_not_run), style="dim")
         text.rstrip()
         return text
+
+    @staticmethod
+    def _key(want: int, extrapolated: bool, not_run: bool = False) -> str:
+        """What the counts mean, under the bars."""
+        if want > 1:
+            line = f"n/{want}: rows done of the {want} asked (sizes x dtypes); figures: latest row"
+        else:
+            line = "1/1: the contender's one measurement is in"
+        if not_run:
+            line += "\nnot run: sizes or dtypes that contender does not do (or skips as too slow)"
+        if extrapolated:
+            line += "\n▒ and ~: extrapolated from smaller sizes (too slow to run), not measured"
+        return line
 
     @staticmethod
     def _best(state: RunState | None) -> str:
@@ -81,3 +109,13 @@ class RaceView(Static):
         if not timed:
             return ""
         return str(min(timed, key=lambda r: r["time_median_s"]).get("contender", ""))
+
+
+def abbreviate(label: str, width: int) -> str:
+    """`label` in `width` columns: whole if it fits, else cut at a word with an ellipsis."""
+    if len(label) <= width:
+        return label
+    cut = label[: width - 1]
+    if " " in cut[width // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" (,") + "…"

@@ -1,0 +1,167 @@
+"""Plots of a result's series in the TUI, drawn by textual-plot (braille, legends, resizing).
+
+textual-plot has no log axis, so a log axis plots log10 of the data and a formatter labels
+the ticks with the data's own values (256, 4K, 1M), never with exponents the learner must undo.
+Series that share axis labels share a plot; each other pair of labels gets its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+from textual_plot import HiResMode, PlotWidget
+from textual_plot.axis_formatter import AxisFormatter, NumericAxisFormatter
+
+from gpulab.render.plot import tick_label
+
+STYLES = ("cyan", "magenta", "green", "yellow", "red", "blue", "white", "bright_cyan")
+CEILING_STYLE = "bold red"
+
+
+class LogFormatter(AxisFormatter):
+    """Ticks at whole decades (plus 2 and 5 when few decades show), labelled in data units."""
+
+    def get_ticks(self, min_: float, max_: float, max_ticks: int = 8) -> list[float]:
+        lo, hi = math.floor(min_), math.ceil(max_)
+        steps = (1, 2, 5) if hi - lo <= 3 else (1,)
+        ticks = [
+            d + math.log10(s)
+            for d in range(lo, hi + 1)
+            for s in steps
+            if min_ <= d + math.log10(s) <= max_
+        ]
+        while len(ticks) > max_ticks:
+            ticks = ticks[::2]
+        return ticks or [min_, max_]
+
+    def get_labels_for_ticks(self, ticks: Sequence[float]) -> list[str]:
+        return [tick_label(10**t) for t in ticks]
+
+
+class LinearFormatter(NumericAxisFormatter):
+    """textual-plot's nice linear ticks, labelled compactly (4K, not 4000.0)."""
+
+    def get_labels_for_ticks(self, ticks: Sequence[float]) -> list[str]:
+        return [tick_label(t) for t in ticks]
+
+
+def _get(series: Any, key: str) -> Any:
+    return series[key] if isinstance(series, dict) else getattr(series, key)
+
+
+def groups(series: Sequence[Any]) -> list[list[Any]]:
+    """Series grouped by their (x_label, y_label), in first-seen order."""
+    out: dict[tuple[str, str], list[Any]] = {}
+    for s in series:
+        out.setdefault((_get(s, "x_label") or "x", _get(s, "y_label") or "y"), []).append(s)
+    return list(out.values())
+
+
+def _points(s: Any, log_x: bool, log_y: bool) -> tuple[list[float], list[float]]:
+    xs: list[float] = []
+    ys: list[float] = []
+    for x, y in zip(_get(s, "x"), _get(s, "y"), strict=False):
+        if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
+            continue
+        if (log_x and x <= 0) or (log_y and y <= 0):
+            continue  # a log axis cannot place it
+        xs.append(math.log10(x) if log_x else float(x))
+        ys.append(math.log10(y) if log_y else float(y))
+    return xs, ys
+
+
+def legend_styles(series: Sequence[Any]) -> list[str]:
+    """One colour per series, in order; a calibrated ceiling is always red."""
+    out: list[str] = []
+    colours = iter(STYLES * 4)
+    for s in series:
+        out.append(CEILING_STYLE if str(_get(s, "name")).startswith("ceiling") else next(colours))
+    return out
+
+
+def legend(series: Sequence[Any]) -> Text:
+    """The legend line under a plot: a coloured mark and the series' name for each."""
+    out = Text()
+    for s, style in zip(series, legend_styles(series), strict=True):
+        if out:
+            out.append("   ")
+        out.append("━━ " if str(_get(s, "name")).startswith("ceiling") else "⣀⠤ ", style=style)
+        out.append(str(_get(s, "name")))
+    return out
+
+
+class SeriesPlot(PlotWidget):
+    """One plot: every series with the same axes; names starting 'ceiling' draw as a red line."""
+
+    def __init__(self, series: Sequence[Any], **kw: Any) -> None:
+        # the wheel scrolls the results, not the plot: no pan and zoom
+        super().__init__(allow_pan_and_zoom=False, **kw)
+        self.series = list(series)
+
+    def on_mount(self) -> None:
+        # PlotWidget's own on_mount (called after this one) clears the plot: draw after it
+        self.call_after_refresh(self._draw)
+
+    def _draw(self) -> None:
+        # textual-plot's floating legend is placed before its size is known and lands off the
+        # plot in a scrolled pane: ResultPlots writes the legend under the plot instead
+        self.show_legend(is_visible=False)
+        first = self.series[0]
+        log_x = any(bool(_get(s, "log_x")) for s in self.series)
+        log_y = any(bool(_get(s, "log_y")) for s in self.series)
+        self.set_x_formatter(LogFormatter() if log_x else LinearFormatter())
+        self.set_y_formatter(LogFormatter() if log_y else LinearFormatter())
+        self.set_xlabel(f"{_get(first, 'x_label') or 'x'}{' (log)' if log_x else ''}")
+        self.set_ylabel("")  # textual-plot centres it on the narrow left margin: see caption
+        styles = iter(legend_styles(self.series))
+        for s in self.series:
+            xs, ys = _points(s, log_x, log_y)
+            if not xs:
+                continue
+            name = str(_get(s, "name"))
+            style = next(styles)
+            if name.startswith("ceiling"):
+                self.plot(xs, ys, line_style=style, label=name)
+            elif len(xs) == 1:
+                self.scatter(xs, ys, marker="●", marker_style=style, label=name)
+            else:
+                self.plot(xs, ys, line_style=style, hires_mode=HiResMode.BRAILLE, label=name)
+
+
+class ResultPlots(Vertical):
+    """All the plots of one result, stacked; empty when the result has no series."""
+
+    DEFAULT_CSS = """
+    ResultPlots { height: auto; }
+    ResultPlots SeriesPlot { height: 16; min-width: 30; }
+    ResultPlots .plot-caption { color: $text-muted; margin-top: 1; }
+    """
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._shown: list[Any] = []
+
+    def compose(self) -> ComposeResult:
+        yield from ()
+
+    def show(self, series: Sequence[Any]) -> None:
+        if list(series) == self._shown:
+            return  # a flush with nothing new must not rebuild (and flicker) the plots
+        self._shown = list(series)
+        self.remove_children()
+        widgets: list[Static | SeriesPlot] = []
+        for g in groups(series):
+            log_y = any(bool(_get(s, "log_y")) for s in g)
+            y = f"{_get(g[0], 'y_label') or 'y'}{' (log scale)' if log_y else ''}"
+            widgets.append(Static(f"↑ {y}", classes="plot-caption", markup=False))
+            widgets.append(SeriesPlot(g))
+            widgets.append(Static(legend(g), classes="plot-legend"))
+        self.display = bool(widgets)
+        if widgets:
+            self.mount(*widgets)
