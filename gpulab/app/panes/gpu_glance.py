@@ -109,7 +109,7 @@ def glance(
         t.add_row(label, line)
 
     row("GPU", util, "N/A" if util is None else f"{s.gpu_util:3d}%", "util")
-    mem_text = "N/A" if mem is None else f"{used / 2**30:.1f}/{total / 2**30:.0f} GiB"
+    mem_text = "N/A" if mem is None else f"{used / 2**30:.1f}/{total / 2**30:.1f} GiB"
     row("Mem", mem, mem_text, "memory")
     if _na(s.power_w):
         p_text = "N/A"
