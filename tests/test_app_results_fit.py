@@ -131,7 +131,7 @@ def snap(**kw) -> GpuSnapshot:
 
 def test_glance_has_every_live_figure_in_a_compact_pane():
     out = text_of(glance(snap(), 700.0, None, 38, tall=False), 38)
-    for want in ("97%", "20.0/80 GiB", "512/700 W", "SM 1980 MHz", "61 °C", "2000 MB/s"):
+    for want in ("97%", "20.0/80.0 GiB", "512/700 W", "SM 1980 MHz", "61 °C", "2000 MB/s"):
         assert want in out, (want, out)
     assert len(out.splitlines()) <= 5  # fits a short screen
 
