@@ -14,6 +14,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Static
 from textual_plot import HiResMode, PlotWidget
 from textual_plot.axis_formatter import AxisFormatter, NumericAxisFormatter
@@ -109,6 +110,14 @@ class SeriesPlot(PlotWidget):
         self.call_after_refresh(self._draw)
 
     def _draw(self) -> None:
+        # The draw waits for a refresh; results cleared in between (another experiment chosen:
+        # the monkey test found it) leave a widget with no children to draw into.
+        if not self.is_mounted or not self.is_attached:
+            return
+        try:
+            self.query_one("#legend")
+        except NoMatches:
+            return
         # textual-plot's floating legend is placed before its size is known and lands off the
         # plot in a scrolled pane: ResultPlots writes the legend under the plot instead
         self.show_legend(is_visible=False)
