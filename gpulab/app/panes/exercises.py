@@ -138,18 +138,9 @@ class ExercisesPane(Widget):
             if lessons and hasattr(lessons[0], "store"):
                 self._store = lessons[0].store  # one connection, one fallback and notice path
             else:
-                from gpulab.store import Store, StoreError
+                from gpulab.app.store_access import open_store
 
-                try:
-                    self._store = Store()
-                except StoreError as exc:  # a bad data dir: exercises still run, unsaved
-                    self.app.notify(
-                        f"{exc}. Progress is kept only until gpulab exits.",
-                        title="Progress not saved",
-                        severity="warning",
-                        timeout=10,
-                    )
-                    self._store = Store(":memory:")
+                self._store = open_store(self.app)
         return self._store
 
     @property

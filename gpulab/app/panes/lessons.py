@@ -40,7 +40,7 @@ from gpulab.lessons.catalog import (
     validate_link,
 )
 from gpulab.lessons.measured import Measured
-from gpulab.store import QuizBest, Store, StoreError
+from gpulab.store import QuizBest, Store
 
 NARROW_BELOW = 90  # columns: below this the tree and the lesson take turns
 TICK = "✓"
@@ -224,17 +224,9 @@ class LessonsPane(Widget):
     @property
     def store(self) -> Store:
         if self._store is None:
-            try:
-                self._store = Store(on_notice=self._store_notice)
-            except StoreError as exc:
-                # Reading and quizzes still work; only keeping progress does not.
-                self.app.notify(
-                    f"{exc}. Progress is kept only until gpulab exits.",
-                    title="Progress not saved",
-                    severity="warning",
-                    timeout=10,
-                )
-                self._store = Store(":memory:")
+            from gpulab.app.store_access import open_store
+
+            self._store = open_store(self.app, self._store_notice)
             self._owns_store = True
         if self._store.on_notice is None:
             self._store.on_notice = self._store_notice
