@@ -39,13 +39,13 @@ from typing import Any
 
 import numpy as np
 
+from gpulab.exercises.compare import max_error as _max_error
+from gpulab.exercises.compare import scan as _scan
+
 # Sizes every 1-D check should cover: tiny, around a warp, around a block, around two blocks.
 EDGE_SIZES: tuple[int, ...] = (1, 2, 31, 33, 1023, 1025)
 
 _np_asarray = np.asarray
-_np_isfinite = np.isfinite
-_np_abs = np.abs
-_np_argmax = np.argmax
 _np_unravel = np.unravel_index
 
 
@@ -191,29 +191,19 @@ def compare_arrays(
     d_rtol, d_atol = tolerance(got_h.dtype)
     rtol = d_rtol if rtol is None else rtol
     atol = d_atol if atol is None else atol
-    if got_h.dtype.kind in "iub":
-        bad = got_h != want_h
-        err = _np_abs(got_h.astype(np.float64) - want_h.astype(np.float64))
-    else:
-        g = got_h.astype(np.float64)
-        w = want_h.astype(np.float64)
-        err = _np_abs(g - w)
-        bad = ~(err <= atol + rtol * _np_abs(w))  # NaN compares False, so it is bad
-        bad |= ~_np_isfinite(g) & _np_isfinite(w)
-    if not bad.any():
+    wrong, flat = _scan(got_h, want_h, rtol, atol)
+    if not wrong:
         return None
-    flat = int(_np_argmax(bad.reshape(-1)))
-    idx = tuple(int(i) for i in _np_unravel(flat, bad.shape)) if bad.ndim > 1 else flat
+    idx = tuple(int(i) for i in _np_unravel(flat, got_h.shape)) if got_h.ndim > 1 else flat
     g_v, w_v = got_h.reshape(-1)[flat].item(), want_h.reshape(-1)[flat].item()
-    finite = err[_np_isfinite(err)]
-    max_err = float(finite.max()) if finite.size else float("nan")
+    max_err = _max_error(got_h, want_h)
     where = f"{name}[{', '.join(map(str, idx)) if isinstance(idx, tuple) else idx}]"
     hint = " (never written?)" if isinstance(g_v, float) and g_v != g_v else ""
     return Mismatch(
-        f"{where} = {g_v!r}, expected {w_v!r}{hint}; {int(bad.sum())} of {bad.size} wrong",
+        f"{where} = {g_v!r}, expected {w_v!r}{hint}; {wrong} of {got_h.size} wrong",
         index=idx,
         expected=w_v,
         got=g_v,
         max_error=max_err,
-        wrong=int(bad.sum()),
+        wrong=wrong,
     )

@@ -59,7 +59,7 @@ def compare_guarded(
 ) -> api.Mismatch | None:
     """Compare each run's output with `want`, after checking nothing was written past its end."""
     runs = api.to_host(got)
-    want = np.asarray(want)
+    want = np.ascontiguousarray(want)  # once, not once per run (a transpose's reference is not)
     total = want.size
     for r, buf in enumerate(runs):
         where = f"run {r + 1} of {len(runs)}: " if len(runs) > 1 else ""
