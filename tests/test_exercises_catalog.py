@@ -131,3 +131,25 @@ def test_every_exercise_has_wrong_solutions_and_hints():
     for ex in CATALOG:
         assert len(ex.wrong) >= 2, f"{ex.folder}: at least two known-wrong solutions"
         assert 2 <= len(ex.hints) <= 4, f"{ex.folder}: 2-4 hints"
+
+
+def test_the_catalog_is_loaded_once_and_still_sees_an_edit(tmp_path):
+    """The TUI lists the catalog after every check: an unchanged folder is not parsed again, and
+    a contributor's edit (or a broken file) is seen on the next load."""
+    import shutil
+    import time
+
+    from gpulab.exercises import catalog as cat_mod
+
+    src = cat_mod.load_catalog().exercises[0].folder
+    shutil.copytree(src, tmp_path / src.name)
+    first = cat_mod.load_catalog(tmp_path).exercises[0]
+    assert cat_mod.load_catalog(tmp_path).exercises[0] is first  # from the cache
+    md = tmp_path / src.name / "exercise.md"
+    time.sleep(0.01)
+    md.write_text(md.read_text().replace(f"title: {first.title}", "title: Edited title", 1))
+    again = cat_mod.load_catalog(tmp_path).exercises[0]
+    assert again is not first and again.title == "Edited title"
+    (tmp_path / src.name / "check.py").write_text("ENTRY = 'x'\n")
+    with pytest.raises(cat_mod.ExerciseFormatError, match="check.py"):
+        cat_mod.load_catalog(tmp_path)

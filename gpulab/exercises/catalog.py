@@ -207,7 +207,7 @@ def load_catalog(*dirs: Path | str) -> Catalog:
             continue
         for folder in sorted(root.iterdir()):
             if folder.is_dir() and not folder.name.startswith((".", "_")):
-                found.append(load_exercise(folder))
+                found.append(_load_cached(folder))
     seen: dict[str, Exercise] = {}
     orders: dict[int, Exercise] = {}
     for ex in found:
@@ -240,6 +240,36 @@ def find(name: str) -> Exercise:
             ):
                 return load_exercise(folder)
     return load_catalog().get(name)  # raises UnknownExercise with the full list of ids
+
+
+# folder -> (what its files looked like, the exercise loaded from them). Loading parses every
+# check.py (ast), about 5 ms a folder: the TUI lists the catalog after every check, and a
+# contributor's edit is still seen at once, because any change of a file's size or time counts.
+_LOADED: dict[Path, tuple[tuple[Any, ...], Exercise]] = {}
+
+
+def _signature(folder: Path) -> tuple[Any, ...]:
+    seen: list[tuple[str, int, int]] = []
+    for where in (folder, folder / "wrong"):
+        try:
+            with os.scandir(where) as entries:
+                for e in entries:
+                    if e.is_file():
+                        st = e.stat()
+                        seen.append((f"{where.name}/{e.name}", st.st_mtime_ns, st.st_size))
+        except OSError:
+            seen.append((where.name, -1, -1))
+    return tuple(sorted(seen))
+
+
+def _load_cached(folder: Path) -> Exercise:
+    sig = _signature(folder)
+    hit = _LOADED.get(folder)
+    if hit is not None and hit[0] == sig:
+        return hit[1]
+    ex = load_exercise(folder)
+    _LOADED[folder] = (sig, ex)
+    return ex
 
 
 def load_exercise(folder: Path) -> Exercise:
