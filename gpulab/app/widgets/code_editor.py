@@ -12,8 +12,9 @@
   is loaded, and the learner is told where the other one is.
 
 The highlighting is Python's (tree-sitter); without tree-sitter installed the editor still works,
-uncoloured. CUDA C inside a RawKernel string stays string-coloured: no packaged CUDA grammar
-injects cleanly into Textual's highlighter.
+uncoloured. The CUDA C inside CuPy kernel strings (RawKernel, ElementwiseKernel, ...) is coloured
+as CUDA (tree-sitter-cuda, gpulab.app.widgets.cuda_highlight); without that grammar those strings
+are string-coloured.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from textual.widgets import TextArea
 
+from gpulab.app.widgets.cuda_highlight import CudaHighlighter, cuda_grammar
 from gpulab.exercises.workspace import Stamp, WorkspaceError, stamp
 
 SAVE_IDLE_S = 0.3  # a pause in typing this long saves
@@ -49,6 +51,9 @@ class ExerciseEditor(TextArea):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        grammar = cuda_grammar()
+        # Before TextArea's __init__, which builds the first highlight map.
+        self.cuda = CudaHighlighter(*grammar) if grammar is not None else None
         super().__init__(*args, **kwargs)
         self.workspace: Any = None
         self.exercise: Any = None
@@ -62,6 +67,21 @@ class ExerciseEditor(TextArea):
 
     def on_mount(self) -> None:
         self.set_interval(TICK_S, self._tick)
+
+    def _build_highlight_map(self) -> None:
+        """Textual 8.2.8's private TextArea hook, run after every load, edit, undo and redo: it
+        fills `self._highlights` (row -> [(start byte, end byte or None, name)]) from the Python
+        tree. There is no public way to colour a part of a document in another language, so the
+        CUDA colours are laid over that map right after it is built
+        (tests/test_app_exercise_editor.py fails if a Textual update moves the hook)."""
+        super()._build_highlight_map()
+        if self.cuda is None or self.language != "python":
+            return
+        try:
+            self.cuda.overlay(self.document, self._highlights)
+        except Exception:  # noqa: BLE001 - colours are a nicety: keep Python's, stop trying
+            self.cuda = None
+            super()._build_highlight_map()
 
     @property
     def path(self) -> Path | None:
