@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import TextArea
 from textual.widgets.text_area import TextAreaTheme
@@ -15,11 +14,6 @@ from textual.widgets.text_area import TextAreaTheme
 from gpulab.app.widgets import cuda_highlight
 from gpulab.app.widgets.code_editor import ExerciseEditor
 from gpulab.exercises.catalog import load_catalog
-
-pytestmark = pytest.mark.skipif(
-    cuda_highlight.cuda_grammar() is None or "python" not in TextArea().available_languages,
-    reason="tree-sitter-cuda or tree-sitter-python is not installed",
-)
 
 
 def editor(text: str) -> ExerciseEditor:
