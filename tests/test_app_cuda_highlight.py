@@ -139,6 +139,9 @@ def test_strings_that_are_not_kernels_stay_strings():
     )
     ed = editor(text)
     assert plain_map(text) == {row: sorted(s) for row, s in ed._highlights.items() if s}
+    torch_only = starter("vector-add")
+    ed = editor(torch_only)
+    assert plain_map(torch_only) == {row: sorted(s) for row, s in ed._highlights.items() if s}
 
 
 def test_without_the_grammar_the_editor_falls_back_to_python_colours(monkeypatch):
