@@ -86,7 +86,8 @@ CUDA_QUERY = r"""
 ["if" "else" "switch" "case" "default"] @conditional
 ["for" "while" "do" "break" "continue" "goto"] @repeat
 "return" @keyword.return
-["#include" "#define" "#if" "#ifdef" "#ifndef" "#else" "#elif" "#endif" (preproc_directive)] @include
+["#include" "#define" "#if" "#ifdef" "#ifndef" "#else" "#elif" "#endif"
+ (preproc_directive)] @include
 
 (function_declarator declarator: (identifier) @function)
 (call_expression function: (identifier) @function.call)
@@ -119,8 +120,8 @@ class CudaString:
 
 @lru_cache(maxsize=1)
 def cuda_grammar() -> tuple[Any, Any, Any] | None:
-    """(Parser, Query, QueryCursor class) for CUDA C, or None when tree-sitter-cuda is missing or does not load
-    with this tree-sitter: the editor then shows kernels string-coloured, as before."""
+    """(Parser, Query, QueryCursor class) for CUDA C, or None when tree-sitter-cuda is missing
+    or does not load with this tree-sitter: the editor then shows kernels string-coloured."""
     try:
         import tree_sitter_cuda
         from tree_sitter import Language, Parser, Query, QueryCursor
