@@ -357,6 +357,6 @@ def test_tolerances_are_set_from_measured_errors():
     assert sup.TOLERANCE["fp16"] == 1e-3
     assert sup.TOLERANCE["bf16"] == 1e-2
     assert sup.TOLERANCE["fp32"] == 1e-5
-    from gpulab.experiments import matmul
+    from gpulab.experiments import matmul_contenders
 
-    assert matmul.TOLERANCE is sup.TOLERANCE
+    assert matmul_contenders.TOLERANCE is sup.TOLERANCE
