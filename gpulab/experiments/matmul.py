@@ -36,7 +36,6 @@ from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.matmul_contenders import (
     PYTHON_MAX,
     MatmulContenders,
-    _torch_dtype,
 )
 from gpulab.experiments.matmul_estimate import CPU_RUN_LIMIT_S, estimate_s, probe
 from gpulab.experiments.roofline import throughput_series
@@ -73,7 +72,7 @@ def benchmark_timer_tflops(
 
     from gpulab.core.peaks import sustained_kw
 
-    tdt = _torch_dtype(dtype)
+    tdt = sup.torch_dtype(dtype)
     a = torch.randn(n, n, device=device, dtype=tdt)
     b = torch.randn(n, n, device=device, dtype=tdt)
     saved = torch.backends.cuda.matmul.allow_tf32

@@ -40,18 +40,6 @@ def rel_error(out, ref) -> float:
     return float(np.linalg.norm(out - ref) / np.linalg.norm(ref))
 
 
-def _torch_dtype(dtype: str):
-    import torch
-
-    return {
-        "fp64": torch.float64,
-        "fp32": torch.float32,
-        "tf32": torch.float32,
-        "fp16": torch.float16,
-        "bf16": torch.bfloat16,
-    }[dtype]
-
-
 class MatmulContenders:
     """One step of the race per contender; mixed into `Matmul`."""
 
@@ -186,7 +174,7 @@ class MatmulContenders:
         import torch
 
         dev = torch.device(ctx.torch_device if c.backend == "torch-cuda" else "cpu")
-        tdt = _torch_dtype(dtype)
+        tdt = sup.torch_dtype(dtype)
         gen = torch.Generator(device=dev)
         gen.manual_seed(seed)
         a = torch.randn(n, n, device=dev, dtype=tdt, generator=gen)
