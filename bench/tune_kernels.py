@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from gpulab.experiments import blur_filters, blur_images, blur_kernel
-from gpulab.experiments import montecarlo as mc
+from gpulab.experiments import montecarlo_counts as mc
 
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
 rows: list[tuple[str, str, float, str]] = []
