@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab.core.params import Int, ParamSet
-from gpulab.core.results import Result, Series, Verdict
+from gpulab.core.results import Result, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.bandwidth_machine import (
     cache_resident_note,
@@ -29,7 +29,7 @@ from gpulab.experiments.bandwidth_machine import (
     pcie_gbs,
     pcie_link,
 )
-from gpulab.experiments.bandwidth_report import explain, summary
+from gpulab.experiments.bandwidth_report import curve_series, explain, summary
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 
@@ -163,19 +163,8 @@ class Bandwidth(Experiment):
                 )
                 curves.setdefault(c.id, []).append((float(size), m.throughput or 0.0))
         ctx.progress(1.0, "done")
-        for cid, pts in curves.items():
-            result.series.append(
-                Series(
-                    cid,
-                    [x for x, _ in pts],
-                    [y for _, y in pts],
-                    "bytes per copy",
-                    "GB/s",
-                    log_x=True,
-                    log_y=True,
-                )
-            )
         result.summary = summary(curves, link, pcie, p)
+        result.series.extend(curve_series(curves, result.summary))
         result.explanation = explain(result.summary, bool(gpu_todo))
         del bufs
         return self.finish(result)

@@ -1,13 +1,36 @@
 """What a bandwidth run says beside its rows: the summary (the largest size's rate per
-contender, the calibrated ceilings, pinned vs pageable and vs the runtime copy) and the
-explanation written from it. Kept apart from the run (bandwidth.py), which measures.
+contender, the calibrated ceilings, pinned vs pageable and vs the runtime copy), the plot of
+GB/s against the copy's size with this GPU's calibrated host<->device ceilings as lines, and
+the explanation. Kept apart from the run (bandwidth.py), which measures.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gpulab.core.results import Series
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments.roofline import ceiling_series
+
+X_LABEL, Y_LABEL = "bytes per copy", "GB/s"
+
+
+def curve_series(curves: dict[str, list[tuple[float, float]]], s: dict[str, Any]) -> list[Series]:
+    """GB/s against bytes per copy, one line per contender; and for each direction whose rows
+    ran, a line at the calibrated pinned-copy ceiling they were judged against (the summary's
+    `h2d_pinned_peak_gbs` / `d2h_pinned_peak_gbs`: set only from a GPU's calibration, so a CPU
+    run, or one without a calibration, draws none and names none)."""
+    out = [
+        Series(cid, [x for x, _ in pts], [y for _, y in pts], X_LABEL, Y_LABEL, True, True)
+        for cid, pts in curves.items()
+    ]
+    for d in ("h2d", "d2h"):
+        peak = s.get(f"{d}_pinned_peak_gbs")
+        xs = [x for cid, pts in curves.items() if cid.startswith(d) for x, _ in pts]
+        if peak and xs:
+            name = f"ceiling {d} (calibrated pinned copy) {peak:.1f} GB/s"
+            out.append(ceiling_series(name, peak, xs, X_LABEL, Y_LABEL))
+    return out
 
 
 def summary(
