@@ -14,8 +14,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gpulab.experiments import blur
-from gpulab.experiments import montecarlo as mc
+from gpulab.experiments import blur_filters, blur_images, blur_kernel
+from gpulab.experiments import montecarlo_counts as mc
 
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
 rows: list[tuple[str, str, float, str]] = []
@@ -65,7 +65,7 @@ for chunk in (1 << 24, 1 << 26):
     rows.append(("mc torch", f"chunk=2^{chunk.bit_length() - 1}", 1e9 / t / 1e9, "G samples/s"))
 mc.GPU_CHUNK = 1 << 26
 # ---- blur
-img = blur.synthetic_image(3840, 2160)
+img = blur_images.synthetic_image(3840, 2160)
 planes = np.ascontiguousarray(np.moveaxis(img, -1, 0))
 nbytes = planes.nbytes
 src = cp.asarray(planes)
@@ -82,7 +82,7 @@ x = torch.from_numpy(planes).cuda()[None]
 torch.backends.cudnn.allow_tf32 = False
 for kind, r in (("gaussian", 2), ("gaussian", 7), ("sharpen", 2)):
     w = (
-        torch.from_numpy(blur.weights_2d(kind, r))
+        torch.from_numpy(blur_filters.weights_2d(kind, r))
         .cuda()
         .expand(3, 1, 2 * r + 1, 2 * r + 1)
         .contiguous()
@@ -101,10 +101,10 @@ for kind, r in (("gaussian", 2), ("gaussian", 7), ("sharpen", 2)):
         ts.append(a.elapsed_time(b) / 1e3)
     tt = float(np.median(ts))
     rows.append(("blur torch", f"{kind} r={r}", tt * 1e3, "ms"))
-    ref = blur.cpu_filter(planes.astype(np.float64), kind, r)
+    ref = blur_filters.cpu_filter(planes.astype(np.float64), kind, r)
     for tile in ((64, 16), (64, 32), (128, 16), (128, 8), (32, 32)):
-        kern = blur.BlurKernel(r, tile)
-        variants = ["blur_sep", "blur_sep_v4"] if kind in blur.SEPARABLE else ["blur_2d"]
+        kern = blur_kernel.BlurKernel(r, tile)
+        variants = ["blur_sep", "blur_sep_v4"] if kind in blur_filters.SEPARABLE else ["blur_2d"]
         for v in variants:
             d = cp.full_like(src, cp.nan)
             launch = kern.launcher(src, d, kind, v)

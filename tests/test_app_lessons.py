@@ -575,7 +575,7 @@ async def test_a_bandwidth_run_fills_the_transfers_lesson(tmp_path, monkeypatch)
     the learner comes back to the lesson; before that the lesson says how to measure it."""
     from gpulab.app.fake_runner import FakeRunner, frozen
     from gpulab.app.panes.experiments import ExperimentPanel
-    from gpulab.experiments.bandwidth import EXPERIMENT as bandwidth
+    from gpulab.experiments.bandwidth_report import summary
     from gpulab.runner import events as ev
 
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "data"))
@@ -587,7 +587,7 @@ async def test_a_bandwidth_run_fills_the_transfers_lesson(tmp_path, monkeypatch)
         result = {
             "record": {"experiment": "bandwidth", "params": job.params, "device": "fake"},
             "measurements": [],
-            "summary": bandwidth._summary(curves, {}, None, None),
+            "summary": summary(curves, {}, None, None),
             "explanation": "",
             "lesson": "transfers",
         }

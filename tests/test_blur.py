@@ -8,7 +8,7 @@ from headline_checks import assert_headline
 
 from gpulab.core.devices import Inventory, detect
 from gpulab.core.params import ParamError
-from gpulab.experiments import blur
+from gpulab.experiments import blur, blur_filters, blur_images, blur_kernel
 from gpulab.experiments.base import Context, ExperimentError
 
 
@@ -19,31 +19,31 @@ def _run(inventory=None, **params):
     return exp.run(Context(inventory=inventory or detect(), quick=True), p)
 
 
-@pytest.mark.parametrize("kind", blur.KERNELS)
+@pytest.mark.parametrize("kind", blur_filters.KERNELS)
 def test_weights(kind):
-    w = blur.weights_2d(kind, 3)
+    w = blur_filters.weights_2d(kind, 3)
     assert w.shape == (7, 7) and w.dtype == np.float32
     assert np.allclose(w, w.T) and np.allclose(w, w[::-1, ::-1])
     assert abs(w.sum() - {"gaussian": 1, "box": 1, "sharpen": 1, "edge": 0}[kind]) < 1e-6
 
 
-@pytest.mark.parametrize("kind", blur.KERNELS)
+@pytest.mark.parametrize("kind", blur_filters.KERNELS)
 def test_cpu_filter_equals_direct_2d_stencil(kind):
     rng = np.random.default_rng(1)
     planes = rng.random((3, 20, 23))
     r = 2
-    w = blur.weights_2d(kind, r).astype(np.float64)
+    w = blur_filters.weights_2d(kind, r).astype(np.float64)
     pad = np.pad(planes, ((0, 0), (r, r), (r, r)), mode="edge")
     direct = np.zeros_like(planes)
     for dy in range(2 * r + 1):
         for dx in range(2 * r + 1):
             direct += w[dy, dx] * pad[:, dy : dy + 20, dx : dx + 23]
     for use_scipy in (True, False):
-        got = blur.cpu_filter(planes, kind, r, use_scipy=use_scipy)
+        got = blur_filters.cpu_filter(planes, kind, r, use_scipy=use_scipy)
         assert np.max(np.abs(got - direct)) < 1e-6
 
 
-@pytest.mark.parametrize("kind", blur.KERNELS)
+@pytest.mark.parametrize("kind", blur_filters.KERNELS)
 def test_cpu_contender_passes_and_saves_images(kind):
     res = _run(kernel=kind, radius=3)
     assert "scipy" in {m.contender for m in res.measurements}
@@ -91,9 +91,9 @@ def test_unavailable_gpu_contenders_listed_with_the_hint():
 
 
 def test_builtin_and_path_images(tmp_path):
-    img = blur.load_image("testcard", 0, 0)
+    img = blur_images.load_image("testcard", 0, 0)
     assert img.shape == (360, 640, 3) and img.min() >= 0 and img.max() <= 1
-    assert blur.load_image("testcard", 32, 16).shape == (16, 32, 3)
+    assert blur_images.load_image("testcard", 32, 16).shape == (16, 32, 3)
 
 
 def test_missing_and_corrupt_images_are_refused_with_the_params(tmp_path):
@@ -107,26 +107,26 @@ def test_missing_and_corrupt_images_are_refused_with_the_params(tmp_path):
         params.validate({"image": str(bad)})
     assert "\n" not in str(info.value)
     with pytest.raises(ExperimentError, match="could not be read"):
-        blur.load_image(str(bad), 0, 0)  # the run's own guard, for a file changed since
+        blur_images.load_image(str(bad), 0, 0)  # the run's own guard, for a file changed since
 
 
 def test_synthetic_image_has_detail():
-    img = blur.synthetic_image(96, 54)
+    img = blur_images.synthetic_image(96, 54)
     assert img.shape == (54, 96, 3) and img.dtype == np.float32
     assert img.std() > 0.2
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kind", blur.KERNELS)
+@pytest.mark.parametrize("kind", blur_filters.KERNELS)
 @pytest.mark.parametrize("radius", [1, 2, 7, 15])
 @pytest.mark.parametrize("shape", [(3, 37, 45), (3, 130, 260)])
 def test_gpu_kernels_match_reference(kind, radius, shape):
     cp = pytest.importorskip("cupy")
     planes = np.random.default_rng(radius).random(shape, dtype=np.float32)
-    ref = blur.cpu_filter(planes.astype(np.float64), kind, radius)
-    k = blur.BlurKernel(radius)
-    variants = ["blur_2d"] + (["blur_sep"] if kind in blur.SEPARABLE else [])
-    if kind in blur.SEPARABLE and shape[2] % 4 == 0:
+    ref = blur_filters.cpu_filter(planes.astype(np.float64), kind, radius)
+    k = blur_kernel.BlurKernel(radius)
+    variants = ["blur_2d"] + (["blur_sep"] if kind in blur_filters.SEPARABLE else [])
+    if kind in blur_filters.SEPARABLE and shape[2] % 4 == 0:
         variants.append("blur_sep_v4")
     for variant in variants:
         src = cp.asarray(planes)
@@ -147,7 +147,7 @@ def test_gpu_run_all_contenders_pass():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kernel", blur.KERNELS)
+@pytest.mark.parametrize("kernel", blur_filters.KERNELS)
 def test_gpu_library_contenders_match_the_reference(kernel):
     """cupyx.scipy.ndimage and the separable torch blur (lessons 08 and 17 quote both): same
     image, borders and weights as the reference, within the same 1e-5."""

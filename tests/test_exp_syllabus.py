@@ -169,7 +169,8 @@ def test_bandwidth_bad_size_range_is_one_line(cpu_inventory):
 
 
 def test_pcie_and_size_helpers():
-    from gpulab.experiments.bandwidth import pcie_gbs, sizes_between
+    from gpulab.experiments.bandwidth import sizes_between
+    from gpulab.experiments.bandwidth_machine import pcie_gbs
 
     assert pcie_gbs(5, 16) == pytest.approx(63.0, abs=0.1)
     assert pcie_gbs(4, 16) == pytest.approx(31.5, abs=0.1)
@@ -252,18 +253,18 @@ def test_profiler_shares_are_not_a_percent_of_peak(cpu_inventory):
 
 def test_bandwidth_judges_pcie_against_the_measured_pinned_copies():
     from gpulab.core.peaks import Peaks
+    from gpulab.experiments import bandwidth_report as bw
     from gpulab.experiments import syllabus_support as sup
-    from gpulab.experiments.bandwidth import EXPERIMENT as bw
 
     gpu = Peaks(key="g", device="H100", cpu=False, copy_gbs=2940.0)
     gpu.h2d_pinned_gbs, gpu.d2h_pinned_gbs = 55.0, 52.8
     curves = {"h2d-pinned": [(2.0**30, 54.0)], "d2h-pinned": [(2.0**30, 52.0)]}
     link = {"max_gen": 5, "max_width": 16}
-    s = bw._summary(curves, link, 63.0, sup.Ceilings(gpu))
+    s = bw.summary(curves, link, 63.0, sup.Ceilings(gpu))
     assert s["h2d_pinned_peak_gbs"] == 55.0 and s["d2h_pinned_peak_gbs"] == 52.8
     assert s["h2d_pinned_peak_of_theoretical"] == pytest.approx(55.0 / 63.0)
     assert s["pcie_theoretical_gbs"] == 63.0  # kept, as context
-    text = bw._explain(s, True)
+    text = bw.explain(s, True)
     assert "measured ceiling" in text and "63.0 GB/s per direction in theory" in text
     assert "H2D 55.0 GB/s (87%)" in text
 

@@ -197,7 +197,7 @@ def test_host_copies_in_cache_get_no_percent_of_the_dram_ceiling(monkeypatch, tm
 
 
 def test_the_last_level_cache_is_read_from_sysfs():
-    from gpulab.experiments import bandwidth as bw
+    from gpulab.experiments import bandwidth_machine as bw
 
     assert bw.host_cache_bytes() >= 2**20
     assert bw.cache_resident_note(2 * 2**20, 2**20) == ""

@@ -179,13 +179,13 @@ def test_measured_fallbacks_link_to_valid_experiments():
 
 def _bandwidth_result(pageable_gbs, max_size=2**30):
     """A bandwidth result shaped by the experiment's own summary code (no GPU needed)."""
-    from gpulab.experiments.bandwidth import EXPERIMENT as bandwidth
+    from gpulab.experiments.bandwidth_report import summary as bandwidth_summary
 
     curves = {
         "h2d-pageable": [(65536.0, 3.3), (float(max_size), pageable_gbs)],
         "h2d-pinned": [(65536.0, 20.0), (float(max_size), 55.0)],
     }
-    summary = bandwidth._summary(curves, {}, None, None)
+    summary = bandwidth_summary(curves, {}, None, None)
     return {
         "record": {"experiment": "bandwidth", "params": {"max_size": max_size}},
         "summary": summary,

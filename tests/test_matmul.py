@@ -7,6 +7,7 @@ from headline_checks import assert_headline
 
 from gpulab.core.devices import detect
 from gpulab.experiments import matmul as mm
+from gpulab.experiments import matmul_contenders as mmc
 from gpulab.experiments.base import Cancelled, Context
 from gpulab.experiments.headlines import times
 
@@ -41,7 +42,7 @@ def test_cpu_contenders_verified_and_python_extrapolated():
     for c in ("numpy", "torch-cpu"):
         for d in ("fp32", "fp64"):
             m = rows[(c, "256", d)]
-            assert m.throughput > 0 and m.extra["rel_error"] < mm.TOLERANCE[d]
+            assert m.throughput > 0 and m.extra["rel_error"] < mmc.TOLERANCE[d]
     assert len(events) == len(res.measurements)  # one event per finished step
     assert any(s.name.startswith("torch-cpu") for s in res.series)
     assert_headline("matmul", res.to_dict())
@@ -89,15 +90,15 @@ def test_relative_error_catches_wrong_results():
 
     a = np.random.default_rng(0).standard_normal((8, 8))
     ref = a @ a
-    assert mm.rel_error(ref, ref) == 0
-    assert mm.rel_error(ref * (1 + 1e-3), ref) == pytest.approx(1e-3)
+    assert mmc.rel_error(ref, ref) == 0
+    assert mmc.rel_error(ref * (1 + 1e-3), ref) == pytest.approx(1e-3)
     bad = ref.copy()
     bad[0, 0] = np.nan
-    assert mm.rel_error(bad, ref) == float("inf")
+    assert mmc.rel_error(bad, ref) == float("inf")
 
 
 def test_python_matmul_is_right():
-    assert mm.python_matmul([[1, 2], [3, 4]], [[5, 6], [7, 8]]) == [[19, 22], [43, 50]]
+    assert mmc.python_matmul([[1, 2], [3, 4]], [[5, 6], [7, 8]]) == [[19, 22], [43, 50]]
 
 
 def test_unsupported_dtypes_are_reported_not_dropped():

@@ -9,6 +9,7 @@ from headline_checks import assert_headline
 
 from gpulab.core.devices import Inventory, detect
 from gpulab.experiments import montecarlo as mc
+from gpulab.experiments import montecarlo_counts as counts
 from gpulab.experiments.base import Context
 
 
@@ -84,7 +85,7 @@ def test_splitmix_reference_is_a_good_generator():
     n = 400_000
     zs = []
     for seed in range(5):
-        est = 4.0 * mc.splitmix_count_numpy(n, seed) / n
+        est = 4.0 * counts.splitmix_count_numpy(n, seed) / n
         zs.append((est - math.pi) / mc.standard_error(n))
     assert all(abs(z) < mc.SE_PASS for z in zs)
     assert abs(sum(zs) / math.sqrt(len(zs))) < mc.SE_PASS
@@ -101,11 +102,11 @@ def test_samples_limits_are_params():
 @pytest.mark.gpu
 def test_fused_kernel_matches_numpy_twin_bit_for_bit():
     pytest.importorskip("cupy")
-    k = mc.FusedKernel(0)
+    k = counts.FusedKernel(0)
     for n, seed in ((1000, 1), (999_983, 7), (3_000_001, 11)):
-        assert k.count(n, seed) == mc.splitmix_count_numpy(n, seed)
+        assert k.count(n, seed) == counts.splitmix_count_numpy(n, seed)
     # Compiled and loaded once per device, inside that device's context.
-    assert mc.FusedKernel(0).fn is k.fn and 0 in mc.FusedKernel._fns
+    assert counts.FusedKernel(0).fn is k.fn and 0 in counts.FusedKernel._fns
 
 
 @pytest.mark.gpu

@@ -12,99 +12,28 @@ H2D and D2H copies for the PCIe rows, its device-to-device copy for d2d, the hos
 NumPy row. The PCIe link's theoretical figure is context, in the summary and the explanation.
 A host copy whose source and destination fit in the CPU's last-level cache runs from the cache,
 faster than DRAM: those rows are labelled cache-resident and get no % of the (DRAM) copy ceiling.
+The link and the cache are read in bandwidth_machine.py; the summary and the explanation are
+written in bandwidth_report.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from gpulab.core.params import Int, ParamSet
-from gpulab.core.results import Result, Series, Verdict
+from gpulab.core.results import Result, Verdict
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments.bandwidth_machine import (
+    cache_resident_note,
+    host_cache_bytes,
+    pcie_gbs,
+    pcie_link,
+)
+from gpulab.experiments.bandwidth_report import curve_series, explain, summary
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 
-# PCIe transfer rate per lane (GT/s) and line-code efficiency, by generation.
-PCIE_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
-PCIE_CODE = {1: 0.8, 2: 0.8, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130, 6: 242 / 256}
 VERIFY_BYTES = 16 * 2**20
-DEFAULT_LLC_BYTES = 32 * 2**20  # when the OS does not say (sysfs missing)
-
-
-def host_cache_bytes() -> int:
-    """The CPU's largest cache (the last level), from sysfs; DEFAULT_LLC_BYTES when unknown."""
-    from pathlib import Path
-
-    best = 0
-    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        try:
-            text = (d / "size").read_text().strip().upper()
-        except OSError:
-            continue
-        mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            best = max(best, int(digits) * mult)
-    return best or DEFAULT_LLC_BYTES
-
-
-def cache_resident_note(footprint: int, llc: int) -> str:
-    """The note of a host copy that fits in the last-level cache ('' when it does not)."""
-    if footprint > llc:
-        return ""
-    return (
-        f"cache-resident: source + destination ({sup.size_label(footprint)}) fit in the CPU's "
-        f"{sup.size_label(llc)} last-level cache, so this is a cache figure, not DRAM: no % of "
-        "the DRAM copy ceiling"
-    )
-
-
-def pcie_gbs(gen: int, width: int) -> float | None:
-    """Theoretical one-direction bandwidth of a PCIe link in GB/s (before protocol overhead)."""
-    if gen not in PCIE_GTS or width <= 0:
-        return None
-    return PCIE_GTS[gen] * width * PCIE_CODE[gen] / 8
-
-
-def pcie_link(inventory: Any, device_index: int) -> dict[str, Any]:
-    """The GPU's PCIe link from NVML: max and current generation and width, or a reason."""
-    try:
-        import pynvml
-    except ImportError:
-        return {"reason": "the NVML binding is missing (pip install nvidia-ml-py)"}
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:
-        return {"reason": f"NVML unavailable: {exc}"}
-    try:
-        handle = None
-        for d in inventory.devices:
-            if d.kind == "cuda" and d.index == device_index and d.uuid:
-                uuid = d.uuid if d.uuid.startswith("GPU-") else f"GPU-{d.uuid}"
-                try:
-                    handle = pynvml.nvmlDeviceGetHandleByUUID(uuid)
-                except Exception:
-                    handle = None
-        if handle is None:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
-        info: dict[str, Any] = {}
-        for key, fn in (
-            ("max_gen", pynvml.nvmlDeviceGetMaxPcieLinkGeneration),
-            ("max_width", pynvml.nvmlDeviceGetMaxPcieLinkWidth),
-            ("gen", pynvml.nvmlDeviceGetCurrPcieLinkGeneration),
-            ("width", pynvml.nvmlDeviceGetCurrPcieLinkWidth),
-        ):
-            try:
-                info[key] = int(fn(handle))
-            except Exception as exc:
-                info.setdefault("reason", f"NVML could not read the PCIe link ({exc})")
-        return info
-    except Exception as exc:
-        return {"reason": f"NVML could not read the PCIe link ({exc})"}
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
 
 
 def host_bytes(hi: int, gpu: bool) -> int:
@@ -234,20 +163,9 @@ class Bandwidth(Experiment):
                 )
                 curves.setdefault(c.id, []).append((float(size), m.throughput or 0.0))
         ctx.progress(1.0, "done")
-        for cid, pts in curves.items():
-            result.series.append(
-                Series(
-                    cid,
-                    [x for x, _ in pts],
-                    [y for _, y in pts],
-                    "bytes per copy",
-                    "GB/s",
-                    log_x=True,
-                    log_y=True,
-                )
-            )
-        result.summary = self._summary(curves, link, pcie, p)
-        result.explanation = self._explain(result.summary, bool(gpu_todo))
+        result.summary = summary(curves, link, pcie, p)
+        result.series.extend(curve_series(curves, result.summary))
+        result.explanation = explain(result.summary, bool(gpu_todo))
         del bufs
         return self.finish(result)
 
@@ -337,82 +255,6 @@ class Bandwidth(Experiment):
                 size=sup.size_label(size),
             )
         )
-
-    def _summary(
-        self,
-        curves: dict[str, list[tuple[float, float]]],
-        link: dict[str, Any],
-        pcie: float | None,
-        p: Any,
-    ) -> dict[str, Any]:
-        largest = {cid: pts[-1][1] for cid, pts in curves.items() if pts}
-        out: dict[str, Any] = {"largest_size_gbs": largest, "pcie_link": link}
-        if pcie:
-            out["pcie_theoretical_gbs"] = pcie
-        if p is not None and not p.cpu and p.copy_gbs:
-            out["device_copy_peak_gbs"] = p.copy_gbs
-        for d in ("h2d", "d2h"):
-            ceiling = sup.peak(p, d) if p is not None and not p.cpu else None
-            if ceiling:
-                out[f"{d}_pinned_peak_gbs"] = float(ceiling)
-                if pcie:
-                    out[f"{d}_pinned_peak_of_theoretical"] = float(ceiling) / pcie
-        for d in ("h2d", "d2h"):
-            pin, rt = largest.get(f"{d}-pinned"), largest.get(f"{d}-runtime")
-            if pin and rt:
-                out[f"{d}_pinned_vs_runtime"] = pin / rt
-            pg = largest.get(f"{d}-pageable")
-            if pin and pg:
-                out[f"{d}_pinned_vs_pageable"] = pin / pg
-        return out
-
-    def _explain(self, s: dict[str, Any], gpu: bool) -> str:
-        text = (
-            ""
-            if gpu
-            else (
-                "Only the host memory copy ran here (no GPU): it shows the CPU's own memory "
-                "bandwidth, and how small copies run faster from the CPU's caches. On a GPU this "
-                "experiment adds the rows below. "
-            )
-        )
-        text += (
-            "Copies between the host and the GPU cross PCIe, one to two orders of magnitude "
-            "slower than the GPU's own memory: compare the d2d row with the h2d rows. Pageable "
-            "(ordinary) host memory can be paged out, so the driver first copies it into a "
-            "pinned staging buffer and only then DMAs it: that extra CPU copy caps pageable "
-            "transfers well below the link. Pinned (page-locked) memory is DMA'd directly, "
-            "reaching most of the link's bandwidth, and PyTorch's pinned copy runs as fast as "
-            "a bare cudaMemcpyAsync. Small copies are dominated by a fixed cost of a few "
-            "microseconds per copy, so GB/s climbs with size: batch small transfers, and keep "
-            "data on the device."
-        )
-        if gpu:
-            text += (
-                " The % column judges each PCIe row against this device's own measured "
-                "ceiling, the calibration's pinned copy in the same direction, not the "
-                "link's datasheet figure, which protocol overhead keeps every copy below."
-            )
-        link = s.get("pcie_link", {})
-        if s.get("pcie_theoretical_gbs"):
-            text += (
-                f" This GPU reports a PCIe Gen{link.get('max_gen')} x{link.get('max_width')} link:"
-                f" {s['pcie_theoretical_gbs']:.1f} GB/s per direction in theory"
-            )
-            measured = [
-                f"{d.upper()} {s[f'{d}_pinned_peak_gbs']:.1f} GB/s"
-                f" ({100 * s[f'{d}_pinned_peak_of_theoretical']:.0f}%)"
-                for d in ("h2d", "d2h")
-                if s.get(f"{d}_pinned_peak_of_theoretical")
-            ]
-            text += (
-                "; the calibration's pinned copies reached " + " and ".join(measured) + " of it."
-                if measured
-                else "."
-            )
-        elif link.get("reason"):
-            text += f" The PCIe link could not be read: {link['reason']}."
-        return text
 
 
 EXPERIMENT = Bandwidth()

@@ -1,10 +1,8 @@
 """Blur (2-D convolution): SciPy on the CPU, torch conv2d on the GPU, and our own CuPy kernel.
 
-Images are float32 in [0, 1], planar (3 planes of H x W). Kernels (all symmetric, so convolution
-and correlation agree):
-- gaussian: sigma = radius / 2, normalised; box: 1 / (2r+1) per tap. Both separable.
-- sharpen: 2 * identity - gaussian (an unsharp mask); edge: identity - box (a high-pass; at radius
-  1 it is the 8-neighbour Laplacian over 9). Both run as true 2-D stencils on the GPU.
+Images are float32 in [0, 1], planar (3 planes of H x W). The kernels, their weights and the
+CPU reference are in blur_filters.py; images in blur_images.py; our kernel in blur_kernel.py;
+the library contenders (cupyx, separable torch) in blur_library.py. This module is the run.
 Border mode everywhere: clamp (an outside pixel takes the nearest edge pixel): scipy
 mode="nearest", torch F.pad(mode="replicate"), clamped indices in kernels/blur.cu.
 
@@ -16,22 +14,26 @@ x - box), which equal the 2-D stencil in exact arithmetic and cost a separable p
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from gpulab.core.params import Choice, Int, ParamSet, Text
 from gpulab.core.results import Artifact, Result, Verdict
 from gpulab.experiments import blur_library
 from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
+from gpulab.experiments.base import Contender, Context, Experiment
+from gpulab.experiments.blur_filters import (
+    KERNELS,
+    NUMPY_INSTEAD,
+    SCIPY_MISSING,
+    cpu_filter,
+    have_scipy,
+    max_abs_error,
+    weights_2d,
+)
+from gpulab.experiments.blur_images import check_image, check_side, load_image, to_display
+from gpulab.experiments.blur_kernel import BlurKernel
 from gpulab.experiments.common import row
 
-KERNELS = ("gaussian", "box", "sharpen", "edge")
-SEPARABLE = ("gaussian", "box")
-IMAGES_DIR = Path(__file__).with_name("images")
-KERNEL_PATH = Path(__file__).with_name("kernels") / "blur.cu"
-BUILTIN = {"testcard": IMAGES_DIR / "testcard.png"}
-SYNTHETIC_DEFAULT = (3840, 2160)
 TOLERANCE = 1e-5
 # Host bytes per value (pixel x channel) of a run: the float32 planes (4), the float64
 # reference (8) and, while it is made, a float64 copy of the planes and SciPy's intermediate
@@ -50,251 +52,6 @@ def fit_bytes(width: int, height: int, *, host: bool) -> int:
     if host:
         return int(HOST_BYTES_PER_VALUE * values * 1.05) + sup.HOST_SLACK_BYTES
     return int(DEVICE_IMAGES * 4 * values * 1.05) + sup.SLACK_BYTES
-
-
-def check_image(spec: str) -> str | None:
-    """The image parameter's check, made wherever params are validated (CLI, form, runner):
-    a built-in name, or a file that exists, can be read and has a decodable header."""
-    if spec in ("synthetic", *BUILTIN):
-        return None
-    from gpulab.core.files import image_problem
-
-    return image_problem(spec)
-
-
-def check_side(value: int) -> str | None:
-    """width and height: 0 (the image's own) or 16 pixels at least."""
-    return "is too small (16 at least, or 0 for the image's own)" if 0 < value < 16 else None
-
-
-def tile_for(radius: int) -> tuple[int, int]:
-    """Output tile (width, height) per block, from bench/tune_kernels.py on an H200 (4K RGB):
-    r=2 sep_v4: (128, 16) 0.081 ms, (64, 32) 0.082, (64, 16) 0.092; r=7: (64, 32) 0.124 ms,
-    (128, 16) 0.130. Wide tiles at large radii would pass the 48 KB static shared-memory limit."""
-    return (128, 16) if radius <= 4 else (64, 32)
-
-
-# ---------------------------------------------------------------------------- weights
-
-
-def weights_1d(kind: str, radius: int):
-    """The 1-D float32 taps of a separable kernel (gaussian or box)."""
-    import numpy as np
-
-    k = np.arange(-radius, radius + 1, dtype=np.float64)
-    if kind == "box":
-        w = np.ones_like(k)
-    else:
-        sigma = radius / 2.0
-        w = np.exp(-0.5 * (k / sigma) ** 2)
-    return (w / w.sum()).astype(np.float32)
-
-
-def weights_2d(kind: str, radius: int):
-    """The full (2r+1)^2 float32 stencil, for any of the four kernels."""
-    import numpy as np
-
-    size = 2 * radius + 1
-    if kind in SEPARABLE:
-        w = weights_1d(kind, radius).astype(np.float64)
-        return np.outer(w, w).astype(np.float32)
-    base = weights_1d("gaussian" if kind == "sharpen" else "box", radius).astype(np.float64)
-    smooth = np.outer(base, base)
-    ident = np.zeros((size, size))
-    ident[radius, radius] = 1.0
-    out = 2 * ident - smooth if kind == "sharpen" else ident - smooth
-    return out.astype(np.float32)
-
-
-# ---------------------------------------------------------------------------- images
-
-
-def synthetic_image(width: int, height: int):
-    """A procedural test card (H, W, 3) float32 in [0, 1]: bars, rings, a checkerboard, lines."""
-    import numpy as np
-
-    u = (np.arange(width, dtype=np.float32) + 0.5) / width
-    v = (np.arange(height, dtype=np.float32) + 0.5) / height
-    uu, vv = u[None, :], v[:, None]
-    img = np.empty((height, width, 3), dtype=np.float32)
-    img[..., 0] = uu * (1 - 0.5 * vv)
-    img[..., 1] = vv * (0.8 + 0.2 * uu)
-    img[..., 2] = 1 - 0.7 * uu
-    bars = np.array(
-        [[1, 1, 1], [1, 1, 0], [0, 1, 1], [0, 1, 0], [1, 0, 1], [1, 0, 0], [0, 0, 1], [0, 0, 0]],
-        dtype=np.float32,
-    )
-    top = int(height * 0.3)
-    idx = np.minimum((u * len(bars)).astype(int), len(bars) - 1)
-    img[:top] = bars[idx][None, :, :]
-    # Rings on the right: fine detail a blur smooths out and an edge filter lights up.
-    cy, cx = 0.65 * height, 0.72 * width
-    yy, xx = np.ogrid[top:height, 0:width]
-    rr = np.sqrt((yy - cy) ** 2 + (xx - cx) ** 2, dtype=np.float32) / min(width, height)
-    rings = (np.sin(rr * 90.0) > 0).astype(np.float32)
-    mask = rr < 0.3
-    for c, tint in enumerate((1.0, 0.85, 0.3)):
-        plane = img[top:, :, c]
-        plane[mask] = rings[mask] * tint
-    # A checkerboard bottom-left and a grid of one-pixel lines.
-    cell = max(2, height // 27)
-    checker = (((yy // cell) + (xx // cell)) % 2).astype(np.float32)
-    region = (xx < width * 0.35) & (yy > height * 0.55)
-    for c in range(3):
-        plane = img[top:, :, c]
-        plane[region] = checker[region]
-    step = max(8, width // 32)
-    img[:, ::step] = 1.0
-    img[top::step, :] = 1.0
-    return img
-
-
-def load_image(spec: str, width: int, height: int):
-    """(H, W, 3) float32 in [0, 1] from 'synthetic', a built-in name or a PNG/JPEG path."""
-    import numpy as np
-
-    if spec == "synthetic":
-        w = width or SYNTHETIC_DEFAULT[0]
-        h = height or SYNTHETIC_DEFAULT[1]
-        return synthetic_image(w, h)
-    from PIL import Image, UnidentifiedImageError
-
-    path = BUILTIN.get(spec, Path(spec).expanduser())
-    if not path.exists():
-        raise ExperimentError(
-            f"image '{spec}' not found (use 'synthetic', 'testcard' or a PNG/JPEG path)"
-        )
-    try:
-        with Image.open(path) as im:
-            im = im.convert("RGB")
-            if width or height:
-                im = im.resize((width or im.width, height or im.height), Image.Resampling.BICUBIC)
-            arr = np.asarray(im, dtype=np.float32) / 255.0
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise ExperimentError(f"image '{spec}' could not be read: {exc}") from None
-    if arr.shape[0] < 8 or arr.shape[1] < 8:
-        raise ExperimentError(f"image '{spec}' is {arr.shape[1]}x{arr.shape[0]}: too small")
-    return np.ascontiguousarray(arr)
-
-
-def to_display(planes, kind: str):
-    """(3, H, W) float -> (H, W, 3) uint8 for PNG and the terminal."""
-    import numpy as np
-
-    img = np.moveaxis(np.asarray(planes, dtype=np.float32), 0, -1)
-    if kind == "edge":
-        mag = np.abs(img)
-        scale = float(np.percentile(mag, 99.5)) or 1.0
-        img = mag / scale
-    return (np.clip(img, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-
-
-# ---------------------------------------------------------------------------- CPU paths
-
-
-def _sep_numpy(planes, w):
-    """Separable correlation with clamped borders in NumPy (when SciPy is missing)."""
-    import numpy as np
-
-    r = (len(w) - 1) // 2
-    acc_dtype = planes.dtype
-    pad = np.pad(planes, ((0, 0), (0, 0), (r, r)), mode="edge")
-    tmp = np.zeros_like(planes, dtype=acc_dtype)
-    width = planes.shape[2]
-    for k, wk in enumerate(w):
-        tmp += wk * pad[:, :, k : k + width]
-    pad = np.pad(tmp, ((0, 0), (r, r), (0, 0)), mode="edge")
-    out = np.zeros_like(planes, dtype=acc_dtype)
-    height = planes.shape[1]
-    for k, wk in enumerate(w):
-        out += wk * pad[:, k : k + height, :]
-    return out
-
-
-def _sep(planes, w, use_scipy: bool):
-    if not use_scipy:
-        return _sep_numpy(planes, w.astype(planes.dtype))
-    from scipy import ndimage
-
-    out = ndimage.correlate1d(planes, w.astype(planes.dtype), axis=2, mode="nearest")
-    return ndimage.correlate1d(out, w.astype(planes.dtype), axis=1, mode="nearest")
-
-
-def cpu_filter(planes, kind: str, radius: int, *, use_scipy: bool = True):
-    """The filter on the CPU in planes' dtype (float64 planes give the reference)."""
-    if kind in SEPARABLE:
-        return _sep(planes, weights_1d(kind, radius), use_scipy)
-    base = _sep(planes, weights_1d("gaussian" if kind == "sharpen" else "box", radius), use_scipy)
-    return 2 * planes - base if kind == "sharpen" else planes - base
-
-
-def max_abs_error(out, reference) -> float:
-    """max |out - reference| in float64, one plane at a time; inf for any unwritten (NaN) pixel."""
-    import numpy as np
-
-    if out.shape != reference.shape:
-        return float("inf")
-    err = 0.0
-    for c in range(out.shape[0]):
-        plane = out[c]
-        if not np.isfinite(plane).all():
-            return float("inf")  # an unwritten (poisoned) pixel
-        err = max(err, float(np.max(np.abs(plane.astype(np.float64) - reference[c]))))
-    return err
-
-
-SCIPY_MISSING = "SciPy is not installed (pip install scipy): NumPy slices ran instead"
-NUMPY_INSTEAD = "SciPy ran instead (this is the fallback when SciPy is missing)"
-
-
-def have_scipy() -> bool:
-    try:
-        import scipy.ndimage  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-# ---------------------------------------------------------------------------- GPU kernel
-
-
-class BlurKernel:
-    """Our CuPy kernel, compiled once per (radius, tile) and cached for the process."""
-
-    _modules: dict[tuple[int, int, int], Any] = {}
-
-    def __init__(self, radius: int, tile: tuple[int, int] | None = None) -> None:
-        import cupy
-
-        self.cupy = cupy
-        self.radius = radius
-        self.tile = tile or tile_for(radius)
-        key = (radius, *self.tile)
-        if key not in BlurKernel._modules:
-            opts = ("-std=c++17", f"-DR={radius}", f"-DTW={self.tile[0]}", f"-DTH={self.tile[1]}")
-            BlurKernel._modules[key] = cupy.RawModule(code=KERNEL_PATH.read_text(), options=opts)
-        self.module = BlurKernel._modules[key]
-
-    def variant(self, kind: str, width: int) -> str:
-        if kind not in SEPARABLE:
-            return "blur_2d"
-        return "blur_sep_v4" if width % 4 == 0 else "blur_sep"
-
-    def launcher(self, src, dst, kind: str, variant: str | None = None):
-        """A zero-argument callable that launches one filter pass (src, dst: (C, H, W) float32)."""
-        cp = self.cupy
-        channels, height, width = src.shape
-        name = variant or self.variant(kind, width)
-        w = weights_1d(kind, self.radius) if name != "blur_2d" else weights_2d(kind, self.radius)
-        w_dev = cp.asarray(w.ravel())
-        fn = self.module.get_function(name)
-        grid = (-(-width // self.tile[0]), -(-height // self.tile[1]), channels)
-        args = (src, dst, w_dev, cp.int32(width), cp.int32(height))
-
-        def launch() -> None:
-            fn(grid, (256,), args)
-
-        return launch
 
 
 # ---------------------------------------------------------------------------- experiment

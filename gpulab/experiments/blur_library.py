@@ -68,7 +68,7 @@ def run_torch_separable(ctx: Context, planes: Any, kind: str, radius: int) -> tu
     import torch
     import torch.nn.functional as F
 
-    from gpulab.experiments.blur import weights_1d
+    from gpulab.experiments.blur_filters import weights_1d
 
     dev = torch.device(ctx.torch_device)
     x = torch.from_numpy(planes).to(dev)[None]  # (1, C, H, W)

@@ -1,5 +1,7 @@
 """Headlines of issue 16's measurements: cold start, occupancy, managed memory, and the
-profiler's tensor-core verdicts. Registered into `headlines` (imported at its end)."""
+profiler (its top operator, and how many matmul kernels ran on tensor cores).
+
+Registered into `headlines` (which imports this module at its end)."""
 
 from __future__ import annotations
 
@@ -60,3 +62,19 @@ def profiler_tensor_cores(result: Result) -> str:
         f"; {s.get('tensor_core_kernels', 0)} of {s.get('matmul_kernels', 0)} matmul kernels "
         f"on tensor cores ({s.get('dtype')}), measured: {probe['measured']}"
     )
+
+
+@_for("profiler")
+def _profiler(exp: Any, result: Result) -> str:
+    # Operators only: the kernel rows (GPU) are the same time seen from the device side.
+    rows = [m for m in measured(result) if m.extra.get("kind") != "kernel"]
+    if not rows:
+        return ""
+    top = max(rows, key=lambda m: m.time_median_s)
+    share, of = top.extra.get("share_pct"), top.extra.get("share_of", "the profiled time")
+    if share is None:
+        return ""
+    return (
+        f"{top.contender} took the most time: {share:.0f}% of the {of.removeprefix('the ')} "
+        f"({duration(top.time_median_s)} a step)"
+    ) + profiler_tensor_cores(result)

@@ -7,7 +7,24 @@ were judged against, recovered from a row's throughput and its percent of that p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gpulab.core.results import Result, Series
+
+
+def ceiling_series(
+    name: str,
+    peak: float,
+    xs: Sequence[float],
+    x_label: str,
+    y_label: str,
+    *,
+    log_x: bool = True,
+    log_y: bool = True,
+) -> Series:
+    """A flat line at a calibrated `peak` across the x range of the rows it judged. `name`
+    starts with "ceiling": the TUI and the text plots draw such a series as a line, in red."""
+    return Series(name, [min(xs), max(xs)], [peak, peak], x_label, y_label, log_x, log_y)
 
 
 def throughput_series(result: Result, x_label: str, *, log_y: bool = True) -> None:
@@ -29,7 +46,6 @@ def throughput_series(result: Result, x_label: str, *, log_y: bool = True) -> No
     if not lines:
         return
     xs = [x for pts in lines.values() for x, _ in pts]
-    lo, hi = min(xs), max(xs)
     y_label = unit or "throughput"
     for name, pts in lines.items():
         pts.sort()
@@ -38,13 +54,5 @@ def throughput_series(result: Result, x_label: str, *, log_y: bool = True) -> No
         )
     for dtype, peak in ceilings.items():
         result.series.append(
-            Series(
-                f"ceiling {dtype} (calibrated)",
-                [lo, hi],
-                [peak, peak],
-                x_label,
-                y_label,
-                True,
-                log_y,
-            )
+            ceiling_series(f"ceiling {dtype} (calibrated)", peak, xs, x_label, y_label, log_y=log_y)
         )

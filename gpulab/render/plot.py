@@ -12,10 +12,16 @@ from collections.abc import Sequence
 from typing import Any
 
 MARKERS = "•x+o*#"
+CEILING_MARK = "━"
 
 
 def _value(series: Any, key: str) -> Any:
     return series[key] if isinstance(series, dict) else getattr(series, key)
+
+
+def is_ceiling(series: Any) -> bool:
+    """A calibrated ceiling (experiments.roofline.ceiling_series): drawn as a line, not points."""
+    return str(_value(series, "name")).startswith("ceiling")
 
 
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -83,12 +89,30 @@ def plot(series: Sequence[Any], width: int = 60, height: int = 12) -> str:
     cols = max(8, width - margin - 1)
     rows = max(3, height)
     grid = [[" "] * cols for _ in range(rows)]
+
+    def cell(x: float, y: float) -> tuple[int, int]:
+        c = round((x - x0) / (x1 - x0) * (cols - 1))
+        return rows - 1 - round((y - y0) / (y1 - y0) * (rows - 1)), c
+
     for i, pts in enumerate(points):
+        if is_ceiling(series[i]):
+            continue
         mark = MARKERS[i % len(MARKERS)]
         for x, y in pts:
-            c = round((x - x0) / (x1 - x0) * (cols - 1))
-            r = rows - 1 - round((y - y0) / (y1 - y0) * (rows - 1))
+            r, c = cell(x, y)
             grid[r][c] = mark
+    # Ceilings last, on the cells no point took: a point on the line stays visible.
+    for s, pts in zip(series, points, strict=True):
+        if not is_ceiling(s):
+            continue
+        pts = sorted(pts)
+        for (xa, ya), (xb, yb) in zip(pts, pts[1:], strict=False):
+            ca, cb = cell(xa, ya)[1], cell(xb, yb)[1]
+            for c in range(ca, cb + 1):
+                t = (c - ca) / (cb - ca) if cb > ca else 0.0
+                r = cell(xa, ya + t * (yb - ya))[0]
+                if grid[r][c] == " ":
+                    grid[r][c] = CEILING_MARK
     lines = []
     for r, cells in enumerate(grid):
         label = top if r == 0 else bottom if r == rows - 1 else ""
@@ -102,7 +126,8 @@ def plot(series: Sequence[Any], width: int = 60, height: int = 12) -> str:
     axes = f"x: {x_label}{' (log)' if log_x else ''}   y: {y_label}{' (log)' if log_y else ''}"
     lines.append(axes)
     legend = "  ".join(
-        f"{MARKERS[i % len(MARKERS)]} {_value(s, 'name')}" for i, s in enumerate(series)
+        f"{CEILING_MARK if is_ceiling(s) else MARKERS[i % len(MARKERS)]} {_value(s, 'name')}"
+        for i, s in enumerate(series)
     )
     if dropped:
         legend += f"  ({dropped} point{'s' if dropped != 1 else ''} not plottable)"

@@ -19,7 +19,7 @@ from textual.widgets import Static
 from textual_plot import HiResMode, PlotWidget
 from textual_plot.axis_formatter import AxisFormatter, NumericAxisFormatter
 
-from gpulab.render.plot import tick_label
+from gpulab.render.plot import is_ceiling, tick_label
 
 STYLES = ("cyan", "magenta", "green", "yellow", "red", "blue", "white", "bright_cyan")
 CEILING_STYLE = "bold red"
@@ -82,7 +82,7 @@ def legend_styles(series: Sequence[Any]) -> list[str]:
     out: list[str] = []
     colours = iter(STYLES * 4)
     for s in series:
-        out.append(CEILING_STYLE if str(_get(s, "name")).startswith("ceiling") else next(colours))
+        out.append(CEILING_STYLE if is_ceiling(s) else next(colours))
     return out
 
 
@@ -92,7 +92,7 @@ def legend(series: Sequence[Any]) -> Text:
     for s, style in zip(series, legend_styles(series), strict=True):
         if out:
             out.append("   ")
-        out.append("━━ " if str(_get(s, "name")).startswith("ceiling") else "⣀⠤ ", style=style)
+        out.append("━━ " if is_ceiling(s) else "⣀⠤ ", style=style)
         out.append(str(_get(s, "name")))
     return out
 
@@ -135,7 +135,7 @@ class SeriesPlot(PlotWidget):
                 continue
             name = str(_get(s, "name"))
             style = next(styles)
-            if name.startswith("ceiling"):
+            if is_ceiling(s):
                 self.plot(xs, ys, line_style=style, label=name)
             elif len(xs) == 1:
                 self.scatter(xs, ys, marker="●", marker_style=style, label=name)
