@@ -13,7 +13,8 @@ from textual.widgets import Input, Tree
 
 from gpulab.app import GpuLabApp
 from gpulab.app.fake_runner import FakeRunner
-from gpulab.app.panes.lessons import LessonsPane, RunLink
+from gpulab.app.panes.lesson_reader import RunLink
+from gpulab.app.panes.lessons import LessonsPane
 from gpulab.lessons.catalog import default_catalog
 
 CATALOG = default_catalog()

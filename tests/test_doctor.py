@@ -279,7 +279,7 @@ def test_cli_json_when_healthy(capsys, monkeypatch):
 
 
 def test_worker_limit_matches_the_lab():
-    from gpulab.app.app import READY_TIMEOUT_S
+    from gpulab.app.worker_link import READY_TIMEOUT_S
 
     assert gather.WORKER_LIMIT_S == READY_TIMEOUT_S
 

@@ -3,15 +3,16 @@
 The app never imports torch or CuPy: the worker process does, in the background, while the
 first frame paints. Every failure (a worker that will not start, a crashed worker, a failed
 run, an exception in one of our own workers) becomes a notification or the panel's error box.
+
+This module holds the app: its screen, keys, actions and what the panes ask for. The worker's
+life (start, handshake, events, restart, shutdown) is `worker_link.py`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,16 +23,13 @@ from textual.worker import Worker, WorkerState
 
 from gpulab.app.gauge import gauge_call
 from gpulab.app.main_screen import MainScreen
-from gpulab.runner import events as ev
+from gpulab.app.worker_link import RunnerFactory, WorkerLinkMixin, default_runner_factory
 
 if TYPE_CHECKING:
     from textual.command import Provider
 
     from gpulab.app.panes.experiments import ExperimentPanel
 
-RunnerFactory = Callable[..., Any]
-READY_TIMEOUT_S = 180.0  # a cold torch + CUDA import on a busy box can take a minute
-SHUTDOWN_TIMEOUT_S = 5.0
 QUIT_CONFIRM_S = 4.0
 
 
@@ -42,13 +40,7 @@ def commands_provider() -> type[Provider]:
     return GpuLabCommands
 
 
-def default_runner_factory(**kw: Any) -> Any:
-    from gpulab.runner.client import RunnerClient
-
-    return RunnerClient(**kw)
-
-
-class GpuLabApp(App[None]):
+class GpuLabApp(WorkerLinkMixin, App[None]):
     TITLE = "gpulab"
     SUB_TITLE = "starting the worker…"
     CSS_PATH = str(Path(__file__).with_name("gpulab.tcss"))  # absolute: subclasses live anywhere
@@ -112,134 +104,11 @@ class GpuLabApp(App[None]):
             self.terminal_watch = TerminalWatch(self)
             self.terminal_watch.install()
 
-    def _begin_runner(self) -> None:
-        # The coroutine function, not a coroutine: an app that exits first creates none.
-        self.run_worker(self._start_runner, name="runner start", exit_on_error=False)
-
     @property
     def panel(self) -> ExperimentPanel:
         from gpulab.app.panes.experiments import ExperimentPanel
 
         return self.screen_stack[0].query_one("#experiments", ExperimentPanel)
-
-    async def _start_runner(self) -> None:
-        try:
-            self.runner = self.runner_factory(
-                device_index=self.device_index, on_event=self._on_runner_event
-            )
-            await self.runner.start()
-            handshake = await self.runner.wait_ready(timeout=READY_TIMEOUT_S)
-        except Exception as exc:  # noqa: BLE001 - shown, and the lab stays usable to read
-            await self._main_mounted()
-            self.sub_title = "worker failed to start"
-            self.panel.set_worker_status("worker failed to start")
-            self.notify(
-                f"{type(exc).__name__}: {exc}",
-                title=ev.KIND_WORKER_START,
-                severity="error",
-                timeout=15,
-            )
-            return
-        await self._main_mounted()
-        self._apply_handshake(handshake)
-
-    async def _main_mounted(self) -> None:
-        """The worker may answer before the screen has mounted its panes: wait for them."""
-        if self.main_ready is not None:
-            await self.main_ready.wait()
-
-    def _apply_handshake(self, handshake: dict[str, Any]) -> None:
-        from gpulab.core.devices import Inventory
-
-        self.handshake = handshake
-        inventory = handshake.get("inventory") or {}
-        self.sub_title = Inventory.from_dict(inventory).label()
-        pid = handshake.get("pid")
-        ready = handshake.get("ready_s")
-        took = f" · ready in {ready:.1f} s" if isinstance(ready, int | float) else ""
-        self.panel.set_worker_status(f"worker pid {pid}{took}")
-        self.panel.set_inventory(inventory)
-        gpu = self.screen_stack[0].query_one("#gpu-info")
-        if hasattr(gpu, "set_worker_info"):
-            gpu.set_worker_info(handshake)
-        gauge_call(self, "set_worker_pid", pid)
-        for pane in self.screen_stack[0].query("#exercises"):
-            pane.set_inventory(inventory)  # type: ignore[attr-defined]
-
-    # ---- events from the runner ---------------------------------------------------------
-    def _on_runner_event(self, event: dict[str, Any]) -> None:
-        """The client's tap on every event; job events are also read by the panel's job loop."""
-        if self._loop_thread is not None and threading.get_ident() != self._loop_thread:
-            self.call_from_thread(self._on_runner_event, event)
-            return
-        kind = event.get("type")
-        if kind == ev.MEMORY:
-            reading = event.get("reading")
-            if isinstance(reading, dict):
-                gauge_call(self, "add_reading", reading)
-            return
-        if kind == ev.FAILED and event.get("kind") == ev.KIND_CRASHED:
-            self._worker_crashed(event)
-            return
-        if event.get("job"):
-            return
-        if kind == ev.LOG:
-            line = f"[worker] {event.get('line', '')}"
-            self.worker_log.append(line)
-            del self.worker_log[:-500]
-            live = self.panel.live
-            if live is not None and not live.finished:
-                live.add_log(line)
-        elif kind == ev.FAILED:
-            self.notify(
-                str(event.get("message", "")), title=str(event.get("kind")), severity="error"
-            )
-
-    def _worker_crashed(self, event: dict[str, Any]) -> None:
-        self.notify(
-            str(event.get("message") or "the worker died; a new one is starting"),
-            title="Worker crashed",
-            severity="error",
-            timeout=10,
-        )
-        self.panel.set_worker_status("worker crashed · starting a new one…")
-        self.run_worker(
-            self._await_new_worker(),
-            name="worker restart",
-            group="restart",
-            exclusive=True,
-            exit_on_error=False,
-        )
-
-    def check_worker(self, final: dict[str, Any] | None = None) -> None:
-        """After a run: a worker killed by a cancel is replaced without a crash event."""
-        final = final or {}
-        # A crash arrives through on_event (`_worker_crashed`); a kill after cancel does not.
-        if self.runner is None or final.get("how") != "killed":
-            return
-        self.panel.set_worker_status("starting a new worker…")
-        self.run_worker(
-            self._await_new_worker(announce=False),
-            name="worker restart",
-            group="restart",
-            exclusive=True,
-            exit_on_error=False,
-        )
-
-    async def _await_new_worker(self, announce: bool = True) -> None:
-        runner = self.runner
-        if runner is None:
-            return
-        old = (self.handshake or {}).get("pid")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + READY_TIMEOUT_S
-        # The client drops the old worker's handshake only once it has seen it exit.
-        while runner.worker_pid == old and loop.time() < deadline:
-            await asyncio.sleep(0.05)
-        handshake = await runner.wait_ready(timeout=max(1.0, deadline - loop.time()))
-        self._apply_handshake(handshake)
-        if announce:
-            self.notify(f"New worker ready (pid {handshake.get('pid')}).", title="Worker")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place our own background tasks' failures become visible."""
@@ -388,15 +257,6 @@ class GpuLabApp(App[None]):
             timeout=QUIT_CONFIRM_S,
         )
         return True
-
-    async def shutdown_runner(self, grace_s: float = 2.0) -> None:
-        """Stop the workers; `grace_s`: the worker's time to leave before it is killed."""
-        self._quitting = True  # what fails from here on is the shutdown, not news
-        runner, self.runner = self.runner, None
-        if runner is None:
-            return
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(runner.shutdown(grace_s=grace_s), SHUTDOWN_TIMEOUT_S)
 
     async def on_unmount(self) -> None:
         await self.shutdown_runner()

@@ -21,8 +21,8 @@ from gpulab.doctor.probe import MARKER
 from gpulab.telemetry import nvml as codes
 
 PROBE_LIMIT_S = 120.0  # importing torch and CuPy cold, plus a CUDA context and one NVRTC compile
-# How long the lab waits for its worker (gpulab.app.app.READY_TIMEOUT_S; a test keeps them equal
-# without the doctor importing textual).
+# How long the lab waits for its worker (gpulab.app.worker_link.READY_TIMEOUT_S; a test keeps
+# them equal without the doctor importing textual).
 WORKER_LIMIT_S = 180.0
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 # NVML failures that mean "no GPU here" (CPU mode) rather than "a GPU is here and broken".

@@ -1,11 +1,14 @@
-"""The experiment panel: pick, set parameters, run through the runner, watch, read results."""
+"""The experiment panel: pick, set parameters, run through the runner, watch, read results.
+
+This module holds the layout, the form and a run's life (submit, follow its events, finish,
+cancel) and the history; `experiment_display.py` draws the run on screen.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -27,7 +30,8 @@ from textual.widgets import (
 )
 
 from gpulab.app.gauge import gauge_call
-from gpulab.app.runs import RunState, row_key
+from gpulab.app.panes.experiment_display import COLUMNS, ExperimentDisplayMixin
+from gpulab.app.runs import RunState
 from gpulab.app.widgets.history import RunHistory, state_from_entry
 from gpulab.app.widgets.images import ImageView
 from gpulab.app.widgets.param_form import ParamForm, PickSelect
@@ -35,15 +39,16 @@ from gpulab.app.widgets.plots import ResultPlots
 from gpulab.app.widgets.race import RaceView
 from gpulab.core.params import ParamError
 from gpulab.experiments.registry import UnknownExperiment, all_experiments, get
-from gpulab.report import fmt_num, fmt_pct, fmt_time, row_notes
 from gpulab.runner import events as ev
 
-COLUMNS = ("contender", "size", "dtype", "time", "throughput", "% of peak", "verdict")
 FLUSH_S = 0.1  # redraw at most 10x a second however fast events arrive
 
 
-class ExperimentPanel(VerticalScroll, can_focus=False):
-    """Owns the runs of this session; the app gives it the runner and the chosen device."""
+class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
+    """Owns the runs of this session; the app gives it the runner and the chosen device.
+
+    How a run is drawn (progress, tabs, error box, headline) is `ExperimentDisplayMixin`'s.
+    """
 
     BINDINGS = [
         Binding("down", "field(1)", "Next field", show=False),
@@ -357,141 +362,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             self._flusher.stop()
             self._flusher = None
 
-    # ---- drawing ------------------------------------------------------------------------
-    def show_run(self, state: RunState | None) -> None:
-        self.shown = state
-        self._drawn_rows = -1
-        self._drawn_log = 0
-        self.query_one("#job-log", Log).clear()
-        self._dirty = True
-        self.flush()
-
-    def flush(self) -> None:
-        """Apply everything that arrived since the last flush in one redraw."""
-        if not self._dirty:
-            return
-        self._dirty = False
-        state = self.shown
-        bar = self.query_one("#progress", ProgressBar)
-        step = self.query_one("#step", Static)
-        self.query_one(RaceView).show(
-            state if state and state.experiment == self.experiment_id else None
-        )
-        if state is None:  # nothing shown: no tab keeps another run's figures
-            bar.update(progress=0)
-            step.update("")
-            self.query_one("#results", DataTable).clear()
-            self._drawn_rows = -1
-            self.query_one("#explanation", Static).update("Run an experiment to see what it shows.")
-            self.query_one("#open-lesson").display = False
-            self.query_one("#plot", ResultPlots).show([])
-            self.query_one("#images", ImageView).show([])
-            self.show_headline("")
-            return
-        bar.update(progress=round(state.fraction * 100, 1))
-        step.update(self._step_text(state))
-        self._draw_table(state)
-        self._draw_log(state)
-        self._draw_outcome(state)
-
-    def _step_text(self, state: RunState) -> str:
-        if state.status == ev.RESULT:
-            took = state.ended - state.started
-            return f"done in {took:.1f} s" if state.ended and took >= 0 else "done"
-        if state.status == ev.FAILED:
-            return "failed"
-        if state.status == ev.CANCELLED:
-            return "cancelled"
-        return state.message or state.status
-
-    def _draw_table(self, state: RunState) -> None:
-        version = len(state.rows) + (1000000 if state.result is not None else 0)
-        if version == self._drawn_rows:
-            return
-        self._drawn_rows = version
-        table = self.query_one("#results", DataTable)
-        table.clear()
-        for row in state.rows.values():
-            table.add_row(*self._cells(state, row), key=row_key(row))
-
-    @staticmethod
-    def _cells(state: RunState, row: dict[str, Any]) -> list[Any]:
-        thr = row.get("throughput")
-        verdict = state.verdict(row)
-        style = {"pass": "green", "FAIL": "bold red"}.get(verdict, "dim")
-        return [
-            row.get("contender", ""),
-            row.get("size", ""),
-            row.get("dtype", ""),
-            fmt_time(row.get("time_median_s")),
-            "-" if thr is None else f"{fmt_num(thr)} {row.get('unit', '')}",
-            fmt_pct(row),  # the CLI's spelling: n/a where no ceiling exists, - where unmeasured
-            Text(verdict, style=style),
-        ]
-
-    def _draw_log(self, state: RunState) -> None:
-        log = self.query_one("#job-log", Log)
-        if self._drawn_log > len(state.log):
-            log.clear()
-            self._drawn_log = 0
-        new = state.log[self._drawn_log :]
-        if new:
-            log.write_lines(new)
-            self._drawn_log = len(state.log)
-
-    def _draw_outcome(self, state: RunState) -> None:
-        box = self.query_one("#run-error-box")
-        final = state.final or {}
-        if state.status == ev.FAILED:
-            self.show_error(
-                str(final.get("kind", "error")),
-                str(final.get("message", "")),
-                bool(final.get("traceback")),
-            )
-        else:
-            box.display = False
-        result = state.result
-        explanation = self.query_one("#explanation", Static)
-        lesson_button = self.query_one("#open-lesson", Button)
-        plot_view = self.query_one("#plot", ResultPlots)
-        images = self.query_one("#images", ImageView)
-        self.show_headline((result or {}).get("headline") or "")
-        if not result:
-            explanation.update("The explanation appears when the run finishes.")
-            lesson_button.display = False
-            plot_view.show([])
-            images.show([])
-            return
-        lesson = result.get("lesson", "")
-        text = "What you just saw"
-        text += f" (lesson: {lesson})" if lesson else ""
-        text += ":\n" + (result.get("explanation") or "(no explanation given)")
-        unavailable = result.get("unavailable") or {}
-        if unavailable:
-            text += "\n\nDid not run here:\n" + "\n".join(
-                f"  {k}: {v}" for k, v in unavailable.items()
-            )
-        notes = row_notes(result)  # capped counts, noisy timings, a % over 100 and why
-        if notes:
-            text += "\n\nNotes on rows:\n" + "\n".join(notes)
-        explanation.update(text)
-        lesson_button.display = bool(lesson)
-        plot_view.show(result.get("series") or [])
-        images.show(result.get("artifacts") or [])
-        self.query_one("#unavailable", Static).update(
-            ("Unavailable here:\n  " + "\n  ".join(f"{k}: {v}" for k, v in unavailable.items()))
-            if unavailable
-            else ""
-        )
-
-    def show_error(self, kind: str, message: str, has_traceback: bool = False) -> None:
-        box = self.query_one("#run-error-box")
-        box.display = True
-        self.query_one("#run-error", Static).update(f"✗ {kind}: {message}")
-        self.query_one("#show-traceback", Button).display = has_traceback
-        if self.shown is None or self.shown.status != ev.FAILED:
-            self.app.notify(message, title=kind, severity="error", timeout=8)
-
+    # ---- the buttons under a run ---------------------------------------------------------
     @on(Button.Pressed, "#show-traceback")
     def _traceback(self, event: Button.Pressed) -> None:
         event.stop()
@@ -507,26 +378,6 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         opener = getattr(self.app, "open_lesson", None)
         if lesson and opener:
             opener(lesson)
-
-    def show_headline(self, text: str) -> None:
-        line = self.query_one("#headline", Static)
-        line.update(f"➜ {text}" if text else "")
-        line.display = bool(text)
-
-    def action_maximize_results(self) -> None:
-        """`m`: the tabs (race, results, explain with its plots and images) fill the screen;
-        escape, or `m` again, restores the layout."""
-        screen = self.screen
-        if screen.maximized is not None:
-            screen.minimize()
-            return
-        tabs = self.query_one("#exp-tabs", TabbedContent)
-        screen.maximize(tabs, container=False)
-        target = {"tab-explain": "#explain-scroll", "tab-results": "#results"}.get(
-            tabs.active or ""
-        )
-        if target:
-            self.query_one(target).focus()
 
     # ---- history ------------------------------------------------------------------------
     @on(OptionList.OptionSelected, "#history")

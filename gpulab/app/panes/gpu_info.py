@@ -10,6 +10,9 @@ Which GPU starts selected is the worker's: its CUDA device 0 (the default device
 matched to NVML's list by UUID, since CUDA_VISIBLE_DEVICES or CUDA's own ordering can make
 CUDA 0 any NVML index. A GPU the worker cannot see (its CUDA index reads N/A) cannot be
 selected: a person gets a one-line notification saying why, and the selection stays.
+
+This module is the widget: its state, the selection and when to repaint. The words and tables
+it shows are built by `gpu_tables.py`, the glance (bars and sparklines) by `gpu_glance.py`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import time
 from typing import Any
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -28,11 +30,21 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 
 from gpulab.app.panes.gpu_glance import History, glance, processes
+from gpulab.app.panes.gpu_tables import (
+    backends_table,
+    details_table,
+    gpu_prompt,
+    header,
+    live_table,
+    short_name,
+    snap_key,
+    versions_table,
+)
 from gpulab.app.panes.stale import WATCH_S, StaleWatch, marker
 from gpulab.telemetry.inventory import GpuInventory, SystemInventory
 from gpulab.telemetry.sampler import Frame, Sampler, Stale, shared_sampler
 from gpulab.telemetry.snapshot import GpuSnapshot
-from gpulab.telemetry.values import NA, card_memory, gib, nbytes
+from gpulab.telemetry.values import NA
 
 # Live figures (power, temperature...) repaint at most this often: every 2 s while idle, every
 # frame (2 Hz) while a job holds the sampler fast.
@@ -267,7 +279,7 @@ class GpuInfoPane(Vertical):
             # Its NVML index is not a CUDA index the worker could use: running "there" would
             # silently run on another GPU. Refuse, and say why.
             self.notify(
-                f"Cannot run on nvml:{g.nvml_index} {_short(g.name)}: {g.cuda_index.reason}",
+                f"Cannot run on nvml:{g.nvml_index} {short_name(g.name)}: {g.cuda_index.reason}",
                 title="GPU not selectable",
                 severity="warning",
             )
@@ -290,9 +302,11 @@ class GpuInfoPane(Vertical):
         if not inv.available or not inv.gpus:
             options.display = False
             self._status(status, Text(inv.reason or "NVML sees no GPU", style="bold yellow"))
-            self._set("gpu-details", ("cpu", self._worker_key()), lambda: self._cpu_details(inv))
+            self._set(
+                "gpu-details", ("cpu", self._worker_key()), lambda: backends_table(self.worker)
+            )
             self._set("gpu-live", "cpu", lambda: "")
-            self._set("gpu-versions", ("cpu", self._worker_key()), lambda: _versions(inv))
+            self._set("gpu-versions", ("cpu", self._worker_key()), lambda: versions_table(inv))
             return
         # Power and temperature wobble every frame on a real GPU: repainting them at 2 Hz was
         # most of the idle UI's cost, so only a change a person caused repaints at once.
@@ -309,7 +323,7 @@ class GpuInfoPane(Vertical):
         if static_key == self._static_key and now - self._live_at < period:
             return
         self._static_key, self._live_at = static_key, now
-        self._status(status, _header(inv))
+        self._status(status, header(inv))
         options.display = True
         prompts = [self._prompt(g) for g in inv.gpus]
         if len(prompts) != len(self._prompts):
@@ -325,10 +339,10 @@ class GpuInfoPane(Vertical):
         self._prompts = prompts
         g = inv.gpu(self.highlighted_nvml) or inv.gpus[0]
         snap = self.frame.snapshot(g.nvml_index) if self.frame else None
-        self._set("gpu-details", g, lambda: _details(g))
-        self._set("gpu-live", snap and _snap_key(snap), lambda: _live(snap))
+        self._set("gpu-details", g, lambda: details_table(g))
+        self._set("gpu-live", snap and snap_key(snap), lambda: live_table(snap))
         self._draw_glance(g, snap)
-        self._set("gpu-versions", (id(inv), self._worker_key()), lambda: _versions(inv))
+        self._set("gpu-versions", (id(inv), self._worker_key()), lambda: versions_table(inv))
 
     def _draw_glance(self, g: GpuInventory, snap: GpuSnapshot | None) -> None:
         history = self.histories.setdefault(g.nvml_index, History())
@@ -336,7 +350,7 @@ class GpuInfoPane(Vertical):
             history.add(snap, g.power_limit_w)
         width = max(30, self.size.width or 38)
         tall = self.app.size.height >= 30  # a tall screen: sparklines (MainScreen's -tall)
-        key = (snap and _snap_key(snap), width, tall, len(history.points["util"]))
+        key = (snap and snap_key(snap), width, tall, len(history.points["util"]))
         self._set("gpu-glance", key, lambda: glance(snap, g.power_limit_w, history, width, tall))
         pid = (self.worker or {}).get("pid")
         self._set("gpu-procs", (key, pid), lambda: processes(snap, pid, width))
@@ -375,202 +389,4 @@ class GpuInfoPane(Vertical):
 
     def _prompt(self, g: GpuInventory) -> str:
         snap = self.frame.snapshot(g.nvml_index) if self.frame else None
-        mark = "▶" if g.nvml_index == self.selected_nvml else " "
-        name = _short(g.name)
-        cuda = f"cuda:{g.cuda_index}" if isinstance(g.cuda_index, int) else f"nvml:{g.nvml_index}"
-        if snap is None:
-            return f"{mark} {cuda} {name}"
-        used, total = snap.memory_in_use, snap.memory_total
-        mem = (
-            "mem N/A"
-            if isinstance(used, NA) or isinstance(total, NA)
-            else f"{used / 2**30:.1f}/{card_memory(total)}"
-        )
-        util = "N/A" if isinstance(snap.gpu_util, NA) else f"{snap.gpu_util}%"
-        temp = "N/A" if isinstance(snap.temperature_c, NA) else f"{snap.temperature_c}°C"
-        return f"{mark} {cuda} {name}  {mem}  {util}  {temp}"
-
-    def _cpu_details(self, inv: SystemInventory) -> Table:
-        t = _table()
-        backends = ((self.worker or {}).get("inventory") or {}).get("backends") or {}
-        if not backends:
-            t.add_row("Worker", Text("not ready yet: backends appear when it reports", "dim"))
-        for name, b in backends.items():
-            state = (
-                Text(f"yes {b.get('version', '')}", "green")
-                if b.get("available")
-                else Text(f"no: {b.get('reason', '')}", "dim")
-            )
-            t.add_row(name, state)
-        return t
-
-
-def _short(name: Any) -> str:
-    if isinstance(name, NA):
-        return "N/A (GPU unreadable)"
-    return str(name).replace("NVIDIA ", "")
-
-
-def _header(inv: SystemInventory) -> Text:
-    drv = "N/A" if isinstance(inv.driver_version, NA) else inv.driver_version
-    cuda = "N/A" if isinstance(inv.cuda_driver_version, NA) else inv.cuda_driver_version
-    n = len(inv.gpus)
-    return Text(f"{n} GPU{'s' if n != 1 else ''} · driver {drv} · CUDA {cuda} (driver)")
-
-
-def _snap_key(s: GpuSnapshot) -> Any:
-    return tuple(str(v) for k, v in vars(s).items() if k != "t")
-
-
-def _table() -> Table:
-    t = Table.grid(padding=(0, 1))
-    t.add_column(style="bold", no_wrap=True, width=11)  # fixed: three tables line up
-    t.add_column(overflow="fold")
-    return t
-
-
-def _v(value: Any, render: Any = str) -> Text:
-    if isinstance(value, NA):
-        return Text(f"N/A ({value.reason})", style="dim")
-    return Text(render(value))
-
-
-def _join(*parts: Text, sep: str = " · ") -> Text:
-    """Parts side by side; an N/A whose reason was just given reads plain N/A."""
-    out = Text()
-    said: set[str] = set()
-    for i, p in enumerate(parts):
-        if i:
-            out.append(sep)
-        if p.plain.startswith("N/A (") and p.plain in said:
-            out.append("N/A", style="dim")
-            continue
-        said.add(p.plain)
-        out.append_text(p)
-    return out
-
-
-def _details(g: GpuInventory) -> Table:
-    t = _table()
-    if isinstance(g.name, NA) and isinstance(g.uuid, NA) and g.name == g.uuid:
-        # Nothing about this GPU can be read (lost): say it once, not once per field.
-        t.add_row("GPU", Text(f"N/A ({g.name.reason})", style="bold red"))
-        t.add_row("Index", _join(Text(f"NVML {g.nvml_index}"), _v(g.cuda_index, "CUDA {}".format)))
-        return t
-    t.add_row(
-        "GPU", _join(_v(g.name), _v(g.architecture), _v(g.compute_capability, "cc {}".format))
-    )
-    t.add_row("UUID", _v(g.uuid))
-    t.add_row(
-        "Index",
-        _join(Text(f"NVML {g.nvml_index}"), _v(g.cuda_index, "CUDA {}".format)),
-    )
-    t.add_row("SMs", _v(g.sm_count))
-    t.add_row("L2", _v(g.l2_cache, nbytes))
-    t.add_row(
-        "Memory",
-        _join(
-            _v(g.memory_total, lambda t: card_memory(t, g.cuda_memory_total)),
-            _v(g.bus_width_bits, "{}-bit bus".format),
-            _v(g.memory_bandwidth, lambda b: f"{b / 1e12:.2f} TB/s peak"),
-        ),
-    )
-    t.add_row(
-        "Max clocks",
-        _join(
-            _v(g.max_sm_clock_mhz, "SM {} MHz".format), _v(g.max_mem_clock_mhz, "mem {} MHz".format)
-        ),
-    )
-    t.add_row(
-        "PCIe max",
-        _join(
-            _v(g.pcie_max_gen, "gen {}".format),
-            _v(g.pcie_max_width, "x{}".format),
-            _v(g.pcie_bandwidth, lambda b: f"{b / 1e9:.0f} GB/s each way"),
-        ),
-    )
-    t.add_row("Power limit", _v(g.power_limit_w, "{:.0f} W".format))
-    mig = _v(g.mig_mode)
-    if isinstance(g.mig_instances, list) and g.mig_instances:
-        mig.append(f" · {len(g.mig_instances)} instances: ")
-        mig.append(
-            ", ".join(f"{i['slot']}: {_v(i['memory_total'], gib).plain}" for i in g.mig_instances)
-        )
-    t.add_row("MIG", mig)
-    return t
-
-
-def _live(s: GpuSnapshot | None) -> Table:
-    t = _table()
-    if s is None:
-        t.add_row("Live", Text("waiting for a sample", "dim"))
-        return t
-    if all(
-        isinstance(v, NA) for k, v in vars(s).items() if k not in ("nvml_index", "t", "pid_note")
-    ):
-        t.add_row("Live", _v(s.memory_total))  # lost or unreadable: the reason once
-        return t
-    used = _v(s.memory_in_use, gib)
-    used.append(" in use of ")
-    used.append_text(_v(s.memory_total, gib))
-    t.add_row("Used", _join(used, _v(s.memory_reserved, lambda r: f"driver reserved {nbytes(r)}")))
-    t.add_row("Util", _join(_v(s.gpu_util, "GPU {}%".format), _v(s.mem_util, "memory {}%".format)))
-    t.add_row(
-        "Clocks",
-        _join(_v(s.sm_clock_mhz, "SM {} MHz".format), _v(s.mem_clock_mhz, "mem {} MHz".format)),
-    )
-    t.add_row("Held by", _v(s.throttle, ", ".join))
-    t.add_row(
-        "Power",
-        _join(_v(s.power_w, "{:.0f} W".format), _v(s.temperature_c, "{} °C".format)),
-    )
-    t.add_row(
-        "PCIe now",
-        _join(
-            _v(s.pcie_gen, "gen {}".format),
-            _v(s.pcie_width, "x{}".format),
-            _v(s.pcie_tx, lambda b: f"tx {b / 1e6:.1f} MB/s"),
-            _v(s.pcie_rx, lambda b: f"rx {b / 1e6:.1f} MB/s"),
-        ),
-    )
-    if isinstance(s.processes, NA):
-        t.add_row("Processes", _v(s.processes))
-    elif not s.processes:
-        t.add_row("Processes", Text("none", "dim"))
-    else:
-        for i, p in enumerate(s.processes):
-            name = "" if isinstance(p.name, NA) else f" {p.name}"
-            row = Text(f"{p.pid}{name} ({p.kind}) ")
-            row.append_text(_v(p.used_memory, nbytes))
-            t.add_row("Processes" if i == 0 else "", row)
-        if s.pid_note is not None:
-            t.add_row("", Text(s.pid_note.reason, "dim"))
-    return t
-
-
-def _versions(inv: SystemInventory) -> Table:
-    t = _table()
-    if inv.available:
-        t.add_row(
-            "Driver",
-            _join(
-                _v(inv.driver_version),
-                _v(inv.cuda_driver_version, "CUDA {}".format),
-                _v(inv.nvml_version, "NVML {}".format),
-            ),
-        )
-    w = inv.worker_versions
-    binding = f"nvidia-ml-py {inv.binding_version}" if inv.binding_version else "nvidia-ml-py N/A"
-    if not w:
-        t.add_row("Worker", Text(f"not ready yet · UI {binding}", "dim"))
-        return t
-    parts = [
-        f"torch {w['torch']}" if "torch" in w else "torch N/A (not installed in the worker)",
-        f"CUDA runtime {w['torch_cuda_runtime']}"
-        if w.get("torch_cuda_runtime")
-        else "CUDA runtime N/A (CPU-only torch)",
-        f"CuPy {w['cupy']}" if "cupy" in w else "CuPy N/A (not installed)",
-        f"nvidia-ml-py {w['nvidia-ml-py']}" if "nvidia-ml-py" in w else binding,
-    ]
-    t.add_row("Worker", Text(" · ".join(parts)))
-    return t
+        return gpu_prompt(g, snap, g.nvml_index == self.selected_nvml)

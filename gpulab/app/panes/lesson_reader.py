@@ -1,0 +1,249 @@
+"""The lessons pane's reading side: one lesson's text, its figures, marks and link buttons.
+
+`LessonReaderMixin` is a mixin of `LessonsPane` (`lessons.py`); the pane owns the widgets, the
+keys and the events, this part shows a lesson: its text with this GPU's measured figures filled
+in, the marks line above it, the run and practise buttons below it, and when it counts as read.
+Separate from the tree (`lesson_tree.py`), which lists the lessons.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from textual.await_complete import AwaitComplete
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Button, Markdown, Static
+
+from gpulab.app.panes.lesson_exercises import ExerciseButton
+from gpulab.app.panes.lesson_tree import TICK
+from gpulab.lessons.catalog import Catalog, ExerciseLink, ExperimentLink, Lesson
+from gpulab.lessons.measured import Measured
+from gpulab.store import Store
+
+if TYPE_CHECKING:
+    from textual.widget import Widget
+
+    _Pane = Widget
+else:
+    _Pane = object
+
+
+class RunLink(Button):
+    """A lesson's `experiment:` link as a button; it carries its link (and no id)."""
+
+    def __init__(self, link: ExperimentLink) -> None:
+        super().__init__(
+            Content(f"▶ {link.text} (opens it with these values; then Enter runs)"),
+            compact=True,
+            classes="run-link",
+        )
+        self.link = link
+
+
+class LessonReaderMixin(_Pane):
+    """Shows the open lesson in `#lesson-reader`; the pane sets these attributes."""
+
+    catalog: Catalog
+    store: Store
+    current: str | None
+    LessonOpened: Any  # the pane's message: a lesson was opened
+    _inventory: Any
+    _measured_fixed: Measured | None
+    _links: list[ExperimentLink]
+    _shown_values: dict[str, Any] | None
+    _run_widgets: list[Widget]
+    _read_armed: str | None
+
+    if TYPE_CHECKING:  # the tree's (`LessonTreeMixin`); a real stub would shadow it
+
+        def _refresh_marks(self) -> None: ...
+
+    def set_inventory(self, inventory: Any) -> None:
+        """What the GPU is (the worker's Inventory dict), for the lesson's measured figures.
+
+        Optional: without it the pane asks the app for its handshake and the GPU info pane
+        for its NVML inventory each time a lesson opens.
+        """
+        self._inventory = inventory
+        if self.current is not None:
+            self._show_lesson(self.catalog.get(self.current))
+
+    def measured(self) -> Measured:
+        if self._measured_fixed is not None:
+            return self._measured_fixed
+        app: Any = self.app
+        inventory = self._inventory
+        if inventory is None:
+            inventory = (getattr(app, "handshake", None) or {}).get("inventory")
+        telemetry = None
+        for pane in self.screen.query("#gpu-info"):
+            telemetry = getattr(pane, "inventory", None)
+        device = getattr(app, "device", None)
+        if device is None:
+            device = getattr(app, "device_index", 0)
+        return Measured.collect(
+            inventory,
+            telemetry=telemetry,
+            device_index=int(device or 0),
+            runs=self._finished_runs(),
+        )
+
+    def _finished_runs(self) -> list[Any]:
+        """Runs that may hold a figure (a bandwidth sweep's pageable rate), newest first.
+
+        This session's runs from the experiment panel, then the progress store's run history.
+        """
+        runs: list[Any] = []
+        for panel in self.screen.query("#experiments"):
+            runs.extend(reversed(list(getattr(panel, "runs", None) or [])))
+        with contextlib.suppress(Exception):  # a figure the lesson cannot show is no error
+            runs.extend(self.store.list_runs("bandwidth", limit=20))
+        return runs
+
+    def refresh_measured(self) -> AwaitComplete:
+        """Redraw the open lesson's text if the figures it shows have changed."""
+        if self.current is None or self.current not in self.catalog:
+            return AwaitComplete.nothing()
+        measured = self.measured()
+        if measured.values == self._shown_values:
+            return AwaitComplete.nothing()
+        lesson = self.catalog.get(self.current)
+        return self.query_one("#lesson-body", Markdown).update(self._markdown(lesson, measured))
+
+    def _markdown(self, lesson: Lesson, measured: Measured) -> str:
+        self._shown_values = dict(measured.values)
+        objectives = "\n".join(f"- {o}" for o in lesson.objectives)
+        return f"**You will be able to**\n\n{objectives}\n\n" + lesson.display_markdown(measured)
+
+    def open_lesson(self, lesson_id: str) -> AwaitComplete:
+        """Show `lesson_id` (the command palette and the app call this). It counts as read once
+        its end has been on screen (see `_check_read`)."""
+        if lesson_id not in self.catalog:
+            self.app.notify(f"There is no lesson '{lesson_id}'.", severity="warning")
+            return AwaitComplete.nothing()
+        lesson = self.catalog.get(lesson_id)
+        self.current = lesson_id
+        self._read_armed = None  # until the new text is laid out, the scroll size is the old one
+        self.add_class("-reading")
+        done = self._show_lesson(lesson)
+        self._refresh_marks()
+        self.query_one("#lesson-scroll", VerticalScroll).scroll_home(animate=False)
+        self.post_message(self.LessonOpened(lesson_id))
+
+        async def shown() -> None:
+            await done
+            self.call_after_refresh(self._arm_read, lesson_id)
+
+        return AwaitComplete(shown())
+
+    def _arm_read(self, lesson_id: str) -> None:
+        if self.current == lesson_id:
+            self._read_armed = lesson_id
+            self._check_read()
+
+    def _check_read(self) -> None:
+        """Mark the open lesson read when the bottom of its text is on screen."""
+        lesson_id = self._read_armed
+        if lesson_id is None or lesson_id != self.current:
+            return
+        if self.has_class("-narrow") and not self.has_class("-reading"):
+            return  # the list is shown, not the lesson
+        scroll = self.query_one("#lesson-scroll", VerticalScroll)
+        # The end of the lesson's text, not of the pane: the run and practise buttons below it
+        # are not reading.
+        text_end = self.query_one("#lesson-body", Markdown).virtual_region.bottom
+        seen_to = scroll.scroll_y + scroll.scrollable_content_region.height
+        if scroll.size.height == 0 or (
+            scroll.scroll_y < scroll.max_scroll_y - 1 and seen_to < text_end - 1
+        ):
+            return
+        self._read_armed = None
+        try:
+            self.store.mark_read(lesson_id)
+        except Exception as exc:  # noqa: BLE001 - a full disk must not stop the reading
+            self.app.notify(f"Could not save progress: {exc}", severity="warning")
+        self._refresh_marks()
+
+    def _show_marks(self, lesson: Lesson) -> None:
+        best = self.store.best_scores().get(lesson.id)
+        read = self.store.is_read(lesson.id)
+        position = self.catalog.lessons.index(lesson) + 1
+        parts = [f"Chapter {lesson.chapter}: {lesson.chapter_title}"]
+        parts.append(f"lesson {position} of {len(self.catalog)}")
+        if read:
+            parts.append(f"{TICK} read")
+        if best:
+            parts.append(f"quiz best {best.best_score}/{best.total}")
+        elif lesson.quiz:
+            parts.append(f"quiz: {len(lesson.quiz)} questions")
+        self.query_one("#lesson-marks", Static).update(Content(" · ".join(parts)))
+
+    def _show_lesson(self, lesson: Lesson) -> AwaitComplete:
+        self.query_one("#lesson-heading", Static).update(Content(lesson.title))
+        self._show_marks(lesson)
+        text = self._markdown(lesson, self.measured())
+        self._links = lesson.links()
+        links_done = self._replace_run_links(self._links, lesson.exercise_links())
+        catalog = self.catalog
+        self.query_one("#lesson-prev", Button).disabled = catalog.previous(lesson.id) is None
+        self.query_one("#lesson-next", Button).disabled = catalog.next(lesson.id) is None
+        quiz = self.query_one("#lesson-quiz", Button)
+        quiz.disabled = not lesson.quiz
+        quiz.label = f"Quiz ({len(lesson.quiz)})"
+        body_done = self.query_one("#lesson-body", Markdown).update(text)
+        return AwaitComplete(links_done, body_done)
+
+    def _replace_run_links(
+        self,
+        links: list[ExperimentLink],
+        exercises: list[ExerciseLink] = (),  # type: ignore[assignment]
+    ) -> AwaitComplete:
+        """The lesson's run buttons in place of the last lesson's.
+
+        The old widgets are removed in the background while the new ones mount, so the new
+        ones carry no ids (a fixed id would clash with the old widget still being removed: two
+        lessons in a row crashed the app) and each widget is removed exactly once, however
+        quickly lessons follow one another.
+        """
+        runs = self.query_one("#lesson-runs", Vertical)
+        old, self._run_widgets = self._run_widgets, []
+        if links:
+            self._run_widgets = [
+                Static(Content("Run this lesson's experiments:"), classes="runs-title"),
+                *(RunLink(link) for link in links),
+            ]
+        if exercises:
+            self._run_widgets += [
+                Static(Content("Practise it:"), classes="runs-title"),
+                *(ExerciseButton(link) for link in exercises),
+            ]
+        removed = runs.remove_children(old)
+        mounted = runs.mount_all(self._run_widgets) if self._run_widgets else None
+        return AwaitComplete(removed, *([mounted] if mounted is not None else []))
+
+    def run_links(self) -> list[RunLink]:
+        """The open lesson's run buttons (not the last lesson's, which may still be leaving)."""
+        return [w for w in self._run_widgets if isinstance(w, RunLink)]
+
+    def link_buttons(self) -> list[Button]:
+        """The run buttons, then the practise (exercise) buttons: what up/down moves through."""
+        return [w for w in self._run_widgets if isinstance(w, RunLink | ExerciseButton)]
+
+    def _show_overview(self) -> None:
+        """Before a lesson is chosen: where the learner stands, without marking anything read."""
+        self.query_one("#lesson-heading", Static).update(Content("Syllabus"))
+        read = self.store.read_marks()
+        best = self.store.best_scores()
+        done = sum(1 for le in self.catalog if le.id in read)
+        self.query_one("#lesson-marks", Static).update(
+            Content(f"{done} of {len(self.catalog)} lessons read · {len(best)} quizzes taken")
+        )
+        lines = ["Pick a lesson from the tree (enter opens it), or filter with `/`.", ""]
+        following = next((le for le in self.catalog if le.id not in read), None)
+        if following is not None:
+            lines.append(f"Next up: **{following.title}** (chapter {following.chapter}).")
+        for button in ("#lesson-prev", "#lesson-next", "#lesson-quiz"):
+            self.query_one(button, Button).disabled = True
+        self.query_one("#lesson-body", Markdown).update("\n".join(lines))
