@@ -18,12 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-try:
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+from gpulab.core.front_matter import FormatError, read_front_matter
 
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 # More exercise folders (a contributor's work in progress, tests): a path list like PATH.
@@ -45,18 +40,12 @@ _KEYS = {
     "time_limit",
     "summary",
 }
-_FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
 _FOLDER = re.compile(r"^(\d{2,3})-([a-z0-9][a-z0-9-]*)$")
 _EXPECT = re.compile(r"^#\s*expect:\s*(.+?)\s*$")
 
 
-class ExerciseFormatError(ValueError):
+class ExerciseFormatError(FormatError):
     """An exercise folder that does not follow the format; str() names the file and the problem."""
-
-    def __init__(self, source: str | Path, problem: str) -> None:
-        self.source = str(source)
-        self.problem = problem
-        super().__init__(f"{source}: {problem}")
 
 
 class UnknownExercise(KeyError):
@@ -307,27 +296,14 @@ def load_exercise(folder: Path) -> Exercise:
 
 def _front_matter(path: Path) -> tuple[Mapping[str, Any], str]:
     try:
-        text = path.read_text(encoding="utf-8").lstrip("\ufeff")
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ExerciseFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
-    match = _FRONT.match(text)
-    if not match:
-        raise ExerciseFormatError(path, "no front matter: the file must start with a '---' line")
-    try:
-        meta = yaml.load(match.group(1), Loader=_Loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 2})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ExerciseFormatError(
-            path, f"front matter is not valid YAML{line}: {problem}"
-        ) from None
-    if not isinstance(meta, Mapping):
-        raise ExerciseFormatError(path, "front matter must be a mapping of keys to values")
-    body = text[match.end() :].strip()
+    front = read_front_matter(text, path, ExerciseFormatError)
+    body = front.body.strip()
     if not body:
         raise ExerciseFormatError(path, "no statement after the front matter")
-    return meta, body
+    return front.meta, body
 
 
 def _validate(meta: Mapping[str, Any], src: Path) -> dict[str, Any]:
