@@ -277,7 +277,7 @@ def _m(contender, pct=None, note="", **extra):
 
 
 def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
-    from gpulab import bench
+    from gpulab import bench, bench_targets
 
     rows = [
         _m("torch", 20.0, "one call at a time", regime="single calls"),
@@ -291,7 +291,7 @@ def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
         _m("torch-cpu", None, "noisy: the slowest run took 250x", noisy=True),
     ]
     runs = [_bench_run(rows)]
-    over = bench.over_ceiling(runs)
+    over = bench_targets.over_ceiling(runs)
     assert [o["contender"] for o in over] == ["torch back-to-back"]
     assert over[0]["reason"] == "within the 5%"
     report = {
@@ -316,7 +316,7 @@ def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
 
 
 def test_the_report_holds_the_final_ceilings(monkeypatch, tmp_path):
-    from gpulab import bench
+    from gpulab import bench, bench_targets
 
     first = {
         "key": "k",
@@ -333,7 +333,7 @@ def test_the_report_holds_the_final_ceilings(monkeypatch, tmp_path):
         d2h_pinned_gbs=54.98,
         matmul_tflops={"fp16": 700.0},
     )
-    assert bench.ceilings_changed(first, final.to_dict()) == {
+    assert bench_targets.ceilings_changed(first, final.to_dict()) == {
         "d2h_pinned_gbs": {"was": 38.41, "now": 54.98}
     }
 
