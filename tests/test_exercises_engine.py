@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from gpulab.exercises import api
-from gpulab.exercises.catalog import ExerciseFormatError, UnknownExercise, load_catalog
+from gpulab.exercises.catalog import UnknownExercise, load_catalog
 from gpulab.exercises.grader import run_check
 from gpulab.exercises.progress import FAILING, NOT_STARTED, PASSING, Progress
+from gpulab.exercises.schema import ExerciseFormatError
 from gpulab.exercises.workspace import Workspace
 from gpulab.store import Store
 
