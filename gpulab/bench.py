@@ -29,6 +29,15 @@ from typing import Any
 
 from gpulab import __version__
 from gpulab.bench_markdown import markdown
+from gpulab.bench_targets import (
+    MATMUL_CMP,
+    blur_targets,
+    ceilings_changed,
+    contender_rows,
+    montecarlo_targets,
+    over_ceiling,
+    syllabus_comparisons,
+)
 
 MC_RECIPE_SAMPLES = (100_000_000, 1_000_000_000)
 
@@ -89,99 +98,16 @@ def _run_one(exp_id: str, params: dict[str, Any], inventory: Any, quick: bool) -
     return entry
 
 
-def _rows(entry: dict[str, Any], contender: str) -> list[dict[str, Any]]:
-    return [
-        m for m in entry.get("result", {}).get("measurements", []) if m["contender"] == contender
-    ]
-
-
-def _cmp(name: str, target: str, value: float | None, goal: float, higher: bool = True, **kw: Any):
-    if value is None:
-        return {"name": name, "target": target, "status": "not run", **kw}
-    passed = value >= goal if higher else value <= goal
-    return {
-        "name": name,
-        "target": target,
-        "value": value,
-        "goal": goal,
-        "ratio": value / goal if goal else None,
-        "status": "pass" if passed else "miss",
-        **kw,
-    }
-
-
 def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: bool) -> list[dict]:
     out: list[dict[str, Any]] = []
     mc = [r for r in runs if r["experiment"] == "montecarlo" and r["status"] == "result"]
     if mc:
-        biggest = max(mc, key=lambda r: r["result"]["summary"].get("samples", 0))
-        fused = _rows(biggest, "cupy-fused")
-        torch_rows = _rows(biggest, "torch")
-        f = fused[0]["throughput"] if fused else None
-        t = torch_rows[0]["throughput"] if torch_rows else None
-        out.append(
-            _cmp(
-                "montecarlo: cupy-fused G samples/s", ">= 600", f, 600.0, samples=biggest["params"]
-            )
-        )
-        out.append(
-            _cmp(
-                "montecarlo: cupy-fused / torch recipe",
-                ">= 10x",
-                f / t if f and t else None,
-                10.0,
-                fused_gs=f,
-                torch_gs=t,
-            )
-        )
-        for who in ("cupy-fused", "torch"):
-            mem = {
-                r["result"]["summary"]["samples"]: _rows(r, who)[0]["extra"].get("device_bytes")
-                for r in mc
-                if _rows(r, who)
-            }
-            vals = [v for v in mem.values() if v is not None]
-            flat = None if len(vals) < 2 else max(vals) / max(1, min(vals))
-            out.append(
-                _cmp(
-                    f"montecarlo: {who} device memory, largest / smallest samples",
-                    "<= 1.0x (flat)",
-                    flat,
-                    1.0,
-                    higher=False,
-                    bytes_by_samples={str(k): v for k, v in mem.items()},
-                )
-            )
+        out += montecarlo_targets(mc)
     if mc and inventory.available("torch-cuda") and not quick:
         out += montecarlo_vs_recipe(mc)
     bl = [r for r in runs if r["experiment"] == "blur" and r["status"] == "result"]
     if bl:
-        s = bl[0]["result"]["summary"]
-        out.append(
-            _cmp(
-                "blur: our kernel speedup over torch conv2d",
-                ">= 3x",
-                s.get("kernel_vs_torch"),
-                3.0,
-                times_ms=s.get("times_ms"),
-                size=s.get("size"),
-            )
-        )
-        ours = _rows(bl[0], "cupy-kernel")
-        frac = None
-        if ours and peaks is not None and peaks.copy_gbs and not peaks.cpu:
-            frac = ours[0]["throughput"] / peaks.copy_gbs
-        out.append(
-            _cmp(
-                "blur: our kernel GB/s / device copy GB/s",
-                ">= 0.5",
-                frac,
-                0.5,
-                kernel_gbs=ours[0]["throughput"] if ours else None,
-                copy_gbs=None if peaks is None else peaks.copy_gbs,
-                bytes="image read once + written once",
-            )
-        )
+        out += blur_targets(bl, peaks)
     out += syllabus_comparisons(runs)
     from gpulab.bench_claims import claims_comparisons
 
@@ -189,7 +115,7 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
     mm = [r for r in runs if r["experiment"] == "matmul" and r["status"] == "result"]
     row = None
     for r in mm:
-        for m in _rows(r, "torch"):
+        for m in contender_rows(r, "torch"):
             if m["dtype"] == "bf16" and m["size"] == "8192":
                 row = m
     if row is not None and inventory.available("torch-cuda") and not quick:
@@ -201,54 +127,15 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
     return out
 
 
-def finished(runs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """(experiment id, summary) of each run that produced a result."""
-    return [
-        (r["experiment"], r["result"].get("summary", {})) for r in runs if r["status"] == "result"
-    ]
-
-
-def syllabus_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Issue 7's targets, each a ratio of two contenders timed in the same experiment run."""
-    out: list[dict[str, Any]] = []
-    for exp, s in finished(runs):
-        if exp == "reduction" and "ours_vs_torch_sum" in s:
-            out.append(
-                _cmp(
-                    "reduction: our kernel GB/s / torch.sum GB/s",
-                    ">= 0.8",
-                    s["ours_vs_torch_sum"],
-                    0.8,
-                    gbs=s.get("gbs"),
-                    n=s.get("n"),
-                )
-            )
-        if exp == "bandwidth":
-            for d, what in (("h2d", "host to device"), ("d2h", "device to host")):
-                key = f"{d}_pinned_vs_runtime"
-                if key in s:
-                    out.append(
-                        _cmp(
-                            f"bandwidth: pinned {what} GB/s / plain cudaMemcpyAsync GB/s",
-                            ">= 0.9",
-                            s[key],
-                            0.9,
-                            largest_size_gbs=s.get("largest_size_gbs"),
-                        )
-                    )
-    return out
-
-
-MATMUL_CMP = "matmul: gpulab torch bf16 n=8192 vs torch.utils.benchmark.Timer"
-
-
 def montecarlo_vs_recipe(mc_runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The torch contender against the tutorials' recipe, warm, at MC_RECIPE_SAMPLES; each with
     the experiment's own torch row at that count (when the bench ran one) as context."""
     from gpulab.experiments.montecarlo_torch import torch_vs_recipe
 
     rows = {
-        r["result"]["summary"].get("samples"): _rows(r, "torch") for r in mc_runs if "result" in r
+        r["result"]["summary"].get("samples"): contender_rows(r, "torch")
+        for r in mc_runs
+        if "result" in r
     }
     out = []
     for samples in MC_RECIPE_SAMPLES:
@@ -267,42 +154,6 @@ def montecarlo_vs_recipe(mc_runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             cmp["experiment_row_gs"] = row[0]["throughput"]
         out.append(cmp)
     return out
-
-
-def over_ceiling(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every row above 100% of its ceiling, with its stated reason ('' when it has none)."""
-    out = []
-    for r in runs:
-        for m in r.get("result", {}).get("measurements", []):
-            pct = m.get("percent_of_peak")
-            if pct is not None and pct > 100.0:
-                out.append(
-                    {
-                        "experiment": r["experiment"],
-                        "contender": m["contender"],
-                        "size": m["size"],
-                        "dtype": m.get("dtype", ""),
-                        "percent_of_peak": pct,
-                        "reason": m.get("extra", {}).get("ceiling_note", ""),
-                    }
-                )
-    return out
-
-
-def ceilings_changed(first: dict[str, Any], final: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """Figures that differ between two calibrations (to_dict form): {figure: {was, now}}."""
-
-    def flat(p: dict[str, Any]) -> dict[str, float]:
-        out = {k: p.get(k) for k in ("copy_gbs", "h2d_pinned_gbs", "d2h_pinned_gbs")}
-        out.update({f"matmul:{d}": v for d, v in (p.get("matmul_tflops") or {}).items()})
-        return {k: float(v) for k, v in out.items() if v}
-
-    a, b = flat(first), flat(final)
-    return {
-        k: {"was": a[k], "now": b[k]}
-        for k in sorted(set(a) & set(b))
-        if abs(a[k] - b[k]) > 1e-9 * max(abs(b[k]), 1.0)
-    }
 
 
 def matmul_vs_timer(
@@ -336,7 +187,9 @@ def matmul_vs_timer(
     for i in range(max(1, rounds)):
         sys.stderr.write(f"  matmul comparison, round {i + 1} of {rounds}\n")
         entry = _run_one("matmul", params, inventory, quick)
-        got = [m for m in _rows(entry, "torch") if m["dtype"] == dtype and m["size"] == str(n)]
+        got = [
+            m for m in contender_rows(entry, "torch") if m["dtype"] == dtype and m["size"] == str(n)
+        ]
         if entry["status"] != "result" or not got or not got[0].get("throughput"):
             why = entry.get("failure", {}).get("message") or "no torch row in the result"
             return {"name": name, "target": "within 5%", "status": "not run", "reason": why}

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.bench_targets import finished, judge
+
 
 def claims_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from gpulab.bench import _cmp, finished
-
     out: list[dict[str, Any]] = []
     for exp, s in finished(runs):
         if exp == "cold-start" and s.get("device") == "gpu":
             out.append(
-                _cmp(
+                judge(
                     "cold-start: fresh process to first result / warm median",
                     ">= 100x",
                     s.get("fresh_total_over_warm"),
@@ -35,7 +35,7 @@ def claims_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 gbs.get(k) for k in ("device", "managed-first-touch", "managed-prefetched")
             )
             out.append(
-                _cmp(
+                judge(
                     "managed-memory: plain device GB/s / first-touch GB/s",
                     ">= 2x",
                     dev / first if dev and first else None,
@@ -44,7 +44,7 @@ def claims_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 )
             )
             out.append(
-                _cmp(
+                judge(
                     "managed-memory: prefetched GB/s / plain device GB/s",
                     ">= 0.8",
                     pre / dev if pre and dev else None,
@@ -56,7 +56,7 @@ def claims_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ceiling = s.get("fp32_cuda_core_ceiling_tflops")
         if exp == "profiler" and s.get("dtype") == "bf16":
             out.append(
-                _cmp(
+                judge(
                     "profiler bf16: matmul TFLOP/s / fp32 CUDA-core ceiling",
                     ">= 1.15 (tensor cores)",
                     probe["tflops"] / ceiling if probe.get("tflops") and ceiling else None,
@@ -67,7 +67,7 @@ def claims_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             )
         if exp == "dtypes" and s.get("device") == "gpu":
             out.append(
-                _cmp(
+                judge(
                     "dtypes: fp8 (e4m3, scaled) / bf16 matmul TFLOP/s",
                     ">= 1.3x",
                     s.get("fp8_over_bf16"),

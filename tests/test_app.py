@@ -14,13 +14,13 @@ from textual.binding import Binding
 from textual.widgets import Button, DataTable, Input, OptionList, Static, TextArea
 
 from gpulab.app import GpuLabApp
-from gpulab.app.fake_runner import FakeRunner, frozen
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.panes.lessons import LessonsPane
 from gpulab.app.screens.help import HelpScreen
 from gpulab.app.screens.traceback import TracebackScreen
 from gpulab.runner import events as ev
-from gpulab.telemetry.fake import fake_sampler, worker_inventory
+from gpulab.testing.fake_nvml import fake_sampler, worker_inventory
+from gpulab.testing.fake_runner import FakeRunner, frozen
 
 SIZES = [(80, 24), (160, 48)]
 PANES = ("gpu-info", "lessons", "exercises", "experiments", "memory-gauge")

@@ -10,13 +10,13 @@ from __future__ import annotations
 from textual.widgets.text_area import Selection
 
 from gpulab.app import GpuLabApp
-from gpulab.app.fake_runner import FakeRunner
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.panes.exercises import ExercisesPane
 from gpulab.app.screens.exercise_dialogs import ConfirmReset, SolutionScreen
 from gpulab.exercises.catalog import load_catalog
 from gpulab.exercises.progress import Progress
 from gpulab.exercises.workspace import Workspace
+from gpulab.testing.fake_runner import FakeRunner
 from tests.test_app import ready, wait_for
 
 FIX = "torch.add(a, b, out=out)"

@@ -326,7 +326,7 @@ async def _panes_ready(pilot: Any) -> None:
 
 def _full_app() -> Any:
     from gpulab.app import GpuLabApp
-    from gpulab.app.fake_runner import FakeRunner
+    from gpulab.testing.fake_runner import FakeRunner
 
     return GpuLabApp(runner_factory=lambda **kw: FakeRunner(**kw))
 
@@ -573,10 +573,10 @@ def test_inline_code_rules():
 async def test_a_bandwidth_run_fills_the_transfers_lesson(tmp_path, monkeypatch):
     """The pageable H2D figure in lesson 10 comes from a finished bandwidth run, shown when
     the learner comes back to the lesson; before that the lesson says how to measure it."""
-    from gpulab.app.fake_runner import FakeRunner, frozen
     from gpulab.app.panes.experiments import ExperimentPanel
     from gpulab.experiments.bandwidth_report import summary
     from gpulab.runner import events as ev
+    from gpulab.testing.fake_runner import FakeRunner, frozen
 
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "data"))
 

@@ -12,10 +12,10 @@ from typing import Any
 from textual.widgets import Input, Tree
 
 from gpulab.app import GpuLabApp
-from gpulab.app.fake_runner import FakeRunner
 from gpulab.app.panes.lesson_reader import RunLink
 from gpulab.app.panes.lessons import LessonsPane
 from gpulab.lessons.catalog import default_catalog
+from gpulab.testing.fake_runner import FakeRunner
 
 CATALOG = default_catalog()
 

@@ -10,10 +10,10 @@ import pytest
 from test_monkey import type_fast
 
 from gpulab.app import GpuLabApp
-from gpulab.app.fake_runner import FakeRunner
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.screens.help import HelpScreen
 from gpulab.app.screens.quiz import QuizScreen
+from gpulab.testing.fake_runner import FakeRunner
 
 
 def _app() -> GpuLabApp:

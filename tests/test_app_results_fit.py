@@ -12,7 +12,6 @@ from PIL import Image
 from rich.console import Console
 
 from gpulab.app import GpuLabApp
-from gpulab.app.fake_runner import FakeRunner
 from gpulab.app.panes.gpu_glance import History, glance, processes, sparkline
 from gpulab.app.runs import RunState
 from gpulab.app.widgets.images import ImageView
@@ -21,6 +20,7 @@ from gpulab.app.widgets.race import RaceView, abbreviate
 from gpulab.render.plot import tick_label
 from gpulab.telemetry.snapshot import GpuSnapshot, ProcessInfo
 from gpulab.telemetry.values import NA
+from gpulab.testing.fake_runner import FakeRunner
 
 
 def text_of(renderable, width: int = 100) -> str:

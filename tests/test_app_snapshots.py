@@ -12,8 +12,8 @@ import time
 import pytest
 
 from gpulab.app import GpuLabApp
-from gpulab.app.fake_runner import FakeRunner
-from gpulab.telemetry.fake import fake_sampler
+from gpulab.testing.fake_nvml import fake_sampler
+from gpulab.testing.fake_runner import FakeRunner
 
 
 def frozen_app() -> GpuLabApp:

@@ -161,7 +161,7 @@ def test_a_terminal_that_stalls_then_closes_mid_run(terminal):
 def test_a_crash_in_the_app_exits_non_zero(monkeypatch, capsys):
     """`gpulab` (cli._tui) returns the app's failure status and says so in one line."""
     import gpulab.app
-    from gpulab.app.fake_runner import FakeRunner
+    from gpulab.testing.fake_runner import FakeRunner
 
     class Crashing(gpulab.app.GpuLabApp):
         def __init__(self, **kw):
@@ -181,7 +181,7 @@ def test_a_crash_in_the_app_exits_non_zero(monkeypatch, capsys):
 
 def test_a_normal_quit_exits_zero(monkeypatch, capsys):
     import gpulab.app
-    from gpulab.app.fake_runner import FakeRunner
+    from gpulab.testing.fake_runner import FakeRunner
 
     class Quitting(gpulab.app.GpuLabApp):
         def __init__(self, **kw):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gpulab import bench
+from gpulab import bench, bench_targets
 from gpulab.core.schema import tag
 
 
@@ -106,7 +106,7 @@ def test_syllabus_comparisons_judge_reduction_and_pinned_copies():
         },
         {"experiment": "bandwidth", "status": "failed", "failure": {}},
     ]
-    by = {c["name"]: c for c in bench.syllabus_comparisons(runs)}
+    by = {c["name"]: c for c in bench_targets.syllabus_comparisons(runs)}
     red = by["reduction: our kernel GB/s / torch.sum GB/s"]
     assert (red["status"], red["value"]) == ("miss", 0.75)
     h2d = by["bandwidth: pinned host to device GB/s / plain cudaMemcpyAsync GB/s"]
@@ -116,7 +116,7 @@ def test_syllabus_comparisons_judge_reduction_and_pinned_copies():
     from gpulab.core.devices import Inventory
 
     names = [c["name"] for c in bench.comparisons(runs, None, Inventory(), quick=False)]
-    assert sorted(names) == sorted(by) and bench.MATMUL_CMP not in names
+    assert sorted(names) == sorted(by) and bench_targets.MATMUL_CMP not in names
 
 
 def test_a_killed_bench_keeps_the_runs_it_finished(tmp_path, monkeypatch):
@@ -172,7 +172,7 @@ def test_matmul_comparison_interleaves_rounds_and_compares_medians(monkeypatch):
     monkeypatch.setattr(mm, "benchmark_timer_tflops", fake_timer)
     c = bench.matmul_vs_timer(object())
     assert order == ["gpulab", "timer"] * 3
-    assert c["name"] == bench.MATMUL_CMP
+    assert c["name"] == bench_targets.MATMUL_CMP
     assert c["gpulab_tflops"] == 650.0 and c["benchmark_timer_tflops"] == 660.0
     assert abs(c["ratio"] - 650 / 660) < 1e-12 and c["status"] == "pass"
     assert [r["gpulab_tflops"] for r in c["rounds"]] == [600.0, 700.0, 650.0]
@@ -203,7 +203,7 @@ def test_matmul_comparison_on_the_gpu():
     from gpulab.core.devices import detect
 
     c = bench.matmul_vs_timer(detect(), rounds=2, quick=True, min_run_time=0.2)
-    assert c["name"] == bench.MATMUL_CMP and c["status"] in ("pass", "miss"), c
+    assert c["name"] == bench_targets.MATMUL_CMP and c["status"] in ("pass", "miss"), c
     assert len(c["rounds"]) == 2
     for r in c["rounds"]:
         assert r["gpulab_tflops"] > 0 and r["benchmark_timer_tflops"] > 0

@@ -18,9 +18,9 @@ from gpulab.app.runs import RunState
 from gpulab.bench import markdown
 from gpulab.lessons.measured import Measured
 from gpulab.report import HEADERS, measurement_rows
-from gpulab.telemetry.fake import MiB, worker_inventory
 from gpulab.telemetry.report import info_lines
 from gpulab.telemetry.sampler import TelemetryReader
+from gpulab.testing.fake_nvml import MiB, worker_inventory
 
 CARD, CUDA = "79.6 GiB", "79.1 GiB"
 RESERVE_NOTE = f"(CUDA gets {CUDA}: 536 MiB is the driver's reserve)"

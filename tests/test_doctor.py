@@ -12,8 +12,8 @@ from gpulab.cli import main
 from gpulab.core.schema import tag
 from gpulab.doctor import checks as ck
 from gpulab.doctor import gather, probe
-from gpulab.telemetry.fake import FakeNvml
 from gpulab.testing.doctor import healthy
+from gpulab.testing.fake_nvml import FakeNvml
 
 
 def verdicts(facts: dict) -> dict[str, ck.Check]:

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from gpulab.exercises import api
-from gpulab.exercises.catalog import ExerciseFormatError, UnknownExercise, load_catalog
+from gpulab.exercises.catalog import UnknownExercise, load_catalog
 from gpulab.exercises.grader import run_check
 from gpulab.exercises.progress import FAILING, NOT_STARTED, PASSING, Progress
+from gpulab.exercises.schema import ExerciseFormatError
 from gpulab.exercises.workspace import Workspace
 from gpulab.store import Store
 
@@ -403,8 +404,8 @@ def test_find_reads_one_folder_and_agrees_with_the_catalog(monkeypatch, cat):
 def test_gpu_state_reads_nvml_or_says_why_not(variant, has_temp, words):
     from gpulab.core.devices import DeviceInfo, Inventory
     from gpulab.exercises.grading import gpu_state
-    from gpulab.telemetry.fake import FakeNvml
     from gpulab.telemetry.nvml import NvmlSession
+    from gpulab.testing.fake_nvml import FakeNvml
 
     fake = FakeNvml(variant)
     inv = Inventory(devices=[DeviceInfo(index=0, name="fake", kind="cuda")])

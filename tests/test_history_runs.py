@@ -117,9 +117,9 @@ async def test_a_store_that_cannot_be_written_keeps_the_result_on_screen(monkeyp
 
 async def test_a_tui_run_keeps_the_clock_and_temperature_of_its_gpu():
     from gpulab.app import GpuLabApp
-    from gpulab.app.fake_runner import FakeRunner
     from gpulab.store import Store
-    from gpulab.telemetry.fake import fake_sampler, worker_inventory
+    from gpulab.testing.fake_nvml import fake_sampler, worker_inventory
+    from gpulab.testing.fake_runner import FakeRunner
 
     sampler, fake = fake_sampler("two-gpus", manual=True)
     fake.gpus[0].clocks, fake.gpus[0].temp = (1755, 2619), 61  # cuda:0 runs the job

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpulab.core import calibration_cpu, judging
 from gpulab.core import peaks as pk
 from gpulab.core import timing as tm
 from gpulab.core.results import Result, RunRecord
@@ -106,15 +107,15 @@ def _row(gbs: float, peaks: pk.Peaks, note: str = "") -> object:
 def test_a_row_over_100_within_5_percent_says_why():
     p = _peaks(100.0)
     m = _row(102.0, p, note="mine")
-    pk.settle(m)
+    judging.settle(m)
     assert m.percent_of_peak == pytest.approx(102.0)
     assert m.note.startswith("mine; 102% of the calibrated copy ceiling: within the 5%")
     assert m.extra["ceiling"] == 100.0 and m.extra["ceiling_figure"] == "copy"
     under = _row(99.0, p)
-    pk.settle(under)
+    judging.settle(under)
     assert under.note == "" and "ceiling_note" not in under.extra
     p.copy_gbs = 110.0  # re-measured higher: the row is no longer over, and its note goes
-    pk.settle(m)
+    judging.settle(m)
     assert m.note == "mine" and "ceiling_note" not in m.extra
 
 
@@ -122,13 +123,13 @@ def test_rows_are_rejudged_against_the_final_ceiling():
     # Issue 12: rows before a mid-run re-measure were judged against the old figure.
     p = _peaks(38.41)
     early, late = _row(54.0, p, note="early"), _row(53.0, p)
-    pk.settle(early)
+    judging.settle(early)
     assert early.percent_of_peak > 140 and "ceiling_note" in early.extra
     p.copy_gbs = 54.98  # re-measured between the two rows (the better figure kept)
-    pk.settle(late)
+    judging.settle(late)
     result = Result(record=RunRecord(experiment="bandwidth", params={}))
     result.measurements = [early, late]
-    changed = pk.rejudge(result)
+    changed = judging.rejudge(result)
     assert changed == {"copy": {"was": 38.41, "now": 54.98}}
     assert early.percent_of_peak == pytest.approx(100 * 54.0 / 54.98)
     assert early.note == "early"  # the old over-ceiling note is gone with the old figure
@@ -142,7 +143,7 @@ def test_finishing_a_run_rejudges_its_rows():
 
     p = _peaks(10.0)
     m = _row(9.0, p)
-    pk.settle(m)
+    judging.settle(m)
     p.copy_gbs = 18.0
     result = Result(record=RunRecord(experiment="x", params={}), measurements=[m])
     Experiment().finish(result)
@@ -277,7 +278,7 @@ def _m(contender, pct=None, note="", **extra):
 
 
 def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
-    from gpulab import bench
+    from gpulab import bench, bench_targets
 
     rows = [
         _m("torch", 20.0, "one call at a time", regime="single calls"),
@@ -291,7 +292,7 @@ def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
         _m("torch-cpu", None, "noisy: the slowest run took 250x", noisy=True),
     ]
     runs = [_bench_run(rows)]
-    over = bench.over_ceiling(runs)
+    over = bench_targets.over_ceiling(runs)
     assert [o["contender"] for o in over] == ["torch back-to-back"]
     assert over[0]["reason"] == "within the 5%"
     report = {
@@ -316,7 +317,7 @@ def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
 
 
 def test_the_report_holds_the_final_ceilings(monkeypatch, tmp_path):
-    from gpulab import bench
+    from gpulab import bench, bench_targets
 
     first = {
         "key": "k",
@@ -333,7 +334,7 @@ def test_the_report_holds_the_final_ceilings(monkeypatch, tmp_path):
         d2h_pinned_gbs=54.98,
         matmul_tflops={"fp16": 700.0},
     )
-    assert bench.ceilings_changed(first, final.to_dict()) == {
+    assert bench_targets.ceilings_changed(first, final.to_dict()) == {
         "d2h_pinned_gbs": {"was": 38.41, "now": 54.98}
     }
 
@@ -459,14 +460,14 @@ def test_a_sustained_matmul_row_stays_within_its_best_of_ceiling():
 def test_a_fast_cpu_has_its_matmul_ceiling_taken_at_4096_too(monkeypatch, best_s, n):
     # An H100 host's NumPy ran n=8192 at 110% of a ceiling measured at 2048 alone. The sizes
     # are scaled down here (2048 -> 64, 4096 -> 128): only the choice between them is tested.
-    monkeypatch.setattr(pk, "CPU_MATMUL_N", 64)
-    monkeypatch.setattr(pk, "CPU_MATMUL_MAX_N", 128)
+    monkeypatch.setattr(calibration_cpu, "CPU_MATMUL_N", 64)
+    monkeypatch.setattr(calibration_cpu, "CPU_MATMUL_MAX_N", 128)
 
     def fake_measure(self, fn, **kw):  # the products are not run: only their sizes matter
         return Timing(2 * best_s, best_s, 3 * best_s, 5, None, "perf_counter")
 
     monkeypatch.setattr(tm.Timer, "measure", fake_measure)
     p = pk.Peaks(key="fast-cpu", device="cpu", cpu=True)
-    pk._measure_cpu(p, ["matmul:fp32"], quick=False, ctx=None)
+    calibration_cpu.measure_cpu(p, ["matmul:fp32"], quick=False, ctx=None)
     assert p.detail["matmul:fp32"]["n"] == n
     assert p.matmul_tflops["fp32"] == pytest.approx(2 * n**3 / best_s / 1e12)

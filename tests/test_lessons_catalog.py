@@ -8,17 +8,11 @@ from pathlib import Path
 import pytest
 
 from gpulab.lessons import catalog as cat
-from gpulab.lessons.catalog import (
-    CHAPTER_LESSON_IDS,
-    CHAPTERS,
-    LessonFormatError,
-    load_catalog,
-    parse_experiment_href,
-    parse_lesson,
-    substitute_measured,
-    validate_link,
-)
+from gpulab.lessons import markup
+from gpulab.lessons.catalog import load_catalog, parse_lesson
+from gpulab.lessons.markup import parse_experiment_href, substitute_measured, validate_link
 from gpulab.lessons.measured import KEYS, Measured
+from gpulab.lessons.schema import CHAPTER_LESSON_IDS, CHAPTERS, LessonFormatError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lessons"
 CONTENT = Path(cat.__file__).parent / "content"
@@ -160,7 +154,7 @@ def test_measured_values_come_from_the_calibration_cache(tmp_path, monkeypatch):
 
 def test_measured_fallbacks_link_to_valid_experiments():
     """Every fallback that tells the learner to run something links to it, and the link works."""
-    from gpulab.lessons.catalog import extract_links
+    from gpulab.lessons.markup import extract_links
     from gpulab.lessons.measured import fallback
 
     for key in KEYS:
@@ -508,7 +502,7 @@ def test_measured_placeholders_use_known_keys(content):
         for key in lesson.measured_keys():
             assert key in KEYS, f"{lesson.source}: unknown measured key '{key}'"
         shown = lesson.display_markdown(Measured({}))
-        left = cat.MEASURED.findall(cat._without_code(shown))
+        left = markup.MEASURED.findall(markup._without_code(shown))
         assert not left, f"{lesson.source}: placeholders left unfilled: {left}"
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.lessons.catalog import CodeBlock, load_catalog
+from gpulab.lessons.catalog import load_catalog
+from gpulab.lessons.markup import CodeBlock
 
 TIMEOUT_S = 120  # generous for 2 CI cores importing torch; the blocks themselves take seconds
 FIXTURES = Path(__file__).parent / "fixtures" / "lessons"

@@ -15,7 +15,7 @@ from textual.widgets import OptionList
 
 from gpulab.app.panes.gpu_info import GpuInfoPane
 from gpulab.app.panes.memory_gauge import MemoryGauge
-from gpulab.telemetry.fake import GiB, MiB, fake_sampler, worker_inventory
+from gpulab.testing.fake_nvml import GiB, MiB, fake_sampler, worker_inventory
 
 SIZE = (110, 32)
 

@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from gpulab.telemetry.fake import VARIANTS, FakeNvml, GiB, MiB, fake_sampler, worker_inventory
 from gpulab.telemetry.gauge import MemoryModel
 from gpulab.telemetry.inventory import arch_name, read_inventory
 from gpulab.telemetry.nvml import NvmlSession
@@ -16,6 +15,7 @@ from gpulab.telemetry.report import info_json, info_lines
 from gpulab.telemetry.sampler import MAX_INTERVAL, MIN_INTERVAL, Sampler, TelemetryReader
 from gpulab.telemetry.snapshot import decode_throttle, read_snapshot
 from gpulab.telemetry.values import NA
+from gpulab.testing.fake_nvml import VARIANTS, FakeNvml, GiB, MiB, fake_sampler, worker_inventory
 
 
 def _read(variant: str):

@@ -4,14 +4,15 @@ Datasheet figures are leads, not ceilings a program can reach, so gpulab measure
 a large device-to-device copy (GB/s, bytes read + bytes written), cuBLAS matrix products per
 dtype on random data (TFLOP/s, 2 n^3 flops), and pinned host<->device copies (GB/s), through
 torch when it has CUDA, else through CuPy (calibration_gpu.py). Without a GPU it calibrates the
-CPU instead: a NumPy memory copy (out of cache: 256 MiB each way) and NumPy matrix products.
+CPU instead (calibration_cpu.py): a NumPy memory copy (out of cache: 256 MiB each way) and
+NumPy matrix products.
 Every figure is the best of several runs, not a median: a device shares its cores, link and
 power budget with everything else running, so a median is a figure under load, not the ceiling.
 
-A row that beats a cached ceiling by more than 5% (`judge`, called for every row an experiment
-emits) has that figure re-measured once per process, and the better of the two figures kept:
-a ceiling measured under load, or a stale one, must not leave rows at 214% of "peak". A row
-still above the re-measured figure says so in its note.
+A row that beats a cached ceiling by more than 5% (`judge` in judging.py, called for every row
+an experiment emits) has that figure re-measured once per process (`remeasure`, here), and the
+better of the two figures kept: a ceiling measured under load, or a stale one, must not leave
+rows at 214% of "peak". A row still above the re-measured figure says so in its note.
 
 Results are cached as JSON under the data dir, one file per device key: a GPU's UUID plus the
 driver version (a new driver can change cuBLAS's kernels), or the host name plus the CPU model.
@@ -36,9 +37,6 @@ CPU_DTYPES = ("fp64", "fp32")
 CUPY_DTYPES = ("fp64", "fp32", "fp16")  # CuPy has no bf16, and its fp32 products use no TF32
 SCHEMA = 1
 OVER_CEILING = 1.05  # a row above 105% of its ceiling has the ceiling re-measured
-CPU_MATMUL_N = 2048  # the CPU matmul ceiling is the best of 2048 and, on a fast CPU, 4096
-CPU_MATMUL_MAX_N = 4096
-CPU_MATMUL_STEP_S = 0.2  # ... when one product at the larger size would take under this
 
 
 def data_dir() -> Path:
@@ -274,94 +272,22 @@ def remeasure(ctx: Any, peaks: Peaks, what: str) -> bool:
     return True
 
 
-def judge(ctx: Any, m: Any) -> None:
-    """Set row `m`'s % of peak from its ceiling's current figure (see `Ceiling`).
-
-    When the row beats the ceiling by more than OVER_CEILING, the ceiling is re-measured
-    (`remeasure`, once per figure and process) and the row judged again; a row still above it
-    keeps its honest percentage and says so in its note (`settle`).
-    """
-    ceiling = getattr(m, "_ceiling", None)
-    if not isinstance(ceiling, Ceiling) or not m.throughput:
-        return
-    live = peak_for(ceiling.peaks, ceiling.what)
-    if not live:
-        return
-    if 100.0 * m.throughput / live > 100.0 * OVER_CEILING and remeasure(
-        ctx, ceiling.peaks, ceiling.what
-    ):
-        m.extra["ceiling_remeasured"] = True
-    settle(m)
+def remeasured(peaks: Peaks, what: str) -> bool:
+    """Whether figure `what` of this calibration was re-measured, successfully, in this process."""
+    return bool(_REMEASURED.get((str(cache_path(peaks.key)), figure(what))))
 
 
-def settle(m: Any) -> bool:
-    """Judge row `m` against the current figure of its ceiling: its % of peak, the figure used
-    (`extra["ceiling"]`), and a note on any row above 100%. True when the figure differs from
-    the one the row was last judged against (a re-measure happened since)."""
-    ceiling = getattr(m, "_ceiling", None)
-    if not isinstance(ceiling, Ceiling) or not m.throughput:
-        return False
-    live = peak_for(ceiling.peaks, ceiling.what)
-    if not live:
-        return False
-    before = m.extra.get("ceiling")
-    changed = before is not None and abs(float(before) - float(live)) > 1e-9 * float(live)
-    pct = 100.0 * m.throughput / live
-    m.percent_of_peak = pct
-    m.extra["ceiling"] = float(live)
-    m.extra["ceiling_figure"] = ceiling.what
-    old_note = m.extra.pop("ceiling_note", "")
-    if old_note:  # judged before against another figure: that note no longer holds
-        m.note = m.note.replace(f"; {old_note}", "").replace(old_note, "")
-    why = _over_note(pct, ceiling)
-    if why:
-        m.extra["ceiling_note"] = why
-        m.note = f"{m.note}; {why}" if m.note else why
-    return changed
+_JUDGING = ("judge", "settle", "rejudge")
 
 
-def _over_note(pct: float, ceiling: Ceiling) -> str:
-    """Why a row is above 100% of its ceiling ('' when it is not)."""
-    if pct <= 100.0:
-        return ""
-    if pct <= 100.0 * OVER_CEILING:
-        return (
-            f"{pct:.0f}% of the calibrated {ceiling.what} ceiling: within the 5% that two "
-            "measurements of the same figure differ by (clocks, the link, the load); a ceiling "
-            "is re-measured only when a row beats it by more"
-        )
-    done = _REMEASURED.get((str(cache_path(ceiling.peaks.key)), ceiling.what))
-    how = (
-        "even after re-measuring it: this row's workload beats the calibration's own"
-        if done
-        else "and it could not be re-measured: re-calibrate (gpulab run calibrate)"
-    )
-    return f"{pct:.0f}% of the calibrated {ceiling.what} ceiling {how}"
+def __getattr__(name: str) -> Any:
+    # Judging rows lives in judging.py, which imports this module; the experiments ask for it
+    # here (`from gpulab.core.peaks import judge`), so it is handed over on first use.
+    if name in _JUDGING:
+        from gpulab.core import judging
 
-
-def rejudge(result: Any) -> dict[str, dict[str, float]]:
-    """Judge every row of a finished run again against its ceiling's final figure (one
-    denominator per table), and record in the result which figures were re-measured during the
-    run: {figure: {"was": first figure the run used, "now": final}}."""
-    changed: dict[str, dict[str, float]] = {}
-    for m in result.measurements:
-        before = m.extra.get("ceiling")
-        if settle(m) and before is not None:
-            fig = m.extra["ceiling_figure"]
-            entry = changed.setdefault(fig, {"was": float(before), "now": m.extra["ceiling"]})
-            entry["was"] = min(entry["was"], float(before))
-            m.extra["rejudged"] = True
-    if changed:
-        result.summary["ceilings_remeasured"] = changed
-        figs = ", ".join(
-            f"{f} {v['was']:.4g} -> {v['now']:.4g}" for f, v in sorted(changed.items())
-        )
-        text = (
-            f" A ceiling was re-measured during this run ({figs}): every row was judged "
-            "again against the final figure, so one figure is the denominator of each table."
-        )
-        result.explanation = (result.explanation or "") + text
-    return changed
+        return getattr(judging, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 SUSTAINED_MIN_CALL_S = 5e-4
@@ -399,58 +325,9 @@ def _log(ctx: Any, message: str) -> None:
 
 
 def _measure_cpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None:
-    import numpy as np
+    from gpulab.core.calibration_cpu import measure_cpu
 
-    from gpulab.core.timing import Timer
-
-    # The best of several runs: the ceiling is what this CPU can do, not what it did while
-    # sharing its cores (a median under load left NumPy rows at 214% of "peak").
-    timer = Timer(warmup=1, repeats=5 if quick else 10, budget_s=0.3 if quick else 1.5, min_runs=5)
-    timer.cancel_check = getattr(ctx, "check_cancelled", None) or timer.cancel_check  # issue 12
-    rng = np.random.default_rng(0)
-    if "copy" in todo:
-        n = (8 if quick else 256) * 2**20 // 4
-        src = np.empty(n, dtype=np.float32)
-        dst = np.empty_like(src)
-        for i in range(0, n, 1 << 21):  # 2M at a time, a cancel taken between (issue 12)
-            timer.cancel_check()
-            rng.random(out=src[i : i + (1 << 21)], dtype=np.float32)
-            dst[i : i + (1 << 21)] = 0.0  # its pages faulted in here, not in the first copy
-        t = timer.measure(lambda: np.copyto(dst, src), cold=False)
-        peaks.copy_gbs = 2 * src.nbytes / t.min_s / 1e9
-        peaks.detail["copy"] = {
-            "bytes": 2 * src.nbytes,
-            "counted": "read + written",
-            "statistic": f"best of {t.runs} runs",
-            "min_s": t.min_s,
-            "median_s": t.median_s,
-        }
-        _log(ctx, f"CPU memory copy: {peaks.copy_gbs:.1f} GB/s")
-    for dtype in CPU_DTYPES:
-        if f"matmul:{dtype}" not in todo:
-            continue
-        npd = np.float64 if dtype == "fp64" else np.float32
-        first = n = 256 if quick else CPU_MATMUL_N
-        while True:
-            a = rng.standard_normal((n, n)).astype(npd)
-            b = rng.standard_normal((n, n)).astype(npd)
-            t = timer.measure(lambda a=a, b=b: a @ b, cold=False)
-            tflops = 2 * n**3 / t.min_s / 1e12
-            if tflops > peaks.matmul_tflops.get(dtype, 0.0) or n == first:
-                peaks.matmul_tflops[dtype] = tflops
-                peaks.detail[f"matmul:{dtype}"] = {
-                    "n": n,
-                    "library": f"NumPy {np.__version__}",
-                    "statistic": f"best of {t.runs} runs",
-                    "min_s": t.min_s,
-                    "median_s": t.median_s,
-                }
-            # A fast CPU's BLAS is still climbing at 2048 (an H100 host's NumPy ran 8192 at
-            # 110% of a 2048 calibration): take 4096 too when it costs well under a second.
-            if quick or n >= CPU_MATMUL_MAX_N or t.min_s * 8 > CPU_MATMUL_STEP_S:
-                break
-            n *= 2
-        _log(ctx, f"NumPy matmul {dtype}: {peaks.matmul_tflops[dtype] * 1e3:.1f} GFLOP/s")
+    measure_cpu(peaks, todo, quick=quick, ctx=ctx)
 
 
 def _measure_gpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None:

@@ -77,20 +77,20 @@ async def _run(quick: bool, device: int) -> dict[str, Any]:
 
 
 def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
-    from gpulab.bench import _cmp
+    from gpulab.bench_targets import judge
 
     ran = [e for e in part["exercises"] if "skipped" not in e]
     if not ran:
         return []
     wrongs = [w for e in ran for w in e["wrong"]]
     out = [
-        _cmp(
+        judge(
             "exercises: reference solutions pass",
             f"all {len(ran)}",
             float(sum(e["passed"] for e in ran)),
             float(len(ran)),
         ),
-        _cmp(
+        judge(
             "exercises: known-wrong solutions rejected with their message",
             f"all {len(wrongs)}",
             float(sum(w["rejected"] and w["message_ok"] for w in wrongs)),
@@ -102,7 +102,7 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
             e for e in ran if e["grade"] in ("silver", "gold") or e["metric"] in (None, "none")
         ]
         out.append(
-            _cmp(
+            judge(
                 "exercises: reference grade silver or better",
                 f"all {len(ran)}",
                 float(len(silver)),
@@ -112,7 +112,7 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
     kernels = [e for e in ran if "cupy" in e.get("needs", [])] or ran
     which = "kernel exercises" if kernels is not ran else "exercises"
     out.append(
-        _cmp(
+        judge(
             f"exercises: first check, worst of the {which} (s)",
             f"<= {FIRST_CHECK_S} s",
             max(e["first_check_s"] for e in kernels),
@@ -121,7 +121,7 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
         )
     )
     out.append(
-        _cmp(
+        judge(
             f"exercises: repeat check, worst of the {which} (s)",
             f"<= {REPEAT_CHECK_S} s",
             max(e["repeat_check_s"] for e in kernels),
@@ -130,7 +130,7 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
         )
     )
     out.append(
-        _cmp(
+        judge(
             "exercises: repeat check, median over all (s)",
             f"<= {REPEAT_CHECK_S} s",
             statistics.median(e["repeat_check_s"] for e in ran),

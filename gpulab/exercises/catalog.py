@@ -18,45 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-try:
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+from gpulab.core.front_matter import read_front_matter
+from gpulab.exercises.schema import DEFAULT_TIME_LIMIT_S, ExerciseFormatError, validate_meta
 
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 # More exercise folders (a contributor's work in progress, tests): a path list like PATH.
 EXTRA_ENV = "GPULAB_EXERCISES_PATH"
-NEEDS = ("cpu", "gpu", "cupy")
-METRICS = ("GB/s", "TFLOP/s", "none")
-GRADES = ("bronze", "silver", "gold")
-DEFAULT_TIME_LIMIT_S = 60.0
 REQUIRED_CHECK_NAMES = ("ENTRY", "cases", "expected", "run")
-_KEYS = {
-    "id",
-    "title",
-    "order",
-    "lesson",
-    "needs",
-    "metric",
-    "grades",
-    "hints",
-    "time_limit",
-    "summary",
-}
-_FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
 _FOLDER = re.compile(r"^(\d{2,3})-([a-z0-9][a-z0-9-]*)$")
 _EXPECT = re.compile(r"^#\s*expect:\s*(.+?)\s*$")
-
-
-class ExerciseFormatError(ValueError):
-    """An exercise folder that does not follow the format; str() names the file and the problem."""
-
-    def __init__(self, source: str | Path, problem: str) -> None:
-        self.source = str(source)
-        self.problem = problem
-        super().__init__(f"{source}: {problem}")
 
 
 class UnknownExercise(KeyError):
@@ -278,7 +248,7 @@ def load_exercise(folder: Path) -> Exercise:
         raise ExerciseFormatError(folder, "an exercise folder is named NN-id, e.g. 01-vector-add")
     md = folder / "exercise.md"
     meta, statement = _front_matter(md)
-    fields = _validate(meta, md)
+    fields = validate_meta(meta, md)
     if fields["id"] != m.group(2):
         raise ExerciseFormatError(md, f"id '{fields['id']}' differs from the folder's '{m[2]}'")
     if fields["order"] != int(m.group(1)):
@@ -307,99 +277,14 @@ def load_exercise(folder: Path) -> Exercise:
 
 def _front_matter(path: Path) -> tuple[Mapping[str, Any], str]:
     try:
-        text = path.read_text(encoding="utf-8").lstrip("\ufeff")
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ExerciseFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
-    match = _FRONT.match(text)
-    if not match:
-        raise ExerciseFormatError(path, "no front matter: the file must start with a '---' line")
-    try:
-        meta = yaml.load(match.group(1), Loader=_Loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 2})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ExerciseFormatError(
-            path, f"front matter is not valid YAML{line}: {problem}"
-        ) from None
-    if not isinstance(meta, Mapping):
-        raise ExerciseFormatError(path, "front matter must be a mapping of keys to values")
-    body = text[match.end() :].strip()
+    front = read_front_matter(text, path, ExerciseFormatError)
+    body = front.body.strip()
     if not body:
         raise ExerciseFormatError(path, "no statement after the front matter")
-    return meta, body
-
-
-def _validate(meta: Mapping[str, Any], src: Path) -> dict[str, Any]:
-    def fail(problem: str) -> ExerciseFormatError:
-        return ExerciseFormatError(src, problem)
-
-    unknown = sorted(str(k) for k in meta if k not in _KEYS)
-    if unknown:
-        raise fail(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_KEYS))}")
-    for key in ("id", "title", "order", "lesson", "needs", "metric", "hints"):
-        if key not in meta:
-            raise fail(f"missing key '{key}'")
-    ex_id, title, lesson = meta["id"], meta["title"], meta["lesson"]
-    if not isinstance(ex_id, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", ex_id):
-        raise fail(f"id {ex_id!r} must be lower-case letters, digits and dashes")
-    for key, value in (("title", title), ("lesson", lesson)):
-        if not isinstance(value, str) or not value.strip():
-            raise fail(f"{key} must be non-empty text")
-    order = meta["order"]
-    if not isinstance(order, int) or isinstance(order, bool) or not 1 <= order <= 999:
-        raise fail(f"order {order!r} must be a whole number from 1 to 999")
-    needs_raw = meta["needs"]
-    needs = (needs_raw,) if isinstance(needs_raw, str) else needs_raw
-    if not isinstance(needs, list | tuple) or not needs or any(n not in NEEDS for n in needs):
-        raise fail(f"needs {needs_raw!r} must be one of {', '.join(NEEDS)} (or a list of them)")
-    metric = meta["metric"]
-    if metric not in METRICS:
-        raise fail(f"metric {metric!r} must be one of {', '.join(METRICS)}")
-    grades = _grades(meta.get("grades"), metric, fail)
-    hints = meta["hints"]
-    if (
-        not isinstance(hints, list)
-        or not hints
-        or not all(isinstance(h, str) and h.strip() for h in hints)
-    ):
-        raise fail("hints must be a non-empty list of text")
-    limit = meta.get("time_limit", DEFAULT_TIME_LIMIT_S)
-    if not isinstance(limit, int | float) or isinstance(limit, bool) or not 1 <= limit <= 600:
-        raise fail(f"time_limit {limit!r} must be seconds from 1 to 600")
-    summary = meta.get("summary", "")
-    if not isinstance(summary, str):
-        raise fail("summary must be text")
-    return {
-        "id": ex_id,
-        "title": title.strip(),
-        "order": order,
-        "lesson": lesson.strip(),
-        "needs": tuple(dict.fromkeys(needs)),
-        "metric": metric,
-        "grades": grades,
-        "hints": tuple(h.strip() for h in hints),
-        "time_limit": float(limit),
-        "summary": summary.strip(),
-    }
-
-
-def _grades(raw: Any, metric: str, fail: Any) -> dict[str, float]:
-    if raw is None:
-        if metric != "none":
-            raise fail(f"metric {metric} needs grades: {{bronze, silver, gold}} as fractions")
-        return {}
-    if not isinstance(raw, Mapping) or sorted(raw) != sorted(GRADES):
-        raise fail("grades must be {bronze, silver, gold}, fractions of this device's ceiling")
-    values = []
-    for g in GRADES:
-        v = raw[g]
-        if not isinstance(v, int | float) or isinstance(v, bool) or not 0 < v <= 2:
-            raise fail(f"grades.{g} {v!r} must be a fraction of the ceiling above 0 (e.g. 0.5)")
-        values.append(float(v))
-    if not values[0] <= values[1] <= values[2]:
-        raise fail("grades must rise: bronze <= silver <= gold")
-    return dict(zip(GRADES, values, strict=True))
+    return front.meta, body
 
 
 def _parse(path: Path) -> ast.Module:

@@ -80,7 +80,8 @@ class BadInput(Exception):
 
 
 def main(args: argparse.Namespace) -> int:
-    from gpulab.exercises.catalog import ExerciseFormatError, UnknownExercise
+    from gpulab.exercises.catalog import UnknownExercise
+    from gpulab.exercises.schema import ExerciseFormatError
     from gpulab.exercises.workspace import WorkspaceError
     from gpulab.store import StoreError
 

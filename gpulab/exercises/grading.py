@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab.exercises import api
-from gpulab.exercises.catalog import GRADES, Exercise
+from gpulab.exercises.catalog import Exercise
+from gpulab.exercises.schema import GRADES
 
 IMPLAUSIBLE = 1.5  # a figure this far above the device's own ceiling earns no grade
 

@@ -8,6 +8,8 @@ no CUDA context (so no GPU memory), until an `activate` command; then it creates
 says hello like any worker. A killed worker is so replaced in a fraction of a second, not the
 seconds an import of torch takes.
 A reader thread takes commands while a job runs, so a cancel sets the cooperative flag at once.
+The CUDA context's life is in worker_cuda.py, the process's plumbing (parent death, forked
+children, captured output) in worker_process.py.
 
 Why it exits when it does:
 - EOF on the command pipe (the client closed it, or the client process died): exit at once.
@@ -21,11 +23,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import faulthandler
 import gc
 import importlib
-import io
 import os
 import queue
 import signal
@@ -36,79 +36,11 @@ from typing import Any
 
 from gpulab.runner import events as ev
 from gpulab.runner.protocol import PROTOCOL, FrameWriter, read_frame
+from gpulab.runner.worker_cuda import cuda_broken, init_cuda, primary_context_active, release_memory
+from gpulab.runner.worker_process import LineStream, close_fds, die_with_parent, host_rss
 
 EXIT_RETIRED = 3  # the worker left on purpose (dead CUDA context); the client replaces it
 MEMORY_INTERVAL_S = 0.25  # readings during a job: 4 per second
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Second guard after pipe EOF: the kernel kills us when the parent dies."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    # The parent may have died before prctl ran; then we were re-parented already.
-    if parent_pid and os.getppid() != parent_pid:
-        os._exit(0)
-
-
-def primary_context_active(device: int) -> bool | None:
-    """Whether this process holds a CUDA context on `device`, as the driver says (None: no driver).
-
-    A spare must hold none: a context costs GPU memory, and the spare is waiting, not working.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None
-    dev, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
-    try:
-        if cuda.cuInit(0) != 0 or cuda.cuDeviceGet(ctypes.byref(dev), device) != 0:
-            return None
-        if cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active)) != 0:
-            return None
-    except AttributeError:
-        return None
-    return bool(active.value)
-
-
-def host_rss() -> int | None:
-    """This process's resident memory, so the CPU fallback of a memory lesson has a number."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class _LineStream(io.TextIOBase):
-    """sys.stdout / sys.stderr during a job: each complete line becomes a `log` event of the job."""
-
-    def __init__(self, emit_line: Any, stream: str) -> None:
-        self._emit_line = emit_line
-        self._stream = stream
-        self._buf = ""
-        self._lock = threading.Lock()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        with self._lock:
-            self._buf += text
-            *lines, self._buf = self._buf.split("\n")
-        for line in lines:
-            self._emit_line(line, self._stream)
-        return len(text)
-
-    def flush(self) -> None:
-        with self._lock:
-            rest, self._buf = self._buf, ""
-        if rest:
-            self._emit_line(rest, self._stream)
 
 
 class Worker:
@@ -153,7 +85,7 @@ class Worker:
     def activate(self) -> None:
         """The CUDA context (the part that holds GPU memory), then the worker can say hello."""
         t0 = time.perf_counter()
-        self._init_cuda()
+        init_cuda(self.inventory, self.device_index)
         self._freeze()
         self.warm_timings["cuda_init_s"] = time.perf_counter() - t0
         self.warm_timings["total_s"] = sum(
@@ -180,25 +112,6 @@ class Worker:
         t0 = time.perf_counter()
         self.activation.wait()
         self.warm_timings["standby_wait_s"] = time.perf_counter() - t0
-
-    def _init_cuda(self) -> None:
-        """Create the CUDA context now, so the first job does not pay for it."""
-        inv = self.inventory
-        d = self.device_index
-        if d >= sum(1 for dev in inv.devices if dev.kind == "cuda"):
-            return  # no such GPU: each job on it fails with a message that says so (run_job)
-        if inv.available("torch-cuda"):
-            import torch
-
-            torch.cuda.set_device(d)
-            torch.zeros(1, device=f"cuda:{d}").add_(1)
-            torch.cuda.synchronize(d)
-        if inv.available("cupy"):
-            import cupy
-
-            cupy.cuda.Device(d).use()
-            cupy.zeros(1, dtype=cupy.float32).sum()
-            cupy.cuda.Device(d).synchronize()
 
     def hello(self) -> dict[str, Any]:
         return {
@@ -299,7 +212,7 @@ class Worker:
         def log_line(line: str, stream: str) -> None:
             self.send_event(ev.make(ev.LOG, job, line=line, stream=stream))
 
-        out, err = _LineStream(log_line, "stdout"), _LineStream(log_line, "stderr")
+        out, err = LineStream(log_line, "stdout"), LineStream(log_line, "stderr")
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err
         try:
@@ -332,11 +245,11 @@ class Worker:
         )
         retire = ""
         if final["type"] != ev.RESULT:
-            retire = self.cuda_broken(device)
+            retire = cuda_broken(self.inventory, device)
             if final.get("kind") == ev.KIND_ILLEGAL_ADDRESS and not retire:
                 retire = "an illegal address leaves the CUDA context unusable"
             if not retire:
-                self.release_memory()
+                release_memory()
         if sampler.ident is not None:  # the job ran: one reading at its end
             self.send_event(self.memory_event(job, device))
         self.current = ""
@@ -354,42 +267,6 @@ class Worker:
         while not stop.wait(MEMORY_INTERVAL_S):
             with contextlib.suppress(Exception):
                 self.send_event(self.memory_event(job, device))
-
-    # --- after a failure ------------------------------------------------------------------------
-    def cuda_broken(self, device: int) -> str:
-        """Why CUDA can no longer be used in this process, or "" when it still works."""
-        torch = sys.modules.get("torch")
-        if torch is not None and torch.cuda.is_initialized():
-            try:
-                torch.cuda.synchronize(device)
-            except Exception as exc:
-                return f"the CUDA context is dead: {str(exc).strip().splitlines()[0]}"
-        cupy = sys.modules.get("cupy")
-        if cupy is not None and self.inventory is not None and self.inventory.available("cupy"):
-            try:
-                cupy.cuda.Device(device).synchronize()
-            except Exception as exc:
-                return f"the CUDA context is dead: {str(exc).strip().splitlines()[0]}"
-        return ""
-
-    def release_memory(self) -> None:
-        """Give back what a failed job held (frames of its traceback, allocator caches)."""
-        gc.collect()
-        torch = sys.modules.get("torch")
-        if torch is not None and torch.cuda.is_initialized():
-            with contextlib.suppress(Exception):
-                torch.cuda.empty_cache()
-        cupy = sys.modules.get("cupy")
-        if cupy is not None:
-            with contextlib.suppress(Exception):
-                cupy.get_default_memory_pool().free_all_blocks()
-                cupy.get_default_pinned_memory_pool().free_all_blocks()
-
-
-def _close_fds(*fds: int) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -416,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         os.set_inheritable(fd, False)  # subprocesses of experiments must not hold our pipes
     # A child an experiment forks (os.fork, multiprocessing's fork) copies every fd, inheritable
     # or not: it must not hold the pipes, or the client would not see EOF when this worker dies.
-    os.register_at_fork(after_in_child=lambda: _close_fds(cmd_fd, event_fd))
+    os.register_at_fork(after_in_child=lambda: close_fds(cmd_fd, event_fd))
     worker = Worker(FrameWriter(event_fd), args.device)
     threading.Thread(
         target=worker.read_commands, args=(cmd_fd,), name="commands", daemon=True

@@ -3,7 +3,8 @@
     from gpulab.telemetry import Sampler, shared_sampler
     unsubscribe = shared_sampler().subscribe(on_frame)   # on_frame(Frame) runs on the thread
 
-Every reading is a value or an `NA(reason)`; see values.py. Tests inject `telemetry.fake`.
+Every reading is a value or an `NA(reason)`; see values.py. Tests inject the fake NVML,
+`gpulab.testing.fake_nvml`.
 """
 
 from gpulab.telemetry.inventory import GpuInventory, SystemInventory, read_inventory

@@ -1,7 +1,7 @@
 """One NVML session: load the binding, initialise, and turn every failed call into an `NA`.
 
 The module object is injectable (`NvmlSession(nvml=fake)`), so tests drive the same code with
-`gpulab.telemetry.fake`. Errors are classified by their NVML return code (`exc.value`), which
+`gpulab.testing.fake_nvml`. Errors are classified by their NVML return code (`exc.value`), which
 the real `pynvml` errors and the fake's share, never by class identity.
 
 Calls the driver answered "not supported", "no permission" or "function not found" are

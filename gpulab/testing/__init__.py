@@ -1,1 +1,2 @@
-"""Test doubles and fixtures shared by the tests (the fake NVML is gpulab/telemetry/fake.py)."""
+"""Test doubles and fixtures shared by the tests: the fake NVML (fake_nvml), the fake runner
+(fake_runner), the CUDA emulator and fake CuPy, the doctor fixtures."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab.doctor import gather, probe
-from gpulab.telemetry.fake import FakeNvml
+from gpulab.testing.fake_nvml import FakeNvml
 
 
 def _step(detail: str = "ran") -> dict[str, Any]:

@@ -1,0 +1,179 @@
+"""What a lesson file's front matter must hold: the chapters, the keys, the quiz questions.
+
+Separate from the catalog because it is the lesson format's rulebook (every message a writer
+sees about a broken lesson header comes from here), while the catalog is about lessons once
+they are loaded. Strict on purpose: a quiz answer out of range or a chapter of 18 is a wrong
+lesson, not a cosmetic problem; every error names the file. Headless (no textual, no torch).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpulab.core.front_matter import FormatError
+
+CHAPTERS: dict[int, str] = {
+    1: "Why GPUs",
+    2: "Inside the GPU",
+    3: "The CUDA programming model",
+    4: "Checking your setup",
+    5: "CuPy, NumPy for GPUs",
+    6: "PyTorch on the GPU",
+    7: "Timing GPU code honestly",
+    8: "Parallel patterns",
+    9: "Memory management",
+    10: "Transfers",
+    11: "Data types and tensor cores",
+    12: "Performance regimes",
+    13: "Mixed precision training",
+    14: "Profiling",
+    15: "Many GPUs",
+    16: "Debugging",
+    17: "Applications",
+}
+
+# The first lesson of each chapter, by fixed id (other engineers and tests rely on these).
+CHAPTER_LESSON_IDS: tuple[str, ...] = (
+    "why-gpus",
+    "inside-the-gpu",
+    "cuda-programming-model",
+    "checking-your-setup",
+    "cupy-numpy-for-gpus",
+    "pytorch-on-the-gpu",
+    "timing-honestly",
+    "parallel-patterns",
+    "memory-management",
+    "transfers",
+    "dtypes-and-tensor-cores",
+    "performance-regimes",
+    "mixed-precision",
+    "profiling",
+    "many-gpus",
+    "debugging",
+    "applications",
+)
+
+_KEYS = ("id", "chapter", "order", "title", "objectives", "experiments", "quiz")
+_QUESTION_KEYS = ("q", "choices", "answer", "explain")
+_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+class LessonFormatError(FormatError):
+    """A lesson file that does not follow the format; str() names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Question:
+    q: str
+    choices: tuple[str, ...]
+    answer: int
+    explain: str
+
+    def is_correct(self, choice: int) -> bool:
+        return choice == self.answer
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "q": self.q,
+            "choices": list(self.choices),
+            "answer": self.answer,
+            "explain": self.explain,
+        }
+
+
+def validate_meta(meta: Mapping[str, Any], source: str) -> dict[str, Any]:
+    def fail(problem: str) -> LessonFormatError:
+        return LessonFormatError(source, problem)
+
+    unknown = [k for k in meta if k not in _KEYS]
+    if unknown:
+        raise fail(f"unknown key(s) {', '.join(map(str, unknown))}; allowed: {', '.join(_KEYS)}")
+    missing = [k for k in _KEYS if k not in meta]
+    if missing:
+        raise fail(f"missing key(s): {', '.join(missing)}")
+
+    lesson_id = meta["id"]
+    if not isinstance(lesson_id, str) or not _ID.match(lesson_id):
+        raise fail(f"id {lesson_id!r} must be lower-case words joined by '-'")
+    chapter = meta["chapter"]
+    if not _is_int(chapter) or chapter not in CHAPTERS:
+        raise fail(f"chapter {chapter!r} must be a whole number from 1 to {len(CHAPTERS)}")
+    order = meta["order"]
+    if not _is_int(order) or order < 0:
+        raise fail(f"order {order!r} must be a whole number >= 0")
+    title = meta["title"]
+    if not _nonempty_str(title):
+        raise fail("title must be non-empty text")
+    objectives = _str_list(meta["objectives"], "objectives", fail)
+    if not objectives:
+        raise fail("objectives must list at least one objective")
+    experiments = _str_list(meta["experiments"], "experiments", fail)
+    for exp_id in experiments:
+        if not _ID.match(exp_id):
+            raise fail(f"experiments: {exp_id!r} is not an experiment id")
+    quiz = meta["quiz"]
+    if not isinstance(quiz, list):
+        raise fail("quiz must be a list of questions")
+    questions = tuple(_question(item, i, fail) for i, item in enumerate(quiz, 1))
+    return {
+        "id": lesson_id,
+        "chapter": chapter,
+        "order": order,
+        "title": title.strip(),
+        "objectives": objectives,
+        "experiments": experiments,
+        "quiz": questions,
+    }
+
+
+def _question(item: Any, n: int, fail: Callable[[str], Exception]) -> Question:
+    where = f"quiz question {n}"
+    if not isinstance(item, Mapping):
+        raise fail(f"{where} must be a mapping with keys {', '.join(_QUESTION_KEYS)}")
+    unknown = [k for k in item if k not in _QUESTION_KEYS]
+    if unknown:
+        raise fail(f"{where}: unknown key(s) {', '.join(map(str, unknown))}")
+    missing = [k for k in _QUESTION_KEYS if k not in item]
+    if missing:
+        raise fail(f"{where}: missing key(s) {', '.join(missing)}")
+    if not _nonempty_str(item["q"]):
+        raise fail(f"{where}: q must be non-empty text")
+    choices = item["choices"]
+    if not isinstance(choices, list) or len(choices) < 2:
+        raise fail(f"{where}: choices must be a list of at least 2")
+    # YAML turns `- 32` or `- yes` into numbers and booleans; a choice is shown as text anyway.
+    if any(isinstance(c, Mapping | list) or c is None for c in choices):
+        raise fail(f"{where}: every choice must be plain text")
+    texts = tuple(str(c).strip() for c in choices)
+    if any(not t for t in texts):
+        raise fail(f"{where}: a choice is empty")
+    if len({t.lower() for t in texts}) != len(texts):
+        raise fail(f"{where}: two choices are the same")
+    answer = item["answer"]
+    if not _is_int(answer) or not 0 <= answer < len(texts):
+        raise fail(
+            f"{where}: answer {answer!r} must be the 0-based index of one choice "
+            f"(0 to {len(texts) - 1})"
+        )
+    if not _nonempty_str(item["explain"]):
+        raise fail(f"{where}: explain must be non-empty text")
+    return Question(item["q"].strip(), texts, answer, item["explain"].strip())
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _nonempty_str(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _str_list(value: Any, key: str, fail: Callable[[str], Exception]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(_nonempty_str(v) for v in value):
+        raise fail(f"{key} must be a list of non-empty text")
+    return tuple(v.strip() for v in value)
