@@ -94,9 +94,9 @@ async def test_the_panel_plots_the_ceiling_from_a_bandwidth_result():
     from textual.widgets import Static
 
     from gpulab.app import GpuLabApp
-    from gpulab.testing.fake_runner import FakeRunner, frozen
     from gpulab.app.widgets.plots import SeriesPlot
     from gpulab.runner import events as ev
+    from gpulab.testing.fake_runner import FakeRunner, frozen
 
     series = [s.to_dict() for s in _series(_gpu_peaks())]
 
