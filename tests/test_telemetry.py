@@ -254,7 +254,9 @@ def test_a_failing_subscriber_does_not_stop_the_others(caplog):
 
     off = sampler.subscribe(broken)
     try:
-        assert len(_collect(sampler, 2)) >= 2
+        # three frames here: the first may be the latest one, handed to this subscriber alone
+        # when it joins, so the broken one has seen at least two by the third
+        assert len(_collect(sampler, 3)) >= 3
     finally:
         off()
         sampler.stop()
