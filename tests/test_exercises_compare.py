@@ -16,8 +16,8 @@ def whole_array(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> 
         bad = got != want
     else:
         bad = ~(np.abs(g - w) <= atol + rtol * np.abs(w))
-        bad |= ~np.isfinite(g) & np.isfinite(w)
-        bad &= g != w
+        bad &= np.isfinite(w)
+        bad |= ~np.isfinite(w) & (g != w)
     flat = bad.reshape(-1)
     return int(flat.sum()), int(np.argmax(flat)) if flat.any() else -1
 
@@ -62,3 +62,6 @@ def test_an_infinite_reference_matched_by_infinity_is_right():
     assert api.compare_arrays(want, want.astype(np.float32)) is None
     bad = api.compare_arrays(want, np.array([np.inf, np.nan, -np.inf], dtype=np.float32))
     assert bad is not None and bad.index == 1 and "never written" in bad.message
+    # the wrong infinity is wrong (the tolerance formula alone gives inf <= inf)
+    bad = api.compare_arrays(want, np.array([-np.inf, 1.0, -np.inf], dtype=np.float32))
+    assert bad is not None and bad.index == 0 and bad.wrong == 1

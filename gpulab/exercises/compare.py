@@ -39,19 +39,17 @@ def flat(x: np.ndarray) -> np.ndarray:
 def scan(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tuple[int, int]:
     """(how many elements are wrong, the first wrong flat index or -1), in C order.
 
-    Integers and booleans compare exactly. Floats are wrong where |got - want| > atol + rtol *
-    |want| (NaN is never within), or where got is not finite and want is; an element equal to
-    its reference (an infinity matched) is right."""
+    Integers and booleans compare exactly. Against a finite reference a float is wrong where
+    |got - want| > atol + rtol * |want| (a NaN or an infinity is never within); against an
+    infinite or NaN reference it is right only when equal (an infinity matched by the same
+    infinity; NaN never)."""
     g, w = flat(got), flat(want)
     exact = got.dtype.kind in "iub"
     n = g.size
     size = min(n, CHUNK)
-    err, tol, bad, tmp = (
-        _empty(size, _f64),
-        _empty(size, _f64),
-        _empty(size, bool),
-        _empty(size, bool),
-    )
+    bad, tmp = _empty(size, bool), _empty(size, bool)
+    if not exact:
+        err, tol = _empty(size, _f64), _empty(size, _f64)
     wrong, first = 0, -1
     for start in range(0, n, CHUNK):
         gc, wc = g[start : start + CHUNK], w[start : start + CHUNK]
@@ -65,14 +63,15 @@ def scan(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tuple[i
             _abs(wc, out=t, dtype=_f64)
             _multiply(t, rtol, out=t)
             _add(t, atol, out=t)
-            _less_equal(e, t, out=b)  # NaN compares False
+            # A finite reference: wrong outside the tolerance (a NaN or an infinity in got is)
+            _less_equal(e, t, out=b)
             _logical_not(b, out=b)
-            _isfinite(gc, out=m)
-            _logical_not(m, out=m)
-            _logical_and(m, _isfinite(wc), out=m)
-            _logical_or(b, m, out=b)
-            _not_equal(gc, wc, out=m)  # an infinity matched by the same infinity is right
+            _isfinite(wc, out=m)
             _logical_and(b, m, out=b)
+            # An infinite (or NaN) reference: only the same value is right (+inf is not -inf)
+            _logical_not(m, out=m)
+            _logical_and(m, _not_equal(gc, wc), out=m)
+            _logical_or(b, m, out=b)
         found = int(_count(bad[:k]))
         if found:
             if first < 0:
