@@ -138,14 +138,26 @@ def gaps(experiment: str, params: dict[str, Any]) -> list[tuple[float, str]]:
     return [(b[0] - a[0], f"{a[1]} -> {b[1]}") for a, b in zip(marks, marks[1:], strict=False)]
 
 
+# A stretch without a check is in the code, so it comes back at the same place on every run; a
+# shared CI box's noise does not (a vCPU stolen by the hypervisor is still billed to the process
+# as CPU time: once a 495 ms gap where every other run took under 70 ms). A gap over its bound
+# fails only when it is over the bound on each of RUNS runs.
+RUNS = 3
+
+
 @pytest.mark.parametrize("experiment", sorted(SMALL))
 def test_no_long_stretch_without_a_cancel_check(experiment):
     seed_cpu_calibration()
-    found = gaps(experiment, SMALL[experiment])[1:]  # from the first check: imports before it
-    assert len(found) > 10, found  # checked in the loops, not only between contenders
-    worst = max(found)
     bound = GAP_CPU_S_FUSION if experiment == "kernel-fusion" else GAP_CPU_S
-    assert worst[0] <= bound, f"{experiment}: {worst[0] * 1e3:.0f} ms CPU at {worst[1]}"
+    over: list[str] = []
+    for _ in range(RUNS):
+        found = gaps(experiment, SMALL[experiment])[1:]  # from the first check: imports before
+        assert len(found) > 10, found  # checked in the loops, not only between contenders
+        worst = max(found)
+        if worst[0] <= bound:
+            return
+        over.append(f"{worst[0] * 1e3:.0f} ms CPU at {worst[1]}")
+    pytest.fail(f"{experiment}: over {bound * 1e3:.0f} ms on every run: " + "; ".join(over))
 
 
 def test_a_cancel_is_taken_inside_a_block_loop_and_a_sleep():
