@@ -249,6 +249,7 @@ def test_bench_part_targets_and_table():
                 "metric": "GB/s",
                 "first_check_s": 1.8,
                 "repeat_check_s": 0.4,
+                "repeat_phases": {"runs": 0.05, "compare": 0.21, "timing: yours": 0.1},
                 "wrong": [wrong, {**wrong, "name": "x", "rejected": False, "message_ok": False}],
             },
             {"exercise": "g", "order": 30, "skipped": "needs a GPU: none"},
@@ -263,6 +264,8 @@ def test_bench_part_targets_and_table():
     assert first["value"] == 1.8 and first["status"] == "miss"
     assert by["exercises: repeat check, worst of the kernel exercises (s)"]["status"] == "pass"
     table = "\n".join(ex_bench.markdown_lines(part))
-    assert "| k | pass | bronze | 1500 GB/s | 45% | 80% | 1.80 s | 0.40 s | 1/2 |" in table
+    row = "| k | pass | bronze | 1500 GB/s | 45% | 80% | 1.80 s | 0.40 s | "
+    assert row + "compare 0.21, timing: yours 0.10 | 1/2 |" in table
+    assert "| 0.90 s | 0.30 s | - | 1/1 |" in table  # no phases recorded: a dash
     assert "| g | not run: needs a GPU: none |" in table
     assert "k/x: expected 'never written'" in table

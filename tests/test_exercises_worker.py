@@ -36,8 +36,12 @@ async def test_loops_crashes_and_raises_are_survived(tmp_path):
         await c.client.wait_ready(120)
         first_pid = c.client.worker_pid
 
-        result, _ = await c.check(ex, solution, 1)
+        result, latency = await c.check(ex, solution, 1)
         assert result.passed, result.message
+        # where its time went comes back from the worker, and fits inside the latency seen here
+        assert {"runs", "compare", "timing: yours"} <= set(result.phases)
+        assert sum(result.phases.values()) == pytest.approx(result.seconds, abs=1e-6)
+        assert result.seconds <= latency
 
         noisy = mine(
             "noisy.py", "def double(x, out):\n    print('hello from', x.size)\n    out[:] = 3 * x\n"

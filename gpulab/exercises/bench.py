@@ -70,10 +70,29 @@ async def _run(quick: bool, device: int) -> dict[str, Any]:
                     "device_state": timing.get("device_state"),
                     "first_check_s": first_s,
                     "repeat_check_s": repeat_s,
+                    # where each check's time went; "outside" is the runner's share (submit,
+                    # the job's plumbing, the verdict's way back), not the grader's
+                    "first_phases": phases(first, first_s),
+                    "repeat_phases": phases(repeat, repeat_s),
                     "wrong": wrongs,
                 }
             )
     return {"quick": quick, "exercises": entries}
+
+
+def phases(result: Any, latency_s: float) -> dict[str, float]:
+    """The grader's phases of one check plus "outside": latency the grader did not see."""
+    out = {k: round(v, 4) for k, v in (result.phases or {}).items()}
+    out["outside"] = round(max(0.0, latency_s - result.seconds), 4)
+    return out
+
+
+def slowest(phases_: dict[str, float] | None, top: int = 2) -> str:
+    """'compare 0.61, runs 0.40': the largest phases, for the markdown table."""
+    if not phases_:
+        return "-"
+    big = sorted(((v, k) for k, v in phases_.items()), reverse=True)[:top]
+    return ", ".join(f"{k} {v:.2f}" for v, k in big)
 
 
 def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
@@ -149,19 +168,20 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
         "",
         "## Exercises (reference solutions through the worker)",
         "",
-        "| exercise | verdict | grade | your code | % ceiling | library % | first check | repeat | wrong rejected |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| exercise | verdict | grade | your code | % ceiling | library % | first check | repeat | repeat's slowest phases (s) | wrong rejected |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in part["exercises"]:
         if "skipped" in e:
-            lines.append(f"| {e['exercise']} | not run: {e['skipped']} | | | | | | | |")
+            lines.append(f"| {e['exercise']} | not run: {e['skipped']} | | | | | | | | |")
             continue
         ok = sum(w["rejected"] and w["message_ok"] for w in e["wrong"])
         value = "-" if e["value"] is None else f"{e['value']:.4g} {e['metric']}"
         lines.append(
             f"| {e['exercise']} | {'pass' if e['passed'] else 'FAIL'} | {e['grade'] or '-'} | "
             f"{value} | {pct(e['fraction'])} | {pct(e['library_fraction'])} | "
-            f"{e['first_check_s']:.2f} s | {e['repeat_check_s']:.2f} s | {ok}/{len(e['wrong'])} |"
+            f"{e['first_check_s']:.2f} s | {e['repeat_check_s']:.2f} s | "
+            f"{slowest(e.get('repeat_phases'))} | {ok}/{len(e['wrong'])} |"
         )
     bad = [
         (e["exercise"], w)

@@ -80,6 +80,8 @@ class CheckResult:
     restored: list[str] = field(default_factory=list)  # what the learner had patched
     device: str = ""
     seconds: float = 0.0
+    # Where `seconds` went, in the order the check spends it (see Laps); sums to `seconds`.
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -96,6 +98,27 @@ class CheckResult:
         kw = {k: v for k, v in data.items() if k in names}
         kw["cases"] = [CaseRow(**c) for c in data.get("cases") or []]
         return cls(**kw)
+
+
+class Laps:
+    """Wall time per phase of one check, so a slow check says where its seconds went (the
+    bench records it; a person sees it when a check takes a second or more). Device work is
+    inside the phase that waits for it: every phase ends on the host with the data there."""
+
+    def __init__(self, phases: dict[str, float], start: float) -> None:
+        self.phases = phases
+        self.last = start
+
+    def lap(self, name: str) -> None:
+        now = _now()
+        self.phases[name] = self.phases.get(name, 0.0) + (now - self.last)
+        self.last = now
+
+    def close(self, total: float) -> None:
+        """The rest (restoring patched names, bookkeeping) as "other", so the phases sum up."""
+        rest = total - sum(self.phases.values())
+        if rest > 0:
+            self.phases["other"] = self.phases.get("other", 0.0) + rest
 
 
 def load_check(ex: Exercise) -> Any:
@@ -130,6 +153,7 @@ def run_check(
     Context) gives cancellation, logs and the calibrated ceilings for timing."""
     t0 = _now()
     result = CheckResult(ex.id, FAIL, "", seed, str(path), device=actx.device)
+    laps = Laps(result.phases, t0)
     check = load_check(ex)
     learner = None
     try:
@@ -137,10 +161,12 @@ def run_check(
         compare = getattr(check, "compare", None) or _default_compare
         actx.phase = "cases"
         cases = _ours("cases()", ex, lambda: list(check.cases(actx)))
+        laps.lap("inputs")
         actx.phase = "timing"
         wants = [
             _ours(f"expected() of {c.name}", ex, lambda c=c: check.expected(c, actx)) for c in cases
         ]
+        laps.lap("references")
         guard = Guard()
         result.cases = [CaseRow(c.name, None) for c in cases]
         try:
@@ -149,6 +175,7 @@ def run_check(
             result.restored = guard.restore()
             return _fail(result, "error", str(exc), t0)
         result.restored = guard.restore()
+        laps.lap("load")
         for i, (case, want) in enumerate(zip(cases, wants, strict=True)):
             if exp_ctx is not None:
                 exp_ctx.check_cancelled()
@@ -166,6 +193,7 @@ def run_check(
                 if isinstance(exc, Cancelled):
                     raise
                 _restore(result, guard)
+                laps.lap("runs")
                 _crash_if_fatal(exc, result, case.name, t0)
                 row.passed, row.message = False, f"{ex.entry} raised {describe(exc, path)}"
                 row.seconds = _now() - c0
@@ -174,6 +202,7 @@ def run_check(
             else:
                 error = None
             _restore(result, guard)
+            laps.lap("runs")
             mismatch = (
                 None
                 if error
@@ -184,6 +213,7 @@ def run_check(
                 )
             )
             row.seconds = _now() - c0
+            laps.lap("compare")
             if error or mismatch is not None:
                 _mark(result, row, case.name, error or mismatch)
             else:
@@ -201,7 +231,7 @@ def run_check(
             spec = _ours("timing()", ex, lambda: check.timing(fn, actx))
             if spec is not None:
                 try:
-                    timing = time_and_grade(spec, ex, actx, exp_ctx, guard=guard)
+                    timing = time_and_grade(spec, ex, actx, exp_ctx, guard=guard, laps=laps)
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - the learner's code, at full size
@@ -220,6 +250,7 @@ def run_check(
                     return _fail(result, "wrong", f"timed run: {timing['wrong']}", t0)
                 result.grade = timing.get("grade") or "pass"
         result.seconds = _now() - t0
+        laps.close(result.seconds)
         return result
     finally:
         forget(learner)
@@ -260,6 +291,7 @@ def _mark(result: CheckResult, row: CaseRow, name: str, why: api.Mismatch | str)
 def _fail(result: CheckResult, kind: str, message: str, t0: float) -> CheckResult:
     result.verdict, result.kind, result.message, result.grade = FAIL, kind, message, None
     result.seconds = _now() - t0
+    Laps(result.phases, t0).close(result.seconds)
     return result
 
 

@@ -55,16 +55,29 @@ def _rate(work: float, seconds: float, metric: str) -> float | None:
 
 
 def time_and_grade(
-    spec: api.TimingSpec, ex: Exercise, actx: api.Context, exp_ctx: Any = None, *, guard: Any = None
+    spec: api.TimingSpec,
+    ex: Exercise,
+    actx: api.Context,
+    exp_ctx: Any = None,
+    *,
+    guard: Any = None,
+    laps: Any = None,
 ) -> dict[str, Any]:
-    """The timing block of a CheckResult (plain JSON values)."""
+    """The timing block of a CheckResult (plain JSON values). `laps` (grader.Laps) is told
+    where the time went: "timing: inputs", "timing: yours", "timing: verify", "timing: library",
+    "timing: ceiling"."""
     from gpulab.core import peaks as pk
+
+    def lap(name: str) -> None:
+        if laps is not None:
+            laps.lap(f"timing: {name}")
 
     ctx = _experiment_context(actx, exp_ctx)
     timer = _timer(actx, ctx)
     n_sets = max(1, int(spec.sets))
     sets = [spec.setup(i) for i in range(n_sets)]
     turn = [0]
+    lap("inputs")
 
     def rotate() -> None:  # untimed: the next call gets the next input set
         turn[0] = (turn[0] + 1) % n_sets
@@ -73,10 +86,12 @@ def time_and_grade(
     last = sets[turn[0]]
     if guard is not None:
         guard.restore()
+    lap("yours")
     wrong = None
     if spec.verify is not None:
         why = spec.verify(last)
         wrong = why.message if isinstance(why, api.Mismatch) else (why or None)
+        lap("verify")
     library = None
     if spec.library is not None and wrong is None:
         lib_t = timer.measure(lambda: spec.library(sets[turn[0]]), sync=spec.sync, before=rotate)
@@ -87,6 +102,7 @@ def time_and_grade(
             "runs": lib_t.runs,
             "value": _rate(spec.work, lib_t.median_s, spec.metric),
         }
+        lap("library")
     sets.clear()  # free the device memory before the calibration below may need it
     last = None
     state = gpu_state(ctx.inventory, actx.device_index) if (actx.gpu or actx.cupy) else cpu_state()
@@ -101,6 +117,7 @@ def time_and_grade(
             ceiling_why = f"this device has no calibrated {spec.ceiling} figure"
     except Exception as exc:  # a calibration that cannot run must not sink a correct check
         ceiling_why = f"calibration failed: {type(exc).__name__}: {exc}"
+    lap("ceiling")
     value = _rate(spec.work, learner_t.median_s, spec.metric)
     fraction = value / ceiling_value if value is not None and ceiling_value else None
     lib_value = library["value"] if library else None

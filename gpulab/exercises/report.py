@@ -34,9 +34,30 @@ def verdict_lines(result: CheckResult, *, name: str, replay: bool = True) -> lis
         shown = ", ".join(result.restored[:5]) + (" ..." if len(result.restored) > 5 else "")
         lines.append(f"  note: your code changed {shown}; gpulab put them back")
     lines += timing_lines(result.timing)
+    spent = phases_line(result)
+    if spent:
+        lines.append(f"  {spent}")
     if not result.passed and replay:
         lines.append(f"  replay these inputs: gpulab ex check {name} --seed {result.seed}")
     return lines
+
+
+SLOW_CHECK_S = 1.0  # a check this long says where its time went
+
+
+def phases_line(result: CheckResult, *, top: int = 4) -> str:
+    """'where the 2.10 s went: compare 0.61 s, runs 0.40 s, ...' for a check of SLOW_CHECK_S or
+    more (the largest phases, those of 5% or more); empty for a quick one."""
+    phases = result.phases or {}
+    if result.seconds < SLOW_CHECK_S or not phases:
+        return ""
+    big = sorted(
+        ((s, name) for name, s in phases.items() if s >= 0.05 * result.seconds), reverse=True
+    )[:top]
+    if not big:
+        return ""
+    parts = ", ".join(f"{name} {s:.2f} s" for s, name in big)
+    return f"where the {result.seconds:.2f} s went: {parts}"
 
 
 def timing_lines(timing: dict[str, Any] | None) -> list[str]:

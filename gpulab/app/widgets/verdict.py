@@ -12,7 +12,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from gpulab.exercises.report import _num
+from gpulab.exercises.report import _num, phases_line
 
 BAR_WIDTH = 20
 GRADE_STYLE = {"gold": "bold yellow", "silver": "bold white", "bronze": "bold #cd7f32"}
@@ -79,6 +79,9 @@ def verdict_text(result: Any) -> Text:
     if result.restored:
         out.append(f"\nYour code changed {', '.join(result.restored[:3])}; put back.\n", "yellow")
     out.append_text(speed_text(result.timing))
+    spent = phases_line(result, top=3)
+    if spent:  # last: a slow check explains itself without pushing the verdict out of view
+        out.append(f"\n{spent}\n", style="dim")
     return out
 
 
