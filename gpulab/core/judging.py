@@ -53,15 +53,15 @@ def settle(m: Any) -> bool:
     old_note = m.extra.pop("ceiling_note", "")
     if old_note:  # judged before against another figure: that note no longer holds
         m.note = m.note.replace(f"; {old_note}", "").replace(old_note, "")
-    why = _over_note(pct, ceiling)
+    why = over_note(pct, ceiling)
     if why:
         m.extra["ceiling_note"] = why
         m.note = f"{m.note}; {why}" if m.note else why
     return changed
 
 
-def _over_note(pct: float, ceiling: Ceiling) -> str:
-    """Why a row is above 100% of its ceiling ('' when it is not)."""
+def over_note(pct: float, ceiling: Ceiling, who: str = "this row's workload") -> str:
+    """Why a row (`who`) is above 100% of its ceiling ('' when it is not)."""
     if pct <= 100.0:
         return ""
     if pct <= 100.0 * OVER_CEILING:
@@ -72,7 +72,7 @@ def _over_note(pct: float, ceiling: Ceiling) -> str:
         )
     done = remeasured(ceiling.peaks, ceiling.what)
     how = (
-        "even after re-measuring it: this row's workload beats the calibration's own"
+        f"even after re-measuring it: {who} beats the calibration's own"
         if done
         else "and it could not be re-measured: re-calibrate (gpulab run calibrate)"
     )

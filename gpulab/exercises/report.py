@@ -82,6 +82,8 @@ def timing_lines(timing: dict[str, Any] | None) -> list[str]:
         )
     else:
         lines.append(f"    ceiling     n/a: {ceiling.get('why') or 'not calibrated'}")
+    if ceiling.get("note"):
+        lines.append(f"    above 100%: {ceiling['note']}")
     if timing.get("suspect"):
         lines.append(f"    {timing['suspect']}")
     grades = timing.get("grades") or {}

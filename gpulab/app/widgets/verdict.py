@@ -112,6 +112,8 @@ def speed_text(timing: dict[str, Any] | None) -> Text:
         out.append(f" {'':<10} {grade_ruler(grades)}\n", style="dim")
         steps = " ".join(f"{g[0]}={100 * v:.0f}%" for g, v in grades.items())
         out.append(f" grades: {steps}\n", style="dim")
+    if ceiling.get("note"):
+        out.append(f" above 100%: {ceiling['note']}\n", style="yellow")
     if timing.get("suspect"):
         out.append(f" {timing['suspect']}\n", style="yellow")
     if timing.get("quick"):
