@@ -93,7 +93,8 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     gen = torch.Generator(device=ctx.device).manual_seed(ctx.seed)
 
     def setup(i: int) -> Any:
-        return torch.rand(n, device=ctx.device, generator=gen) * 200.0 - 100.0
+        # uniform_ in place: one pass, no temporaries (a third of the time on a CPU)
+        return torch.empty(n, device=ctx.device).uniform_(-100.0, 100.0, generator=gen)
 
     return api.TimingSpec(
         setup=setup,
