@@ -19,6 +19,13 @@ def _pct(fraction: float | None) -> str:
     return "n/a" if fraction is None else f"{100 * fraction:.0f}%"
 
 
+def short_case(name: str) -> str:
+    """An input set's name without its description: "n=31 (odd: ...)" -> "n=31". Lists of the
+    sets use it (eight descriptions filled six lines of an 80x24 verdict); the failed set, the
+    one a learner reads, keeps its whole name in the message."""
+    return name.split(" (", 1)[0]
+
+
 def verdict_lines(result: CheckResult, *, name: str, replay: bool = True) -> list[str]:
     head = "PASS" if result.passed else "FAIL"
     grade = f", grade {result.grade}" if result.passed and result.grade else ""
@@ -26,7 +33,7 @@ def verdict_lines(result: CheckResult, *, name: str, replay: bool = True) -> lis
     lines.append(f"  {result.message}")
     ran = [c for c in result.cases if c.passed is not None]
     if ran:
-        marks = ", ".join(f"{c.name} {'ok' if c.passed else 'WRONG'}" for c in ran)
+        marks = ", ".join(f"{short_case(c.name)} {'ok' if c.passed else 'WRONG'}" for c in ran)
         lines.append(f"  input sets: {marks}")
     if not result.passed and result.max_error is not None and result.max_error == result.max_error:
         lines.append(f"  max error {result.max_error:.3g}")

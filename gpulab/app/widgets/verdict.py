@@ -12,7 +12,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from gpulab.exercises.report import _num, phases_line
+from gpulab.exercises.report import _num, phases_line, short_case
 
 BAR_WIDTH = 20
 GRADE_STYLE = {"gold": "bold yellow", "silver": "bold white", "bronze": "bold #cd7f32"}
@@ -72,7 +72,7 @@ def verdict_text(result: Any) -> Text:
         elif case.message and case.index is None and case.message not in result.message:
             out.append(f"\n   {case.message}", style="dim")
         out.append("\n")
-    good = [c.name for c in ran if c.passed]
+    good = [short_case(c.name) for c in ran if c.passed]
     if good:
         out.append(" ✓ ", style="green")
         out.append(" · ".join(good) + "\n")
