@@ -203,6 +203,12 @@ def load_or_measure(
     peaks = None if remeasure else _read(key)
     if peaks is not None and peaks.quick and not quick:
         peaks = None  # a test-sized calibration is not good enough for real figures
+    if (
+        peaks is not None
+        and peaks.cpu
+        and "threads" not in peaks.detail.get("copy", {"threads": 0})
+    ):
+        peaks.copy_gbs = None  # a copy on one thread, by an older gpulab: below the CPU's bandwidth
     if peaks is None:
         gpu = None if use_cpu else _gpu(inventory, ctx.device_index)
         name = gpu.name if gpu is not None else f"CPU {_cpu_model()}"

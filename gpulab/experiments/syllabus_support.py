@@ -84,10 +84,10 @@ def peak(p: Ceilings | None, what: str) -> float | None:
 def peak_here(p: Ceilings | None, backend: str, what: str) -> float | None:
     """The ceiling for a row run on `backend`: the GPU's for GPU rows, the host's for CPU rows.
 
-    The host calibration is NumPy's (a copy on one NumPy thread, NumPy's BLAS for matmuls), so
-    only NumPy (and SciPy) rows are judged against it: PyTorch's CPU ops run on their own
-    threads and kernels, and against NumPy's figures they showed several hundred percent of a
-    copy "peak" and matmuls above 100%.
+    The host calibration is NumPy's (a copy, the better of one thread and every core; NumPy's
+    BLAS for matmuls), so only NumPy (and SciPy) rows are judged against it: PyTorch's CPU ops
+    run their own kernels, and against NumPy's figures their matmuls stood above 100% (and,
+    before the copy used every core, several hundred percent of a one-thread copy "peak").
     """
     if p is None:
         return None
