@@ -114,11 +114,13 @@ class Laps:
         self.phases[name] = self.phases.get(name, 0.0) + (now - self.last)
         self.last = now
 
-    def close(self, total: float) -> None:
-        """The rest (restoring patched names, bookkeeping) as "other", so the phases sum up."""
-        rest = total - sum(self.phases.values())
-        if rest > 0:
-            self.phases["other"] = self.phases.get("other", 0.0) + rest
+
+def _rest_as_other(result: CheckResult) -> None:
+    """What no lap counted (restoring patched names, bookkeeping) as "other", so the phases sum
+    to the check's seconds however it ended."""
+    rest = result.seconds - sum(result.phases.values())
+    if rest > 0:
+        result.phases["other"] = result.phases.get("other", 0.0) + rest
 
 
 def load_check(ex: Exercise) -> Any:
@@ -250,7 +252,7 @@ def run_check(
                     return _fail(result, "wrong", f"timed run: {timing['wrong']}", t0)
                 result.grade = timing.get("grade") or "pass"
         result.seconds = _now() - t0
-        laps.close(result.seconds)
+        _rest_as_other(result)
         return result
     finally:
         forget(learner)
@@ -291,7 +293,7 @@ def _mark(result: CheckResult, row: CaseRow, name: str, why: api.Mismatch | str)
 def _fail(result: CheckResult, kind: str, message: str, t0: float) -> CheckResult:
     result.verdict, result.kind, result.message, result.grade = FAIL, kind, message, None
     result.seconds = _now() - t0
-    Laps(result.phases, t0).close(result.seconds)
+    _rest_as_other(result)
     return result
 
 
