@@ -216,10 +216,14 @@ def test_timing_learner_and_library_agree(folder: Path, cupy_fake: ModuleType) -
     assert spec.ceiling == ("copy" if meta["metric"] == "GB/s" else "matmul:fp32")
     inputs = spec.setup(0)
     assert all(np.count_nonzero(x) for x in inputs[:-1] if isinstance(x, np.ndarray))
+    spec.prepare(inputs)
     spec.learner(inputs)
-    assert spec.verify(inputs) is None
+    assert spec.check_call(inputs, None) is None
+    spec.prepare(inputs)  # fresh poison, and one input element changed: a call that skips work
+    assert "differs from" in spec.check_call(inputs, None)
     spec.learner(inputs)
-    inputs[-1][...] = inputs[-1] + 1  # a result the timed calls did not compute
-    assert "differs from" in spec.verify(inputs)
+    assert spec.check_call(inputs, None) is None
+    inputs[-1][...] = inputs[-1] + 1  # a result the timed call did not compute
+    assert "differs from" in spec.check_call(inputs, None)
     first = next(i for i, x in enumerate(inputs) if isinstance(x, np.ndarray))
     assert not np.array_equal(inputs[first], spec.setup(1)[first]), "input sets are not rotated"

@@ -135,6 +135,7 @@ class Timer:
         *,
         sync: str = "none",
         before: Callable[[], Any] | None = None,
+        after: Callable[[], Any] | None = None,
         warmup: int | None = None,
         repeats: int | None = None,
         budget_s: float | None = None,
@@ -144,8 +145,10 @@ class Timer:
     ) -> Timing:
         """Time `fn`. `sync` is "torch" or "cupy" for device work (CUDA events), else "none".
 
-        `before` runs untimed ahead of every call (fresh inputs, an L2 flush). `inner` calls `fn`
-        that many times between one pair of events and divides, for work shorter than a launch.
+        `before` runs untimed ahead of every call (fresh inputs, an L2 flush); `after` runs
+        untimed once each call's device work has finished (cold, warm-up and timed calls alike:
+        an exercise checks the output of every timed call there). `inner` calls `fn` that many
+        times between one pair of events and divides, for work shorter than a launch.
         """
         if sync not in SYNC_KINDS:
             raise ValueError(f"sync must be one of {SYNC_KINDS}, got {sync!r}")
@@ -167,12 +170,16 @@ class Timer:
             fn()
             device_sync()
             cold_s = _now() - t0
+            if after:
+                after()
             self.cancel_check()
         for _ in range(max(0, warmup - (1 if cold else 0))):
             if before:
                 before()
             fn()
             device_sync()
+            if after:
+                after()
             self.cancel_check()
 
         def sample() -> list[float]:
@@ -190,6 +197,8 @@ class Timer:
                     for _ in range(inner):
                         fn()
                     times.append((_now() - t0) / inner)
+                if after:
+                    after()
                 self.cancel_check()
             return times
 

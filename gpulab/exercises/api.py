@@ -136,6 +136,14 @@ class TimingSpec:
     # last timed call; a message (str or Mismatch) means the timed calls did not compute the
     # answer (code that does the work only at the check's sizes), and the check fails.
     verify: Callable[[Any], Mismatch | str | None] | None = None
+    # Every timed call is work that was done. `prepare(inputs)` runs untimed before each call
+    # into the learner's code on that input set: it poisons the outputs (and may change an input
+    # element, so a cached answer goes stale). `check_call(inputs, returned)` runs untimed after
+    # the call's device work finished, with what the learner's function returned: a message
+    # means this call's output is wrong. The grader checks every timed call on a GPU and a
+    # random sample of the repeated ones on a CPU, where a check costs as much as the call.
+    prepare: Callable[[Any], None] | None = None
+    check_call: Callable[[Any, Any], Mismatch | str | None] | None = None
 
 
 def tolerance(dtype: Any) -> tuple[float, float]:

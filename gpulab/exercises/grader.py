@@ -22,6 +22,7 @@ from typing import Any
 
 from gpulab.exercises import api
 from gpulab.exercises.catalog import Exercise
+from gpulab.exercises.own_work import OwnWorkError, Watch
 from gpulab.exercises.sandbox import Guard, LearnerError, describe, forget, load_learner, load_text
 
 SEED_MAX = 2**32 - 1  # seeds travel as JSON numbers and job params: keep them exact everywhere
@@ -158,6 +159,11 @@ def run_check(
     laps = Laps(result.phases, t0)
     check = load_check(ex)
     learner = None
+    # Installed before the Guard's snapshot, so restoring what the learner patched keeps it.
+    watch = Watch(require_kernel=bool(getattr(check, "OWN_KERNEL", False)), source=path)
+    refuse = getattr(check, "REFUSE", None)
+    if refuse:
+        watch.around = _refusing(refuse)
     try:
         # Bound now: a learner who rebinds api.compare_arrays or NumPy later changes nothing here.
         compare = getattr(check, "compare", None) or _default_compare
@@ -169,14 +175,17 @@ def run_check(
             _ours(f"expected() of {c.name}", ex, lambda c=c: check.expected(c, actx)) for c in cases
         ]
         laps.lap("references")
+        watch.install()
         guard = Guard()
         result.cases = [CaseRow(c.name, None) for c in cases]
         try:
-            learner, fn = load_learner(path, ex.id, ex.entry)
+            with watch.loading():
+                learner, fn = load_learner(path, ex.id, ex.entry)
         except LearnerError as exc:
             result.restored = guard.restore()
             return _fail(result, "error", str(exc), t0)
         result.restored = guard.restore()
+        fn = watch.call(fn)
         laps.lap("load")
         for i, (case, want) in enumerate(zip(cases, wants, strict=True)):
             if exp_ctx is not None:
@@ -185,7 +194,7 @@ def run_check(
             c0 = _now()
             try:
                 got = check.run(fn, copy.deepcopy(case), actx)
-            except api.CheckError as exc:
+            except (api.CheckError, OwnWorkError) as exc:
                 got, error = None, str(exc)
             except KeyboardInterrupt:
                 raise
@@ -225,6 +234,9 @@ def run_check(
         bad = [r for r in result.cases if r.passed is False]
         if bad:
             return _fail(result, "wrong", f"{bad[0].name}: {bad[0].message}", t0)
+        shared = getattr(check, "SHARED_MEMORY", None)
+        if shared and watch.shared_memory_used() is False:
+            return _fail(result, "wrong", f"your kernel uses no shared memory: {shared}", t0)
         result.verdict, result.grade = PASS, "pass"
         result.message = f"all {len(cases)} input sets correct (seed {seed})"
         if ex.timed:
@@ -232,8 +244,12 @@ def run_check(
 
             spec = _ours("timing()", ex, lambda: check.timing(fn, actx))
             if spec is not None:
+                watch.timing = True
                 try:
                     timing = time_and_grade(spec, ex, actx, exp_ctx, guard=guard, laps=laps)
+                except OwnWorkError as exc:
+                    _restore(result, guard)
+                    return _fail(result, "wrong", f"timed run: {exc}", t0)
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - the learner's code, at full size
@@ -245,8 +261,10 @@ def run_check(
                     _crash_if_fatal(exc, result, "timed run", t0)
                     why = f"timed run: {ex.entry} raised {describe(exc, path)}"
                     return _fail(result, "error", why, t0)
+                finally:
+                    watch.timing = False
                 result.restored = sorted(set(result.restored) | set(guard.restore()))
-                result.timing = timing
+                result.timing = timing if "learner" in timing else None
                 if timing.get("wrong"):
                     result.verdict, result.grade = FAIL, None
                     return _fail(result, "wrong", f"timed run: {timing['wrong']}", t0)
@@ -255,8 +273,16 @@ def run_check(
         _rest_as_other(result)
         return result
     finally:
+        watch.uninstall()
         forget(learner)
         forget(check)
+
+
+def _refusing(names: Any) -> Any:
+    """The library calls a check refuses (its REFUSE), as a context around each learner call."""
+    from gpulab.exercises.refuse import refusing
+
+    return lambda: refusing(names)
 
 
 _compare_arrays = api.compare_arrays  # bound at import, long before any learner's code

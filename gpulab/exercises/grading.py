@@ -82,7 +82,17 @@ def time_and_grade(
     def rotate() -> None:  # untimed: the next call gets the next input set
         turn[0] = (turn[0] + 1) % n_sets
 
-    learner_t = timer.measure(lambda: spec.learner(sets[turn[0]]), sync=spec.sync, before=rotate)
+    calls = _CallChecks(spec, sets, turn, n_sets, every=bool(actx.gpu or actx.cupy))
+    try:
+        learner_t = timer.measure(
+            calls.call, sync=spec.sync, before=calls.before(rotate), after=calls.after
+        )
+    except _TimedCallWrong as exc:
+        if guard is not None:
+            guard.restore()
+        lap("yours")
+        sets.clear()
+        return {"metric": spec.metric, "wrong": str(exc), "checked_calls": calls.checked}
     last = sets[turn[0]]
     if guard is not None:
         guard.restore()
@@ -161,6 +171,7 @@ def time_and_grade(
         "grade": grade_for(fraction, ex.grades) if ex.grades else "pass",
         "device_state": state,
         "quick": actx.quick,
+        "checked_calls": calls.checked,  # timed calls whose output was checked (see api)
     }
     if learner_t.min_s <= 0:
         out["suspect"] = "a timed call took no time at all: the timing is not trusted; not graded"
@@ -175,6 +186,64 @@ def time_and_grade(
     if wrong:
         out["wrong"] = wrong
     return out
+
+
+class _TimedCallWrong(Exception):
+    """A timed call's output was wrong: the timing stops, the check fails with this line."""
+
+
+class _CallChecks:
+    """Around each call the timer makes into the learner's code: prepare its input set
+    (poisoned outputs, a changed input element), keep what it returned, and check the output
+    afterwards: every call on a device, where a check is a small fraction of the call; on a CPU,
+    where it costs as much as the call, the first repeated call and a random third of the rest.
+    Calls before the sets come round again are first visits; later ones are repeats, where code
+    that skips work it has done before shows."""
+
+    def __init__(
+        self, spec: api.TimingSpec, sets: list[Any], turn: list[int], n_sets: int, every: bool
+    ) -> None:
+        import random
+
+        self.spec, self.sets, self.turn, self.n_sets = spec, sets, turn, n_sets
+        self.every = every
+        self.index = -1  # calls made so far, less one
+        self.checked = 0
+        self.returned: Any = None
+        self._rng = random.Random()  # not the check's seed: nothing a learner can predict
+
+    def before(self, rotate: Any) -> Any:
+        def prepare() -> None:
+            rotate()
+            self.index += 1
+            if self.spec.prepare is not None:
+                self.spec.prepare(self.sets[self.turn[0]])
+
+        return prepare
+
+    def call(self) -> None:
+        self.returned = self.spec.learner(self.sets[self.turn[0]])
+
+    def after(self) -> None:
+        returned, self.returned = self.returned, None
+        check = self.spec.check_call
+        if check is None:
+            return
+        k = self.index
+        if not (self.every or k == self.n_sets or (k > self.n_sets and self._rng.random() < 1 / 3)):
+            return
+        self.checked += 1
+        why = check(self.sets[self.turn[0]], returned)
+        if isinstance(why, api.Mismatch):
+            why = why.message
+        if why:
+            repeat = (
+                " (a repeated call on the same buffers, after the checked calls were right: "
+                "does your code skip work it has done before?)"
+                if k >= self.n_sets
+                else ""
+            )
+            raise _TimedCallWrong(f"timed call {k + 1}: {why}{repeat}")
 
 
 def cpu_state() -> dict[str, Any]:

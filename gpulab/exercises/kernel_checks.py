@@ -19,12 +19,36 @@ import numpy as np
 
 from gpulab.exercises import api
 
-GUARD_MIN = 4096  # elements past the output that a correct kernel never touches
+GUARD_MIN = 4096  # elements on each side of an array that a correct kernel never touches
 
 
 def guard_size(total: int) -> int:
-    """The guard after an output of `total` elements: enough for a 2-D grid's spare rows."""
-    return max(GUARD_MIN, total // 4)
+    """The guard on each side of an array of `total` elements: enough for a 2-D grid's spare
+    rows; a multiple of 64 elements, so the array inside keeps the alignment of a 16-byte load."""
+    return -(-max(GUARD_MIN, total // 4) // 64) * 64
+
+
+def input_guard(dtype: Any) -> Any:
+    """What an input's guard holds: not the outputs' poison (a kernel that copies a guard
+    into an output's guard must still show), and a value that spoils any result it enters."""
+    kind = np.dtype(dtype)
+    if kind.kind == "f":
+        return kind.type(np.finfo(kind).max / 4)
+    if kind.kind == "i":
+        return kind.type(np.iinfo(kind).min + 7)
+    if kind.kind == "u":
+        return kind.type(np.iinfo(kind).max - 13)
+    return kind.type(True)
+
+
+def guarded_copy(x: np.ndarray, xp: Any) -> tuple[Any, Any]:
+    """(buffer, view): a device copy of `x` at the middle of a buffer poisoned on both sides, so
+    a kernel that reads past either end reads NaN (or an integer sentinel) into its output."""
+    g = guard_size(x.size)
+    buf = xp.full(x.size + 2 * g, input_guard(x.dtype), dtype=x.dtype)
+    view = buf[g : g + x.size].reshape(x.shape)
+    view[...] = xp.asarray(x)
+    return buf, view
 
 
 def run_guarded(
@@ -33,20 +57,69 @@ def run_guarded(
     shape: tuple[int, ...],
     dtype: Any,
     repeats: int = 1,
+    names: Sequence[str] = (),
 ) -> np.ndarray:
     """Call fn(*device copies of inputs, out) `repeats` times, each with a fresh poisoned output
-    inside a guarded buffer; the host buffers, stacked: shape (repeats, total + guard)."""
+    in the middle of a guarded buffer; the host buffers, stacked: shape (repeats, guard + total +
+    guard). Each input sits in a guarded buffer too, and after each call the inputs must be as
+    they were and their guards untouched (api.CheckError names the input and the element)."""
     import cupy as cp
 
     total = int(np.prod(shape, dtype=np.int64))
+    g = guard_size(total)
     results = []
     for _ in range(repeats):
-        args = [cp.asarray(x) if isinstance(x, np.ndarray) else x for x in inputs]
-        buf = api.poison(total + guard_size(total), dtype, xp=cp)
-        out = buf[:total].reshape(shape)
+        args, kept = [], []
+        for i, x in enumerate(inputs):
+            if isinstance(x, np.ndarray):
+                buf, view = guarded_copy(x, cp)
+                args.append(view)
+                name = names[i] if i < len(names) else f"input {i + 1}"
+                kept.append((name, x, buf))
+            else:
+                args.append(x)
+        buf = api.poison(total + 2 * g, dtype, xp=cp)
+        out = buf[g : g + total].reshape(shape)
         fn(*args, out)
+        for name, host, dev in kept:
+            why = input_changed(name, host, api.to_host(dev))
+            if why:
+                raise api.CheckError(why)
         results.append(api.to_host(buf))
     return np.stack(results)
+
+
+def _touched(part: np.ndarray, value: Any = None) -> np.ndarray:
+    """Where a guard no longer holds its fill (`value`, default the outputs' poison)."""
+    if value is None:
+        poison = api.poison(1, part.dtype)[0]
+        return (part != poison) if part.dtype.kind in "iub" else ~np.isnan(part)
+    fill = np.asarray(value, part.dtype).reshape(1).view(np.uint8)
+    return part.view(np.uint8).reshape(part.size, -1) != fill
+
+
+def input_changed(name: str, want: np.ndarray, buf: np.ndarray) -> str:
+    """Why a guarded input buffer is not what was handed over ('' when it is)."""
+    g = guard_size(want.size)
+    head, body, tail = buf[:g], buf[g : g + want.size], buf[g + want.size :]
+    fill = input_guard(want.dtype)
+    for side, part, offset in (("before the start", head, -g), ("past the end", tail, want.size)):
+        touched = _touched(part, fill).any(axis=1)
+        if touched.any():
+            k = int(np.argmax(touched))
+            return (
+                f"your kernel wrote {side} of {name}: element {offset + k} was set to "
+                f"{part[k].item()!r} (a bounds check missing?)"
+            )
+    flat = want.reshape(-1)
+    same = (body.view(np.uint8) == flat.view(np.uint8)).reshape(flat.size, -1).all(axis=1)
+    if not same.all():
+        k = int(np.argmin(same))
+        return (
+            f"your kernel changed its input {name}: element {k} was {flat[k].item()!r}, now "
+            f"{body[k].item()!r} (inputs are read-only: write only the output)"
+        )
+    return ""
 
 
 def compare_guarded(
@@ -57,25 +130,30 @@ def compare_guarded(
     rtol: float | None = None,
     atol: float | None = None,
 ) -> api.Mismatch | None:
-    """Compare each run's output with `want`, after checking nothing was written past its end."""
+    """Compare each run's output with `want`, after checking nothing was written before its
+    start or past its end."""
     runs = api.to_host(got)
     want = np.ascontiguousarray(want)  # once, not once per run (a transpose's reference is not)
     total = want.size
+    g = guard_size(total)
     for r, buf in enumerate(runs):
         where = f"run {r + 1} of {len(runs)}: " if len(runs) > 1 else ""
-        tail = buf[total:]
-        poison = api.poison(1, buf.dtype)[0]
-        touched = (tail != poison) if buf.dtype.kind in "iu" else ~np.isnan(tail)
-        if touched.any():
-            k = int(np.argmax(touched))
-            return api.Mismatch(
-                f"{where}wrote past the end: element {total + k} of the buffer was set to "
-                f"{tail[k].item()!r}, but {name} has only {total} elements (missing bounds check?)",
-                index=total + k,
-                got=tail[k].item(),
-            )
+        for side, part, offset in (
+            ("before the start", buf[:g], -g),
+            ("past the end", buf[g + total :], total),
+        ):
+            touched = _touched(part)
+            if touched.any():
+                k = int(np.argmax(touched))
+                return api.Mismatch(
+                    f"{where}wrote {side}: element {offset + k} of {name} was set to "
+                    f"{part[k].item()!r}, but {name} has only {total} elements (missing "
+                    "bounds check? a negative index?)",
+                    index=offset + k,
+                    got=part[k].item(),
+                )
         bad = api.compare_arrays(
-            want, buf[:total].reshape(want.shape), name=name, rtol=rtol, atol=atol
+            want, buf[g : g + total].reshape(want.shape), name=name, rtol=rtol, atol=atol
         )
         if bad is not None:
             bad.message = where + bad.message
@@ -115,23 +193,53 @@ def spec(
     sets: int = 4,
     rtol: float = 1e-4,
     atol: float = 1e-6,
+    mutate: bool = True,
 ) -> api.TimingSpec:
     """A TimingSpec whose inputs are a tuple passed to fn as positional arguments, the output
-    last. After the timed calls, `verify` checks that output against the library's on the same
-    inputs, so code that does the work only at the check's sizes fails."""
+    last. Every timed call is checked on the device: before it, the output is poisoned and (with
+    `mutate`) one element of the first input array is overwritten with another of its elements,
+    so an answer kept from an earlier call goes stale; after it, the output is compared with the
+    library's on the same inputs (`library(io)` writes io[-1] or returns its answer), and only a
+    mismatch is copied to the host to be described."""
+    import random
 
-    def verify(io: Any) -> str | None:
-        mine = api.to_host(io[-1]).copy()
-        theirs = library(io)
-        theirs = api.to_host(io[-1] if theirs is None else theirs).reshape(mine.shape)
-        # No float64 copy of theirs: the scan takes each chunk's difference in float64 (a
-        # 64M-element output made a 512 MB temporary here, on every repeat check)
-        bad = api.compare_arrays(theirs, mine, rtol=rtol, atol=atol)
-        return (
-            None
-            if bad is None
-            else f"the timed calls' output differs from {library_name}: {bad.message}"
-        )
+    scratch: dict[int, Any] = {}
+    rng = random.Random()  # positions no learner can predict; the verdict does not depend on them
+
+    def prepare(io: Any) -> None:
+        out = io[-1]
+        out.fill(api.poison(1, out.dtype)[0])
+        if not mutate:
+            return
+        for x in io[:-1]:
+            if hasattr(x, "shape") and getattr(x, "size", 0) > 1:
+                flat = x.reshape(-1)
+                j, k = rng.randrange(flat.size), rng.randrange(flat.size)
+                flat[j : j + 1] = flat[k : k + 1]
+                break
+
+    def reference(io: Any) -> Any:
+        mine = io[-1]
+        buf = scratch.get(id(io))
+        if buf is None:
+            buf = scratch[id(io)] = _xp(mine).empty_like(mine)
+        theirs = library((*io[:-1], buf))
+        return (buf if theirs is None else theirs).reshape(mine.shape)
+
+    def check_call(io: Any, returned: Any) -> str | None:
+        mine = io[-1]
+        theirs = reference(io)
+        xp = _xp(mine)
+        if mine.dtype.kind in "iub":
+            bad = int(xp.count_nonzero(mine != theirs))
+        else:
+            bad = int(xp.count_nonzero(~xp.isclose(mine, theirs, rtol=rtol, atol=atol)))
+        if not bad:
+            return None
+        # Described on the host, only when wrong: the scan names the first wrong element
+        why = api.compare_arrays(api.to_host(theirs), api.to_host(mine), rtol=rtol, atol=atol)
+        text = why.message if why is not None else f"{bad} elements differ"
+        return f"the output differs from {library_name}: {text}"
 
     return api.TimingSpec(
         setup=setup,
@@ -144,8 +252,18 @@ def spec(
         sync="cupy",
         sets=sets,
         note=note,
-        verify=verify,
+        prepare=prepare,
+        check_call=check_call,
     )
+
+
+def _xp(x: Any) -> Any:
+    """The array module of `x`: CuPy for a device array, NumPy for the tests' fake."""
+    if type(x).__module__.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
 
 
 def nonzero_ints(rng: np.random.Generator, low: int, high: int, size: Any) -> np.ndarray:

@@ -240,7 +240,16 @@ class RawKernel:
         self.params = kernel_params(code, name)
         self._fn: Any = None
 
-    def __call__(self, grid: Any, block: Any, args: tuple, shared_mem: int = 0) -> None:
+    @property
+    def shared_size_bytes(self) -> int:
+        """Nonzero when the source declares static shared memory (the emulator cannot size it
+        as a compiler would; a check only asks whether there is any)."""
+        code = re.sub(r"//[^\n]*|/\*.*?\*/", "", self.code, flags=re.S)
+        return 1 if re.search(r"(?<!extern )__shared__", code) else 0
+
+    def __call__(
+        self, grid: Any, block: Any, args: tuple, shared_mem: int = 0, stream: Any = None
+    ) -> None:
         if self._fn is None:
             self._fn = getattr(_build(self.code), f"emu_launch_{_tag(self.code)}_{self.name}")
         g, b = _dims(grid), _dims(block)

@@ -90,6 +90,28 @@ class _Device:
         return None
 
 
+class _Stream:
+    """`cupy.cuda.Stream`: the emulator runs every launch to its end, so a stream is always
+    done (work left on a side stream is a GPU-only mistake; the GPU tests catch it)."""
+
+    def __init__(self, null: bool = False, non_blocking: bool = False, ptds: bool = False) -> None:
+        self.null, self.non_blocking, self.ptds = null, non_blocking, ptds
+        self.ptr = 0
+        self.done = True
+
+    def synchronize(self) -> None:
+        return None
+
+    def use(self) -> _Stream:
+        return self
+
+    def __enter__(self) -> _Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 def make() -> types.ModuleType:
     """A fresh fake `cupy` module: NumPy's namespace with the functions above on top."""
     mod = types.ModuleType("cupy")
@@ -112,7 +134,7 @@ def make() -> types.ModuleType:
     mod.ElementwiseKernel = ElementwiseKernel
     mod.ReductionKernel = ReductionKernel
     mod.ndarray = np.ndarray
-    mod.cuda = types.SimpleNamespace(Device=_Device)
+    mod.cuda = types.SimpleNamespace(Device=_Device, Stream=_Stream)
     mod.__gpulab_fake__ = True
     return mod
 

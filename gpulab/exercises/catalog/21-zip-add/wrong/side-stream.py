@@ -1,0 +1,21 @@
+# expect: returned before its kernel finished | never written
+# gpu-only: the emulator has no streams
+"""The kernel runs on a non-blocking stream that nobody waits for: the function returns at once."""
+
+import cupy as cp
+import numpy as np
+
+SOURCE = r"""
+extern "C" __global__ void add(const float* a, const float* b, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}
+"""
+
+_kernel = cp.RawKernel(SOURCE, "add")
+_stream = cp.cuda.Stream(non_blocking=True)
+
+
+def add(a, b, out):
+    n = a.size
+    _kernel(((n + 255) // 256,), (256,), (a, b, out, np.int32(n)), stream=_stream)

@@ -1,0 +1,521 @@
+"""Whose work was it: the learner's own kernels, the streams they used, and early returns.
+
+A kernel exercise is passed by a kernel the learner wrote, not by `cupy.add` or cuBLAS doing the
+work behind a launch wrapper. So, for the whole of a check, `Watch` puts counting stand-ins in
+place of CuPy's kernel factories (`RawKernel`, `RawModule`, `ElementwiseKernel`,
+`ReductionKernel`, `fuse`): a kernel the learner's file creates (at import or inside its
+function) is the library's own object behind a thin wrapper that counts its launches. Each call
+into the learner's code then reports how many of their kernels it launched; a check that requires
+the learner's own kernel fails when none ran, and names the library call that did the work when
+the learner's source shows one.
+
+The same watch records the streams the learner's code creates (`cupy.cuda.Stream`,
+`torch.cuda.Stream`). Two honesty rules follow from them:
+
+- a timed call ends only when all the work it started has ended: before the timer's end event,
+  the current stream waits on every stream of the learner's (`join`), so a kernel left running
+  on a side stream is inside the measured interval, never a bare launch time;
+- a function must return with its output ready for work queued after it on the current stream.
+  Work left on a non-blocking stream breaks that (the next kernel may read the output before it
+  is written). After a correctness call the watch lets the current stream catch up, then asks
+  the learner's non-blocking streams whether they are still busy: one that is means the function
+  returned before its kernel finished (`OwnWorkError`).
+
+CuPy and torch are imported lazily: this module is imported where neither may be (the UI
+process, the catalog).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+KERNEL_FACTORIES = ("RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel", "fuse")
+
+# CuPy names a launch wrapper calls that do no work of the exercise's: allocation, dtypes,
+# conversion and the runtime. Anything else the learner's source calls on `cupy` is a library
+# routine, named in the message when none of the learner's kernels ran.
+_PLUMBING = frozenset(
+    {
+        *KERNEL_FACTORIES,
+        "asarray",
+        "array",
+        "ascontiguousarray",
+        "asnumpy",
+        "empty",
+        "empty_like",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "dtype",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "intp",
+        "get_array_module",
+        "get_default_memory_pool",
+        "get_default_pinned_memory_pool",
+        "cuda",
+        "ndarray",
+        "iinfo",
+        "finfo",
+        "prod",
+        "ceil",
+    }
+)
+
+
+class OwnWorkError(Exception):
+    """The learner's code did not do the work the exercise asks for; str() is one line."""
+
+
+@dataclass
+class Launch:
+    """One launch of one of the learner's kernels."""
+
+    kernel: str
+    kind: str  # one of KERNEL_FACTORIES
+    grid: Any = None
+    block: Any = None
+    shared_dynamic: int = 0
+    wrapper: Any = None  # the _Kernel, to read its static shared memory when a check asks
+
+    def shared_static(self) -> int | None:
+        """Bytes of static shared memory the kernel declares (None: not knowable here)."""
+        inner = getattr(self.wrapper, "inner", None)
+        for name in ("shared_size_bytes",):
+            value = getattr(inner, name, None)
+            if isinstance(value, int):
+                return value
+        attrs = getattr(inner, "attributes", None)
+        if isinstance(attrs, dict) and isinstance(attrs.get("shared_size_bytes"), int):
+            return int(attrs["shared_size_bytes"])
+        return None
+
+
+@dataclass
+class CallRecord:
+    """What one call into the learner's code did."""
+
+    launches: list[Launch] = field(default_factory=list)
+    early: str = ""  # why the call returned before its work was done ("" when it did not)
+
+
+class _Kernel:
+    """A learner's kernel: the library's own object, whose launches the watch counts."""
+
+    def __init__(self, inner: Any, kind: str, name: str, watch: Watch) -> None:
+        self.inner = inner
+        self._kind = kind
+        self._name = name
+        self._watch = watch
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self._watch._launched(self, args, kwargs)
+        return self.inner(*args, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+    def __repr__(self) -> str:
+        return f"<{self._kind} {self._name} (watched by gpulab)>"
+
+
+class _Module:
+    """A learner's RawModule: `get_function` hands out counted kernels."""
+
+    def __init__(self, inner: Any, watch: Watch) -> None:
+        self.inner = inner
+        self._watch = watch
+
+    def get_function(self, name: str) -> _Kernel:
+        self._watch._compiled(name, "RawModule")
+        return _Kernel(self.inner.get_function(name), "RawModule", name, self._watch)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+
+def _kernel_name(kind: str, args: tuple, kwargs: dict[str, Any]) -> str:
+    if "name" in kwargs:
+        return str(kwargs["name"])
+    if kind == "RawKernel" and len(args) > 1:
+        return str(args[1])
+    if kind == "ElementwiseKernel" and len(args) > 3:
+        return str(args[3])
+    if kind == "ReductionKernel" and len(args) > 6:
+        return str(args[6])
+    return kind
+
+
+class Watch:
+    """Counts the learner's kernel launches and records their streams, for one check.
+
+    `install()` before the learner's file is loaded, `uninstall()` when the check is done (the
+    grader does both in a finally). `call(fn)` wraps the learner's entry function: each call
+    records a CallRecord, enforces `require_kernel` and, outside timing, early returns.
+    """
+
+    def __init__(self, *, require_kernel: bool = False, source: Path | None = None) -> None:
+        self.require_kernel = require_kernel
+        self.source = source
+        self.compiled: list[tuple[str, str]] = []  # (name, kind), in the order created
+        self.launches: list[Launch] = []  # every launch inside a learner call, all calls
+        self.streams: list[tuple[str, Any, bool]] = []  # (library, stream, non_blocking)
+        self.timing = False  # set by the grader while timing: join streams, no early check
+        # A context around each call that yields a list of refused library calls it saw (the
+        # check's REFUSE, see gpulab.exercises.refuse); a call that made one fails.
+        self.around: Callable[[], Any] | None = None
+        self.calls: list[CallRecord] = []
+        self._patched: list[tuple[Any, str, Any]] = []
+        self._active = False  # learner code is running: its import or a call
+        self._current: CallRecord | None = None
+
+    # -- install / uninstall -------------------------------------------------------------
+
+    def install(self) -> None:
+        cp = sys.modules.get("cupy")
+        if cp is None and self.require_kernel:
+            try:
+                import cupy as cp  # deferred: heavy, and absent on CPU-only machines
+            except ImportError:
+                cp = None
+        if cp is not None:
+            for kind in KERNEL_FACTORIES:
+                real = getattr(cp, kind, None)
+                if real is not None:
+                    self._patch(cp, kind, self._factory(kind, real))
+            cuda = getattr(cp, "cuda", None)
+            stream_cls = getattr(cuda, "Stream", None)
+            if isinstance(stream_cls, type):
+                self._patch(cuda, "Stream", self._cupy_stream_class(stream_cls))
+        torch = sys.modules.get("torch")
+        tcuda = getattr(torch, "cuda", None) if torch is not None else None
+        tstream = getattr(tcuda, "Stream", None)
+        if isinstance(tstream, type):
+            self._patch(tcuda, "Stream", self._torch_stream_class(tstream))
+
+    def uninstall(self) -> None:
+        while self._patched:
+            obj, name, old = self._patched.pop()
+            with suppress(AttributeError, TypeError):  # read-only: it was never patched
+                setattr(obj, name, old)
+
+    def _patch(self, obj: Any, name: str, new: Any) -> None:
+        old = getattr(obj, name)
+        try:
+            setattr(obj, name, new)
+        except (AttributeError, TypeError):
+            return
+        self._patched.append((obj, name, old))
+
+    @contextmanager
+    def loading(self) -> Iterator[None]:
+        """The learner's module is being imported: kernels created now are theirs."""
+        self._active = True
+        try:
+            yield
+        finally:
+            self._active = False
+
+    # -- factories -----------------------------------------------------------------------
+
+    def _factory(self, kind: str, real: Any) -> Callable[..., Any]:
+        watch = self
+
+        if kind == "fuse":
+
+            def fuse(*args: Any, **kwargs: Any) -> Any:
+                made = real(*args, **kwargs)
+                if not watch._active:
+                    return made
+                if args and callable(args[0]) and not kwargs:  # @cupy.fuse
+                    name = getattr(args[0], "__name__", "fuse")
+                    watch._compiled(name, kind)
+                    return _Kernel(made, kind, name, watch)
+
+                def decorate(f: Any) -> Any:  # @cupy.fuse(...)
+                    name = str(kwargs.get("kernel_name") or getattr(f, "__name__", "fuse"))
+                    watch._compiled(name, kind)
+                    return _Kernel(made(f), kind, name, watch)
+
+                return decorate
+
+            return fuse
+
+        def make(*args: Any, **kwargs: Any) -> Any:
+            inner = real(*args, **kwargs)
+            if not watch._active:  # the check's own kernels are not the learner's
+                return inner
+            if kind == "RawModule":
+                return _Module(inner, watch)
+            name = _kernel_name(kind, args, kwargs)
+            watch._compiled(name, kind)
+            return _Kernel(inner, kind, name, watch)
+
+        make.__name__ = kind
+        make.__doc__ = getattr(real, "__doc__", None)
+        return make
+
+    def _cupy_stream_class(self, base: type) -> type:
+        watch = self
+
+        class Stream(base):  # type: ignore[misc, valid-type]
+            __doc__ = base.__doc__
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                null = kwargs.get("null", args[0] if args else False)
+                non_blocking = kwargs.get("non_blocking", args[1] if len(args) > 1 else False)
+                if not null:
+                    watch.streams.append(("cupy", self, bool(non_blocking)))
+
+        Stream.__name__ = Stream.__qualname__ = base.__name__
+        return Stream
+
+    def _torch_stream_class(self, base: type) -> type:
+        watch = self
+
+        class Stream(base):  # type: ignore[misc, valid-type]
+            __doc__ = base.__doc__
+
+            def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+                made = super().__new__(cls, *args, **kwargs)
+                # A new stream from torch's pool (created non-blocking); not the wrapper torch
+                # builds around an existing stream id (current_stream() and friends).
+                if "stream_id" not in kwargs and "stream_ptr" not in kwargs:
+                    watch.streams.append(("torch", made, True))
+                return made
+
+        Stream.__name__ = Stream.__qualname__ = base.__name__
+        return Stream
+
+    def _compiled(self, name: str, kind: str) -> None:
+        if (name, kind) not in self.compiled:
+            self.compiled.append((name, kind))
+
+    def _launched(self, kernel: _Kernel, args: tuple, kwargs: dict[str, Any]) -> None:
+        if self._current is None:
+            return  # a launch outside any call into the learner's code (the check's own)
+        shared = kwargs.get("shared_mem", args[3] if len(args) > 3 else 0)
+        launch = Launch(
+            kernel._name,
+            kernel._kind,
+            grid=args[0] if len(args) > 0 and kernel._kind != "ElementwiseKernel" else None,
+            block=args[1] if len(args) > 1 and kernel._kind != "ElementwiseKernel" else None,
+            shared_dynamic=int(shared) if isinstance(shared, int) else 0,
+            wrapper=kernel,
+        )
+        if kernel._kind not in ("RawKernel", "RawModule"):
+            launch.grid = launch.block = None
+            launch.shared_dynamic = 0
+        self._current.launches.append(launch)
+        self.launches.append(launch)
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def call(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` with every call recorded (see CallRecord) and the rules of the class doc."""
+        watch = self
+
+        def learner(*args: Any, **kwargs: Any) -> Any:
+            record = CallRecord()
+            outer, watch._current = watch._current, record
+            was_active, watch._active = watch._active, True
+            before = _current_streams()
+            refused: list[str] = []
+            try:
+                with watch.around() if watch.around is not None else nullcontext(refused) as seen:
+                    refused = seen
+                    out = fn(*args, **kwargs)
+            except Exception:
+                if refused:  # the refusal, not what the learner's code made of it
+                    raise OwnWorkError(refused[0]) from None
+                raise
+            finally:
+                watch._active = was_active
+                watch._current = outer
+                _restore_streams(before)
+            watch.calls.append(record)
+            if refused:
+                raise OwnWorkError(refused[0])
+            if watch.timing:
+                watch.join()
+            else:
+                record.early = watch._early_return()
+            if record.early:
+                raise OwnWorkError(record.early)
+            if watch.require_kernel and not record.launches:
+                raise OwnWorkError(watch.no_kernel_message())
+            return out
+
+        learner.__name__ = getattr(fn, "__name__", "learner")
+        learner.__wrapped__ = fn  # type: ignore[attr-defined]
+        return learner
+
+    def join(self) -> None:
+        """Make the current streams wait for every stream the learner created (no host wait)."""
+        for lib, stream, _ in self.streams:
+            if lib == "cupy":
+                import cupy  # deferred: only when the learner made a CuPy stream
+
+                ev = cupy.cuda.Event(disable_timing=True)
+                ev.record(stream)
+                cupy.cuda.get_current_stream().wait_event(ev)
+            else:
+                import torch  # deferred: only when the learner made a torch stream
+
+                ev = torch.cuda.Event()
+                ev.record(stream)
+                torch.cuda.current_stream().wait_event(ev)
+
+    def _early_return(self) -> str:
+        """Why the last call's output was not ready when it returned, or ""."""
+        pending = [(lib, s) for lib, s, non_blocking in self.streams if non_blocking]
+        if not pending:
+            return ""
+        # Let the current streams catch up first: a side stream they were told to wait on is
+        # then done too; one that is still busy was never joined.
+        _sync_current()
+        for lib, stream in pending:
+            busy = not bool(stream.done) if lib == "cupy" else not bool(stream.query())
+            if busy:
+                return (
+                    "your function returned before its kernel finished: work left on another "
+                    "stream? Synchronize that stream, or make the current stream wait for it "
+                    "(an event), before you return"
+                )
+        return ""
+
+    # -- what the check reads --------------------------------------------------------------
+
+    def no_kernel_message(self) -> str:
+        library = library_calls(self.source) if self.source is not None else []
+        if library:
+            did = ", ".join(f"{name} (line {line})" for name, line in library[:3])
+            why = f"{did} did the work"
+        elif self.compiled:
+            why = "the output came from somewhere else"
+        else:
+            why = "your file compiles no kernel (RawKernel, RawModule, ElementwiseKernel, ...)"
+        mine = ", ".join(name for name, _ in self.compiled[:4])
+        compiled = f"; your file compiled {mine} but never launched it" if mine else ""
+        return f"no kernel of yours ran: {why}{compiled}. This exercise is about writing it"
+
+    def shared_memory_used(self) -> bool | None:
+        """Whether any launch of the learner's used shared memory (None: not knowable)."""
+        unknown = False
+        for launch in self.launches:
+            if launch.shared_dynamic > 0:
+                return True
+            static = launch.shared_static()
+            if static is None:
+                unknown = True
+            elif static > 0:
+                return True
+        return None if unknown else False
+
+
+def _current_streams() -> tuple[Any, Any]:
+    """The current CuPy and torch streams, so a call that switched them can be put back."""
+    cp_stream = torch_stream = None
+    cp = sys.modules.get("cupy")
+    if cp is not None and not getattr(cp, "__gpulab_fake__", False):
+        try:
+            cp_stream = cp.cuda.get_current_stream()
+        except Exception:  # noqa: BLE001 - no device in this process: nothing to put back
+            cp_stream = None
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch_stream = torch.cuda.current_stream()
+    return cp_stream, torch_stream
+
+
+def _restore_streams(before: tuple[Any, Any]) -> None:
+    cp_stream, torch_stream = before
+    if cp_stream is not None:
+        import cupy  # deferred: it is already imported when a stream was recorded
+
+        if cupy.cuda.get_current_stream().ptr != cp_stream.ptr:
+            cp_stream.use()
+    if torch_stream is not None:
+        import torch  # deferred: already imported, see _current_streams
+
+        if torch.cuda.current_stream() != torch_stream:
+            torch.cuda.set_stream(torch_stream)
+
+
+def _sync_current() -> None:
+    cp = sys.modules.get("cupy")
+    if cp is not None and not getattr(cp, "__gpulab_fake__", False):
+        cp.cuda.get_current_stream().synchronize()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.current_stream().synchronize()
+
+
+def library_calls(path: Path) -> list[tuple[str, int]]:
+    """The CuPy (and cupyx) routines the learner's source calls, as ("cupy.add", line): the
+    library doing the exercise's work, named when none of the learner's kernels ran."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in ("cupy", "cupyx"):
+                    aliases[(a.asname or a.name).split(".")[0]] = (
+                        a.name if a.asname else a.name.split(".")[0]
+                    )
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+            "cupy",
+            "cupyx",
+        ):
+            for a in node.names:
+                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        dotted = _dotted(node.func)
+        if not dotted:
+            continue
+        head, _, rest = dotted.partition(".")
+        if head not in aliases:
+            continue
+        full = f"{aliases[head]}.{rest}" if rest else aliases[head]
+        parts = full.split(".")
+        if any(p in _PLUMBING for p in parts[1:]) or parts[-1].startswith("_"):
+            continue
+        if (full, node.lineno) not in found:
+            found.append((full, node.lineno))
+    return sorted(found, key=lambda item: item[1])
+
+
+def _dotted(node: ast.AST) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
