@@ -71,6 +71,10 @@ class Context:
     # timing() runs (the grader sets it), and big() picks the budget by it.
     check_bytes: int = 64 << 20
     phase: str = "timing"
+    # What the learner's code launched (gpulab.exercises.own_work.Watch, set by the grader):
+    # `watch.calls[-1].launches` are the learner's kernel launches of the last call, with their
+    # grid, block and shared memory, for a check whose rule is about the launch itself.
+    watch: Any = None
 
     def big(self, bytes_per_element: int, arrays: int = 1, cap: int = 1 << 28) -> int:
         """An element count that fills the device: `arrays` arrays of that element size, about

@@ -161,6 +161,7 @@ def run_check(
     learner = None
     # Installed before the Guard's snapshot, so restoring what the learner patched keeps it.
     watch = Watch(require_kernel=bool(getattr(check, "OWN_KERNEL", False)), source=path)
+    actx.watch = watch
     refuse = getattr(check, "REFUSE", None)
     if refuse:
         watch.around = _refusing(refuse)
