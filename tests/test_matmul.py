@@ -130,7 +130,8 @@ def test_gpu_headline_is_the_lead_over_numpy_at_the_largest_size():
     res = _run(sizes=[256, 1024], dtypes=["fp32"], contenders=["numpy", "torch"])
     rows = {(m.contender, m.size): m for m in res.measurements}
     lead = rows[("numpy", "1024")].time_median_s / rows[("torch", "1024")].time_median_s
-    assert res.headline.startswith(f"the GPU was {times(lead)} faster than NumPy")
+    numpy = next(c.label for c in mm.EXPERIMENT.contenders if c.id == "numpy")
+    assert res.headline.startswith(f"the GPU was {times(lead)} faster than {numpy} at n=1024")
     assert "at n=1024" in res.headline and "% of peak" in res.headline
 
 

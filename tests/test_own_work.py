@@ -1,0 +1,294 @@
+"""Whose work was it (gpulab/exercises/own_work.py), on the CPU through the fake CuPy.
+
+The kernel counting, the library call named from the learner's source, the check's own kernels
+left uncounted, early returns on a busy non-blocking stream, and the per-call checks of the timed
+calls (work skipped on a repeated call fails, and says so).
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from gpulab.exercises import api
+from gpulab.exercises.grading import _CallChecks, _TimedCallWrong
+from gpulab.exercises.own_work import OwnWorkError, Watch, library_calls
+from gpulab.testing import cuda_emu, fake_cupy
+
+ADD = r"""
+extern "C" __global__ void add(const float* a, const float* b, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}
+"""
+
+
+@pytest.fixture
+def cupy_fake(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    if cuda_emu.compiler() is None:
+        pytest.skip("no host C++ compiler for the CUDA emulator")
+    return fake_cupy.install(monkeypatch)
+
+
+def _learner(tmp_path: Path, body: str) -> Path:
+    """The learner's file: `body` (dedented), which may name the CUDA source as SOURCE."""
+    path = tmp_path / "learner.py"
+    path.write_text(textwrap.dedent(body).replace("SOURCE", repr(ADD)))
+    return path
+
+
+def _load(watch: Watch, path: Path) -> dict:
+    ns: dict = {}
+    with watch.loading():
+        exec(compile(path.read_text(), str(path), "exec"), ns)
+    return ns
+
+
+def _arrays(n: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    a = np.arange(n, dtype=np.float32)
+    return a, a * 2, np.full(n, np.nan, dtype=np.float32)
+
+
+def test_a_launch_of_the_learners_kernel_counts(tmp_path: Path, cupy_fake: ModuleType) -> None:
+    path = _learner(
+        tmp_path,
+        '''
+        import cupy as cp, numpy as np
+        K = cp.RawKernel(SOURCE, "add")
+        def add(a, b, out):
+            K(((a.size + 255) // 256,), (256,), (a, b, out, np.int32(a.size)))
+        ''',
+    )
+    watch = Watch(require_kernel=True, source=path)
+    watch.install()
+    try:
+        fn = watch.call(_load(watch, path)["add"])
+        a, b, out = _arrays()
+        fn(a, b, out)
+        assert np.array_equal(out, a + b)
+        assert watch.compiled == [("add", "RawKernel")]
+        (launch,) = watch.calls[-1].launches
+        assert launch.kernel == "add" and launch.grid == (1,) and launch.block == (256,)
+    finally:
+        watch.uninstall()
+    assert sys.modules["cupy"].RawKernel is not None
+    assert not hasattr(sys.modules["cupy"].RawKernel, "__wrapped__")
+
+
+def test_the_library_doing_the_work_is_named(tmp_path: Path, cupy_fake: ModuleType) -> None:
+    path = _learner(
+        tmp_path,
+        '''
+        import cupy as cp, numpy as np
+        K = cp.RawKernel(SOURCE, "add")
+        def add(a, b, out):
+            cp.add(a, b, out=out)
+        ''',
+    )
+    watch = Watch(require_kernel=True, source=path)
+    watch.install()
+    try:
+        fn = watch.call(_load(watch, path)["add"])
+        with pytest.raises(OwnWorkError) as err:
+            fn(*_arrays())
+    finally:
+        watch.uninstall()
+    text = str(err.value)
+    assert text.startswith("no kernel of yours ran: cupy.add (line 5) did the work")
+    assert "compiled add but never launched it" in text
+
+
+def test_a_file_without_a_kernel_is_told_so(tmp_path: Path, cupy_fake: ModuleType) -> None:
+    path = _learner(tmp_path, "def add(a, b, out):\n    out[...] = a + b\n")
+    watch = Watch(require_kernel=True, source=path)
+    watch.install()
+    try:
+        fn = watch.call(_load(watch, path)["add"])
+        with pytest.raises(OwnWorkError, match="your file compiles no kernel"):
+            fn(*_arrays())
+    finally:
+        watch.uninstall()
+
+
+def test_elementwise_and_reduction_kernels_count(tmp_path: Path, cupy_fake: ModuleType) -> None:
+    path = _learner(
+        tmp_path,
+        """
+        import cupy as cp
+        twice = cp.ElementwiseKernel("float32 x", "float32 y", "y = 2 * x", "twice")
+        total = cp.ReductionKernel("float32 x", "float32 y", "x", "a + b", "y = a", "0", "total")
+        def f(x, out):
+            twice(x, out)
+            return total(out)
+        """,
+    )
+    watch = Watch(require_kernel=True, source=path)
+    watch.install()
+    try:
+        fn = watch.call(_load(watch, path)["f"])
+        x = np.ones(8, dtype=np.float32)
+        out = np.empty_like(x)
+        assert float(fn(x, out)) == 16.0
+        assert [launch.kind for launch in watch.calls[-1].launches] == [
+            "ElementwiseKernel",
+            "ReductionKernel",
+        ]
+    finally:
+        watch.uninstall()
+
+
+def test_the_checks_own_kernels_are_not_the_learners(cupy_fake: ModuleType) -> None:
+    watch = Watch(require_kernel=True)
+    watch.install()
+    try:
+        mine = sys.modules["cupy"].RawKernel(ADD, "add")  # made outside any learner code
+        assert type(mine).__module__ == "gpulab.testing.cuda_emu"
+        assert watch.compiled == []
+    finally:
+        watch.uninstall()
+
+
+def test_a_launch_outside_a_call_is_not_counted(tmp_path: Path, cupy_fake: ModuleType) -> None:
+    """A kernel that runs only at import (a warm-up) did not do any call's work."""
+    path = _learner(
+        tmp_path,
+        '''
+        import cupy as cp, numpy as np
+        K = cp.RawKernel(SOURCE, "add")
+        _a = cp.ones(4, dtype=cp.float32)
+        K((1,), (4,), (_a, _a, _a, np.int32(4)))
+        def add(a, b, out):
+            out[...] = a + b
+        ''',
+    )
+    watch = Watch(require_kernel=True, source=path)
+    watch.install()
+    try:
+        fn = watch.call(_load(watch, path)["add"])
+        with pytest.raises(OwnWorkError, match="no kernel of yours ran"):
+            fn(*_arrays())
+    finally:
+        watch.uninstall()
+
+
+def test_a_busy_non_blocking_stream_at_return_is_an_early_return(
+    tmp_path: Path, cupy_fake: ModuleType
+) -> None:
+    path = _learner(
+        tmp_path,
+        """
+        import cupy as cp
+        S = cp.cuda.Stream(non_blocking=True)
+        B = cp.cuda.Stream()
+        def f(x):
+            return S, B
+        """,
+    )
+    watch = Watch(source=path)
+    watch.install()
+    try:
+        fn = watch.call(_load(watch, path)["f"])
+        side, blocking = fn(None)
+        assert [(lib, nb) for lib, _, nb in watch.streams] == [("cupy", True), ("cupy", False)]
+        side.done = False  # the emulator's streams finish at once; a GPU's may not
+        with pytest.raises(OwnWorkError, match="returned before its kernel finished"):
+            fn(None)
+        side.done, blocking.done = True, False  # a blocking stream: the caller's stream waits
+        fn(None)
+    finally:
+        watch.uninstall()
+
+
+def test_library_calls_reads_aliases_and_skips_plumbing(tmp_path: Path) -> None:
+    path = _learner(
+        tmp_path,
+        """
+        import cupy as xp
+        from cupy import cumsum as running
+        import cupyx.scipy.ndimage
+        def f(a, out):
+            b = xp.empty_like(a)
+            xp.copyto(out, a.T)
+            running(a, out=b)
+            cupyx.scipy.ndimage.convolve(a, b)
+            k = xp.RawKernel("", "k")
+            n = xp.int32(3)
+        """,
+    )
+    assert library_calls(path) == [
+        ("cupy.copyto", 7),
+        ("cupy.cumsum", 8),
+        ("cupyx.scipy.ndimage.convolve", 9),
+    ]
+
+
+def _cpu_spec(fn, skip_after: int | None = None) -> api.TimingSpec:
+    """A CPU spec over two input sets whose learner can skip work after some calls."""
+
+    def setup(i: int) -> tuple:
+        a = np.full(64, float(i + 1), dtype=np.float32)
+        return a, np.empty_like(a)
+
+    def prepare(io: tuple) -> None:
+        io[-1].fill(np.nan)
+
+    def check_call(io: tuple, returned: object) -> str | None:
+        bad = api.compare_arrays(io[0] * 2, io[-1])
+        return None if bad is None else bad.message
+
+    return api.TimingSpec(
+        setup=setup,
+        learner=lambda io: fn(*io),
+        library=None,
+        library_name="",
+        work=1.0,
+        metric="GB/s",
+        ceiling="copy",
+        sets=2,
+        prepare=prepare,
+        check_call=check_call,
+    )
+
+
+def _time(spec: api.TimingSpec, calls: int, every: bool) -> _CallChecks:
+    sets = [spec.setup(i) for i in range(spec.sets)]
+    turn = [0]
+    checks = _CallChecks(spec, sets, turn, spec.sets, every=every)
+
+    def rotate() -> None:
+        turn[0] = (turn[0] + 1) % spec.sets
+
+    before = checks.before(rotate)
+    for _ in range(calls):
+        before()
+        checks.call()
+        checks.after()
+    return checks
+
+
+def test_every_timed_call_is_checked_on_a_device() -> None:
+    def honest(a, out):
+        out[...] = a * 2
+
+    checks = _time(_cpu_spec(honest), calls=9, every=True)
+    assert checks.checked == 9
+
+
+def test_a_repeated_call_that_skips_work_fails_naming_it() -> None:
+    seen: set[int] = set()
+
+    def lazy(a, out):
+        if id(out) in seen:
+            return
+        seen.add(id(out))
+        out[...] = a * 2
+
+    with pytest.raises(_TimedCallWrong) as err:
+        _time(_cpu_spec(lazy), calls=9, every=False)  # a CPU: the first repeat is always checked
+    text = str(err.value)
+    assert text.startswith("timed call 3: ") and "skip work it has done before" in text
