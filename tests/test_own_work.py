@@ -57,12 +57,12 @@ def _arrays(n: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def test_a_launch_of_the_learners_kernel_counts(tmp_path: Path, cupy_fake: ModuleType) -> None:
     path = _learner(
         tmp_path,
-        '''
+        """
         import cupy as cp, numpy as np
         K = cp.RawKernel(SOURCE, "add")
         def add(a, b, out):
             K(((a.size + 255) // 256,), (256,), (a, b, out, np.int32(a.size)))
-        ''',
+        """,
     )
     watch = Watch(require_kernel=True, source=path)
     watch.install()
@@ -83,12 +83,12 @@ def test_a_launch_of_the_learners_kernel_counts(tmp_path: Path, cupy_fake: Modul
 def test_the_library_doing_the_work_is_named(tmp_path: Path, cupy_fake: ModuleType) -> None:
     path = _learner(
         tmp_path,
-        '''
+        """
         import cupy as cp, numpy as np
         K = cp.RawKernel(SOURCE, "add")
         def add(a, b, out):
             cp.add(a, b, out=out)
-        ''',
+        """,
     )
     watch = Watch(require_kernel=True, source=path)
     watch.install()
@@ -157,14 +157,14 @@ def test_a_launch_outside_a_call_is_not_counted(tmp_path: Path, cupy_fake: Modul
     """A kernel that runs only at import (a warm-up) did not do any call's work."""
     path = _learner(
         tmp_path,
-        '''
+        """
         import cupy as cp, numpy as np
         K = cp.RawKernel(SOURCE, "add")
         _a = cp.ones(4, dtype=cp.float32)
         K((1,), (4,), (_a, _a, _a, np.int32(4)))
         def add(a, b, out):
             out[...] = a + b
-        ''',
+        """,
     )
     watch = Watch(require_kernel=True, source=path)
     watch.install()
