@@ -224,6 +224,7 @@ def run_bench(
     only: list[str] | None = None,
     quick: bool = False,
     on_run: Any = None,
+    repeat: int = 3,
 ) -> dict[str, Any]:
     """The suite's report; `on_run(report)` after each run, so a killed bench keeps its rows."""
     from gpulab.core import peaks as pk
@@ -274,7 +275,7 @@ def run_bench(
         from gpulab.exercises import bench as ex_bench
 
         sys.stderr.write("  exercises (through a warm worker)\n")
-        report["exercises"] = ex_bench.exercises_part(quick)
+        report["exercises"] = ex_bench.exercises_part(quick, repeat=repeat)
         report["comparisons"] += ex_bench.comparisons(report["exercises"], not peaks.cpu)
     report["finished_at"] = time.time()
     return report
@@ -316,6 +317,10 @@ def main(args: Any) -> int:
             sys.stderr.write(f"gpulab: unknown experiment(s) for --only: {', '.join(unknown)}\n")
             return 2
     quick = bool(getattr(args, "quick", False))
+    repeat = int(getattr(args, "repeat", 3) or 3)
+    if repeat < 2:
+        sys.stderr.write(f"gpulab: --repeat {repeat}: at least 2 (the first and a repeat check)\n")
+        return 2
     paths: list[Path] = []
 
     def write(report: dict[str, Any]) -> None:
@@ -330,7 +335,7 @@ def main(args: Any) -> int:
         paths[0].write_text(json.dumps(clean, indent=2))
         paths[1].write_text(markdown(clean))
 
-    report = _clean(run_bench(suite, only, quick, on_run=write))
+    report = _clean(run_bench(suite, only, quick, on_run=write, repeat=repeat))
     write(report)
     json_path, md_path = paths
     print(f"device: {report['device']}")

@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--only", action="append", default=[], help="run just these experiments (a,b or repeated)"
     )
+    bench.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="exercises: check each reference solution this many times in a row (default 3)",
+    )
 
     lessons = sub.add_parser("lessons", help="list lessons and your progress")
     lessons.add_argument("--json", action="store_true", help="print JSON")

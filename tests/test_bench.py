@@ -245,3 +245,49 @@ def test_claims_comparisons_judge_issue_16s_measurements():
 
     names = [c["name"] for c in bench.comparisons(runs, None, Inventory(), quick=False)]
     assert set(by) <= set(names)
+
+
+def _exercise_entry(**kw):
+    entry = {
+        "exercise": "zip-add",
+        "order": 21,
+        "needs": ["cupy"],
+        "passed": True,
+        "message": "ok",
+        "grade": "silver",
+        "fraction": 0.7,
+        "library_fraction": 0.6,
+        "value": 2000.0,
+        "library": "cupy.add",
+        "metric": "GB/s",
+        "first_check_s": 1.0,
+        "repeat_check_s": 0.4,
+        "reference_checks": 5,
+        "false_rejections": [],
+        "right": [{"name": "rawmodule", "why": "x", "passed": True, "message": "ok"}],
+        "wrong": [{"name": "w", "expect": "x", "rejected": True, "message_ok": True}],
+    }
+    entry.update(kw)
+    return entry
+
+
+def test_exercise_bench_counts_false_rejections_and_right_solutions():
+    from gpulab.exercises import bench as ex_bench
+
+    part = {"exercises": [_exercise_entry(), _exercise_entry(exercise="scan")]}
+    by = {c["name"]: c for c in ex_bench.comparisons(part, gpu=True)}
+    false = by["exercises: false rejections in 10 reference checks"]
+    assert false["value"] == 0 and false["status"] == "pass"
+    assert by["exercises: unusual correct solutions (right/) pass"]["status"] == "pass"
+
+    bad = _exercise_entry(
+        false_rejections=["honest-timing: 13x, too slow"],
+        right=[{"name": "rawmodule", "why": "x", "passed": False, "message": "no kernel"}],
+    )
+    by = {c["name"]: c for c in ex_bench.comparisons({"exercises": [bad]}, gpu=True)}
+    assert by["exercises: false rejections in 5 reference checks"]["status"] == "miss"
+    assert by["exercises: unusual correct solutions (right/) pass"]["status"] == "miss"
+    text = "\n".join(ex_bench.markdown_lines({"exercises": [bad]}))
+    assert "| 4/5 |" in text and "| 0/1 |" in text
+    assert "solution.py rejected: honest-timing: 13x, too slow" in text
+    assert "right/rawmodule rejected: no kernel" in text

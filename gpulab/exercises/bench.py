@@ -3,8 +3,10 @@ through a warm worker exactly as `gpulab ex check` runs it.
 
 Per exercise: our solution's verdict, grade and % of the ceiling (and the library's), the check
 latency from submitting to the verdict (the first check of the exercise in this worker, which
-pays for kernel compilation, and a repeat), and every known-wrong solution: rejected, and with
-the message its `# expect:` line names.
+pays for kernel compilation, and a repeat), every known-wrong solution: rejected, and with the
+message its `# expect:` line names, and every unusual correct one (right/): passed. The reference
+is checked `repeat` times in a row with fresh seeds (`gpulab bench --repeat N`); each time it
+fails is a false rejection, counted and kept with its message: noise must never decide a verdict.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from typing import Any
 FIRST_CHECK_S = 1.5  # a small kernel exercise, compilation included
 REPEAT_CHECK_S = 0.5
 SEED = 20260101
+REPEAT = 3  # reference checks per exercise by default: the first, the timed repeat, one more
 
 
-def exercises_part(quick: bool = False, device: int = 0) -> dict[str, Any]:
-    return asyncio.run(_run(quick, device))
+def exercises_part(quick: bool = False, device: int = 0, repeat: int = REPEAT) -> dict[str, Any]:
+    return asyncio.run(_run(quick, device, max(2, repeat)))
 
 
-async def _run(quick: bool, device: int) -> dict[str, Any]:
+async def _run(quick: bool, device: int, repeat: int) -> dict[str, Any]:
     from gpulab.core.devices import Inventory
     from gpulab.exercises.catalog import load_catalog
     from gpulab.exercises.session import Checker
@@ -39,7 +42,24 @@ async def _run(quick: bool, device: int) -> dict[str, Any]:
                 continue
             sys.stderr.write(f"  exercise {ex.id}\n")
             first, first_s = await checker.check(ex, ex.solution_path, SEED)
-            repeat, repeat_s = await checker.check(ex, ex.solution_path, SEED + 1)
+            again, repeat_s = await checker.check(ex, ex.solution_path, SEED + 1)
+            false = [r.message for r in (first, again) if not r.passed]
+            for k in range(2, repeat):
+                more, _ = await checker.check(ex, ex.solution_path, SEED + k)
+                if not more.passed:
+                    false.append(more.message)
+            rights = []
+            for r in ex.right:
+                got, seconds = await checker.check(ex, r.path, SEED)
+                rights.append(
+                    {
+                        "name": r.name,
+                        "why": r.why,
+                        "passed": got.passed,
+                        "message": got.message,
+                        "seconds": seconds,
+                    }
+                )
             wrongs = []
             for w in ex.wrong:
                 got, seconds = await checker.check(ex, w.path, SEED)
@@ -53,15 +73,19 @@ async def _run(quick: bool, device: int) -> dict[str, Any]:
                         "seconds": seconds,
                     }
                 )
-            timing = repeat.timing or first.timing or {}
+            repeat_ = again
+            timing = repeat_.timing or first.timing or {}
             entries.append(
                 {
                     "exercise": ex.id,
                     "order": ex.order,
                     "needs": list(ex.needs),
-                    "passed": first.passed and repeat.passed,
-                    "message": (first if not first.passed else repeat).message,
-                    "grade": repeat.grade if repeat.passed else None,
+                    "passed": first.passed and repeat_.passed,
+                    "message": (first if not first.passed else repeat_).message,
+                    "grade": repeat_.grade if repeat_.passed else None,
+                    "reference_checks": repeat,
+                    "false_rejections": false,
+                    "right": rights,
                     "fraction": timing.get("fraction"),
                     "library_fraction": timing.get("library_fraction"),
                     "value": (timing.get("learner") or {}).get("value"),
@@ -102,7 +126,17 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
     if not ran:
         return []
     wrongs = [w for e in ran for w in e["wrong"]]
+    rights = [r for e in ran for r in e.get("right", [])]
+    checks = sum(e.get("reference_checks", 2) for e in ran)
+    false = sum(len(e.get("false_rejections", [])) for e in ran)
     out = [
+        judge(
+            f"exercises: false rejections in {checks} reference checks",
+            "0",
+            float(false),
+            0.0,
+            higher=False,
+        ),
         judge(
             "exercises: reference solutions pass",
             f"all {len(ran)}",
@@ -116,6 +150,15 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
             float(len(wrongs)),
         ),
     ]
+    if rights:
+        out.append(
+            judge(
+                "exercises: unusual correct solutions (right/) pass",
+                f"all {len(rights)}",
+                float(sum(r["passed"] for r in rights)),
+                float(len(rights)),
+            )
+        )
     if gpu:
         silver = [
             e for e in ran if e["grade"] in ("silver", "gold") or e["metric"] in (None, "none")
@@ -168,20 +211,24 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
         "",
         "## Exercises (reference solutions through the worker)",
         "",
-        "| exercise | verdict | grade | your code | % ceiling | library % | first check | repeat | repeat's slowest phases (s) | wrong rejected |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| exercise | verdict | grade | your code | % ceiling | library % | first check | repeat | repeat's slowest phases (s) | reference checks passed | wrong rejected | right passed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in part["exercises"]:
         if "skipped" in e:
-            lines.append(f"| {e['exercise']} | not run: {e['skipped']} | | | | | | | | |")
+            lines.append(f"| {e['exercise']} | not run: {e['skipped']} | | | | | | | | | | |")
             continue
         ok = sum(w["rejected"] and w["message_ok"] for w in e["wrong"])
+        n_ref = e.get("reference_checks", 2)
+        refs = f"{n_ref - len(e.get('false_rejections', []))}/{n_ref}"
+        right = e.get("right", [])
+        rights = f"{sum(r['passed'] for r in right)}/{len(right)}"
         value = "-" if e["value"] is None else f"{e['value']:.4g} {e['metric']}"
         lines.append(
             f"| {e['exercise']} | {'pass' if e['passed'] else 'FAIL'} | {e['grade'] or '-'} | "
             f"{value} | {pct(e['fraction'])} | {pct(e['library_fraction'])} | "
             f"{e['first_check_s']:.2f} s | {e['repeat_check_s']:.2f} s | "
-            f"{slowest(e.get('repeat_phases'))} | {ok}/{len(e['wrong'])} |"
+            f"{slowest(e.get('repeat_phases'))} | {refs} | {ok}/{len(e['wrong'])} | {rights} |"
         )
     bad = [
         (e["exercise"], w)
@@ -191,4 +238,10 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
     ]
     for ex_id, w in bad:
         lines.append(f"\n{ex_id}/{w['name']}: expected '{w['expect']}', got: {w['message']}")
+    for e in part["exercises"]:
+        for message in e.get("false_rejections", []):
+            lines.append(f"\n{e['exercise']}/solution.py rejected: {message}")
+        for r in e.get("right", []):
+            if not r["passed"]:
+                lines.append(f"\n{e['exercise']}/right/{r['name']} rejected: {r['message']}")
     return lines

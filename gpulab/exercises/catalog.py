@@ -27,6 +27,7 @@ EXTRA_ENV = "GPULAB_EXERCISES_PATH"
 REQUIRED_CHECK_NAMES = ("ENTRY", "cases", "expected", "run")
 _FOLDER = re.compile(r"^(\d{2,3})-([a-z0-9][a-z0-9-]*)$")
 _EXPECT = re.compile(r"^#\s*expect:\s*(.+?)\s*$")
+_WHY = re.compile(r"^#\s*why:\s*(.+?)\s*$")
 
 
 class UnknownExercise(KeyError):
@@ -56,6 +57,15 @@ class Wrong:
         return any(alt.strip().lower() in text for alt in self.expect.split("|") if alt.strip())
 
 
+@dataclass(frozen=True)
+class Right:
+    """An unusual correct solution: the grader must pass it (a false rejection is a bug)."""
+
+    name: str
+    path: Path
+    why: str  # what is unusual about it: "a RawModule in place of a RawKernel"
+
+
 @dataclass(frozen=True, eq=False)
 class Exercise:
     id: str
@@ -69,6 +79,7 @@ class Exercise:
     statement: str
     folder: Path
     wrong: tuple[Wrong, ...] = ()
+    right: tuple[Right, ...] = ()
     entry: str = ""
     time_limit: float = DEFAULT_TIME_LIMIT_S
     summary: str = ""
@@ -220,7 +231,7 @@ _LOADED: dict[Path, tuple[tuple[Any, ...], Exercise]] = {}
 
 def _signature(folder: Path) -> tuple[Any, ...]:
     seen: list[tuple[str, int, int]] = []
-    for where in (folder, folder / "wrong"):
+    for where in (folder, folder / "wrong", folder / "right"):
         try:
             with os.scandir(where) as entries:
                 for e in entries:
@@ -265,11 +276,13 @@ def load_exercise(folder: Path) -> Exercise:
         if entry not in _top_level_names(folder / name):
             raise ExerciseFormatError(folder / name, f"does not define {entry}(), the ENTRY")
     wrong = tuple(_wrong(p) for p in sorted((folder / "wrong").glob("*.py")))
+    right = tuple(_right(p) for p in sorted((folder / "right").glob("*.py")))
     return Exercise(
         **fields,
         statement=statement,
         folder=folder,
         wrong=wrong,
+        right=right,
         entry=entry,
         timed="timing" in names,
     )
@@ -332,3 +345,15 @@ def _wrong(path: Path) -> Wrong:
     if not m:
         raise ExerciseFormatError(path, "the first line must be '# expect: <text of the message>'")
     return Wrong(name=path.stem, path=path, expect=m.group(1))
+
+
+def _right(path: Path) -> Right:
+    try:
+        with path.open(encoding="utf-8") as f:
+            first = f.readline()
+    except OSError as exc:
+        raise ExerciseFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
+    m = _WHY.match(first.strip())
+    if not m:
+        raise ExerciseFormatError(path, "the first line must be '# why: <what is unusual>'")
+    return Right(name=path.stem, path=path, why=m.group(1))

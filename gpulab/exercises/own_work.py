@@ -28,6 +28,7 @@ process, the catalog).
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext, suppress
@@ -365,9 +366,9 @@ class Watch:
                 raise OwnWorkError(watch.no_kernel_message())
             return out
 
-        learner.__name__ = getattr(fn, "__name__", "learner")
-        learner.__wrapped__ = fn  # type: ignore[attr-defined]
-        return learner
+        # The learner's name and module: a multi-process check finds the file to load in each
+        # rank through fn.__module__ (gpulab.exercises.ranked)
+        return functools.update_wrapper(learner, fn)
 
     def join(self) -> None:
         """Make the current streams wait for every stream the learner created (no host wait)."""
