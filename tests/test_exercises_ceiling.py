@@ -58,6 +58,8 @@ def test_a_figure_still_above_the_ceiling_says_why_in_the_cli_and_the_tui(
     assert f"    above 100%: {note}" in verdict_lines(result, name="double")
     assert f"above 100%: {note}" in verdict_text(result).plain
     assert t["grade"] == "pass" and "not plausible" in t["suspect"]  # and never graded
+    # The causes the checks rule out are named, and the ones left to suspect
+    assert "neither skipped work nor a launch timed without its kernel" in t["suspect"]
 
 
 def test_a_figure_under_the_ceiling_measures_nothing_and_says_nothing(monkeypatch, double):  # noqa: F811
