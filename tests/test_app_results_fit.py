@@ -87,9 +87,9 @@ def test_race_explains_its_counts_and_marks_extrapolated_rows():
     race.contenders = [("python", "pure Python (lists)", ""), ("numpy", "NumPy", "")]
     state = RunState(1, "matmul", {"sizes": [64, 512], "dtypes": ["fp32"]}, started=time.time())
     state.rows = {
-        "1": {"contender": "python", "time_median_s": 0.1},
-        "2": {"contender": "python", "time_median_s": 60.0, "extrapolated": True},
-        "3": {"contender": "numpy", "time_median_s": 0.001},
+        "1": {"contender": "python", "size": "64", "time_median_s": 0.1},
+        "2": {"contender": "python", "size": "512", "time_median_s": 60.0, "extrapolated": True},
+        "3": {"contender": "numpy", "size": "64", "time_median_s": 0.001},
     }
     race.state = state
     text = race.render_race(100).plain
@@ -100,8 +100,30 @@ def test_race_explains_its_counts_and_marks_extrapolated_rows():
     assert "rows done of the 2 asked" in text and "extrapolated from smaller sizes" in text
     assert "not run" not in text  # still running: the rest may yet come
     state.status = "result"
-    finished = race.render_race(100).plain.splitlines()
-    assert "1/2 (1 not run)" in finished[1] and "not run:" in finished[-2]
+    # Finished: speed against the fastest where most contenders ran (n=64), on a log scale
+    python_row, numpy_row, key = race.render_race(100).plain.splitlines()
+    assert python_row.rstrip().endswith("100 ms  100x slower")
+    assert numpy_row.rstrip().endswith("1 ms  fastest")
+    assert python_row.count("█") < numpy_row.count("█") == 40
+    assert key == "bars: speed against the fastest at n=64 (log scale: a 100x spread)"
+
+
+def test_a_finished_race_draws_speed_against_the_fastest():
+    race = RaceView()
+    race.contenders = [("a", "NumPy", ""), ("b", "torch", ""), ("c", "CuPy", "no CuPy")]
+    state = RunState(1, "blur", {}, started=time.time())
+    state.rows = {
+        "1": {"contender": "a", "size": "4096", "dtype": "fp32", "time_median_s": 0.004},
+        "2": {"contender": "b", "size": "4096", "dtype": "fp32", "time_median_s": 0.002},
+    }
+    state.status = "result"
+    race.state = state
+    a_row, b_row, c_row, key = race.render_race(100).plain.splitlines()
+    assert a_row.count("█") == 20 and b_row.count("█") == 40  # linear: half as fast, half a bar
+    assert "2x slower" in a_row and "fastest" in b_row and "unavailable: no CuPy" in c_row
+    assert key == "bars: speed against the fastest at n=4096 fp32 (linear scale)"
+    state.status = "running"  # while it runs, the bars are its progress again
+    assert "1/1" in race.render_race(100).plain
 
 
 # ---- the GPU at a glance ------------------------------------------------------------------

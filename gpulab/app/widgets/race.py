@@ -1,7 +1,10 @@
-"""The race: one bar per contender, filling as its measurement rows arrive."""
+"""The race: one bar per contender, filling as its measurement rows arrive; once the run has
+finished, each contender's speed against the fastest (on a log scale where the spread is large),
+which is the one picture a race needs."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.text import Text
@@ -47,6 +50,9 @@ class RaceView(Static):
         label_w = max(12, min(longest, width - 46))
         bar_w = max(6, min(40, width - label_w - 38))
         best = self._best(state)
+        standings = self._standings(state) if state and state.status == ev.RESULT else None
+        if standings is not None:
+            return self._render_standings(text, standings, label_w, bar_w, picked, unavailable)
         any_extrapolated = any_not_run = False
         for cid, label, why in self.contenders:
             why = why or unavailable.get(cid, "")
@@ -85,6 +91,85 @@ class RaceView(Static):
             text.append("\n")
         if state is not None:
             text.append(self._key(want, any_extrapolated, any_not_run), style="dim")
+        text.rstrip()
+        return text
+
+    @staticmethod
+    def _standings(state: RunState) -> tuple[str, dict[str, dict[str, Any]]] | None:
+        """(what was compared, {contender: its row}) for the finished race: the size and dtype
+        that most contenders ran (the largest such size), where two or more have a time."""
+        groups: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+        for r in state.rows.values():
+            t = r.get("time_median_s")
+            if not t or t <= 0:
+                continue
+            key = (str(r.get("size", "")), str(r.get("dtype") or ""))
+            groups.setdefault(key, {})[str(r.get("contender", ""))] = r
+        if not groups:
+            return None
+
+        def rank(item: tuple[tuple[str, str], dict[str, Any]]) -> tuple[int, float]:
+            (size, _), rows = item
+            try:
+                n = float(size.split()[0])
+            except (ValueError, IndexError):
+                n = 0.0
+            return len(rows), n
+
+        (size, dtype), rows = max(groups.items(), key=rank)
+        if len(rows) < 2:
+            return None
+        what = " ".join(p for p in (f"n={size}" if size else "", dtype) if p)
+        return what, rows
+
+    def _render_standings(
+        self,
+        text: Text,
+        standings: tuple[str, dict[str, dict[str, Any]]],
+        label_w: int,
+        bar_w: int,
+        picked: Any,
+        unavailable: dict[str, str],
+    ) -> Text:
+        what, rows = standings
+        times = {cid: float(r["time_median_s"]) for cid, r in rows.items()}
+        fastest, slowest = min(times.values()), max(times.values())
+        spread = slowest / fastest
+        log = spread > 20  # a linear bar would leave the slow ones an invisible sliver
+
+        def length(t: float) -> int:
+            if log:
+                return max(1, round(bar_w * (1 - math.log(t / fastest) / math.log(spread * 1.5))))
+            return max(1, round(bar_w * fastest / t))
+
+        for cid, label, why in self.contenders:
+            why = why or unavailable.get(cid, "")
+            text.append(f"{abbreviate(label, label_w):<{label_w}} ", style="bold")
+            if why:
+                text.append(f"unavailable: {why}", style="dim")
+            elif isinstance(picked, list) and cid not in picked:
+                text.append("not in this race", style="dim")
+            elif cid not in times:
+                text.append(f"no time at {what}", style="dim")
+            else:
+                t, row = times[cid], rows[cid]
+                n = length(t)
+                text.append("█" * n, style="bold green" if t == fastest else "cyan")
+                text.append(" " * (bar_w - n))
+                mark = "~" if row.get("extrapolated") else ""
+                text.append(f" {mark}{fmt_time(t)}")
+                # the comparison before the throughput: on a narrow pane the end is cut
+                if t == fastest:
+                    text.append("  fastest", style="bold green")
+                else:
+                    text.append(f"  {fmt_num(t / fastest)}x slower", style="yellow")
+                if row.get("throughput") is not None:
+                    text.append(f"  {fmt_num(row['throughput'])} {row.get('unit', '')}")
+            text.append("\n")
+        scale = f"log scale: a {fmt_num(spread)}x spread" if log else "linear scale"
+        text.append(f"bars: speed against the fastest at {what} ({scale})", style="dim")
+        if any(r.get("extrapolated") for r in rows.values()):
+            text.append("\n~: extrapolated from smaller sizes (too slow to run), not measured")
         text.rstrip()
         return text
 
