@@ -56,6 +56,11 @@ def device_slug(name: str, cpu: bool) -> str:
     return m.group(1).lower() if m else re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
+# core and full: one GPU; exercises: the catalog through a worker; multi-gpu: the experiments
+# that need two or more GPUs (all-reduce, DDP scaling, peer copies)
+SUITES = ("core", "full", "exercises", "multi-gpu")
+
+
 def default_paths(suite: str, slug: str) -> tuple[Path, Path]:
     here = Path.cwd()
     if (here / "bench").is_dir() and (here / "gpulab").is_dir():
@@ -303,8 +308,8 @@ def main(args: Any) -> int:
     from gpulab.core.schema import tagged
 
     suite = getattr(args, "suite", "core") or "core"
-    if suite not in ("core", "full", "exercises"):
-        sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected core, full or exercises\n")
+    if suite not in SUITES:
+        sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected {', '.join(SUITES)}\n")
         return 2
     # --only a --only b, or --only a,b (both spellings, as the docs use either)
     only = [o.strip() for arg in getattr(args, "only", []) or [] for o in arg.split(",")]

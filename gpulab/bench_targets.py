@@ -136,6 +136,30 @@ def syllabus_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     n=s.get("n"),
                 )
             )
+        if exp == "allreduce" and "allreduce_of_peer" in s:
+            out.append(
+                judge(
+                    f"all-reduce: busbw at {s.get('largest_bytes', 0) / 2**30:.3g} GiB / the "
+                    "peer copy's GB/s",
+                    ">= 0.8",
+                    s["allreduce_of_peer"],
+                    0.8,
+                    ranks=s.get("ranks"),
+                    busbw_gbs=(s.get("busbw_gbs") or {}).get("all-reduce"),
+                    peer_copy_gbs=s.get("peer_copy_gbs"),
+                )
+            )
+        eff = s.get("efficiency") or {} if exp == "ddp-scaling" else {}
+        at_two = eff.get("2", eff.get(2))  # int keys in a run, strings once it went through JSON
+        if at_two is not None:
+            out.append(
+                judge(
+                    "ddp-scaling: efficiency at 2 ranks (samples/s over 2x one rank's)",
+                    ">= 0.9",
+                    at_two,
+                    0.9,
+                )
+            )
         if exp == "bandwidth":
             for d, what in (("h2d", "host to device"), ("d2h", "device to host")):
                 key = f"{d}_pinned_vs_runtime"

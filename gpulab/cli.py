@@ -68,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     bench = sub.add_parser("bench", help="run the benchmark suite, write JSON and Markdown")
-    bench.add_argument("--suite", default="core", help="core (default), full or exercises")
+    bench.add_argument(
+        "--suite", default="core", help="core (default), full, exercises or multi-gpu"
+    )
     bench.add_argument("--json", dest="json_path", help="write the JSON results here")
     bench.add_argument("--markdown", dest="md_path", help="write the Markdown table here")
     bench.add_argument(

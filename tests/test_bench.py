@@ -291,3 +291,31 @@ def test_exercise_bench_counts_false_rejections_and_right_solutions():
     assert "| 4/5 |" in text and "| 0/1 |" in text
     assert "solution.py rejected: honest-timing: 13x, too slow" in text
     assert "right/rawmodule rejected: no kernel" in text
+
+
+def test_multi_gpu_targets_judge_allreduce_against_the_peer_copy_and_ddp_efficiency():
+    runs = [
+        {
+            "experiment": "allreduce",
+            "status": "result",
+            "result": {
+                "summary": {
+                    "ranks": 2,
+                    "largest_bytes": 2**30,
+                    "busbw_gbs": {"all-reduce": 323.0},
+                    "peer_copy_gbs": 381.0,
+                    "allreduce_of_peer": 323.0 / 381.0,
+                }
+            },
+        },
+        {
+            "experiment": "ddp-scaling",
+            "status": "result",
+            "result": {"summary": {"efficiency": {"1": 1.0, "2": 0.86}}},
+        },
+    ]
+    by = {c["name"]: c for c in bench_targets.syllabus_comparisons(runs)}
+    ar = by["all-reduce: busbw at 1 GiB / the peer copy's GB/s"]
+    assert ar["status"] == "pass" and ar["value"] == pytest.approx(0.848, abs=1e-3)
+    ddp = by["ddp-scaling: efficiency at 2 ranks (samples/s over 2x one rank's)"]
+    assert ddp["status"] == "miss" and ddp["goal"] == 0.9

@@ -38,11 +38,18 @@ def test_allreduce_on_two_gloo_ranks_is_exact_and_has_a_busbw_series(cpu_invento
     rows = [m for m in result["measurements"] if m["contender"] == "all-reduce"]
     for m in rows:  # at 2 ranks, all-reduce's busbw equals its algbw (2(n-1)/n = 1)
         assert m["throughput"] == pytest.approx(m["extra"]["algbw_gbs"])
+        # real statistics: at least 20 timed iterations after a warm-up, median within min..max
+        assert m["runs"] >= allreduce.MIN_ITERS
+        assert m["time_min_s"] <= m["time_median_s"] <= m["time_max_s"]
+        assert m["note"].startswith("the figure is busbw (algbw x 1);")
+        assert f"median of {m['runs']} iterations" in m["note"]
     live = [e for e in events if e["type"] == "measurement"]
     assert len(live) == len(result["measurements"])  # rank 0's rows streamed as they finished
     assert result["summary"]["ranks"] == 2 and result["summary"]["backend"] == "gloo"
     assert_headline("allreduce", result)
-    assert any("ranks 0:" in e.get("message", "") for e in events if e["type"] == "progress")
+    progress = [e.get("message", "") for e in events if e["type"] == "progress"]
+    assert any("ranks 0:" in line for line in progress)
+    assert all(a != b for a, b in zip(progress, progress[1:])), "a progress line repeated"
 
 
 def test_allreduce_refuses_one_rank_in_one_line(cpu_inventory):
@@ -96,4 +103,6 @@ def test_ddp_scaling_on_1_and_2_gloo_ranks_matches_loss_curves(cpu_inventory):
     assert rows[0]["extra"]["efficiency"] == pytest.approx(1.0)
     assert rows[1]["extra"]["buckets_per_step"] >= 1  # the hook saw DDP's all-reduces
     assert rows[1]["extra"]["allreduce_s"] > 0 and rows[0]["extra"]["compute_s"] > 0
+    for m in rows:  # each step timed on its own: a median between its min and max
+        assert m["time_min_s"] <= m["time_median_s"] <= m["time_max_s"]
     assert_headline("ddp-scaling", result)

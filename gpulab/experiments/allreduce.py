@@ -15,12 +15,14 @@ fp32), so the sum must be exact; the largest error over ranks is reduced to rank
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
+from gpulab.report import fmt_num
 from gpulab.runner import ranks
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
@@ -90,29 +92,54 @@ def _check(op: str, call: Any, x: Any, out: Any, rc: ranks.RankContext) -> float
     return float((out - want).abs().max().item()) if out.numel() else 0.0
 
 
-def _time(call: Any, rc: ranks.RankContext, budget_s: float) -> tuple[float, int]:
-    """(slowest rank's mean seconds per call, calls timed); the ranks agree on the count."""
+MIN_ITERS = 20  # timed iterations per size at least, after the warm-up (as nccl-tests run)
+MAX_ITERS = 200
+WARMUP = 5
+
+
+def _time(call: Any, rc: ranks.RankContext, budget_s: float) -> dict[str, float]:
+    """Per-iteration times of `call` after a warm-up: each iteration's time is the slowest rank's
+    (a collective ends when its last rank does), then the median, min and max over iterations.
+    The ranks agree on the count: at least MIN_ITERS, more while the budget lasts. On NCCL each
+    iteration sits between two CUDA events on the collective's stream; on gloo, perf_counter."""
     import time
 
     import torch
     import torch.distributed as dist
 
-    call()
+    for _ in range(WARMUP):
+        call()
     _sync(rc)
     t0 = time.perf_counter()
     call()
     _sync(rc)
     one = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=rc.device)
     dist.all_reduce(one, op=dist.ReduceOp.MAX)
-    iters = int(max(2, min(200, budget_s / max(float(one.item()), 1e-7))))
+    iters = int(max(MIN_ITERS, min(MAX_ITERS, budget_s / max(float(one.item()), 1e-7))))
     dist.barrier()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        call()
-    _sync(rc)
-    mean = torch.tensor([(time.perf_counter() - t0) / iters], dtype=torch.float64, device=rc.device)
-    dist.all_reduce(mean, op=dist.ReduceOp.MAX)
-    return float(mean.item()), iters
+    if rc.backend == "nccl":
+        marks = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
+        marks[0].record()
+        for k in range(iters):
+            call()
+            marks[k + 1].record()
+        marks[-1].synchronize()
+        each = [marks[k].elapsed_time(marks[k + 1]) / 1e3 for k in range(iters)]
+    else:
+        each = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            call()
+            each.append(time.perf_counter() - t0)
+    times = torch.tensor(each, dtype=torch.float64, device=rc.device)
+    dist.all_reduce(times, op=dist.ReduceOp.MAX)  # iteration by iteration: the slowest rank
+    slowest = sorted(float(t) for t in times.cpu())
+    return {
+        "time_s": statistics.median(slowest),
+        "min_s": slowest[0],
+        "max_s": slowest[-1],
+        "iters": iters,
+    }
 
 
 def rank_main(rc: ranks.RankContext, all_sizes: list[int]) -> list[dict[str, Any]]:
@@ -129,10 +156,9 @@ def rank_main(rc: ranks.RankContext, all_sizes: list[int]) -> list[dict[str, Any
             call, x, out = _collective(op, nbytes, rc)
             err = torch.tensor([_check(op, call, x, out, rc)], device=rc.device)
             dist.all_reduce(err, op=dist.ReduceOp.MAX)  # every rank's error, on rank 0
-            seconds, iters = _time(call, rc, budget)
-            algbw = nbytes / seconds / 1e9
+            row = {"op": op, "bytes": nbytes, **_time(call, rc, budget)}
+            algbw = nbytes / row["time_s"] / 1e9
             busbw = algbw * bus_factor(op, rc.world_size)
-            row = {"op": op, "bytes": nbytes, "time_s": seconds, "iters": iters}
             row.update({"algbw_gbs": algbw, "busbw_gbs": busbw, "error": float(err.item())})
             rows.append(row)
             rc.measurement(to_measurement(row, rc.world_size, None))
@@ -147,15 +173,18 @@ def to_measurement(row: dict[str, Any], n: int, peer_gbs: float | None) -> Measu
         contender=row["op"],
         size=sup.size_label(row["bytes"]),
         time_median_s=row["time_s"],
-        time_min_s=row["time_s"],
-        time_max_s=row["time_s"],
+        time_min_s=row.get("min_s", row["time_s"]),
+        time_max_s=row.get("max_s", row["time_s"]),
         runs=row["iters"],
         dtype="fp32",
         throughput=row["busbw_gbs"],
         unit="GB/s",
         percent_of_peak=pct,
         peak_name="peer-copy bandwidth (p2p, this run)" if pct is not None else "",
-        note=f"busbw; algbw {row['algbw_gbs']:.3g} GB/s, {n} ranks",
+        note=(
+            f"the figure is busbw (algbw x {bus_factor(row['op'], n):.3g}); algbw is "
+            f"{fmt_num(row['algbw_gbs'])} GB/s; {n} ranks, median of {row['iters']} iterations"
+        ),
         extra={"algbw_gbs": row["algbw_gbs"], "bytes": row["bytes"], "ranks": n},
     )
 

@@ -16,6 +16,7 @@ Two phases at each world size, both through torch.distributed (NCCL on GPUs, glo
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Any
 
@@ -24,6 +25,7 @@ from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
 from gpulab.runner import ranks
 
+WARMUP_STEPS = 3
 LOSS_RTOL = 1e-3  # fp32, a different order of the gradient sum per world size
 CHECK_BATCH = 32  # the global batch of the same-math phase (split over the ranks)
 DIM = 64
@@ -111,30 +113,50 @@ def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
         loss.backward()
         opt.step()
 
-    def timed(steps: int, fraction: float, what: str) -> float:
-        step()  # warm-up: buckets built, kernels loaded
+    def timed(steps: int, fraction: float, what: str) -> dict[str, float]:
+        """Median, min and max seconds a step, each step's time the slowest rank's, after a
+        warm-up (buckets built, kernels loaded, the allocator settled). On NCCL each step sits
+        between two CUDA events (no host wait between steps); on gloo, perf_counter."""
+        for _ in range(WARMUP_STEPS):
+            step()
         _sync(rc)
         dist.barrier()
-        t0 = time.perf_counter()
-        for s in range(steps):
-            step()
-            rc.progress(fraction + 0.35 * (s + 1) / steps, f"{n} ranks: {what}")
-        _sync(rc)
-        took = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=rc.device)
-        dist.all_reduce(took, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
-        return float(took.item()) / steps
+        comm.clear()  # the hook's timings of the timed steps only
+        each = []
+        if rc.backend == "nccl":
+            marks = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+            marks[0].record()
+            for s in range(steps):
+                step()
+                marks[s + 1].record()
+                rc.progress(fraction + 0.35 * (s + 1) / steps, f"{n} ranks: {what}")
+            marks[-1].synchronize()
+            each = [marks[k].elapsed_time(marks[k + 1]) / 1e3 for k in range(steps)]
+        else:
+            for s in range(steps):
+                t0 = time.perf_counter()
+                step()
+                each.append(time.perf_counter() - t0)
+                rc.progress(fraction + 0.35 * (s + 1) / steps, f"{n} ranks: {what}")
+        took = torch.tensor(each, dtype=torch.float64, device=rc.device)
+        dist.all_reduce(took, op=dist.ReduceOp.MAX)  # step by step, the slowest rank sets the pace
+        per = sorted(float(t) for t in took.cpu())
+        return {"median": statistics.median(per), "min": per[0], "max": per[-1]}
 
-    step_s = timed(cfg["steps"], 0.3, "timed steps")
+    stats = timed(cfg["steps"], 0.3, "timed steps")
     hooked = list(comm)
     with model.no_sync():
-        compute_s = timed(cfg["steps"], 0.65, "compute only (no_sync)")
+        compute = timed(cfg["steps"], 0.65, "compute only (no_sync)")
+    step_s, compute_s = stats["median"], compute["median"]
     grads = sum(p.numel() for p in model.parameters()) * 4
-    per_step = len(hooked) / (cfg["steps"] + 1)
+    per_step = len(hooked) / cfg["steps"]
     return {
         "losses": losses,
         "step_s": step_s,
+        "step_min_s": stats["min"],
+        "step_max_s": stats["max"],
         "compute_s": compute_s,
-        "allreduce_s": sum(hooked) / (cfg["steps"] + 1),
+        "allreduce_s": sum(hooked) / cfg["steps"],
         "buckets_per_step": per_step,
         "grad_bytes": grads,
     }
@@ -151,7 +173,7 @@ class DDPScaling(Experiment):
             Int("hidden", 0, "hidden width; 0: 4096 on GPUs, 256 on the CPU", min=0, max=65536),
             Int("layers", 4, "hidden layers", min=1, max=64),
             Int("batch", 0, "samples per rank per step; 0: 2048 on GPUs, 64 on the CPU", min=0),
-            Int("steps", 0, "timed steps per world size; 0: 30 on GPUs, 10 on the CPU", min=0),
+            Int("steps", 0, "timed steps per world size; 0: 30 on GPUs, 20 on the CPU", min=0),
         )
     )
     contenders = (
@@ -183,7 +205,7 @@ class DDPScaling(Experiment):
             "hidden": params["hidden"] or (4096 if gpu else 256),
             "layers": int(params["layers"]),
             "batch": params["batch"] or (2048 if gpu else 64),
-            "steps": params["steps"] or (30 if gpu else 10),
+            "steps": params["steps"] or (30 if gpu else 20),
             "check_steps": 10,
         }
         if ctx.quick:
@@ -211,8 +233,8 @@ class DDPScaling(Experiment):
                 contender="nccl" if gpu else "gloo",
                 size=f"{n} ranks",
                 time_median_s=out["step_s"],
-                time_min_s=out["step_s"],
-                time_max_s=out["step_s"],
+                time_min_s=out.get("step_min_s", out["step_s"]),
+                time_max_s=out.get("step_max_s", out["step_s"]),
                 runs=cfg["steps"],
                 dtype="fp32",
                 throughput=rate,

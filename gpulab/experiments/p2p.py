@@ -11,6 +11,7 @@ each pair (NVLink lanes, or the closest common PCIe ancestor).
 from __future__ import annotations
 
 import contextlib
+import statistics
 import time
 from typing import Any
 
@@ -20,12 +21,15 @@ from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.runner import ranks
 
+REPEATS = 20  # timed copies per pair and mode, after WARMUP untimed ones
+WARMUP = 3
 LEVELS = {0: "same board", 10: "one PCIe switch", 20: "PCIe switches", 30: "host bridge"}
 LEVELS.update({40: "same CPU (NUMA node)", 50: "across CPUs (SMP link)"})
 
 
-def copy_bandwidth(src: int, dst: int, nbytes: int, *, peer: bool, repeats: int = 5) -> tuple:
-    """(GB/s, median seconds) of copying nbytes from GPU src to GPU dst."""
+def copy_bandwidth(src: int, dst: int, nbytes: int, *, peer: bool, repeats: int = 20) -> tuple:
+    """(GB/s at the median, median, min, max seconds) of copying nbytes from GPU src to GPU
+    dst, over `repeats` timed copies after a warm-up (the first copy maps the peer's memory)."""
     import torch
 
     a = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{src}")
@@ -41,18 +45,17 @@ def copy_bandwidth(src: int, dst: int, nbytes: int, *, peer: bool, repeats: int 
             b.copy_(stage, non_blocking=True)
 
     times = []
-    for i in range(repeats + 1):
+    for i in range(repeats + WARMUP):
         torch.cuda.synchronize(src)
         torch.cuda.synchronize(dst)
         t0 = time.perf_counter()
         once()
         torch.cuda.synchronize(src)
         torch.cuda.synchronize(dst)
-        if i:  # the first copy sets up peer mappings: not timed
+        if i >= WARMUP:  # the first copies set up peer mappings: not timed
             times.append(time.perf_counter() - t0)
-    times.sort()
-    median = times[len(times) // 2]
-    return nbytes / median / 1e9, median
+    median = statistics.median(times)
+    return nbytes / median / 1e9, median, min(times), max(times)
 
 
 def topology(count: int) -> dict[str, str]:
@@ -140,21 +143,25 @@ class P2P(Experiment):
         for k, (i, j) in enumerate(pairs):
             ctx.progress(k / len(pairs), f"GPU {i} -> GPU {j}")
             for mode in ("peer", "via-host"):
-                gbs, secs = copy_bandwidth(i, j, nbytes, peer=mode == "peer")
+                gbs, secs, low, high = copy_bandwidth(i, j, nbytes, peer=mode == "peer")
                 matrix[mode][f"{i}->{j}"] = gbs
+                if mode == "peer":
+                    how = "peer access " + ("on" if can[f"{i}->{j}"] else "off (the driver stages)")
+                else:
+                    how = "through pinned host memory: two PCIe copies, no peer access"
                 m = Measurement(
                     contender=mode,
                     size=f"{i}->{j}",
                     time_median_s=secs,
-                    time_min_s=secs,
-                    time_max_s=secs,
-                    runs=5,
+                    time_min_s=low,
+                    time_max_s=high,
+                    runs=REPEATS,
                     throughput=gbs,
                     unit="GB/s",
-                    note=f"{sup.size_label(nbytes)}; peer access {'on' if can[f'{i}->{j}'] else 'off'}",
+                    note=f"{sup.size_label(nbytes)}; {how}",
                 )
                 sup.emit(ctx, result, m)
-            _, lat = copy_bandwidth(i, j, 8, peer=True, repeats=20)
+            lat = copy_bandwidth(i, j, 8, peer=True, repeats=REPEATS)[1]
             matrix["latency_us"][f"{i}->{j}"] = lat * 1e6
         topo = topology(count)
         result.artifacts.append(Artifact("matrix", "text", text=render(count, matrix, topo)))

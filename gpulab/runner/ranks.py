@@ -279,6 +279,7 @@ def launch(
             f.write(" ".join(str(p.pid) for p in processes) + "\n")
     fractions = [0.0] * world_size
     messages = [""] * world_size
+    shown = ""
     values: dict[int, Any] = {}
     cancel_at: float | None = None
     quiet_since: dict[int, float] = {}
@@ -291,8 +292,11 @@ def launch(
             if kind == "progress":
                 fractions[rank], messages[rank] = rest[0], rest[1]
                 each = " ".join(f"{r}:{f:.0%}" for r, f in enumerate(fractions))
-                if ctx.on_progress:
-                    ctx.on_progress(min(fractions), f"{messages[0]} (ranks {each})".strip())
+                line = f"{messages[0]} (ranks {each})".strip()
+                # Every rank reports the same step: one line per change, not one per rank
+                if ctx.on_progress and line != shown:
+                    shown = line
+                    ctx.on_progress(min(fractions), line)
             elif kind == "log":
                 ctx.log(rest[0])
             elif kind == "row":
