@@ -3,6 +3,8 @@ why it cannot run; GPU runs (NCCL) skip with the reason when fewer than 2 GPUs a
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from headline_checks import assert_headline
 
@@ -49,7 +51,7 @@ def test_allreduce_on_two_gloo_ranks_is_exact_and_has_a_busbw_series(cpu_invento
     assert_headline("allreduce", result)
     progress = [e.get("message", "") for e in events if e["type"] == "progress"]
     assert any("ranks 0:" in line for line in progress)
-    assert all(a != b for a, b in zip(progress, progress[1:])), "a progress line repeated"
+    assert all(a != b for a, b in itertools.pairwise(progress)), "a progress line repeated"
 
 
 def test_allreduce_refuses_one_rank_in_one_line(cpu_inventory):
