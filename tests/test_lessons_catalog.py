@@ -602,3 +602,47 @@ def test_some_questions_ask_for_a_prediction_a_run_answers(content):
     assert len(predicting) >= 6
     for lesson, q in predicting:
         assert " run " in q.q and lesson.links(), f"{lesson.source}: {q.q[:60]}"
+
+
+# Words that make a choice sound too sure. Test-wise learners read them as the mark of a wrong
+# answer ("never", "always"), so they must not tell right from wrong in either direction.
+ABSOLUTES = re.compile(r"(?<![-\w])(always|never|all|only|none|every|nothing)(?![-\w])", re.I)
+ABSOLUTE_RATIO = 1.5
+
+
+def _absolute_shares(questions) -> tuple[float, float, int, int]:
+    wrong = right = n_wrong = n_right = 0
+    for q in questions:
+        for i, choice in enumerate(q.choices):
+            sure = bool(ABSOLUTES.search(choice))
+            if i == q.answer:
+                n_right, right = n_right + 1, right + sure
+            else:
+                n_wrong, wrong = n_wrong + 1, wrong + sure
+    return wrong / n_wrong, right / n_right, wrong, right
+
+
+def test_absolute_words_do_not_tell_right_from_wrong(content):
+    """The share of wrong choices holding an absolute ("always", "never", "all", "only", "none",
+    "every", "nothing"; not inside a word such as "CPU-only" or "all-reduce") is within 1.5x of
+    the share of right choices holding one, both ways. Once 30% of wrong choices and 11% of right
+    ones held one: picking the choice without an absolute beat chance. A factor of 1.5 is about
+    one right choice either way at the course's 70 questions, so it allows no pattern to grow."""
+    wrong, right, n_wrong, n_right = _absolute_shares(q for _, q in _all_questions(content))
+    assert n_right >= 2, "too few absolutes in right choices to compare shares"
+    assert wrong <= ABSOLUTE_RATIO * right, (
+        f"absolutes in {wrong:.0%} of wrong choices ({n_wrong}) against {right:.0%} of right "
+        f"ones ({n_right}): the wording gives the answer away"
+    )
+    assert right <= ABSOLUTE_RATIO * wrong, (
+        f"absolutes in {right:.0%} of right choices ({n_right}) against {wrong:.0%} of wrong "
+        f"ones ({n_wrong}): the wording gives the answer away"
+    )
+
+
+def test_the_absolute_count_sees_words_not_parts_of_words():
+    from gpulab.lessons.schema import Question
+
+    q = Question("Q?", ("never at all", "a CPU-only build", "an all-reduce", "none"), 3, "E.")
+    wrong, right, n_wrong, n_right = _absolute_shares([q])
+    assert (n_wrong, n_right) == (1, 1)
