@@ -646,3 +646,56 @@ def test_the_absolute_count_sees_words_not_parts_of_words():
     q = Question("Q?", ("never at all", "a CPU-only build", "an all-reduce", "none"), 3, "E.")
     wrong, right, n_wrong, n_right = _absolute_shares([q])
     assert (n_wrong, n_right) == (1, 1)
+
+
+# ------------------------------------------------------------------ shuffled choices
+
+
+def test_a_shuffled_question_tracks_its_answer(content):
+    import random
+
+    from gpulab.lessons.schema import shuffle_quiz
+
+    rng = random.Random(11)
+    for lesson in content:
+        for q, shown in zip(lesson.quiz, shuffle_quiz(lesson.quiz, rng), strict=True):
+            assert sorted(shown.order) == list(range(len(q.choices)))
+            assert sorted(shown.choices) == sorted(q.choices)
+            assert shown.choices[shown.answer] == q.choices[q.answer]
+            assert [shown.is_correct(k) for k in range(len(q.choices))].count(True) == 1
+            assert shown.is_correct(shown.answer) and shown.q == q.q and shown.explain == q.explain
+            for k in range(len(q.choices)):
+                assert shown.position(shown.original(k)) == k
+                assert shown.choices[k] == q.choices[shown.original(k)]
+
+
+def test_shuffles_repeat_under_a_seed_and_vary_without_one(content):
+    import random
+
+    from gpulab.lessons.schema import shuffle_quiz
+
+    quiz = [q for lesson in content for q in lesson.quiz]
+
+    def orders(rng):
+        return [s.order for s in shuffle_quiz(quiz, rng)]
+
+    assert orders(random.Random(5)) == orders(random.Random(5))
+    assert orders(random.Random(5)) != orders(random.Random(6))
+    rng = random.Random(5)
+    assert orders(rng) != orders(rng)  # the next attempt of the same quiz: a new order
+    assert orders(random.Random()) != orders(random.Random())  # 24 ** 70 orders: never equal
+
+
+def test_shuffling_spreads_the_answer_over_every_position():
+    """Whatever position a lesson file gives the answer, an attempt shows it at each position
+    about equally often, so a remembered letter is worth nothing on a retake."""
+    import random
+    from collections import Counter
+
+    from gpulab.lessons.schema import Question
+
+    q = Question("Q?", ("right", "b", "c", "d"), 0, "E.")
+    rng = random.Random(1)
+    shown_at = Counter(q.shuffled(rng).answer for _ in range(4000))
+    assert set(shown_at) == {0, 1, 2, 3}
+    assert all(900 <= n <= 1100 for n in shown_at.values()), shown_at
