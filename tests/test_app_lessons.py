@@ -9,7 +9,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import Button, Input, Markdown, OptionList, Static, Tree
 
 from gpulab.app.panes.lessons import LessonsPane
-from gpulab.app.screens.quiz import QuizScreen
+from gpulab.app.screens.quiz import LETTERS, QuizScreen
 from gpulab.lessons.catalog import load_catalog
 from gpulab.lessons.measured import Measured
 from gpulab.store import Store
@@ -203,19 +203,21 @@ async def test_quiz_feedback_and_best_score_kept(tmp_path):
         quiz = app.screen
         assert isinstance(quiz, QuizScreen)
         assert "Which device runs a CUDA kernel?" in str(quiz.query_one("#quiz-question").render())
+        # the choices come in this attempt's order: find "The CPU" (wrong) and "The GPU" (right)
+        cpu, gpu = quiz.question.position(0), quiz.question.answer
         # wrong answer first: a second try, without the answer or the explanation yet
-        await pilot.press("1")
+        await pilot.press(str(cpu + 1))
         await pilot.pause()
         feedback = str(quiz.query_one("#quiz-feedback", Static).render())
-        assert "Not A" in feedback and "pick another" in feedback
+        assert f"Not {LETTERS[cpu]}" in feedback and "pick another" in feedback
         assert "The GPU" not in feedback and "host launches" not in feedback
         choices = quiz.query_one("#quiz-choices", OptionList)
-        assert not choices.disabled and choices.get_option_at_index(0).disabled
+        assert not choices.disabled and choices.get_option_at_index(cpu).disabled
         assert not quiz.query_one("#quiz-next", Button).display
-        await pilot.press("1")  # the struck-out choice again: ignored
+        await pilot.press(str(cpu + 1))  # the struck-out choice again: ignored
         await pilot.pause()
-        assert quiz.answered is None and quiz.tried == [0]
-        await pilot.press("2")  # the second try, right this time
+        assert quiz.answered is None and quiz.tried == [cpu]
+        await pilot.press(str(gpu + 1))  # the second try, right this time
         await pilot.pause()
         feedback = str(quiz.query_one("#quiz-feedback", Static).render())
         assert "Right, on the second try" in feedback
@@ -226,7 +228,8 @@ async def test_quiz_feedback_and_best_score_kept(tmp_path):
         await pilot.pause()
         choices = quiz.query_one("#quiz-choices", OptionList)
         assert choices.has_focus
-        await pilot.press("down", "enter")  # "32"
+        assert quiz.question.choices[quiz.question.answer] == "32"
+        await pilot.press(*["down"] * quiz.question.answer, "enter")  # "32", with the keyboard
         await pilot.pause()
         assert "Right" in str(quiz.query_one("#quiz-feedback", Static).render())
         await pilot.press("enter")  # See your score
@@ -235,15 +238,18 @@ async def test_quiz_feedback_and_best_score_kept(tmp_path):
         assert quiz.result is not None and quiz.result.best_score == 1
         await pilot.click("#quiz-again")
         await pilot.pause()
-        await pilot.press("2", "enter", "2", "enter")
-        await pilot.pause()
+        for _ in range(2):
+            await pilot.press(str(quiz.question.answer + 1), "enter")
+            await pilot.pause()
         assert quiz.result is not None and quiz.result.score == 2
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, QuizScreen)
         best = pane.store.best_scores()["first-steps"]
         assert (best.best_score, best.total) == (2, 2)
-        assert [a.correct for a in pane.store.answers("first-steps")] == [False, True, True, True]
+        answers = pane.store.answers("first-steps")
+        assert [a.correct for a in answers] == [False, True, True, True]
+        assert [a.choice for a in answers] == [0, 1, 1, 1]  # the lesson file's indices
         assert _leaf_labels(pane)[0] == "✓ First steps on a GPU  2/2"
         assert "quiz best 2/2" in str(pane.query_one("#lesson-marks", Static).render())
 
@@ -255,13 +261,13 @@ async def test_a_wrong_answer_can_be_given_up_for_the_explanation(tmp_path):
         await pilot.click("#lesson-quiz")
         await pilot.pause()
         quiz = app.screen
-        await pilot.press("1")
+        await pilot.press(str(quiz.question.position(0) + 1))  # "The CPU", wherever it is
         await pilot.pause()
         assert quiz.query_one("#quiz-reveal", Button).display
         await pilot.click("#quiz-reveal")
         await pilot.pause()
         feedback = str(quiz.query_one("#quiz-feedback", Static).render())
-        assert "Not quite" in feedback and "B. The GPU" in feedback
+        assert "Not quite" in feedback and f"{LETTERS[quiz.question.answer]}. The GPU" in feedback
         assert "host launches and the device executes" in feedback
         assert not quiz.query_one("#quiz-reveal", Button).display
         assert quiz.query_one("#quiz-next", Button).has_focus
@@ -272,9 +278,10 @@ async def test_progress_survives_a_restart(tmp_path):
     app = LessonsApp(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await _open(pilot, "second-steps")
-        app.push_screen(QuizScreen(_pane(app).catalog.get("second-steps"), _pane(app).store))
+        quiz = QuizScreen(_pane(app).catalog.get("second-steps"), _pane(app).store)
+        app.push_screen(quiz)
         await pilot.pause()
-        await pilot.press("1", "enter")
+        await pilot.press(str(quiz.question.answer + 1), "enter")
         await pilot.pause()
     again = LessonsApp(tmp_path)
     async with again.run_test(size=(120, 40)) as pilot:
@@ -449,11 +456,12 @@ async def test_real_lesson_run_link_by_keyboard_fills_the_experiment_panel(tmp_p
 
 
 async def _take_quiz(pilot: Any, app: Any, answers: list[int | tuple[int, int]]) -> Any:
-    """Each answer a choice, or (wrong first try, second try)."""
+    """Each answer a choice (its index in the lesson file, pressed wherever this attempt shows
+    it), or (wrong first try, second try)."""
     quiz = await _wait(pilot, lambda: isinstance(app.screen, QuizScreen) and app.screen, "quiz")
     for given in answers:
         for choice in given if isinstance(given, tuple) else (given,):
-            await pilot.press(str(choice + 1))
+            await pilot.press(str(quiz.question.position(choice) + 1))
             await pilot.pause()
         await pilot.press("enter")  # next question, or the score after the last
         await pilot.pause()
@@ -531,15 +539,16 @@ async def test_quiz_shows_inline_code_as_code(tmp_path):
     app = QuizApp()
     async with app.run_test(size=(120, 40)) as pilot:
         quiz = await _wait(pilot, lambda: isinstance(app.screen, QuizScreen) and app.screen, "quiz")
-        for i in range(n):  # to question n
-            await pilot.press(str(lesson.quiz[i].answer + 1), "enter")
+        for _ in range(n):  # to question n
+            await pilot.press(str(quiz.question.answer + 1), "enter")
             await pilot.pause()
         question = quiz.query_one("#quiz-question", Static).render()
         assert "`" not in str(question) and str(question) == inline_code(q.q).plain
         code = [str(question)[s.start : s.end] for s in question.spans if s.style == CODE_STYLE]
         assert code and all(c in q.q for c in code)
         options = quiz.query_one("#quiz-choices", OptionList)
-        for i, choice in enumerate(q.choices):
+        shown = quiz.question  # the choices in the order this attempt shows them
+        for i, choice in enumerate(shown.choices):
             prompt = options.get_option_at_index(i).prompt
             assert "`" not in str(prompt) and str(prompt).startswith(f"{'ABCD'[i]}. ")
             assert any(s.style == CODE_STYLE for s in prompt.spans) == ("`" in choice)
@@ -548,7 +557,7 @@ async def test_quiz_shows_inline_code_as_code(tmp_path):
         assert not any("`" in seg.text for line in lines for seg in line)
         first_code = code[0].split()[0]
         assert any(first_code in seg.text and seg.style.bold for line in lines for seg in line)
-        wrong = (q.answer + 1) % len(q.choices)
+        wrong = (shown.answer + 1) % len(shown.choices)
         await pilot.press(str(wrong + 1))
         await pilot.pause()
         await pilot.click("#quiz-reveal")
@@ -557,6 +566,58 @@ async def test_quiz_shows_inline_code_as_code(tmp_path):
         assert "Not quite" in str(feedback) and "`" not in str(feedback)
         assert inline_code(q.choices[q.answer]).plain in str(feedback)
         assert any(s.style == CODE_STYLE for s in feedback.spans)
+
+
+async def test_each_attempt_shows_the_choices_in_a_new_order(tmp_path):
+    """The screen shows this attempt's order, scores by it, saves the lesson file's index, and
+    "Take it again" draws a new order; a seed makes the orders repeat."""
+    import random
+
+    from gpulab.app.screens.quiz import inline_code
+    from gpulab.lessons.schema import shuffle_quiz
+
+    lesson = load_catalog().get("why-gpus")
+    store = Store(tmp_path / "p.db")
+
+    class QuizApp(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(QuizScreen(lesson, store, seed=4))
+
+    app = QuizApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        quiz = await _wait(pilot, lambda: isinstance(app.screen, QuizScreen) and app.screen, "quiz")
+        first = [s.order for s in quiz.shown]
+        assert first == [s.order for s in shuffle_quiz(lesson.quiz, random.Random(4))]
+        assert any(order != tuple(range(len(order))) for order in first)  # not the file's order
+        saved = []
+        for n, q in enumerate(lesson.quiz):
+            shown = quiz.question
+            options = quiz.query_one("#quiz-choices", OptionList)
+            prompts = [str(options.get_option_at_index(k).prompt) for k in range(len(q.choices))]
+            assert prompts == [
+                f"{LETTERS[k]}. {inline_code(c).plain}" for k, c in enumerate(shown.choices)
+            ]
+            wrong = (shown.answer + 1) % len(q.choices)
+            answer = wrong if n == 0 else shown.answer  # the first one wrong, then all right
+            saved.append(shown.original(answer))
+            await pilot.press(str(answer + 1))
+            await pilot.pause()
+            if n == 0:
+                await pilot.press(str(shown.answer + 1))  # the second try
+                await pilot.pause()
+            await pilot.press("enter")
+            await pilot.pause()
+        assert quiz.result is not None and quiz.result.score == len(lesson.quiz) - 1
+        assert [a.choice for a in store.answers("why-gpus")] == saved
+        assert saved[1:] == [q.answer for q in lesson.quiz[1:]]
+        await pilot.click("#quiz-again")
+        await pilot.pause()
+        again = [s.order for s in quiz.shown]
+        assert again != first  # a retake is not the same letters again
+        for _ in lesson.quiz:
+            await pilot.press(str(quiz.question.answer + 1), "enter")
+            await pilot.pause()
+        assert quiz.result is not None and quiz.result.score == len(lesson.quiz)
 
 
 def test_inline_code_rules():

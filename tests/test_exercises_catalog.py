@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import threading
 from pathlib import Path
 
@@ -131,6 +132,62 @@ def test_every_exercise_has_wrong_solutions_and_hints():
     for ex in CATALOG:
         assert len(ex.wrong) >= 2, f"{ex.folder}: at least two known-wrong solutions"
         assert 2 <= len(ex.hints) <= 4, f"{ex.folder}: 2-4 hints"
+
+
+def _code_lines(source: str) -> set[str]:
+    """The statements of a file, each as it would be typed into a hint: comments (`#`, `//`)
+    dropped, all whitespace and quotes removed, a trailing `;`, `{`, `:` or `,` stripped."""
+    lines = set()
+    for raw in source.splitlines():
+        line = re.split(r"\s#\s|//", raw)[0] if not raw.lstrip().startswith("#define") else raw
+        if line.lstrip().startswith("#"):
+            continue
+        text = re.sub(r"[\s\"'`]", "", line).rstrip(";{:,")
+        lines.add(text)
+    return lines
+
+
+def _solution_lines_in(hint: str, solution: str, starter: str) -> list[str]:
+    """The lines of `solution` that `hint` repeats whole (whitespace aside) and the starter does
+    not already hold. A bare call without arguments (`__syncthreads()`, `scaler.update()`) names
+    an API, which is what a hint is for, and lines under 9 characters (`out[i] = s;`) say
+    nothing on their own: neither counts."""
+    said = re.sub(r"[\s\"'`]", "", hint)
+    given = _code_lines(starter)
+    return sorted(
+        line
+        for line in _code_lines(solution) - given
+        if len(line) >= 9 and not re.fullmatch(r"[\w.]+\(\)", line) and line in said
+    )
+
+
+def test_no_hint_is_a_line_of_the_solution():
+    """Hints lead to the idea; `gpulab ex solution` is there for the code. A hint that ends in
+    the line to type (the kernel track's last hints once did) leaves the learner nothing to do."""
+    found = []
+    for ex in CATALOG:
+        solution, starter = ex.solution_path.read_text(), ex.starter_path.read_text()
+        for n, hint in enumerate(ex.hints, 1):
+            for line in _solution_lines_in(hint, solution, starter):
+                found.append(f"{ex.folder}: hint {n} holds the solution's line {line!r}")
+    assert not found, "\n".join(found)
+
+
+def test_the_hint_check_sees_code_lines_and_lets_ideas_pass():
+    solution = (
+        "if (i < n) out[i] = a[i] + b[i];\n"
+        "    scaler.update()\n"
+        "    __syncthreads();\n"
+        '    "y = sqrt(a)",  # post_map_expr\n'
+        "int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    )
+    starter = "int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    assert _solution_lines_in("Then: `if (i<n)  out[i] = a[i] + b[i];`", solution, starter) == [
+        "if(i<n)out[i]=a[i]+b[i]"
+    ]
+    assert _solution_lines_in('post_map_expr "y = sqrt(a)"', solution, starter) == ["y=sqrt(a)"]
+    idea = "Wait at __syncthreads(), then `scaler.update()`; the index is blockIdx.x * blockDim.x + threadIdx.x"
+    assert _solution_lines_in(idea, solution, starter) == []  # API names; the starter's own line
 
 
 def test_the_catalog_is_loaded_once_and_still_sees_an_edit(tmp_path):

@@ -29,6 +29,18 @@ def test_sizes_split_evenly_and_busbw_factors_follow_nccl_tests():
     assert allreduce.bus_factor("all-gather", 4) == pytest.approx(0.75)
 
 
+def test_a_busbw_row_above_the_peer_copy_says_why():
+    """A ring's busbw cannot pass the slowest link, but NVLS on NVSwitch can (about 480 GB/s on
+    8 H100s against a link's 450): such a row keeps its honest % and names the reason."""
+    row = {"op": "all-reduce", "bytes": 2**30, "time_s": 0.004, "iters": 5}
+    row |= {"algbw_gbs": 274.0, "busbw_gbs": 480.0}
+    above = allreduce.to_measurement(row, 8, 450.0)
+    assert above.percent_of_peak > 100 and "NVLS" in above.extra["ceiling_note"]
+    below = allreduce.to_measurement(row, 8, 500.0)
+    assert below.percent_of_peak < 100 and "ceiling_note" not in below.extra
+    assert "ceiling_note" not in allreduce.to_measurement(row, 8, None).extra
+
+
 def test_allreduce_on_two_gloo_ranks_is_exact_and_has_a_busbw_series(cpu_inventory):
     final, events = run("allreduce", {"ranks": 2, "max_bytes": 4096}, cpu_inventory)
     assert final == "result", [e for e in events if e["type"] == "failed"]

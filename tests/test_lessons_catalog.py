@@ -602,3 +602,100 @@ def test_some_questions_ask_for_a_prediction_a_run_answers(content):
     assert len(predicting) >= 6
     for lesson, q in predicting:
         assert " run " in q.q and lesson.links(), f"{lesson.source}: {q.q[:60]}"
+
+
+# Words that make a choice sound too sure. Test-wise learners read them as the mark of a wrong
+# answer ("never", "always"), so they must not tell right from wrong in either direction.
+ABSOLUTES = re.compile(r"(?<![-\w])(always|never|all|only|none|every|nothing)(?![-\w])", re.I)
+ABSOLUTE_RATIO = 1.5
+
+
+def _absolute_shares(questions) -> tuple[float, float, int, int]:
+    wrong = right = n_wrong = n_right = 0
+    for q in questions:
+        for i, choice in enumerate(q.choices):
+            sure = bool(ABSOLUTES.search(choice))
+            if i == q.answer:
+                n_right, right = n_right + 1, right + sure
+            else:
+                n_wrong, wrong = n_wrong + 1, wrong + sure
+    return wrong / n_wrong, right / n_right, wrong, right
+
+
+def test_absolute_words_do_not_tell_right_from_wrong(content):
+    """The share of wrong choices holding an absolute ("always", "never", "all", "only", "none",
+    "every", "nothing"; not inside a word such as "CPU-only" or "all-reduce") is within 1.5x of
+    the share of right choices holding one, both ways. Once 30% of wrong choices and 11% of right
+    ones held one: picking the choice without an absolute beat chance. A factor of 1.5 is about
+    one right choice either way at the course's 70 questions, so it allows no pattern to grow."""
+    wrong, right, n_wrong, n_right = _absolute_shares(q for _, q in _all_questions(content))
+    assert n_right >= 2, "too few absolutes in right choices to compare shares"
+    assert wrong <= ABSOLUTE_RATIO * right, (
+        f"absolutes in {wrong:.0%} of wrong choices ({n_wrong}) against {right:.0%} of right "
+        f"ones ({n_right}): the wording gives the answer away"
+    )
+    assert right <= ABSOLUTE_RATIO * wrong, (
+        f"absolutes in {right:.0%} of right choices ({n_right}) against {wrong:.0%} of wrong "
+        f"ones ({n_wrong}): the wording gives the answer away"
+    )
+
+
+def test_the_absolute_count_sees_words_not_parts_of_words():
+    from gpulab.lessons.schema import Question
+
+    q = Question("Q?", ("never at all", "a CPU-only build", "an all-reduce", "none"), 3, "E.")
+    wrong, right, n_wrong, n_right = _absolute_shares([q])
+    assert (n_wrong, n_right) == (1, 1)
+
+
+# ------------------------------------------------------------------ shuffled choices
+
+
+def test_a_shuffled_question_tracks_its_answer(content):
+    import random
+
+    from gpulab.lessons.schema import shuffle_quiz
+
+    rng = random.Random(11)
+    for lesson in content:
+        for q, shown in zip(lesson.quiz, shuffle_quiz(lesson.quiz, rng), strict=True):
+            assert sorted(shown.order) == list(range(len(q.choices)))
+            assert sorted(shown.choices) == sorted(q.choices)
+            assert shown.choices[shown.answer] == q.choices[q.answer]
+            assert [shown.is_correct(k) for k in range(len(q.choices))].count(True) == 1
+            assert shown.is_correct(shown.answer) and shown.q == q.q and shown.explain == q.explain
+            for k in range(len(q.choices)):
+                assert shown.position(shown.original(k)) == k
+                assert shown.choices[k] == q.choices[shown.original(k)]
+
+
+def test_shuffles_repeat_under_a_seed_and_vary_without_one(content):
+    import random
+
+    from gpulab.lessons.schema import shuffle_quiz
+
+    quiz = [q for lesson in content for q in lesson.quiz]
+
+    def orders(rng):
+        return [s.order for s in shuffle_quiz(quiz, rng)]
+
+    assert orders(random.Random(5)) == orders(random.Random(5))
+    assert orders(random.Random(5)) != orders(random.Random(6))
+    rng = random.Random(5)
+    assert orders(rng) != orders(rng)  # the next attempt of the same quiz: a new order
+    assert orders(random.Random()) != orders(random.Random())  # 24 ** 70 orders: never equal
+
+
+def test_shuffling_spreads_the_answer_over_every_position():
+    """Whatever position a lesson file gives the answer, an attempt shows it at each position
+    about equally often, so a remembered letter is worth nothing on a retake."""
+    import random
+    from collections import Counter
+
+    from gpulab.lessons.schema import Question
+
+    q = Question("Q?", ("right", "b", "c", "d"), 0, "E.")
+    rng = random.Random(1)
+    shown_at = Counter(q.shuffled(rng).answer for _ in range(4000))
+    assert set(shown_at) == {0, 1, 2, 3}
+    assert all(900 <= n <= 1100 for n in shown_at.values()), shown_at

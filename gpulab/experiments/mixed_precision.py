@@ -221,8 +221,11 @@ class MixedPrecision(Experiment):
         }
         result.explanation = (
             "Autocast runs matrix products in fp16 or bf16 on the tensor cores while keeping "
-            "the weights, the loss and reductions in fp32, so each step is several times faster "
-            "and activations take half the memory, and the loss follows the fp32 run closely. "
+            "the weights, the loss and reductions in fp32, so activations take half the memory "
+            "and the loss follows the fp32 run closely. How much faster a step gets depends on "
+            "how much of it is large matmuls: several times for a step that is mostly matmuls, "
+            "little or nothing for a small or overhead-bound model; the measured times say which "
+            "this one is. "
             "fp16 has a narrow exponent range: small gradients underflow to zero, so "
             "GradScaler multiplies the loss before backward and divides the gradients after, "
             "skipping a step when they overflow. bf16 has fp32's exponent range, so it needs no "

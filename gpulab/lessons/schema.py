@@ -8,8 +8,9 @@ lesson, not a cosmetic problem; every error names the file. Headless (no textual
 
 from __future__ import annotations
 
+import random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,60 @@ class Question:
             "answer": self.answer,
             "explain": self.explain,
         }
+
+    def shuffled(self, rng: random.Random) -> ShuffledQuestion:
+        """This question with its choices in an order drawn from `rng` (one attempt's view)."""
+        order = list(range(len(self.choices)))
+        rng.shuffle(order)
+        return ShuffledQuestion(self, tuple(order))
+
+
+@dataclass(frozen=True)
+class ShuffledQuestion:
+    """A question as one attempt of a quiz shows it: the same choices, in a drawn order.
+
+    A lesson file lists the right choice wherever its writer put it, and a retake that showed
+    the choices in that order again would reward remembering letters. `order[k]` is the index in
+    `question.choices` of the choice shown k-th, so the answer is tracked through the shuffle
+    and an answer can be kept by its index in the file (`original`), whatever order showed it.
+    """
+
+    question: Question
+    order: tuple[int, ...]
+
+    @property
+    def q(self) -> str:
+        return self.question.q
+
+    @property
+    def explain(self) -> str:
+        return self.question.explain
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self.question.choices[i] for i in self.order)
+
+    @property
+    def answer(self) -> int:
+        """The position at which the right choice is shown."""
+        return self.order.index(self.question.answer)
+
+    def original(self, shown: int) -> int:
+        """The index in the lesson file of the choice shown at position `shown`."""
+        return self.order[shown]
+
+    def position(self, original: int) -> int:
+        """Where the choice with index `original` in the lesson file is shown."""
+        return self.order.index(original)
+
+    def is_correct(self, shown: int) -> bool:
+        return self.question.is_correct(self.order[shown])
+
+
+def shuffle_quiz(questions: Iterable[Question], rng: random.Random) -> tuple[ShuffledQuestion, ...]:
+    """One attempt's view of a quiz: every question's choices in a fresh order from `rng`
+    (a `random.Random(seed)` gives the same orders every time, for tests)."""
+    return tuple(q.shuffled(rng) for q in questions)
 
 
 def validate_meta(meta: Mapping[str, Any], source: str) -> dict[str, Any]:

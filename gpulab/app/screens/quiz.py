@@ -5,12 +5,19 @@ the explanation shows: a second look teaches more than being told at once. Only 
 counts for the score and is saved, as it is given (so a quiz left half-way still counts as
 practice); the score of a quiz finished to the end updates the lesson's best score.
 
+Each attempt shows every question's choices in a fresh order (`shuffle_quiz`), so a retake asks
+for the idea again, not for the letter remembered from the last time. Letters, keys and the
+struck-out choice are positions on the screen; what is saved is the choice's index in the lesson
+file, so saved answers mean the same thing whatever order showed them. `seed` fixes the orders
+(tests); without it every attempt draws new ones.
+
 Quiz text is written like the lessons: `code` in backticks. It is shown as code (styled, the
 backticks dropped); everything else is literal text, so brackets in a question are never markup.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass
 
@@ -24,6 +31,7 @@ from textual.widgets.option_list import Option
 
 from gpulab.app.screens.modal import OnceModal
 from gpulab.lessons.catalog import Lesson
+from gpulab.lessons.schema import ShuffledQuestion, shuffle_quiz
 from gpulab.store import Store
 
 LETTERS = "ABCDEFGHIJ"
@@ -117,14 +125,18 @@ class QuizScreen(OnceModal[QuizResult | None]):
         ],
     ]
 
-    def __init__(self, lesson: Lesson, store: Store | None = None) -> None:
+    def __init__(
+        self, lesson: Lesson, store: Store | None = None, *, seed: int | None = None
+    ) -> None:
         super().__init__()
         self.lesson = lesson
         self.store = store
+        self.rng = random.Random(seed)
+        self.shown: tuple[ShuffledQuestion, ...] = shuffle_quiz(lesson.quiz, self.rng)
         self.index = 0
         self.score = 0
-        self.answered: int | None = None  # the last choice, once the question is settled
-        self.tried: list[int] = []  # choices given for the current question, in order
+        self.answered: int | None = None  # the last choice (its position), once settled
+        self.tried: list[int] = []  # positions chosen for the current question, in order
         self.result: QuizResult | None = None
 
     def compose(self) -> ComposeResult:
@@ -148,8 +160,13 @@ class QuizScreen(OnceModal[QuizResult | None]):
         self._show_question()
 
     # ---- one question -------------------------------------------------------------------
+    @property
+    def question(self) -> ShuffledQuestion:
+        """The current question, as this attempt shows it."""
+        return self.shown[self.index]
+
     def _show_question(self) -> None:
-        q = self.lesson.quiz[self.index]
+        q = self.question
         self.answered = None
         self.tried = []
         total = len(self.lesson.quiz)
@@ -182,17 +199,18 @@ class QuizScreen(OnceModal[QuizResult | None]):
         self.answer(event.option_index)
 
     def action_choose(self, index: int) -> None:
-        if self.result is None and index < len(self.lesson.quiz[self.index].choices):
+        if self.result is None and index < len(self.question.choices):
             self.answer(index)
 
     def answer(self, choice: int) -> bool:
-        """Answer the current question with `choice` (0-based); returns whether it was right.
+        """Answer the current question with the choice shown at position `choice` (0-based);
+        returns whether it was right.
 
         A wrong first answer leaves the question open for a second try; a choice already tried
         is ignored."""
         if self.answered is not None or self.result is not None or choice in self.tried:
             return False
-        q = self.lesson.quiz[self.index]
+        q = self.question
         right = q.is_correct(choice)
         first_try = not self.tried
         self.tried.append(choice)
@@ -200,7 +218,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
             self.score += int(right)
             if self.store is not None:
                 try:
-                    self.store.record_answer(self.lesson.id, self.index, choice, right)
+                    self.store.record_answer(self.lesson.id, self.index, q.original(choice), right)
                 except Exception as exc:  # noqa: BLE001 - the quiz goes on; the learner is told
                     self.app.notify(f"Could not save the answer: {exc}", severity="warning")
         if not right and first_try:
@@ -234,7 +252,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
             self._settle(self.tried[-1], False)
 
     def _settle(self, choice: int, right: bool) -> None:
-        q = self.lesson.quiz[self.index]
+        q = self.question
         self.answered = choice
         feedback = self.query_one("#quiz-feedback", Static)
         if right and len(self.tried) > 1:
@@ -303,6 +321,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
     @on(Button.Pressed, "#quiz-again")
     def _again(self, event: Button.Pressed) -> None:
         event.stop()
+        self.shown = shuffle_quiz(self.lesson.quiz, self.rng)  # a new attempt, a new order
         self.index = 0
         self.score = 0
         self.result = None
