@@ -196,18 +196,27 @@ def install(monkeypatch: Any) -> types.ModuleType:
 
     mod = make()
     monkeypatch.setitem(sys.modules, "cupy", mod)
-    try:  # cupyx.scipy mirrors SciPy; checks use it for library paths
+    for name, module in cupyx_modules().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return mod
+
+
+def cupyx_modules() -> dict[str, types.ModuleType]:
+    """`cupyx`, `cupyx.scipy` and its `ndimage` and `special` as SciPy's (checks use them for
+    library paths); empty without SciPy."""
+    try:
         import scipy.ndimage
         import scipy.special
     except ImportError:
-        return mod
+        return {}
     x, xs = types.ModuleType("cupyx"), types.ModuleType("cupyx.scipy")
     x.scipy, xs.ndimage, xs.special = xs, scipy.ndimage, scipy.special
-    monkeypatch.setitem(sys.modules, "cupyx", x)
-    monkeypatch.setitem(sys.modules, "cupyx.scipy", xs)
-    monkeypatch.setitem(sys.modules, "cupyx.scipy.ndimage", scipy.ndimage)
-    monkeypatch.setitem(sys.modules, "cupyx.scipy.special", scipy.special)
-    return mod
+    return {
+        "cupyx": x,
+        "cupyx.scipy": xs,
+        "cupyx.scipy.ndimage": scipy.ndimage,
+        "cupyx.scipy.special": scipy.special,
+    }
 
 
 _CTYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
