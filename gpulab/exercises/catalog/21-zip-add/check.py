@@ -13,7 +13,6 @@ ENTRY = "add"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
 
 
-
 def cases(ctx: api.Context) -> list[api.Case]:
     out = []
     for n in [*api.EDGE_SIZES, ctx.big(4, arrays=3)]:

@@ -13,7 +13,6 @@ ENTRY = "add_row_index"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
 
 
-
 def big_shape(ctx: api.Context) -> tuple[int, int]:
     cols = 4099  # odd, not a multiple of the block's 32
     return max(1, ctx.big(4, arrays=2) // cols) | 1, cols

@@ -13,7 +13,6 @@ ENTRY = "outer_add"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
 
 
-
 def big_shape(ctx: api.Context) -> tuple[int, int]:
     cols = 4097
     return max(1, ctx.big(4) // cols) | 1, cols

@@ -13,7 +13,6 @@ ENTRY = "cumsum"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
 
 
-
 def cases(ctx: api.Context) -> list[api.Case]:
     sizes = [*api.EDGE_SIZES, 256 * 256 + 1, ctx.big(4, arrays=2)]
     return [

@@ -13,7 +13,6 @@ ENTRY = "transpose"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
 
 
-
 def big_shape(ctx: api.Context) -> tuple[int, int]:
     side = int(np.sqrt(ctx.big(4, arrays=2)))
     return max(1, side - 13) | 1, side + 7
