@@ -73,3 +73,43 @@ def test_reduction_kernel_over_everything_and_over_rows() -> None:
     out = cp.empty(2, dtype=np.float32)
     k(x, axis=1, out=out)
     assert np.array_equal(out, [5, 10])
+
+
+VECTOR = r"""
+extern "C" __global__ void twice(const float* a, float* out, int n4) {
+    extern __shared__ float buf[];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n4) {
+        float4 v = reinterpret_cast<const float4*>(a)[i];
+        buf[threadIdx.x] = v.x;
+        reinterpret_cast<float4*>(out)[i] = make_float4(2 * buf[threadIdx.x], 2 * v.y, 2 * v.z, 2 * v.w);
+    }
+}
+"""
+
+
+def test_vector_types_and_dynamic_shared_memory() -> None:
+    cp = fake_cupy.make()
+    a = cp.asarray(np.arange(64, dtype=np.float32))
+    out = cp.full(64, np.nan, dtype=np.float32)
+    k = cp.RawKernel(VECTOR, "twice")
+    assert k.shared_size_bytes == 0  # `extern __shared__` is sized by the launch, not the source
+    k((2,), (8,), (a, out, np.int32(16)), shared_mem=8 * 4)
+    assert np.array_equal(out, 2 * np.arange(64))
+    with pytest.raises(cuda_emu.EmulatorError, match="dynamic shared memory"):
+        k((1,), (8,), (a, out, np.int32(16)), shared_mem=1 << 20)
+
+
+def test_raw_module_fuse_and_events() -> None:
+    cp = fake_cupy.make()
+    mod = cp.RawModule(code=VECTOR)
+    a = cp.asarray(np.ones(8, dtype=np.float32))
+    out = cp.zeros(8, dtype=np.float32)
+    mod.get_function("twice")((1,), (2,), (a, out, np.int32(2)), shared_mem=8)
+    assert np.array_equal(out, np.full(8, 2.0))
+    assert cp.fuse(lambda x: x + 1)(a)[0] == 2.0 and cp.fuse(kernel_name="k")(lambda x: x)(a) is a
+    s = cp.cuda.Stream(non_blocking=True)
+    ev = cp.cuda.Event(disable_timing=True)
+    ev.record(s)
+    cp.cuda.get_current_stream().wait_event(ev)
+    assert s.done and ev.done

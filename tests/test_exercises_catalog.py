@@ -78,6 +78,12 @@ WRONGS = [
     for ex in CATALOG
     for w in ex.wrong
 ]
+# right/*.py: unusual but correct solutions (first line `# why: ...`), which must pass.
+RIGHTS = [
+    pytest.param(ex, p, id=f"{ex.id}/right/{p.name}", marks=_marks(ex))
+    for ex in CATALOG
+    for p in sorted((ex.folder / "right").glob("*.py"))
+]
 
 
 def test_the_catalog_has_exercises():
@@ -118,6 +124,16 @@ def test_wrong_solution_is_rejected(ex, wrong, seed):
     assert wrong.matches(result.message), (
         f"{wrong.path}: expected {wrong.expect!r} in {result.message!r}"
     )
+
+
+@pytest.mark.parametrize(("ex", "right"), RIGHTS)
+def test_right_solution_passes(ex, right):
+    why = ex.unavailable(_inventory())
+    if why:
+        pytest.skip(why)
+    assert right.read_text(encoding="utf-8").startswith("# why: "), right
+    result = _check(ex, right, 1234)
+    assert result.verdict == "pass", f"{right}: {result.message}"
 
 
 def test_every_exercise_links_a_real_lesson():

@@ -51,15 +51,26 @@ def test_kernel_exercise_inputs_follow_the_rules(exercise_id):
         assert set(api.EDGE_SIZES) <= {c.args["x"].size for c in cases}
 
 
+def _guarded(got: np.ndarray) -> np.ndarray:
+    """What kernel_checks.run_guarded hands a kernel check's compare: one run, the output in
+    the middle of a poisoned buffer (the kernel exercises' outputs are float32)."""
+    from gpulab.exercises import kernel_checks as kc
+
+    flat = np.asarray(got, dtype=np.float32).reshape(-1)
+    g = kc.guard_size(flat.size)
+    buf = api.poison(flat.size + 2 * g, np.float32)
+    buf[g : g + flat.size] = flat
+    return buf[None]
+
+
 def test_saxpy_tolerance_accepts_unfused_float32_and_rejects_a_dropped_term():
     check = _check("first-kernel")
     ctx = _ctx()
     for case in check.cases(ctx):
         want = check.expected(case, ctx)
         a, x, y = np.float32(case.args["a"]), case.args["x"], case.args["y"]
-        assert check.compare(want, a * x + y, case, ctx) is None, case.name  # no FMA
-        assert check.compare(want, (a * x + y).astype(np.float64), case, ctx) is not None
-        wrong = check.compare(want, a * x, case, ctx)  # y forgotten
+        assert check.compare(want, _guarded(a * x + y), case, ctx) is None, case.name  # no FMA
+        wrong = check.compare(want, _guarded(a * x), case, ctx)  # y forgotten
         assert wrong is not None and "expected" in wrong.message
 
 
@@ -108,10 +119,11 @@ def test_conv_tolerance_accepts_float32_sums_and_rejects_a_flipped_kernel():
     for case in check.cases(ctx)[:-1]:
         want = check.expected(case, ctx)
         image, kernel = case.args["image"], case.args["kernel"]
-        assert check.compare(want, _float32_correlation(image, kernel), case, ctx) is None
+        ours = _float32_correlation(image, kernel)
+        assert check.compare(want, _guarded(ours), case, ctx) is None
         flipped = _float32_correlation(image, kernel[::-1, ::-1].copy())
         if not np.array_equal(kernel, kernel[::-1, ::-1]):
-            assert check.compare(want, flipped, case, ctx) is not None, case.name
+            assert check.compare(want, _guarded(flipped), case, ctx) is not None, case.name
             flipped_failed += 1
     assert flipped_failed >= 3
 
@@ -125,11 +137,11 @@ def test_transpose_reference_and_exact_compare():
         a = case.args["a"]
         want = check.expected(case, ctx)
         assert want.shape == (a.shape[1], a.shape[0])
-        assert check.compare(want, a.T.copy(), case, ctx) is None
+        assert check.compare(want, _guarded(a.T.copy()), case, ctx) is None
         if a.size > 1:
             bad = a.T.copy()
             bad.reshape(-1)[-1] = np.nextafter(bad.reshape(-1)[-1], np.float32(np.inf))
-            mismatch = check.compare(want, bad, case, ctx)
+            mismatch = check.compare(want, _guarded(bad), case, ctx)
             assert mismatch is not None and mismatch.wrong == 1
 
 

@@ -1,10 +1,12 @@
-"""The kernel track (catalog orders 20..35) without a GPU.
+"""The kernel exercises (catalog orders 6 to 8 and the track, 20..35) without a GPU.
 
-Every CUDA C source in an exercise folder (starter, solution, wrong/, race/, slow/) is compiled
-with NVRTC (or nvcc) for the H100, and run on the CPU by gpulab.testing's emulator through a fake
-`cupy`: the reference passes every case, the starter and every known-wrong solution fail with the
-promised message, and the timing spec's learner and library paths compute the same thing. The GPU
-run of the same folders is tests/test_kernel_track_gpu.py.
+Every CUDA C source in an exercise folder (starter, solution, right/, wrong/, race/, slow/) is
+compiled with NVRTC (or nvcc) for the H100, and run on the CPU by gpulab.testing's emulator through
+a fake `cupy`: the reference and every unusual-but-correct solution (right/) pass every case, the
+starter and every known-wrong solution fail with the promised message, and the timing spec's
+learner and library paths compute the same thing; a solution that skips work on a repeated call
+fails the grader's check of the timed calls. The GPU run of the same folders is
+tests/test_kernel_track_gpu.py.
 """
 
 from __future__ import annotations
@@ -43,18 +45,27 @@ def _track() -> list[Path]:
 
 
 TRACK = _track()
+# The CUDA C exercises before the track (first-kernel, grid-2d, conv2d) follow its conventions.
+EARLY = [p for p in sorted(CATALOG.iterdir()) if p.name[:3] in ("06-", "07-", "08-")]
+KERNELS = EARLY + TRACK
 _EXERCISES = {ex.folder.name: ex for ex in load_catalog()}
-IDS = [p.name for p in TRACK]
+IDS = [p.name for p in KERNELS]
 
 
 def _variants(folder: Path) -> list[Path]:
     return [
         folder / "starter.py",
         folder / "solution.py",
+        *sorted(folder.glob("right/*.py")),
         *sorted(folder.glob("wrong/*.py")),
         *sorted(folder.glob("race/*.py")),
         *sorted(folder.glob("slow/*.py")),
     ]
+
+
+def _header(path: Path) -> tuple[str, str]:
+    """A variant's first two lines: `# expect: ...` (or `# why: ...`), and `# gpu-only: ...`."""
+    return tuple((path.read_text().splitlines() + ["", ""])[:2])  # type: ignore[return-value]
 
 
 def _load(path: Path) -> ModuleType:
@@ -98,7 +109,7 @@ def test_the_track_has_at_least_twelve_exercises_in_order() -> None:
         assert folder.name == f"{order:02d}-{_front(folder)['id']}"
 
 
-@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+@pytest.mark.parametrize("folder", KERNELS, ids=IDS)
 def test_front_matter(folder: Path) -> None:
     meta = _front(folder)
     assert meta["lesson"] in default_catalog(), meta["lesson"]
@@ -117,7 +128,9 @@ def test_front_matter(folder: Path) -> None:
 def _sources(folder: Path, paths: list[Path] | None = None) -> dict[str, tuple[str, str]]:
     """Every RawKernel source the folder's Python files build, by "file:kernel"."""
     found: dict[str, tuple[str, str]] = {}
-    saved = sys.modules.get("cupy")
+    extra = fake_cupy.cupyx_modules()
+    saved = {name: sys.modules.get(name) for name in ("cupy", *extra)}
+    sys.modules.update(extra)
     try:
         for path in paths or _variants(folder):
             mod = fake_cupy.make()
@@ -127,14 +140,20 @@ def _sources(folder: Path, paths: list[Path] | None = None) -> dict[str, tuple[s
                     super().__init__(code, name, *a, **kw)
                     found[f"{_p.relative_to(folder)}:{name}"] = (code, name)
 
+            class Module(fake_cupy.RawModule):
+                def get_function(self, name: str, _k: type = Recorder) -> Any:
+                    return _k(self.code, name)
+
             mod.RawKernel = Recorder
+            mod.RawModule = Module
             sys.modules["cupy"] = mod
             _load(path)
     finally:
-        if saved is None:
-            sys.modules.pop("cupy", None)
-        else:
-            sys.modules["cupy"] = saved
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
     return found
 
 
@@ -143,10 +162,10 @@ def _emulated() -> None:
     """Every kernel of the track compiled for the emulator in one compiler run."""
     if cuda_emu.compiler() is None:
         pytest.skip("no host C++ compiler for the CUDA emulator")
-    cuda_emu.prebuild([code for f in TRACK for code, _ in _sources(f).values()])
+    cuda_emu.prebuild([code for f in KERNELS for code, _ in _sources(f).values()])
 
 
-@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+@pytest.mark.parametrize("folder", KERNELS, ids=IDS)
 def test_every_kernel_compiles_for_the_h100(folder: Path) -> None:
     """With NVRTC (in-process, fast) every file; with nvcc (a process each) the starter and the
     solution, since the emulator's host compile already sees every file's syntax."""
@@ -169,24 +188,87 @@ def test_every_kernel_compiles_for_the_h100(folder: Path) -> None:
     assert not errors, "\n".join(f"{k}:\n{v}" for k, v in errors.items())
 
 
-@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+@pytest.mark.parametrize("folder", KERNELS, ids=IDS)
 def test_reference_passes_and_every_wrong_fails(folder: Path, cupy_fake: ModuleType) -> None:
     assert _grade(folder, folder / "solution.py") is None
     assert _grade(folder, folder / "starter.py") is not None, "the starter passes"
     for wrong in sorted(folder.glob("wrong/*.py")) + sorted(folder.glob("race/*.py")):
-        first, second = (wrong.read_text().splitlines() + [""])[:2]
+        first, second = _header(wrong)
         assert first.startswith("# expect: "), wrong.name
         if second.startswith("# gpu-only:"):
-            continue  # a race between blocks: the emulator runs blocks one at a time
+            continue  # a race between blocks, a stream, a timed call: see the GPU tests
         message = _grade(folder, wrong)
         assert message is not None, f"{wrong.name} passes"
         alternatives = first.removeprefix("# expect: ").split(" | ")
         assert any(alt in message for alt in alternatives), f"{wrong.name}: {message}"
     for slow in sorted(folder.glob("slow/*.py")):
         assert _grade(folder, slow) is None, f"{slow.name} is slow, not wrong"
+    for right in sorted(folder.glob("right/*.py")):
+        first, second = _header(right)
+        assert first.startswith("# why: "), f"{right.name}: the first line says what is unusual"
+        if not second.startswith("# gpu-only:"):
+            assert _grade(folder, right) is None, f"{right.name} is right: {_grade(folder, right)}"
 
 
-@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+def test_every_kernel_exercise_refuses_the_library_answer() -> None:
+    """Each kernel exercise has the library's one-call answer among its wrong solutions, and
+    requires the learner's own kernel (OWN_KERNEL) to reject it."""
+    for folder in KERNELS:
+        assert sorted(folder.glob("wrong/library-*.py")), f"{folder.name}: no wrong/library-*.py"
+        assert re.search(r"^OWN_KERNEL = True", (folder / "check.py").read_text(), re.M), folder
+        for wrong in folder.glob("wrong/library-*.py"):
+            assert "no kernel of yours ran" in _header(wrong)[0], wrong
+
+
+def _emulate_timer(spec: api.TimingSpec, calls: int) -> str | None:
+    """The grader's check of every timed call (grading._CallChecks), around `calls` calls that
+    rotate over the spec's input sets as the timer does; the message of the first wrong one."""
+    from gpulab.exercises import grading
+
+    sets = [spec.setup(i) for i in range(spec.sets)]
+    turn = [0]
+
+    def rotate() -> None:
+        turn[0] = (turn[0] + 1) % len(sets)
+
+    checks = grading._CallChecks(spec, sets, turn, len(sets), every=True)
+    before = checks.before(rotate)
+    try:
+        for _ in range(calls):
+            before()
+            checks.call()
+            checks.after()
+    except grading._TimedCallWrong as exc:
+        return str(exc)
+    return None
+
+
+SKIPPERS = [p for f in KERNELS for p in sorted(f.glob("wrong/skip-*.py"))]
+
+
+@pytest.mark.parametrize(
+    "path", SKIPPERS, ids=[f"{p.parent.parent.name}/{p.name}" for p in SKIPPERS]
+)
+def test_a_solution_that_skips_repeated_work_fails_the_timed_calls(
+    path: Path, cupy_fake: ModuleType
+) -> None:
+    """Correct on every case (each case is a fresh buffer), so only timing can catch it: the
+    grader's check of each timed call, with the timer's rotation over the input sets."""
+    folder = path.parent.parent
+    first, second = _header(path)
+    assert second.startswith("# gpu-only:")
+    assert _grade(folder, path) is None  # the correctness cases alone cannot tell
+    check = _load(folder / "check.py")
+    ctx = _ctx()
+    assert (
+        _emulate_timer(check.timing(getattr(_load(folder / "solution.py"), check.ENTRY), ctx), 12)
+        is None
+    )
+    message = _emulate_timer(check.timing(getattr(_load(path), check.ENTRY), ctx), 12)
+    assert message is not None and first.removeprefix("# expect: ") in message, message
+
+
+@pytest.mark.parametrize("folder", KERNELS, ids=IDS)
 def test_cases_and_references(folder: Path) -> None:
     check = _load(folder / "check.py")
     ctx = _ctx()
@@ -195,9 +277,12 @@ def test_cases_and_references(folder: Path) -> None:
     names = [c.name for c in cases]
     assert len(set(names)) == len(names)
     for case in cases:
-        want = np.asarray(check.expected(case, ctx))
+        want = check.expected(case, ctx)
+        want = np.asarray(want["out"] if isinstance(want, dict) else want)  # conv2d: + atol
         assert np.isfinite(want.astype(np.float64)).all(), case.name
-        for v in case.args.values():
+        for name, v in case.args.items():
+            if name == "kernel":
+                continue  # conv2d's filters (sharpen, Sobel) have zero weights on purpose
             if isinstance(v, np.ndarray) and v.dtype.kind == "f":
                 assert np.count_nonzero(v) > 0.9 * v.size, f"{case.name}: mostly zeros"
     again = check.cases(_ctx())
@@ -206,7 +291,7 @@ def test_cases_and_references(folder: Path) -> None:
             assert np.array_equal(c1.args[k], c2.args[k]), "cases are not drawn from ctx.rng"
 
 
-@pytest.mark.parametrize("folder", TRACK, ids=IDS)
+@pytest.mark.parametrize("folder", KERNELS, ids=IDS)
 def test_timing_learner_and_library_agree(folder: Path, cupy_fake: ModuleType) -> None:
     check = _load(folder / "check.py")
     ctx = _ctx()

@@ -41,6 +41,10 @@ def input_guard(dtype: Any) -> Any:
     return kind.type(True)
 
 
+# A float result this large has an input's guard value in it (no exercise's data comes near it).
+_GUARD_SIZED = float(np.finfo(np.float32).max) / 4 / 64
+
+
 def guarded_copy(x: np.ndarray, xp: Any) -> tuple[Any, Any]:
     """(buffer, view): a device copy of `x` at the middle of a buffer poisoned on both sides, so
     a kernel that reads past either end reads NaN (or an integer sentinel) into its output."""
@@ -157,6 +161,11 @@ def compare_guarded(
         )
         if bad is not None:
             bad.message = where + bad.message
+            if isinstance(bad.got, float) and abs(bad.got) >= _GUARD_SIZED:
+                bad.message += (
+                    " (a value that large comes from the guard around an input: a read before "
+                    "its start or past its end?)"
+                )
             return bad
     return None
 

@@ -34,6 +34,7 @@ _PRELUDE = r"""
 #include <cstring>
 #include <functional>
 #include <vector>
+#define DYN_SMEM_BYTES (227 * 1024)  // an H100's most per block: `extern __shared__` arrays
 struct dim3 {
     unsigned int x, y, z;
     dim3(unsigned int a = 1, unsigned int b = 1, unsigned int c = 1) : x(a), y(b), z(c) {}
@@ -95,6 +96,14 @@ static void __syncthreads() { swapcontext(&emu::ctx[emu::cur], &emu::sched); }
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __shared__ static
+#define __align__(n) alignas(n)
+struct float2 { float x, y; };
+struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
+struct __attribute__((aligned(16))) int4 { int x, y, z, w; };
+static inline float2 make_float2(float x, float y) { return {x, y}; }
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+static inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+namespace emu { alignas(16) static unsigned char dyn_smem[DYN_SMEM_BYTES]; }
 static inline float atomicAdd(float* p, float v) {
     float old = *p; *p = old + v; return old;  // blocks never run at once here
 }
@@ -128,8 +137,12 @@ _SCALARS: dict[str, np.dtype] = {
     "float": np.dtype(np.float32),
     "double": np.dtype(np.float64),
 }
+_DYNAMIC_SHARED = re.compile(
+    r"extern\s+__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?(\w+)\s+(\w+)\s*\[\s*\]\s*;"
+)
 _SIGNATURE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
 _CACHE: dict[str, ctypes.CDLL] = {}
+_DYN_SMEM_BYTES = 227 * 1024  # DYN_SMEM_BYTES of the prelude
 
 
 class EmulatorError(RuntimeError):
@@ -166,6 +179,14 @@ def _unit(source: str) -> str:
     kernel, `emu_launch_<tag>_<name>(grid, block, args)`."""
     tag = _tag(source)
     body = re.sub(r'extern\s+"C"\s+(__global__)', r"\1", source)
+    # `extern __shared__ T name[];` (dynamic shared memory, sized by the launch): a pointer to
+    # one static buffer, which like static shared arrays keeps what the last block left there.
+    body = _DYNAMIC_SHARED.sub(
+        lambda m: (
+            f"{m.group(1)}* const {m.group(2)} = reinterpret_cast<{m.group(1)}*>(emu::dyn_smem);"
+        ),
+        body,
+    )
     macros = sorted(set(re.findall(r"^\s*#\s*define\s+(\w+)", source, re.M)))
     launchers = []
     starts = [m.start() for m in _SIGNATURE.finditer(source)] + [len(source)]
@@ -253,6 +274,11 @@ class RawKernel:
         if self._fn is None:
             self._fn = getattr(_build(self.code), f"emu_launch_{_tag(self.code)}_{self.name}")
         g, b = _dims(grid), _dims(block)
+        if not 0 <= int(shared_mem) <= _DYN_SMEM_BYTES:
+            raise EmulatorError(
+                f"shared_mem={shared_mem} bytes of dynamic shared memory; a block gets at most "
+                f"{_DYN_SMEM_BYTES}"
+            )
         if b[0] * b[1] * b[2] > 1024:
             raise EmulatorError(f"{b[0] * b[1] * b[2]} threads per block; a GPU allows 1024")
         if len(args) != len(self.params):

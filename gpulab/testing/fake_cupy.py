@@ -1,4 +1,4 @@
-"""A `cupy` module for CPU tests: NumPy arrays, and RawKernel run by the CUDA emulator.
+"""A `cupy` module for CPU tests: NumPy arrays, and RawKernel (RawModule) run by the CUDA emulator.
 
 Install it with `install(monkeypatch)` (or `sys.modules["cupy"] = make()`) before importing code
 that does `import cupy`. Arrays are NumPy arrays whose allocation is padded past the end, as CuPy's
@@ -102,6 +102,12 @@ class _Stream:
     def synchronize(self) -> None:
         return None
 
+    def record(self, event: _Event | None = None) -> _Event:
+        return event if event is not None else _Event()
+
+    def wait_event(self, event: _Event) -> None:
+        return None
+
     def use(self) -> _Stream:
         return self
 
@@ -110,6 +116,47 @@ class _Stream:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+class _Event:
+    """`cupy.cuda.Event`: every launch has ended by the time it returns, so every event is done."""
+
+    def __init__(
+        self, block: bool = False, disable_timing: bool = False, interprocess: bool = False
+    ) -> None:
+        self.done = True
+
+    def record(self, stream: _Stream | None = None) -> None:
+        return None
+
+    def synchronize(self) -> None:
+        return None
+
+
+_NULL_STREAM = _Stream(null=True)
+
+
+def get_current_stream() -> _Stream:
+    return _NULL_STREAM
+
+
+class RawModule:
+    """`cupy.RawModule(code=...)`: `get_function(name)` is the emulator's RawKernel of that name."""
+
+    def __init__(self, code: str | None = None, *, options: tuple[str, ...] = (), **_: Any):
+        if code is None:
+            raise NotImplementedError("the fake RawModule takes CUDA C source (code=...)")
+        self.code = code
+
+    def get_function(self, name: str) -> RawKernel:
+        return RawKernel(self.code, name)
+
+
+def fuse(*args: Any, **kwargs: Any) -> Any:
+    """`cupy.fuse`: the function itself, run by NumPy (no kernel to emulate: NumPy is exact)."""
+    if args and callable(args[0]) and not kwargs:
+        return args[0]
+    return lambda f: f
 
 
 def make() -> types.ModuleType:
@@ -131,10 +178,14 @@ def make() -> types.ModuleType:
         setattr(mod, name, globals()[name])
     mod.array = asarray
     mod.RawKernel = RawKernel
+    mod.RawModule = RawModule
+    mod.fuse = fuse
     mod.ElementwiseKernel = ElementwiseKernel
     mod.ReductionKernel = ReductionKernel
     mod.ndarray = np.ndarray
-    mod.cuda = types.SimpleNamespace(Device=_Device, Stream=_Stream)
+    mod.cuda = types.SimpleNamespace(
+        Device=_Device, Stream=_Stream, Event=_Event, get_current_stream=get_current_stream
+    )
     mod.__gpulab_fake__ = True
     return mod
 
@@ -145,18 +196,27 @@ def install(monkeypatch: Any) -> types.ModuleType:
 
     mod = make()
     monkeypatch.setitem(sys.modules, "cupy", mod)
-    try:  # cupyx.scipy mirrors SciPy; checks use it for library paths
+    for name, module in cupyx_modules().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return mod
+
+
+def cupyx_modules() -> dict[str, types.ModuleType]:
+    """`cupyx`, `cupyx.scipy` and its `ndimage` and `special` as SciPy's (checks use them for
+    library paths); empty without SciPy."""
+    try:
         import scipy.ndimage
         import scipy.special
     except ImportError:
-        return mod
+        return {}
     x, xs = types.ModuleType("cupyx"), types.ModuleType("cupyx.scipy")
     x.scipy, xs.ndimage, xs.special = xs, scipy.ndimage, scipy.special
-    monkeypatch.setitem(sys.modules, "cupyx", x)
-    monkeypatch.setitem(sys.modules, "cupyx.scipy", xs)
-    monkeypatch.setitem(sys.modules, "cupyx.scipy.ndimage", scipy.ndimage)
-    monkeypatch.setitem(sys.modules, "cupyx.scipy.special", scipy.special)
-    return mod
+    return {
+        "cupyx": x,
+        "cupyx.scipy": xs,
+        "cupyx.scipy.ndimage": scipy.ndimage,
+        "cupyx.scipy.special": scipy.special,
+    }
 
 
 _CTYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}

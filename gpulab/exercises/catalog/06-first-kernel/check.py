@@ -1,9 +1,11 @@
 """Check for first-kernel: saxpy (out = a * x + y) as a CuPy RawKernel.
 
-`out` is a view at the front of a larger poisoned buffer: an element the kernel never writes
-stays NaN, and a thread that writes past the end (no bounds check) changes the guard elements
-behind it, which the check sees. `y` has the sign of `a * x`, so no case depends on whether the
-compiler fused the multiply and the add (FMA): that is not what this exercise is about.
+The kernel track's conventions (gpulab/exercises/kernel_checks.py): `out` is a view in the middle
+of a larger poisoned buffer, so an element the kernel never writes stays NaN and a write before
+its start or past its end (no bounds check) changes a guard; x and y sit in guarded buffers too,
+and must be unchanged after every call. Every timed call is checked as well. `y` has the sign of
+`a * x`, so no case depends on whether the compiler fused the multiply and the add (FMA): that is
+not what this exercise is about.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ from typing import Any
 import numpy as np
 
 from gpulab.exercises import api
+from gpulab.exercises import kernel_checks as kc
 
 ENTRY = "saxpy"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
-
-GUARD = 4096  # poisoned elements behind `out`: more than any block size can overrun
 
 
 def _inputs(rng: np.random.Generator, n: int) -> dict[str, Any]:
@@ -49,75 +50,40 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
-    import cupy as cp
-
-    n = case.args["x"].size
-    with cp.cuda.Device(ctx.device_index):
-        x = cp.asarray(case.args["x"])
-        y = cp.asarray(case.args["y"])
-        buf = api.poison(n + GUARD, np.float32, xp=cp)
-        out = buf[:n]
-        fn(case.args["a"], x, y, out)
-        cp.cuda.Device().synchronize()  # a launch error or a bad address surfaces here
-        if not bool(cp.isnan(buf[n:]).all()):
-            past = int(cp.argmax(~cp.isnan(buf[n:])))
-            raise api.CheckError(
-                f"the kernel wrote past the end of out (at out[{n + past}], n={n}): "
-                "a thread with i >= n must not write (bounds check)"
-            )
-        if not (
-            cp.array_equal(x, cp.asarray(case.args["x"]))
-            and cp.array_equal(y, cp.asarray(case.args["y"]))
-        ):
-            raise api.CheckError("saxpy changed x or y: write only into out")
-        return cp.asnumpy(out)
+    a = case.args
+    inputs = [a["a"], a["x"], a["y"]]
+    return kc.run_guarded(fn, inputs, a["x"].shape, np.float32, names=("a", "x", "y"))
 
 
-def compare(
-    want: np.ndarray, got: np.ndarray, case: api.Case, ctx: api.Context
-) -> api.Mismatch | None:
-    return api.compare_arrays(want, got, dtype=np.float32)
-
-
-_LIBRARY = None
+def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
+    return kc.compare_guarded(want, got)  # float32's tolerance against the float64 reference
 
 
 def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     import cupy as cp
 
-    global _LIBRARY
-    if _LIBRARY is None:
-        # One fused kernel, as CuPy's idiom for a custom element-wise expression.
-        _LIBRARY = cp.ElementwiseKernel(
-            "float32 a, float32 x, float32 y", "float32 out", "out = a * x + y", "gpulab_saxpy"
-        )
-    lib = _LIBRARY
+    # One fused kernel, as CuPy's idiom for a custom element-wise expression.
+    lib = cp.ElementwiseKernel(
+        "float32 a, float32 x, float32 y", "float32 out", "out = a * x + y", "gpulab_saxpy"
+    )
     n = ctx.big(4, arrays=3)
-    a = 2.5
 
-    def setup(i: int) -> Any:
-        with cp.cuda.Device(ctx.device_index):
-            g = cp.random.default_rng(ctx.seed + i)
-            x = g.random(n, dtype=cp.float32) + 0.5
-            y = g.random(n, dtype=cp.float32) + 0.5
-            return x, y, cp.full(n, cp.nan, dtype=cp.float32)
+    def setup(i: int) -> tuple:
+        g = kc.device_rng(ctx, i)
+        x = g.random(n, dtype=cp.float32) + np.float32(0.5)
+        y = g.random(n, dtype=cp.float32) + np.float32(0.5)
+        return 2.5, x, y, cp.empty_like(x)
 
-    def verify(inputs: Any) -> str | None:
-        x, y, out = inputs
-        want = a * x + y  # positive operands: fused or not, within 2 ulp
-        if not bool(cp.all(cp.abs(out - want) <= 1e-6 * cp.abs(want))):
-            return "out does not hold a * x + y after the timed calls"
-        return None
+    def library(io: tuple) -> None:
+        a, x, y, out = io
+        lib(np.float32(a), x, y, out)
 
-    return api.TimingSpec(
-        setup=setup,
-        learner=lambda s: fn(a, *s),
-        library=lambda s: lib(np.float32(a), s[0], s[1], s[2]),
-        library_name="cupy.ElementwiseKernel (out = a * x + y)",
-        work=3 * 4.0 * n,
-        metric="GB/s",
-        ceiling="copy",
-        sync="cupy",
+    # positive operands: fused or not, within 2 ulp of the library's answer
+    return kc.spec(
+        fn,
+        setup,
+        library,
+        "cupy.ElementwiseKernel (out = a * x + y)",
+        12 * n,
         note=f"n={n:,} float32: x and y read, out written",
-        verify=verify,
     )

@@ -2,9 +2,10 @@
 
 Every shape but the first is non-square and few are multiples of any block size, so swapping
 rows and columns in the grid, rounding the grid down, or missing one of the two bounds checks
-fails somewhere. `out` is a view at the front of a larger poisoned buffer: an unwritten element
-stays NaN, and a write past the end changes the guard behind it. A transpose copies bits, so the
-comparison is exact.
+fails somewhere. `out` is a view in the middle of a larger poisoned buffer (gpulab/exercises/kernel_checks.py):
+an unwritten element stays NaN, and a write before its start or past its end changes a guard;
+`a` sits in a guarded buffer too and must be unchanged after every call. A transpose copies bits,
+so the comparison is exact. Every timed call is checked against `cupy.copyto(out, a.T)`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from gpulab.exercises import api
+from gpulab.exercises import kernel_checks as kc
 
 ENTRY = "transpose"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
 
-GUARD = 64 * 1024  # poisoned elements behind `out`: more than a row of tiles can overrun
 SHAPES = ((1, 1), (1, 33), (2, 31), (31, 33), (33, 1023), (1025, 31), (257, 1023))
 
 
@@ -50,32 +51,12 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
-    import cupy as cp
-
-    rows, cols = case.args["a"].shape
-    n = rows * cols
-    with cp.cuda.Device(ctx.device_index):
-        a = cp.asarray(case.args["a"])
-        buf = api.poison(n + GUARD, np.float32, xp=cp)
-        out = buf[:n].reshape(cols, rows)
-        fn(a, out)
-        cp.cuda.Device().synchronize()  # a launch error or a bad address surfaces here
-        tail = cp.isnan(buf[n:])
-        if not bool(tail.all()):
-            past = int(cp.argmax(~tail))
-            raise api.CheckError(
-                f"the kernel wrote past the end of out (at flat index {n + past}; out is "
-                f"{cols} x {rows}, {n} elements): check both the row and the column against the bounds"
-            )
-        if not bool(cp.array_equal(a, cp.asarray(case.args["a"]))):
-            raise api.CheckError("transpose changed its input a: write only into out")
-        return cp.asnumpy(out)
+    a = case.args["a"]
+    return kc.run_guarded(fn, [a], a.shape[::-1], np.float32, names=("a",))
 
 
-def compare(
-    want: np.ndarray, got: np.ndarray, case: api.Case, ctx: api.Context
-) -> api.Mismatch | None:
-    return api.compare_arrays(want, got, dtype=np.float32, rtol=0.0, atol=0.0)
+def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
+    return kc.compare_guarded(want, got, rtol=0.0, atol=0.0)  # a transpose copies bits
 
 
 def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
@@ -83,27 +64,20 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
 
     rows, cols = big_shape(ctx)
 
-    def setup(i: int) -> Any:
-        with cp.cuda.Device(ctx.device_index):
-            g = cp.random.default_rng(ctx.seed + i)
-            a = g.random((rows, cols), dtype=cp.float32) + 0.5
-            return a, cp.full((cols, rows), cp.nan, dtype=cp.float32)
+    def setup(i: int) -> tuple:
+        a = kc.device_rng(ctx, i).random((rows, cols), dtype=cp.float32) + np.float32(0.5)
+        return a, cp.empty((cols, rows), dtype=cp.float32)
 
-    def verify(inputs: Any) -> str | None:
-        a, out = inputs
-        if not bool(cp.array_equal(out, a.T)):
-            return "out does not hold the transpose of a after the timed calls"
-        return None
+    def library(io: tuple) -> None:
+        cp.copyto(io[1], io[0].T)
 
-    return api.TimingSpec(
-        setup=setup,
-        learner=lambda s: fn(*s),
-        library=lambda s: cp.copyto(s[1], s[0].T),
-        library_name="cupy.copyto(out, a.T)",
-        work=2 * 4.0 * rows * cols,
-        metric="GB/s",
-        ceiling="copy",
-        sync="cupy",
+    return kc.spec(
+        fn,
+        setup,
+        library,
+        "cupy.copyto(out, a.T)",
+        2 * 4.0 * rows * cols,
+        rtol=0.0,
+        atol=0.0,
         note=f"{rows} x {cols} float32: the matrix read once and written once",
-        verify=verify,
     )

@@ -2,7 +2,12 @@
 
 The filter is applied as a correlation, like torch's conv2d and cupyx.scipy.ndimage.correlate:
 out[r, c] = sum over i, j of k[i, j] * image[r + i - K//2, c + j - K//2], zero outside the image.
-Several kernels are not symmetric (Sobel, a random 5 x 5), so a flipped kernel fails.
+Several kernels are not symmetric (Sobel, random 5 x 5 and 7 x 7), so a flipped kernel fails.
+Every filter size the statement allows is tested: 1, 3, 5 and 7 (MAX_K).
+
+The image and the kernel sit in guarded buffers and must be unchanged after every call; `out` is a
+view in the middle of a poisoned buffer (gpulab/exercises/kernel_checks.py), and every timed call
+is checked against cupyx.scipy.ndimage.correlate.
 
 The reference is float64. A float32 sum of K*K products is off by at most about K*K eps times
 the sum of |k| |image| over the window, and edge filters cancel to near zero, so a relative
@@ -19,12 +24,13 @@ from typing import Any
 import numpy as np
 
 from gpulab.exercises import api
+from gpulab.exercises import kernel_checks as kc
 
 ENTRY = "conv2d"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
 
 EPS32 = 2.0**-24
-GUARD = 64 * 1024
+SIZES = (1, 3, 5, 7)  # every K the statement allows
 
 BOX = np.full((3, 3), 1.0 / 9.0)
 SHARPEN = np.array([[0.0, -1.0, 0.0], [-1.0, 5.0, -1.0], [0.0, -1.0, 0.0]])
@@ -33,22 +39,28 @@ LAPLACE = np.array([[1.0, 1.0, 1.0], [1.0, -8.0, 1.0], [1.0, 1.0, 1.0]])
 _G = np.array([1.0, 4.0, 6.0, 4.0, 1.0])
 GAUSS5 = np.outer(_G, _G) / 256.0
 
-# (height, width, filter name): tiny, odd, around a warp, wider than tall and taller than wide.
+# (height, width, filter name): tiny, odd, around a warp, wider than tall and taller than wide,
+# smaller than the filter; K = 1, 3, 5 and 7.
 PLAN = (
     (1, 1, "sharpen"),
     (2, 3, "sobel-x"),
     (3, 2, "random-5x5"),
+    (5, 4, "random-7x7"),
     (31, 33, "sobel-x"),
     (33, 31, "gauss-5x5"),
+    (17, 65, "random-1x1"),
     (64, 1023, "laplace"),
     (1025, 67, "random-5x5"),
+    (129, 97, "random-7x7"),
     (257, 255, "box-blur"),
 )
 
 
 def _filter(name: str, rng: np.random.Generator) -> np.ndarray:
-    if name == "random-5x5":
-        return rng.uniform(-1.0, 1.0, (5, 5))
+    if name.startswith("random-"):
+        k = int(name.removeprefix("random-").partition("x")[0])
+        w = rng.uniform(0.25, 1.0, (k, k)) * rng.choice([-1.0, 1.0], (k, k))
+        return w  # never zero: a dropped weight always shows
     return {
         "box-blur": BOX,
         "sharpen": SHARPEN,
@@ -116,34 +128,12 @@ def expected(case: api.Case, ctx: api.Context) -> dict[str, Any]:
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
-    import cupy as cp
-
-    h, w = case.args["image"].shape
-    n = h * w
-    with cp.cuda.Device(ctx.device_index):
-        image = cp.asarray(case.args["image"])
-        kernel = cp.asarray(case.args["kernel"])
-        buf = api.poison(n + GUARD, np.float32, xp=cp)
-        out = buf[:n].reshape(h, w)
-        fn(image, kernel, out)
-        cp.cuda.Device().synchronize()  # a launch error or a bad address surfaces here
-        tail = cp.isnan(buf[n:])
-        if not bool(tail.all()):
-            past = int(cp.argmax(~tail))
-            raise api.CheckError(
-                f"the kernel wrote past the end of out (at flat index {n + past}; out is "
-                f"{h} x {w}, {n} elements): check both the row and the column against the bounds"
-            )
-        same = cp.array_equal(image, cp.asarray(case.args["image"])) and cp.array_equal(
-            kernel, cp.asarray(case.args["kernel"])
-        )
-        if not bool(same):
-            raise api.CheckError("conv2d changed its image or kernel: write only into out")
-        return cp.asnumpy(out)
+    image, kernel = case.args["image"], case.args["kernel"]
+    return kc.run_guarded(fn, [image, kernel], image.shape, np.float32, names=("image", "kernel"))
 
 
-def compare(want: dict, got: np.ndarray, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
-    return api.compare_arrays(want["out"], got, dtype=np.float32, atol=want["atol"])
+def compare(want: dict, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
+    return kc.compare_guarded(want["out"], got, atol=want["atol"])
 
 
 def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
@@ -153,28 +143,19 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     h, w = big_shape(ctx)
     kernel = SHARPEN.astype(np.float32)
 
-    def setup(i: int) -> Any:
-        with cp.cuda.Device(ctx.device_index):
-            g = cp.random.default_rng(ctx.seed + i)
-            image = g.random((h, w), dtype=cp.float32) + 0.5
-            return image, cp.asarray(kernel), cp.full((h, w), cp.nan, dtype=cp.float32)
+    def setup(i: int) -> tuple:
+        image = kc.device_rng(ctx, i).random((h, w), dtype=cp.float32) + np.float32(0.5)
+        return image, cp.asarray(kernel), cp.empty((h, w), dtype=cp.float32)
 
-    def verify(inputs: Any) -> str | None:
-        image, k, out = inputs
-        want = ndimage.correlate(image, k, mode="constant", cval=0.0)
-        if not bool(cp.allclose(out, want, rtol=1e-5, atol=1e-5)):
-            return "out does not hold the filtered image after the timed calls"
-        return None
+    def library(io: tuple) -> None:
+        ndimage.correlate(io[0], io[1], output=io[2], mode="constant", cval=0.0)
 
-    return api.TimingSpec(
-        setup=setup,
-        learner=lambda s: fn(*s),
-        library=lambda s: ndimage.correlate(s[0], s[1], output=s[2], mode="constant", cval=0.0),
-        library_name="cupyx.scipy.ndimage.correlate",
-        work=2 * 4.0 * h * w,
-        metric="GB/s",
-        ceiling="copy",
-        sync="cupy",
+    return kc.spec(
+        fn,
+        setup,
+        library,
+        "cupyx.scipy.ndimage.correlate",
+        2 * 4.0 * h * w,
+        atol=1e-5,  # a sharpened pixel can cancel to near 0: float32 sums in another order
         note=f"{h} x {w} float32 image, 3 x 3 sharpen: the image read once, out written once",
-        verify=verify,
     )

@@ -1,4 +1,10 @@
-"""Check for grid-stride: out = alpha * x + y with a grid that does not grow with n."""
+"""Check for grid-stride: out = alpha * x + y with a grid that does not grow with n.
+
+The grid is the lesson, so the check reads it from the launch (ctx.watch, the grader's record of
+the learner's launches): every launch of every call, timed calls included, must be a RawKernel
+(or RawModule) launch of at most BLOCKS_PER_SM blocks per SM. A grid that grows with n would
+pass every case without the loop doing anything; it fails with the grid it used.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,35 @@ from gpulab.exercises import kernel_checks as kc
 
 ENTRY = "saxpy"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
+BLOCKS_PER_SM = 8  # the statement's fixed grid: 8 blocks of 256 threads per SM, whatever n
+
+
+def _blocks(grid: Any) -> int:
+    dims = grid if isinstance(grid, tuple | list) else (grid,)
+    return int(np.prod([int(d) for d in dims], dtype=np.int64))
+
+
+def grid_rule(ctx: api.Context, calls: int = 1) -> str | None:
+    """Why the launches of the last `calls` calls break the fixed-grid rule, or None."""
+    watch = ctx.watch
+    if watch is None:  # not under the grader (a test calling run() directly)
+        return None
+    limit = BLOCKS_PER_SM * kc.sm_count()
+    for record in watch.calls[-calls:]:
+        for launch in record.launches:
+            if launch.grid is None:
+                return (
+                    f"your {launch.kind} {launch.kernel} picks its own grid from n: this "
+                    "exercise is about a fixed grid, so launch a RawKernel with one"
+                )
+            blocks = _blocks(launch.grid)
+            if blocks > limit:
+                return (
+                    f"your grid has {blocks} blocks; this exercise fixes it at {BLOCKS_PER_SM} "
+                    f"blocks per SM at most ({limit} on this GPU), whatever n: the grid must not "
+                    "grow with n, the grid-stride loop covers the rest"
+                )
+    return None
 
 
 def cases(ctx: api.Context) -> list[api.Case]:
@@ -29,7 +64,13 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     a = case.args
-    return kc.run_guarded(fn, [a["alpha"], a["x"], a["y"]], a["x"].shape, np.float32)
+    got = kc.run_guarded(
+        fn, [a["alpha"], a["x"], a["y"]], a["x"].shape, np.float32, names=("alpha", "x", "y")
+    )
+    why = grid_rule(ctx)
+    if why:
+        raise api.CheckError(why)
+    return got
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
@@ -52,7 +93,7 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         alpha, x, y, out = io
         out[...] = np.float32(alpha) * x + y
 
-    return kc.spec(
+    spec = kc.spec(
         fn,
         setup,
         library,
@@ -60,3 +101,10 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         12 * n,
         note="8 bytes read + 4 written per element",
     )
+    output_check = spec.check_call
+
+    def check_call(io: tuple, returned: Any) -> Any:  # the timed calls keep the grid fixed too
+        return grid_rule(ctx) or output_check(io, returned)
+
+    spec.check_call = check_call
+    return spec

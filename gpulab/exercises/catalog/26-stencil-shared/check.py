@@ -11,6 +11,11 @@ from gpulab.exercises import kernel_checks as kc
 
 ENTRY = "window_sum"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
+# A correct kernel none of whose launches uses shared memory fails with this reason.
+SHARED_MEMORY = (
+    "this exercise is the tile: load the block's values and its halo into a __shared__ "
+    "array once, then sum from it"
+)
 
 RADIUS = 3
 

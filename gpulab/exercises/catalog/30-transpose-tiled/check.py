@@ -11,6 +11,11 @@ from gpulab.exercises import kernel_checks as kc
 
 ENTRY = "transpose"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
+# A correct kernel none of whose launches uses shared memory fails with this reason.
+SHARED_MEMORY = (
+    "this exercise is the tile: stage a 32 x 32 tile in a __shared__ array, so that the "
+    "reads and the writes are both coalesced"
+)
 
 
 def big_shape(ctx: api.Context) -> tuple[int, int]:

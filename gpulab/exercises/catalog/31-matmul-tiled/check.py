@@ -11,6 +11,11 @@ from gpulab.exercises import kernel_checks as kc
 
 ENTRY = "matmul"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
+# A correct kernel none of whose launches uses shared memory fails with this reason.
+SHARED_MEMORY = (
+    "this exercise is the tiles: stage tiles of a and b in __shared__ arrays and multiply "
+    "from there"
+)
 
 TIMED = 4096  # M = N = K of the timed product: big enough for cuBLAS to reach its peak
 

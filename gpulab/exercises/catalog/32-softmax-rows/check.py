@@ -24,6 +24,11 @@ def cases(ctx: api.Context) -> list[api.Case]:
     out.append(api.Case("2x1000, values 80..100 (exp overflows float32)", {"x": hot}))
     wide = ctx.rng.uniform(-1000, 1000, (4, 300)).astype(np.float32)
     out.append(api.Case("4x300, values -1000..1000", {"x": wide}))
+    # Rows far apart: subtracting the largest value of the whole matrix instead of each row's
+    # own max underflows every row but the top one to exp(...) = 0, and 0 / 0 is NaN.
+    offsets = np.array([-3000, -100, 0, 50, 800, 2000], dtype=np.float32)[ctx.rng.permutation(6)]
+    apart = ctx.rng.uniform(-5, 5, (6, 257)).astype(np.float32) + offsets[:, None]
+    out.append(api.Case("6x257, each row at its own offset, -3000 to 2000", {"x": apart}))
     rows = max(1, ctx.big(4, arrays=2) // COLS)
     out.append(
         api.Case(f"{rows}x{COLS}", {"x": ctx.rng.standard_normal((rows, COLS)).astype(np.float32)})

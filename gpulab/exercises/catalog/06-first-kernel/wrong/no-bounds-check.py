@@ -1,4 +1,4 @@
-# expect: past the end of out
+# expect: wrote past the end | illegal memory access
 """Wrong: no bounds check, so the last block's extra threads write past the end of out."""
 
 from __future__ import annotations

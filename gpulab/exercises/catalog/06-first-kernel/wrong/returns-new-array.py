@@ -1,5 +1,5 @@
-# expect: never written
-"""Wrong: computes a new array with CuPy and returns it; out is never written."""
+# expect: no kernel of yours ran
+"""Wrong: computes a new array with a CuPy expression and returns it: out is never written, and the kernel it compiles never runs."""
 
 from __future__ import annotations
 

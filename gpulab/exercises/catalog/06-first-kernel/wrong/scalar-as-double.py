@@ -1,4 +1,4 @@
-# expect: expected
+# expect: expected | pass np.float32
 """Wrong: passes `a` as a Python float, which CuPy sends as a C double; the kernel reads 4 of its 8 bytes as a float."""
 
 from __future__ import annotations

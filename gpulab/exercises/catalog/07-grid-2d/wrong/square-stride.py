@@ -1,4 +1,5 @@
-# expect: expected
+# expect: expected | illegal memory access
+# gpu-only: it reads far past the end of a, outside any memory the CPU emulator owns
 """Wrong: reads a with a stride of rows instead of cols, which is only right for square matrices."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-# expect: expected
+# expect: expected | illegal memory access
+# gpu-only: it reads far past the end of the image, outside any memory the CPU emulator owns
 """Wrong: steps through the image with the height as the row stride, which is only right for square images."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-# slow: correct, coalesced reads but writes a row apart
-"""Transpose through a shared-memory tile: out[c, r] = a[r, c] with coalesced reads and writes."""
+# expect: uses no shared memory
+"""Wrong here: the naive transpose, straight from global memory. Correct (it is what grid-2d
+accepts) but its writes land a row apart; this exercise is the tile through shared memory."""
 
 import cupy as cp
 import numpy as np

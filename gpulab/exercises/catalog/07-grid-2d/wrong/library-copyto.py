@@ -1,0 +1,9 @@
+# expect: no kernel of yours ran: cupy.copyto
+"""Wrong: the library's transpose in the wrapper. The result is right, but CuPy's copy kernel did
+the work: this exercise is about writing the kernel."""
+
+import cupy as cp
+
+
+def transpose(a, out):
+    cp.copyto(out, a.T)

@@ -1,0 +1,45 @@
+# why: both kernels come from one cupy.RawModule (one compile, get_function for each) instead of two RawKernels
+"""Inclusive prefix sum of int32 with a RawModule: block scans, a scan of the sums, offsets."""
+
+import cupy as cp
+import numpy as np
+
+SOURCE = r"""
+#define BLOCK 256
+
+extern "C" __global__ void block_scan(const int* x, int* out, int* sums, int n) {
+    __shared__ int s[BLOCK];
+    int t = threadIdx.x;
+    int i = blockIdx.x * BLOCK + t;
+    s[t] = i < n ? x[i] : 0;
+    __syncthreads();
+    for (int offset = 1; offset < BLOCK; offset <<= 1) {
+        int v = t >= offset ? s[t - offset] : 0;
+        __syncthreads();
+        s[t] += v;
+        __syncthreads();
+    }
+    if (i < n) out[i] = s[t];
+    if (t == BLOCK - 1) sums[blockIdx.x] = s[BLOCK - 1];
+}
+
+extern "C" __global__ void add_offsets(int* out, const int* scanned_sums, int n) {
+    int i = blockIdx.x * BLOCK + threadIdx.x;
+    if (blockIdx.x > 0 && i < n) out[i] += scanned_sums[blockIdx.x - 1];
+}
+"""
+
+_module = cp.RawModule(code=SOURCE)
+_scan = _module.get_function("block_scan")
+_add = _module.get_function("add_offsets")
+
+
+def cumsum(x, out):
+    n = x.size
+    blocks = (n + 255) // 256
+    sums = cp.empty(blocks, dtype=cp.int32)
+    _scan((blocks,), (256,), (x, out, sums, np.int32(n)))
+    if blocks > 1:
+        scanned = cp.empty_like(sums)
+        cumsum(sums, scanned)
+        _add((blocks,), (256,), (out, scanned, np.int32(n)))
