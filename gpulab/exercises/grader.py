@@ -28,6 +28,11 @@ from gpulab.exercises.sandbox import Guard, LearnerError, describe, forget, load
 SEED_MAX = 2**32 - 1  # seeds travel as JSON numbers and job params: keep them exact everywhere
 PASS, FAIL = "pass", "fail"
 _now = time.perf_counter  # bound before any learner's code could rebind it
+# Added to a wrong output when the call ran on a gated non-blocking stream (own_work's doc)
+SIDE_STREAM = (
+    "your function launched on a non-blocking stream and returned before its kernel finished: "
+    "work left on another stream? Synchronize it, or make the current stream wait for it"
+)
 
 
 def new_seed() -> int:
@@ -193,6 +198,7 @@ def run_check(
                 exp_ctx.check_cancelled()
             row = result.cases[i]
             c0 = _now()
+            calls_before = len(watch.calls)
             try:
                 got = check.run(fn, copy.deepcopy(case), actx)
             except (api.CheckError, OwnWorkError) as exc:
@@ -224,6 +230,8 @@ def run_check(
                     lambda w=want, g=got, c=case: compare(w, g, c, actx),
                 )
             )
+            if mismatch is not None and any(c.gated for c in watch.calls[calls_before:]):
+                mismatch.message += f" ({SIDE_STREAM})"
             row.seconds = _now() - c0
             laps.lap("compare")
             if error or mismatch is not None:

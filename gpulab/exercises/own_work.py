@@ -17,9 +17,14 @@ The same watch records the streams the learner's code creates (`cupy.cuda.Stream
   on a side stream is inside the measured interval, never a bare launch time;
 - a function must return with its output ready for work queued after it on the current stream.
   Work left on a non-blocking stream breaks that (the next kernel may read the output before it
-  is written). After a correctness call the watch lets the current stream catch up, then asks
-  the learner's non-blocking streams whether they are still busy: one that is means the function
-  returned before its kernel finished (`OwnWorkError`).
+  is written), but only some of the time: a small kernel often finishes first. So before a
+  correctness call, each non-blocking CuPy stream the learner already has is *gated*: a tiny
+  kernel of ours that waits GATE_MS is queued on it, so the learner's work there cannot start
+  at once. A function that orders the caller's stream after its work (a synchronize, an event the
+  current stream waits on) still returns a right output, GATE_MS later; one that does not hands
+  back an output the check reads before it was written, every time. A stream made inside the
+  call cannot be gated: after the call the current stream catches up and such a stream still
+  busy means the function returned before its kernel finished (`OwnWorkError`).
 
 CuPy and torch are imported lazily: this module is imported where neither may be (the UI
 process, the catalog).
@@ -36,6 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+GATE_MS = 20.0  # how long a gate holds a learner's non-blocking stream (a check's call only)
+_GATE = r"""
+extern "C" __global__ void gpulab_gate(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { __nanosleep(1000); }
+}
+"""
 KERNEL_FACTORIES = ("RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel", "fuse")
 
 # CuPy names a launch wrapper calls that do no work of the exercise's: allocation, dtypes,
@@ -116,6 +128,7 @@ class CallRecord:
 
     launches: list[Launch] = field(default_factory=list)
     early: str = ""  # why the call returned before its work was done ("" when it did not)
+    gated: bool = False  # a non-blocking stream of the learner's was gated (see the module doc)
 
 
 class _Kernel:
@@ -187,6 +200,8 @@ class Watch:
         self._patched: list[tuple[Any, str, Any]] = []
         self._active = False  # learner code is running: its import or a call
         self._current: CallRecord | None = None
+        self._gate_kernel: Any = None  # (the gate RawKernel, its cycles), made on first use
+        self._gated: set[int] = set()  # ids of the streams a gate was ever queued on
 
     # -- install / uninstall -------------------------------------------------------------
 
@@ -337,6 +352,8 @@ class Watch:
 
         def learner(*args: Any, **kwargs: Any) -> Any:
             record = CallRecord()
+            # Gated before the learner's code is marked active: the gate is ours, not theirs
+            record.gated = False if watch.timing else watch._gate()
             outer, watch._current = watch._current, record
             was_active, watch._active = watch._active, True
             before = _current_streams()
@@ -386,9 +403,29 @@ class Watch:
                 ev.record(stream)
                 torch.cuda.current_stream().wait_event(ev)
 
+    def _gate(self) -> bool:
+        """Queue a gate on each non-blocking CuPy stream of the learner's (module doc)."""
+        streams = [s for lib, s, nb in self.streams if lib == "cupy" and nb]
+        if not streams or getattr(sys.modules.get("cupy"), "__gpulab_fake__", False):
+            return False  # the emulator runs every launch to its end: nothing to gate
+        import cupy  # deferred: a learner's CuPy stream means CuPy is imported already
+
+        if self._gate_kernel is None:
+            rate_khz = int(cupy.cuda.Device().attributes["ClockRate"])
+            self._gate_kernel = (cupy.RawKernel(_GATE, "gpulab_gate"), rate_khz * GATE_MS)
+        kernel, cycles = self._gate_kernel
+        for stream in streams:
+            kernel((1,), (1,), (cupy.int64(int(cycles)),), stream=stream)
+            self._gated.add(id(stream))
+        return True
+
     def _early_return(self) -> str:
         """Why the last call's output was not ready when it returned, or ""."""
-        pending = [(lib, s) for lib, s, non_blocking in self.streams if non_blocking]
+        pending = [
+            (lib, s)
+            for lib, s, non_blocking in self.streams
+            if non_blocking and id(s) not in self._gated  # a gated stream is busy by design
+        ]
         if not pending:
             return ""
         # Let the current streams catch up first: a side stream they were told to wait on is
