@@ -128,6 +128,8 @@ def test_gpu_kernels_match_reference(kind, radius, shape):
     variants = ["blur_2d"] + (["blur_sep"] if kind in blur_filters.SEPARABLE else [])
     if kind in blur_filters.SEPARABLE and shape[2] % 4 == 0:
         variants.append("blur_sep_v4")
+        if radius <= blur_kernel.REG_MAX_RADIUS:
+            variants.append("blur_sep_reg")
     for variant in variants:
         src = cp.asarray(planes)
         dst = cp.full_like(src, cp.nan)
