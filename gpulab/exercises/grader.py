@@ -12,6 +12,7 @@ only what leaves the worker unusable (an illegal address, an out-of-memory) is r
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import secrets
 import time
@@ -219,6 +220,7 @@ def run_check(
                 return _fail(result, "error", f"{case.name}: {row.message}", t0)
             else:
                 error = None
+            watch.settle()  # nothing of this case may still be writing when the next allocates
             _restore(result, guard)
             laps.lap("runs")
             mismatch = (
@@ -282,6 +284,8 @@ def run_check(
         _rest_as_other(result)
         return result
     finally:
+        with contextlib.suppress(Exception):  # a stream that faulted was reported already
+            watch.settle()
         watch.uninstall()
         forget(learner)
         forget(check)

@@ -403,6 +403,13 @@ class Watch:
                 ev.record(stream)
                 torch.cuda.current_stream().wait_event(ev)
 
+    def settle(self) -> None:
+        """Wait for every stream of the learner's. Work a function left behind (held back by a
+        gate, or just slow) must not land later in memory the pool has handed to the next
+        case or the next check."""
+        for _, stream, _ in self.streams:
+            stream.synchronize()
+
     def _gate(self) -> bool:
         """Queue a gate on each non-blocking CuPy stream of the learner's (module doc)."""
         streams = [s for lib, s, nb in self.streams if lib == "cupy" and nb]
