@@ -1,5 +1,6 @@
 """Every exercise in the catalog: our solution passes, every known-wrong solution is rejected
-with the message its `# expect:` line names. Exercises that need a GPU run under -m gpu."""
+with the message its `# expect:` line names, every unusual correct solution (`right/*.py`, first
+line `# why: <what is unusual>`) passes. Exercises that need a GPU run under -m gpu."""
 
 from __future__ import annotations
 
@@ -78,6 +79,12 @@ WRONGS = [
     for w in ex.wrong
 ]
 
+RIGHTS = [
+    pytest.param(ex, r, id=f"{ex.id}/{r.name}", marks=_marks(ex))
+    for ex in CATALOG
+    for r in sorted((ex.folder / "right").glob("*.py"))
+]
+
 
 def test_the_catalog_has_exercises():
     assert len(CATALOG) >= 1
@@ -117,6 +124,19 @@ def test_wrong_solution_is_rejected(ex, wrong, seed):
     assert wrong.matches(result.message), (
         f"{wrong.path}: expected {wrong.expect!r} in {result.message!r}"
     )
+
+
+@pytest.mark.parametrize(("ex", "right"), RIGHTS)
+@pytest.mark.parametrize("seed", [7, 2024, 31337])
+def test_right_solution_passes(ex, right, seed):
+    """A correct solution written another way than ours (a false rejection once) passes."""
+    first = right.read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("# why: ") and len(first) > 10, f"{right}: first line '# why: ...'"
+    why = ex.unavailable(_inventory())
+    if why:
+        pytest.skip(why)
+    result = _check(ex, right, seed)
+    assert result.verdict == "pass", f"{right} was rejected (seed {seed}): {result.message}"
 
 
 def test_every_exercise_links_a_real_lesson():

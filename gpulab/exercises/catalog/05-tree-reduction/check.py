@@ -5,6 +5,12 @@ eps * log2(n) * sum(|x|), so the tolerance is 4 eps (log2 n + 1) sum(|x|): loose
 sensible float32 order of additions, tight enough that a dropped element or a float16 pass fails
 at the edge sizes. The speed grade counts n * 4 bytes per call (each value read once) against
 the device's copy bandwidth, beside torch.sum on the same tensors.
+
+The library's one-call answers are refused (REFUSE, gpulab.exercises.refuse): torch.sum and
+x.sum() (over pairs too), a mean, a cumsum, a matmul or dot with ones, x.numpy().sum(), a loss
+with reduction="sum", and the ATen reductions underneath any other wrapper. Every call into the
+learner's code runs under that watch, here in run() and, once the grader wraps learner calls
+itself, in the timed calls too.
 """
 
 from __future__ import annotations
@@ -14,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from gpulab.exercises import api
+from gpulab.exercises import api, refuse
 
 ENTRY = "tree_sum"
 EPS32 = 2.0**-24
+REFUSE = refuse.one_call_sums("write the levels yourself (pairwise adds)")
 
 
 def _values(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -54,7 +61,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> float:
 
     host = case.args["x"]
     x = torch.from_numpy(host.copy()).to(ctx.device)
-    got = fn(x)
+    got = refuse.call(REFUSE, fn, x)  # RefusedCall is a CheckError: its one line is the verdict
     if isinstance(got, torch.Tensor):
         if got.numel() != 1:
             raise api.CheckError(
