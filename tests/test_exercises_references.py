@@ -137,9 +137,14 @@ def test_honest_timing_compare_names_the_mistake():
     check = _check("honest-timing")
     ctx = _ctx()
     gpu_case = next(c for c in check.cases(ctx) if c.args["device"] != "cpu")
-    assert check.compare(2e-3, 2.2e-3, gpu_case, ctx) is None
-    assert "synchronize" in check.compare(2e-3, 1e-5, gpu_case, ctx).message
-    assert "not milliseconds" in check.compare(2e-3, 2.0, gpu_case, ctx).message
+    calls = [5e-3] + [2e-3, 2.1e-3, 1.9e-3, 2.0e-3] * 3  # a cold first call, then warm ones
+
+    def rounds(yours):
+        return {"rounds": [{"yours": yours, "calls": calls, "ours": [2e-3] * 10}] * 5}
+
+    assert check.compare(None, rounds(2.05e-3), gpu_case, ctx) is None
+    assert "synchronize" in check.compare(None, rounds(1e-5), gpu_case, ctx).message
+    assert "not milliseconds" in check.compare(None, rounds(2.0), gpu_case, ctx).message
 
 
 def test_bandwidth_compare_rejects_figures_above_the_link():
