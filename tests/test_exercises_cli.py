@@ -265,7 +265,8 @@ def test_bench_part_targets_and_table():
     assert by["exercises: repeat check, worst of the kernel exercises (s)"]["status"] == "pass"
     table = "\n".join(ex_bench.markdown_lines(part))
     row = "| k | pass | bronze | 1500 GB/s | 45% | 80% | 1.80 s | 0.40 s | "
-    assert row + "compare 0.21, timing: yours 0.10 | 1/2 |" in table
-    assert "| 0.90 s | 0.30 s | - | 1/1 |" in table  # no phases recorded: a dash
+    # reference checks passed (2 of 2 when a bench before --repeat recorded none), wrong, right
+    assert row + "compare 0.21, timing: yours 0.10 | 2/2 | 1/2 | 0/0 |" in table
+    assert "| 0.90 s | 0.30 s | - | 2/2 | 1/1 | 0/0 |" in table  # no phases recorded: a dash
     assert "| g | not run: needs a GPU: none |" in table
     assert "k/x: expected 'never written'" in table

@@ -9,6 +9,7 @@ that each tolerance accepts an honest float32 kernel and rejects a wrong one.
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import numpy as np
 import pytest
@@ -149,18 +150,50 @@ def test_honest_timing_compare_names_the_mistake():
     check = _check("honest-timing")
     ctx = _ctx()
     gpu_case = next(c for c in check.cases(ctx) if c.args["device"] != "cpu")
-    assert check.compare(2e-3, 2.2e-3, gpu_case, ctx) is None
-    assert "synchronize" in check.compare(2e-3, 1e-5, gpu_case, ctx).message
-    assert "not milliseconds" in check.compare(2e-3, 2.0, gpu_case, ctx).message
+    calls = [5e-3] + [2e-3, 2.1e-3, 1.9e-3, 2.0e-3] * 3  # a cold first call, then warm ones
+
+    def rounds(yours):
+        return {"rounds": [{"yours": yours, "calls": calls, "ours": [2e-3] * 10}] * 5}
+
+    assert check.compare(None, rounds(2.05e-3), gpu_case, ctx) is None
+    assert "synchronize" in check.compare(None, rounds(1e-5), gpu_case, ctx).message
+    assert "not milliseconds" in check.compare(None, rounds(2.0), gpu_case, ctx).message
 
 
 def test_bandwidth_compare_rejects_figures_above_the_link():
     check = _check("bandwidth")
     ctx = _ctx()
     case = check.cases(ctx)[0]
-    want = {"pageable": 8.0, "pinned": 50.0, "ceiling": 55.0}
-    assert check.compare(want, {"pageable": 8.5, "pinned": 52.0}, case, ctx) is None
-    assert (
-        "faster than" in check.compare(want, {"pageable": 8.0, "pinned": 400.0}, case, ctx).message
-    )
-    assert "pinned = " in check.compare(want, {"pageable": 8.0, "pinned": 8.0}, case, ctx).message
+    want = {"ceiling": 55.0}
+    ours = {"pageable": 8.0, "pinned": 50.0}
+
+    def rounds(pageable, pinned):
+        return {"rounds": [{"yours": {"pageable": pageable, "pinned": pinned}, "ours": ours}] * 3}
+
+    assert check.compare(want, rounds(8.5, 52.0), case, ctx) is None
+    assert "faster than" in check.compare(want, rounds(8.0, 400.0), case, ctx).message
+    assert "pinned = " in check.compare(want, rounds(8.0, 8.0), case, ctx).message
+
+
+def test_bandwidth_compares_interleaved_rounds_and_draws_its_sizes():
+    check = _check("bandwidth")
+    ctx = _ctx()
+    case = check.cases(ctx)[0]
+    calm, busy = {"pageable": 8.0, "pinned": 50.0}, {"pageable": 4.0, "pinned": 25.0}
+    # A load that halves the link for a round halves both figures of that round: no verdict.
+    got = {
+        "rounds": [
+            {"yours": calm, "ours": calm},
+            {"yours": busy, "ours": busy},
+            {"yours": calm, "ours": calm},
+        ]
+    }
+    assert check.compare({"ceiling": 55.0}, got, case, ctx) is None
+    full = _ctx()
+    full.quick = False
+    sizes = {tuple(c.args["nbytes"] for c in check.cases(_ctx(seed))) for seed in range(8)}
+    assert len(sizes) > 1, "the sizes come from the seed"
+    for (lo, hi), c in zip(check.SIZES_MIB, check.cases(full), strict=True):
+        assert lo << 20 <= c.args["nbytes"] <= hi << 20
+    statement = CATALOG.get("bandwidth").statement
+    assert not re.search(r"\d\+? ?GB/s", statement), "the statement gives the figures away"

@@ -4,10 +4,18 @@ Every case names a device. Besides the worker's own device the check asks for "c
 and, on a machine without a GPU, for PyTorch's meta device (tensors with a shape and a dtype but
 no data), so code that creates a tensor on the CPU, ignores `device` or hard-codes "cuda" fails
 there too, not only on the learner's first GPU.
+
+"Do not build on the CPU and move": a TorchFunctionMode watches the call, and a tensor of more
+copied from the CPU onto the asked device (Tensor.to, .cuda(), .type(), copy_)
+fails the case, e.g. `torch.arange(degree + 1).to(device)`. On a CPU-only machine the meta case
+is where this shows; on a GPU, every case that asks for the GPU. The values must come back
+unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -83,14 +91,62 @@ def _same(a: Any, b: Any) -> bool:
     return a.type == b.type and (a.index or 0) == (b.index or 0)
 
 
+_MOVES = ("torch.Tensor.to", "torch.Tensor.cuda", "torch.Tensor.type", "torch.Tensor.copy_")
+
+
+@contextlib.contextmanager
+def _watching_moves(want: Any) -> Iterator[list[str]]:
+    """Record every copy of a CPU tensor onto `want` (not the CPU) made inside the block: a
+    Tensor.to / .cuda() / .type() whose input is on the CPU and whose result is on `want`, or a
+    copy_ from a CPU tensor into one on `want`. On a CPU-only machine `want` is the meta device,
+    so `torch.arange(n).to(device)` is seen there as it would be on a GPU."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    from gpulab.exercises.refuse import resolve
+
+    watched = {resolve(n): n.removeprefix("torch.") for n in _MOVES}
+    moves: list[str] = []
+
+    def on_want(t: Any) -> bool:
+        return isinstance(t, torch.Tensor) and _same(t.device, want)
+
+    def on_cpu(t: Any) -> bool:
+        return isinstance(t, torch.Tensor) and t.device.type == "cpu"
+
+    class _Moves(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            out = func(*args, **(kwargs or {}))
+            try:
+                name = watched.get(func)
+            except TypeError:
+                name = None
+            if name and args:
+                if name == "Tensor.copy_":
+                    src = args[1] if len(args) > 1 else (kwargs or {}).get("src")
+                    if on_want(args[0]) and on_cpu(src):
+                        moves.append(f"{name} from a CPU tensor of shape {tuple(src.shape)}")
+                elif on_cpu(args[0]) and on_want(out):
+                    moves.append(f"{name} of a CPU tensor of shape {tuple(args[0].shape)}")
+            return out
+
+    if want.type == "cpu":  # nothing to move onto
+        yield moves
+        return
+    with _Moves():
+        yield moves
+
+
 def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     import torch
 
     asked = case.args["device"]
     want = _wanted_device(asked)
     label = f"asked for device {asked!r}" if asked is not None else "device=None"
+    values = case.args["values"].copy()
     try:
-        got = fn(case.args["values"].copy(), case.args["degree"], asked)
+        with _watching_moves(want) as moves:
+            got = fn(values, case.args["degree"], asked)
     except Exception as exc:  # a device error, reported with the device that was asked for
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         why = ""
@@ -101,6 +157,14 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
         else:
             raise  # any other error: the grader names it and the learner's line
         raise api.CheckError(f"{label}: {why}{type(exc).__name__}: {text}") from None
+    if not np.array_equal(values, case.args["values"]):
+        raise api.CheckError(f"{label}: features changed the values it was given")
+    if moves:
+        raise api.CheckError(
+            f"{label}: a tensor was built on the CPU and then moved ({moves[0]}): create it on "
+            "the device (torch.as_tensor(values, ..., device=device), "
+            "torch.arange(..., device=device))"
+        )
     if not isinstance(got, torch.Tensor):
         raise api.CheckError(f"{label}: features returned {type(got).__name__}, not a tensor")
     if not _same(got.device, want):

@@ -4,10 +4,17 @@ The check builds a small MLP and its batches on the CPU, as a data loader would,
 the worker's device. On a machine without a GPU it first asks for PyTorch's meta device (shapes,
 no data): a model or a batch left on the CPU then raises the same kind of same-device error a
 GPU would, so the exercise teaches the fix on any machine.
+
+The model has batch norm (running statistics far from any batch's own) and dropout, built in
+training mode as a fresh model is, so inference without model.eval() gives other answers and is
+named; the comparison is float32-tight (TF32 off around the call), and parameters or outputs in
+float16/bfloat16 are named too. The batches and the list holding them must come back unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -16,15 +23,29 @@ from gpulab.exercises import api
 
 ENTRY = "predict"
 D_IN, HIDDEN, D_OUT = 16, 64, 3
-# Loose enough for TF32 matmuls if the worker enabled them: this exercise is about devices.
-RTOL = ATOL = 5e-3
+DROPOUT = 0.5
+BN_EPS = 1e-5
+# float32 all the way (the check turns TF32 off around the call): a float16 or bfloat16 model
+# misses this by orders of magnitude, float32 in any summation order does not.
+RTOL, ATOL = 1e-4, 1e-5
 
 
 def _weights(rng: np.random.Generator) -> dict[str, np.ndarray]:
     def w(*shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)
 
-    return {"w1": w(HIDDEN, D_IN), "b1": w(HIDDEN), "w2": w(D_OUT, HIDDEN), "b2": w(D_OUT)}
+    return {
+        "w1": w(HIDDEN, D_IN),
+        "b1": w(HIDDEN),
+        # batch norm's learned scale and shift, and the running statistics an eval() uses (far
+        # from a batch's own: a model left in training mode normalizes by the batch instead)
+        "gamma": rng.uniform(0.5, 2.0, HIDDEN).astype(np.float32),
+        "beta": rng.uniform(-0.5, 0.5, HIDDEN).astype(np.float32),
+        "mean": rng.uniform(-1.0, 1.0, HIDDEN).astype(np.float32),
+        "var": rng.uniform(0.5, 4.0, HIDDEN).astype(np.float32),
+        "w2": w(D_OUT, HIDDEN),
+        "b2": w(D_OUT),
+    }
 
 
 def _batches(rng: np.random.Generator, sizes: list[int]) -> list[np.ndarray]:
@@ -61,11 +82,13 @@ def cases(ctx: api.Context) -> list[api.Case]:
 
 
 def expected(case: api.Case, ctx: api.Context) -> list[np.ndarray]:
+    """The model in eval mode, in float64: batch norm by its running statistics, no dropout."""
     w = {k: v.astype(np.float64) for k, v in case.args["weights"].items()}
     outs = []
     for x in case.args["batches"]:
-        h = np.tanh(x.astype(np.float64) @ w["w1"].T + w["b1"])
-        outs.append(h @ w["w2"].T + w["b2"])
+        h = x.astype(np.float64) @ w["w1"].T + w["b1"]
+        h = (h - w["mean"]) / np.sqrt(w["var"] + BN_EPS) * w["gamma"] + w["beta"]
+        outs.append(np.tanh(h) @ w["w2"].T + w["b2"])
     return outs
 
 
@@ -73,13 +96,35 @@ def _model(weights: dict[str, np.ndarray]) -> Any:
     import torch
 
     model = torch.nn.Sequential(
-        torch.nn.Linear(D_IN, HIDDEN), torch.nn.Tanh(), torch.nn.Linear(HIDDEN, D_OUT)
+        torch.nn.Linear(D_IN, HIDDEN),
+        torch.nn.BatchNorm1d(HIDDEN, eps=BN_EPS),
+        torch.nn.Tanh(),
+        torch.nn.Dropout(DROPOUT),
+        torch.nn.Linear(HIDDEN, D_OUT),
     )
     with torch.no_grad():
-        for layer, (w, b) in ((model[0], ("w1", "b1")), (model[2], ("w2", "b2"))):
+        for layer, (w, b) in ((model[0], ("w1", "b1")), (model[4], ("w2", "b2"))):
             layer.weight.copy_(torch.from_numpy(weights[w]))
             layer.bias.copy_(torch.from_numpy(weights[b]))
-    return model
+        bn = model[1]
+        bn.weight.copy_(torch.from_numpy(weights["gamma"]))
+        bn.bias.copy_(torch.from_numpy(weights["beta"]))
+        bn.running_mean.copy_(torch.from_numpy(weights["mean"]))
+        bn.running_var.copy_(torch.from_numpy(weights["var"]))
+    return model  # in training mode, as a freshly built model is
+
+
+@contextlib.contextmanager
+def _full_float32() -> Iterator[None]:
+    """TF32 off for the call (another experiment in this worker may have turned it on)."""
+    import torch
+
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -92,8 +137,10 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     device = torch.device(case.args["device"])
     model = _model(case.args["weights"])  # on the CPU, as a freshly built model is
     batches = [torch.from_numpy(x.copy()) for x in case.args["batches"]]  # CPU, as a loader gives
+    given = list(batches)
     try:
-        outs = fn(model, batches, device)
+        with _full_float32():
+            outs = fn(model, batches, device)
     except Exception as exc:  # a device error, with what to look for
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         why = ""
@@ -101,9 +148,21 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
             why = "a tensor on the wrong device (move the model and every batch): "
         elif "meta tensor" in text:
             why = "an output was copied back to the CPU (.cpu(), .item(), .numpy()): "
+        elif "more than 1 value per channel when training" in text:
+            why = "the model ran in training mode: call model.eval() for inference: "
         else:
             raise  # any other error: the grader names it and the learner's line
         raise api.CheckError(f"device={str(device)!r}: {why}{type(exc).__name__}: {text}") from None
+    for i, (now, before, host) in enumerate(zip(batches, given, case.args["batches"], strict=True)):
+        if now is not before:
+            raise api.CheckError(
+                f"predict replaced batch {i} in the list it was given: leave the caller's "
+                "list as it is (build a new one for the device copies)"
+            )
+        if not torch.equal(before, torch.from_numpy(host)):
+            raise api.CheckError(
+                f"predict changed the values of batch {i}: leave the inputs as they are"
+            )
     if not isinstance(outs, (list, tuple)):
         raise api.CheckError(f"predict returned {type(outs).__name__}, expected a list of tensors")
     if len(outs) != len(batches):
@@ -114,6 +173,18 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
                 f"the model's parameter {name} is on {p.device}, expected {device} "
                 "(move the model you were given: Module.to works in place)"
             )
+    if model.training:
+        raise api.CheckError(
+            "the model is still in training mode: call model.eval() before inference (its "
+            "dropout and batch norm layers behave differently while training)"
+        )
+    for name, p in model.named_parameters():
+        if p.dtype != torch.float32:
+            raise api.CheckError(
+                f"the model's parameter {name} is {p.dtype}: keep the model in float32 "
+                "(model.half() or .to(torch.bfloat16) changes the answers; this exercise is "
+                "about where tensors live, not their precision)"
+            )
     for i, out in enumerate(outs):
         if not isinstance(out, torch.Tensor):
             raise api.CheckError(f"output {i} is a {type(out).__name__}, not a tensor")
@@ -123,6 +194,8 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
                 f"output {i} is on {out.device}, expected {device}"
                 + (where if out.device.type == "cpu" else "")
             )
+        if out.dtype != torch.float32:
+            raise api.CheckError(f"output {i} is {out.dtype}, expected torch.float32")
         if out.requires_grad:
             raise api.CheckError(
                 f"output {i} requires grad: run inference under torch.no_grad() so no graph "

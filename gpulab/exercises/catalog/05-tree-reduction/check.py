@@ -5,6 +5,12 @@ eps * log2(n) * sum(|x|), so the tolerance is 4 eps (log2 n + 1) sum(|x|): loose
 sensible float32 order of additions, tight enough that a dropped element or a float16 pass fails
 at the edge sizes. The speed grade counts n * 4 bytes per call (each value read once) against
 the device's copy bandwidth, beside torch.sum on the same tensors.
+
+The library's one-call answers are refused (REFUSE, gpulab.exercises.refuse): torch.sum and
+x.sum() (over pairs too), a mean, a cumsum, a matmul or dot with ones, x.numpy().sum(), a loss
+with reduction="sum", and the ATen reductions underneath any other wrapper. Every call into the
+learner's code runs under that watch, here in run() and, once the grader wraps learner calls
+itself, in the timed calls too.
 """
 
 from __future__ import annotations
@@ -14,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from gpulab.exercises import api
+from gpulab.exercises import api, refuse
 
 ENTRY = "tree_sum"
 EPS32 = 2.0**-24
+REFUSE = refuse.one_call_sums("write the levels yourself (pairwise adds)")
 
 
 def _values(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -54,7 +61,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> float:
 
     host = case.args["x"]
     x = torch.from_numpy(host.copy()).to(ctx.device)
-    got = fn(x)
+    got = refuse.call(REFUSE, fn, x)  # RefusedCall is a CheckError: its one line is the verdict
     if isinstance(got, torch.Tensor):
         if got.numel() != 1:
             raise api.CheckError(
@@ -96,6 +103,50 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         # uniform_ in place: one pass, no temporaries (a third of the time on a CPU)
         return torch.empty(n, device=ctx.device).uniform_(-100.0, 100.0, generator=gen)
 
+    picks = np.random.default_rng()  # which element changes: nothing a learner can predict
+    sums: dict[int, list[float]] = {}  # id(x) -> [exact sum, sum of |x|, changed index]
+    changes = [0]
+
+    def prepare(x: Any) -> None:
+        # One element of x becomes +-1e6 before each timed call (the last one changed goes
+        # back first), so a call that skips the work or returns a sum it kept is off by far
+        # more than the float32 tolerance; the exact sum follows the change
+        if id(x) not in sums:
+            sums[id(x)] = [
+                float(x.sum(dtype=torch.float64)),
+                float(x.abs().sum(dtype=torch.float64)),
+                -1.0,
+            ]
+        state = sums[id(x)]
+        if state[2] >= 0:
+            j = int(state[2])
+            state[0] -= float(x[j])
+            state[1] -= abs(float(x[j]))
+            x[j] = 0.5
+            state[0] += 0.5
+            state[1] += 0.5
+        # A new magnitude every call: two changes never cancel, so no kept sum can match
+        changes[0] += 1
+        j = int(picks.integers(0, n))
+        new = float(picks.choice((-1.0, 1.0))) * (1e6 + 1e5 * changes[0])
+        state[0] += new - float(x[j])
+        state[1] += abs(new) - abs(float(x[j]))
+        x[j] = new
+        state[2] = float(j)
+
+    def check_call(x: Any, returned: Any) -> str | None:
+        total, size, _ = sums[id(x)]
+        got = float(returned.detach().reshape(()).double()) if torch.is_tensor(returned) else None
+        if got is None:
+            try:
+                got = float(returned)
+            except (TypeError, ValueError):
+                return f"tree_sum returned {type(returned).__name__}, expected one number"
+        allowed = 4 * EPS32 * (math.log2(n) + 1) * size
+        if abs(got - total) <= allowed:  # NaN fails here
+            return None
+        return f"sum = {got!r}, expected {total!r} (off by {abs(got - total):.4g})"
+
     return api.TimingSpec(
         setup=setup,
         learner=fn,
@@ -106,4 +157,6 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         ceiling="copy",
         sync="torch" if ctx.gpu else "none",
         note=f"n = {n:,} float32 values: n x 4 bytes, each value read once",
+        prepare=prepare,
+        check_call=check_call,
     )

@@ -1,47 +1,57 @@
 """Check for bandwidth: the learner measures host-to-device copies, pageable and pinned, in GB/s.
 
-The check measures the same copies itself before the learner's code is loaded (expected()), and
-reads this device's calibrated pinned host-to-device figure (the "h2d" ceiling). A reported
-figure is accepted when it is near the check's own measurement and not above the ceiling:
-a copy cannot beat the link, so a figure above it means the timer stopped before the copy did.
-Transfers are noisy, pageable ones most (they go through a staging buffer on the CPU), so the
-bounds are wide; a forgotten synchronize, an unpinned "pinned" buffer or a wrong unit is still
-off by far more.
+The check calls `measure_h2d` in ROUNDS rounds, interleaved with its own measurement of the same
+copies at the same size (yours, ours, yours, ours, ...), and judges the median of the per-round
+ratios, so a load that comes and goes moves both figures alike. It also reads this device's
+calibrated pinned host-to-device figure (the "h2d" ceiling) before the learner's code is
+loaded: a figure above it means the clock stopped before the copy did, or the unit is wrong.
+
+A TorchFunctionMode watches the learner's call: it must really copy `nbytes` bytes from pageable
+and from pinned host memory to the GPU, at least twice each (a warm-up and a timed copy), so a
+function that returns figures without copying (constants written down from an earlier run)
+fails by name. The sizes are drawn from the seed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from gpulab.exercises import api
 
 ENTRY = "measure_h2d"
 MIB = 1 << 20
+ROUNDS = 3
 # Accepted: check's figure x [low, high], and never above the ceiling x CEILING_SLACK.
 PINNED_BOUNDS = (0.6, 1.6)
 PAGEABLE_BOUNDS = (0.4, 2.5)
 CEILING_SLACK = 1.10
+SIZES_MIB = ((48, 80), (192, 320))  # each case's size: whole MiB drawn in this range
+MIN_COPIES = 2  # of nbytes, from each kind of host memory: a warm-up and a timed one
+_now = time.perf_counter  # bound when the check loads, before the learner's file is imported
+_BOUND: dict[str, Any] = {}
 
 
 def cases(ctx: api.Context) -> list[api.Case]:
-    sizes = (16 * MIB,) if ctx.quick else (64 * MIB, 256 * MIB)
+    ranges = ((12, 20),) if ctx.quick else SIZES_MIB
+    sizes = [int(ctx.rng.integers(lo, hi + 1)) * MIB for lo, hi in ranges]
     return [api.Case(f"{n // MIB} MiB", {"nbytes": n}) for n in sizes]
 
 
 def _copy_gbs(src: Any, dst: Any, repeats: int = 7) -> float:
     """Median GB/s of host-to-device copies of src into dst (the first call is a warm-up)."""
-    import torch
-
+    sync = _BOUND["sync"]
     times = []
     for i in range(repeats + 1):
-        torch.cuda.synchronize(dst.device)
-        t0 = time.perf_counter()
+        sync(dst.device)
+        t0 = _now()
         dst.copy_(src, non_blocking=True)
-        torch.cuda.synchronize(dst.device)  # the copy is done, not merely queued
+        sync(dst.device)  # the copy is done, not merely queued
         if i:
-            times.append(time.perf_counter() - t0)
+            times.append(_now() - t0)
     return src.numel() * src.element_size() / statistics.median(times) / 1e9
 
 
@@ -60,21 +70,55 @@ def _ceiling(ctx: api.Context) -> float | None:
 
 
 def expected(case: api.Case, ctx: api.Context) -> dict[str, float | None]:
+    """The calibrated ceiling, read before the learner's code is loaded; the check's own copies
+    are measured in run(), interleaved with the learner's."""
     import torch
 
-    n = case.args["nbytes"]
-    device = torch.device(ctx.device)
-    dst = torch.empty(n, dtype=torch.uint8, device=device)
-    pageable = torch.full((n,), 3, dtype=torch.uint8)  # written, so its pages exist
-    pinned = pageable.pin_memory()
-    got = {"pageable": _copy_gbs(pageable, dst), "pinned": _copy_gbs(pinned, dst)}
-    ceiling = _ceiling(ctx)
-    got["ceiling"] = max(ceiling, got["pinned"]) if ceiling else got["pinned"]
-    return got
+    _BOUND.setdefault("sync", torch.cuda.synchronize)
+    return {"ceiling": _ceiling(ctx)}
 
 
-def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, float]:
-    got = fn(case.args["nbytes"])
+_COPIES = ("torch.Tensor.copy_", "torch.Tensor.to", "torch.Tensor.cuda")
+
+
+@contextlib.contextmanager
+def _watching_copies() -> Iterator[list[tuple[bool, int]]]:
+    """(from pinned memory, bytes) of every host-to-GPU copy made inside the block."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    from gpulab.exercises.refuse import resolve
+
+    watched = {resolve(n): n for n in _COPIES}
+    copies: list[tuple[bool, int]] = []
+
+    class _Copies(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            out = func(*args, **(kwargs or {}))
+            try:
+                name = watched.get(func)
+            except TypeError:
+                name = None
+            if name and args:
+                if name == "torch.Tensor.copy_":
+                    dst = args[0]
+                    src = args[1] if len(args) > 1 else (kwargs or {}).get("src")
+                else:
+                    src, dst = args[0], out
+                if (
+                    isinstance(src, torch.Tensor)
+                    and isinstance(dst, torch.Tensor)
+                    and src.device.type == "cpu"
+                    and dst.device.type == "cuda"
+                ):
+                    copies.append((bool(src.is_pinned()), src.numel() * src.element_size()))
+            return out
+
+    with _Copies():
+        yield copies
+
+
+def _figures(got: Any) -> dict[str, float]:
     if not isinstance(got, dict) or not {"pageable", "pinned"} <= set(got):
         raise api.CheckError(
             "measure_h2d must return a dict with 'pageable' and 'pinned' figures in GB/s"
@@ -88,23 +132,52 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, float]:
     return out
 
 
+def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
+    import torch
+
+    n = case.args["nbytes"]
+    dst = torch.empty(n, dtype=torch.uint8, device=torch.device(ctx.device))
+    pageable = torch.full((n,), 3, dtype=torch.uint8)  # written, so its pages exist
+    pinned = pageable.pin_memory()
+    rounds = []
+    for _ in range(ROUNDS):
+        with _watching_copies() as copies:
+            yours = _figures(fn(n))
+        for kind, is_pinned in (("pageable", False), ("pinned", True)):
+            made = sum(1 for p, b in copies if p == is_pinned and b == n)
+            if made < MIN_COPIES:
+                raise api.CheckError(
+                    f"measure_h2d made {made} copies of {n:,} bytes from {kind} host memory "
+                    f"to the GPU, expected at least {MIN_COPIES} (a warm-up, then timed ones): "
+                    "measure the copies, do not write the figures down"
+                )
+        ours = {"pageable": _copy_gbs(pageable, dst), "pinned": _copy_gbs(pinned, dst)}
+        rounds.append({"yours": yours, "ours": ours})
+    return {"rounds": rounds}
+
+
 def compare(want: dict, got: dict, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
-    ceiling = want["ceiling"] * CEILING_SLACK
+    rounds = got["rounds"]
+    ours_pinned = max(r["ours"]["pinned"] for r in rounds)
+    ceiling = max(want["ceiling"], ours_pinned) if want["ceiling"] else ours_pinned
     for key in ("pinned", "pageable"):
-        if got[key] > ceiling:
+        g = statistics.median(r["yours"][key] for r in rounds)
+        if g > ceiling * CEILING_SLACK:
             return api.Mismatch(
-                f"{key} = {got[key]:.1f} GB/s is faster than this machine's link "
-                f"({want['ceiling']:.1f} GB/s calibrated): did the timer stop before the copy "
+                f"{key} = {g:.1f} GB/s is faster than this machine's link "
+                f"({ceiling:.1f} GB/s calibrated): did the timer stop before the copy "
                 "finished (synchronize), or is the unit not GB/s?",
-                expected=want["ceiling"],
-                got=got[key],
+                expected=ceiling,
+                got=g,
             )
     for key, (low, high) in (("pinned", PINNED_BOUNDS), ("pageable", PAGEABLE_BOUNDS)):
-        w, g = want[key], got[key]
-        if not low * w <= g <= high * w:
+        ratio = statistics.median(r["yours"][key] / r["ours"][key] for r in rounds)
+        g = statistics.median(r["yours"][key] for r in rounds)
+        w = statistics.median(r["ours"][key] for r in rounds)
+        if not low <= ratio <= high:
             return api.Mismatch(
                 f"{key} = {g:.2f} GB/s, but the check measured {w:.2f} GB/s for the same copy "
-                f"(accepted {low * w:.2f} to {high * w:.2f})",
+                f"in the same {len(rounds)} rounds ({ratio:.2f}x, accepted {low}x to {high}x)",
                 expected=w,
                 got=g,
                 max_error=abs(g - w),

@@ -4,9 +4,11 @@ The check builds a small MLP and a regression batch, and calls the learner's ste
 with a scaler that counts its calls. After every step it verifies that the Linear layers ran in
 float16 (forward hooks), that scale, step and update were each called once, that the step was
 not skipped, and that the returned loss follows a float64 reference training run of the same
-model (plain SGD, no autocast) computed before the learner's code was loaded. Before each step
-the check leaves NaN in every .grad, as stale gradients would be: a step that does not start
-from zeroed gradients finds inf/NaN and is skipped by the scaler.
+model (plain SGD, no autocast) computed before the learner's code was loaded, and that x and y
+are unchanged. Before each step the check turns whatever gradients the previous step left into
+NaN, as stale values: a step that adds to them finds inf/NaN and is skipped by the scaler. A
+step that zeroes the gradients at its start, or after its update (optimizer.zero_grad() last,
+as lesson 13 shows; None or zeros are left alone), passes.
 
 It runs on the CPU too (autocast supports float16 there); only the speed comparison against
 the same step in float32 needs a GPU.
@@ -176,9 +178,15 @@ def _steps(fn: Any, model: Any, opt: Any, scaler: Any, x: Any, y: Any, seen: lis
     import torch
 
     losses = []
+    keep_x, keep_y = x.clone(), y.clone()
     for step in range(STEPS):
-        for p in model.parameters():  # stale gradients, as a previous backward leaves them
-            p.grad = torch.full_like(p, float("nan"))
+        # Stale gradients, where the previous step left some: NaN instead of the old values, so
+        # a step that adds to them is skipped by the scaler. A step that zeroed them at its end
+        # (optimizer.zero_grad() after the update, as lesson 13 shows) left None or zeros, and
+        # those stay as they are: they are what the next step really starts from.
+        for p in model.parameters():
+            if p.grad is not None and bool(p.grad.ne(0).any()):
+                p.grad = torch.full_like(p, float("nan"))
         before = [p.detach().clone() for p in model.parameters()]
         seen.clear()
         for key in scaler.calls:
@@ -202,10 +210,14 @@ def _steps(fn: Any, model: Any, opt: Any, scaler: Any, x: Any, y: Any, seen: lis
                 f"step {step}: a Linear layer produced {wrong[0]} inside the training step: "
                 "run the forward pass under torch.autocast(device_type, dtype=torch.float16)"
             )
+        for name, now, kept in (("x", x, keep_x), ("y", y, keep_y)):
+            if not torch.equal(now, kept):
+                raise api.CheckError(f"step {step}: train_step changed its input {name}")
         if all(torch.equal(b, p) for b, p in zip(before, model.parameters(), strict=True)):
             raise api.CheckError(
                 f"step {step}: the optimizer step was skipped because the gradients held "
-                "inf/NaN: zero them at the start of each step (optimizer.zero_grad())"
+                "inf/NaN: the previous step's gradients were still there. Zero them every "
+                "step (optimizer.zero_grad(), at the start of the step or after the update)"
             )
         if isinstance(loss, torch.Tensor):
             raise api.CheckError(

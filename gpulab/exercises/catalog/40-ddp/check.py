@@ -6,6 +6,11 @@ each take exactly the steps of one process on the whole batch, provided each ran
 share of DistributedSampler's shuffle (re-drawn by set_epoch every epoch). The reference is that
 single-process run, computed before the learner's code is loaded: every rank's final weights
 must match it. Also checked: only rank 0 logged, and each rank destroyed its process group.
+The dataset counts its reads (in shared memory, so DataLoader workers count too): each rank must
+read exactly its share (EPOCHS * SAMPLES / WORLD samples) and the two ranks together every sample
+once per epoch, and both ranks must end with the same weights: a rank that trains on the whole
+dataset without DDP (one process's run, twice) or on its share without averaging gradients fails
+by name.
 Always gloo on the CPU, on a GPU machine too: the point is the structure, not the speed.
 """
 
@@ -84,17 +89,22 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
+    from gpulab.exercises.counting import CountingDataset
+
     torch.set_num_threads(1)  # two ranks on a small CPU: threads would fight over the cores
     lines: list[str] = []
     model = _model(case.args["weights"])
-    data = torch.utils.data.TensorDataset(
-        torch.from_numpy(case.args["x"]), torch.from_numpy(case.args["y"])
-    )
+    x, y = torch.from_numpy(case.args["x"].copy()), torch.from_numpy(case.args["y"].copy())
+    data = CountingDataset(x, y)  # counts its reads, in DataLoader workers too
     fn(model, data, epochs=EPOCHS, batch_size=BATCH, lr=LR, log=lines.append)
     return {
         "weights": [p.detach().numpy().copy() for p in model.parameters()],
         "lines": lines,
         "destroyed": not dist.is_initialized(),
+        "reads": data.reads.numpy().copy(),
+        "inputs_kept": bool(
+            np.array_equal(x.numpy(), case.args["x"]) and np.array_equal(y.numpy(), case.args["y"])
+        ),
     }
 
 
@@ -124,6 +134,35 @@ def compare(
         return api.Mismatch(f"rank 1 logged {got[1]['lines'][0]!r}: log from rank 0 only")
     if len(got[0]["lines"]) != EPOCHS:
         return api.Mismatch(f"rank 0 logged {len(got[0]['lines'])} lines, expected one per epoch")
+    share = EPOCHS * SAMPLES // WORLD
+    for rank, out in enumerate(got):
+        if not out["inputs_kept"]:
+            return api.Mismatch(
+                f"rank {rank} changed the dataset's samples: leave them as they are"
+            )
+        read = int(out["reads"].sum())
+        if read != share:
+            whole = " (each rank read the whole dataset)" if read == EPOCHS * SAMPLES else ""
+            return api.Mismatch(
+                f"rank {rank} read {read} samples in {EPOCHS} epochs, expected {share}{whole}: "
+                "each rank must read only its DistributedSampler share, a 1/world_size part"
+            )
+    both = sum(out["reads"] for out in got)
+    if not (both == EPOCHS).all():
+        i = int(np.argmax(both != EPOCHS))
+        return api.Mismatch(
+            f"sample {i} was read {int(both[i])} times by the {WORLD} ranks in {EPOCHS} epochs, "
+            f"expected {EPOCHS}: the ranks' shares overlap (a DistributedSampler per rank, with "
+            "the rank and world size of the process group, splits every epoch without overlap)"
+        )
+    apart = _close(got[1]["weights"], got[0]["weights"])
+    if apart > RTOL:
+        return api.Mismatch(
+            f"rank 0 and rank 1 ended with different weights (relative difference {apart:.2g}): "
+            "their gradients were not averaged; wrap the model in DistributedDataParallel so "
+            "every backward all-reduces them",
+            max_error=apart,
+        )
     for rank, out in enumerate(got):
         err = _close(out["weights"], want["weights"])
         if err <= RTOL:

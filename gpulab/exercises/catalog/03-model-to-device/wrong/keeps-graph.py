@@ -3,5 +3,5 @@
 
 
 def predict(model, batches, device):
-    model.to(device)
+    model.to(device).eval()
     return [model(batch.to(device)) for batch in batches]

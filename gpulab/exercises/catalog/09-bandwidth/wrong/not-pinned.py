@@ -1,4 +1,4 @@
-# expect: pinned =
+# expect: from pinned host memory
 """Wrong: the "pinned" buffer is ordinary pageable memory, so both figures measure the slow path."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# expect: zero them at the start
+# expect: zero them every step
 """Wrong: never clears the gradients, so each backward adds to whatever was left in .grad."""
 
 from __future__ import annotations

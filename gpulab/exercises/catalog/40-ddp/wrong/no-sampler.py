@@ -1,4 +1,4 @@
-# expect: differ from the single-process
+# expect: only its DistributedSampler share
 """Wrong on purpose: no-sampler."""
 
 from __future__ import annotations

@@ -1,0 +1,316 @@
+"""Refusing the library's one-call answer in an exercise that teaches the algorithm itself.
+
+An exercise such as tree-reduction asks for the levels of a tree written out; `x.sum()` would
+pass every comparison and teach nothing. A check declares what it refuses:
+
+    REFUSE = {"torch.sum": "does the whole reduction in one call: write the levels yourself"}
+
+and every call into the learner's code runs inside `refusing(check.REFUSE)`, which watches it
+with two PyTorch modes:
+
+- a TorchFunctionMode sees the calls the learner's code makes, by the names
+  `torch.overrides.resolve_name` gives them: "torch.sum", "torch.Tensor.sum" (`x.sum()`),
+  "torch.Tensor.matmul" (`x @ y`), "torch.nn.functional.linear", "torch.Tensor.numpy";
+- a TorchDispatchMode sees the ATen operators underneath ("aten.sum", "aten.mm"), so the same
+  reduction reached through a wrapper the table does not name (a loss with reduction="sum",
+  einsum, an autograd backward) is refused too, and the message names the call it came through.
+
+A refused call raises `RefusedCall` (str() is one line: "torch.sum does the whole reduction in
+one call: ...") and is also recorded in the list `refusing()` yields, so a learner's
+`except Exception` that falls back to something else still fails the check. Keys starting with
+"aten." go to the dispatch mode; `aten.index_put`, `aten.put` and their in-place forms count only
+with accumulate=True, and `aten.scatter` only with a reduce argument (plain indexed assignment is
+no reduction). `one_call_sums(advice)` is the table for a sum.
+
+What it cannot stop is code that goes looking for the grader (popping the mode, running torch in
+another thread, which the modes do not follow): docs/exercises.md says where that line is. A
+mode removed by the learner's code is noticed and recorded, and whatever modes the learner's code
+left pushed are popped, so nothing leaks into the next check the worker runs.
+
+This module imports torch only inside its functions: check modules import it, and they are read
+by processes that must not import torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpulab.exercises.api import CheckError
+
+
+class RefusedCall(CheckError):
+    """The learner's code called something the exercise refuses; str() is one line. A
+    CheckError, so a check's run() may let it through as the verdict's message."""
+
+
+_local = threading.local()  # the stack of (table, calls) of the refusing() blocks of a thread
+
+# Conditional ATen refusals: an indexed assignment or a scatter is a reduction only like this.
+_ACCUMULATING = {"aten.index_put", "aten.index_put_", "aten._index_put_impl_", "aten.put",
+                 "aten.put_"}  # fmt: skip
+_REDUCING_SCATTER = {"aten.scatter", "aten.scatter_"}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def shown(name: str) -> str:
+    """The name a person wrote: torch.einsum lives in torch.functional, x.sum() is Tensor.sum."""
+    if name.startswith("torch.functional."):
+        return "torch." + name.removeprefix("torch.functional.")
+    return name
+
+
+def refusal(name: str, why: str, via: str | None = None) -> str:
+    """The one-line message: "torch.sum does ...", or "F.l1_loss reaches aten.sum, which ..."."""
+    if via and not via.startswith(f"{name}."):  # torch.ops.aten.sum.default is aten.sum itself
+        return _one_line(f"{shown(via)} reaches {name}, which {why}")
+    return _one_line(f"{shown(name)} {why}")
+
+
+def _stack() -> list[tuple[dict[str, str], list[str]]]:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+def _accumulates(name: str, func: Any, args: tuple, kwargs: dict) -> bool:
+    if name in _ACCUMULATING:
+        if "accumulate" in kwargs:
+            return bool(kwargs["accumulate"])
+        for i, arg in enumerate(func._schema.arguments):
+            if arg.name == "accumulate":
+                return bool(args[i]) if i < len(args) else bool(arg.default_value)
+        return False
+    if name in _REDUCING_SCATTER:
+        return "reduce" in func._overloadname or "reduce" in kwargs
+    return True
+
+
+@contextlib.contextmanager
+def refusing(names: Mapping[str, str]) -> Iterator[list[str]]:
+    """Watch the calls made inside the block; a call named in `names` (name -> why) raises
+    RefusedCall and is appended, as its one-line message, to the list this yields.
+
+    Nested blocks share the watch: inside an enclosing refusing() that refuses at least the
+    same names, no second mode is pushed and the enclosing block's list is yielded."""
+    table = {str(k): _one_line(v) for k, v in names.items()}
+    stack = _stack()
+    for outer_table, outer_calls in reversed(stack):
+        if table.items() <= outer_table.items():
+            yield outer_calls
+            return
+    calls: list[str] = []
+    if not table:
+        yield calls
+        return
+    import torch
+    from torch.overrides import TorchFunctionMode, resolve_name
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = {k: v for k, v in table.items() if k.startswith("aten.")}
+    state = threading.local()
+    state.via = None
+
+    def refuse(message: str) -> None:
+        calls.append(message)
+        raise RefusedCall(message)
+
+    # The table's own names first: torch.mm is also torch.spmm, and resolve_name knows one.
+    by_func = {}
+    for key in table:
+        found = resolve(key)
+        if found is not None:
+            with contextlib.suppress(TypeError):
+                by_func[found] = key
+
+    class _Calls(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            try:
+                name = by_func.get(func) or resolve_name(func)
+            except TypeError:  # an unhashable callable: no name of ours
+                name = resolve_name(func)
+            why = table.get(name) if name else None
+            if why is not None:
+                refuse(refusal(name, why))
+            if not aten:
+                return func(*args, **(kwargs or {}))
+            outer, state.via = getattr(state, "via", None), outer_name(name, func)
+            try:
+                return func(*args, **(kwargs or {}))
+            finally:
+                state.via = outer
+
+    def outer_name(name: str | None, func: Any) -> str | None:
+        if getattr(state, "via", None):  # keep the learner's own call, not its insides
+            return state.via
+        return name or getattr(func, "__qualname__", None)
+
+    class _Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            kwargs = kwargs or {}
+            name = str(func.overloadpacket)
+            why = aten.get(name)
+            if why is not None and _accumulates(name, func, args, kwargs):
+                refuse(refusal(name, why, getattr(state, "via", None)))
+            return func(*args, **kwargs)
+
+    calls_mode, ops_mode = _Calls(), (_Ops() if aten else None)
+    f_depth = torch._C._len_torch_function_stack()
+    d_depth = torch._C._len_torch_dispatch_stack()
+    stack.append((table, calls))
+    calls_mode.__enter__()
+    if ops_mode is not None:
+        ops_mode.__enter__()
+    try:
+        yield calls
+    finally:
+        stack.pop()
+        _unwind(torch, calls, calls_mode, ops_mode, f_depth, d_depth)
+
+
+def resolve(name: str) -> Any:
+    """The object a dotted torch name stands for ("torch.Tensor.sum" -> Tensor.sum), or None
+    (an "aten." name, a typo, a function this torch does not have)."""
+    import torch
+
+    if not name.startswith("torch."):
+        return None
+    obj: Any = torch
+    for part in name.split(".")[1:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _unwind(torch: Any, calls: list[str], calls_mode: Any, ops_mode: Any, f: int, d: int) -> None:
+    """Pop our modes and whatever the learner's code left above them; record a removed mode."""
+    tampered = False
+    if ops_mode is not None:
+        while torch._C._len_torch_dispatch_stack() > d + 1:
+            torch._C._pop_torch_dispatch_stack()
+        n = torch._C._len_torch_dispatch_stack()
+        if n == d + 1 and torch._C._get_dispatch_stack_at(d) is ops_mode:
+            ops_mode.__exit__(None, None, None)
+        else:
+            tampered = True
+    while torch._C._len_torch_function_stack() > f + 1:
+        torch._C._pop_torch_function_stack()
+    n = torch._C._len_torch_function_stack()
+    if n == f + 1 and torch._C._get_function_stack_at(f) is calls_mode:
+        calls_mode.__exit__(None, None, None)
+    else:
+        tampered = True
+    if tampered:
+        calls.append("the code removed the check's watch on its torch calls (a TorchFunctionMode)")
+
+
+def call(names: Mapping[str, str], fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """fn(*args, **kwargs) inside refusing(names): its result, or RefusedCall with the first
+    refusal when anything was refused, even where the learner's code caught the exception and
+    went on (or raised something else)."""
+    with refusing(names) as calls:
+        try:
+            out = fn(*args, **kwargs)
+        except Exception:
+            if not calls:
+                raise
+    if calls:
+        raise RefusedCall(calls[0])
+    return out
+
+
+# --- the table for a sum ------------------------------------------------------------------------
+
+_SUM = "does the whole reduction in one call"
+_PRODUCTS = "sums products in one call (a matmul or a dot with ones is a sum)"
+_OUT = "hands the values to NumPy or Python, whose sum does the reduction in one call"
+_OTHER = "reduces the values in one call, a sum by another name"
+
+_SUM_CALLS = (
+    "torch.sum torch.Tensor.sum torch.nansum torch.Tensor.nansum torch.mean torch.Tensor.mean "
+    "torch.nanmean torch.Tensor.nanmean torch.cumsum torch.Tensor.cumsum torch.Tensor.cumsum_ "
+    "torch.Tensor.sum_to_size torch.trapz torch.trapezoid torch.cumulative_trapezoid "
+    "torch.std_mean torch.var_mean torch.logsumexp torch.Tensor.logsumexp torch.special.logsumexp "
+    "torch.logcumsumexp torch.Tensor.logcumsumexp torch.prod torch.Tensor.prod torch.cumprod "
+    "torch.Tensor.cumprod torch.Tensor.cumprod_ torch.sym_sum torch.bincount torch.Tensor.bincount "
+    "torch.histogram torch.Tensor.histogram torch.histogramdd torch.index_add torch.Tensor.index_add "
+    "torch.Tensor.index_add_ torch.scatter_add torch.Tensor.scatter_add torch.Tensor.scatter_add_ "
+    "torch.scatter_reduce torch.Tensor.scatter_reduce torch.Tensor.scatter_reduce_ "
+    "torch.nn.functional.embedding_bag torch.embedding_bag torch.nn.functional.avg_pool1d "
+    "torch.nn.functional.avg_pool2d torch.nn.functional.avg_pool3d "
+    "torch.nn.functional.adaptive_avg_pool1d torch.nn.functional.adaptive_avg_pool2d "
+    "torch.nn.functional.adaptive_avg_pool3d torch.nn.functional.lp_pool1d "
+    "torch.nn.functional.lp_pool2d torch.nn.functional.fold"
+)
+_PRODUCT_CALLS = (
+    "torch.matmul torch.Tensor.matmul torch.Tensor.__matmul__ torch.Tensor.__rmatmul__ "
+    "torch.linalg.matmul torch.mm torch.Tensor.mm torch.mv torch.Tensor.mv torch.dot "
+    "torch.Tensor.dot torch.vdot torch.Tensor.vdot torch.inner torch.Tensor.inner "
+    "torch.functional.einsum torch.functional.tensordot torch.functional.chain_matmul "
+    "torch.linalg.multi_dot torch.linalg.vecdot torch.bmm torch.Tensor.bmm torch.addmm "
+    "torch.Tensor.addmm torch.addmv torch.Tensor.addmv torch.addbmm torch.baddbmm torch.trace "
+    "torch.Tensor.trace torch.nn.functional.linear torch.nn.functional.bilinear "
+    "torch.nn.functional.conv1d torch.nn.functional.conv2d torch.nn.functional.conv3d "
+    "torch.nn.functional.conv_transpose1d torch.nn.functional.conv_transpose2d "
+    "torch.nn.functional.conv_transpose3d torch.convolution torch.linalg.lstsq"
+)
+_OUT_CALLS = (
+    "torch.Tensor.numpy torch.Tensor.tolist torch.Tensor.__array__ torch.Tensor.__dlpack__ "
+    "torch.Tensor.untyped_storage torch.Tensor.storage torch.Tensor.data_ptr"
+)
+_OTHER_CALLS = (
+    "torch.functional.norm torch.Tensor.norm torch.linalg.norm torch.linalg.vector_norm "
+    "torch.linalg.matrix_norm torch.std torch.Tensor.std torch.var torch.Tensor.var "
+    "torch.softmax torch.Tensor.softmax torch.nn.functional.softmax torch.log_softmax "
+    "torch.Tensor.log_softmax torch.nn.functional.log_softmax torch.native_layer_norm "
+    "torch.native_batch_norm torch.native_group_norm torch.nn.functional.layer_norm "
+    "torch.nn.functional.batch_norm torch.nn.functional.group_norm "
+    "torch.nn.functional.instance_norm torch.nn.functional.l1_loss torch.nn.functional.mse_loss "
+    "torch.nn.functional.nll_loss torch.nn.functional.smooth_l1_loss "
+    "torch.nn.functional.huber_loss torch.Tensor.backward torch.autograd.grad "
+    "torch.autograd.backward"
+)
+# Underneath every wrapper: the ATen operators that add many values in one call.
+_ATEN = (
+    "sum nansum mean nanmean cumsum cumsum_ cumprod cumprod_ prod logsumexp logcumsumexp "
+    "mm mv dot vdot bmm addmm addmv addbmm baddbmm _addmm_activation trace convolution "
+    "_convolution linalg_lstsq _fft_r2c _fft_c2c _fft_c2r index_add index_add_ scatter_add "
+    "scatter_add_ scatter_reduce scatter_reduce_ index_reduce index_reduce_ _embedding_bag "
+    "_embedding_bag_forward_only bincount histogram segment_reduce avg_pool2d avg_pool3d "
+    "_adaptive_avg_pool2d _adaptive_avg_pool3d col2im linalg_vector_norm norm std var std_mean "
+    "var_mean _softmax _log_softmax native_layer_norm native_batch_norm "
+    "_native_batch_norm_legit _native_batch_norm_legit_no_training native_group_norm "
+    "batch_norm_stats nll_loss_forward nll_loss2d_forward mse_loss smooth_l1_loss huber_loss "
+    "soft_margin_loss multi_margin_loss binary_cross_entropy binary_cross_entropy_with_logits "
+    "_coalesce _to_dense _sparse_sum _sparse_mm _sparse_addmm index_put index_put_ "
+    "_index_put_impl_ put put_ scatter scatter_"
+)
+
+
+def one_call_sums(advice: str) -> dict[str, str]:
+    """name -> why for every way torch adds a tensor's values up in one call: the reductions,
+    the products (a matmul with ones), the exits to NumPy or Python (`x.numpy().sum()`), the
+    sums by other names (a mean, a norm, a loss with reduction="sum", a backward) and the ATen
+    operators underneath. `advice` ends each message: "write the levels yourself"."""
+    table: dict[str, str] = {}
+    for names, why in (
+        (_SUM_CALLS, _SUM),
+        (_PRODUCT_CALLS, _PRODUCTS),
+        (_OUT_CALLS, _OUT),
+        (_OTHER_CALLS, _OTHER),
+    ):
+        for name in names.split():
+            table[name] = f"{why}: {advice}"
+    for op in _ATEN.split():
+        table[f"aten.{op}"] = f"{_SUM if op in _SUM_OPS else _OTHER}: {advice}"
+    return table
+
+
+_SUM_OPS = {"sum", "nansum", "mean", "nanmean", "cumsum", "cumsum_"}
