@@ -261,9 +261,12 @@ def _assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
                     for t in target.elts:
                         if isinstance(t, ast.Name):
                             out[t.id] = ast.Attribute(value=ast.Name("_", ast.Load()), attr="_")
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                if node.value is not None:
-                    out[node.target.id] = node.value
+            elif (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.value is not None
+            ):
+                out[node.target.id] = node.value
     return out
 
 
@@ -407,7 +410,7 @@ def scan(text: str, *, sms: int = 132, filename: str = "your file") -> Scan:
             )
     # A module whose functions are never fetched by a constant name: all its extern "C" kernels.
     fetched = {k.code for k in out.kernels if k.factory == "RawModule"}
-    for var, (code, opts, line, code_line) in modules.items():
+    for code, opts, line, code_line in modules.values():
         if code not in fetched:
             for kname in extern_c_kernels(code):
                 out.kernels.append(KernelSource(kname, code, opts, "RawModule", line, code_line))
