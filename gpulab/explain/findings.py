@@ -61,7 +61,7 @@ class Finding:
         return " -> ".join(p for p in parts if p)
 
     def card_line(self, width: int = WIDTH) -> str:
-        head = f"{MARKS[self.severity]} {self.what:<8} "
+        head = f"{MARKS[self.severity]} {self.what:<9} "
         tag = " " + SHORT_TAG[self.tag]
         room = width - len(head) - len(tag)
         body = self.text()
