@@ -169,8 +169,8 @@ def _figure_finding(p: roof.Point) -> Finding:
     return Finding(
         "roofline",
         "figure",
-        f"{fig}, {p.of_roof:.2f} of the {ceiling} roof",
-        f"AI {p.intensity:.3g} {'<' if p.bound == 'memory' else '>='} ridge {p.ridge:.3g}:"
+        f"{fig}, {p.of_roof:.2f} of roof",
+        f"AI {p.intensity:.3g} {'<' if p.bound == 'memory' else '>='} {p.ridge:.3g}:"
         f" {p.bound}-bound",
         "",
         "measured",
@@ -178,7 +178,8 @@ def _figure_finding(p: roof.Point) -> Finding:
         None,
         "",
         detail=(
-            f"Arithmetic intensity {p.intensity:.3g} FLOP per byte ({p.counted}). This GPU's"
+            f"{p.of_roof:.2f} of the {ceiling} roof at this intensity. Arithmetic intensity"
+            f" {p.intensity:.3g} FLOP per byte ({p.counted}). This GPU's"
             f" roof: {p.bandwidth_gbs:,.0f} GB/s (copy) up to {p.compute_tflops:.1f} TFLOP/s"
             f" ({p.compute_name}), meeting at {p.ridge:.3g} FLOP/B."
         ),

@@ -117,7 +117,7 @@ def resources_findings(
             Finding(
                 "spills",
                 "spills",
-                f"st {info.spill_stores} B, ld {info.spill_loads} B a thread",
+                f"{info.spill_stores}+{info.spill_loads} B/thread",
                 why,
                 advice,
                 "static",
@@ -299,7 +299,7 @@ def wave_findings(
                 "grid",
                 f"{w.blocks} blocks for {dev.sms} SMs",
                 f"{idle} SMs idle",
-                f"{w.per_wave}+ blocks fill the GPU",
+                f"use {w.per_wave}+ blocks",
                 tag,
                 4.0 * idle / dev.sms,
                 line,
@@ -589,7 +589,8 @@ def access_findings(
             Finding(
                 "bank-conflicts",
                 "banks",
-                f"L{line or kline} shared {what} stride {words} words",
+                f"L{line or kline} shared {what[:2] if kind != 'atomic' else 'atom'}"
+                f" stride {words}",
                 f"{degree:.0f}-way conflict",
                 "pad rows by 1" if pad else "spread lanes over banks",
                 tag,
@@ -649,7 +650,7 @@ def _shared_cap(
     return [
         Finding(
             "shared-bound",
-            "inner loop",
+            "loop",
             f"L{line or lp.line}: {nl} LDS/{nf} FMA",
             f"FMA <= {cap:.0%} of peak",
             "more outputs/thread" if cap < 0.6 else "",

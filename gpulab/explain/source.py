@@ -345,15 +345,18 @@ def scan(text: str, *, sms: int = 132, filename: str = "your file") -> Scan:
 
     factory_calls: list[tuple[ast.Call, dict[str, ast.AST], str]] = []
     for scope, local in scopes:
-        for node in _walk(scope):
+        bound: dict[int, str] = {}
+        nodes = _walk(scope)
+        for node in nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 target = node.targets[0]
-                var = ""
                 if isinstance(target, ast.Name):
-                    var = target.id
+                    bound[id(node.value)] = target.id
                 elif isinstance(target, ast.Attribute):
-                    var = target.attr
-                factory_calls.append((node.value, local, var))
+                    bound[id(node.value)] = target.attr
+        for node in nodes:
+            if isinstance(node, ast.Call):
+                factory_calls.append((node, local, bound.get(id(node), "")))
     seen_calls: set[int] = set()
     for call, local, var in factory_calls:
         fname = _call_name(call.func)
