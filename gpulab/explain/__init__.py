@@ -108,10 +108,16 @@ def explain(
     t0 = time.perf_counter()
     dev = _device(arch, sms, card)
     gpu_info: Any = None
+    note = ""
     if gpu:
         from gpulab.explain import device  # imports CuPy: only when asked
 
-        gpu_info = device.probe()
+        try:
+            gpu_info = device.probe()
+        except Exception as exc:  # noqa: BLE001 - no CuPy, no GPU: the static tier still answers
+            gpu_info = None
+            note = f"--gpu: could not ask the GPU ({type(exc).__name__}: {exc}); static figures"
+    if gpu_info is not None:
         dev = diagnose.Device(
             arches.get(gpu_info.arch) if gpu_info.arch in arches.ARCHS else dev.arch,
             gpu_info.sms,
@@ -124,6 +130,8 @@ def explain(
         else f"{dev.name} ({dev.sms} SMs)"
     )
     out = Explanation(exercise, filename, dev.arch.name, where)
+    if note:
+        out.notes.append(note)
     found = scan(text, sms=dev.sms, filename=filename or "your file")
     out.notes += found.notes
     if not found.kernels and not found.notes:

@@ -64,6 +64,9 @@ class Device:
     sms_source: str  # "measured" (the GPU said) or "estimated" (a card's count)
 
 
+SHORT = {"load": "ld", "store": "st", "atomic": "atom"}
+
+
 def _tag(*sources: str) -> str:
     return "estimated" if "estimated" in sources else "static"
 
@@ -117,7 +120,7 @@ def resources_findings(
             Finding(
                 "spills",
                 "spills",
-                f"{info.spill_stores}+{info.spill_loads} B/thread",
+                f"st/ld {info.spill_stores}/{info.spill_loads} B",
                 why,
                 advice,
                 "static",
@@ -146,16 +149,22 @@ def resources_findings(
                 "local-memory",
                 "local mem",
                 f"{res.local_bytes} B/thread stack",
-                "an array in local memory",
-                "constant indices, or shared",
+                "an array in local memory" if local_lines else "a stack frame",
+                "constant indices, or shared" if local_lines else "inline the calls",
                 "static",
                 2.5,
                 line or ks.line,
                 ks.name,
                 detail=(
-                    "A per-thread array indexed with a run-time value cannot live in registers:"
-                    " it goes to local memory (cached in L1, backed by DRAM)."
-                    + (f" Kernel lines {local_lines} read or write it." if local_lines else "")
+                    (
+                        "A per-thread array indexed with a run-time value cannot live in"
+                        " registers: it goes to local memory (cached in L1, backed by DRAM)."
+                        f" Kernel lines {local_lines} read or write it (ld.local / st.local)."
+                    )
+                    if local_lines
+                    else "ptxas gave the kernel a stack frame in local memory (cached in L1,"
+                    " backed by DRAM) without spilling: calls that were not inlined, or"
+                    " printf."
                 ),
                 data={"local_bytes": res.local_bytes, "kernel_lines": local_lines},
             )
@@ -543,8 +552,7 @@ def access_findings(
         kinds = sorted({x.kind for x, _ in items})
         transposing = kinds == ["store"] and kline in good_loads
         names = {"load": "loads", "store": "stores", "atomic": "atomics"}
-        short = {"load": "ld", "store": "st", "atomic": "atom"}
-        what = "+".join(short[k] for k in kinds) if len(kinds) > 1 else names[kinds[0]]
+        what = "+".join(SHORT[k] for k in kinds) if len(kinds) > 1 else names[kinds[0]]
         advice = "stage in shared mem" if transposing else "make x contiguous"
         runtime = " (a run-time stride)" if p.symbolic else ""
         out.append(
@@ -589,8 +597,7 @@ def access_findings(
             Finding(
                 "bank-conflicts",
                 "banks",
-                f"L{line or kline} shared {what[:2] if kind != 'atomic' else 'atom'}"
-                f" stride {words}",
+                f"L{line or kline} shared {SHORT[kind]} stride {words}",
                 f"{degree:.0f}-way conflict",
                 "pad rows by 1" if pad else "spread lanes over banks",
                 tag,

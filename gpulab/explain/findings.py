@@ -170,7 +170,9 @@ class Explanation:
                 lines.append(_fit("   nothing stands out in the static tier", width))
         for note in self.notes:
             lines += textwrap.wrap("note: " + note, width, subsequent_indent="  ")
-        lines.append(_fit("[s] static, from the compiled code  [e] estimated  [m] measured", width))
+        lines.append(
+            _fit("[s] static: the compiled code (PTX, ptxas)  [e] estimated  [m] measured", width)
+        )
         return lines
 
 
