@@ -185,6 +185,41 @@ def test_other_architectures(arch):
     assert cubin.read(c.cubin)["reverse_blocks"].shared_static == 48 * 1024
 
 
+STRIDED = r'''
+import cupy as cp
+import numpy as np
+
+SOURCE = r"""
+extern "C" __global__ void four(const float* a, float* out, int n) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int j = 0; j < 4; ++j) {
+        int i = 4 * t + j;
+        if (i < n) out[i] = a[i] * 2.0f;
+    }
+}
+extern "C" __global__ void doubling(float* a, int n) {
+    int t = threadIdx.x;
+    for (int s = 1; s < n; s *= 2) a[t * s] += 1.0f;
+}
+"""
+_k = cp.RawKernel(SOURCE, "four")
+_d = cp.RawKernel(SOURCE, "doubling")
+
+
+def f(a, out):
+    _k(((a.size // 4 + 255) // 256,), (256,), (a, out, np.int32(a.size)))
+    _d((1,), (256,), (a, np.int32(a.size)))
+'''
+
+
+def test_short_strides_are_worth_fixing_and_unknown_strides_are_left_alone():
+    four, doubling = explain(STRIDED).kernels
+    (c,) = [f for f in four.findings if f.kind == "coalescing"]
+    assert c.severity == 2 and "stride 4 -> 4x the sectors" in c.text()
+    assert not [f for f in doubling.findings if f.kind == "coalescing"]  # a stride that grows
+    assert doubling.top.kind == "waves" and "1 block for" in doubling.top.value
+
+
 def test_compile_errors_and_missing_kernels_are_one_line():
     text = (
         'import cupy as cp\nk = cp.RawKernel(r"""extern "C" __global__ void k() { x; }""", "k")\n'

@@ -306,7 +306,7 @@ def wave_findings(
             Finding(
                 "waves",
                 "grid",
-                f"{w.blocks} blocks for {dev.sms} SMs",
+                f"{w.blocks} block{'s' * (w.blocks > 1)} for {dev.sms} SMs",
                 f"{idle} SMs idle",
                 f"use {w.per_wave}+ blocks",
                 tag,
@@ -555,23 +555,31 @@ def access_findings(
         what = "+".join(SHORT[k] for k in kinds) if len(kinds) > 1 else names[kinds[0]]
         advice = "stage in shared mem" if transposing else "make x contiguous"
         runtime = " (a run-time stride)" if p.symbolic else ""
+        score = 4.0 * (1.0 - p.efficiency)
+        cx = pconst(a.addr.cx) if a.addr is not None else None
+        opaque = a.addr is not None and "<runtime>" in pformat(a.addr.cx)
+        if (cx is not None and abs(cx) <= 8 * a.width) or opaque:
+            # A short stride whose gaps other accesses may fill from L1, or a stride the
+            # analysis only knows as "some run-time value": worth fixing, not the likely cause.
+            score = min(score, 2.0)
         out.append(
             Finding(
                 "coalescing",
                 "coalesce",
                 f"L{line or kline} {what} stride {stride}",
-                f"{p.units / p.ideal:.0f}x the traffic",
+                f"{p.units / p.ideal:.0f}x the sectors",
                 advice,
                 tag,
-                4.0 * (1.0 - p.efficiency),
+                score,
                 line,
                 ks.name,
                 detail=(
                     f"Neighbouring threads (threadIdx.x) of a {tuple(block)} block are"
                     f" {stride} elements of {a.width} bytes apart{runtime}, so one warp's"
                     f" access touches {p.units} 32-byte sectors where {p.ideal} would hold"
-                    f" its bytes: {p.efficiency:.0%} of the traffic is used ({a.op}; lane 0"
-                    " assumed sector-aligned)."
+                    f" its bytes: {p.efficiency:.0%} of each request is used ({a.op}; lane 0"
+                    " assumed sector-aligned). L1 and L2 may serve the rest of a sector to"
+                    " another access, but every request moves them."
                 ),
                 data={
                     "sectors": p.units,
