@@ -1,4 +1,4 @@
-"""`gpulab exercises` / `gpulab ex`: list, check, watch, hint, reset, solution.
+"""`gpulab exercises` / `gpulab ex`: list, check, watch, hint, reset, solution, explain.
 
 Exit codes: 0 done (a check passed), 1 a check failed, 2 bad input (unknown exercise, a missing
 file, a bad seed, an exercise this machine cannot run), one line on stderr, never a traceback;
@@ -59,6 +59,10 @@ def add_parser(sub: Any) -> None:
         p.add_argument("name", help="exercise id, folder name or number")
         if verb == "solution":
             p.add_argument("--force", action="store_true", help="show it before you pass")
+    # `explain`: the gpulab.explain package owns its options and its command.
+    from gpulab.explain.cli import add_arguments as explain_arguments
+
+    explain_arguments(acts.add_parser("explain", help="why your kernel runs at its speed"))
     for p in acts.choices.values():
         _common(p, top=False)
 
@@ -103,6 +107,10 @@ def main(args: argparse.Namespace) -> int:
             return cmd_solution(args)
         if verb == "show":
             return cmd_show(args)
+        if verb == "explain":
+            from gpulab.explain.cli import cmd_explain
+
+            return cmd_explain(args)
     except (BadInput, UnknownExercise, ExerciseFormatError, WorkspaceError, StoreError) as exc:
         sys.stderr.write(f"gpulab: {exc}\n")
         return EXIT_BAD_INPUT

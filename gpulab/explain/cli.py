@@ -1,0 +1,162 @@
+"""`gpulab ex explain NAME [--json] [--plot] [--arch sm_90] [--gpu] [--file PATH]`.
+
+Registered by gpulab/exercises/cli.py (`add_arguments`, `cmd_explain`). Without `--gpu` it
+imports neither torch nor CuPy: the GPU, when there is one, is named by NVML (its SM count and
+compute capability), the graded figure comes from the progress store, and the ceilings from the
+calibration cache (JSON), so the answer takes well under a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+CORES_PER_SM = {8: 64, 9: 128}  # FP32 cores an SM has (sm_80: 64; sm_86, sm_89, sm_90: 128)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="exercise id, folder name or number")
+    p.add_argument("--plot", action="store_true", help="draw your figure on the roofline")
+    p.add_argument(
+        "--arch", help="compile for this architecture: sm_80, sm_86, sm_89 or sm_90 (default:"
+        " this GPU's, else sm_90)"
+    )  # fmt: skip
+    p.add_argument(
+        "--gpu", action="store_true", help="ask this GPU's driver too (imports CuPy: slower)"
+    )
+    p.add_argument("--file", metavar="PATH", help="explain this file instead of yours")
+
+
+def nvml_gpu(index: int = 0) -> dict[str, Any] | None:
+    """{"name", "sms", "arch"} of GPU `index` from NVML, or None (no driver, no GPU)."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver: no GPU to describe
+        return None
+    try:
+        h = pynvml.nvmlDeviceGetHandleByIndex(index)
+        name = pynvml.nvmlDeviceGetName(h)
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+        sms = None
+        with contextlib.suppress(Exception):
+            cores = int(pynvml.nvmlDeviceGetNumGpuCores(h))
+            per = 64 if (major, minor) == (8, 0) else CORES_PER_SM.get(major, 128)
+            sms = cores // per if cores else None
+        return {"name": name, "sms": sms, "arch": f"sm_{major}{minor}"}
+    except Exception:  # noqa: BLE001 - NVML without the calls (MIG, old driver)
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+
+
+def calibration(card: str | None) -> Any:
+    """This machine's GPU calibration (gpulab.core.peaks.Peaks) from the JSON cache: the one
+    whose device is `card`, else the most recent GPU one; None when there is none."""
+    from gpulab.core import peaks as pk
+
+    folder = pk.data_dir() / "peaks"
+    best = None
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            p = pk.Peaks.from_dict(json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            continue
+        if p.cpu or p.quick:
+            continue
+        rank = (bool(card) and p.device == card, p.measured_at)
+        if best is None or rank > best[0]:
+            best = (rank, p)
+    return best[1] if best else None
+
+
+def ceiling_name(check_path: Path, metric: str) -> str:
+    """The ceiling the check grades against: `ceiling=` in its timing spec, else by metric."""
+    with contextlib.suppress(OSError, SyntaxError):
+        tree = ast.parse(check_path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.keyword)
+                and node.arg == "ceiling"
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
+                return node.value.value
+    return "copy" if metric == "GB/s" else "matmul:fp32"
+
+
+def graded_fraction(exercise_id: str) -> float | None:
+    """The fraction of the ceiling of the learner's latest graded attempt, from the store."""
+    from gpulab.exercises.cli import store
+    from gpulab.exercises.progress import Progress
+
+    with store() as st:
+        for a in Progress(st).attempts(exercise_id, limit=20):
+            if a.fraction:
+                return float(a.fraction)
+    return None
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from gpulab.exercises.cli import BadInput, _file, catalog, emit_json
+    from gpulab.explain import arch as arches
+    from gpulab.explain import explain_file
+
+    ex = catalog().get(args.name)
+    path = Path(args.file) if args.file else _file(args, ex)
+    if not path.is_file():
+        raise BadInput(f"no file {path}")
+    gpu = None if args.gpu else nvml_gpu(getattr(args, "device", None) or 0)
+    arch = args.arch or (gpu["arch"] if gpu and gpu["arch"] in arches.ARCHS else None)
+    try:
+        arches.get(arch)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    kwargs: dict[str, Any] = {}
+    if gpu:
+        kwargs |= {"card": gpu["name"], "sms": gpu["sms"]}
+    if ex.metric in ("GB/s", "TFLOP/s") and not args.file:
+        fraction = None
+        with contextlib.suppress(Exception):  # a store another process holds: no figure
+            fraction = graded_fraction(ex.id)
+        peaks = calibration(gpu["name"] if gpu else None) if fraction else None
+        if peaks is not None:
+            from gpulab.core.peaks import peak_for
+
+            name = ceiling_name(ex.check_path, ex.metric)
+            ceiling = peak_for(peaks, name)
+            compute = peak_for(peaks, name if name.startswith("matmul:") else "matmul:fp32")
+            bandwidth = peak_for(peaks, "copy")
+            if ceiling and compute and bandwidth:
+                kwargs |= {
+                    "figure": fraction * float(ceiling),
+                    "bandwidth_gbs": float(bandwidth),
+                    "compute_tflops": float(compute),
+                    "compute_name": name if name.startswith("matmul:") else "matmul:fp32",
+                }
+                if not gpu:
+                    kwargs.setdefault("card", peaks.device)
+    e = explain_file(
+        path,
+        exercise=ex.id,
+        metric=ex.metric,
+        arch=arch,
+        gpu=args.gpu,
+        plot=args.plot,
+        check_path=ex.check_path,
+        **kwargs,
+    )
+    if args.json:
+        emit_json({"explain": e.to_dict()})
+    else:
+        print("\n".join(e.card()))
+    return 0

@@ -1,0 +1,248 @@
+"""explain() and explain_file(): the static tier for a learner's file (see __init__.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gpulab.explain import arch as arches
+from gpulab.explain import cubin, diagnose, nvrtc, ptx
+from gpulab.explain import roofline as roof
+from gpulab.explain.findings import Explanation, Finding, KernelReport
+from gpulab.explain.source import KernelSource, LaunchSite, scan
+
+
+def _as_tuple(v: Any) -> tuple[int, ...] | None:
+    if v is None:
+        return None
+    if isinstance(v, int):
+        return (int(v),)
+    try:
+        return tuple(int(x) for x in v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _pick_launch(
+    name: str, records: Sequence[Any] | None, sites: list[LaunchSite]
+) -> diagnose.Launch | None:
+    """The grader's record of this kernel's largest launch, else the source's launch site."""
+    mine = [r for r in records or () if getattr(r, "kernel", None) == name]
+    best = None
+    for r in mine:
+        grid, block = _as_tuple(getattr(r, "grid", None)), _as_tuple(getattr(r, "block", None))
+        if not grid or not block:
+            continue
+        size = 1
+        for g in grid:
+            size *= g
+        if best is None or size > best[0]:
+            best = (size, grid, block, int(getattr(r, "shared_dynamic", 0) or 0))
+    if best is not None:
+        _, grid, block, shared = best
+        return diagnose.Launch(block, grid, shared, "measured")
+    for s in sites:
+        if s.kernel == name:
+            return diagnose.Launch(s.block, s.grid, s.shared_mem or 0, "estimated", s.line)
+    return None
+
+
+def _device(arch_name: str | None, sms: int | None, card: str | None) -> diagnose.Device:
+    a = arches.get(arch_name)
+    if sms:
+        return diagnose.Device(a, sms, card or "this GPU", "measured")
+    if card:
+        found = arches.sms_for_card(card)
+        if found:
+            return diagnose.Device(a, found, card, "estimated")
+    return diagnose.Device(a, a.sms, f"assumed {a.card}", "estimated")
+
+
+def explain(
+    text: str,
+    *,
+    exercise: str = "",
+    filename: str = "",
+    arch: str | None = None,
+    launches: Sequence[Any] | None = None,
+    metric: str | None = None,
+    figure: float | None = None,
+    bandwidth_gbs: float | None = None,
+    compute_tflops: float | None = None,
+    compute_name: str = "matmul:fp32",
+    sms: int | None = None,
+    card: str | None = None,
+    gpu: bool = False,
+    plot: bool = False,
+    check_path: Path | None = None,
+) -> Explanation:
+    """Explain every RawKernel / RawModule kernel in a learner's file.
+
+    `launches`: the grader's records (objects with kernel, grid, block, shared_dynamic, like
+    own_work.Launch); without them the launch in the source is used ("estimated"). `metric`
+    is the exercise's (GB/s or TFLOP/s). `figure` with the two ceilings puts the graded figure on
+    the roofline. `sms`/`card`: the GPU, when known; else the architecture's usual card.
+    """
+    t0 = time.perf_counter()
+    dev = _device(arch, sms, card)
+    gpu_info: Any = None
+    note = ""
+    if gpu:
+        from gpulab.explain import device  # imports CuPy: only when asked
+
+        try:
+            gpu_info = device.probe()
+        except Exception as exc:  # noqa: BLE001 - no CuPy, no GPU: the static tier still answers
+            gpu_info = None
+            note = f"--gpu: could not ask the GPU ({type(exc).__name__}: {exc}); static figures"
+    if gpu_info is not None:
+        dev = diagnose.Device(
+            arches.get(gpu_info.arch) if gpu_info.arch in arches.ARCHS else dev.arch,
+            gpu_info.sms,
+            gpu_info.name,
+            "measured",
+        )
+    where = (
+        f"{dev.name}, {dev.sms} SMs"
+        if dev.sms_source == "measured"
+        else f"{dev.name} ({dev.sms} SMs)"
+    )
+    out = Explanation(exercise, filename, dev.arch.name, where)
+    if note:
+        out.notes.append(note)
+    found = scan(text, sms=dev.sms, filename=filename or "your file")
+    out.notes += found.notes
+    if not found.kernels and not found.notes:
+        out.notes.append("no RawKernel or RawModule in this file: nothing to compile")
+    if figure is not None and metric and bandwidth_gbs and compute_tflops:
+        p = roof.point(
+            exercise,
+            metric,
+            figure,
+            bandwidth_gbs,
+            compute_tflops,
+            compute_name=compute_name,
+            check_path=check_path,
+        )
+        if p is not None:
+            out.figure = _figure_finding(p)
+            if plot:
+                out.plot = roof.plot(p)
+        else:
+            out.notes.append(f"no declared FLOPs and bytes for {exercise or 'this exercise'}")
+    elif metric in ("GB/s", "TFLOP/s"):
+        out.notes.append("no graded figure yet: check it on a GPU to place it on the roofline")
+    compiled: dict[tuple[str, tuple[str, ...]], Any] = {}
+    for ks in found.kernels:
+        key = (ks.code, ks.options)
+        if key not in compiled:
+            try:
+                compiled[key] = nvrtc.compile_source(ks.code, dev.arch.name, ks.options)
+            except nvrtc.NvrtcMissing as exc:
+                out.notes.append(str(exc))
+                break
+        out.kernels.append(
+            _kernel(ks, compiled[key], dev, found.launches, launches, metric, gpu_info)
+        )
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _figure_finding(p: roof.Point) -> Finding:
+    unit = p.metric
+    fig = f"{p.figure:,.0f} {unit}" if unit == "GB/s" else f"{p.figure:.1f} {unit}"
+    ceiling = "copy" if p.bound == "memory" else p.compute_name
+    return Finding(
+        "roofline",
+        "figure",
+        f"{fig}, {p.of_roof:.2f} of roof",
+        f"AI {p.intensity:.3g} {'<' if p.bound == 'memory' else '>='} {p.ridge:.3g}:"
+        f" {p.bound}-bound",
+        "",
+        "measured",
+        0.0,
+        None,
+        "",
+        detail=(
+            f"{p.of_roof:.2f} of the {ceiling} roof at this intensity. Arithmetic intensity"
+            f" {p.intensity:.3g} FLOP per byte ({p.counted}). This GPU's"
+            f" roof: {p.bandwidth_gbs:,.0f} GB/s (copy) up to {p.compute_tflops:.1f} TFLOP/s"
+            f" ({p.compute_name}), meeting at {p.ridge:.3g} FLOP/B."
+        ),
+        data=p.to_dict(),
+    )
+
+
+def _kernel(
+    ks: KernelSource,
+    comp: nvrtc.Compiled,
+    dev: diagnose.Device,
+    sites: list[LaunchSite],
+    records: Sequence[Any] | None,
+    metric: str | None,
+    gpu_info: Any,
+) -> KernelReport:
+    rep = KernelReport(ks.name, ks.line)
+    if not comp.ok:
+        first = next((ln for ln in comp.log.splitlines() if "error" in ln), comp.log.strip())
+        rep.error = f"does not compile: {first.strip()[:200]}"
+        return rep
+    try:
+        resources = cubin.read(comp.cubin)
+    except cubin.CubinError as exc:
+        rep.error = f"cannot read the cubin: {exc}"
+        return rep
+    res = resources.get(ks.name)
+    if res is None:
+        rep.error = f'no kernel named {ks.name!r} in the source (extern "C" __global__ ...?)'
+        return rep
+    fn = ptx.parse(comp.ptx).get(ks.name)
+    facts = ptx.facts(fn, ptx.kernel_params(ks.code, ks.name)) if fn is not None else None
+    launch = _pick_launch(ks.name, records, sites)
+    driver_blocks = None
+    if gpu_info is not None:
+        from gpulab.explain import device
+
+        attrs = device.attributes(ks.code, ks.name, ks.options)
+        if attrs is not None:
+            res.registers = attrs.get("num_regs", res.registers)
+            res.shared_static = attrs.get("shared_size_bytes", res.shared_static)
+            res.local_bytes = attrs.get("local_size_bytes", res.local_bytes)
+        if launch is not None and launch.threads:
+            driver_blocks = device.occupancy(
+                ks.code, ks.name, ks.options, launch.threads, launch.shared_dynamic
+            )
+    rep.resources = {
+        "registers": res.registers,
+        "shared_static": res.shared_static,
+        "local_bytes": res.local_bytes,
+        "launch_bounds": res.max_threads,
+        "maxreg": res.maxreg,
+        "source": "driver" if gpu_info is not None else f"nvrtc {comp.version} {comp.arch}",
+    }
+    info = comp.ptxas.get(ks.name)
+    if info is not None:
+        rep.resources |= {"spill_stores": info.spill_stores, "spill_loads": info.spill_loads}
+    rep.findings += diagnose.resources_findings(ks, res, info, dev.arch, facts)
+    if launch is not None:
+        rep.launch = launch.to_dict()
+        found, o = diagnose.occupancy_findings(ks, res, launch, dev, driver_blocks, metric)
+        rep.findings += found
+        if o is not None:
+            rep.occupancy = o.to_dict()
+        rep.findings += diagnose.wave_findings(ks, launch, o, dev)
+    if facts is not None:
+        rep.findings += diagnose.instruction_findings(
+            ks, facts, metric, launch or diagnose.Launch(None, None), dev.arch
+        )
+        rep.findings += diagnose.access_findings(
+            ks, facts, launch or diagnose.Launch(None, None), dev.arch, metric
+        )
+    return rep
+
+
+def explain_file(path: Path | str, **kwargs: Any) -> Explanation:
+    p = Path(path)
+    return explain(p.read_text(encoding="utf-8"), filename=kwargs.pop("filename", p.name), **kwargs)

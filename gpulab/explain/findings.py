@@ -1,0 +1,180 @@
+"""Findings, and the card that shows them: one line each, the top suspect first.
+
+A finding is a value, a verdict and what to try, tagged by where its number comes from:
+
+- measured: from a run on this GPU (the graded figure, a launch the grader recorded, the
+  driver's occupancy answer);
+- static: read from the compiled code (registers, spills, the PTX's instructions);
+- estimated: worked out under an assumption the line's detail names (a launch read from the
+  source, the SM count of a card, lane 0 aligned to a sector).
+
+`score` ranks findings (about 0 to 5: how much speed the thing can cost); `severity` is its
+band: 3 a likely cause of a slow figure, 2 worth fixing, 1 worth trying, 0 information.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+TAGS = ("measured", "static", "estimated")
+MARKS = {3: "!!", 2: "! ", 1: "? ", 0: "  "}
+SHORT_TAG = {"measured": "[m]", "static": "[s]", "estimated": "[e]"}
+WIDTH = 80
+
+
+def severity_of(score: float) -> int:
+    if score >= 3.0:
+        return 3
+    if score >= 1.75:
+        return 2
+    if score >= 0.75:
+        return 1
+    return 0
+
+
+@dataclass
+class Finding:
+    kind: str  # spills, occupancy, waves, coalescing, bank-conflicts, vector-loads, ...
+    what: str  # a short label
+    value: str
+    verdict: str
+    advice: str
+    tag: str
+    score: float = 0.0
+    line: int | None = None  # in the learner's file
+    kernel: str = ""
+    detail: str = ""  # a sentence or two: how it was worked out
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.tag not in TAGS:
+            raise ValueError(f"tag {self.tag!r} is not one of {TAGS}")
+
+    @property
+    def severity(self) -> int:
+        return severity_of(self.score)
+
+    def text(self) -> str:
+        parts = [self.value, self.verdict] + ([self.advice] if self.advice else [])
+        return " -> ".join(p for p in parts if p)
+
+    def card_line(self, width: int = WIDTH) -> str:
+        head = f"{MARKS[self.severity]} {self.what:<9} "
+        tag = " " + SHORT_TAG[self.tag]
+        room = width - len(head) - len(tag)
+        body = self.text()
+        if len(body) > room:
+            body = body[: room - 3].rstrip() + "..."
+        return head + body.ljust(room) + tag
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "what": self.what,
+            "value": self.value,
+            "verdict": self.verdict,
+            "advice": self.advice,
+            "tag": self.tag,
+            "severity": self.severity,
+            "score": round(self.score, 3),
+            "line": self.line,
+            "kernel": self.kernel,
+            "detail": self.detail,
+            "data": self.data,
+        }
+
+
+@dataclass
+class KernelReport:
+    name: str
+    line: int  # the factory call's line
+    findings: list[Finding] = field(default_factory=list)
+    resources: dict[str, Any] = field(default_factory=dict)
+    occupancy: dict[str, Any] | None = None
+    launch: dict[str, Any] | None = None
+    error: str = ""  # why it could not be explained (a compile error)
+
+    def ranked(self) -> list[Finding]:
+        return sorted(self.findings, key=lambda f: (-f.score, f.kind, f.line or 0))
+
+    @property
+    def top(self) -> Finding | None:
+        ranked = [f for f in self.ranked() if f.severity > 0]
+        return ranked[0] if ranked else None
+
+    def to_dict(self) -> dict[str, Any]:
+        top = self.top
+        return {
+            "name": self.name,
+            "line": self.line,
+            "error": self.error,
+            "resources": self.resources,
+            "occupancy": self.occupancy,
+            "launch": self.launch,
+            "top_suspect": top.kind if top else None,
+            "findings": [f.to_dict() for f in self.ranked()],
+        }
+
+
+@dataclass
+class Explanation:
+    exercise: str
+    file: str
+    arch: str
+    device: str  # "H100 SXM, 132 SMs (assumed for sm_90)"
+    tier: int = 0
+    figure: Finding | None = None  # the roofline point
+    plot: list[str] = field(default_factory=list)
+    kernels: list[KernelReport] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "exercise": self.exercise,
+            "file": self.file,
+            "arch": self.arch,
+            "device": self.device,
+            "tier": self.tier,
+            "figure": self.figure.to_dict() if self.figure else None,
+            "plot": self.plot,
+            "kernels": [k.to_dict() for k in self.kernels],
+            "notes": self.notes,
+            "seconds": round(self.seconds, 4),
+        }
+
+    def card(self, width: int = WIDTH) -> list[str]:
+        """The text card: a header, the figure, then each kernel's findings, worst first."""
+        lines = [_fit(f"explain {self.exercise or self.file}: {self.arch}, {self.device}", width)]
+        if self.figure is not None:
+            lines.append(self.figure.card_line(width))
+        lines += self.plot
+        for k in self.kernels:
+            res = k.resources
+            head = f"kernel {k.name} (line {k.line})"
+            if res:
+                head += (
+                    f": {res.get('registers', '?')} regs, {res.get('shared_static', 0)} B shared,"
+                    f" {res.get('local_bytes', 0)} B local"
+                )
+            lines.append(_fit(head, width))
+            if k.error:
+                lines.append(_fit("   " + k.error, width))
+                continue
+            ranked = k.ranked()
+            for f in ranked:
+                lines.append(f.card_line(width))
+            if ranked and all(f.severity == 0 for f in ranked):
+                lines.append(_fit("   nothing stands out in the static tier", width))
+        for note in self.notes:
+            lines += textwrap.wrap("note: " + note, width, subsequent_indent="  ")
+        lines.append(
+            _fit("[s] static: the compiled code (PTX, ptxas)  [e] estimated  [m] measured", width)
+        )
+        return lines
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
