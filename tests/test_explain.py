@@ -38,7 +38,11 @@ PLANTED = {
 SLOW = {
     "23-map-2d/slow/x-down-the-columns.py": ("map-2d", "coalescing", "stride cols"),
     "28-histogram/slow/global-atomics.py": ("histogram", "global-atomics", "atomic per element"),
-    "30-transpose-tiled/slow/naive.py": ("transpose-tiled", "coalescing", "stores stride rows"),
+    "30-transpose-tiled/wrong/no-shared-memory.py": (
+        "transpose-tiled",
+        "coalescing",
+        "stores stride rows",
+    ),
     "30-transpose-tiled/slow/no-padding.py": ("transpose-tiled", "bank-conflicts", "32-way"),
     "31-matmul-tiled/slow/one-output-per-thread.py": ("matmul-tiled", "shared-bound", "12%"),
 }
@@ -53,7 +57,7 @@ def _metric(folder: Path) -> str:
 
 def _explain_catalog(rel: str):
     path = CATALOG / rel
-    folder = path.parent.parent if path.parent.name == "slow" else path.parent
+    folder = path.parent.parent if path.parent.name in ("slow", "wrong") else path.parent
     return explain_file(path, exercise=folder.name.split("-", 1)[1], metric=_metric(folder))
 
 
@@ -124,8 +128,8 @@ def test_slow_lines_point_at_the_source():
     (k,) = _explain_catalog("30-transpose-tiled/slow/no-padding.py").kernels
     text = (CATALOG / "30-transpose-tiled/slow/no-padding.py").read_text().splitlines()
     assert "tile[tx][j]" in text[k.top.line - 1]
-    (k,) = _explain_catalog("30-transpose-tiled/slow/naive.py").kernels
-    text = (CATALOG / "30-transpose-tiled/slow/naive.py").read_text().splitlines()
+    (k,) = _explain_catalog("30-transpose-tiled/wrong/no-shared-memory.py").kernels
+    text = (CATALOG / "30-transpose-tiled/wrong/no-shared-memory.py").read_text().splitlines()
     assert "out[c * rows + r]" in text[k.top.line - 1]
 
 
