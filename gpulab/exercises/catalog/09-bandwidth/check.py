@@ -90,9 +90,12 @@ def _watching_copies() -> Iterator[list[tuple[bool, int]]]:
     from gpulab.exercises.refuse import resolve
 
     watched = {resolve(n): n for n in _COPIES}
+    seen: list[tuple[Any, Any]] = []
     copies: list[tuple[bool, int]] = []
 
     class _Copies(TorchFunctionMode):
+        # Only the tensors are kept here, nothing asked of them: a learner timing each copy with
+        # CUDA events sees whatever this costs between its events (is_pinned() asks the driver)
         def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
             out = func(*args, **(kwargs or {}))
             try:
@@ -101,21 +104,24 @@ def _watching_copies() -> Iterator[list[tuple[bool, int]]]:
                 name = None
             if name and args:
                 if name == "torch.Tensor.copy_":
-                    dst = args[0]
                     src = args[1] if len(args) > 1 else (kwargs or {}).get("src")
+                    seen.append((src, args[0]))
                 else:
-                    src, dst = args[0], out
-                if (
-                    isinstance(src, torch.Tensor)
-                    and isinstance(dst, torch.Tensor)
-                    and src.device.type == "cpu"
-                    and dst.device.type == "cuda"
-                ):
-                    copies.append((bool(src.is_pinned()), src.numel() * src.element_size()))
+                    seen.append((args[0], out))
             return out
 
-    with _Copies():
-        yield copies
+    try:
+        with _Copies():
+            yield copies
+    finally:
+        for src, dst in seen:
+            if (
+                isinstance(src, torch.Tensor)
+                and isinstance(dst, torch.Tensor)
+                and src.device.type == "cpu"
+                and dst.device.type == "cuda"
+            ):
+                copies.append((bool(src.is_pinned()), src.numel() * src.element_size()))
 
 
 def _figures(got: Any) -> dict[str, float]:
