@@ -97,7 +97,7 @@ async def _run(quick: bool, device: int, repeat: int) -> dict[str, Any]:
                     # where each check's time went; "outside" is the runner's share (submit,
                     # the job's plumbing, the verdict's way back), not the grader's
                     "first_phases": phases(first, first_s),
-                    "repeat_phases": phases(repeat, repeat_s),
+                    "repeat_phases": phases(again, repeat_s),
                     "wrong": wrongs,
                 }
             )

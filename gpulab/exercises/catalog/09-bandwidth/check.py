@@ -26,7 +26,12 @@ ENTRY = "measure_h2d"
 MIB = 1 << 20
 ROUNDS = 3
 # Accepted: check's figure x [low, high], and never above the ceiling x CEILING_SLACK.
-PINNED_BOUNDS = (0.6, 1.6)
+# A pinned buffer the learner allocates in their call copied at 17-24 GB/s on an H100, in a
+# process where the check's own pinned buffer copied at 53 the same second (and where the same
+# code on a buffer made beforehand reached 53): a property of the buffer, not of the timing.
+# The mistakes this catches are far outside (milliseconds for seconds 1000x, a total of the
+# runs 7x, a timer stopped before the copy ended: above the link itself).
+PINNED_BOUNDS = (0.25, 1.6)
 PAGEABLE_BOUNDS = (0.4, 2.5)
 CEILING_SLACK = 1.10
 SIZES_MIB = ((48, 80), (192, 320))  # each case's size: whole MiB drawn in this range

@@ -6,6 +6,7 @@ import torch
 
 def predict(model, batches, device):
     model.to(device)
+    model.eval()
     outs = []
     with torch.no_grad():
         for i, batch in enumerate(batches):

@@ -8,5 +8,6 @@ import torch
 
 def predict(model, batches, device):
     on_device = copy.deepcopy(model).to(device)
+    on_device.eval()
     with torch.no_grad():
         return [on_device(batch.to(device)) for batch in batches]

@@ -6,5 +6,6 @@ import torch
 
 def predict(model, batches, device):
     model.to(device)
+    model.eval()
     with torch.no_grad():
         return [model(batch.to(device)).cpu() for batch in batches]
