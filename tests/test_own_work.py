@@ -292,3 +292,29 @@ def test_a_repeated_call_that_skips_work_fails_naming_it() -> None:
         _time(_cpu_spec(lazy), calls=9, every=False)  # a CPU: the first repeat is always checked
     text = str(err.value)
     assert text.startswith("timed call 3: ") and "skip work it has done before" in text
+
+
+def test_torchs_own_lazy_wrap_is_not_the_learners_patch() -> None:
+    """torch._dynamo, imported by the first call of some torch functions during a learner's call,
+    rebinds torch.manual_seed to a wrapper of itself: not reported, not undone. A learner's own
+    wrapper is both."""
+    import torch
+
+    from gpulab.exercises.sandbox import Guard
+
+    original = torch.manual_seed
+    ns: dict = {}
+    code = "def make(f):\n    def inner(*a):\n        return f(*a)\n    inner.__wrapped__ = f\n    return inner\n"
+    exec(compile(code, "/site-packages/torch/_compile.py", "exec"), ns)
+    try:
+        guard = Guard()
+        torch.manual_seed = ns["make"](original)  # as torch._compile does
+        assert guard.restore() == []
+        wrapped = torch.manual_seed
+        assert wrapped is not original
+        guard = Guard()
+        torch.manual_seed = lambda seed: None  # the learner's
+        assert guard.restore() == ["torch.manual_seed"]
+        assert torch.manual_seed is wrapped
+    finally:
+        torch.manual_seed = original

@@ -145,7 +145,10 @@ class Guard:
                     delattr(obj, key)
                     changed.append(f"{label}.{key}")
             for key, value in saved.items():
-                if now.get(key, _MISSING) is not value and _patchable(key, value):
+                current = now.get(key, _MISSING)
+                if current is not value and _library_wrap(current, value):
+                    continue  # torch wrapped its own function, lazily, during the check
+                if current is not value and _patchable(key, value):
                     with contextlib.suppress(AttributeError, TypeError):
                         setattr(obj, key, value)
                         changed.append(f"{label}.{key}")
@@ -153,6 +156,18 @@ class Guard:
 
 
 _MISSING = object()
+
+
+def _library_wrap(new: Any, old: Any) -> bool:
+    """Whether `new` is torch's own lazy wrapper of `old`: the first call of some torch functions
+    imports torch._dynamo, which rebinds torch.manual_seed (and friends) to a `_disable_dynamo`
+    wrapper of itself. That happens inside a learner's call without the learner doing it."""
+    code = getattr(new, "__code__", None)
+    return (
+        getattr(new, "__wrapped__", None) is old
+        and code is not None
+        and code.co_filename.replace("\\", "/").endswith("torch/_compile.py")
+    )
 
 
 def _patchable(key: str, value: Any) -> bool:
