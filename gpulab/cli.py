@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     store.add_argument("--json", action="store_true", help="print JSON")
 
-    from gpulab.cli_history import add_parser as add_history
+    from gpulab.history.cli import add_parser as add_history
 
     add_history(sub)
 
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_exercises(sub)
     from gpulab.completion import add_parser as add_completion
     from gpulab.doctor.cli import add_parser as add_doctor
-    from gpulab.serve_cli import add_parser as add_serve
+    from gpulab.serve.cli import add_parser as add_serve
 
     add_doctor(sub)
     add_serve(sub)
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "list":
             return _list(args)
         if args.command in ("run", "bench"):
-            from gpulab.datadir import problem
+            from gpulab.core.datadir import problem
 
             # Found before minutes of work, not after (the result would have nowhere to go).
             bad_dir = problem()
@@ -143,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "lessons":
             return _lessons(args)
         if args.command == "store":
-            from gpulab.store_recover import main as store_main
+            from gpulab.store.recover import main as store_main
 
             return store_main(args)
         if args.command == "completion":
@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return doctor_main(args)
         if args.command == "history":
-            from gpulab.cli_history import main as history_main
+            from gpulab.history.cli import main as history_main
 
             return history_main(args)
         if args.command in ("exercises", "ex"):
@@ -163,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return exercises_main(args)
         if args.command == "serve":
-            from gpulab.serve_cli import main as serve_main
+            from gpulab.serve.cli import main as serve_main
 
             return serve_main(args, period if isinstance(period, float) else None)
     except KeyboardInterrupt:
@@ -228,7 +228,7 @@ def _tui(period: float | None = None) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     from gpulab.core.devices import detect
-    from gpulab.telemetry.report import info_json, info_lines
+    from gpulab.telemetry.cli import info_json, info_lines
     from gpulab.telemetry.sampler import TelemetryReader
     from gpulab.telemetry.values import card_memory, gib
 
@@ -306,7 +306,7 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(flags)
     exp, params = checked
     device, timeout = flags
-    from gpulab.cli_run import run_headless
+    from gpulab.runner.cli import run_headless
 
     return run_headless(
         exp.id, params, as_json=args.json, device=device, timeout=timeout, plots=args.plot
@@ -314,7 +314,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from gpulab.bench import main as bench_main
+    from gpulab.benchmark.suite import main as bench_main
 
     return bench_main(args)
 

@@ -24,7 +24,7 @@ def _best_rate(result: dict[str, Any], unit: str = "GB/s") -> str:
 
 
 def _fmt_time(seconds: float) -> str:
-    from gpulab.report import fmt_time
+    from gpulab.render.results import fmt_time
 
     return fmt_time(seconds)
 

@@ -14,9 +14,9 @@ from test_app import ready, wait_for
 from textual.widgets import DataTable, Static
 
 from gpulab.app import GpuLabApp
+from gpulab.core import events as ev
 from gpulab.core import peaks as pk
 from gpulab.core.devices import detect
-from gpulab.runner import events as ev
 
 HEADERS = ["contender", "size", "dtype", "time", "throughput", "% peak", "verdict"]
 

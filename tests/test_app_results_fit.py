@@ -231,7 +231,7 @@ async def test_switching_experiments_clears_every_tab_and_history_keeps_the_run(
 
 
 def test_cli_prints_the_plots_before_the_answer_only_when_asked():
-    from gpulab.report import render_result
+    from gpulab.render.results import render_result
 
     result = {
         "record": {"experiment": "montecarlo", "device": "cpu"},

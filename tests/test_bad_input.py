@@ -25,7 +25,7 @@ from gpulab.experiments import blur
 @pytest.fixture
 def no_run(monkeypatch) -> list[dict[str, Any]]:
     """Every `gpulab run` that passes validation lands here instead of in a worker."""
-    import gpulab.cli_run
+    import gpulab.runner.cli
 
     calls: list[dict[str, Any]] = []
 
@@ -33,7 +33,7 @@ def no_run(monkeypatch) -> list[dict[str, Any]]:
         calls.append({"experiment": experiment, "params": params, **kw})
         return 0
 
-    monkeypatch.setattr(gpulab.cli_run, "run_headless", fake)
+    monkeypatch.setattr(gpulab.runner.cli, "run_headless", fake)
     return calls
 
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from gpulab import bench, bench_targets
+from gpulab.benchmark import suite as bench
+from gpulab.benchmark import targets as bench_targets
 from gpulab.core.schema import tag
 
 
@@ -212,7 +213,7 @@ def test_matmul_comparison_on_the_gpu():
 
 
 def test_claims_comparisons_judge_issue_16s_measurements():
-    from gpulab.bench_claims import claims_comparisons
+    from gpulab.benchmark.claims import claims_comparisons
 
     def ran(exp: str, summary: dict) -> dict:
         return {"experiment": exp, "status": "result", "result": {"summary": summary}}

@@ -155,7 +155,7 @@ async def test_watch_rechecks_on_save_and_moves_on(tmp_path):
     from gpulab.exercises.session import Checker
     from gpulab.exercises.watch import watch_loop
     from gpulab.exercises.workspace import Workspace
-    from gpulab.store import Store
+    from gpulab.store.database import Store
 
     cat, ws = load_catalog(FIXTURES), Workspace(tmp_path / "w")
     double = cat.get("double")

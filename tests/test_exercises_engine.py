@@ -20,7 +20,7 @@ from gpulab.exercises.grader import run_check
 from gpulab.exercises.progress import FAILING, NOT_STARTED, PASSING, Progress
 from gpulab.exercises.schema import ExerciseFormatError
 from gpulab.exercises.workspace import Workspace
-from gpulab.store import Store
+from gpulab.store.database import Store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "exercises"
 

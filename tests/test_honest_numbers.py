@@ -278,7 +278,8 @@ def _m(contender, pct=None, note="", **extra):
 
 
 def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
-    from gpulab import bench, bench_targets
+    from gpulab.benchmark import suite as bench
+    from gpulab.benchmark import targets as bench_targets
 
     rows = [
         _m("torch", 20.0, "one call at a time", regime="single calls"),
@@ -317,7 +318,8 @@ def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
 
 
 def test_the_report_holds_the_final_ceilings(monkeypatch, tmp_path):
-    from gpulab import bench, bench_targets
+    from gpulab.benchmark import suite as bench
+    from gpulab.benchmark import targets as bench_targets
 
     first = {
         "key": "k",
@@ -353,7 +355,7 @@ def test_the_report_holds_the_final_ceilings(monkeypatch, tmp_path):
 
 
 def test_the_recipe_target_runs_beside_the_experiment_rows(monkeypatch):
-    from gpulab import bench
+    from gpulab.benchmark import suite as bench
     from gpulab.core.devices import Backend, Inventory
     from gpulab.experiments import montecarlo_torch as mct
 
@@ -403,7 +405,7 @@ def test_the_cli_prints_each_rows_note(monkeypatch):
     from gpulab.core.devices import Inventory
     from gpulab.experiments import montecarlo as mc
     from gpulab.experiments.base import Context
-    from gpulab.report import render_result
+    from gpulab.render.results import render_result
 
     monkeypatch.setattr(mc, "CPU_CAP", 20_000)
     ctx = Context(inventory=Inventory(), quick=True)

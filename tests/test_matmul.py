@@ -6,9 +6,10 @@ import pytest
 from headline_checks import assert_headline
 
 from gpulab.core.devices import detect
+from gpulab.core.errors import Cancelled
 from gpulab.experiments import matmul as mm
 from gpulab.experiments import matmul_contenders as mmc
-from gpulab.experiments.base import Cancelled, Context
+from gpulab.experiments.base import Context
 from gpulab.experiments.headlines import times
 
 

@@ -53,7 +53,7 @@ anything = st.one_of(
 
 def run_cli(argv: list[str]) -> tuple[int, str, list[dict[str, Any]]]:
     """(exit code, stderr, what reached the run) of `gpulab ARGV`, with the run replaced."""
-    import gpulab.cli_run
+    import gpulab.runner.cli
 
     calls: list[dict[str, Any]] = []
 
@@ -62,8 +62,8 @@ def run_cli(argv: list[str]) -> tuple[int, str, list[dict[str, Any]]]:
         return 0
 
     err = io.StringIO()
-    saved = gpulab.cli_run.run_headless
-    gpulab.cli_run.run_headless = fake
+    saved = gpulab.runner.cli.run_headless
+    gpulab.runner.cli.run_headless = fake
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             try:
@@ -71,7 +71,7 @@ def run_cli(argv: list[str]) -> tuple[int, str, list[dict[str, Any]]]:
             except SystemExit as exc:  # argparse's own refusals
                 code = int(exc.code or 0)
     finally:
-        gpulab.cli_run.run_headless = saved
+        gpulab.runner.cli.run_headless = saved
     return code, err.getvalue(), calls
 
 

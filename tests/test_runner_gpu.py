@@ -11,7 +11,7 @@ from conftest import cupy_available
 from test_runner import ENV, START_S, final, pid_alive, run_ok, until
 from test_runner_experiments import install, uninstall
 
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
 from gpulab.runner.client import RunnerClient
 
 pytestmark = [pytest.mark.gpu, pytest.mark.asyncio(loop_scope="module")]

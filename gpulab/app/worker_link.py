@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gpulab.app.gauge import gauge_call
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
 
 if TYPE_CHECKING:
     from textual.app import App

@@ -41,7 +41,7 @@ OVER_CEILING = 1.05  # a row above 105% of its ceiling has the ceiling re-measur
 
 def data_dir() -> Path:
     """$GPULAB_DATA_DIR, else the platform's user data dir for gpulab (created on demand)."""
-    from gpulab.datadir import resolve
+    from gpulab.core.datadir import resolve
 
     path = resolve()
     with contextlib.suppress(OSError):  # unusable (a file, read-only): the cache just misses

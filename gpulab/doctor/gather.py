@@ -109,7 +109,7 @@ def dir_facts(path: Path, what: str, fix: str) -> dict[str, Any]:
 
 
 def dirs_facts() -> dict[str, Any]:
-    from gpulab.datadir import resolve
+    from gpulab.core.datadir import resolve
     from gpulab.exercises.workspace import WORKDIR_ENV, default_root
 
     return {
@@ -159,7 +159,7 @@ async def probe_facts(
     for line in reversed(out.decode(errors="replace").splitlines()):
         if line.startswith(MARKER):
             return dict(json.loads(line[len(MARKER) :]))
-    from gpulab.runner.client import describe_exit
+    from gpulab.core.processes import describe_exit
 
     tail = [s for s in err.decode(errors="replace").splitlines() if s.strip()][-1:]
     how = describe_exit(proc.returncode or 0)[0]

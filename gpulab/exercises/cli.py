@@ -83,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
     from gpulab.exercises.catalog import UnknownExercise
     from gpulab.exercises.schema import ExerciseFormatError
     from gpulab.exercises.workspace import WorkspaceError
-    from gpulab.store import StoreError
+    from gpulab.store.database import StoreError
 
     verb = getattr(args, "ex_command", None) or "list"
     try:
@@ -126,7 +126,7 @@ def workspace(args: argparse.Namespace) -> Any:
 
 
 def store() -> Any:
-    from gpulab.store import Store
+    from gpulab.store.database import Store
 
     return Store()
 
@@ -266,7 +266,7 @@ def show_result(args: argparse.Namespace, ex: Any, result: Any, progress: Any) -
 
 
 def _progress_line(event: dict[str, Any]) -> None:
-    from gpulab.runner import events as ev
+    from gpulab.core import events as ev
 
     if event.get("type") == ev.PROGRESS and event.get("message"):
         sys.stderr.write(f"  {event['message']}\n")

@@ -200,7 +200,7 @@ def run_check(
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 - SystemExit from learner code too
-                from gpulab.experiments.base import Cancelled
+                from gpulab.core.errors import Cancelled
 
                 if isinstance(exc, Cancelled):
                     raise
@@ -254,7 +254,7 @@ def run_check(
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - the learner's code, at full size
-                    from gpulab.experiments.base import Cancelled
+                    from gpulab.core.errors import Cancelled
 
                     if isinstance(exc, Cancelled):
                         raise
@@ -326,7 +326,7 @@ def _fail(result: CheckResult, kind: str, message: str, t0: float) -> CheckResul
 
 def _crash_if_fatal(exc: BaseException, result: CheckResult, case: str, t0: float) -> None:
     """Raise LearnerCrash when the exception means the process's GPU state is gone or full."""
-    from gpulab.runner import events as ev
+    from gpulab.core import events as ev
     from gpulab.runner.classify import classify
 
     kind, message, _ = classify(exc)

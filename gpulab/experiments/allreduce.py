@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.core import ranks
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
-from gpulab.runner import ranks
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
 CPU_MAX_BYTES = 16 * 2**20  # gloo moves bytes through the kernel's loopback: stop at 16 MiB

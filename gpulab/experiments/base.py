@@ -15,6 +15,7 @@ from typing import Any
 from gpulab import __version__
 from gpulab.core import memory
 from gpulab.core.devices import Inventory, cupy_hint
+from gpulab.core.errors import Cancelled, GpulabError
 from gpulab.core.params import ParamSet
 from gpulab.core.results import Measurement, Result, RunRecord
 from gpulab.core.timing import Timer
@@ -22,11 +23,7 @@ from gpulab.core.timing import Timer
 CANCEL_POLL_S = 0.02  # how often a waiting experiment looks for a cancel
 
 
-class Cancelled(Exception):
-    """Raised by `Context.check_cancelled()` once a cancel was asked for."""
-
-
-class ExperimentError(Exception):
+class ExperimentError(GpulabError):
     """A failure the experiment explains in one line (bad image file, size too large, ...)."""
 
     kind = "experiment-error"

@@ -19,10 +19,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from gpulab.core import ranks
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
-from gpulab.runner import ranks
 
 LOSS_RTOL = 1e-3  # fp32, a different order of the gradient sum per world size
 CHECK_BATCH = 32  # the global batch of the same-math phase (split over the ranks)

@@ -54,7 +54,7 @@ def rate(m: Measurement) -> str:
 
 
 def duration(seconds: float) -> str:
-    from gpulab.report import fmt_time
+    from gpulab.render.results import fmt_time
 
     return fmt_time(seconds)
 

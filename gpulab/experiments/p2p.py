@@ -14,11 +14,11 @@ import contextlib
 import time
 from typing import Any
 
+from gpulab.core import ranks
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Artifact, Measurement, Result
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.runner import ranks
 
 LEVELS = {0: "same board", 10: "one PCIe switch", 20: "PCIe switches", 30: "host bridge"}
 LEVELS.update({40: "same CPU (NUMA node)", 50: "across CPUs (SMP link)"})

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.core.errors import Cancelled
 from gpulab.core.results import Measurement, Result
-from gpulab.experiments.base import Cancelled, Context
+from gpulab.experiments.base import Context
 
 # Checking outputs against references lives in verification.py; the experiments reach it as
 # sup.X, so its names are re-exported here.

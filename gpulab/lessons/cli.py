@@ -9,7 +9,7 @@ from typing import Any
 
 from gpulab.core.schema import tagged
 from gpulab.lessons.catalog import Catalog, load_catalog
-from gpulab.store import QuizBest, ReadMark, Store, StoreError
+from gpulab.store.database import QuizBest, ReadMark, Store, StoreError
 
 
 def progress_rows(

@@ -164,7 +164,7 @@ def _from_inventory(inventory: Any, device_index: int) -> dict[str, Any]:
 
 
 def _peaks_dir() -> Path | None:
-    from gpulab.datadir import resolve
+    from gpulab.core.datadir import resolve
 
     path = resolve() / "peaks"
     return path if path.is_dir() else None

@@ -9,12 +9,13 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from gpulab.core import events as ev
 from gpulab.core import memory
 from gpulab.core.devices import Inventory
+from gpulab.core.errors import Cancelled
 from gpulab.core.params import ParamError
-from gpulab.experiments.base import Cancelled, Context
+from gpulab.experiments.base import Context
 from gpulab.experiments.registry import get
-from gpulab.runner import events as ev
 from gpulab.runner.classify import classify
 
 Emit = Callable[[dict[str, Any]], None]

@@ -34,7 +34,7 @@ import threading
 import time
 from typing import Any
 
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
 from gpulab.runner.protocol import PROTOCOL, FrameWriter, read_frame
 from gpulab.runner.worker_cuda import cuda_broken, init_cuda, primary_context_active, release_memory
 from gpulab.runner.worker_process import LineStream, close_fds, die_with_parent, host_rss

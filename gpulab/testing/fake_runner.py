@@ -14,9 +14,9 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from gpulab.core import events as ev
 from gpulab.core.devices import Backend, Inventory
 from gpulab.experiments.registry import get
-from gpulab.runner import events as ev
 
 Emit = Callable[[dict[str, Any]], None]
 Script = Callable[["FakeJob", Emit], Awaitable[None]]

@@ -285,9 +285,9 @@ class ExercisesPane(Widget):
         self.run_worker(self._check(ex, runner), group="ex-check", exit_on_error=False)
 
     async def _check(self, ex: Exercise, runner: Any) -> None:
+        from gpulab.core import events as ev
         from gpulab.exercises.grader import FAIL, CheckResult, new_seed
         from gpulab.exercises.session import Checker, record
-        from gpulab.runner import events as ev
 
         def on_event(event: dict[str, Any]) -> None:
             if event.get("type") == ev.PROGRESS and self.checking:

@@ -37,9 +37,9 @@ from gpulab.app.widgets.images import ImageView
 from gpulab.app.widgets.param_form import ParamForm, PickSelect
 from gpulab.app.widgets.plots import ResultPlots
 from gpulab.app.widgets.race import RaceView
+from gpulab.core import events as ev
 from gpulab.core.params import ParamError
 from gpulab.experiments.registry import UnknownExperiment, all_experiments, get
-from gpulab.runner import events as ev
 
 FLUSH_S = 0.1  # redraw at most 10x a second however fast events arrive
 

@@ -40,7 +40,7 @@ from gpulab.lessons.catalog import (
     validate_link,
 )
 from gpulab.lessons.measured import Measured
-from gpulab.store import Store
+from gpulab.store.database import Store
 
 NARROW_BELOW = 90  # columns: below this the tree and the lesson take turns
 

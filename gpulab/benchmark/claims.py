@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.bench_targets import finished, judge
+from gpulab.benchmark.targets import finished, judge
 
 
 def claims_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

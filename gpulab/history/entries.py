@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
 
 FORMAT = "gpulab-run"
 TELEMETRY_FIELDS = ("sm_clock_mhz", "temperature_c", "power_w")
@@ -227,7 +227,7 @@ def save(entry_: Mapping[str, Any], store: Any = None) -> int:
     """Keep an entry; raises StoreError (one line) when the database cannot be used."""
     import sqlite3
 
-    from gpulab.store import Store, StoreError
+    from gpulab.store.database import Store, StoreError
 
     try:
         if store is not None:
@@ -292,7 +292,7 @@ def _side(e: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def render_compare(c: Mapping[str, Any]) -> str:
-    from gpulab.report import fmt_num, fmt_time, table
+    from gpulab.render.results import fmt_num, fmt_time, table
 
     lines = []
     for tag in ("a", "b"):

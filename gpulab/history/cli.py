@@ -45,7 +45,7 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gpulab.store import Store, StoreError
+    from gpulab.store.database import Store, StoreError
 
     try:
         store = Store()
@@ -79,7 +79,7 @@ def _list(store: Any, args: argparse.Namespace) -> int:
     if not entries:
         print("no runs kept yet: run an experiment (gpulab run montecarlo, or r in the TUI)")
         return 0
-    from gpulab.report import table
+    from gpulab.render.results import table
 
     rows = [
         [
@@ -125,7 +125,7 @@ def _show(store: Any, args: argparse.Namespace) -> int:
 
 def render_entry(e: dict[str, Any]) -> str:
     """A kept run as text: where and when, its rows as the CLI prints them, its answer last."""
-    from gpulab.report import render_result
+    from gpulab.render.results import render_result
 
     lines = [
         f"run {e.get('id', '?')}: {e['experiment']} · {e.get('status')} · from {e.get('source')}"
@@ -178,7 +178,7 @@ def _telemetry(t: dict[str, Any]) -> str:
 
 
 def _compare(store: Any, args: argparse.Namespace) -> int:
-    from gpulab.history import compare, render_compare
+    from gpulab.history.entries import compare, render_compare
 
     a, b = _one(store, args.a), _one(store, args.b)
     if a is None:
@@ -193,7 +193,7 @@ def _compare(store: Any, args: argparse.Namespace) -> int:
 
 
 def _export(store: Any, args: argparse.Namespace) -> int:
-    from gpulab.history_io import export
+    from gpulab.history.transfer import export
 
     entries = store.run_entries(args.ids or None, limit=10**9)
     missing = sorted(set(args.ids) - {e["id"] for e in entries})
@@ -212,7 +212,7 @@ def _export(store: Any, args: argparse.Namespace) -> int:
 
 
 def _import(store: Any, args: argparse.Namespace) -> int:
-    from gpulab.history_io import ImportError_, as_imported, parse
+    from gpulab.history.transfer import NotAHistory, as_imported, parse
 
     path = Path(args.file)
     try:
@@ -221,10 +221,10 @@ def _import(store: Any, args: argparse.Namespace) -> int:
         return _fail(f"cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}")
     try:
         entries = as_imported(parse(text, path.name), path.name)
-    except ImportError_ as exc:
+    except NotAHistory as exc:
         return _fail(str(exc))
-    from gpulab.history import save
-    from gpulab.store import StoreError
+    from gpulab.history.entries import save
+    from gpulab.store.database import StoreError
 
     try:
         ids = [save(e, store) for e in entries]

@@ -1,5 +1,5 @@
 """`gpulab serve`'s flags and entry: parsed without the `web` extra, which only the server
-(gpulab.serve) imports, so a missing extra is one line, not a traceback."""
+(gpulab.serve.server) imports, so a missing extra is one line, not a traceback."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def main(args: argparse.Namespace, sample_period: float | None) -> int:
         return EXIT_BAD_INPUT
     host, port, sessions = flags
     try:
-        from gpulab.serve import LabServer
+        from gpulab.serve.server import LabServer
     except ImportError as exc:
         sys.stderr.write(
             f"gpulab: serve needs the web extra ({exc.name or exc} is missing): "

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from gpulab import __version__
-from gpulab.bench_markdown import markdown
-from gpulab.bench_targets import (
+from gpulab.benchmark.markdown import markdown
+from gpulab.benchmark.targets import (
     MATMUL_CMP,
     blur_targets,
     ceilings_changed,
@@ -69,7 +69,7 @@ def default_paths(suite: str, slug: str) -> tuple[Path, Path]:
 
 
 def _run_one(exp_id: str, params: dict[str, Any], inventory: Any, quick: bool) -> dict[str, Any]:
-    from gpulab.runner import events as ev
+    from gpulab.core import events as ev
     from gpulab.runner.inline import run_job
 
     events: list[dict[str, Any]] = []
@@ -109,7 +109,7 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
     if bl:
         out += blur_targets(bl, peaks)
     out += syllabus_comparisons(runs)
-    from gpulab.bench_claims import claims_comparisons
+    from gpulab.benchmark.claims import claims_comparisons
 
     out += claims_comparisons(runs)
     mm = [r for r in runs if r["experiment"] == "matmul" and r["status"] == "result"]

@@ -35,8 +35,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpulab.experiments.base import Cancelled, Context
-from gpulab.runner.spawn import describe_exit
+from gpulab.core.errors import Cancelled
+from gpulab.core.processes import describe_exit
+
+# The experiment's Context (gpulab.experiments.base): core sits below experiments, so it is
+# named here and used by what it has (has_cuda, inventory, progress, log, check_cancelled).
+Context = Any
 
 CANCEL_GRACE_S = 0.5  # ranks that ignore a cancel this long are killed (well inside 2 s)
 POLL_S = 0.02
@@ -239,7 +243,7 @@ def _context(method: str) -> Any:
     import multiprocessing
 
     mp = multiprocessing.get_context(method)
-    mp.set_forkserver_preload(["torch", "torch.distributed", "gpulab.runner.ranks"])
+    mp.set_forkserver_preload(["torch", "torch.distributed", "gpulab.core.ranks"])
     return mp
 
 

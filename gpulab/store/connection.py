@@ -1,4 +1,4 @@
-"""The progress database's connection, guarded: what `gpulab.store.Store` stands on.
+"""The progress database's connection, guarded: what `gpulab.store.database.Store` stands on.
 
 Faults never stop the lab: a read that fails (a bad page, a disk error) returns nothing, a write
 that fails (a full disk, a lock held too long) is dropped, and each says so once in `notices`
@@ -20,10 +20,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from gpulab.core.errors import GpulabError
+
 _C = TypeVar("_C", bound="GuardedConnection")
 
 
-class StoreError(RuntimeError):
+class StoreError(GpulabError, RuntimeError):
     """The progress database cannot be used; str() is one line to show a person."""
 
 

@@ -148,7 +148,7 @@ def regime_label(m: dict[str, Any]) -> str:
 def result_table(res: dict[str, Any]) -> list[str]:
     """One run's rows as Markdown: a `timing` column where rows carry a regime, and each row's
     note below the table (capped counts, noisy timings, reasons for a % over 100, ...)."""
-    from gpulab.report import fmt_num, fmt_pct, fmt_time
+    from gpulab.render.results import fmt_num, fmt_pct, fmt_time
 
     verdicts = {(v["contender"], v.get("size"), v.get("dtype")): v for v in res["verdicts"]}
     timed = any((m.get("extra") or {}).get("regime") for m in res["measurements"])

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpulab import store_pages
 from gpulab.core.schema import tagged
-from gpulab.store import SCHEMA_VERSION, Store, StoreError, default_path
+from gpulab.store import pages as store_pages
+from gpulab.store.database import SCHEMA_VERSION, Store, StoreError, default_path
 
 
 @dataclass

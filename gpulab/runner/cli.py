@@ -15,10 +15,10 @@ import sys
 import time
 from typing import Any
 
+from gpulab.core import events as ev
 from gpulab.core.schema import tagged
-from gpulab.history import PolledWatch
-from gpulab.report import render_result
-from gpulab.runner import events as ev
+from gpulab.history.entries import PolledWatch
+from gpulab.render.results import render_result
 
 
 def print_event(event: dict[str, Any], as_json: bool, plots: bool = False) -> None:
@@ -134,7 +134,7 @@ def keep(
     as_json: bool,
 ) -> int | None:
     """Store the finished run in the history; a failure is one line on stderr, never an exit."""
-    from gpulab.history import entry, save, worth_keeping
+    from gpulab.history.entries import entry, save, worth_keeping
 
     try:
         kept = entry(
