@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.experiments.headlines import times
+from gpulab.experiments.wording import times
 
 
 def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -7,8 +7,11 @@ import json
 
 import pytest
 
+from gpulab.benchmark import cli as bench_cli
 from gpulab.benchmark import suite as bench
 from gpulab.benchmark import targets as bench_targets
+from gpulab.benchmark.markdown import markdown
+from gpulab.cli import main
 from gpulab.core.schema import tag
 
 
@@ -20,7 +23,7 @@ def test_quick_bench_writes_json_and_markdown(tmp_path):
         only=[],
         quick=True,
     )
-    assert bench.main(args) == 0
+    assert bench_cli.main(args) == 0
     report = json.loads((tmp_path / "b.json").read_text())
     assert report["schema"] == tag("bench")
     assert {r["experiment"] for r in report["runs"]} == {"montecarlo", "blur", "matmul"}
@@ -40,10 +43,8 @@ def test_quick_bench_writes_json_and_markdown(tmp_path):
 
 
 def test_unknown_suite_and_only_are_refused(tmp_path, capsys):
-    args = argparse.Namespace(suite="nope", json_path=None, md_path=None, only=[])
-    assert bench.main(args) == 2
-    args = argparse.Namespace(suite="core", json_path=None, md_path=None, only=["nope"])
-    assert bench.main(args) == 2
+    assert main(["bench", "--suite", "nope"]) == 2
+    assert main(["bench", "--only", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
 
 
@@ -144,7 +145,7 @@ def test_a_killed_bench_keeps_the_runs_it_finished(tmp_path, monkeypatch):
         quick=True,
     )
     with pytest.raises(KeyboardInterrupt):
-        bench.main(args)
+        bench_cli.main(args)
     report = json.loads((tmp_path / "b.json").read_text())
     assert [r["experiment"] for r in report["runs"]] == ["montecarlo"]
     assert "## montecarlo" in (tmp_path / "b.md").read_text()
@@ -186,7 +187,7 @@ def test_matmul_comparison_interleaves_rounds_and_compares_medians(monkeypatch):
         "comparisons": [c],
         "runs": [],
     }
-    md = bench.markdown(report)
+    md = markdown(report)
     assert "| 2 | 700 | 720 | 0.9722 |" in md and "| median | 650 | 660 |" in md
 
 

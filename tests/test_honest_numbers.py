@@ -278,8 +278,8 @@ def _m(contender, pct=None, note="", **extra):
 
 
 def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
-    from gpulab.benchmark import suite as bench
     from gpulab.benchmark import targets as bench_targets
+    from gpulab.benchmark.markdown import markdown
 
     rows = [
         _m("torch", 20.0, "one call at a time", regime="single calls"),
@@ -309,7 +309,7 @@ def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
         "over_ceiling": over,
         "peaks_remeasured": {"d2h_pinned_gbs": {"was": 38.41, "now": 54.98}},
     }
-    md = bench.markdown(report)
+    md = markdown(report)
     assert "| timing |" in md and "| single calls |" in md and "| back to back |" in md
     assert "102% (see note)" in md and "noisy |" in md
     assert "- torch-cpu 256 fp16: noisy: the slowest run took 250x" in md

@@ -10,7 +10,7 @@ from gpulab.core.errors import Cancelled
 from gpulab.experiments import matmul as mm
 from gpulab.experiments import matmul_contenders as mmc
 from gpulab.experiments.base import Context
-from gpulab.experiments.headlines import times
+from gpulab.experiments.wording import times
 
 
 def _run(events=None, cancel=None, **params):

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from gpulab import cli
 from gpulab.core.params import Param
 from gpulab.experiments.registry import all_experiments
+from gpulab.runner import cli as run_cli_module
 
 EXPERIMENTS = all_experiments()
 PARAMS = [(e.id, p) for e in EXPERIMENTS.values() for p in e.params]
@@ -135,7 +136,7 @@ def test_run_flags_validate_or_exit_2_with_one_line(timeout, device):
     calls = check_outcome(argv)
     if calls:
         assert calls[0]["device"] >= 0 and device.strip().isdigit() and device.isascii()
-        assert 0 <= calls[0]["timeout"] <= cli.TIMEOUT_MAX_S
+        assert 0 <= calls[0]["timeout"] <= run_cli_module.TIMEOUT_MAX_S
         assert timeout is None or calls[0]["timeout"] > 0
 
 

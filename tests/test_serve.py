@@ -22,7 +22,8 @@ from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 
 from gpulab.serve import server as serve  # noqa: E402
 from gpulab.serve import session as serve_session  # noqa: E402
-from gpulab.serve.cli import app_argv, exposure_warning  # noqa: E402
+from gpulab.serve.access import exposure_warning  # noqa: E402
+from gpulab.serve.cli import app_argv  # noqa: E402
 
 
 @pytest.mark.parametrize(

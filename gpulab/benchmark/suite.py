@@ -19,7 +19,6 @@ ceiling is listed with its stated reason (`over_ceiling`).
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import sys
@@ -28,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from gpulab import __version__
-from gpulab.benchmark.markdown import markdown
 from gpulab.benchmark.targets import (
     MATMUL_CMP,
     blur_targets,
@@ -296,55 +294,3 @@ def final_report_peaks(report: dict[str, Any], pk: Any, inventory: Any) -> None:
             report[f"{key}_remeasured"] = changed
             if key == "peaks":
                 report["peak_rows"] = pk.summary_rows(final)
-
-
-def main(args: Any) -> int:
-    from gpulab.core.results import _clean
-    from gpulab.core.schema import tagged
-
-    suite = getattr(args, "suite", "core") or "core"
-    if suite not in ("core", "full", "exercises"):
-        sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected core, full or exercises\n")
-        return 2
-    # --only a --only b, or --only a,b (both spellings, as the docs use either)
-    only = [o.strip() for arg in getattr(args, "only", []) or [] for o in arg.split(",")]
-    only = [o for o in only if o]
-    if only:
-        from gpulab.experiments.registry import all_experiments
-
-        unknown = [o for o in only if o not in all_experiments()]
-        if unknown:
-            sys.stderr.write(f"gpulab: unknown experiment(s) for --only: {', '.join(unknown)}\n")
-            return 2
-    quick = bool(getattr(args, "quick", False))
-    repeat = int(getattr(args, "repeat", 3) or 3)
-    if repeat < 2:
-        sys.stderr.write(f"gpulab: --repeat {repeat}: at least 2 (the first and a repeat check)\n")
-        return 2
-    paths: list[Path] = []
-
-    def write(report: dict[str, Any]) -> None:
-        if not paths:
-            slug = device_slug(report["device"], report["peaks"]["cpu"])
-            json_default, md_default = default_paths(suite, slug)
-            paths.append(Path(getattr(args, "json_path", None) or json_default))
-            paths.append(Path(getattr(args, "md_path", None) or md_default))
-            for path in paths:
-                path.parent.mkdir(parents=True, exist_ok=True)
-        clean = tagged("bench", _clean(report))
-        paths[0].write_text(json.dumps(clean, indent=2))
-        paths[1].write_text(markdown(clean))
-
-    report = _clean(run_bench(suite, only, quick, on_run=write, repeat=repeat))
-    write(report)
-    json_path, md_path = paths
-    print(f"device: {report['device']}")
-    for c in report["comparisons"]:
-        value = "-" if c.get("value") is None else f"{c['value']:.4g}"
-        print(f"  {c['status']:<7} {c['name']}: {value} (target {c['target']})")
-    failed = [r for r in report["runs"] if r["status"] != "result"]
-    for r in failed:
-        f = r.get("failure", {})
-        print(f"  FAILED  {r['experiment']}: {f.get('kind')}: {f.get('message')}")
-    print(f"wrote {json_path} and {md_path}")
-    return 1 if failed else 0

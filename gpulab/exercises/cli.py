@@ -155,7 +155,7 @@ def cpu_only(why: str) -> Any:
 
 
 def emit_json(data: Any) -> None:
-    from gpulab.core.results import _clean
+    from gpulab.core.results import json_safe as _clean
     from gpulab.core.schema import tagged
 
     print(json.dumps(tagged("exercises", _clean(data)), indent=2, default=str))

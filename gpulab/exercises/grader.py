@@ -89,7 +89,7 @@ class CheckResult:
         return self.verdict == PASS
 
     def to_dict(self) -> dict[str, Any]:
-        from gpulab.core.results import _clean
+        from gpulab.core.results import json_safe as _clean
 
         return _clean(asdict(self))
 

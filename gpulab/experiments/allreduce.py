@@ -258,6 +258,19 @@ class AllReduce(Experiment):
         )
         return self.finish(result)
 
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        bus = (s.get("busbw_gbs") or {}).get("all-reduce")
+        if bus is None:
+            return ""
+        text = (
+            f"all-reduce on {s['ranks']} ranks ({s['backend']}) reached a busbw of {bus:.3g} GB/s "
+            f"at {sup.size_label(s['largest_bytes'])}"
+        )
+        if s.get("allreduce_of_peer"):
+            text += f", {s['allreduce_of_peer']:.0%} of the {s['peer_copy_gbs']:.3g} GB/s peer copy"
+        return text
+
 
 def world_size(ctx: Context, params: dict[str, Any]) -> int:
     """The ranks asked for (0: every GPU, or 2 on the CPU), refused when this machine lacks them."""

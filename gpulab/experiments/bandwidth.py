@@ -32,6 +32,7 @@ from gpulab.experiments.bandwidth_machine import (
 from gpulab.experiments.bandwidth_report import curve_series, explain, summary
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import times
 
 VERIFY_BYTES = 16 * 2**20
 
@@ -255,6 +256,23 @@ class Bandwidth(Experiment):
                 size=sup.size_label(size),
             )
         )
+
+    def headline(self, result: Result) -> str:
+        largest = result.summary.get("largest_size_gbs") or {}
+        pin, page = largest.get("h2d-pinned"), largest.get("h2d-pageable")
+        if pin:
+            text = f"pinned host->GPU copies reached {pin:.3g} GB/s"
+            if page:
+                text += f", {times(pin / page)} pageable ({page:.3g} GB/s)"
+            if largest.get("d2d"):
+                text += f"; on the GPU itself {largest['d2d']:.3g} GB/s"
+            return text
+        host = largest.get("host-memcpy")
+        if host:
+            return (
+                f"this CPU's memory copied {host:.3g} GB/s at the largest size (no GPU rows here)"
+            )
+        return ""
 
 
 EXPERIMENT = Bandwidth()

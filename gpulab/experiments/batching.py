@@ -14,6 +14,7 @@ from gpulab.core.results import Result
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import times
 
 
 def host_bytes(batch: int, size: int) -> int:
@@ -123,6 +124,17 @@ class Batching(Experiment):
             "matrices bmm can even be the slower of the two."
         )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        for where in ("gpu", "cpu"):
+            x = s.get(f"bmm_speedup_{where}")
+            if x:
+                return (
+                    f"one torch.bmm was {times(x)} faster than a loop of {s['batch']} torch.mm "
+                    f"on the {where.upper()}"
+                )
+        return ""
 
 
 EXPERIMENT = Batching()

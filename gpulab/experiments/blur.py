@@ -33,6 +33,7 @@ from gpulab.experiments.blur_filters import (
 from gpulab.experiments.blur_images import check_image, check_side, load_image, to_display
 from gpulab.experiments.blur_kernel import BlurKernel
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import GPU_BACKENDS, backend, duration, label, measured, rate
 
 TOLERANCE = 1e-5
 # Host bytes per value (pixel x channel) of a run: the float32 planes (4), the float64
@@ -334,6 +335,25 @@ class Blur(Experiment):
         else:
             out["scipy"] = SCIPY_MISSING
         return out
+
+    def headline(self, result: Result) -> str:
+        rows = measured(result)
+        best = next(
+            (m for cid in ("cupy-kernel", "torch", "scipy") for m in rows if m.contender == cid),
+            None,
+        )
+        if best is None:
+            return ""
+        where = "GPU" if backend(self, best.contender) in GPU_BACKENDS else "CPU"
+        if best.percent_of_peak is not None:
+            return (
+                f"your blur ({label(self, best.contender)}) ran at {best.percent_of_peak:.0f}% of "
+                f"this {where}'s copy bandwidth ({rate(best)}, {best.size} in "
+                f"{duration(best.time_median_s)})"
+            )
+        return (
+            f"{label(self, best.contender)} blurred {best.size} in {duration(best.time_median_s)}"
+        )
 
 
 EXPERIMENT = Blur()

@@ -59,5 +59,19 @@ class Calibrate(Experiment):
         ctx.progress(1.0, "done")
         return self.finish(result)
 
+    def headline(self, result: Result) -> str:
+        p = result.summary.get("peaks") or {}
+        what = "this CPU" if p.get("cpu") else "this GPU"
+        parts = []
+        if p.get("copy_gbs"):
+            parts.append(f"copies at {p['copy_gbs']:.3g} GB/s")
+        tflops = p.get("matmul_tflops") or {}
+        if tflops:
+            dtype, best = max(tflops.items(), key=lambda kv: kv[1] or 0)
+            parts.append(f"multiplies matrices at {best:.3g} TFLOP/s ({dtype})")
+        if p.get("h2d_pinned_gbs"):
+            parts.append(f"takes {p['h2d_pinned_gbs']:.3g} GB/s from the host")
+        return f"{what} " + ", ".join(parts) if parts else ""
+
 
 EXPERIMENT = Calibrate()

@@ -18,6 +18,7 @@ from gpulab.experiments import blocks
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import on_gpu_else_cpu
 
 
 def host_bytes(n: int) -> int:
@@ -136,6 +137,16 @@ class CreateOnDevice(Experiment):
                 " Only the CPU random generator ran here: the device rows need a GPU."
             )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        return on_gpu_else_cpu(
+            s,
+            "speedup_on_device",
+            "creating the tensor on the GPU was {x} faster than torch.rand on the CPU then .to('cuda')",
+            ("median_s", "cpu-rand"),
+            lambda t: f"torch.rand({int(s['n']):,}) on the CPU took {t}",
+        )
 
 
 EXPERIMENT = CreateOnDevice()

@@ -272,5 +272,16 @@ class DDPScaling(Experiment):
         )
         return self.finish(result)
 
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        sizes = s.get("world_sizes") or []
+        if len(sizes) < 2:
+            return ""
+        n = sizes[-1]
+        return (
+            f"DDP on {n} ranks ({s['backend']}) trained at {s['efficiency_at_max']:.0%} scaling "
+            f"efficiency ({s['samples_per_s'][n]:.3g} samples/s), loss curves matching 1 rank"
+        )
+
 
 EXPERIMENT = DDPScaling()

@@ -18,6 +18,7 @@ from gpulab.experiments import blocks
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import times
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
 # fp8 is a matmul row only (torch._scaled_mm, experiments/fp8.py): its inputs start in fp32.
@@ -285,6 +286,24 @@ class Dtypes(Experiment):
                     "clocks a GPU cannot hold under sustained load; quote the sustained figure."
                 )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        tflops = {d: v for d, v in (s.get("matmul_tflops") or {}).items() if v}
+        if not tflops:
+            return ""
+        fp8 = tflops.pop("fp8", None)  # scaled e4m3: not a drop-in dtype, named apart
+        if not tflops:
+            return f"fp8 (e4m3, scaled) matmul at {fp8:.3g} TFLOP/s" if fp8 else ""
+        dtype, best = max(tflops.items(), key=lambda kv: kv[1])
+        text = f"fastest matmul on the {str(s.get('device', '')).upper()}: {dtype} at {best:.3g} TFLOP/s"
+        if dtype != "fp32" and tflops.get("fp32"):
+            text += f", {times(best / tflops['fp32'])} fp32's rate"
+        if s.get("fp32_over_fp64"):
+            text += f"; fp32 ran at {times(s['fp32_over_fp64'])} fp64's rate"
+        if fp8:
+            text += f"; fp8 (e4m3, scaled) at {fp8:.3g} TFLOP/s"
+        return text
 
 
 EXPERIMENT = Dtypes()

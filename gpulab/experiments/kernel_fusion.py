@@ -20,6 +20,7 @@ from gpulab.experiments import blocks
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import label, streaming, times
 
 ELEMENTWISE_SRC = "y = (x + 1.0f) * 2.0f - 3.0f"
 
@@ -179,6 +180,14 @@ class KernelFusion(Experiment):
         if on_cpu:  # a last, shorter block compiles once more, in the checked call
             return blocks.blockwise(ctx, n, lambda s: compiled(x[s])), 1, None
         return (lambda: compiled(x)), 1, None
+
+    def headline(self, result: Result) -> str:
+        gains = {k: v for k, v in result.summary.items() if "_over_" in k and v}
+        if not gains:
+            return streaming(self, result)
+        key, x = max(gains.items(), key=lambda kv: kv[1])
+        fused, eager = key.split("_over_")
+        return f"{label(self, fused)} ran at {times(x)} the rate of {label(self, eager)}"
 
 
 EXPERIMENT = KernelFusion()

@@ -39,6 +39,16 @@ from gpulab.experiments.matmul_contenders import (
 )
 from gpulab.experiments.matmul_estimate import CPU_RUN_LIMIT_S, estimate_s, probe
 from gpulab.experiments.roofline import throughput_series
+from gpulab.experiments.wording import (
+    GPU_BACKENDS,
+    backend,
+    fastest,
+    label,
+    measured,
+    of_peak,
+    rate,
+    times,
+)
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
 BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
@@ -70,7 +80,7 @@ def benchmark_timer_tflops(
     import torch
     from torch.utils import benchmark
 
-    from gpulab.core.peaks import sustained_kw
+    from gpulab.core.timing import sustained_kw
 
     tdt = sup.torch_dtype(dtype)
     a = torch.randn(n, n, device=device, dtype=tdt)
@@ -320,6 +330,37 @@ class Matmul(MatmulContenders, Experiment):
                     log_y=True,
                 )
             )
+
+    def headline(self, result: Result) -> str:
+        rows = measured(result)
+        sizes = sorted({int(m.size) for m in rows}, reverse=True)
+        for n in sizes:
+            at = [m for m in rows if int(m.size) == n]
+            best = fastest(at)
+            if best is None:
+                continue
+            gpu = backend(self, best.contender) in GPU_BACKENDS
+            base_id = "numpy" if gpu else "python"
+            # Pure Python's extrapolated rows count as a baseline: that is what they are for.
+            base = [
+                m
+                for m in result.measurements
+                if m.contender == base_id and int(m.size) == n and m.time_median_s > 0
+            ]
+            if not base or best.contender == base_id:
+                continue
+            # Against the baseline's row in the same dtype where it ran one, else its fastest row:
+            # an fp64 NumPy row must not inflate a bf16 GPU lead.
+            same = [b for b in base if b.dtype == best.dtype]
+            ref = min(same or base, key=lambda b: b.time_median_s)
+            ratio = ref.time_median_s / best.time_median_s
+            who = "the GPU" if gpu else label(self, best.contender)
+            guess = " (extrapolated)" if ref.extrapolated else ""
+            return (
+                f"{who} was {times(ratio)} faster than {label(self, base_id)}{guess} at n={n} "
+                f"({best.contender} {best.dtype}: {rate(best)}{of_peak(best, 'peak')})"
+            )
+        return ""
 
 
 EXPERIMENT = Matmul()

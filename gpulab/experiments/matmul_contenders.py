@@ -191,7 +191,7 @@ class MatmulContenders:
             kw = self._timer_kw(est)
             b2b = None
             if cuda:
-                from gpulab.core.peaks import sustained_kw
+                from gpulab.core.timing import sustained_kw
 
                 kw = sustained_kw(call, torch.cuda.synchronize, 0.1 if ctx.quick else 0.5) or kw
             timing = ctx.timer.measure(call, sync="torch" if cuda else "none", **kw)
@@ -222,7 +222,7 @@ class MatmulContenders:
             def call() -> None:
                 cp.matmul(a, b, out=out)
 
-            from gpulab.core.peaks import sustained_kw
+            from gpulab.core.timing import sustained_kw
 
             sync = cp.cuda.Device().synchronize
             kw = sustained_kw(call, sync, 0.1 if ctx.quick else 0.5) or self._timer_kw(est)
@@ -240,7 +240,7 @@ class MatmulContenders:
     def _back_to_back(ctx: Context, call: Any, sync: Any, kind: str) -> tuple[Any, dict]:
         """The same short product timed back to back (the throughput regime): `inner` calls
         between one pair of events, after the warm-up `sustained_kw` already ran."""
-        from gpulab.core.peaks import sustained_kw
+        from gpulab.core.timing import sustained_kw
 
         kw = sustained_kw(call, sync, 0.02 if ctx.quick else 0.05, min_call_s=0.0)
         return ctx.timer.measure(call, sync=kind, **kw), kw

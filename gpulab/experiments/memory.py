@@ -370,5 +370,22 @@ class Memory(Experiment):
             "CUDA context that only NVML sees, peak tracking, and out-of-memory recovery."
         )
 
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        if s.get("context_bytes_nvml") is not None:
+            return (
+                f"the CUDA context held {s['context_bytes_nvml'] / 2**20:.0f} MiB beyond PyTorch's "
+                f"cache; after del, {s.get('reserved_after_del', 0) / 2**20:.0f} MiB stayed reserved"
+            )
+        if "rss_after_fill" in s:
+            mib = 2**20
+            empty = (s["rss_after_empty"] - s["rss_baseline"]) / mib
+            fill = (s["rss_after_fill"] - s["rss_baseline"]) / mib
+            return (
+                f"resident memory grew {empty:.0f} MiB when {s['bytes'] / mib:.0f} MiB were "
+                f"allocated and {fill:.0f} MiB once they were written"
+            )
+        return ""
+
 
 EXPERIMENT = Memory()

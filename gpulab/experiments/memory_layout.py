@@ -18,6 +18,7 @@ from gpulab.core.results import Result
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import times
 
 STRIDE = 16
 TRANSPOSED_SUM = "x.T.sum(0) (transposed view)"
@@ -174,6 +175,15 @@ class MemoryLayout(Experiment):
             "and reads x in its stored order, so it should take about as long as that row."
         )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        if s.get("copy_then_op_over_view"):
+            return (
+                f".contiguous() then the op took {times(s['copy_then_op_over_view'])} as long as the "
+                f"op on the transposed view (n={s.get('size')})"
+            )
+        return ""
 
 
 EXPERIMENT = MemoryLayout()

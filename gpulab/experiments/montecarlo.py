@@ -31,6 +31,7 @@ from gpulab.core.results import Result, Series, Verdict
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 from gpulab.experiments.montecarlo_counts import FusedKernel, _numpy_count, _torch_count
+from gpulab.experiments.wording import label
 
 CPU_CAP = 200_000_000  # per run on the CPU: about a second for NumPy on one core
 SE_PASS = 5.0  # verdict tolerance, in standard errors (see the docstring)
@@ -304,6 +305,17 @@ class MonteCarlo(Experiment):
                 True,
                 True,
             )
+        )
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        est, err, se = s.get("estimate"), s.get("error"), s.get("standard_error")
+        if est is None or err is None or not se:
+            return ""
+        who = label(self, str(s.get("estimate_by", "")))
+        return (
+            f"pi ≈ {est:.6f} (error {err:.1e}, {err / se:.1f} standard errors) "
+            f"from {int(s.get('samples_run', 0)):,} samples by {who}"
         )
 
 

@@ -177,6 +177,15 @@ class P2P(Experiment):
         ctx.progress(1.0, "done")
         return self.finish(result)
 
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        if not s.get("gpus"):
+            return ""
+        return (
+            f"GPU-to-GPU copies ran {s['peer_gbs_min']:.3g}-{s['peer_gbs_max']:.3g} GB/s "
+            f"between {s['gpus']} GPUs with peer access"
+        )
+
 
 def render(count: int, matrix: dict[str, dict[str, float]], topo: dict[str, str]) -> str:
     lines = []

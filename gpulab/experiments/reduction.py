@@ -19,6 +19,7 @@ from gpulab.core.results import Result, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import streaming
 
 KERNEL_FILE = Path(__file__).parent / "kernels" / "reduction.cu"
 THREADS = 512  # must match THREADS in reduction.cu
@@ -229,6 +230,9 @@ class Reduction(Experiment):
         kernel.out.fill(math.nan)  # poisoned: a kernel that never writes its result fails
 
         return (lambda: kernel(xc)), lambda r: float(r.get()[0])
+
+    def headline(self, result: Result) -> str:
+        return streaming(self, result)
 
 
 EXPERIMENT = Reduction()

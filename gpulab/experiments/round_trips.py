@@ -14,6 +14,7 @@ from gpulab.core.results import Result
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import on_gpu_else_cpu
 
 A, B = 0.999, 0.001
 
@@ -111,6 +112,15 @@ class RoundTrips(Experiment):
         if not ctx.has_cuda:
             result.explanation += " Only the CPU version ran here: the others need a GPU."
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        return on_gpu_else_cpu(
+            result.summary,
+            "round_trip_penalty",
+            "a trip to the CPU and back every step was {x} slower than staying on the GPU",
+            ("time_per_step_s", "cpu"),
+            lambda t: f"all on the CPU: {t} a step",
+        )
 
 
 EXPERIMENT = RoundTrips()

@@ -137,7 +137,7 @@ def sustained(ctx: Context, fn: Any, backend: str, *, always: bool = False) -> d
     sync = device_sync(backend)
     if sync is None:
         return {}
-    from gpulab.core.peaks import sustained_kw
+    from gpulab.core.timing import sustained_kw
 
     kw = sustained_kw(fn, sync, 0.1 if ctx.quick else 0.5, min_call_s=0.0 if always else 5e-4)
     ctx.check_cancelled()

@@ -14,6 +14,7 @@ from gpulab.core.results import Result, Series
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import times
 
 CHECK_ROWS = 128
 BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
@@ -177,6 +178,15 @@ class TensorCoreAlignment(Experiment):
                 "comes from SIMD widths and cache blocking."
             )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        worst = result.summary.get("worst") or {}
+        if not worst:
+            return ""
+        dtype, slow = max(worst.items(), key=lambda kv: kv[1])
+        per_size = (result.summary.get("slowdown_vs_aligned") or {}).get(dtype) or {}
+        size = max(per_size, key=lambda k: per_size[k], default="?")
+        return f"the worst misaligned size (n={size}, {dtype}) ran {times(slow)} the aligned time"
 
 
 EXPERIMENT = TensorCoreAlignment()

@@ -18,6 +18,7 @@ from gpulab.experiments import blocks
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import streaming
 
 
 def host_bytes(n: int) -> int:
@@ -162,6 +163,9 @@ class VectorAdd(Experiment):
             out.copy_(torch.add(ha.to(dev), hb.to(dev)))
 
         return with_copies, out, "torch"
+
+    def headline(self, result: Result) -> str:
+        return streaming(self, result)
 
 
 EXPERIMENT = VectorAdd()

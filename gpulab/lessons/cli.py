@@ -9,7 +9,13 @@ from typing import Any
 
 from gpulab.core.schema import tagged
 from gpulab.lessons.catalog import Catalog, load_catalog
-from gpulab.store.database import QuizBest, ReadMark, Store, StoreError
+from gpulab.store.connection import StoreError
+from gpulab.store.database import QuizBest, ReadMark, Store
+
+
+def add_parser(sub: Any) -> None:
+    lessons = sub.add_parser("lessons", help="list lessons and your progress")
+    lessons.add_argument("--json", action="store_true", help="print JSON")
 
 
 def progress_rows(

@@ -22,7 +22,7 @@ import aiohttp_jinja2
 from aiohttp import WSCloseCode, web
 from textual_serve.server import Server, to_int
 
-from gpulab.serve.cli import is_loopback
+from gpulab.serve.access import is_loopback
 from gpulab.serve.session import LabSession
 
 SLOT_WAIT_S = 3.0  # a reload closes its old session as it asks for the page: give it this long

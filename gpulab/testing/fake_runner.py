@@ -86,7 +86,6 @@ class FakeJob:
 async def montecarlo_script(job: FakeJob, emit: Emit, *, hold: bool = False) -> None:
     """Plausible, fixed Monte Carlo events: NumPy and torch-cpu rows, a result, a series."""
     from gpulab.core.results import Result
-    from gpulab.experiments.headlines import headline
     from gpulab.experiments.montecarlo import standard_error
 
     samples = int(job.params["samples"])
@@ -160,7 +159,7 @@ async def montecarlo_script(job: FakeJob, emit: Emit, *, hold: bool = False) -> 
         "explanation": "Every point is independent, so the work splits across every core.",
         "lesson": exp.lesson,
     }
-    result["headline"] = headline(exp, Result.from_dict(result))  # as the worker's finish()
+    result["headline"] = exp.answer(Result.from_dict(result))  # as the worker's finish()
     emit(frozen(ev.RESULT, job.id, result=result))
 
 
