@@ -152,7 +152,6 @@ def test_a_killed_bench_keeps_the_runs_it_finished(tmp_path, monkeypatch):
 
 
 def test_matmul_comparison_interleaves_rounds_and_compares_medians(monkeypatch):
-    from gpulab.experiments import matmul as mm
 
     order: list[str] = []
     ours = iter([600.0, 700.0, 650.0])
@@ -171,7 +170,7 @@ def test_matmul_comparison_interleaves_rounds_and_compares_medians(monkeypatch):
         return next(theirs)
 
     monkeypatch.setattr(bench, "_run_one", fake_run_one)
-    monkeypatch.setattr(mm, "benchmark_timer_tflops", fake_timer)
+    monkeypatch.setattr(bench, "benchmark_timer_tflops", fake_timer)
     c = bench.matmul_vs_timer(object())
     assert order == ["gpulab", "timer"] * 3
     assert c["name"] == bench_targets.MATMUL_CMP

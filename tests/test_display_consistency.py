@@ -15,7 +15,7 @@ from test_panes_telemetry import SIZE, PanesApp, _details, _plain, _sample
 from gpulab.app.panes.experiments import ExperimentPanel
 from gpulab.app.panes.memory_gauge import MemoryGauge
 from gpulab.app.runs import RunState
-from gpulab.benchmark.suite import markdown
+from gpulab.benchmark.markdown import markdown
 from gpulab.lessons.measured import Measured
 from gpulab.render.results import HEADERS, measurement_rows
 from gpulab.telemetry.cli import info_lines

@@ -43,7 +43,8 @@ from gpulab import cli
 from gpulab.core import events as ev
 from gpulab.core import hostmem
 from gpulab.runner.classify import classify
-from gpulab.store.database import Store, StoreError
+from gpulab.store.connection import StoreError
+from gpulab.store.database import Store
 from gpulab.store.recover import check, recover
 
 REPO = Path(__file__).resolve().parents[1]

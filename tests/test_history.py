@@ -254,7 +254,7 @@ def test_the_cli_keeps_runs_but_not_typos(capsys):
 
 
 def test_a_store_that_takes_no_writes_is_one_line(matmul_events, tmp_path):
-    from gpulab.store.database import StoreError
+    from gpulab.store.connection import StoreError
 
     path = tmp_path / "ro.sqlite3"
     Store(path).close()

@@ -357,7 +357,6 @@ def test_the_report_holds_the_final_ceilings(monkeypatch, tmp_path):
 def test_the_recipe_target_runs_beside_the_experiment_rows(monkeypatch):
     from gpulab.benchmark import suite as bench
     from gpulab.core.devices import Backend, Inventory
-    from gpulab.experiments import montecarlo_torch as mct
 
     asked = []
 
@@ -365,7 +364,7 @@ def test_the_recipe_target_runs_beside_the_experiment_rows(monkeypatch):
         asked.append(samples)
         return {"name": f"mc {samples}", "target": ">= 0.95", "status": "pass", "value": 0.99}
 
-    monkeypatch.setattr(mct, "torch_vs_recipe", fake)
+    monkeypatch.setattr(bench, "torch_vs_recipe", fake)
     mc = {
         "experiment": "montecarlo",
         "status": "result",

@@ -166,7 +166,7 @@ def test_gpu_estimate_covers_what_a_torch_step_allocates(dtype):
     peak = torch.cuda.max_memory_allocated() - base
     assert peak <= mm.Matmul.gpu_bytes(n, dtype, "torch"), (peak, dtype)
     # The check took B a block of columns at a time: no second n x n array on the GPU.
-    assert peak < 3 * mm.BYTES[dtype] * n * n + 3 * mm.sup.CHUNK * 8 + 64 * 2**20, peak
+    assert peak < 3 * mm.BYTES[dtype] * n * n + 3 * mm.verification.CHUNK * 8 + 64 * 2**20, peak
 
 
 @pytest.mark.gpu

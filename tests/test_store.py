@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.store.database import SCHEMA_VERSION, Store, StoreError, default_path
+from gpulab.store.connection import StoreError
+from gpulab.store.database import SCHEMA_VERSION, Store, default_path
 
 
 def test_default_path_follows_the_data_dir_env(tmp_path, monkeypatch):

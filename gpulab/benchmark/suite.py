@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab import __version__
+from gpulab.benchmark.claims import claims_comparisons
 from gpulab.benchmark.targets import (
     MATMUL_CMP,
     blur_targets,
@@ -36,6 +37,16 @@ from gpulab.benchmark.targets import (
     over_ceiling,
     syllabus_comparisons,
 )
+from gpulab.core import events as ev
+from gpulab.core import peaks as pk
+from gpulab.core.devices import detect
+from gpulab.core.peaks import data_dir
+from gpulab.exercises import bench as ex_bench
+from gpulab.experiments.base import Context
+from gpulab.experiments.matmul import benchmark_timer_tflops
+from gpulab.experiments.montecarlo_torch import torch_vs_recipe
+from gpulab.experiments.registry import all_experiments
+from gpulab.runner.inline import run_job
 
 MC_RECIPE_SAMPLES = (100_000_000, 1_000_000_000)
 
@@ -59,17 +70,12 @@ def default_paths(suite: str, slug: str) -> tuple[Path, Path]:
     if (here / "bench").is_dir() and (here / "gpulab").is_dir():
         base = here / "bench" / "results"
     else:
-        from gpulab.core.peaks import data_dir
-
         base = data_dir() / "bench"
     base.mkdir(parents=True, exist_ok=True)
     return base / f"{suite}-{slug}.json", base / f"{suite}-{slug}.md"
 
 
 def _run_one(exp_id: str, params: dict[str, Any], inventory: Any, quick: bool) -> dict[str, Any]:
-    from gpulab.core import events as ev
-    from gpulab.runner.inline import run_job
-
     events: list[dict[str, Any]] = []
 
     def emit(event: dict[str, Any]) -> None:
@@ -107,7 +113,6 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
     if bl:
         out += blur_targets(bl, peaks)
     out += syllabus_comparisons(runs)
-    from gpulab.benchmark.claims import claims_comparisons
 
     out += claims_comparisons(runs)
     mm = [r for r in runs if r["experiment"] == "matmul" and r["status"] == "result"]
@@ -128,8 +133,6 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
 def montecarlo_vs_recipe(mc_runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The torch contender against the tutorials' recipe, warm, at MC_RECIPE_SAMPLES; each with
     the experiment's own torch row at that count (when the bench ran one) as context."""
-    from gpulab.experiments.montecarlo_torch import torch_vs_recipe
-
     rows = {
         r["result"]["summary"].get("samples"): contender_rows(r, "torch")
         for r in mc_runs
@@ -171,8 +174,6 @@ def matmul_vs_timer(
     row it reports), then Timer.blocked_autorange on the same op after the same untimed warm-up.
     The ratio is median(gpulab) / median(Timer); both series go in the report.
     """
-    from gpulab.experiments.matmul import benchmark_timer_tflops
-
     params = {"sizes": [n], "dtypes": [dtype], "contenders": ["torch"]}
     name = (
         MATMUL_CMP
@@ -225,11 +226,6 @@ def run_bench(
     repeat: int = 3,
 ) -> dict[str, Any]:
     """The suite's report; `on_run(report)` after each run, so a killed bench keeps its rows."""
-    from gpulab.core import peaks as pk
-    from gpulab.core.devices import detect
-    from gpulab.experiments.base import Context
-    from gpulab.experiments.registry import all_experiments
-
     inventory = detect()
     started = time.time()
     ctx = Context(inventory=inventory, quick=quick)
@@ -270,8 +266,6 @@ def run_bench(
     final_report_peaks(report, pk, inventory)
     report["over_ceiling"] = over_ceiling(runs)
     if suite in ("exercises", "full") and not only:
-        from gpulab.exercises import bench as ex_bench
-
         sys.stderr.write("  exercises (through a warm worker)\n")
         report["exercises"] = ex_bench.exercises_part(quick, repeat=repeat)
         report["comparisons"] += ex_bench.comparisons(report["exercises"], not peaks.cpu)

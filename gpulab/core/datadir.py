@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from platformdirs import user_data_dir
+
 from gpulab.core.errors import BadInput
 
 
@@ -14,8 +16,6 @@ def resolve() -> Path:
     env = os.environ.get("GPULAB_DATA_DIR")
     if env:
         return Path(env).expanduser()
-    from platformdirs import user_data_dir
-
     return Path(user_data_dir("gpulab"))
 
 

@@ -24,7 +24,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import faulthandler
+import multiprocessing
 import os
+import pickle
 import queue
 import shutil
 import signal
@@ -199,8 +201,6 @@ def _failure(context: Any, rank: int, exitcode: int) -> RankFailed:
     path = context.error_files[rank]
     tb = ""
     if path and os.path.exists(path):
-        import pickle
-
         with contextlib.suppress(Exception), open(path, "rb") as f:
             tb = str(pickle.load(f))
     if tb:
@@ -240,8 +240,6 @@ def _start_method(backend: str) -> str:
 
 
 def _context(method: str) -> Any:
-    import multiprocessing
-
     mp = multiprocessing.get_context(method)
     mp.set_forkserver_preload(["torch", "torch.distributed", "gpulab.core.ranks"])
     return mp

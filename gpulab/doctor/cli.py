@@ -11,6 +11,7 @@ from typing import Any
 
 from gpulab.core.schema import tagged
 from gpulab.doctor import checks as ck
+from gpulab.doctor import gather
 
 MARKS = {ck.OK: "✓", ck.WARN: "!", ck.FAIL: "✗", ck.SKIP: "-"}
 ASCII_MARKS = {ck.OK: "ok", ck.WARN: "!", ck.FAIL: "X", ck.SKIP: "-"}
@@ -65,11 +66,9 @@ def render(doc: dict[str, Any]) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gpulab.doctor.gather import gather
-
     if not getattr(args, "json", False):
         sys.stderr.write("gpulab doctor: starting a worker and a GPU probe ...\n")
-    doc = report(gather())
+    doc = report(gather.gather())
     if getattr(args, "json", False):
         print(json.dumps(doc, indent=2, default=str))
     else:

@@ -83,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
     from gpulab.exercises.catalog import UnknownExercise
     from gpulab.exercises.schema import ExerciseFormatError
     from gpulab.exercises.workspace import WorkspaceError
-    from gpulab.store.database import StoreError
+    from gpulab.store.connection import StoreError
 
     verb = getattr(args, "ex_command", None) or "list"
     try:

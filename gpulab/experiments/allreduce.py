@@ -15,6 +15,7 @@ fp32), so the sum must be exact; the largest error over ranks is reduced to rank
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from gpulab.core import ranks
@@ -22,6 +23,7 @@ from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
+from gpulab.experiments.p2p import copy_bandwidth
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
 CPU_MAX_BYTES = 16 * 2**20  # gloo moves bytes through the kernel's loopback: stop at 16 MiB
@@ -92,8 +94,6 @@ def _check(op: str, call: Any, x: Any, out: Any, rc: ranks.RankContext) -> float
 
 def _time(call: Any, rc: ranks.RankContext, budget_s: float) -> tuple[float, int]:
     """(slowest rank's mean seconds per call, calls timed); the ranks agree on the count."""
-    import time
-
     import torch
     import torch.distributed as dist
 
@@ -164,7 +164,6 @@ def peer_copy_gbs(ctx: Context) -> float | None:
     """GPU 0 -> GPU 1 copy bandwidth at 256 MiB, measured now (None without two GPUs)."""
     if not ctx.has_cuda or ranks.gpu_count(ctx) < 2:
         return None
-    from gpulab.experiments.p2p import copy_bandwidth
 
     return copy_bandwidth(0, 1, 256 * 2**20, peer=True)[0]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.core.params import Int, ParamSet
+from gpulab.core.params import Int, ParamError, ParamSet
 from gpulab.core.results import Result, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.bandwidth_machine import (
@@ -86,8 +86,6 @@ class Bandwidth(Experiment):
     bench_suites = ("full",)
 
     def check(self, params: dict[str, Any], inventory: Any) -> None:
-        from gpulab.core.params import ParamError
-
         if params["min_size"] > params["max_size"]:
             raise ParamError(
                 "min_size", params["min_size"], f"at most max_size ({params['max_size']})"

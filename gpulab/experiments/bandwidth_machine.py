@@ -9,6 +9,7 @@ the machine's own description, with their own failure modes (no NVML, no sysfs).
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any
 
 from gpulab.experiments import syllabus_support as sup
@@ -21,8 +22,6 @@ DEFAULT_LLC_BYTES = 32 * 2**20  # when the OS does not say (sysfs missing)
 
 def host_cache_bytes() -> int:
     """The CPU's largest cache (the last level), from sysfs; DEFAULT_LLC_BYTES when unknown."""
-    from pathlib import Path
-
     best = 0
     for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
         try:

@@ -13,10 +13,13 @@ x - box), which equal the 2-D stencil in exact arithmetic and cost a separable p
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from typing import Any
 
+from gpulab.core import peaks as pk
 from gpulab.core.params import Choice, Int, ParamSet, Text
+from gpulab.core.peaks import data_dir
 from gpulab.core.results import Artifact, Result, Verdict
 from gpulab.experiments import blur_library
 from gpulab.experiments import syllabus_support as sup
@@ -124,8 +127,6 @@ class Blur(Experiment):
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
         import numpy as np
-
-        from gpulab.core import peaks as pk
 
         kind, radius = params["kernel"], int(params["radius"])
         result = self.new_result(ctx, params)
@@ -302,8 +303,6 @@ class Blur(Experiment):
     def _save(ctx: Context, result: Result, planes, out, kind: str, who: str) -> None:
         from PIL import Image
 
-        from gpulab.core.peaks import data_dir
-
         if out is None:
             return
         run_dir = data_dir() / "runs" / f"blur-{time.strftime('%Y%m%d-%H%M%S')}-{id(result):x}"
@@ -327,8 +326,6 @@ class Blur(Experiment):
         """One CPU contender runs, and its row names it: SciPy when it is installed, else the
         NumPy fallback (a row labelled SciPy must never be NumPy's). Checked without importing
         SciPy, so the UI process can ask; `run` confirms with a real import."""
-        import importlib.util
-
         out = super().availability(inventory)
         if importlib.util.find_spec("scipy") is not None:
             out["numpy-slices"] = NUMPY_INSTEAD

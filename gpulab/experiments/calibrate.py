@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.core import peaks as pk
 from gpulab.core.params import Bool, ParamSet
 from gpulab.core.results import Measurement, Result
 from gpulab.experiments.base import Contender, Context, Experiment
@@ -28,8 +29,6 @@ class Calibrate(Experiment):
     contenders = (Contender("peaks", "calibration", "numpy"),)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
-        from gpulab.core import peaks as pk
-
         result = self.new_result(ctx, params)
         ctx.progress(0.0, "measuring this device's ceilings")
         peaks = pk.load_or_measure(

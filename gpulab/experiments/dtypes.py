@@ -13,11 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab.core.params import Choice, Int, List, ParamSet
-from gpulab.core.results import Result, Series
-from gpulab.experiments import blocks
+from gpulab.core.results import Result, Series, Verdict
+from gpulab.experiments import blocks, verification
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.fp8 import fp8_row
 from gpulab.experiments.wording import times
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
@@ -128,11 +129,11 @@ class Dtypes(Experiment):
                             rows,
                         )
                     with sup.tf32_mode(d == "tf32"):
-                        sup.poison(out)
+                        verification.poison(out)
                         fn()
                         k = min(CHECK_ROWS, size)
                         result.verdicts.append(
-                            sup.matmul_verdict(
+                            verification.matmul_verdict(
                                 f"matmul-{d}", out[:k], a[:k], b, d, size=f"{size}", ctx=ctx
                             )
                         )
@@ -183,17 +184,16 @@ class Dtypes(Experiment):
                     y = make(n, td)
                     out = torch.empty_like(x)
                     fn = lambda x=x, y=y, out=out: torch.add(x, y, out=out)  # noqa: E731
-                    sup.poison(out, ctx)
+                    verification.poison(out, ctx)
                     fn()
                     # Both inputs are exact in their dtype, so their float64 sum is exact and
                     # rounding it to the dtype gives the correctly rounded sum. Checked a block
                     # at a time on the device: no float64 copies of x and y.
                     bad = 0
-                    for s in ctx.blocks(n, sup.CHUNK if gpu else blocks.SMALL_BLOCK):
+                    for s in ctx.blocks(n, verification.CHUNK if gpu else blocks.SMALL_BLOCK):
                         ref = (x[s].double() + y[s].double()).to(td)
                         bad += int((out[s] != ref).sum().item())
                     del ref
-                    from gpulab.core.results import Verdict
 
                     result.verdicts.append(
                         Verdict.check(
@@ -226,7 +226,6 @@ class Dtypes(Experiment):
                 sup.emit(ctx, result, m)
         if fp8:
             ctx.progress(0.98, "matmul fp8 (e4m3, scaled)")
-            from gpulab.experiments.fp8 import fp8_row
 
             m8 = fp8_row(ctx, result, torch, dev, size)
             if m8 is not None and m8.throughput:

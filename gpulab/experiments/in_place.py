@@ -12,6 +12,7 @@ from typing import Any
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 from gpulab.experiments.wording import duration, measured
@@ -69,7 +70,9 @@ class InPlace(Experiment):
 
             # The checked call, on fresh inputs.
             fn()
-            result.verdicts.append(sup.verdict(c.id, state["x"], ref, "fp32", size=f"{n:g}"))
+            result.verdicts.append(
+                verification.verdict(c.id, state["x"], ref, "fp32", size=f"{n:g}")
+            )
             extra: dict[str, Any] = {}
             if gpu:
                 torch.cuda.synchronize(dev)

@@ -16,7 +16,7 @@ from typing import Any
 
 from gpulab.core.params import Bool, Int, ParamSet
 from gpulab.core.results import Result
-from gpulab.experiments import blocks
+from gpulab.experiments import blocks, verification
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
@@ -92,7 +92,7 @@ class KernelFusion(Experiment):
             try:
                 fn, kernels, dest = self._prepare(ctx, c.id, host)
                 if dest is not None:
-                    sup.poison(dest)  # written in place: an element it skips stays NaN
+                    verification.poison(dest)  # written in place: an element it skips stays NaN
                 out = blocks.joined(fn())  # the checked call (torch.compile: also the compile)
             except Exception as exc:  # torch.compile can fail for reasons outside our code
                 if "compile" not in c.id:
@@ -101,7 +101,9 @@ class KernelFusion(Experiment):
                 result.unavailable[c.id] = f"torch.compile failed here: {first[:200]}"
                 ctx.log(result.unavailable[c.id])
                 continue
-            result.verdicts.append(sup.verdict(c.id, out, ref, "fp32", size=f"{n:g}", ctx=ctx))
+            result.verdicts.append(
+                verification.verdict(c.id, out, ref, "fp32", size=f"{n:g}", ctx=ctx)
+            )
             del out
             timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
             pk = sup.peak_here(p, c.backend, "copy")

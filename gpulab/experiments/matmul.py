@@ -29,9 +29,12 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from gpulab.core import peaks as pk
 from gpulab.core.params import Int, List, ParamSet
 from gpulab.core.results import Result, Series
+from gpulab.core.timing import sustained_kw
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.matmul_contenders import (
     PYTHON_MAX,
@@ -79,8 +82,6 @@ def benchmark_timer_tflops(
     """
     import torch
     from torch.utils import benchmark
-
-    from gpulab.core.timing import sustained_kw
 
     tdt = sup.torch_dtype(dtype)
     a = torch.randn(n, n, device=device, dtype=tdt)
@@ -146,8 +147,6 @@ class Matmul(MatmulContenders, Experiment):
     # ------------------------------------------------------------------ run
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
-        from gpulab.core import peaks as pk
-
         sizes = sorted(int(n) for n in params["sizes"])
         dtypes = list(params["dtypes"])
         result = self.new_result(ctx, params)
@@ -258,10 +257,10 @@ class Matmul(MatmulContenders, Experiment):
         """GPU memory of one step: A, B and C in the dtype (made directly in it), and for CuPy's
         fp16 the fp32 array each input is drawn in first (CuPy draws no fp16 normals; C later
         reuses the freed staging block); the check takes B a block of columns at a time
-        (at most sup.CHUNK elements); plus cuBLAS's workspace and the allocators' rounding."""
+        (at most verification.CHUNK elements); plus cuBLAS's workspace and the allocators' rounding."""
         w = BYTES[dtype]
         per = 2 * w + 4 + w if (contender == "cupy" and dtype == "fp16") else 3 * w
-        return int(per * n * n * 1.05) + sup.CHUNK * 8 + GPU_WORKSPACE
+        return int(per * n * n * 1.05) + verification.CHUNK * 8 + GPU_WORKSPACE
 
     @staticmethod
     def host_bytes(n: int, dtype: str, contender: str) -> int:

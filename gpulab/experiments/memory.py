@@ -66,7 +66,7 @@ def rss_bytes() -> int | None:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         try:
-            import resource
+            import resource  # deferred: Unix only, and only where /proc is not
 
             return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
         except Exception:

@@ -16,6 +16,7 @@ from typing import Any
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 from gpulab.experiments.wording import times
@@ -34,7 +35,7 @@ def fit_bytes(s: int, *, host: bool) -> int:
 
 def column_sums(x: Any) -> Any:
     """x.double().sum(0), a block of rows at a time (no float64 copy of x)."""
-    step = max(1, sup.CHUNK // x.shape[1])
+    step = max(1, verification.CHUNK // x.shape[1])
     total = None
     for i in range(0, x.shape[0], step):
         part = x[i : i + step].double().sum(0)
@@ -125,10 +126,10 @@ class MemoryLayout(Experiment):
                 if ref_fn is None:
                     k = min(256, s)
                     b = w if "w.t" not in name else w.t()
-                    v = sup.matmul_verdict(name, out[:k], x[:k], b, "fp32", size=f"{s}")
+                    v = verification.matmul_verdict(name, out[:k], x[:k], b, "fp32", size=f"{s}")
                 else:
                     ref = column_sums(x) if ref_fn == "column sums" else ref_fn
-                    v = sup.verdict(name, out, ref, "fp32", size=f"{s}")
+                    v = verification.verdict(name, out, ref, "fp32", size=f"{s}")
                 result.verdicts.append(v)
                 del out
                 is_mm = name.startswith("x @")

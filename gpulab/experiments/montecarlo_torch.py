@@ -25,6 +25,9 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from gpulab.core.timing import Timer
+from gpulab.experiments.common import row
+
 GPU_CHUNK_MAX = 1 << 27  # 128M points: x and y 512 MiB each
 BYTES_PER_POINT = 8  # x and y in fp32
 EXACT_BLOCK = 1 << 24  # float32 holds every integer up to 2^24: a block's count is exact
@@ -119,8 +122,6 @@ def rng_rows(ctx: Any, counter: TorchCounter, samples: int, seed: int) -> list[A
     """Rows that isolate the torch contender's random-number cost: its two torch.rand writes
     alone, and a plain fill of the same bytes. The fused kernel uses a cheaper generator than
     torch's Philox, so the lesson must not put the whole gap on memory traffic."""
-    from gpulab.experiments.common import row
-
     out = []
     for cid, (what, rng) in RNG_ROWS.items():
         ctx.progress(0.5, f"torch: {what}")
@@ -185,8 +186,6 @@ def torch_vs_recipe(
     """Our contender's G samples/s over the recipe's, both warm, in interleaved rounds (a GPU's
     clocks drift: each round times both in the same conditions); ratio of the medians."""
     import torch
-
-    from gpulab.core.timing import Timer
 
     name = f"montecarlo: torch contender / tutorials' recipe (warm), {samples:.0e} samples"
     base = {"name": name, "target": ">= 0.95", "samples": samples}

@@ -12,6 +12,7 @@ from typing import Any
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 from gpulab.experiments.wording import on_gpu_else_cpu
@@ -79,7 +80,9 @@ class RoundTrips(Experiment):
             def fn(xd: Any = xd, dev: Any = dev, trips: bool = trips) -> Any:
                 return _steps(xd, steps, dev, trips).cpu()
 
-            result.verdicts.append(sup.verdict(c.id, fn(), ref, "fp32", size=f"{n:g} x {steps}"))
+            result.verdicts.append(
+                verification.verdict(c.id, fn(), ref, "fp32", size=f"{n:g} x {steps}")
+            )
             timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
             m = sup.emit(
                 ctx,

@@ -12,6 +12,7 @@ from typing import Any
 from gpulab.core.params import Int, List, ParamSet
 from gpulab.core.results import Result, Series
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 from gpulab.experiments.wording import times
@@ -111,11 +112,11 @@ class TensorCoreAlignment(Experiment):
                     b = torch.randn(s, s, device=dev, dtype=td)
                     out = torch.empty(s, s, device=dev, dtype=td)
                     fn = lambda a=a, b=b, out=out: torch.mm(a, b, out=out)  # noqa: E731
-                    sup.poison(out)
+                    verification.poison(out)
                     fn()
                     k = min(CHECK_ROWS, s)
                     result.verdicts.append(
-                        sup.matmul_verdict(f"{d}-{s}", out[:k], a[:k], b, d, size=f"{s}")
+                        verification.matmul_verdict(f"{d}-{s}", out[:k], a[:k], b, d, size=f"{s}")
                     )
                     # Every size in the sustained regime (even those under 0.5 ms): mixing
                     # boost-clock and power-limited timings would distort the slowdowns.

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result, Verdict
-from gpulab.experiments import blocks
+from gpulab.experiments import blocks, verification
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
@@ -78,9 +78,9 @@ class VectorAdd(Experiment):
         for i, c in enumerate(todo):
             ctx.progress(i / len(todo), f"{c.label}: {n:,} elements")
             fn, out, sync = self._prepare(ctx, c.id, a, b)
-            sup.poison(out, ctx)
+            verification.poison(out, ctx)
             fn()  # the checked run, on a poisoned output
-            mismatches = sup.mismatches(out, ref, ctx)
+            mismatches = verification.mismatches(out, ref, ctx)
             result.verdicts.append(
                 Verdict.check(
                     c.id,

@@ -20,7 +20,7 @@ from gpulab.core import events as ev
 from gpulab.core.errors import BadInput
 from gpulab.core.schema import KEY as SCHEMA_KEY
 from gpulab.core.schema import tagged
-from gpulab.history.entries import FORMAT, verdict_of
+from gpulab.history.entries import FORMAT, entry, no_telemetry, verdict_of
 
 EXPORT_FORMAT = "gpulab-history"
 FORMATS = ("json", "csv", "md")
@@ -164,8 +164,6 @@ def _from_json(text: str, name: str) -> list[dict[str, Any]]:
 
 def _from_stream(text: str, name: str) -> list[dict[str, Any]]:
     """`gpulab run --json`: one event per line; each result event becomes an entry."""
-    from gpulab.history.entries import entry, no_telemetry
-
     found = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.datadir import resolve
 from gpulab.store.connection import RECOVER_HINT, GuardedConnection, StoreError, is_damage
 
 DB_NAME = "gpulab.sqlite3"
@@ -104,8 +105,6 @@ __all__ = ["RECOVER_HINT", "Store", "StoreError", "is_damage"]  # and the row ty
 
 def data_dir() -> Path:
     """$GPULAB_DATA_DIR (the CLI's --data-dir sets it), else platformdirs' user data dir."""
-    from gpulab.core.datadir import resolve
-
     return resolve()
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.store import pages as store_pages
-from gpulab.store.database import SCHEMA_VERSION, Store, StoreError
+from gpulab.store.connection import StoreError
+from gpulab.store.database import SCHEMA_VERSION, Store
 
 
 @dataclass

@@ -16,6 +16,8 @@ from typing import Any
 
 from gpulab.core import events as ev
 from gpulab.core.devices import Backend, Inventory
+from gpulab.core.results import Result
+from gpulab.experiments.montecarlo import standard_error
 from gpulab.experiments.registry import get
 
 Emit = Callable[[dict[str, Any]], None]
@@ -85,9 +87,6 @@ class FakeJob:
 
 async def montecarlo_script(job: FakeJob, emit: Emit, *, hold: bool = False) -> None:
     """Plausible, fixed Monte Carlo events: NumPy and torch-cpu rows, a result, a series."""
-    from gpulab.core.results import Result
-    from gpulab.experiments.montecarlo import standard_error
-
     samples = int(job.params["samples"])
     emit(frozen(ev.ACCEPTED, job.id, experiment=job.experiment, params=job.params))
     rows = []

@@ -38,6 +38,7 @@ from gpulab.app.widgets.param_form import ParamForm, PickSelect
 from gpulab.app.widgets.plots import ResultPlots
 from gpulab.app.widgets.race import RaceView
 from gpulab.core import events as ev
+from gpulab.core.devices import Inventory
 from gpulab.core.params import ParamError
 from gpulab.experiments.registry import UnknownExperiment, all_experiments, get
 
@@ -181,8 +182,6 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
         exp = get(self.experiment_id)
         why: dict[str, str] = {}
         if self.inventory is not None:
-            from gpulab.core.devices import Inventory
-
             why = exp.availability(Inventory.from_dict(self.inventory))
         races = self.query(RaceView)
         if not races:  # the tabs compose after us: try again once they have
@@ -366,6 +365,7 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
     @on(Button.Pressed, "#show-traceback")
     def _traceback(self, event: Button.Pressed) -> None:
         event.stop()
+        # deferred: a screen loads when it first opens
         from gpulab.app.screens.traceback import TracebackScreen
 
         final = (self.shown.final if self.shown else None) or {}
