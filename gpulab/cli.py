@@ -12,7 +12,8 @@ One parser. Each command's CLI is the `cli.py` of the package that does its work
 This module holds the parser, the TUI (no command) and `completion` (the parser is its input).
 Bad input from a person (unknown experiment or parameter, a malformed or out-of-range value)
 is a `BadInput` raised anywhere below `main`, which prints it as one line on stderr and exits
-with status 2, never a traceback.
+with status 2, never a traceback; any other `GpulabError` (a store that cannot be used) is one
+line and status 1.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from gpulab import __version__, completion
 from gpulab.benchmark import cli as bench_cli
-from gpulab.core.errors import EXIT_BAD_INPUT, BadInput
+from gpulab.core.errors import EXIT_BAD_INPUT, BadInput, GpulabError
 from gpulab.core.params import parse_plain_number, shown
 from gpulab.doctor import cli as doctor_cli
 from gpulab.exercises import cli as exercises_cli
@@ -101,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             None if args.sample_period is None else sample_period(args.sample_period)
         )
         return getattr(args, _MAIN)(args)
-    except BadInput as exc:
+    except GpulabError as exc:  # BadInput: exit 2; a fault (the store, say): exit 1
         sys.stderr.write(f"gpulab: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:

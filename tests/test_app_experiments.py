@@ -1,5 +1,5 @@
 """Blur and the matmul race run from the experiment panel of the real app (Pilot, real runner),
-their rows read back from the results table (issue 6 item 7; montecarlo's is in test_app.py).
+their rows read back from the results table (montecarlo's is in test_app.py).
 
 Small sizes keep each run to seconds; the CPU calibration is pre-seeded so the worker does not
 spend its seconds measuring one (its figures sit far above this CPU, so no row re-measures it).

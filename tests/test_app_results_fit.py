@@ -1,4 +1,4 @@
-"""Results that fit (issue 15): plots with axes in data units, images with a 1:1 crop, the
+"""Results that fit: plots with axes in data units, images with a 1:1 crop, the
 race's labels and counts, the GPU at a glance, and the keys (maximize, quit during a run)."""
 
 from __future__ import annotations

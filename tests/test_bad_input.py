@@ -1,4 +1,4 @@
-"""Bad input a person can type (issue 12): each is refused before any work, with exit status 2
+"""Bad input a person can type: each is refused before any work, with exit status 2
 and one line that names the flag or parameter, the value and what is allowed.
 
 `gpulab run` is called in-process with the runner replaced (`no_run`), so nothing here starts a

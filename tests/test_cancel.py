@@ -1,4 +1,4 @@
-"""Cancelling the CPU paths of the experiments that used to ignore it (issue 12 item 8).
+"""Cancelling the CPU paths of the experiments that used to ignore it.
 
 Two views. Through the real runner: each experiment is cancelled mid-run and must end as
 "cancelled" cooperatively, on the same worker (a kill would replace it), well inside the 1 s

@@ -1,4 +1,4 @@
-"""Claims made measurable (issue 16): cold start, occupancy, managed memory, the x.T.sum(0) row,
+"""Claims made measurable: cold start, occupancy, managed memory, the x.T.sum(0) row,
 the alignment answer. CPU paths and the pure arithmetic here; the GPU paths in
 test_exp_claims_gpu.py."""
 
@@ -150,7 +150,7 @@ def test_alignment_answer_is_the_runs_worst_slowdown(cpu_inventory):
 # ---------------------------------------------------------------------------- tensor cores
 
 KERNEL_NAMES = {
-    # Seen on an H100 (issue 16): plain fp32 is CUDA cores although the name says "xmma".
+    # Seen on an H100: plain fp32 is CUDA cores although the name says "xmma".
     "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x16_stage4_warpsize2x2x1_ffma_"
     "aligna4_alignc4_execute_kernel__5x_cublas": ("no", "ffma"),
     "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT": ("yes", "nvjet type code tst"),

@@ -1,4 +1,4 @@
-"""Issue 12's honest numbers, on the CPU: noisy timings, ceilings over 100%, one ceiling per
+"""Honest numbers, on the CPU: noisy timings, ceilings over 100%, one ceiling per
 table, cache-resident host copies, skip estimates, and how the bench reports them."""
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def test_a_row_over_100_within_5_percent_says_why():
 
 
 def test_rows_are_rejudged_against_the_final_ceiling():
-    # Issue 12: rows before a mid-run re-measure were judged against the old figure.
+    # Rows before a mid-run re-measure were judged against the old figure.
     p = _peaks(38.41)
     early, late = _row(54.0, p, note="early"), _row(53.0, p)
     judging.settle(early)
@@ -420,7 +420,7 @@ def test_the_cli_prints_each_rows_note(monkeypatch):
 
 @pytest.mark.gpu
 def test_pcie_and_device_copy_rows_stay_within_their_best_of_ceilings():
-    # Issue 12: h2d pinned rows at 102-104% and a d2h ceiling of 38 GB/s under 55 GB/s rows.
+    # Seen on an H100: h2d pinned rows at 102-104% and a d2h ceiling of 38 GB/s under 55 GB/s rows.
     from gpulab.core.devices import detect
     from gpulab.experiments import bandwidth as bw
     from gpulab.experiments.base import Context

@@ -87,7 +87,7 @@ def _gpu_utilization() -> int | None:
 
         pynvml.nvmlInit()
         return int(pynvml.nvmlDeviceGetUtilizationRates(pynvml.nvmlDeviceGetHandleByIndex(0)).gpu)
-    except Exception:
+    except Exception:  # noqa: BLE001 - no NVML reading: the test goes on without it
         return None
 
 

@@ -4,7 +4,7 @@ Runs in this process (runner.inline.run_job), after a fresh calibration of this 
 "% of peak" and every ratio below is against numbers measured minutes apart on the same machine.
 Writes JSON (device, driver, versions, peaks, every result, the comparisons) and a Markdown table.
 
-The comparisons are the headline targets (issue 6):
+The comparisons are the headline targets:
 - montecarlo: cupy-fused >= 600 G samples/s, >= 10x the torch recipe, device memory flat in samples
 - blur: our kernel >= 3x torch conv2d, and >= 50% of the device copy bandwidth
 - matmul: gpulab's torch bf16 TFLOP/s at n=8192 within 5% of torch.utils.benchmark.Timer,
@@ -12,7 +12,7 @@ The comparisons are the headline targets (issue 6):
 - montecarlo: the torch contender within 5% of the tutorials' recipe run warm, at 1e8 and 1e9
   samples, interleaved rounds (`montecarlo_torch.torch_vs_recipe`)
 
-Honesty checks of the report (issue 12): the ceilings a run ended with are the ones reported
+Honesty checks of the report: the ceilings a run ended with are the ones reported
 (a figure re-measured mid-run is named, with its first value), and every row above 100% of its
 ceiling is listed with its stated reason (`over_ceiling`).
 """
@@ -143,7 +143,7 @@ def montecarlo_vs_recipe(mc_runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         sys.stderr.write(f"  montecarlo: torch contender vs the recipe at {samples:.0e}\n")
         try:
             cmp = torch_vs_recipe(samples)
-        except Exception as exc:  # an OOM or a driver error: the target is not run, said why
+        except Exception as exc:  # noqa: BLE001 - an OOM or a driver error: the target is not run, said why
             cmp = {
                 "name": f"montecarlo: torch contender / tutorials' recipe (warm), {samples:.0e}",
                 "target": ">= 0.95",

@@ -56,13 +56,13 @@ def measure_cpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
     # The best of several runs: the ceiling is what this CPU can do, not what it did while
     # sharing its cores (a median under load left NumPy rows at 214% of "peak").
     timer = Timer(warmup=1, repeats=5 if quick else 10, budget_s=0.3 if quick else 1.5, min_runs=5)
-    timer.cancel_check = getattr(ctx, "check_cancelled", None) or timer.cancel_check  # issue 12
+    timer.cancel_check = getattr(ctx, "check_cancelled", None) or timer.cancel_check
     rng = np.random.default_rng(0)
     if "copy" in todo:
         n = (8 if quick else 256) * 2**20 // 4
         src = np.empty(n, dtype=np.float32)
         dst = np.empty_like(src)
-        for i in range(0, n, 1 << 21):  # 2M at a time, a cancel taken between (issue 12)
+        for i in range(0, n, 1 << 21):  # 2M at a time, a cancel taken between
             timer.cancel_check()
             rng.random(out=src[i : i + (1 << 21)], dtype=np.float32)
             dst[i : i + (1 << 21)] = 0.0  # its pages faulted in here, not in the first copy

@@ -11,8 +11,8 @@
     ├── StoreError            (store.connection: the progress file cannot be used)
     └── Cancelled             a job was asked to stop, and stopped
 
-str() of each is the one line a person reads. `gpulab.cli.main` is the one place that turns a
-BadInput raised by any command into that line and the exit status; the errors keep the builtin
+str() of each is the one line a person reads. `gpulab.cli.main` is the one place that turns one
+raised by any command into that line and its exit status (2 for BadInput, else 1); the errors keep the builtin
 base they had (ValueError, KeyError, RuntimeError), so code that caught those still does.
 """
 
@@ -22,7 +22,10 @@ EXIT_BAD_INPUT = 2
 
 
 class GpulabError(Exception):
-    """Every error gpulab raises on purpose."""
+    """Every error gpulab raises on purpose. A command that lets one through ends with
+    `gpulab: <message>` on stderr and `exit_code`."""
+
+    exit_code = 1
 
 
 class BadInput(GpulabError):

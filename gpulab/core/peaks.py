@@ -252,7 +252,7 @@ def remeasure(ctx: Any, peaks: Peaks, what: str) -> bool:
     before = _figures(peaks)
     try:
         _measure(peaks, [fig], quick=peaks.quick, ctx=ctx)
-    except Exception as exc:  # e.g. no room left on a GPU the experiment has filled
+    except Exception as exc:  # noqa: BLE001 - e.g. no room left on a GPU the experiment has filled
         for f, value in before.items():
             _set_figure(peaks, f, None if value is None else float(value))
         log(ctx, f"could not re-measure the {fig} ceiling: {type(exc).__name__}: {exc}")

@@ -48,7 +48,7 @@ def nvml_facts(nvml: Any = None) -> dict[str, Any]:
             }
     try:
         nvml.nvmlInit()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - every NVML failure is a fact the doctor judges
         code = codes.error_code(exc)
         out: dict[str, Any] = {"loaded": False, "error": codes.reason_for(exc)}
         if code == codes.DRIVER_NOT_LOADED:  # the library is here: maybe a GPU is too
@@ -78,7 +78,7 @@ def nvml_facts(nvml: Any = None) -> dict[str, Any]:
                     "mig": mig,
                 }
             )
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - every NVML failure is a fact the doctor judges
         return {
             "loaded": False,
             "error": f"NVML loads but cannot read the GPUs: {codes.reason_for(exc)}",

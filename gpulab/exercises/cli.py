@@ -12,7 +12,9 @@ import json
 import sys
 from typing import Any
 
-EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
+from gpulab.core.errors import EXIT_BAD_INPUT, BadInput
+
+EXIT_FAILED = 1
 SEED_MAX = 2**32 - 1
 
 
@@ -73,10 +75,6 @@ def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
     p.add_argument("--device", type=_device, help="CUDA device index", **(hide or {"default": 0}))
     p.add_argument("--inline", action="store_true", help=argparse.SUPPRESS, **hide)
     p.add_argument("--quick", action="store_true", help=argparse.SUPPRESS, **hide)
-
-
-class BadInput(Exception):
-    """One line for stderr, exit 2."""
 
 
 def main(args: argparse.Namespace) -> int:

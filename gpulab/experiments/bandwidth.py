@@ -7,7 +7,7 @@ A plain runtime memcpy (cudaMemcpyAsync through CuPy's runtime binding, on the s
 buffers and stream) is the peer PyTorch's pinned copies are measured against.
 Bytes counted: host<->device copies count the bytes moved once; device-to-device and host
 memory copies count bytes read + bytes written (the way the calibration counts them).
-"% of peak" is against this device's measured ceilings (METHOD.md): the calibration's pinned
+"% of peak" is against this device's measured ceilings (core/peaks.py): the calibration's pinned
 H2D and D2H copies for the PCIe rows, its device-to-device copy for d2d, the host copy for the
 NumPy row. The PCIe link's theoretical figure is context, in the summary and the explanation.
 A host copy whose source and destination fit in the CPU's last-level cache runs from the cache,

@@ -61,7 +61,7 @@ def pcie_link(inventory: Any, device_index: int) -> dict[str, Any]:
         return {"reason": "the NVML binding is missing (pip install nvidia-ml-py)"}
     try:
         pynvml.nvmlInit()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - no NVML: the reason replaces the link's figures
         return {"reason": f"NVML unavailable: {exc}"}
     try:
         handle = None
@@ -70,7 +70,7 @@ def pcie_link(inventory: Any, device_index: int) -> dict[str, Any]:
                 uuid = d.uuid if d.uuid.startswith("GPU-") else f"GPU-{d.uuid}"
                 try:
                     handle = pynvml.nvmlDeviceGetHandleByUUID(uuid)
-                except Exception:
+                except Exception:  # noqa: BLE001 - a UUID NVML does not know: no handle, said below
                     handle = None
         if handle is None:
             handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
@@ -83,10 +83,10 @@ def pcie_link(inventory: Any, device_index: int) -> dict[str, Any]:
         ):
             try:
                 info[key] = int(fn(handle))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a figure NVML cannot read: the reason says which
                 info.setdefault("reason", f"NVML could not read the PCIe link ({exc})")
         return info
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any NVML error: the reason replaces the link's figures
         return {"reason": f"NVML could not read the PCIe link ({exc})"}
     finally:
         with contextlib.suppress(Exception):

@@ -113,7 +113,7 @@ class Context:
                 judge(self, row)
             except Cancelled:
                 raise
-            except Exception as exc:  # a failed re-check must not sink the run
+            except Exception as exc:  # noqa: BLE001 - a failed re-check must not sink the run
                 self.log(f"could not re-check the ceiling of a row: {type(exc).__name__}: {exc}")
         if self.on_measurement:
             self.on_measurement(row)

@@ -20,7 +20,7 @@ from gpulab.experiments.base import Contender, Context
 from gpulab.experiments.common import row
 from gpulab.experiments.syllabus_support import regime
 
-# Relative Frobenius error allowed against float64 (METHOD.md), set from the errors measured
+# Relative Frobenius error allowed against float64, set from the errors measured
 # on an H100 (see verification.TOLERANCE): fp32 1e-5, tf32 1e-3, fp16 1e-3, bf16 1e-2.
 TOLERANCE = verification.TOLERANCE
 PYTHON_MAX = 128

@@ -33,7 +33,7 @@ def nvml_process_bytes(device_index: int) -> tuple[int | None, int | None, str]:
         import pynvml
 
         pynvml.nvmlInit()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - no NVML: the reason replaces NVML's figures
         return None, None, f"NVML unavailable: {exc}"
     try:
         handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
@@ -49,10 +49,10 @@ def nvml_process_bytes(device_index: int) -> tuple[int | None, int | None, str]:
                     "NVML lists no memory for this process (a container or VM can hide "
                     "process ids); the device's used memory is shown instead"
                 )
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any NVML error listing processes: the reason says so
             reason = f"NVML could not list processes: {exc}"
         return mine, used, reason
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any NVML error: the reason replaces NVML's figures
         return None, None, f"NVML could not read the device: {exc}"
     finally:
         with contextlib.suppress(Exception):
@@ -69,7 +69,7 @@ def rss_bytes() -> int | None:
             import resource  # deferred: Unix only, and only where /proc is not
 
             return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-        except Exception:
+        except Exception:  # noqa: BLE001 - no figure is an answer; the caller shows none
             return None
 
 

@@ -3,7 +3,7 @@
 The recipe (two `torch.rand` arrays, `x*x + y*y <= 1`, mean, times 4) holds every sample in
 memory at once, several arrays of them: 1e9 samples take ~20 GB. The contender does the same
 arithmetic in chunks, so its memory is flat in the sample count, and chunking must cost no
-speed (issue 12: the first chunked version ran 13-17% behind the recipe). So it:
+speed (the first chunked version ran 13-17% behind the recipe). So it:
 - uses chunks of up to GPU_CHUNK_MAX points (within a quarter of the free memory): a 1e8 run is
   one chunk, like the recipe, and launches are a negligible share of a chunk's time;
 - allocates its buffers once per run and fills them in place (`torch.rand(out=)`, `mul_`,

@@ -152,7 +152,7 @@ class Profiler(Experiment):
         sort_key = "self_cuda_time_total" if gpu else "self_cpu_time_total"
         try:
             table = averages.table(sort_by=sort_key, row_limit=TOP)
-        except Exception:  # newer torch spells it self_device_time_total
+        except Exception:  # noqa: BLE001 - newer torch spells it self_device_time_total
             sort_key = "self_device_time_total"
             table = averages.table(sort_by=sort_key, row_limit=TOP)
         result.artifacts.append(

@@ -55,7 +55,7 @@ def peaks(ctx: Context) -> Ceilings | None:
         return Ceilings(main, host)
     except Cancelled:
         raise
-    except Exception as exc:  # a calibration failure must not sink the experiment
+    except Exception as exc:  # noqa: BLE001 - a calibration failure must not sink the experiment
         ctx.log(f"no calibration for % of peak: {type(exc).__name__}: {exc}")
         return None
 

@@ -43,18 +43,9 @@ def add_parser(sub: Any) -> None:
     imp.add_argument("file")
 
 
-def _fault(message: str) -> int:
-    """A database that cannot be used: one line, exit 1 (bad input is BadInput, exit 2)."""
-    sys.stderr.write(f"gpulab: {message}\n")
-    return 1
-
-
 def main(args: argparse.Namespace) -> int:
-    try:
-        store = Store()
-    except StoreError as exc:
-        return _fault(str(exc))
-    with store:
+    """Bad input raises BadInput (exit 2); a database that cannot be used, StoreError (exit 1)."""
+    with Store() as store:
         verb = getattr(args, "history_command", None)
         if verb == "show":
             return _show(store, args)
@@ -221,7 +212,7 @@ def _import(store: Any, args: argparse.Namespace) -> int:
     try:
         ids = [save(e, store) for e in entries]
     except StoreError as exc:
-        return _fault(f"nothing more was imported: {exc}")
+        raise StoreError(f"nothing more was imported: {exc}") from None
     span = f"{ids[0]}" if len(ids) == 1 else f"{ids[0]}-{ids[-1]}"
     print(f"imported {len(ids)} runs from {path.name} as {span} (gpulab history compare A B)")
     return 0

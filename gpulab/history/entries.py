@@ -350,7 +350,7 @@ class PolledWatch:
                 self.watch.add(reader.read())
                 if self._stop.wait(self.period):
                     return
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - no telemetry is a reason in the entry, never a lost run
             self._why = f"telemetry failed: {exc}"
         finally:
             reader.close()

@@ -320,7 +320,7 @@ class RunnerClient(SpawnMixin, FramesMixin, SpareMixin):
             return
         try:
             self.on_event(event)
-        except Exception as exc:  # a broken callback must not break the runner
+        except Exception as exc:  # noqa: BLE001 - a broken callback must not break the runner
             self.callback_error = exc
 
     def _note(self, line: str) -> None:

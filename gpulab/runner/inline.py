@@ -53,7 +53,7 @@ def run_job(
     except ParamError as exc:
         emit(ev.make(ev.FAILED, job, kind=ev.KIND_BAD_PARAMS, message=str(exc), traceback=""))
         return ev.FAILED
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - classify() names every failure, whatever its class
         kind, message, extra = classify(exc)
         emit(ev.make(ev.FAILED, job, kind=kind, message=message, traceback="", **extra))
         return ev.FAILED

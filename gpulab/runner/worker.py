@@ -142,7 +142,7 @@ class Worker:
                     self.commands.put(cmd)
                 elif cmd.get("cmd") == "activate":
                     self.activation.set()
-        except Exception as exc:  # a corrupt stream: nothing sensible is left to do
+        except Exception as exc:  # noqa: BLE001 - a corrupt stream: nothing sensible is left to do
             with contextlib.suppress(Exception):
                 sys.__stderr__.write(f"gpulab worker: command stream broken: {exc}\n")
         with contextlib.suppress(Exception):
@@ -157,7 +157,7 @@ class Worker:
                 self.run_one(cmd)
             except BrokenPipeError:
                 raise
-            except Exception as exc:  # a bug of the runner itself: report it, keep serving
+            except Exception as exc:  # noqa: BLE001 - a bug of the runner itself: report it, keep serving
                 import traceback
 
                 self.current = ""

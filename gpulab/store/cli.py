@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from gpulab.core.schema import tagged
@@ -36,8 +35,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             report = recover(path)
         except (StoreError, OSError) as exc:
-            sys.stderr.write(f"gpulab: cannot recover: {exc}\n")
-            return 1
+            raise StoreError(f"cannot recover: {exc}") from None  # exit 1, one line
         if as_json:
             _emit(
                 {

@@ -131,7 +131,7 @@ class GuardedConnection:
             # an up-to-date file read-only.
             if self._db.execute("PRAGMA user_version").fetchone()[0] != self.schema_version:
                 self._migrate()
-        except BaseException:
+        except BaseException:  # close on any failure, then re-raise it
             self._db.close()
             raise
         finally:
@@ -237,7 +237,7 @@ class GuardedConnection:
             try:
                 yield self._db
                 self._db.execute("COMMIT")
-            except BaseException as exc:
+            except BaseException as exc:  # roll back on any failure; re-raised unless it is a fault
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
                 if not _is_fault(exc) or self._opening:

@@ -348,7 +348,7 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
         if runner is not None:
             try:
                 await runner.cancel(self.job)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - a failed cancel is a notice, not a crash of the UI
                 self.app.notify(f"cancel failed: {exc}", severity="error")
         return True
 
