@@ -1,10 +1,10 @@
 """`gpulab bench`'s targets judged from finished runs: each a dict with the figure, the goal and
 pass or miss, and the report's honesty lists (rows over their ceiling, ceilings re-measured).
 
-Separate from bench.py because this is arithmetic on result dicts alone: nothing here runs an
+Separate from suite.py because this is arithmetic on result dicts alone: nothing here runs an
 experiment or touches a GPU, so tests judge hand-made runs with it. The targets that need runs
 of their own (matmul against torch's Timer, Monte Carlo against the tutorials' recipe) stay in
-bench.py with the rest of the running.
+suite.py with the rest of the running.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Faults never stop the lab: a read that fails (a bad page, a disk error) returns nothing, a write
 that fails (a full disk, a lock held too long) is dropped, and each says so once in `notices`
 (and to `on_notice`), naming the file, which is never changed or deleted. A damaged file takes
-no more writes (`gpulab store recover` salvages it: gpulab/store_recover.py). A file gpulab may
+no more writes (`gpulab store recover` salvages it: gpulab/store/recover.py). A file gpulab may
 not write (a read-only data dir) is opened read-only: progress shows, nothing new is saved.
 Mistakes in gpulab's own SQL (a constraint, misuse) still raise.
 """

@@ -11,7 +11,7 @@ WAL also lets a second reader (`gpulab lessons` while the TUI runs, or two TUIs)
 data while a writer is busy; writers wait up to `BUSY_TIMEOUT_S` for each other.
 
 Faults of the file or the disk (a bad page, a full disk, a read-only data dir) never stop the
-lab: they become notices (gpulab/store_db.py, the guarded connection Store stands on).
+lab: they become notices (store/connection.py, the guarded connection Store stands on).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpulab.store import pages as store_pages
+from gpulab.store import pages
 from gpulab.store.connection import StoreError
 from gpulab.store.database import SCHEMA_VERSION, Store
 
@@ -195,6 +195,6 @@ def _copy_rows(source: Path, new: Store, report: Recovery) -> None:
 
 def _page_rows(source: Path, old: sqlite3.Connection) -> dict[str, list[tuple[int, dict]]]:
     try:
-        return store_pages.salvage(source, old)
+        return pages.salvage(source, old)
     except (OSError, ValueError, sqlite3.Error):
         return {}
