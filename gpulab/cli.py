@@ -10,6 +10,7 @@ One parser. Each command's CLI is the `cli.py` of the package that does its work
     lessons     lessons/cli.py         serve       serve/cli.py
 
 This module holds the parser, the TUI (no command) and `completion` (the parser is its input).
+Every start imports every command's cli.py, so those import their work when they run.
 Bad input from a person (unknown experiment or parameter, a malformed or out-of-range value)
 is a `BadInput` raised anywhere below `main`, which prints it as one line on stderr and exits
 with status 2, never a traceback; any other `GpulabError` (a store that cannot be used) is one

@@ -265,7 +265,7 @@ def test_a_store_that_takes_no_writes_is_one_line(matmul_events, tmp_path):
 def test_import_into_a_read_only_history_exits_1_with_one_line(
     matmul_events, tmp_path, capsys, monkeypatch
 ):
-    import gpulab.history.cli
+    import gpulab.store.database
 
     stream = tmp_path / "run.jsonl"
     stream.write_text(json.dumps(matmul_events[0][-1]) + "\n")
@@ -275,7 +275,7 @@ def test_import_into_a_read_only_history_exits_1_with_one_line(
         def __init__(self, path=None, **kw):
             super().__init__(path, read_only=True)
 
-    monkeypatch.setattr(gpulab.history.cli, "Store", ReadOnly)
+    monkeypatch.setattr(gpulab.store.database, "Store", ReadOnly)
     assert cli.main(["history", "import", str(stream)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("gpulab: nothing more was imported: progress is read-only"), err

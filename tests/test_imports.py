@@ -266,7 +266,7 @@ def test_imports_inside_functions_say_why():
                     text = lines[i].strip()
                     if text.startswith("#"):
                         said = "deferred" in text
-                    elif not text.startswith(("from ", "import ")) and text != ")":
+                    elif text and not text.startswith(("from ", "import ")) and text != ")":
                         break
                 if not said:
                     silent.append(

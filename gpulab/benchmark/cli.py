@@ -7,13 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpulab.benchmark.markdown import markdown
-from gpulab.benchmark.suite import default_paths, device_slug, run_bench
 from gpulab.core import datadir
 from gpulab.core.errors import BadInput
-from gpulab.core.results import json_safe
 from gpulab.core.schema import tagged
-from gpulab.experiments.registry import all_experiments
 
 
 def add_parser(sub: Any) -> None:
@@ -33,6 +29,12 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.benchmark.markdown import markdown
+    from gpulab.benchmark.suite import default_paths, device_slug, run_bench
+    from gpulab.core.results import json_safe
+    from gpulab.experiments.registry import all_experiments
+
     datadir.require()  # found before minutes of work, not after
     suite = getattr(args, "suite", "core") or "core"
     if suite not in ("core", "full", "exercises"):

@@ -11,7 +11,6 @@ from typing import Any
 
 from gpulab.core.schema import tagged
 from gpulab.doctor import checks as ck
-from gpulab.doctor import gather
 
 MARKS = {ck.OK: "✓", ck.WARN: "!", ck.FAIL: "✗", ck.SKIP: "-"}
 ASCII_MARKS = {ck.OK: "ok", ck.WARN: "!", ck.FAIL: "X", ck.SKIP: "-"}
@@ -66,6 +65,9 @@ def render(doc: dict[str, Any]) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.doctor import gather
+
     if not getattr(args, "json", False):
         sys.stderr.write("gpulab doctor: starting a worker and a GPU probe ...\n")
     doc = report(gather.gather())

@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 from gpulab.core.schema import tagged
-from gpulab.experiments.registry import all_experiments
 
 
 def add_parser(sub: Any) -> None:
@@ -16,6 +15,9 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.experiments.registry import all_experiments
+
     exps = all_experiments()
     if args.json:
         experiments = [e.describe() for e in exps.values()]

@@ -15,11 +15,7 @@ from typing import Any
 
 from gpulab.core.errors import BadInput
 from gpulab.core.schema import tagged
-from gpulab.history.entries import compare, render_compare, save
-from gpulab.history.transfer import as_imported, export, parse
 from gpulab.render.results import render_result, table
-from gpulab.store.connection import StoreError
-from gpulab.store.database import Store
 
 
 def add_parser(sub: Any) -> None:
@@ -45,6 +41,9 @@ def add_parser(sub: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Bad input raises BadInput (exit 2); a database that cannot be used, StoreError (exit 1)."""
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.store.database import Store
+
     with Store() as store:
         verb = getattr(args, "history_command", None)
         if verb == "show":
@@ -170,6 +169,9 @@ def _telemetry(t: dict[str, Any]) -> str:
 
 
 def _compare(store: Any, args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.history.entries import compare, render_compare
+
     a, b = _one(store, args.a), _one(store, args.b)
     if a is None:
         raise _missing(args.a)
@@ -183,6 +185,9 @@ def _compare(store: Any, args: argparse.Namespace) -> int:
 
 
 def _export(store: Any, args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.history.transfer import export
+
     entries = store.run_entries(args.ids or None, limit=10**9)
     missing = sorted(set(args.ids) - {e["id"] for e in entries})
     if missing:
@@ -200,6 +205,11 @@ def _export(store: Any, args: argparse.Namespace) -> int:
 
 
 def _import(store: Any, args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.history.entries import save
+    from gpulab.history.transfer import as_imported, parse
+    from gpulab.store.connection import StoreError
+
     path = Path(args.file)
     try:
         text = path.read_text()

@@ -8,7 +8,6 @@ job (cooperatively, then by replacing the worker). Exit codes: 0 result, 1 faile
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import signal
@@ -21,10 +20,7 @@ from gpulab.core import events as ev
 from gpulab.core.errors import BadInput
 from gpulab.core.params import parse_assignments, parse_index, parse_plain_number, shown
 from gpulab.core.schema import tagged
-from gpulab.experiments.registry import get
-from gpulab.history.entries import PolledWatch, entry, save, worth_keeping
 from gpulab.render.results import render_result
-from gpulab.runner.client import RunnerClient
 
 TIMEOUT_MAX_S = 86_400.0  # a day: past it a typo, not a plan
 
@@ -46,6 +42,9 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.experiments.registry import get
+
     datadir.require()  # found before minutes of work, not after
     exp = get(args.experiment)
     try:
@@ -134,6 +133,12 @@ async def _run(
     timeout: float,
     plots: bool = False,
 ) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    import asyncio
+
+    from gpulab.history.entries import PolledWatch
+    from gpulab.runner.client import RunnerClient
+
     loop = asyncio.get_running_loop()
 
     def on_event(event: dict[str, Any]) -> None:
@@ -186,6 +191,9 @@ def keep(
     as_json: bool,
 ) -> int | None:
     """Store the finished run in the history; a failure is one line on stderr, never an exit."""
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.history.entries import entry, save, worth_keeping
+
     try:
         kept = entry(
             experiment,
@@ -218,6 +226,8 @@ def run_headless(
     timeout: float = 0,
     plots: bool = False,
 ) -> int:
+    import asyncio  # deferred: the event loop loads when a run starts, not at every gpulab start
+
     return asyncio.run(
         _run(experiment, params, as_json=as_json, device=device, timeout=timeout, plots=plots)
     )

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
@@ -78,6 +77,8 @@ def main(args: argparse.Namespace) -> int:
     warning = exposure_warning(host, port)
     if warning:
         sys.stderr.write(warning + "\n")
+    import asyncio  # deferred: the event loop loads when the server starts
+
     server = LabServer(app_argv(args.sample_period), host, port, max_sessions=sessions)
     try:
         asyncio.run(server.run())

@@ -7,9 +7,6 @@ import json
 from typing import Any
 
 from gpulab.core.schema import tagged
-from gpulab.store.connection import StoreError
-from gpulab.store.database import default_path
-from gpulab.store.recover import check, recover
 
 
 def add_parser(sub: Any) -> None:
@@ -29,6 +26,11 @@ def _emit(data: dict[str, Any]) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.store.connection import StoreError
+    from gpulab.store.database import default_path
+    from gpulab.store.recover import check, recover
+
     path = default_path()
     as_json = bool(getattr(args, "json", False))
     if getattr(args, "action", "check") == "recover":

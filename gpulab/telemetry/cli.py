@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulab import __version__
-from gpulab.core.devices import detect
 from gpulab.core.schema import tagged
-from gpulab.telemetry.inventory import SystemInventory
-from gpulab.telemetry.sampler import TelemetryReader
-from gpulab.telemetry.snapshot import GpuSnapshot
 from gpulab.telemetry.values import NA, card_memory, fmt, gib, nbytes
+
+if TYPE_CHECKING:
+    from gpulab.telemetry.inventory import SystemInventory
+    from gpulab.telemetry.snapshot import GpuSnapshot
 
 
 def add_parser(sub: Any) -> None:
@@ -22,6 +22,10 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.core.devices import detect
+    from gpulab.telemetry.sampler import TelemetryReader
+
     inv = detect()
     reader = TelemetryReader()
     try:
