@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpulab.runner import events as ev  # noqa: E402
+from gpulab.core import events as ev  # noqa: E402
 from gpulab.runner.client import RunnerClient  # noqa: E402
 
 TARGET_FIRST_EVENT_MS = 20.0

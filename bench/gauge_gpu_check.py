@@ -149,7 +149,7 @@ async def main(out: Path) -> dict[str, Any]:
         try:
             await _via_runner(app, pilot, notes, out)
             notes["path"] = "runner: memory experiment (gib=4, hold_s=2)"
-        except Exception as exc:  # the runner is another engineer's; fall back, and say so
+        except Exception as exc:  # noqa: BLE001 - the runner is another engineer's; fall back, and say so
             notes["runner_error"] = f"{type(exc).__name__}: {exc}"
             await _via_child(app, pilot, notes, out)
             notes["path"] = "torch child process (4 GiB held 2 s)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.experiments.headlines import times
+from gpulab.experiments.wording import times
 
 
 def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -24,7 +24,7 @@ def _best_rate(result: dict[str, Any], unit: str = "GB/s") -> str:
 
 
 def _fmt_time(seconds: float) -> str:
-    from gpulab.report import fmt_time
+    from gpulab.render.results import fmt_time
 
     return fmt_time(seconds)
 

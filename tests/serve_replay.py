@@ -16,7 +16,7 @@ from pathlib import Path
 from aiohttp import web
 from serve_helpers import READ_SCREEN, chromium
 
-from gpulab.serve import LabServer
+from gpulab.serve.server import LabServer
 
 CHUNK = 64 * 1024
 

@@ -18,7 +18,7 @@ from gpulab.app.main_screen import MainScreen
 from gpulab.app.panes.lessons import LessonsPane
 from gpulab.app.screens.help import HelpScreen
 from gpulab.app.screens.traceback import TracebackScreen
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
 from gpulab.testing.fake_nvml import fake_sampler, worker_inventory
 from gpulab.testing.fake_runner import FakeRunner, frozen
 

@@ -1,5 +1,5 @@
 """Blur and the matmul race run from the experiment panel of the real app (Pilot, real runner),
-their rows read back from the results table (issue 6 item 7; montecarlo's is in test_app.py).
+their rows read back from the results table (montecarlo's is in test_app.py).
 
 Small sizes keep each run to seconds; the CPU calibration is pre-seeded so the worker does not
 spend its seconds measuring one (its figures sit far above this CPU, so no row re-measures it).
@@ -14,9 +14,9 @@ from test_app import ready, wait_for
 from textual.widgets import DataTable, Static
 
 from gpulab.app import GpuLabApp
+from gpulab.core import events as ev
 from gpulab.core import peaks as pk
 from gpulab.core.devices import detect
-from gpulab.runner import events as ev
 
 HEADERS = ["contender", "size", "dtype", "time", "throughput", "% peak", "verdict"]
 

@@ -12,7 +12,7 @@ from gpulab.app.panes.lessons import LessonsPane
 from gpulab.app.screens.quiz import LETTERS, QuizScreen
 from gpulab.lessons.catalog import load_catalog
 from gpulab.lessons.measured import Measured
-from gpulab.store import Store
+from gpulab.store.database import Store
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lessons"
 
@@ -635,8 +635,8 @@ async def test_a_bandwidth_run_fills_the_transfers_lesson(tmp_path, monkeypatch)
     """The pageable H2D figure in lesson 10 comes from a finished bandwidth run, shown when
     the learner comes back to the lesson; before that the lesson says how to measure it."""
     from gpulab.app.panes.experiments import ExperimentPanel
+    from gpulab.core import events as ev
     from gpulab.experiments.bandwidth_report import summary
-    from gpulab.runner import events as ev
     from gpulab.testing.fake_runner import FakeRunner, frozen
 
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "data"))

@@ -1,4 +1,4 @@
-"""Results that fit (issue 15): plots with axes in data units, images with a 1:1 crop, the
+"""Results that fit: plots with axes in data units, images with a 1:1 crop, the
 race's labels and counts, the GPU at a glance, and the keys (maximize, quit during a run)."""
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ async def test_switching_experiments_clears_every_tab_and_history_keeps_the_run(
 
 
 def test_cli_prints_the_plots_before_the_answer_only_when_asked():
-    from gpulab.report import render_result
+    from gpulab.render.results import render_result
 
     result = {
         "record": {"experiment": "montecarlo", "device": "cpu"},

@@ -1,4 +1,4 @@
-"""Bad input a person can type (issue 12): each is refused before any work, with exit status 2
+"""Bad input a person can type: each is refused before any work, with exit status 2
 and one line that names the flag or parameter, the value and what is allowed.
 
 `gpulab run` is called in-process with the runner replaced (`no_run`), so nothing here starts a
@@ -25,7 +25,7 @@ from gpulab.experiments import blur
 @pytest.fixture
 def no_run(monkeypatch) -> list[dict[str, Any]]:
     """Every `gpulab run` that passes validation lands here instead of in a worker."""
-    import gpulab.cli_run
+    import gpulab.runner.cli
 
     calls: list[dict[str, Any]] = []
 
@@ -33,7 +33,7 @@ def no_run(monkeypatch) -> list[dict[str, Any]]:
         calls.append({"experiment": experiment, "params": params, **kw})
         return 0
 
-    monkeypatch.setattr(gpulab.cli_run, "run_headless", fake)
+    monkeypatch.setattr(gpulab.runner.cli, "run_headless", fake)
     return calls
 
 

@@ -95,7 +95,7 @@ async def test_the_panel_plots_the_ceiling_from_a_bandwidth_result():
 
     from gpulab.app import GpuLabApp
     from gpulab.app.widgets.plots import SeriesPlot
-    from gpulab.runner import events as ev
+    from gpulab.core import events as ev
     from gpulab.testing.fake_runner import FakeRunner, frozen
 
     series = [s.to_dict() for s in _series(_gpu_peaks())]

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from gpulab.core import events as ev
 from gpulab.core.devices import Inventory, detect
 from gpulab.core.params import ParamError
 from gpulab.experiments.break_it import EXPLAIN, MODES
 from gpulab.experiments.registry import get
-from gpulab.runner import events as ev
 from gpulab.runner.inline import run_job
 
 

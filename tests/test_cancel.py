@@ -1,4 +1,4 @@
-"""Cancelling the CPU paths of the experiments that used to ignore it (issue 12 item 8).
+"""Cancelling the CPU paths of the experiments that used to ignore it.
 
 Two views. Through the real runner: each experiment is cancelled mid-run and must end as
 "cancelled" cooperatively, on the same worker (a kill would replace it), well inside the 1 s
@@ -19,10 +19,11 @@ import pytest
 import pytest_asyncio
 from test_app_experiments import seed_cpu_calibration
 
+from gpulab.core import events as ev
 from gpulab.core.devices import Backend, detect
-from gpulab.experiments.base import Cancelled, Context
+from gpulab.core.errors import Cancelled
+from gpulab.experiments.base import Context
 from gpulab.experiments.registry import get
-from gpulab.runner import events as ev
 from gpulab.runner.client import RunnerClient
 
 START_S = 120.0  # a worker imports torch; a loaded 2-core CI box can take a while

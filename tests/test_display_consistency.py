@@ -15,10 +15,10 @@ from test_panes_telemetry import SIZE, PanesApp, _details, _plain, _sample
 from gpulab.app.panes.experiments import ExperimentPanel
 from gpulab.app.panes.memory_gauge import MemoryGauge
 from gpulab.app.runs import RunState
-from gpulab.bench import markdown
+from gpulab.benchmark.markdown import markdown
 from gpulab.lessons.measured import Measured
-from gpulab.report import HEADERS, measurement_rows
-from gpulab.telemetry.report import info_lines
+from gpulab.render.results import HEADERS, measurement_rows
+from gpulab.telemetry.cli import info_lines
 from gpulab.telemetry.sampler import TelemetryReader
 from gpulab.testing.fake_nvml import MiB, worker_inventory
 

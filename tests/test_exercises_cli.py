@@ -16,6 +16,7 @@ import pytest
 from gpulab.cli import main
 from gpulab.core.schema import tag
 from gpulab.exercises import cli as ex_cli
+from gpulab.exercises import commands as ex_commands
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "exercises"
 
@@ -24,7 +25,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "exercises"
 def _setup(tmp_path, monkeypatch):
     monkeypatch.setenv("GPULAB_EXERCISES_PATH", str(FIXTURES))
     monkeypatch.setenv("GPULAB_WORKDIR", str(tmp_path / "work"))
-    monkeypatch.setattr(ex_cli, "machine", lambda: ex_cli.cpu_only("no GPU in this test"))
+    monkeypatch.setattr(ex_cli, "machine", lambda: ex_commands.cpu_only("no GPU in this test"))
+    monkeypatch.setattr(ex_commands, "machine", lambda: ex_commands.cpu_only("no GPU in this test"))
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -155,7 +157,7 @@ async def test_watch_rechecks_on_save_and_moves_on(tmp_path):
     from gpulab.exercises.session import Checker
     from gpulab.exercises.watch import watch_loop
     from gpulab.exercises.workspace import Workspace
-    from gpulab.store import Store
+    from gpulab.store.database import Store
 
     cat, ws = load_catalog(FIXTURES), Workspace(tmp_path / "w")
     double = cat.get("double")
@@ -188,7 +190,7 @@ async def test_watch_rechecks_on_save_and_moves_on(tmp_path):
                     cat,
                     ws,
                     double,
-                    inv=ex_cli.cpu_only("test"),
+                    inv=ex_commands.cpu_only("test"),
                     checker=checker,
                     store=st,
                     say=say,

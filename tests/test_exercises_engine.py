@@ -20,7 +20,7 @@ from gpulab.exercises.grader import run_check
 from gpulab.exercises.progress import FAILING, NOT_STARTED, PASSING, Progress
 from gpulab.exercises.schema import ExerciseFormatError
 from gpulab.exercises.workspace import Workspace
-from gpulab.store import Store
+from gpulab.store.database import Store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "exercises"
 
@@ -434,13 +434,13 @@ def test_an_exception_in_the_timed_run_is_a_failed_check(tmp_path, double):
 
 
 def test_the_check_job_is_hidden_but_resolvable(monkeypatch):
-    from gpulab.exercises import cli as ex_cli
+    from gpulab.exercises import commands as ex_commands
     from gpulab.exercises.job import EXPERIMENT_ID, check_inline
     from gpulab.experiments.registry import all_experiments, get
 
     assert EXPERIMENT_ID not in all_experiments() and get(EXPERIMENT_ID).id == EXPERIMENT_ID
     monkeypatch.setenv("GPULAB_EXERCISES_PATH", str(FIXTURES))
-    inv = ex_cli.cpu_only("no GPU in this test")
+    inv = ex_commands.cpu_only("no GPU in this test")
     result, events = check_inline("gpu-only", "/nowhere.py", 3, quick=True, inventory=inv)
     assert result.kind == "unavailable" and "needs a GPU: no GPU in this test" in result.message
     result, _ = check_inline("no-such", "/nowhere.py", 3, quick=True, inventory=inv)

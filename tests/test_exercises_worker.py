@@ -80,10 +80,12 @@ async def test_a_check_in_the_worker_records_progress_through_the_cli(
 ):
     from gpulab.cli import main
     from gpulab.exercises import cli as ex_cli
+    from gpulab.exercises import commands as ex_commands
 
     monkeypatch.setenv("GPULAB_EXERCISES_PATH", str(FIXTURES))
     monkeypatch.setenv("GPULAB_WORKDIR", str(tmp_path / "w"))
-    monkeypatch.setattr(ex_cli, "machine", lambda: ex_cli.cpu_only("test"))
+    monkeypatch.setattr(ex_cli, "machine", lambda: ex_commands.cpu_only("test"))
+    monkeypatch.setattr(ex_commands, "machine", lambda: ex_commands.cpu_only("test"))
     assert main(["ex", "reset", "double"]) == 0
     (tmp_path / "w" / "901_double.py").write_text(
         (FIXTURES / "901-double" / "solution.py").read_text()

@@ -1,4 +1,4 @@
-"""Claims made measurable (issue 16): cold start, occupancy, managed memory, the x.T.sum(0) row,
+"""Claims made measurable: cold start, occupancy, managed memory, the x.T.sum(0) row,
 the alignment answer. CPU paths and the pure arithmetic here; the GPU paths in
 test_exp_claims_gpu.py."""
 
@@ -150,7 +150,7 @@ def test_alignment_answer_is_the_runs_worst_slowdown(cpu_inventory):
 # ---------------------------------------------------------------------------- tensor cores
 
 KERNEL_NAMES = {
-    # Seen on an H100 (issue 16): plain fp32 is CUDA cores although the name says "xmma".
+    # Seen on an H100: plain fp32 is CUDA cores although the name says "xmma".
     "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x16_stage4_warpsize2x2x1_ffma_"
     "aligna4_alignc4_execute_kernel__5x_cublas": ("no", "ffma"),
     "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT": ("yes", "nvjet type code tst"),
@@ -262,15 +262,13 @@ def _result(exp_id: str, summary: dict, rows: list | None = None):
 
 def test_headlines_of_the_new_measurements():
     from gpulab.core.results import Measurement
-    from gpulab.experiments import headlines
 
     def occ(block: int, gbs: float, occupancy: float) -> Measurement:
         m = Measurement("scale", f"block {block}", 1e-3, 1e-3, 1e-3, 3, throughput=gbs)
         m.unit, m.extra = "GB/s", {"occupancy": occupancy}
         return m
 
-    line = headlines.headline(
-        registry.get("occupancy"),
+    line = registry.get("occupancy").answer(
         _result("occupancy", {}, [occ(32, 1800.0, 0.5), occ(256, 3000.0, 1.0)]),
     )
     assert line == (
@@ -278,16 +276,15 @@ def test_headlines_of_the_new_measurements():
         "at block 256 (100%)"
     )
     gbs = {"device": 3000.0, "managed-first-touch": 25.0, "managed-prefetched": 2900.0}
-    line = headlines.headline(registry.get("managed-memory"), _result("x", {"gbs": gbs}))
+    line = registry.get("managed-memory").answer(_result("x", {"gbs": gbs}))
     assert "ran at 25 GB/s, 120x slower" in line and "after a prefetch, 2.9e+03 GB/s" in line
     s = {"fresh_total_over_warm": 20000.0, "fresh_total_s": 4.2, "device": "gpu"}
-    line = headlines.headline(registry.get("cold-start"), _result("x", s))
+    line = registry.get("cold-start").answer(_result("x", s))
     assert "(import, CUDA context, first call): 20000x this warm worker's median" in line
 
 
 def test_profiler_headline_counts_tensor_core_kernels_and_ignores_kernel_rows():
     from gpulab.core.results import Measurement
-    from gpulab.experiments import headlines
 
     op = Measurement("aten::mm", "2048 x 512", 2e-3, 2e-3, 2e-3, 5)
     op.extra = {"share_pct": 61.0, "share_of": "operators' device time"}
@@ -299,7 +296,7 @@ def test_profiler_headline_counts_tensor_core_kernels_and_ignores_kernel_rows():
         "tensor_core_kernels": 3,
         "probe": {"measured": "400 TFLOP/s, 8.0x the fp32 CUDA-core ceiling (50)"},
     }
-    line = headlines.headline(registry.get("profiler"), _result("profiler", s, [op, kernel]))
+    line = registry.get("profiler").answer(_result("profiler", s, [op, kernel]))
     assert line.startswith("aten::mm took the most time: 61% of the operators' device time")
     assert line.endswith(
         "; 3 of 3 matmul kernels on tensor cores (bf16), measured: 400 TFLOP/s, "
@@ -308,9 +305,7 @@ def test_profiler_headline_counts_tensor_core_kernels_and_ignores_kernel_rows():
 
 
 def test_dtypes_headline_names_fp8_apart():
-    from gpulab.experiments import headlines
-
     s = {"device": "gpu", "matmul_tflops": {"fp32": 50.0, "bf16": 700.0, "fp8": 1200.0}}
-    line = headlines.headline(registry.get("dtypes"), _result("dtypes", s))
+    line = registry.get("dtypes").answer(_result("dtypes", s))
     assert line.startswith("fastest matmul on the GPU: bf16 at 700 TFLOP/s, 14x fp32's rate")
     assert line.endswith("; fp8 (e4m3, scaled) at 1.2e+03 TFLOP/s")

@@ -1,4 +1,4 @@
-"""Issue 16's new measurements on a real GPU (run with -m gpu): occupancy, managed memory, the
+"""The claims' measurements on a real GPU (run with -m gpu): occupancy, managed memory, the
 fresh-process cold start, the profiler's tensor-core verdicts and the fp8 matmul row."""
 
 from __future__ import annotations

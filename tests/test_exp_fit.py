@@ -17,6 +17,7 @@ import pytest
 
 from gpulab.core.devices import Backend, detect
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Context, DoesNotFit
 from gpulab.runner.inline import run_job
 
@@ -197,7 +198,7 @@ def test_matmul_estimates_count_staging_and_verification():
     for d, w in (("fp32", 4), ("bf16", 2), ("fp64", 8)):
         need = Matmul.gpu_bytes(n, d, "torch")
         assert need >= 3 * w * n * n + GPU_WORKSPACE
-        assert need <= 3 * w * n * n * 1.1 + GPU_WORKSPACE + sup.CHUNK * 8
+        assert need <= 3 * w * n * n * 1.1 + GPU_WORKSPACE + verification.CHUNK * 8
     # CuPy's fp16 inputs are drawn in fp32 first: that staging array is counted.
     assert Matmul.gpu_bytes(n, "fp16", "cupy") >= (2 + 4 + 2) * n * n
     assert Matmul.gpu_bytes(n, "fp16", "cupy") > Matmul.gpu_bytes(n, "fp16", "torch")
@@ -263,7 +264,7 @@ def test_host_estimates_cover_what_numpy_paths_allocate(cpu_inventory):
 
     inv = copy.deepcopy(cpu_inventory)
     inv.backends["torch-cpu"] = Backend("torch-cpu", False, reason="off: NumPy only")
-    block = sup.CHUNK * 8 * 3
+    block = verification.CHUNK * 8 * 3
 
     n = 8_000_000
     peak = _traced_peak(lambda: run("vector-add", {"n": n}, inv))
@@ -299,9 +300,11 @@ def test_rel_error_in_blocks_equals_the_direct_formula(tiny_chunks):
     rng = np.random.default_rng(0)
     ref = rng.standard_normal((13, 5))
     out = ref + 1e-6 * rng.standard_normal((13, 5))
-    assert sup.rel_error(out, ref) == pytest.approx(_direct(out, ref), rel=1e-9)
+    assert verification.rel_error(out, ref) == pytest.approx(_direct(out, ref), rel=1e-9)
     t_out = torch.from_numpy(out).float()
-    assert sup.rel_error(t_out, ref) == pytest.approx(_direct(t_out.numpy(), ref), rel=1e-9)
+    assert verification.rel_error(t_out, ref) == pytest.approx(
+        _direct(t_out.numpy(), ref), rel=1e-9
+    )
     # A reference given per block of rows, never materialised whole.
     seen = []
 
@@ -309,15 +312,15 @@ def test_rel_error_in_blocks_equals_the_direct_formula(tiny_chunks):
         seen.append(rows)
         return ref[rows]
 
-    assert sup.rel_error(out, ref_rows) == pytest.approx(_direct(out, ref), rel=1e-9)
+    assert verification.rel_error(out, ref_rows) == pytest.approx(_direct(out, ref), rel=1e-9)
     assert len(seen) == 13  # 7 elements a block: one 5-element row at a time
     flat = rng.standard_normal(50)
-    assert sup.rel_error(flat, flat) == 0.0
+    assert verification.rel_error(flat, flat) == 0.0
     bad = out.copy()
     bad[12, 4] = np.nan  # in the last block
-    assert sup.rel_error(bad, ref) == math.inf
-    assert sup.rel_error(out[:12], ref) == math.inf  # shape mismatch
-    assert sup.rel_error(np.float64(2.0), np.float64(2.0)) == 0.0
+    assert verification.rel_error(bad, ref) == math.inf
+    assert verification.rel_error(out[:12], ref) == math.inf  # shape mismatch
+    assert verification.rel_error(np.float64(2.0), np.float64(2.0)) == 0.0
 
 
 def test_product_error_takes_b_a_block_of_columns_at_a_time(tiny_chunks):
@@ -327,18 +330,18 @@ def test_product_error_takes_b_a_block_of_columns_at_a_time(tiny_chunks):
     a = rng.standard_normal((4, 9))
     b = rng.standard_normal((9, 11))
     out = a @ b
-    assert sup.product_error(out, a, b) < 1e-15
+    assert verification.product_error(out, a, b) < 1e-15
     wrong = out.copy()
     wrong[:, 10] += 1.0  # the last block of columns
-    assert sup.product_error(wrong, a, b) > 1e-3
+    assert verification.product_error(wrong, a, b) > 1e-3
     nan = out.copy()
     nan[3, 0] = np.nan
-    assert sup.product_error(nan, a, b) == math.inf
+    assert verification.product_error(nan, a, b) == math.inf
     # torch bf16 operands are widened exactly; the product's error is bf16 output rounding.
     ta = torch.from_numpy(a).bfloat16()
     tb = torch.from_numpy(b).bfloat16()
-    err = sup.product_error(torch.mm(ta, tb), ta, tb)
-    assert 0 < err < sup.TOLERANCE["bf16"]
+    err = verification.product_error(torch.mm(ta, tb), ta, tb)
+    assert 0 < err < verification.TOLERANCE["bf16"]
 
 
 def test_mismatches_in_blocks(tiny_chunks):
@@ -346,19 +349,19 @@ def test_mismatches_in_blocks(tiny_chunks):
 
     ref = np.arange(30, dtype=np.float32)
     out = torch.from_numpy(ref.copy())
-    assert sup.mismatches(out, ref) == 0
+    assert verification.mismatches(out, ref) == 0
     out[29] = float("nan")
     out[3] = -1
-    assert sup.mismatches(out, ref) == 2
-    assert sup.mismatches(out[:10], ref) == 30  # wrong size: nothing matches
+    assert verification.mismatches(out, ref) == 2
+    assert verification.mismatches(out[:10], ref) == 30  # wrong size: nothing matches
 
 
 def test_tolerances_are_set_from_measured_errors():
     # bench/results/full-h100.json: tf32 2.95e-4, fp16 2.54e-4, bf16 2.35e-3 at worst.
-    assert sup.TOLERANCE["tf32"] == 1e-3
-    assert sup.TOLERANCE["fp16"] == 1e-3
-    assert sup.TOLERANCE["bf16"] == 1e-2
-    assert sup.TOLERANCE["fp32"] == 1e-5
+    assert verification.TOLERANCE["tf32"] == 1e-3
+    assert verification.TOLERANCE["fp16"] == 1e-3
+    assert verification.TOLERANCE["bf16"] == 1e-2
+    assert verification.TOLERANCE["fp32"] == 1e-5
     from gpulab.experiments import matmul_contenders
 
-    assert matmul_contenders.TOLERANCE is sup.TOLERANCE
+    assert matmul_contenders.TOLERANCE is verification.TOLERANCE

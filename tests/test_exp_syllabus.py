@@ -190,7 +190,7 @@ def test_alignment_helpers():
 def test_reduction_tolerance_and_kernel_source():
     from gpulab.experiments.reduction import KERNEL_FILE, THREADS, tolerance
 
-    assert tolerance(100_000_000) < 1e-5  # METHOD.md's fp32 bound at the default size
+    assert tolerance(100_000_000) < 1e-5  # verification.TOLERANCE's fp32 bound at the default size
     assert tolerance(10) < tolerance(10**8)
     src = KERNEL_FILE.read_text()
     assert "reduce_sum_f32" in src and f"#define THREADS {THREADS}" in src

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.explain import cubin, explain, explain_file, nvrtc
+from gpulab.explain import cubin, nvrtc
+from gpulab.explain.explainer import explain, explain_file
 
 pytestmark = pytest.mark.skipif(nvrtc.library() is None, reason="needs NVRTC (nvidia-cuda-nvrtc)")
 
@@ -269,7 +270,7 @@ def test_cli_explain_puts_the_graded_figure_on_the_roofline(tmp_path, capsys, mo
     from gpulab.cli import main
     from gpulab.core import peaks as pk
     from gpulab.exercises.progress import Progress
-    from gpulab.store import Store
+    from gpulab.store.database import Store
 
     peaks = pk.Peaks(
         key="gpu-test",
@@ -293,7 +294,7 @@ def test_cli_explain_puts_the_graded_figure_on_the_roofline(tmp_path, capsys, mo
 
 def test_explain_imports_neither_torch_nor_cupy_nor_textual():
     code = (
-        "import sys\nfrom gpulab.explain import explain_file\n"
+        "import sys\nfrom gpulab.explain.explainer import explain_file\n"
         f"explain_file({str(PLANTED_DIR / 'scalar_loads.py')!r})\n"
         "print(' '.join(m for m in ('torch', 'cupy', 'textual') if m in sys.modules))"
     )

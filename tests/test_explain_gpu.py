@@ -17,8 +17,9 @@ from conftest import cupy_available
 from test_explain import CATALOG, PLANTED, PLANTED_DIR, SLOW
 
 from gpulab.explain import arch as arches
-from gpulab.explain import cubin, device, explain_file, nvrtc
+from gpulab.explain import cubin, device, nvrtc
 from gpulab.explain import occupancy as occ
+from gpulab.explain.explainer import explain_file
 from gpulab.explain.source import scan
 
 pytestmark = [

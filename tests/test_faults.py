@@ -38,13 +38,14 @@ from typing import Any
 
 import pytest
 
-import gpulab.store_db as store_db
+import gpulab.store.connection as store_db
 from gpulab import cli
+from gpulab.core import events as ev
 from gpulab.core import hostmem
-from gpulab.runner import events as ev
 from gpulab.runner.classify import classify
-from gpulab.store import Store, StoreError
-from gpulab.store_recover import check, recover
+from gpulab.store.connection import StoreError
+from gpulab.store.database import Store
+from gpulab.store.recover import check, recover
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = os.geteuid() == 0 if hasattr(os, "geteuid") else False
@@ -413,7 +414,7 @@ def test_a_lock_held_too_long_by_another_instance_is_a_notice(tmp_path, monkeypa
 WRITER = textwrap.dedent(
     """
     import sys
-    from gpulab.store import Store
+    from gpulab.store.database import Store
     with Store(sys.argv[1]) as s:
         for i in range(int(sys.argv[3])):
             s.mark_read(f"{sys.argv[2]}-{i}")
@@ -460,9 +461,9 @@ def _no_run(*a: Any, **k: Any) -> int:
 
 
 def test_a_data_dir_that_is_a_file_is_refused_before_the_run(tmp_path, monkeypatch, capsys):
-    import gpulab.cli_run
+    import gpulab.runner.cli
 
-    monkeypatch.setattr(gpulab.cli_run, "run_headless", _no_run)
+    monkeypatch.setattr(gpulab.runner.cli, "run_headless", _no_run)
     target = tmp_path / "a-file"
     target.write_text("not a directory")
     assert cli.main(["--data-dir", str(target), "run", "montecarlo"]) == 2
@@ -476,10 +477,10 @@ def test_a_data_dir_that_is_a_file_is_refused_before_the_run(tmp_path, monkeypat
 
 
 def test_an_unwritable_data_dir_is_refused_before_the_run(tmp_path, monkeypatch, capsys):
-    import gpulab.cli_run
-    import gpulab.datadir
+    import gpulab.core.datadir
+    import gpulab.runner.cli
 
-    monkeypatch.setattr(gpulab.cli_run, "run_headless", _no_run)
+    monkeypatch.setattr(gpulab.runner.cli, "run_headless", _no_run)
     data = tmp_path / "data"
     data.mkdir()
     if ROOT:
@@ -487,7 +488,7 @@ def test_an_unwritable_data_dir_is_refused_before_the_run(tmp_path, monkeypatch,
         def refuse(*a: Any, **k: Any) -> Any:
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(gpulab.datadir.tempfile, "TemporaryFile", refuse)
+        monkeypatch.setattr(gpulab.core.datadir.tempfile, "TemporaryFile", refuse)
     else:
         data.chmod(stat.S_IRUSR | stat.S_IXUSR)
     try:

@@ -13,11 +13,11 @@ import pytest
 
 from gpulab import cli
 from gpulab.core.devices import detect
-from gpulab.history import compare, entry, render_compare, save
-from gpulab.history_io import ImportError_, export, parse
+from gpulab.history.entries import compare, entry, render_compare, save
+from gpulab.history.transfer import NotAHistory, export, parse
 from gpulab.lessons.measured import Measured
 from gpulab.runner.inline import run_job
-from gpulab.store import _MIGRATIONS, Store
+from gpulab.store.database import _MIGRATIONS, Store
 
 
 @pytest.fixture(scope="module")
@@ -196,9 +196,9 @@ def test_importing_garbage_exits_2_with_one_line(name, tmp_path, capsys):
 
 
 def test_parse_names_the_problem():
-    with pytest.raises(ImportError_, match="no experiment name"):
+    with pytest.raises(NotAHistory, match="no experiment name"):
         parse(export([{"status": "result"}], "json"), "f.json")
-    with pytest.raises(ImportError_, match="no result event"):
+    with pytest.raises(NotAHistory, match="no result event"):
         parse('{"type": "accepted", "job": "1"}\n', "run.jsonl")
 
 
@@ -238,8 +238,8 @@ def test_lessons_use_a_bandwidth_run_kept_by_an_earlier_session():
 
 
 def test_the_cli_keeps_runs_but_not_typos(capsys):
-    from gpulab.cli_run import keep
-    from gpulab.history import no_telemetry
+    from gpulab.history.entries import no_telemetry
+    from gpulab.runner.cli import keep
 
     tele = no_telemetry("test")
     bad = {"type": "failed", "kind": "bad-params", "message": "parameter 'device': 64"}
@@ -254,7 +254,7 @@ def test_the_cli_keeps_runs_but_not_typos(capsys):
 
 
 def test_a_store_that_takes_no_writes_is_one_line(matmul_events, tmp_path):
-    from gpulab.store import StoreError
+    from gpulab.store.connection import StoreError
 
     path = tmp_path / "ro.sqlite3"
     Store(path).close()
@@ -265,7 +265,7 @@ def test_a_store_that_takes_no_writes_is_one_line(matmul_events, tmp_path):
 def test_import_into_a_read_only_history_exits_1_with_one_line(
     matmul_events, tmp_path, capsys, monkeypatch
 ):
-    import gpulab.store
+    import gpulab.store.database
 
     stream = tmp_path / "run.jsonl"
     stream.write_text(json.dumps(matmul_events[0][-1]) + "\n")
@@ -275,7 +275,7 @@ def test_import_into_a_read_only_history_exits_1_with_one_line(
         def __init__(self, path=None, **kw):
             super().__init__(path, read_only=True)
 
-    monkeypatch.setattr(gpulab.store, "Store", ReadOnly)
+    monkeypatch.setattr(gpulab.store.database, "Store", ReadOnly)
     assert cli.main(["history", "import", str(stream)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("gpulab: nothing more was imported: progress is read-only"), err

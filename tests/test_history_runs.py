@@ -13,7 +13,7 @@ from test_cli import gpulab
 from textual.widgets import OptionList, Static
 
 from gpulab.app.widgets.history import RunHistory
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
 
 
 def _headline(app) -> str:
@@ -98,7 +98,7 @@ async def test_the_headline_goes_when_the_experiment_changes():
 async def test_a_store_that_cannot_be_written_keeps_the_result_on_screen(monkeypatch):
     import sqlite3
 
-    from gpulab.store import Store
+    from gpulab.store.database import Store
 
     def broken(self, entry):
         raise sqlite3.OperationalError("disk I/O error")
@@ -117,7 +117,7 @@ async def test_a_store_that_cannot_be_written_keeps_the_result_on_screen(monkeyp
 
 async def test_a_tui_run_keeps_the_clock_and_temperature_of_its_gpu():
     from gpulab.app import GpuLabApp
-    from gpulab.store import Store
+    from gpulab.store.database import Store
     from gpulab.testing.fake_nvml import fake_sampler, worker_inventory
     from gpulab.testing.fake_runner import FakeRunner
 
@@ -144,7 +144,7 @@ async def test_a_tui_run_keeps_the_clock_and_temperature_of_its_gpu():
 
 
 async def test_a_run_that_ends_before_the_kept_runs_load_is_listed_once(monkeypatch):
-    from gpulab.history import entry, save
+    from gpulab.history.entries import entry, save
 
     final = {"type": "cancelled", "how": "cooperative", "message": "x"}
     save(entry("montecarlo", {"samples": 1000}, final, source="cli"))

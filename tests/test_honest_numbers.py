@@ -1,4 +1,4 @@
-"""Issue 12's honest numbers, on the CPU: noisy timings, ceilings over 100%, one ceiling per
+"""Honest numbers, on the CPU: noisy timings, ceilings over 100%, one ceiling per
 table, cache-resident host copies, skip estimates, and how the bench reports them."""
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def test_a_row_over_100_within_5_percent_says_why():
 
 
 def test_rows_are_rejudged_against_the_final_ceiling():
-    # Issue 12: rows before a mid-run re-measure were judged against the old figure.
+    # Rows before a mid-run re-measure were judged against the old figure.
     p = _peaks(38.41)
     early, late = _row(54.0, p, note="early"), _row(53.0, p)
     judging.settle(early)
@@ -278,7 +278,8 @@ def _m(contender, pct=None, note="", **extra):
 
 
 def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
-    from gpulab import bench, bench_targets
+    from gpulab.benchmark import targets as bench_targets
+    from gpulab.benchmark.markdown import markdown
 
     rows = [
         _m("torch", 20.0, "one call at a time", regime="single calls"),
@@ -308,7 +309,7 @@ def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
         "over_ceiling": over,
         "peaks_remeasured": {"d2h_pinned_gbs": {"was": 38.41, "now": 54.98}},
     }
-    md = bench.markdown(report)
+    md = markdown(report)
     assert "| timing |" in md and "| single calls |" in md and "| back to back |" in md
     assert "102% (see note)" in md and "noisy |" in md
     assert "- torch-cpu 256 fp16: noisy: the slowest run took 250x" in md
@@ -317,7 +318,8 @@ def test_bench_markdown_shows_regimes_notes_and_rows_over_100():
 
 
 def test_the_report_holds_the_final_ceilings(monkeypatch, tmp_path):
-    from gpulab import bench, bench_targets
+    from gpulab.benchmark import suite as bench
+    from gpulab.benchmark import targets as bench_targets
 
     first = {
         "key": "k",
@@ -353,9 +355,8 @@ def test_the_report_holds_the_final_ceilings(monkeypatch, tmp_path):
 
 
 def test_the_recipe_target_runs_beside_the_experiment_rows(monkeypatch):
-    from gpulab import bench
+    from gpulab.benchmark import suite as bench
     from gpulab.core.devices import Backend, Inventory
-    from gpulab.experiments import montecarlo_torch as mct
 
     asked = []
 
@@ -363,7 +364,7 @@ def test_the_recipe_target_runs_beside_the_experiment_rows(monkeypatch):
         asked.append(samples)
         return {"name": f"mc {samples}", "target": ">= 0.95", "status": "pass", "value": 0.99}
 
-    monkeypatch.setattr(mct, "torch_vs_recipe", fake)
+    monkeypatch.setattr(bench, "torch_vs_recipe", fake)
     mc = {
         "experiment": "montecarlo",
         "status": "result",
@@ -403,7 +404,7 @@ def test_the_cli_prints_each_rows_note(monkeypatch):
     from gpulab.core.devices import Inventory
     from gpulab.experiments import montecarlo as mc
     from gpulab.experiments.base import Context
-    from gpulab.report import render_result
+    from gpulab.render.results import render_result
 
     monkeypatch.setattr(mc, "CPU_CAP", 20_000)
     ctx = Context(inventory=Inventory(), quick=True)
@@ -419,7 +420,7 @@ def test_the_cli_prints_each_rows_note(monkeypatch):
 
 @pytest.mark.gpu
 def test_pcie_and_device_copy_rows_stay_within_their_best_of_ceilings():
-    # Issue 12: h2d pinned rows at 102-104% and a d2h ceiling of 38 GB/s under 55 GB/s rows.
+    # Seen on an H100: h2d pinned rows at 102-104% and a d2h ceiling of 38 GB/s under 55 GB/s rows.
     from gpulab.core.devices import detect
     from gpulab.experiments import bandwidth as bw
     from gpulab.experiments.base import Context

@@ -229,7 +229,7 @@ def test_pageable_bandwidth_comes_from_a_finished_bandwidth_run():
 
 def test_pageable_bandwidth_from_the_progress_store(tmp_path):
     from gpulab.lessons.measured import from_runs
-    from gpulab.store import Store
+    from gpulab.store.database import Store
 
     with Store(tmp_path / "p.db") as store:
         run = store.add_run("bandwidth", {"min_size": "64Ki", "max_size": "1Gi"})

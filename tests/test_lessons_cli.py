@@ -6,7 +6,7 @@ import json
 
 from gpulab.cli import main
 from gpulab.lessons.catalog import load_catalog
-from gpulab.store import Store
+from gpulab.store.database import Store
 
 
 def test_lessons_json_shows_progress_from_the_data_dir(tmp_path, capsys):

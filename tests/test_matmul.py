@@ -6,10 +6,11 @@ import pytest
 from headline_checks import assert_headline
 
 from gpulab.core.devices import detect
+from gpulab.core.errors import Cancelled
 from gpulab.experiments import matmul as mm
 from gpulab.experiments import matmul_contenders as mmc
-from gpulab.experiments.base import Cancelled, Context
-from gpulab.experiments.headlines import times
+from gpulab.experiments.base import Context
+from gpulab.experiments.wording import times
 
 
 def _run(events=None, cancel=None, **params):
@@ -171,7 +172,7 @@ def test_gpu_estimate_covers_what_a_torch_step_allocates(dtype):
     peak = torch.cuda.max_memory_allocated() - base
     assert peak <= mm.Matmul.gpu_bytes(n, dtype, "torch"), (peak, dtype)
     # The check took B a block of columns at a time: no second n x n array on the GPU.
-    assert peak < 3 * mm.BYTES[dtype] * n * n + 3 * mm.sup.CHUNK * 8 + 64 * 2**20, peak
+    assert peak < 3 * mm.BYTES[dtype] * n * n + 3 * mm.verification.CHUNK * 8 + 64 * 2**20, peak
 
 
 @pytest.mark.gpu

@@ -62,7 +62,7 @@ def test_summary_error_is_of_the_samples_actually_run(monkeypatch):
 
 
 def test_rows_say_there_is_no_calibrated_ceiling():
-    from gpulab.report import render_result
+    from gpulab.render.results import render_result
 
     res = _run(20_000, inventory=Inventory())
     for m in res.measurements:

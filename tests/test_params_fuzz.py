@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from gpulab import cli
 from gpulab.core.params import Param
 from gpulab.experiments.registry import all_experiments
+from gpulab.runner import cli as run_cli_module
 
 EXPERIMENTS = all_experiments()
 PARAMS = [(e.id, p) for e in EXPERIMENTS.values() for p in e.params]
@@ -53,7 +54,7 @@ anything = st.one_of(
 
 def run_cli(argv: list[str]) -> tuple[int, str, list[dict[str, Any]]]:
     """(exit code, stderr, what reached the run) of `gpulab ARGV`, with the run replaced."""
-    import gpulab.cli_run
+    import gpulab.runner.cli
 
     calls: list[dict[str, Any]] = []
 
@@ -62,8 +63,8 @@ def run_cli(argv: list[str]) -> tuple[int, str, list[dict[str, Any]]]:
         return 0
 
     err = io.StringIO()
-    saved = gpulab.cli_run.run_headless
-    gpulab.cli_run.run_headless = fake
+    saved = gpulab.runner.cli.run_headless
+    gpulab.runner.cli.run_headless = fake
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             try:
@@ -71,7 +72,7 @@ def run_cli(argv: list[str]) -> tuple[int, str, list[dict[str, Any]]]:
             except SystemExit as exc:  # argparse's own refusals
                 code = int(exc.code or 0)
     finally:
-        gpulab.cli_run.run_headless = saved
+        gpulab.runner.cli.run_headless = saved
     return code, err.getvalue(), calls
 
 
@@ -135,7 +136,7 @@ def test_run_flags_validate_or_exit_2_with_one_line(timeout, device):
     calls = check_outcome(argv)
     if calls:
         assert calls[0]["device"] >= 0 and device.strip().isdigit() and device.isascii()
-        assert 0 <= calls[0]["timeout"] <= cli.TIMEOUT_MAX_S
+        assert 0 <= calls[0]["timeout"] <= run_cli_module.TIMEOUT_MAX_S
         assert timeout is None or calls[0]["timeout"] > 0
 
 

@@ -9,7 +9,9 @@ import sys
 import pytest
 
 from gpulab.core import peaks as pk
+from gpulab.core.calibration import CUPY_DTYPES
 from gpulab.core.devices import DeviceInfo, Inventory
+from gpulab.core.timing import sustained_kw
 from gpulab.experiments.base import Context
 
 
@@ -128,15 +130,15 @@ def test_sustained_kw_regimes():
         calls["n"] += 1
 
     # A call far under 0.5 ms stays a single call (empty kwargs): launch latency is the lesson.
-    assert pk.sustained_kw(fn, lambda: None, 0.02) == {}
+    assert sustained_kw(fn, lambda: None, 0.02) == {}
     assert calls["n"] >= 4  # it did run back to back (untimed) for the warm-up
     # Forced: rows compared with the calibration are all timed in the steady state.
-    kw = pk.sustained_kw(fn, lambda: None, 0.02, min_call_s=0.0)
+    kw = sustained_kw(fn, lambda: None, 0.02, min_call_s=0.0)
     assert kw == {"inner": 50, "warmup": 0, "cold": False}
     # A long call gets `inner` sized to ~30 ms a sample.
     import time
 
-    kw = pk.sustained_kw(lambda: time.sleep(0.006), lambda: None, 0.02)
+    kw = sustained_kw(lambda: time.sleep(0.006), lambda: None, 0.02)
     assert kw["cold"] is False and 1 <= kw["inner"] <= 5
 
 
@@ -232,7 +234,7 @@ def test_cupy_alone_gets_a_gpu_calibration(monkeypatch):
     def fake_cupy(peaks, todo, *, quick, ctx):
         seen.append(list(todo))
         peaks.copy_gbs, peaks.h2d_pinned_gbs, peaks.d2h_pinned_gbs = 2900.0, 55.0, 52.0
-        for d in pk.CUPY_DTYPES:
+        for d in CUPY_DTYPES:
             peaks.matmul_tflops[d] = 100.0
 
     monkeypatch.setattr(pk, "_measure_gpu_cupy", fake_cupy)

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from test_runner import pid_alive
 
-from gpulab.experiments.base import Cancelled, Context
-from gpulab.runner import ranks
+from gpulab.core import ranks
+from gpulab.core.errors import Cancelled
+from gpulab.experiments.base import Context
 from gpulab.testing import ranks as rank_fns
 
 pytest.importorskip("torch.distributed")
@@ -91,7 +92,7 @@ PARENT = textwrap.dedent(
     """
     import sys
     from gpulab.experiments.base import Context
-    from gpulab.runner import ranks
+    from gpulab.core import ranks
     from gpulab.testing import ranks as rank_fns
     ranks.launch(Context(), rank_fns.spin, 2, (False,), backend="gloo")
     """

@@ -92,7 +92,7 @@ def test_one_version_and_the_changelog_has_it(capsys):
 def test_history_documents_read_back_with_their_tag():
     """`history --json`, `history show --json` and an export carry the tag; import still reads
     them, and the tag is not kept as a field of the run."""
-    from gpulab.history_io import parse
+    from gpulab.history.transfer import parse
 
     run = {"experiment": "montecarlo", "status": "result", "rows": [], "params": {}}
     listed = json.dumps(schema.tagged("history", {"runs": [run]}))

@@ -20,8 +20,10 @@ pytest.importorskip("textual_serve", reason="gpulab serve needs the web extra")
 from aiohttp import WSServerHandshakeError  # noqa: E402
 from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 
-from gpulab import serve, serve_session  # noqa: E402
-from gpulab.serve_cli import app_argv, exposure_warning  # noqa: E402
+from gpulab.serve import server as serve  # noqa: E402
+from gpulab.serve import session as serve_session  # noqa: E402
+from gpulab.serve.access import exposure_warning  # noqa: E402
+from gpulab.serve.cli import app_argv  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -63,7 +65,7 @@ def test_any_other_host_warns_and_a_taken_port_is_one_line(capsys):
 
 
 def test_without_the_web_extra_it_says_what_to_install(capsys, monkeypatch):
-    monkeypatch.delitem(sys.modules, "gpulab.serve")
+    monkeypatch.delitem(sys.modules, "gpulab.serve.server")
     monkeypatch.setitem(sys.modules, "textual_serve.server", None)
     assert main(["serve"]) == 2
     assert 'pip install "gpulab[web]"' in capsys.readouterr().err

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from serve_helpers import CHROMEDRIVER, CHROMIUM, READ_SCREEN, chromium, served
 
-from gpulab.serve_session import children, descendants, start_time
+from gpulab.serve.session import children, descendants, start_time
 
 SCREEN_TIMEOUT_S = 60.0  # a loaded 2-core CI box: the worker's imports alone can take 10 s
 

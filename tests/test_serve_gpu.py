@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from serve_helpers import TERMINAL_SIZE, served
 
-from gpulab.serve_session import children, descendants, start_time
+from gpulab.serve.session import children, descendants, start_time
 
 pytest.importorskip("textual_serve", reason="gpulab serve needs the web extra")
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.store import SCHEMA_VERSION, Store, StoreError, default_path
+from gpulab.store.connection import StoreError
+from gpulab.store.database import SCHEMA_VERSION, Store, default_path
 
 
 def test_default_path_follows_the_data_dir_env(tmp_path, monkeypatch):
@@ -103,7 +104,7 @@ def test_a_concurrent_reader_sees_committed_data(tmp_path):
 WRITER = textwrap.dedent(
     """
     import sys
-    from gpulab.store import Store
+    from gpulab.store.database import Store
     s = Store(sys.argv[1])
     i = 0
     while True:

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
+from gpulab.telemetry.cli import info_json, info_lines
 from gpulab.telemetry.gauge import MemoryModel
 from gpulab.telemetry.inventory import arch_name, read_inventory
 from gpulab.telemetry.nvml import NvmlSession
-from gpulab.telemetry.report import info_json, info_lines
 from gpulab.telemetry.sampler import MAX_INTERVAL, MIN_INTERVAL, Sampler, TelemetryReader
 from gpulab.telemetry.snapshot import decode_throttle, read_snapshot
 from gpulab.telemetry.values import NA

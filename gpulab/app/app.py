@@ -28,6 +28,7 @@ from gpulab.app.worker_link import RunnerFactory, WorkerLinkMixin, default_runne
 if TYPE_CHECKING:
     from textual.command import Provider
 
+    # deferred: the panel (NumPy behind its plots) loads after the first frame
     from gpulab.app.panes.experiments import ExperimentPanel
 
 QUIT_CONFIRM_S = 4.0
@@ -35,6 +36,7 @@ QUIT_CONFIRM_S = 4.0
 
 def commands_provider() -> type[Provider]:
     """Imported when the palette first opens, not before the first frame."""
+    # deferred: the palette's commands load when it first opens, not before the first frame
     from gpulab.app.commands import GpuLabCommands
 
     return GpuLabCommands
@@ -99,6 +101,7 @@ class GpuLabApp(WorkerLinkMixin, App[None]):
         self.call_after_refresh(self._begin_runner)
         # In a browser (gpulab serve) stdin is a pipe, not a tty: the session's server ends us.
         if not self.is_headless and self.watch_terminal and not self.is_web:
+            # deferred: only a run in a terminal watches it
             from gpulab.app.terminal import TerminalWatch
 
             self.terminal_watch = TerminalWatch(self)
@@ -106,6 +109,7 @@ class GpuLabApp(WorkerLinkMixin, App[None]):
 
     @property
     def panel(self) -> ExperimentPanel:
+        # deferred: the panel (NumPy behind its plots) loads after the first frame
         from gpulab.app.panes.experiments import ExperimentPanel
 
         return self.screen_stack[0].query_one("#experiments", ExperimentPanel)
@@ -219,12 +223,14 @@ class GpuLabApp(WorkerLinkMixin, App[None]):
         """Textual's palette, made to close once (gpulab.app.screens.modal)."""
         from textual.command import CommandPalette
 
+        # deferred: a screen loads when it first opens, not before the first frame
         from gpulab.app.screens.modal import Palette
 
         if self.use_command_palette and not CommandPalette.is_open(self):
             self.push_screen(Palette(id="--command-palette"))
 
     def action_help(self) -> None:
+        # deferred: a screen loads when it first opens, not before the first frame
         from gpulab.app.screens.help import HelpScreen, help_sections
 
         if not isinstance(self.screen, MainScreen):

@@ -23,6 +23,7 @@ LESSON_IDS = (
 def lesson_titles() -> list[tuple[str, str]]:
     """(id, title) for every lesson; the catalog's titles when it loads, else the ids."""
     try:
+        # deferred: the catalogs (YAML) load when the palette asks, not before the first frame
         from gpulab.lessons import catalog as cat
 
         loader = getattr(cat, "load_catalog", None) or getattr(cat, "load", None)
@@ -35,6 +36,7 @@ def lesson_titles() -> list[tuple[str, str]]:
 
 def exercise_titles() -> list[tuple[str, str]]:
     try:
+        # deferred: the catalogs (YAML) load when the palette asks, not before the first frame
         from gpulab.exercises.catalog import load_catalog
 
         return [(ex.id, f"{ex.order}. {ex.title}") for ex in load_catalog()]

@@ -167,6 +167,7 @@ class MainScreen(Screen[None]):
         self.call_after_refresh(self._mount_panes)
 
     async def _mount_panes(self) -> None:
+        # deferred: the panes (NumPy, YAML) load after the first frame
         from gpulab.app.panes.exercises import ExercisesPane
         from gpulab.app.panes.experiments import ExperimentPanel
         from gpulab.app.panes.gpu_info import GpuInfoPane
@@ -174,6 +175,7 @@ class MainScreen(Screen[None]):
         from gpulab.app.panes.memory_gauge import MemoryGauge
 
         if self.sample_period is not None:
+            # deferred: the sampler's thread starts with the panes, after the first frame
             from gpulab.telemetry.sampler import shared_sampler
 
             sampler = self.telemetry.setdefault("sampler", shared_sampler())

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
 
 MAX_LOG_LINES = 2000
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpulab.store import Store, StoreError
+from gpulab.store.connection import StoreError
+from gpulab.store.database import Store
 
 
 def open_store(app: Any, on_notice: Callable[[str], None] | None = None) -> Store:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gpulab.app.gauge import gauge_call
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
+from gpulab.core.devices import Inventory
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -33,6 +34,7 @@ SHUTDOWN_TIMEOUT_S = 5.0
 
 
 def default_runner_factory(**kw: Any) -> Any:
+    # deferred: the runner loads when the worker starts, after the first frame
     from gpulab.runner.client import RunnerClient
 
     return RunnerClient(**kw)
@@ -86,8 +88,6 @@ class WorkerLinkMixin(_App):
             await self.main_ready.wait()
 
     def _apply_handshake(self, handshake: dict[str, Any]) -> None:
-        from gpulab.core.devices import Inventory
-
         self.handshake = handshake
         inventory = handshake.get("inventory") or {}
         self.sub_title = Inventory.from_dict(inventory).label()

@@ -12,7 +12,8 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gpulab.core.peaks import CPU_DTYPES, Peaks, _log
+from gpulab.core.calibration import CPU_DTYPES, log
+from gpulab.core.timing import Timer
 
 CPU_MATMUL_N = 2048  # the CPU matmul ceiling is the best of 2048 and, on a fast CPU, 4096
 CPU_MATMUL_MAX_N = 4096
@@ -49,21 +50,19 @@ def _copy_timing(timer: Any, src: Any, dst: Any) -> tuple[Any, int]:
     return (many, threads) if many.min_s < one.min_s else (one, 1)
 
 
-def measure_cpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None:
+def measure_cpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
     import numpy as np
-
-    from gpulab.core.timing import Timer
 
     # The best of several runs: the ceiling is what this CPU can do, not what it did while
     # sharing its cores (a median under load left NumPy rows at 214% of "peak").
     timer = Timer(warmup=1, repeats=5 if quick else 10, budget_s=0.3 if quick else 1.5, min_runs=5)
-    timer.cancel_check = getattr(ctx, "check_cancelled", None) or timer.cancel_check  # issue 12
+    timer.cancel_check = getattr(ctx, "check_cancelled", None) or timer.cancel_check
     rng = np.random.default_rng(0)
     if "copy" in todo:
         n = (8 if quick else 256) * 2**20 // 4
         src = np.empty(n, dtype=np.float32)
         dst = np.empty_like(src)
-        for i in range(0, n, 1 << 21):  # 2M at a time, a cancel taken between (issue 12)
+        for i in range(0, n, 1 << 21):  # 2M at a time, a cancel taken between
             timer.cancel_check()
             rng.random(out=src[i : i + (1 << 21)], dtype=np.float32)
             dst[i : i + (1 << 21)] = 0.0  # its pages faulted in here, not in the first copy
@@ -77,7 +76,7 @@ def measure_cpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None
             "min_s": t.min_s,
             "median_s": t.median_s,
         }
-        _log(ctx, f"CPU memory copy: {peaks.copy_gbs:.1f} GB/s ({used} thread(s))")
+        log(ctx, f"CPU memory copy: {peaks.copy_gbs:.1f} GB/s ({used} thread(s))")
     for dtype in CPU_DTYPES:
         if f"matmul:{dtype}" not in todo:
             continue
@@ -102,4 +101,4 @@ def measure_cpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None
             if quick or n >= CPU_MATMUL_MAX_N or t.min_s * 8 > CPU_MATMUL_STEP_S:
                 break
             n *= 2
-        _log(ctx, f"NumPy matmul {dtype}: {peaks.matmul_tflops[dtype] * 1e3:.1f} GFLOP/s")
+        log(ctx, f"NumPy matmul {dtype}: {peaks.matmul_tflops[dtype] * 1e3:.1f} GFLOP/s")

@@ -15,6 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gpulab.core.calibration import CUPY_DTYPES, GPU_DTYPES, log
+from gpulab.core.timing import Timer, sustained_kw
+
 PINNED_SIZES_MIB = (64, 256)  # where pinned copies level off (bench: 64 MiB..1 GiB within 1%)
 PINNED_SIZES_MIB_QUICK = (8, 32)
 PINNED_ROUNDS = 3
@@ -56,9 +59,6 @@ def _pinned_sizes(quick: bool) -> list[int]:
 def measure_gpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
     import torch
 
-    from gpulab.core.peaks import _log, sustained_kw
-    from gpulab.core.timing import Timer
-
     device = torch.device(f"cuda:{ctx.device_index}")
     timer = Timer(warmup=2, repeats=5 if quick else 15, budget_s=0.2 if quick else 1.0)
     with torch.cuda.device(device):
@@ -77,7 +77,7 @@ def measure_gpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
                 "median_s": t.median_s,
             }
             del src, dst
-            _log(ctx, f"device-to-device copy: {peaks.copy_gbs:.0f} GB/s")
+            log(ctx, f"device-to-device copy: {peaks.copy_gbs:.0f} GB/s")
         if "h2d" in todo or "d2h" in todo:
             sizes = _pinned_sizes(quick)
             hi = max(sizes)
@@ -95,7 +95,7 @@ def measure_gpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
             )
             _store_pinned(peaks, _fastest_method(best), "torch copy_ or cudaMemcpyAsync")
             del host, dev
-            _log(
+            log(
                 ctx,
                 f"pinned H2D / D2H: {peaks.h2d_pinned_gbs:.1f} / {peaks.d2h_pinned_gbs:.1f} GB/s",
             )
@@ -106,8 +106,6 @@ def measure_gpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
             "fp16": torch.float16,
             "bf16": torch.bfloat16,
         }
-        from gpulab.core.peaks import GPU_DTYPES
-
         for dtype in GPU_DTYPES:
             if f"matmul:{dtype}" not in todo:
                 continue
@@ -131,7 +129,7 @@ def measure_gpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
                 torch.backends.cuda.matmul.allow_tf32 = saved
             _store_matmul(peaks, dtype, n, t, f"cuBLAS via torch {torch.__version__}")
             del a, b, out
-            _log(ctx, f"matmul {dtype} n={n}: {peaks.matmul_tflops[dtype]:.1f} TFLOP/s")
+            log(ctx, f"matmul {dtype} n={n}: {peaks.matmul_tflops[dtype]:.1f} TFLOP/s")
         torch.cuda.empty_cache()
 
 
@@ -198,9 +196,6 @@ def measure_gpu_cupy(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> N
     import cupyx
     import numpy as np
 
-    from gpulab.core.peaks import CUPY_DTYPES, _log, sustained_kw
-    from gpulab.core.timing import Timer
-
     timer = Timer(warmup=2, repeats=5 if quick else 15, budget_s=0.2 if quick else 1.0)
     device = cp.cuda.Device(ctx.device_index)
     with device:
@@ -220,7 +215,7 @@ def measure_gpu_cupy(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> N
                 "library": f"CuPy {cp.__version__}",
             }
             del src, dst
-            _log(ctx, f"device-to-device copy: {peaks.copy_gbs:.0f} GB/s")
+            log(ctx, f"device-to-device copy: {peaks.copy_gbs:.0f} GB/s")
         if "h2d" in todo or "d2h" in todo:
             sizes = _pinned_sizes(quick)
             hi = max(sizes)
@@ -243,7 +238,7 @@ def measure_gpu_cupy(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> N
             )
             _store_pinned(peaks, best, "cudaMemcpyAsync via CuPy")
             del host, dev
-            _log(
+            log(
                 ctx,
                 f"pinned H2D / D2H: {peaks.h2d_pinned_gbs:.1f} / {peaks.d2h_pinned_gbs:.1f} GB/s",
             )
@@ -275,7 +270,7 @@ def measure_gpu_cupy(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> N
             t = timer.measure(mm, sync="cupy", **kw)
             _store_matmul(peaks, dtype, n, t, f"cuBLAS via CuPy {cp.__version__}")
             del a, b, out
-            _log(ctx, f"matmul {dtype} n={n}: {peaks.matmul_tflops[dtype]:.1f} TFLOP/s")
+            log(ctx, f"matmul {dtype} n={n}: {peaks.matmul_tflops[dtype]:.1f} TFLOP/s")
         cp.get_default_memory_pool().free_all_blocks()
 
 

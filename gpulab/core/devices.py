@@ -101,14 +101,14 @@ def _driver() -> tuple[str, str, str]:
         return "", "", "the NVML binding is missing (pip install nvidia-ml-py)"
     try:
         pynvml.nvmlInit()
-    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ...: no driver, said why
         return "", "", f"no NVIDIA driver found ({exc})"
     try:
         drv = pynvml.nvmlSystemGetDriverVersion()
         drv = drv.decode() if isinstance(drv, bytes) else str(drv)
         cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
         return drv, f"{cuda // 1000}.{cuda % 1000 // 10}", ""
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any NVML error reading the driver becomes the reason shown
         return "", "", f"NVML could not read the driver ({exc})"
     finally:
         with contextlib.suppress(Exception):
@@ -216,7 +216,7 @@ def _detect_cupy(inv: Inventory, driver_error: str) -> None:
             "cupy", False, reason=f"CuPy is not installed: {cupy_hint(inv.driver_cuda)}"
         )
         return
-    except Exception as exc:  # a broken CuPy install raises other errors at import
+    except Exception as exc:  # noqa: BLE001 - a broken CuPy install raises other errors at import
         inv.backends["cupy"] = Backend("cupy", False, reason=f"CuPy failed to import: {exc}")
         return
     inv.versions["cupy"] = cupy.__version__
@@ -227,7 +227,7 @@ def _detect_cupy(inv: Inventory, driver_error: str) -> None:
         inv.versions["cupy_cuda_runtime"] = f"{rt // 1000}.{rt % 1000 // 10}"
         backend.available = count > 0
         backend.reason = "" if count else "CuPy sees no CUDA device"
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - CuPy's CUDA errors vary by version; each becomes the reason shown
         backend.reason = driver_error or f"CuPy cannot use CUDA: {exc}"
     inv.backends["cupy"] = backend
     if backend.available and not any(d.kind == "cuda" for d in inv.devices):

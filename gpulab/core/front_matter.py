@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from gpulab.core.errors import BadInput
+
 try:  # the C loader is several times faster; the app parses every lesson at start-up
     from yaml import CSafeLoader as _Loader
 except ImportError:  # pragma: no cover - depends on how PyYAML was built
@@ -25,7 +27,7 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$\n?", re.S | re.M)
 
 
-class FormatError(ValueError):
+class FormatError(BadInput, ValueError):
     """A file that does not follow its format; str() names the file and the problem."""
 
     def __init__(self, source: str | Path, problem: str) -> None:

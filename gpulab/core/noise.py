@@ -29,7 +29,7 @@ def other_gpu_processes() -> int | None:
         return None
     try:
         pynvml.nvmlInit()
-    except Exception:
+    except Exception:  # noqa: BLE001 - no NVML here: the count is unknown, not an error
         return None
     try:
         me = os.getpid()
@@ -41,7 +41,7 @@ def other_gpu_processes() -> int | None:
                 if pid and pid != me:
                     others.add(pid)
         return len(others)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any NVML error: the count is unknown, not an error
         return None
     finally:
         with contextlib.suppress(Exception):

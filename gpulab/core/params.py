@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpulab.core.errors import BadInput
+
 _SUFFIXES = {
     "": 1,
     "k": 10**3,
@@ -46,7 +48,7 @@ def shown(value: Any) -> str:
     return text[: SHOWN_CHARS - 4] + "..." + quote
 
 
-class ParamError(ValueError):
+class ParamError(BadInput, ValueError):
     """A parameter value that cannot be accepted; str() is the one-line message to show."""
 
     def __init__(

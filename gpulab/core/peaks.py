@@ -32,17 +32,17 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-GPU_DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
-CPU_DTYPES = ("fp64", "fp32")
-CUPY_DTYPES = ("fp64", "fp32", "fp16")  # CuPy has no bf16, and its fp32 products use no TF32
+from gpulab.core.calibration import CPU_DTYPES, CUPY_DTYPES, GPU_DTYPES, log
+from gpulab.core.calibration_cpu import measure_cpu
+from gpulab.core.calibration_gpu import measure_gpu, measure_gpu_cupy
+from gpulab.core.datadir import resolve
+
 SCHEMA = 1
 OVER_CEILING = 1.05  # a row above 105% of its ceiling has the ceiling re-measured
 
 
 def data_dir() -> Path:
     """$GPULAB_DATA_DIR, else the platform's user data dir for gpulab (created on demand)."""
-    from gpulab.datadir import resolve
-
     path = resolve()
     with contextlib.suppress(OSError):  # unusable (a file, read-only): the cache just misses
         path.mkdir(parents=True, exist_ok=True)
@@ -252,10 +252,10 @@ def remeasure(ctx: Any, peaks: Peaks, what: str) -> bool:
     before = _figures(peaks)
     try:
         _measure(peaks, [fig], quick=peaks.quick, ctx=ctx)
-    except Exception as exc:  # e.g. no room left on a GPU the experiment has filled
+    except Exception as exc:  # noqa: BLE001 - e.g. no room left on a GPU the experiment has filled
         for f, value in before.items():
             _set_figure(peaks, f, None if value is None else float(value))
-        _log(ctx, f"could not re-measure the {fig} ceiling: {type(exc).__name__}: {exc}")
+        log(ctx, f"could not re-measure the {fig} ceiling: {type(exc).__name__}: {exc}")
         return False
     new = peak_for(peaks, fig)
     for f, old in before.items():
@@ -263,7 +263,7 @@ def remeasure(ctx: Any, peaks: Peaks, what: str) -> bool:
         if old is not None and (now is None or now < old):
             _set_figure(peaks, f, float(old))  # a busier machine now: the old figure stands
     kept = peak_for(peaks, fig)
-    _log(
+    log(
         ctx,
         f"re-measured the {fig} ceiling: {float(new or 0):.4g} (was"
         f" {float(before.get(fig) or 0):.4g}), keeping {float(kept or 0):.4g}",
@@ -280,68 +280,15 @@ def remeasured(peaks: Peaks, what: str) -> bool:
     return bool(_REMEASURED.get((str(cache_path(peaks.key)), figure(what))))
 
 
-_JUDGING = ("judge", "settle", "rejudge")
-
-
-def __getattr__(name: str) -> Any:
-    # Judging rows lives in judging.py, which imports this module; the experiments ask for it
-    # here (`from gpulab.core.peaks import judge`), so it is handed over on first use.
-    if name in _JUDGING:
-        from gpulab.core import judging
-
-        return getattr(judging, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-SUSTAINED_MIN_CALL_S = 5e-4
-
-
-def sustained_kw(
-    fn: Any, sync: Any, seconds: float = 0.5, *, min_call_s: float = SUSTAINED_MIN_CALL_S
-) -> dict[str, Any]:
-    """Run `fn` back to back for about `seconds` (untimed) and return Timer.measure kwargs.
-
-    A long compute-bound kernel runs faster in short bursts than under sustained load (clocks
-    drop to the power limit within a fraction of a second: an 8192 bf16 matmul on an H200 ran
-    at 794 TFLOP/s in single timed calls and 681 back to back). So ops of `min_call_s` (0.5 ms)
-    or more are timed in the steady state, `inner` calls back to back per sample, like
-    torch.utils.benchmark; shorter ops stay single calls (empty kwargs), where launch latency
-    is the lesson. `min_call_s=0` forces the steady state: for rows compared with each other or
-    with the calibration, which must all be timed the same way.
-    """
-    t0 = time.perf_counter()
-    calls = 0
-    while time.perf_counter() - t0 < seconds:
-        for _ in range(4):
-            fn()
-        sync()  # keep the queue shallow: the host would otherwise run far ahead
-        calls += 4
-    per_call = (time.perf_counter() - t0) / calls
-    if per_call < min_call_s:
-        return {}
-    return {"inner": max(1, min(50, round(0.03 / per_call))), "warmup": 0, "cold": False}
-
-
-def _log(ctx: Any, message: str) -> None:
-    if ctx is not None and hasattr(ctx, "log"):
-        ctx.log(message)
-
-
 def _measure_cpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None:
-    from gpulab.core.calibration_cpu import measure_cpu
-
     measure_cpu(peaks, todo, quick=quick, ctx=ctx)
 
 
 def _measure_gpu(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None:
-    from gpulab.core.calibration_gpu import measure_gpu
-
     measure_gpu(peaks, todo, quick=quick, ctx=ctx)
 
 
 def _measure_gpu_cupy(peaks: Peaks, todo: list[str], *, quick: bool, ctx: Any) -> None:
-    from gpulab.core.calibration_gpu import measure_gpu_cupy
-
     measure_gpu_cupy(peaks, todo, quick=quick, ctx=ctx)
 
 

@@ -13,24 +13,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-def _clean(value: Any) -> Any:
-    """JSON has no NaN/inf: map them to None so every consumer parses the output."""
+def json_safe(value: Any) -> Any:
+    """`value` as plain JSON: NaN and inf (which JSON has not) become None, tuples lists,
+    dataclasses dicts, NumPy and torch scalars numbers; every consumer parses the output. The one
+    JSON-cleaning function: results, the runner's frames, the bench and the CLI's documents."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _clean(dataclasses.asdict(value))
+        return json_safe(dataclasses.asdict(value))
     if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
-        return _clean(value.item())
+        return json_safe(value.item())
     return value
 
 
 class _Serial:
     def to_dict(self) -> dict[str, Any]:
-        return _clean(dataclasses.asdict(self))  # type: ignore[call-overload]
+        return json_safe(dataclasses.asdict(self))  # type: ignore[call-overload]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]):

@@ -65,11 +65,12 @@ def render(doc: dict[str, Any]) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gpulab.doctor.gather import gather
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.doctor import gather
 
     if not getattr(args, "json", False):
         sys.stderr.write("gpulab doctor: starting a worker and a GPU probe ...\n")
-    doc = report(gather())
+    doc = report(gather.gather())
     if getattr(args, "json", False):
         print(json.dumps(doc, indent=2, default=str))
     else:

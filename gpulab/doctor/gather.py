@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import sys
@@ -17,7 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.datadir import resolve
+from gpulab.core.processes import describe_exit
 from gpulab.doctor.probe import MARKER
+from gpulab.exercises.workspace import WORKDIR_ENV, default_root
+from gpulab.runner.client import RunnerClient
+from gpulab.runner.spawn import WorkerStartError
 from gpulab.telemetry import nvml as codes
 
 PROBE_LIMIT_S = 120.0  # importing torch and CuPy cold, plus a CUDA context and one NVRTC compile
@@ -42,7 +48,7 @@ def nvml_facts(nvml: Any = None) -> dict[str, Any]:
             }
     try:
         nvml.nvmlInit()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - every NVML failure is a fact the doctor judges
         code = codes.error_code(exc)
         out: dict[str, Any] = {"loaded": False, "error": codes.reason_for(exc)}
         if code == codes.DRIVER_NOT_LOADED:  # the library is here: maybe a GPU is too
@@ -72,7 +78,7 @@ def nvml_facts(nvml: Any = None) -> dict[str, Any]:
                     "mig": mig,
                 }
             )
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - every NVML failure is a fact the doctor judges
         return {
             "loaded": False,
             "error": f"NVML loads but cannot read the GPUs: {codes.reason_for(exc)}",
@@ -109,9 +115,6 @@ def dir_facts(path: Path, what: str, fix: str) -> dict[str, Any]:
 
 
 def dirs_facts() -> dict[str, Any]:
-    from gpulab.datadir import resolve
-    from gpulab.exercises.workspace import WORKDIR_ENV, default_root
-
     return {
         "datadir": dir_facts(
             resolve(), "the data dir", "choose another with --data-dir (env GPULAB_DATA_DIR)"
@@ -154,12 +157,10 @@ async def probe_facts(
         proc.kill()
         await proc.wait()
         return {"error": f"it did not finish in {limit_s:g} s (a hung CUDA init?)"}
-    import json
 
     for line in reversed(out.decode(errors="replace").splitlines()):
         if line.startswith(MARKER):
             return dict(json.loads(line[len(MARKER) :]))
-    from gpulab.runner.client import describe_exit
 
     tail = [s for s in err.decode(errors="replace").splitlines() if s.strip()][-1:]
     how = describe_exit(proc.returncode or 0)[0]
@@ -168,8 +169,6 @@ async def probe_facts(
 
 async def worker_facts(limit_s: float = WORKER_LIMIT_S) -> dict[str, Any]:
     """Start a real worker, as the lab does, and wait for its hello."""
-    from gpulab.runner.client import RunnerClient, WorkerStartError
-
     out: dict[str, Any] = {"ready": False, "limit_s": limit_s}
     client = RunnerClient(standby=False)
     t0 = time.monotonic()

@@ -57,7 +57,7 @@ def probe_torch() -> dict[str, Any]:
     out: dict[str, Any] = {"installed": False}
     try:
         import torch
-    except Exception as exc:  # ImportError, or a broken install's OSError
+    except Exception as exc:  # noqa: BLE001 - ImportError, or a broken install's OSError: a fact to judge
         out["error"] = f"torch failed to import ({_one_line(exc)})"
         return out
     out.update(installed=True, version=torch.__version__, cuda=torch.version.cuda or "")
@@ -70,7 +70,7 @@ def probe_torch() -> dict[str, Any]:
             {"name": p.name, "uuid": str(getattr(p, "uuid", ""))}
             for p in (torch.cuda.get_device_properties(i) for i in range(out["count"]))
         ]
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - torch's CUDA errors are facts to judge, whatever their class
         out.update(available=False, count=0, error=_one_line(exc))
     if not out.get("available"):
         return out
@@ -82,7 +82,7 @@ def probe_torch() -> dict[str, Any]:
 def _step(fn: Any) -> dict[str, Any]:
     try:
         return {"ok": True, "detail": fn()}
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - each step's failure, of any class, is the fact recorded
         return {"ok": False, "error": _one_line(exc)}
 
 
@@ -118,14 +118,14 @@ def probe_cupy() -> dict[str, Any]:
     out.update(version=version, dist_cuda=dist_cuda(name))
     try:
         import cupy
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a broken CuPy install raises more than ImportError: a fact
         out["error"] = f"failed to import ({_one_line(exc)})"
         return out
     try:
         rt = cupy.cuda.runtime.runtimeGetVersion()
         out["runtime"] = f"{rt // 1000}.{rt % 1000 // 10}"
         out["count"] = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - CuPy's CUDA errors are facts to judge, whatever their class
         out["error"] = f"cannot use CUDA ({_one_line(exc)})"
         return out
     if out["count"]:
@@ -147,7 +147,7 @@ def _cupy_kernel(cupy: Any) -> str:
         raise RuntimeError("the NVRTC kernel's y = 2x + 1 disagrees with the host")
     try:
         nvrtc = "NVRTC " + ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
-    except Exception:  # the version is a nicety; the kernel already ran
+    except Exception:  # noqa: BLE001 - the version is a nicety; the kernel already ran
         nvrtc = "NVRTC"
     return f"{nvrtc} compiled it in {compiled * 1e3:.0f} ms; it ran and matches the host"
 
@@ -159,7 +159,7 @@ def probe() -> dict[str, Any]:
 def main() -> int:
     try:
         facts = probe()
-    except Exception:  # a bug here must still come back as a line the doctor can show
+    except Exception:  # noqa: BLE001 - a bug here must still come back as a line the doctor can show
         facts = {"error": traceback.format_exc().strip().splitlines()[-1]}
     sys.stdout.write(MARKER + json.dumps(facts, default=str) + "\n")
     sys.stdout.flush()

@@ -120,7 +120,7 @@ def slowest(phases_: dict[str, float] | None, top: int = 2) -> str:
 
 
 def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
-    from gpulab.bench_targets import judge
+    from gpulab.benchmark.targets import judge
 
     ran = [e for e in part["exercises"] if "skipped" not in e]
     if not ran:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.errors import BadInput
 from gpulab.core.front_matter import read_front_matter
 from gpulab.exercises.schema import DEFAULT_TIME_LIMIT_S, ExerciseFormatError, validate_meta
 
@@ -30,7 +31,7 @@ _EXPECT = re.compile(r"^#\s*expect:\s*(.+?)\s*$")
 _WHY = re.compile(r"^#\s*why:\s*(.+?)\s*$")
 
 
-class UnknownExercise(KeyError):
+class UnknownExercise(BadInput, KeyError):
     def __init__(self, name: str, known: list[str]) -> None:
         self.name = name
         self.known = known

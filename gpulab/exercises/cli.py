@@ -8,11 +8,21 @@ file, a bad seed, an exercise this machine cannot run), one line on stderr, neve
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
+from gpulab.core.errors import EXIT_BAD_INPUT, BadInput
+from gpulab.exercises.commands import (
+    _file,
+    catalog,
+    emit_json,
+    machine,
+    runnable,
+    store,
+    workspace,
+)
+
+EXIT_FAILED = 1
 SEED_MAX = 2**32 - 1
 
 
@@ -59,12 +69,20 @@ def add_parser(sub: Any) -> None:
         p.add_argument("name", help="exercise id, folder name or number")
         if verb == "solution":
             p.add_argument("--force", action="store_true", help="show it before you pass")
-    # `explain`: the gpulab.explain package owns its options and its command.
-    from gpulab.explain.cli import add_arguments as explain_arguments
-
-    explain_arguments(acts.add_parser("explain", help="why your kernel runs at its speed"))
     for p in acts.choices.values():
         _common(p, top=False)
+    ex.set_defaults(ex_verbs=acts)  # where a verb another package owns registers (add_verb)
+
+
+def add_verb(ex_parser: argparse.ArgumentParser, name: str, text: str, handler: Any) -> Any:
+    """A `gpulab ex` verb another package owns (`explain`): its parser, with the options every
+    verb has, run by `handler(args)`. Registered by gpulab/cli.py, so exercises/ imports none of
+    the packages above it."""
+    acts = ex_parser.get_default("ex_verbs")
+    p = acts.add_parser(name, help=text)
+    _common(p, top=False)
+    p.set_defaults(ex_handler=handler)
+    return p
 
 
 def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
@@ -79,15 +97,11 @@ def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
     p.add_argument("--quick", action="store_true", help=argparse.SUPPRESS, **hide)
 
 
-class BadInput(Exception):
-    """One line for stderr, exit 2."""
-
-
 def main(args: argparse.Namespace) -> int:
     from gpulab.exercises.catalog import UnknownExercise
     from gpulab.exercises.schema import ExerciseFormatError
     from gpulab.exercises.workspace import WorkspaceError
-    from gpulab.store import StoreError
+    from gpulab.store.connection import StoreError
 
     verb = getattr(args, "ex_command", None) or "list"
     try:
@@ -107,73 +121,14 @@ def main(args: argparse.Namespace) -> int:
             return cmd_solution(args)
         if verb == "show":
             return cmd_show(args)
-        if verb == "explain":
-            from gpulab.explain.cli import cmd_explain
-
-            return cmd_explain(args)
+        handler = getattr(args, "ex_handler", None)
+        if handler is not None:  # a verb another package owns (add_verb)
+            return int(handler(args))
     except (BadInput, UnknownExercise, ExerciseFormatError, WorkspaceError, StoreError) as exc:
         sys.stderr.write(f"gpulab: {exc}\n")
         return EXIT_BAD_INPUT
     sys.stderr.write(f"gpulab: unknown exercises command {verb!r}\n")
     return EXIT_BAD_INPUT
-
-
-# --- shared ---------------------------------------------------------------------------------------
-
-
-def catalog() -> Any:
-    from gpulab.exercises.catalog import load_catalog
-
-    return load_catalog()
-
-
-def workspace(args: argparse.Namespace) -> Any:
-    from gpulab.exercises.workspace import Workspace
-
-    return Workspace(getattr(args, "workdir", None))
-
-
-def store() -> Any:
-    from gpulab.store import Store
-
-    return Store()
-
-
-def machine() -> Any:
-    """What this machine can run. Without an NVIDIA driver we know there is no GPU without
-    importing torch (a second and more); with one, `detect()` asks torch and CuPy."""
-    from gpulab.core.devices import _cuda_hidden, _driver, detect
-
-    driver, _, error = _driver()
-    if driver and not _cuda_hidden():
-        return detect()
-    return cpu_only("CUDA_VISIBLE_DEVICES hides every GPU" if _cuda_hidden() else error)
-
-
-def cpu_only(why: str) -> Any:
-    """An inventory of a machine without a usable GPU (and why), built without importing torch."""
-    from gpulab.core.devices import Backend, Inventory
-
-    inv = Inventory(gpu_reason=why or "no usable GPU")
-    inv.backends["numpy"] = Backend("numpy", True)
-    inv.backends["torch-cpu"] = Backend("torch-cpu", True)
-    for name in ("torch-cuda", "cupy"):
-        inv.backends[name] = Backend(name, False, reason=inv.gpu_reason)
-    return inv
-
-
-def emit_json(data: Any) -> None:
-    from gpulab.core.results import _clean
-    from gpulab.core.schema import tagged
-
-    print(json.dumps(tagged("exercises", _clean(data)), indent=2, default=str))
-
-
-def _file(args: argparse.Namespace, ex: Any) -> Any:
-    path = workspace(args).path(ex)
-    if not path.is_file():
-        raise BadInput(f"no file {path}: `gpulab ex reset {ex.id}` creates it from the starter")
-    return path
 
 
 # --- verbs ----------------------------------------------------------------------------------------
@@ -218,14 +173,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     print("\n".join(list_lines(rows, str(ws.root), inv.label())))
     return 0
-
-
-def runnable(args: argparse.Namespace, name: str) -> Any:
-    ex = catalog().get(name)
-    why = ex.unavailable(machine())
-    if why:
-        raise BadInput(f"{ex.id} {why}")
-    return ex
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -274,7 +221,7 @@ def show_result(args: argparse.Namespace, ex: Any, result: Any, progress: Any) -
 
 
 def _progress_line(event: dict[str, Any]) -> None:
-    from gpulab.runner import events as ev
+    from gpulab.core import events as ev
 
     if event.get("type") == ev.PROGRESS and event.get("message"):
         sys.stderr.write(f"  {event['message']}\n")

@@ -95,7 +95,7 @@ class CheckResult:
         return self.verdict == PASS
 
     def to_dict(self) -> dict[str, Any]:
-        from gpulab.core.results import _clean
+        from gpulab.core.results import json_safe as _clean
 
         return _clean(asdict(self))
 
@@ -207,7 +207,7 @@ def run_check(
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 - SystemExit from learner code too
-                from gpulab.experiments.base import Cancelled
+                from gpulab.core.errors import Cancelled
 
                 if isinstance(exc, Cancelled):
                     raise
@@ -264,7 +264,7 @@ def run_check(
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - the learner's code, at full size
-                    from gpulab.experiments.base import Cancelled
+                    from gpulab.core.errors import Cancelled
 
                     if isinstance(exc, Cancelled):
                         raise
@@ -338,7 +338,7 @@ def _fail(result: CheckResult, kind: str, message: str, t0: float) -> CheckResul
 
 def _crash_if_fatal(exc: BaseException, result: CheckResult, case: str, t0: float) -> None:
     """Raise LearnerCrash when the exception means the process's GPU state is gone or full."""
-    from gpulab.runner import events as ev
+    from gpulab.core import events as ev
     from gpulab.runner.classify import classify
 
     kind, message, _ = classify(exc)

@@ -143,8 +143,8 @@ EXPERIMENT = ExerciseCheck()
 def outcome(final: dict[str, Any], exercise: str, path: str, seed: int) -> Any:
     """The CheckResult a job's final event stands for: the grader's own, or one made from the
     runner's failure (crash, time limit, cancel) in words a learner can act on."""
+    from gpulab.core import events as ev
     from gpulab.exercises.grader import FAIL, CheckResult
-    from gpulab.runner import events as ev
 
     kind = final.get("type")
     if kind == ev.RESULT:

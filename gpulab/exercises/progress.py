@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpulab.store import Store, now
+from gpulab.store.database import Store, now
 
 NOT_STARTED, FAILING, PASSING = "not started", "failing", "passing"
 GRADE_ORDER = ("pass", "bronze", "silver", "gold")

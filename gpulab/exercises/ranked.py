@@ -1,4 +1,4 @@
-"""Multi-process exercise checks: a learner's function run on N ranks (gpulab.runner.ranks).
+"""Multi-process exercise checks: a learner's function run on N ranks (gpulab.core.ranks).
 
 Ranks are fresh processes (forked from a clean fork server), so they cannot be handed the
 learner's function object: each rank loads the learner's file (the very text the grader loaded)
@@ -22,8 +22,8 @@ def _text(path: str) -> str:
 
 def launch(check_file: str, fn: Any, entry: str, case: Any, world_size: int) -> list[Any]:
     """Every rank's return of the check's `rank(rc, fn, case)`, in rank order (gloo, CPU)."""
+    from gpulab.core import ranks
     from gpulab.experiments.base import Context
-    from gpulab.runner import ranks
 
     learner_file = sys.modules[fn.__module__].__file__ or ""
     job = (check_file, _text(check_file), learner_file, _text(learner_file), entry, case)

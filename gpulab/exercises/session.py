@@ -19,10 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gpulab.core import events as ev
 from gpulab.exercises.catalog import Exercise
 from gpulab.exercises.grader import FAIL, CheckResult
 from gpulab.exercises.job import EXPERIMENT_ID, check_inline, outcome
-from gpulab.runner import events as ev
 
 EventCallback = Callable[[dict[str, Any]], None]
 

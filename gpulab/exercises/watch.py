@@ -112,7 +112,7 @@ async def watch_loop(
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from gpulab.exercises.cli import catalog, machine, runnable, store, workspace
+    from gpulab.exercises.commands import catalog, machine, runnable, store, workspace
     from gpulab.exercises.progress import Progress
     from gpulab.exercises.session import Checker
 

@@ -40,7 +40,7 @@ def default_root() -> Path:
     env = os.environ.get(WORKDIR_ENV, "").strip()
     if env:
         return Path(env).expanduser()
-    from gpulab.store import data_dir
+    from gpulab.store.database import data_dir
 
     return data_dir() / "exercises"
 

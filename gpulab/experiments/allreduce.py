@@ -19,14 +19,16 @@ fp32), so the sum must be exact; the largest error over ranks is reduced to rank
 from __future__ import annotations
 
 import statistics
+import time
 from typing import Any
 
+from gpulab.core import ranks
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
-from gpulab.report import fmt_num
-from gpulab.runner import ranks
+from gpulab.experiments.p2p import copy_bandwidth
+from gpulab.render.results import fmt_num
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
 CPU_MAX_BYTES = 16 * 2**20  # gloo moves bytes through the kernel's loopback: stop at 16 MiB
@@ -110,8 +112,6 @@ def _time(call: Any, rc: ranks.RankContext, budget_s: float) -> dict[str, float]
     (a collective ends when its last rank does), then the median, min and max over iterations.
     The ranks agree on the count: at least MIN_ITERS, more while the budget lasts. On NCCL each
     iteration sits between two CUDA events on the collective's stream; on gloo, perf_counter."""
-    import time
-
     import torch
     import torch.distributed as dist
 
@@ -204,7 +204,6 @@ def peer_copy_gbs(ctx: Context) -> float | None:
     """GPU 0 -> GPU 1 copy bandwidth at 256 MiB, measured now (None without two GPUs)."""
     if not ctx.has_cuda or ranks.gpu_count(ctx) < 2:
         return None
-    from gpulab.experiments.p2p import copy_bandwidth
 
     return copy_bandwidth(0, 1, 256 * 2**20, peer=True)[0]
 
@@ -300,6 +299,19 @@ class AllReduce(Experiment):
             "CPU, gloo copies through the kernel's loopback sockets."
         )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        bus = (s.get("busbw_gbs") or {}).get("all-reduce")
+        if bus is None:
+            return ""
+        text = (
+            f"all-reduce on {s['ranks']} ranks ({s['backend']}) reached a busbw of {bus:.3g} GB/s "
+            f"at {sup.size_label(s['largest_bytes'])}"
+        )
+        if s.get("allreduce_of_peer"):
+            text += f", {s['allreduce_of_peer']:.0%} of the {s['peer_copy_gbs']:.3g} GB/s peer copy"
+        return text
 
 
 def world_size(ctx: Context, params: dict[str, Any]) -> int:

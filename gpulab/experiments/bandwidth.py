@@ -7,7 +7,7 @@ A plain runtime memcpy (cudaMemcpyAsync through CuPy's runtime binding, on the s
 buffers and stream) is the peer PyTorch's pinned copies are measured against.
 Bytes counted: host<->device copies count the bytes moved once; device-to-device and host
 memory copies count bytes read + bytes written (the way the calibration counts them).
-"% of peak" is against this device's measured ceilings (METHOD.md): the calibration's pinned
+"% of peak" is against this device's measured ceilings (core/peaks.py): the calibration's pinned
 H2D and D2H copies for the PCIe rows, its device-to-device copy for d2d, the host copy for the
 NumPy row. The PCIe link's theoretical figure is context, in the summary and the explanation.
 A host copy whose source and destination fit in the CPU's last-level cache runs from the cache,
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.core.params import Int, ParamSet
+from gpulab.core.params import Int, ParamError, ParamSet
 from gpulab.core.results import Result, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.bandwidth_machine import (
@@ -32,6 +32,7 @@ from gpulab.experiments.bandwidth_machine import (
 from gpulab.experiments.bandwidth_report import curve_series, explain, summary
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import times
 
 VERIFY_BYTES = 16 * 2**20
 
@@ -85,8 +86,6 @@ class Bandwidth(Experiment):
     bench_suites = ("full",)
 
     def check(self, params: dict[str, Any], inventory: Any) -> None:
-        from gpulab.core.params import ParamError
-
         if params["min_size"] > params["max_size"]:
             raise ParamError(
                 "min_size", params["min_size"], f"at most max_size ({params['max_size']})"
@@ -255,6 +254,23 @@ class Bandwidth(Experiment):
                 size=sup.size_label(size),
             )
         )
+
+    def headline(self, result: Result) -> str:
+        largest = result.summary.get("largest_size_gbs") or {}
+        pin, page = largest.get("h2d-pinned"), largest.get("h2d-pageable")
+        if pin:
+            text = f"pinned host->GPU copies reached {pin:.3g} GB/s"
+            if page:
+                text += f", {times(pin / page)} pageable ({page:.3g} GB/s)"
+            if largest.get("d2d"):
+                text += f"; on the GPU itself {largest['d2d']:.3g} GB/s"
+            return text
+        host = largest.get("host-memcpy")
+        if host:
+            return (
+                f"this CPU's memory copied {host:.3g} GB/s at the largest size (no GPU rows here)"
+            )
+        return ""
 
 
 EXPERIMENT = Bandwidth()

@@ -9,6 +9,7 @@ the machine's own description, with their own failure modes (no NVML, no sysfs).
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any
 
 from gpulab.experiments import syllabus_support as sup
@@ -21,8 +22,6 @@ DEFAULT_LLC_BYTES = 32 * 2**20  # when the OS does not say (sysfs missing)
 
 def host_cache_bytes() -> int:
     """The CPU's largest cache (the last level), from sysfs; DEFAULT_LLC_BYTES when unknown."""
-    from pathlib import Path
-
     best = 0
     for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
         try:
@@ -62,7 +61,7 @@ def pcie_link(inventory: Any, device_index: int) -> dict[str, Any]:
         return {"reason": "the NVML binding is missing (pip install nvidia-ml-py)"}
     try:
         pynvml.nvmlInit()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - no NVML: the reason replaces the link's figures
         return {"reason": f"NVML unavailable: {exc}"}
     try:
         handle = None
@@ -71,7 +70,7 @@ def pcie_link(inventory: Any, device_index: int) -> dict[str, Any]:
                 uuid = d.uuid if d.uuid.startswith("GPU-") else f"GPU-{d.uuid}"
                 try:
                     handle = pynvml.nvmlDeviceGetHandleByUUID(uuid)
-                except Exception:
+                except Exception:  # noqa: BLE001 - a UUID NVML does not know: no handle, said below
                     handle = None
         if handle is None:
             handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
@@ -84,10 +83,10 @@ def pcie_link(inventory: Any, device_index: int) -> dict[str, Any]:
         ):
             try:
                 info[key] = int(fn(handle))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a figure NVML cannot read: the reason says which
                 info.setdefault("reason", f"NVML could not read the PCIe link ({exc})")
         return info
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any NVML error: the reason replaces the link's figures
         return {"reason": f"NVML could not read the PCIe link ({exc})"}
     finally:
         with contextlib.suppress(Exception):

@@ -15,18 +15,17 @@ from typing import Any
 from gpulab import __version__
 from gpulab.core import memory
 from gpulab.core.devices import Inventory, cupy_hint
+from gpulab.core.errors import Cancelled, GpulabError
+from gpulab.core.judging import judge, rejudge
 from gpulab.core.params import ParamSet
 from gpulab.core.results import Measurement, Result, RunRecord
 from gpulab.core.timing import Timer
+from gpulab.experiments.wording import generic
 
 CANCEL_POLL_S = 0.02  # how often a waiting experiment looks for a cancel
 
 
-class Cancelled(Exception):
-    """Raised by `Context.check_cancelled()` once a cancel was asked for."""
-
-
-class ExperimentError(Exception):
+class ExperimentError(GpulabError):
     """A failure the experiment explains in one line (bad image file, size too large, ...)."""
 
     kind = "experiment-error"
@@ -108,15 +107,13 @@ class Context:
 
     def measurement(self, row: Measurement) -> None:
         """Emit a finished row. A row whose % of peak came from a calibrated ceiling is judged
-        first (`peaks.judge`): one that beats the ceiling by over 5% has it re-measured."""
+        first (`judging.judge`): one that beats the ceiling by over 5% has it re-measured."""
         if getattr(row, "_ceiling", None) is not None:
-            from gpulab.core.peaks import judge
-
             try:
                 judge(self, row)
             except Cancelled:
                 raise
-            except Exception as exc:  # a failed re-check must not sink the run
+            except Exception as exc:  # noqa: BLE001 - a failed re-check must not sink the run
                 self.log(f"could not re-check the ceiling of a row: {type(exc).__name__}: {exc}")
         if self.on_measurement:
             self.on_measurement(row)
@@ -200,15 +197,26 @@ class Experiment:
         return result
 
     def finish(self, result: Result) -> Result:
-        """Stamp the end, and judge every row again against its ceiling's final figure: a
-        ceiling re-measured mid-run must not leave the rows before it on the old one."""
-        from gpulab.core.peaks import rejudge
-        from gpulab.experiments.headlines import headline
-
+        """Stamp the end, judge every row again against its ceiling's final figure (a ceiling
+        re-measured mid-run must not leave the rows before it on the old one), and answer."""
         rejudge(result)
         result.record.finished_at = time.time()
-        result.headline = result.headline or headline(self, result)
+        result.headline = result.headline or self.answer(result)
         return result
+
+    def headline(self, result: Result) -> str:
+        """This experiment's one-line answer (`Result.headline`), from its own rows and summary:
+        pi and its error, a speedup, a % of a ceiling. Each experiment says its own; this one,
+        the fallback, names the fastest row. Empty: the run has too little to say."""
+        return generic(self, result)
+
+    def answer(self, result: Result) -> str:
+        """`headline`, or the fastest row when it is empty or broken."""
+        try:
+            text = self.headline(result)
+        except Exception:  # noqa: BLE001 - a missing figure must cost the line, never the run
+            text = ""
+        return text or generic(self, result)
 
     def describe(self) -> dict[str, Any]:
         return {

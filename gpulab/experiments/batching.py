@@ -12,8 +12,10 @@ from typing import Any
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import times
 
 
 def host_bytes(batch: int, size: int) -> int:
@@ -61,7 +63,7 @@ class Batching(Experiment):
         a = torch.randn(batch, size, size)
         b = torch.randn(batch, size, size)
         ref = torch.empty(batch, size, size, dtype=torch.float64)
-        step = max(1, sup.CHUNK // (size * size))
+        step = max(1, verification.CHUNK // (size * size))
         for i in range(0, batch, step):  # no float64 copies of the whole of a and b
             ref[i : i + step] = torch.bmm(a[i : i + step].double(), b[i : i + step].double())
         flops = 2.0 * batch * size**3
@@ -84,9 +86,9 @@ class Batching(Experiment):
                     def fn(ad: Any = ad, bd: Any = bd, out: Any = out) -> None:
                         torch.bmm(ad, bd, out=out)
 
-                sup.poison(out)
+                verification.poison(out)
                 fn()
-                result.verdicts.append(sup.verdict(c.id, out, ref, "fp32", size=label))
+                result.verdicts.append(verification.verdict(c.id, out, ref, "fp32", size=label))
                 timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
                 m = sup.emit(
                     ctx,
@@ -123,6 +125,17 @@ class Batching(Experiment):
             "matrices bmm can even be the slower of the two."
         )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        for where in ("gpu", "cpu"):
+            x = s.get(f"bmm_speedup_{where}")
+            if x:
+                return (
+                    f"one torch.bmm was {times(x)} faster than a loop of {s['batch']} torch.mm "
+                    f"on the {where.upper()}"
+                )
+        return ""
 
 
 EXPERIMENT = Batching()

@@ -1,4 +1,4 @@
-"""Long CPU work a block at a time, so a cancel is taken between blocks (issue 12).
+"""Long CPU work a block at a time, so a cancel is taken between blocks.
 
 An experiment's CPU path that ran as one call (making 10^8 random numbers, adding two 400 MB
 vectors) could not be cancelled until the call returned: the runner then killed the worker.

@@ -13,10 +13,13 @@ x - box), which equal the 2-D stencil in exact arithmetic and cost a separable p
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from typing import Any
 
+from gpulab.core import peaks as pk
 from gpulab.core.params import Choice, Int, ParamSet, Text
+from gpulab.core.peaks import data_dir
 from gpulab.core.results import Artifact, Result, Verdict
 from gpulab.experiments import blur_library
 from gpulab.experiments import syllabus_support as sup
@@ -33,6 +36,7 @@ from gpulab.experiments.blur_filters import (
 from gpulab.experiments.blur_images import check_image, check_side, load_image, to_display
 from gpulab.experiments.blur_kernel import BlurKernel
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import GPU_BACKENDS, backend, duration, label, measured, rate
 
 TOLERANCE = 1e-5
 # Host bytes per value (pixel x channel) of a run: the float32 planes (4), the float64
@@ -123,8 +127,6 @@ class Blur(Experiment):
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
         import numpy as np
-
-        from gpulab.core import peaks as pk
 
         kind, radius = params["kernel"], int(params["radius"])
         result = self.new_result(ctx, params)
@@ -301,8 +303,6 @@ class Blur(Experiment):
     def _save(ctx: Context, result: Result, planes, out, kind: str, who: str) -> None:
         from PIL import Image
 
-        from gpulab.core.peaks import data_dir
-
         if out is None:
             return
         run_dir = data_dir() / "runs" / f"blur-{time.strftime('%Y%m%d-%H%M%S')}-{id(result):x}"
@@ -326,14 +326,31 @@ class Blur(Experiment):
         """One CPU contender runs, and its row names it: SciPy when it is installed, else the
         NumPy fallback (a row labelled SciPy must never be NumPy's). Checked without importing
         SciPy, so the UI process can ask; `run` confirms with a real import."""
-        import importlib.util
-
         out = super().availability(inventory)
         if importlib.util.find_spec("scipy") is not None:
             out["numpy-slices"] = NUMPY_INSTEAD
         else:
             out["scipy"] = SCIPY_MISSING
         return out
+
+    def headline(self, result: Result) -> str:
+        rows = measured(result)
+        best = next(
+            (m for cid in ("cupy-kernel", "torch", "scipy") for m in rows if m.contender == cid),
+            None,
+        )
+        if best is None:
+            return ""
+        where = "GPU" if backend(self, best.contender) in GPU_BACKENDS else "CPU"
+        if best.percent_of_peak is not None:
+            return (
+                f"your blur ({label(self, best.contender)}) ran at {best.percent_of_peak:.0f}% of "
+                f"this {where}'s copy bandwidth ({rate(best)}, {best.size} in "
+                f"{duration(best.time_median_s)})"
+            )
+        return (
+            f"{label(self, best.contender)} blurred {best.size} in {duration(best.time_median_s)}"
+        )
 
 
 EXPERIMENT = Blur()

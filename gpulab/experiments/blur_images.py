@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpulab.core.files import image_problem
 from gpulab.experiments.base import ExperimentError
 
 IMAGES_DIR = Path(__file__).with_name("images")
@@ -21,7 +22,6 @@ def check_image(spec: str) -> str | None:
     a built-in name, or a file that exists, can be read and has a decodable header."""
     if spec in ("synthetic", *BUILTIN):
         return None
-    from gpulab.core.files import image_problem
 
     return image_problem(spec)
 

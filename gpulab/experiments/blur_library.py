@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab.experiments.base import Context
+from gpulab.experiments.blur_filters import weights_1d
 
 
 def _base(kind: str) -> str:
@@ -67,8 +68,6 @@ def run_cupyx(ctx: Context, planes: Any, kind: str, radius: int) -> tuple[Any, A
 def run_torch_separable(ctx: Context, planes: Any, kind: str, radius: int) -> tuple[Any, Any, dict]:
     import torch
     import torch.nn.functional as F
-
-    from gpulab.experiments.blur_filters import weights_1d
 
     dev = torch.device(ctx.torch_device)
     x = torch.from_numpy(planes).to(dev)[None]  # (1, C, H, W)

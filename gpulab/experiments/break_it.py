@@ -339,7 +339,7 @@ class BreakIt(Experiment):
         kernel((n // 256,), (256,), (out, cupy.int64(n), cupy.int64(stride)))
         try:
             cupy.cuda.Device(ctx.device_index).synchronize()
-        except Exception as exc:
+        except Exception as exc:  # any class CuPy gives the illegal address: raised as Broken
             text = str(exc).strip().splitlines()[0]
             raise Broken(
                 "illegal-address",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.core import peaks as pk
 from gpulab.core.params import Bool, ParamSet
 from gpulab.core.results import Measurement, Result
 from gpulab.experiments.base import Contender, Context, Experiment
@@ -28,8 +29,6 @@ class Calibrate(Experiment):
     contenders = (Contender("peaks", "calibration", "numpy"),)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
-        from gpulab.core import peaks as pk
-
         result = self.new_result(ctx, params)
         ctx.progress(0.0, "measuring this device's ceilings")
         peaks = pk.load_or_measure(
@@ -58,6 +57,20 @@ class Calibrate(Experiment):
         )
         ctx.progress(1.0, "done")
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        p = result.summary.get("peaks") or {}
+        what = "this CPU" if p.get("cpu") else "this GPU"
+        parts = []
+        if p.get("copy_gbs"):
+            parts.append(f"copies at {p['copy_gbs']:.3g} GB/s")
+        tflops = p.get("matmul_tflops") or {}
+        if tflops:
+            dtype, best = max(tflops.items(), key=lambda kv: kv[1] or 0)
+            parts.append(f"multiplies matrices at {best:.3g} TFLOP/s ({dtype})")
+        if p.get("h2d_pinned_gbs"):
+            parts.append(f"takes {p['h2d_pinned_gbs']:.3g} GB/s from the host")
+        return f"{what} " + ", ".join(parts) if parts else ""
 
 
 EXPERIMENT = Calibrate()

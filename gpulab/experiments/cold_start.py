@@ -22,6 +22,7 @@ from gpulab.core.results import Measurement, Result
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import duration, times
 
 CHILD_TIMEOUT_S = 180.0
 
@@ -188,6 +189,19 @@ class ColdStart(Experiment):
         result.summary = s
         result.explanation = explain(s, gpu)
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        ratio = s.get("fresh_total_over_warm")
+        if not ratio:
+            return ""
+        steps = (
+            "import, CUDA context, first call" if s.get("device") == "gpu" else "import, first call"
+        )
+        return (
+            f"a fresh process took {duration(s['fresh_total_s'])} to its first result ({steps}): "
+            f"{times(ratio)} this warm worker's median for the same op"
+        )
 
 
 def explain(s: dict[str, Any], gpu: bool) -> str:

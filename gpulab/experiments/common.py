@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.core.noise import noisy_note
 from gpulab.core.results import Measurement
 from gpulab.core.timing import Timing
 
@@ -39,8 +40,6 @@ def row(
     if timing.remeasured:
         extra["remeasured"] = True
     if timing.noisy:
-        from gpulab.core.noise import noisy_note
-
         extra["noisy"] = True
         extra["spread"] = timing.spread
         flag = noisy_note(timing, gpu=timing.method == "cuda-events")

@@ -14,10 +14,11 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result, Verdict
-from gpulab.experiments import blocks
+from gpulab.experiments import blocks, verification
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import on_gpu_else_cpu
 
 
 def host_bytes(n: int) -> int:
@@ -30,7 +31,7 @@ def uniform_check(cid: str, x: Any, n: int, ctx: Context | None = None) -> Verdi
     """Values in [0, 1) with a mean within 6 standard errors of 1/2."""
     lo, hi = math.inf, -math.inf
     total = 0.0
-    for s in ctx.blocks(n, sup.CHUNK) if ctx else [slice(0, n)]:
+    for s in ctx.blocks(n, verification.CHUNK) if ctx else [slice(0, n)]:
         block = x[s]  # the mean in float64, without a float64 copy of x
         lo, hi = min(lo, float(block.min())), max(hi, float(block.max()))
         total += float(block.double().sum())
@@ -91,7 +92,7 @@ class CreateOnDevice(Experiment):
                 fn = lambda: blocks.torch_random(ctx, n).to(dev)  # noqa: E731
             out = fn()
             if c.id == "transfer":
-                bad = sup.mismatches(out, host.numpy(), ctx)
+                bad = verification.mismatches(out, host.numpy(), ctx)
                 result.verdicts.append(
                     Verdict.check(
                         c.id, float(bad), 0.0, metric="elements differing", reference="source"
@@ -136,6 +137,16 @@ class CreateOnDevice(Experiment):
                 " Only the CPU random generator ran here: the device rows need a GPU."
             )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        return on_gpu_else_cpu(
+            s,
+            "speedup_on_device",
+            "creating the tensor on the GPU was {x} faster than torch.rand on the CPU then .to('cuda')",
+            ("median_s", "cpu-rand"),
+            lambda t: f"torch.rand({int(s['n']):,}) on the CPU took {t}",
+        )
 
 
 EXPERIMENT = CreateOnDevice()

@@ -20,10 +20,10 @@ import statistics
 import time
 from typing import Any
 
+from gpulab.core import ranks
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
-from gpulab.runner import ranks
 
 WARMUP_STEPS = 3
 LOSS_RTOL = 1e-3  # fp32, a different order of the gradient sum per world size
@@ -293,6 +293,17 @@ class DDPScaling(Experiment):
             "model, slow links, or gloo on a loaded CPU)."
         )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        sizes = s.get("world_sizes") or []
+        if len(sizes) < 2:
+            return ""
+        n = sizes[-1]
+        return (
+            f"DDP on {n} ranks ({s['backend']}) trained at {s['efficiency_at_max']:.0%} scaling "
+            f"efficiency ({s['samples_per_s'][n]:.3g} samples/s), loss curves matching 1 rank"
+        )
 
 
 EXPERIMENT = DDPScaling()

@@ -13,11 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab.core.params import Choice, Int, List, ParamSet
-from gpulab.core.results import Result, Series
-from gpulab.experiments import blocks
+from gpulab.core.results import Result, Series, Verdict
+from gpulab.experiments import blocks, verification
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.fp8 import fp8_row
+from gpulab.experiments.wording import times
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
 # fp8 is a matmul row only (torch._scaled_mm, experiments/fp8.py): its inputs start in fp32.
@@ -127,11 +129,11 @@ class Dtypes(Experiment):
                             rows,
                         )
                     with sup.tf32_mode(d == "tf32"):
-                        sup.poison(out)
+                        verification.poison(out)
                         fn()
                         k = min(CHECK_ROWS, size)
                         result.verdicts.append(
-                            sup.matmul_verdict(
+                            verification.matmul_verdict(
                                 f"matmul-{d}", out[:k], a[:k], b, d, size=f"{size}", ctx=ctx
                             )
                         )
@@ -182,17 +184,16 @@ class Dtypes(Experiment):
                     y = make(n, td)
                     out = torch.empty_like(x)
                     fn = lambda x=x, y=y, out=out: torch.add(x, y, out=out)  # noqa: E731
-                    sup.poison(out, ctx)
+                    verification.poison(out, ctx)
                     fn()
                     # Both inputs are exact in their dtype, so their float64 sum is exact and
                     # rounding it to the dtype gives the correctly rounded sum. Checked a block
                     # at a time on the device: no float64 copies of x and y.
                     bad = 0
-                    for s in ctx.blocks(n, sup.CHUNK if gpu else blocks.SMALL_BLOCK):
+                    for s in ctx.blocks(n, verification.CHUNK if gpu else blocks.SMALL_BLOCK):
                         ref = (x[s].double() + y[s].double()).to(td)
                         bad += int((out[s] != ref).sum().item())
                     del ref
-                    from gpulab.core.results import Verdict
 
                     result.verdicts.append(
                         Verdict.check(
@@ -225,7 +226,6 @@ class Dtypes(Experiment):
                 sup.emit(ctx, result, m)
         if fp8:
             ctx.progress(0.98, "matmul fp8 (e4m3, scaled)")
-            from gpulab.experiments.fp8 import fp8_row
 
             m8 = fp8_row(ctx, result, torch, dev, size)
             if m8 is not None and m8.throughput:
@@ -285,6 +285,24 @@ class Dtypes(Experiment):
                     "clocks a GPU cannot hold under sustained load; quote the sustained figure."
                 )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        tflops = {d: v for d, v in (s.get("matmul_tflops") or {}).items() if v}
+        if not tflops:
+            return ""
+        fp8 = tflops.pop("fp8", None)  # scaled e4m3: not a drop-in dtype, named apart
+        if not tflops:
+            return f"fp8 (e4m3, scaled) matmul at {fp8:.3g} TFLOP/s" if fp8 else ""
+        dtype, best = max(tflops.items(), key=lambda kv: kv[1])
+        text = f"fastest matmul on the {str(s.get('device', '')).upper()}: {dtype} at {best:.3g} TFLOP/s"
+        if dtype != "fp32" and tflops.get("fp32"):
+            text += f", {times(best / tflops['fp32'])} fp32's rate"
+        if s.get("fp32_over_fp64"):
+            text += f"; fp32 ran at {times(s['fp32_over_fp64'])} fp64's rate"
+        if fp8:
+            text += f"; fp8 (e4m3, scaled) at {fp8:.3g} TFLOP/s"
+        return text
 
 
 EXPERIMENT = Dtypes()

@@ -15,6 +15,7 @@ from typing import Any
 
 from gpulab.core.results import Measurement, Result
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Context
 from gpulab.experiments.common import row
 
@@ -72,10 +73,12 @@ def fp8_row(ctx: Context, result: Result, torch: Any, dev: Any, size: int) -> Me
     rows = out[:k].float() / (sa * sb)
     # Correctness: against float64 products of the very fp8 values that went in.
     result.verdicts.append(
-        sup.matmul_verdict("matmul-fp8", rows, a8[:k].float(), b8, "bf16", size=f"{size}", ctx=ctx)
+        verification.matmul_verdict(
+            "matmul-fp8", rows, a8[:k].float(), b8, "bf16", size=f"{size}", ctx=ctx
+        )
     )
     # The price of fp8: the error against the unquantized fp32 product, shown, not judged.
-    lost = sup.product_error(out[:k].float(), a[:k], b, ctx)
+    lost = verification.product_error(out[:k].float(), a[:k], b, ctx)
     del out, rows
     # Single calls with gaps first (boost clocks), as dtypes times every matmul; shown, never
     # compared with a ceiling.

@@ -12,8 +12,10 @@ from typing import Any
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import duration, measured
 
 
 def host_bytes(n: int) -> int:
@@ -68,7 +70,9 @@ class InPlace(Experiment):
 
             # The checked call, on fresh inputs.
             fn()
-            result.verdicts.append(sup.verdict(c.id, state["x"], ref, "fp32", size=f"{n:g}"))
+            result.verdicts.append(
+                verification.verdict(c.id, state["x"], ref, "fp32", size=f"{n:g}")
+            )
             extra: dict[str, Any] = {}
             if gpu:
                 torch.cuda.synchronize(dev)
@@ -118,6 +122,23 @@ class InPlace(Experiment):
                 "allocation each version makes is listed (0 or n * 4 bytes)."
             )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        peaks = result.summary.get("peak_extra_mib") or {}
+        rows = {m.contender: m for m in measured(result)}
+        for where in ("gpu", "cpu"):
+            inp, out = rows.get(f"in-place-{where}"), rows.get(f"out-of-place-{where}")
+            if inp is None or out is None:
+                continue
+            text = (
+                f"x.add_(y) took {duration(inp.time_median_s)}, x = x + y "
+                f"{duration(out.time_median_s)} on the {where.upper()}"
+            )
+            extra = peaks.get(f"out-of-place-{where}")
+            if extra is not None:
+                text += f"; x = x + y needed {extra:.3g} MiB more memory"
+            return text
+        return ""
 
 
 EXPERIMENT = InPlace()

@@ -16,10 +16,11 @@ from typing import Any
 
 from gpulab.core.params import Bool, Int, ParamSet
 from gpulab.core.results import Result
-from gpulab.experiments import blocks
+from gpulab.experiments import blocks, verification
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import label, streaming, times
 
 ELEMENTWISE_SRC = "y = (x + 1.0f) * 2.0f - 3.0f"
 
@@ -91,7 +92,7 @@ class KernelFusion(Experiment):
             try:
                 fn, kernels, dest = self._prepare(ctx, c.id, host)
                 if dest is not None:
-                    sup.poison(dest)  # written in place: an element it skips stays NaN
+                    verification.poison(dest)  # written in place: an element it skips stays NaN
                 out = blocks.joined(fn())  # the checked call (torch.compile: also the compile)
             except Exception as exc:  # torch.compile can fail for reasons outside our code
                 if "compile" not in c.id:
@@ -100,7 +101,9 @@ class KernelFusion(Experiment):
                 result.unavailable[c.id] = f"torch.compile failed here: {first[:200]}"
                 ctx.log(result.unavailable[c.id])
                 continue
-            result.verdicts.append(sup.verdict(c.id, out, ref, "fp32", size=f"{n:g}", ctx=ctx))
+            result.verdicts.append(
+                verification.verdict(c.id, out, ref, "fp32", size=f"{n:g}", ctx=ctx)
+            )
             del out
             timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
             pk = sup.peak_here(p, c.backend, "copy")
@@ -179,6 +182,14 @@ class KernelFusion(Experiment):
         if on_cpu:  # a last, shorter block compiles once more, in the checked call
             return blocks.blockwise(ctx, n, lambda s: compiled(x[s])), 1, None
         return (lambda: compiled(x)), 1, None
+
+    def headline(self, result: Result) -> str:
+        gains = {k: v for k, v in result.summary.items() if "_over_" in k and v}
+        if not gains:
+            return streaming(self, result)
+        key, x = max(gains.items(), key=lambda kv: kv[1])
+        fused, eager = key.split("_over_")
+        return f"{label(self, fused)} ran at {times(x)} the rate of {label(self, eager)}"
 
 
 EXPERIMENT = KernelFusion()

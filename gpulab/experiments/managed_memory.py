@@ -22,6 +22,7 @@ from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
 from gpulab.experiments.common import row
 from gpulab.experiments.occupancy import SOURCE
+from gpulab.experiments.wording import times
 
 MIB = 2**20
 CAP_BYTES = 2**30
@@ -230,6 +231,19 @@ class ManagedMemory(Experiment):
                 reference="2 * x (exact in float32)",
             )
         )
+
+    def headline(self, result: Result) -> str:
+        gbs = result.summary.get("gbs") or {}
+        first, dev, pre = (
+            gbs.get(k) for k in ("managed-first-touch", "device", "managed-prefetched")
+        )
+        if not first or not dev:
+            return ""
+        text = (
+            f"a kernel on managed memory the CPU had just written ran at {first:.3g} GB/s, "
+            f"{times(dev / first)} slower than on plain device memory"
+        )
+        return text + (f"; after a prefetch, {pre:.3g} GB/s" if pre else "")
 
 
 def explain(rates: dict[str, float], nbytes: int) -> str:

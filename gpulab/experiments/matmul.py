@@ -29,9 +29,12 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from gpulab.core import peaks as pk
 from gpulab.core.params import Int, List, ParamSet
 from gpulab.core.results import Result, Series
+from gpulab.core.timing import sustained_kw
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.matmul_contenders import (
     PYTHON_MAX,
@@ -39,6 +42,16 @@ from gpulab.experiments.matmul_contenders import (
 )
 from gpulab.experiments.matmul_estimate import CPU_RUN_LIMIT_S, estimate_s, probe
 from gpulab.experiments.roofline import throughput_series
+from gpulab.experiments.wording import (
+    GPU_BACKENDS,
+    backend,
+    fastest,
+    label,
+    measured,
+    of_peak,
+    rate,
+    times,
+)
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
 BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
@@ -69,8 +82,6 @@ def benchmark_timer_tflops(
     """
     import torch
     from torch.utils import benchmark
-
-    from gpulab.core.peaks import sustained_kw
 
     tdt = sup.torch_dtype(dtype)
     a = torch.randn(n, n, device=device, dtype=tdt)
@@ -136,8 +147,6 @@ class Matmul(MatmulContenders, Experiment):
     # ------------------------------------------------------------------ run
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
-        from gpulab.core import peaks as pk
-
         sizes = sorted(int(n) for n in params["sizes"])
         dtypes = list(params["dtypes"])
         result = self.new_result(ctx, params)
@@ -248,10 +257,10 @@ class Matmul(MatmulContenders, Experiment):
         """GPU memory of one step: A, B and C in the dtype (made directly in it), and for CuPy's
         fp16 the fp32 array each input is drawn in first (CuPy draws no fp16 normals; C later
         reuses the freed staging block); the check takes B a block of columns at a time
-        (at most sup.CHUNK elements); plus cuBLAS's workspace and the allocators' rounding."""
+        (at most verification.CHUNK elements); plus cuBLAS's workspace and the allocators' rounding."""
         w = BYTES[dtype]
         per = 2 * w + 4 + w if (contender == "cupy" and dtype == "fp16") else 3 * w
-        return int(per * n * n * 1.05) + sup.CHUNK * 8 + GPU_WORKSPACE
+        return int(per * n * n * 1.05) + verification.CHUNK * 8 + GPU_WORKSPACE
 
     @staticmethod
     def host_bytes(n: int, dtype: str, contender: str) -> int:
@@ -320,6 +329,37 @@ class Matmul(MatmulContenders, Experiment):
                     log_y=True,
                 )
             )
+
+    def headline(self, result: Result) -> str:
+        rows = measured(result)
+        sizes = sorted({int(m.size) for m in rows}, reverse=True)
+        for n in sizes:
+            at = [m for m in rows if int(m.size) == n]
+            best = fastest(at)
+            if best is None:
+                continue
+            gpu = backend(self, best.contender) in GPU_BACKENDS
+            base_id = "numpy" if gpu else "python"
+            # Pure Python's extrapolated rows count as a baseline: that is what they are for.
+            base = [
+                m
+                for m in result.measurements
+                if m.contender == base_id and int(m.size) == n and m.time_median_s > 0
+            ]
+            if not base or best.contender == base_id:
+                continue
+            # Against the baseline's row in the same dtype where it ran one, else its fastest row:
+            # an fp64 NumPy row must not inflate a bf16 GPU lead.
+            same = [b for b in base if b.dtype == best.dtype]
+            ref = min(same or base, key=lambda b: b.time_median_s)
+            ratio = ref.time_median_s / best.time_median_s
+            who = "the GPU" if gpu else label(self, best.contender)
+            guess = " (extrapolated)" if ref.extrapolated else ""
+            return (
+                f"{who} was {times(ratio)} faster than {label(self, base_id)}{guess} at n={n} "
+                f"({best.contender} {best.dtype}: {rate(best)}{of_peak(best, 'peak')})"
+            )
+        return ""
 
 
 EXPERIMENT = Matmul()

@@ -13,14 +13,16 @@ import operator
 from typing import Any
 
 from gpulab.core.results import Measurement, Result, Verdict
+from gpulab.core.timing import sustained_kw
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context
 from gpulab.experiments.common import row
 from gpulab.experiments.syllabus_support import regime
 
-# Relative Frobenius error allowed against float64 (METHOD.md), set from the errors measured
-# on an H100 (see syllabus_support.TOLERANCE): fp32 1e-5, tf32 1e-3, fp16 1e-3, bf16 1e-2.
-TOLERANCE = sup.TOLERANCE
+# Relative Frobenius error allowed against float64, set from the errors measured
+# on an H100 (see verification.TOLERANCE): fp32 1e-5, tf32 1e-3, fp16 1e-3, bf16 1e-2.
+TOLERANCE = verification.TOLERANCE
 PYTHON_MAX = 128
 REF_ROWS = 64
 SINGLE_NOTE = "one call at a time: launch latency included"
@@ -168,7 +170,7 @@ class MatmulContenders:
         kw = self._timer_kw(est)
         timing = ctx.timer.measure(lambda: np.matmul(a, b, out=out), **kw)
         k = min(n, REF_ROWS)
-        return timing, sup.product_error(out[:k], a[:k], b), k, kw, None
+        return timing, verification.product_error(out[:k], a[:k], b), k, kw, None
 
     def _torch(self, ctx: Context, c: Contender, dtype: str, n: int, est: float, seed: int):
         import torch
@@ -191,8 +193,6 @@ class MatmulContenders:
             kw = self._timer_kw(est)
             b2b = None
             if cuda:
-                from gpulab.core.peaks import sustained_kw
-
                 kw = sustained_kw(call, torch.cuda.synchronize, 0.1 if ctx.quick else 0.5) or kw
             timing = ctx.timer.measure(call, sync="torch" if cuda else "none", **kw)
             if cuda and not kw.get("inner"):
@@ -202,7 +202,7 @@ class MatmulContenders:
         k = min(n, REF_ROWS)
         # Rows of C and A, and B a block of columns at a time, widened to float64 on the host
         # (bf16 and fp16 exactly): no full-size temporary of B on the GPU or the host.
-        err = sup.product_error(out[:k], a[:k], b)
+        err = verification.product_error(out[:k], a[:k], b)
         a = b = out = None  # freed before the cache is emptied
         if cuda:
             torch.cuda.empty_cache()
@@ -222,8 +222,6 @@ class MatmulContenders:
             def call() -> None:
                 cp.matmul(a, b, out=out)
 
-            from gpulab.core.peaks import sustained_kw
-
             sync = cp.cuda.Device().synchronize
             kw = sustained_kw(call, sync, 0.1 if ctx.quick else 0.5) or self._timer_kw(est)
             timing = ctx.timer.measure(call, sync="cupy", **kw)
@@ -231,7 +229,7 @@ class MatmulContenders:
             if not kw.get("inner"):
                 b2b = self._back_to_back(ctx, call, sync, "cupy")
             k = min(n, REF_ROWS)
-            err = sup.product_error(out[:k], a[:k], b)
+            err = verification.product_error(out[:k], a[:k], b)
             a = b = out = None  # freed before the pool's blocks are released
             cp.get_default_memory_pool().free_all_blocks()
         return timing, err, k, kw, b2b
@@ -240,7 +238,5 @@ class MatmulContenders:
     def _back_to_back(ctx: Context, call: Any, sync: Any, kind: str) -> tuple[Any, dict]:
         """The same short product timed back to back (the throughput regime): `inner` calls
         between one pair of events, after the warm-up `sustained_kw` already ran."""
-        from gpulab.core.peaks import sustained_kw
-
         kw = sustained_kw(call, sync, 0.02 if ctx.quick else 0.05, min_call_s=0.0)
         return ctx.timer.measure(call, sync=kind, **kw), kw

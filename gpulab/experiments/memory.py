@@ -33,7 +33,7 @@ def nvml_process_bytes(device_index: int) -> tuple[int | None, int | None, str]:
         import pynvml
 
         pynvml.nvmlInit()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - no NVML: the reason replaces NVML's figures
         return None, None, f"NVML unavailable: {exc}"
     try:
         handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
@@ -49,10 +49,10 @@ def nvml_process_bytes(device_index: int) -> tuple[int | None, int | None, str]:
                     "NVML lists no memory for this process (a container or VM can hide "
                     "process ids); the device's used memory is shown instead"
                 )
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any NVML error listing processes: the reason says so
             reason = f"NVML could not list processes: {exc}"
         return mine, used, reason
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any NVML error: the reason replaces NVML's figures
         return None, None, f"NVML could not read the device: {exc}"
     finally:
         with contextlib.suppress(Exception):
@@ -66,10 +66,10 @@ def rss_bytes() -> int | None:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         try:
-            import resource
+            import resource  # deferred: Unix only, and only where /proc is not
 
             return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-        except Exception:
+        except Exception:  # noqa: BLE001 - no figure is an answer; the caller shows none
             return None
 
 
@@ -369,6 +369,23 @@ class Memory(Experiment):
             "present: PyTorch's caching allocator (allocated vs reserved, empty_cache), the "
             "CUDA context that only NVML sees, peak tracking, and out-of-memory recovery."
         )
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        if s.get("context_bytes_nvml") is not None:
+            return (
+                f"the CUDA context held {s['context_bytes_nvml'] / 2**20:.0f} MiB beyond PyTorch's "
+                f"cache; after del, {s.get('reserved_after_del', 0) / 2**20:.0f} MiB stayed reserved"
+            )
+        if "rss_after_fill" in s:
+            mib = 2**20
+            empty = (s["rss_after_empty"] - s["rss_baseline"]) / mib
+            fill = (s["rss_after_fill"] - s["rss_baseline"]) / mib
+            return (
+                f"resident memory grew {empty:.0f} MiB when {s['bytes'] / mib:.0f} MiB were "
+                f"allocated and {fill:.0f} MiB once they were written"
+            )
+        return ""
 
 
 EXPERIMENT = Memory()

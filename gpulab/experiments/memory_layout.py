@@ -16,8 +16,10 @@ from typing import Any
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import times
 
 STRIDE = 16
 TRANSPOSED_SUM = "x.T.sum(0) (transposed view)"
@@ -33,7 +35,7 @@ def fit_bytes(s: int, *, host: bool) -> int:
 
 def column_sums(x: Any) -> Any:
     """x.double().sum(0), a block of rows at a time (no float64 copy of x)."""
-    step = max(1, sup.CHUNK // x.shape[1])
+    step = max(1, verification.CHUNK // x.shape[1])
     total = None
     for i in range(0, x.shape[0], step):
         part = x[i : i + step].double().sum(0)
@@ -124,10 +126,10 @@ class MemoryLayout(Experiment):
                 if ref_fn is None:
                     k = min(256, s)
                     b = w if "w.t" not in name else w.t()
-                    v = sup.matmul_verdict(name, out[:k], x[:k], b, "fp32", size=f"{s}")
+                    v = verification.matmul_verdict(name, out[:k], x[:k], b, "fp32", size=f"{s}")
                 else:
                     ref = column_sums(x) if ref_fn == "column sums" else ref_fn
-                    v = sup.verdict(name, out, ref, "fp32", size=f"{s}")
+                    v = verification.verdict(name, out, ref, "fp32", size=f"{s}")
                 result.verdicts.append(v)
                 del out
                 is_mm = name.startswith("x @")
@@ -174,6 +176,15 @@ class MemoryLayout(Experiment):
             "and reads x in its stored order, so it should take about as long as that row."
         )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        if s.get("copy_then_op_over_view"):
+            return (
+                f".contiguous() then the op took {times(s['copy_then_op_over_view'])} as long as the "
+                f"op on the transposed view (n={s.get('size')})"
+            )
+        return ""
 
 
 EXPERIMENT = MemoryLayout()

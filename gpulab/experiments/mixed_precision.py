@@ -17,6 +17,7 @@ from gpulab.core.results import Result, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import label, measured, times
 
 CPU_CAP_HIDDEN = 512
 CPU_CAP_BATCH = 256
@@ -238,6 +239,22 @@ class MixedPrecision(Experiment):
                 "CPUs without bf16 matrix units may see little or no speedup."
             )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        rows = {m.contender: m for m in measured(result)}
+        losses = result.summary.get("final_loss") or {}
+        for base, fast in (("fp32", "bf16"), ("fp32", "fp16-scaler"), ("fp32-cpu", "bf16-cpu")):
+            a, b = rows.get(base), rows.get(fast)
+            if a is None or b is None:
+                continue
+            ratio = a.time_median_s / b.time_median_s
+            word = "faster" if ratio >= 1 else "slower"
+            shown = ratio if ratio >= 1 else 1 / ratio
+            text = f"{label(self, fast)} trained {times(shown)} {word} than {label(self, base)}"
+            if losses.get(base) is not None and losses.get(fast) is not None:
+                text += f" (final loss {losses[fast]:.4g} vs {losses[base]:.4g})"
+            return text
+        return ""
 
 
 EXPERIMENT = MixedPrecision()

@@ -31,6 +31,8 @@ from gpulab.core.results import Result, Series, Verdict
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
 from gpulab.experiments.montecarlo_counts import FusedKernel, _numpy_count, _torch_count
+from gpulab.experiments.montecarlo_torch import TorchCounter, rng_rows, rng_text
+from gpulab.experiments.wording import label
 
 CPU_CAP = 200_000_000  # per run on the CPU: about a second for NumPy on one core
 SE_PASS = 5.0  # verdict tolerance, in standard errors (see the docstring)
@@ -103,8 +105,6 @@ class MonteCarlo(Experiment):
                     last["inside"] = _torch_count(n, s, "cpu", check)
                 elif c.backend == "torch-cuda":
                     if "torch" not in gpu_counter:  # made in the first call: its bytes count
-                        from gpulab.experiments.montecarlo_torch import TorchCounter
-
                         gpu_counter["torch"] = TorchCounter(ctx.torch_device, n)
                     last["inside"] = gpu_counter["torch"].count(n, s, check)
                 else:
@@ -126,8 +126,6 @@ class MonteCarlo(Experiment):
             )
             dev_bytes = self._device_bytes_used(contender.backend, ctx, base, fused)
             if "torch" in gpu_counter:  # the torch row's parts: its RNG, its writes alone
-                from gpulab.experiments.montecarlo_torch import rng_rows
-
                 for part in rng_rows(ctx, gpu_counter["torch"], n, seed):
                     ctx.measurement(part)
                     result.measurements.append(part)
@@ -223,8 +221,6 @@ class MonteCarlo(Experiment):
             "contenders with each other instead."
         )
         if "torch_rand_share" in result.summary:
-            from gpulab.experiments.montecarlo_torch import rng_text
-
             result.explanation += " " + rng_text(result.summary)
         return self.finish(result)
 
@@ -304,6 +300,17 @@ class MonteCarlo(Experiment):
                 True,
                 True,
             )
+        )
+
+    def headline(self, result: Result) -> str:
+        s = result.summary
+        est, err, se = s.get("estimate"), s.get("error"), s.get("standard_error")
+        if est is None or err is None or not se:
+            return ""
+        who = label(self, str(s.get("estimate_by", "")))
+        return (
+            f"pi ≈ {est:.6f} (error {err:.1e}, {err / se:.1f} standard errors) "
+            f"from {int(s.get('samples_run', 0)):,} samples by {who}"
         )
 
 

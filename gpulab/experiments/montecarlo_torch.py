@@ -3,7 +3,7 @@
 The recipe (two `torch.rand` arrays, `x*x + y*y <= 1`, mean, times 4) holds every sample in
 memory at once, several arrays of them: 1e9 samples take ~20 GB. The contender does the same
 arithmetic in chunks, so its memory is flat in the sample count, and chunking must cost no
-speed (issue 12: the first chunked version ran 13-17% behind the recipe). So it:
+speed (the first chunked version ran 13-17% behind the recipe). So it:
 - uses chunks of up to GPU_CHUNK_MAX points (within a quarter of the free memory): a 1e8 run is
   one chunk, like the recipe, and launches are a negligible share of a chunk's time;
 - allocates its buffers once per run and fills them in place (`torch.rand(out=)`, `mul_`,
@@ -24,6 +24,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from typing import Any
+
+from gpulab.core.timing import Timer
+from gpulab.experiments.common import row
 
 GPU_CHUNK_MAX = 1 << 27  # 128M points: x and y 512 MiB each
 BYTES_PER_POINT = 8  # x and y in fp32
@@ -119,8 +122,6 @@ def rng_rows(ctx: Any, counter: TorchCounter, samples: int, seed: int) -> list[A
     """Rows that isolate the torch contender's random-number cost: its two torch.rand writes
     alone, and a plain fill of the same bytes. The fused kernel uses a cheaper generator than
     torch's Philox, so the lesson must not put the whole gap on memory traffic."""
-    from gpulab.experiments.common import row
-
     out = []
     for cid, (what, rng) in RNG_ROWS.items():
         ctx.progress(0.5, f"torch: {what}")
@@ -185,8 +186,6 @@ def torch_vs_recipe(
     """Our contender's G samples/s over the recipe's, both warm, in interleaved rounds (a GPU's
     clocks drift: each round times both in the same conditions); ratio of the medians."""
     import torch
-
-    from gpulab.core.timing import Timer
 
     name = f"montecarlo: torch contender / tutorials' recipe (warm), {samples:.0e} samples"
     base = {"name": name, "target": ">= 0.95", "samples": samples}

@@ -21,6 +21,7 @@ from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import measured
 
 BLOCKS = (32, 64, 128, 256, 512, 1024)
 ACCUMULATORS = 64
@@ -235,6 +236,18 @@ class Occupancy(Experiment):
         result.summary = {"n": n, "device_limits": limits, "kernels": info}
         result.explanation = explain(result.measurements, info)
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        rows = [m for m in measured(result) if m.contender == "scale" and m.throughput]
+        if not rows:
+            return ""
+        best = max(rows, key=lambda m: m.throughput or 0.0)
+        worst = min(rows, key=lambda m: m.throughput or 0.0)
+        return (
+            f"memory-bound kernel: {worst.throughput:.0f} GB/s at {worst.size} "
+            f"({100 * worst.extra['occupancy']:.0f}% predicted occupancy) vs "
+            f"{best.throughput:.0f} GB/s at {best.size} ({100 * best.extra['occupancy']:.0f}%)"
+        )
 
 
 def heavy_reference(xs: Any, a: float) -> Any:

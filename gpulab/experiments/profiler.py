@@ -15,6 +15,7 @@ from gpulab.core.results import Artifact, Measurement, Result, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments import tensor_cores as tc
 from gpulab.experiments.base import Contender, Context, Experiment
+from gpulab.experiments.wording import duration, measured
 
 TOP = 12
 ANNOTATIONS = ("forward", "loss", "backward", "optimizer")
@@ -151,7 +152,7 @@ class Profiler(Experiment):
         sort_key = "self_cuda_time_total" if gpu else "self_cpu_time_total"
         try:
             table = averages.table(sort_by=sort_key, row_limit=TOP)
-        except Exception:  # newer torch spells it self_device_time_total
+        except Exception:  # noqa: BLE001 - newer torch spells it self_device_time_total
             sort_key = "self_device_time_total"
             table = averages.table(sort_by=sort_key, row_limit=TOP)
         result.artifacts.append(
@@ -238,6 +239,20 @@ class Profiler(Experiment):
             )
         return self.finish(result)
 
+    def headline(self, result: Result) -> str:
+        # Operators only: the kernel rows (GPU) are the same time seen from the device side.
+        rows = [m for m in measured(result) if m.extra.get("kind") != "kernel"]
+        if not rows:
+            return ""
+        top = max(rows, key=lambda m: m.time_median_s)
+        share, of = top.extra.get("share_pct"), top.extra.get("share_of", "the profiled time")
+        if share is None:
+            return ""
+        return (
+            f"{top.contender} took the most time: {share:.0f}% of the {of.removeprefix('the ')} "
+            f"({duration(top.time_median_s)} a step)"
+        ) + profiler_tensor_cores(result)
+
 
 def kernel_rows(
     ctx: Context,
@@ -306,3 +321,16 @@ def kernel_rows(
 
 
 EXPERIMENT = Profiler()
+
+
+def profiler_tensor_cores(result: Result) -> str:
+    """The profiler headline's tail: how many matmul kernels used tensor cores, and the
+    measured fact behind it (empty on the CPU)."""
+    s = result.summary
+    probe = s.get("probe") or {}
+    if not probe.get("measured"):
+        return ""
+    return (
+        f"; {s.get('tensor_core_kernels', 0)} of {s.get('matmul_kernels', 0)} matmul kernels "
+        f"on tensor cores ({s.get('dtype')}), measured: {probe['measured']}"
+    )

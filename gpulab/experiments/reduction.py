@@ -19,6 +19,7 @@ from gpulab.core.results import Result, Verdict
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import streaming
 
 KERNEL_FILE = Path(__file__).parent / "kernels" / "reduction.cu"
 THREADS = 512  # must match THREADS in reduction.cu
@@ -33,7 +34,7 @@ def tolerance(n: int) -> float:
     Tree and pairwise sums grow their rounding error like eps * log2(n); a thread that adds a few
     hundred values in sequence grows it by a few hundred eps at worst, but random rounding errors
     cancel to about sqrt(count) eps. 6 eps log2(n) covers both with room, and stays under
-    METHOD.md's fp32 bound of 1e-5 up to n = 2^27 (134M).
+    the fp32 bound of 1e-5 (verification.TOLERANCE) up to n = 2^27 (134M).
     """
     return 6 * FP32_EPS * max(1.0, math.log2(max(n, 2)))
 
@@ -229,6 +230,9 @@ class Reduction(Experiment):
         kernel.out.fill(math.nan)  # poisoned: a kernel that never writes its result fails
 
         return (lambda: kernel(xc)), lambda r: float(r.get()[0])
+
+    def headline(self, result: Result) -> str:
+        return streaming(self, result)
 
 
 EXPERIMENT = Reduction()

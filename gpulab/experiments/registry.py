@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 
+from gpulab.core.errors import BadInput
 from gpulab.experiments.base import Experiment
 
 # One module per experiment; each defines EXPERIMENT. Order is the order the panel lists them.
@@ -42,7 +43,7 @@ _cache: dict[str, Experiment] | None = None
 _hidden: dict[str, Experiment] | None = None
 
 
-class UnknownExperiment(KeyError):
+class UnknownExperiment(BadInput, KeyError):
     def __init__(self, name: str, known: list[str]) -> None:
         self.name = name
         self.known = known

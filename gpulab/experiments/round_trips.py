@@ -12,8 +12,10 @@ from typing import Any
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import on_gpu_else_cpu
 
 A, B = 0.999, 0.001
 
@@ -78,7 +80,9 @@ class RoundTrips(Experiment):
             def fn(xd: Any = xd, dev: Any = dev, trips: bool = trips) -> Any:
                 return _steps(xd, steps, dev, trips).cpu()
 
-            result.verdicts.append(sup.verdict(c.id, fn(), ref, "fp32", size=f"{n:g} x {steps}"))
+            result.verdicts.append(
+                verification.verdict(c.id, fn(), ref, "fp32", size=f"{n:g} x {steps}")
+            )
             timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
             m = sup.emit(
                 ctx,
@@ -111,6 +115,15 @@ class RoundTrips(Experiment):
         if not ctx.has_cuda:
             result.explanation += " Only the CPU version ran here: the others need a GPU."
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        return on_gpu_else_cpu(
+            result.summary,
+            "round_trip_penalty",
+            "a trip to the CPU and back every step was {x} slower than staying on the GPU",
+            ("time_per_step_s", "cpu"),
+            lambda t: f"all on the CPU: {t} a step",
+        )
 
 
 EXPERIMENT = RoundTrips()

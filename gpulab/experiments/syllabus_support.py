@@ -10,23 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.core import peaks as peaks_mod
+from gpulab.core.errors import Cancelled
+from gpulab.core.hostmem import host_available_bytes as available
+from gpulab.core.peaks import peak_for
 from gpulab.core.results import Measurement, Result
-from gpulab.experiments.base import Cancelled, Context
-
-# Checking outputs against references lives in verification.py; the experiments reach it as
-# sup.X, so its names are re-exported here.
-from gpulab.experiments.verification import (  # noqa: F401
-    CHUNK,
-    TOLERANCE,
-    matmul_verdict,
-    mismatches,
-    poison,
-    product_error,
-    rel_error,
-    to_numpy,
-    to_numpy64,
-    verdict,
-)
+from gpulab.core.timing import sustained_kw
+from gpulab.experiments.base import Context, DoesNotFit
 
 # Room for what the fit estimates do not count element by element: the verification blocks,
 # cuBLAS / cuDNN workspaces and the allocators' rounding.
@@ -58,8 +48,6 @@ def peaks(ctx: Context) -> Ceilings | None:
     """This device's calibration (measured once and cached), or None when it cannot be had."""
     ctx.progress(0.0, "this device's calibration (measured once, then cached)")
     try:
-        from gpulab.core import peaks as peaks_mod
-
         main = peaks_mod.load_or_measure(ctx, quick=ctx.quick)
         host = None
         if not main.cpu:
@@ -67,7 +55,7 @@ def peaks(ctx: Context) -> Ceilings | None:
         return Ceilings(main, host)
     except Cancelled:
         raise
-    except Exception as exc:  # a calibration failure must not sink the experiment
+    except Exception as exc:  # noqa: BLE001 - a calibration failure must not sink the experiment
         ctx.log(f"no calibration for % of peak: {type(exc).__name__}: {exc}")
         return None
 
@@ -76,7 +64,6 @@ def peak(p: Ceilings | None, what: str) -> float | None:
     """A figure of the device's own calibration (the GPU's on a GPU machine)."""
     if p is None:
         return None
-    from gpulab.core.peaks import peak_for
 
     return peak_for(p.main, what)
 
@@ -91,7 +78,6 @@ def peak_here(p: Ceilings | None, backend: str, what: str) -> float | None:
     """
     if p is None:
         return None
-    from gpulab.core.peaks import peak_for
 
     on_gpu = backend in ("torch-cuda", "cupy")
     if on_gpu:
@@ -136,7 +122,6 @@ def sustained(ctx: Context, fn: Any, backend: str, *, always: bool = False) -> d
     sync = device_sync(backend)
     if sync is None:
         return {}
-    from gpulab.core.peaks import sustained_kw
 
     kw = sustained_kw(fn, sync, 0.1 if ctx.quick else 0.5, min_call_s=0.0 if always else 5e-4)
     ctx.check_cancelled()
@@ -221,8 +206,6 @@ def fmt_bytes(nbytes: float) -> str:
 
 def require_fit(ctx: Context, nbytes: float, what: str, margin: float = 0.9) -> None:
     """Refuse (DoesNotFit) before allocating when `nbytes` would not fit on the GPU."""
-    from gpulab.experiments.base import DoesNotFit
-
     info = free_device_memory(ctx)
     if info is None:
         return
@@ -240,8 +223,6 @@ def host_available_bytes() -> int | None:
     """Host RAM a new allocation can take now without swapping, or None when unknown: RAM
     available lowered to the tightest limit of this process's own memory cgroup (a
     container's, a systemd slice's); see gpulab.core.hostmem."""
-    from gpulab.core.hostmem import host_available_bytes as available
-
     return available()
 
 
@@ -249,8 +230,6 @@ def require_host_fit(nbytes: float, what: str, margin: float = 0.9) -> None:
     """Refuse (DoesNotFit, as for the GPU) before allocating when `nbytes` of host memory
     would not fit in the RAM available now; a size that would push the machine into swap or
     the OOM killer ends in one clear line instead of a bare "out of memory"."""
-    from gpulab.experiments.base import DoesNotFit
-
     avail = host_available_bytes()
     if avail is None:
         return

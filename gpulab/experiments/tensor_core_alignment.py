@@ -12,8 +12,10 @@ from typing import Any
 from gpulab.core.params import Int, List, ParamSet
 from gpulab.core.results import Result, Series
 from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import times
 
 CHECK_ROWS = 128
 BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
@@ -110,11 +112,11 @@ class TensorCoreAlignment(Experiment):
                     b = torch.randn(s, s, device=dev, dtype=td)
                     out = torch.empty(s, s, device=dev, dtype=td)
                     fn = lambda a=a, b=b, out=out: torch.mm(a, b, out=out)  # noqa: E731
-                    sup.poison(out)
+                    verification.poison(out)
                     fn()
                     k = min(CHECK_ROWS, s)
                     result.verdicts.append(
-                        sup.matmul_verdict(f"{d}-{s}", out[:k], a[:k], b, d, size=f"{s}")
+                        verification.matmul_verdict(f"{d}-{s}", out[:k], a[:k], b, d, size=f"{s}")
                     )
                     # Every size in the sustained regime (even those under 0.5 ms): mixing
                     # boost-clock and power-limited timings would distort the slowdowns.
@@ -177,6 +179,15 @@ class TensorCoreAlignment(Experiment):
                 "comes from SIMD widths and cache blocking."
             )
         return self.finish(result)
+
+    def headline(self, result: Result) -> str:
+        worst = result.summary.get("worst") or {}
+        if not worst:
+            return ""
+        dtype, slow = max(worst.items(), key=lambda kv: kv[1])
+        per_size = (result.summary.get("slowdown_vs_aligned") or {}).get(dtype) or {}
+        size = max(per_size, key=lambda k: per_size[k], default="?")
+        return f"the worst misaligned size (n={size}, {dtype}) ran {times(slow)} the aligned time"
 
 
 EXPERIMENT = TensorCoreAlignment()

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gpulab.experiments import syllabus_support as sup
+
 # Checked first: an ffma/simt kernel is on CUDA cores whatever else its name says ("xmma").
 CUDA_CORE_SIGNS = ("ffma", "simt", "sgemm", "dgemm_")
 TENSOR_SIGNS = (
@@ -88,8 +90,6 @@ def probe(torch: Any, dev: Any, m: int, k: int, n: int, dtype: str) -> dict[str,
     """Profile one m x k x n matmul in `dtype` (fp32, tf32, bf16, fp16): its main kernel's name
     and its TFLOP/s from that kernel's own device time."""
     from torch.profiler import ProfilerActivity, profile
-
-    from gpulab.experiments import syllabus_support as sup
 
     td = torch.float32 if dtype in ("fp32", "tf32") else sup.torch_dtype(dtype)
     a = torch.randn(m, k, device=dev, dtype=td)

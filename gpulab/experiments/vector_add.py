@@ -14,10 +14,11 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result, Verdict
-from gpulab.experiments import blocks
+from gpulab.experiments import blocks, verification
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.common import row
+from gpulab.experiments.wording import streaming
 
 
 def host_bytes(n: int) -> int:
@@ -77,9 +78,9 @@ class VectorAdd(Experiment):
         for i, c in enumerate(todo):
             ctx.progress(i / len(todo), f"{c.label}: {n:,} elements")
             fn, out, sync = self._prepare(ctx, c.id, a, b)
-            sup.poison(out, ctx)
+            verification.poison(out, ctx)
             fn()  # the checked run, on a poisoned output
-            mismatches = sup.mismatches(out, ref, ctx)
+            mismatches = verification.mismatches(out, ref, ctx)
             result.verdicts.append(
                 Verdict.check(
                     c.id,
@@ -162,6 +163,9 @@ class VectorAdd(Experiment):
             out.copy_(torch.add(ha.to(dev), hb.to(dev)))
 
         return with_copies, out, "torch"
+
+    def headline(self, result: Result) -> str:
+        return streaming(self, result)
 
 
 EXPERIMENT = VectorAdd()

@@ -4,7 +4,7 @@ products checked a block of columns at a time, exact mismatches, and the verdict
 Every check works a block (CHUNK elements) at a time and brings a GPU result to the host one
 block at a time, so checking a large result never needs a float64 copy of it on either side.
 Nothing here imports torch or CuPy at module level; the experiments reach these names through
-`syllabus_support` (as `sup.rel_error`, `sup.TOLERANCE`, ...), which re-exports them.
+`syllabus_support` (as `rel_error`, `TOLERANCE`, ...), which re-exports them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from gpulab.core.results import Verdict
 from gpulab.experiments.base import Context
 from gpulab.experiments.blocks import SMALL_BLOCK, on_host
 
-# Relative-error thresholds from METHOD.md, by dtype, set from the errors measured on an H100
+# Relative-error thresholds, by dtype, set from the errors measured on an H100
 # (bench/results/full-h100.json, relative Frobenius norm of matmuls vs float64): fp32 up to
 # 1.6e-6 at n=8192; tf32 2.9e-4; fp16 2.1e-4 (2.5e-4 at odd sizes); bf16 1.7e-3 (2.4e-3 at odd
 # sizes). Each bound leaves a factor of 3 to 6 over the worst measured error.

@@ -13,27 +13,7 @@ NVRTC for the target architecture (nvrtc.py, cached by source hash) and reads
 - the graded figure as a point on this GPU's roofline (roofline.py).
 
 With `gpu=True` (a GPU and CuPy in this process) the driver's figures replace the computed ones
-where it has them (device.py). Entry points: `explain()` for a file's text, `explain_file()`.
+where it has them (device.py). Entry points: `explainer.explain()` for a file's text, `explainer.explain_file()`.
 
 Import cost: this package imports neither torch nor CuPy (the UI may call it), and no textual.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-__all__ = ["Explanation", "Finding", "KernelReport", "explain", "explain_file"]
-
-
-def __getattr__(name: str) -> Any:
-    # Lazy: `gpulab ex` registers its explain options on every CLI start, which must not pay
-    # for the analysis modules.
-    if name in ("explain", "explain_file"):
-        from gpulab.explain import explainer
-
-        return getattr(explainer, name)
-    if name in ("Explanation", "Finding", "KernelReport"):
-        from gpulab.explain import findings
-
-        return getattr(findings, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpulab.explain.ptx import Poly, Val, pconst, psplit, psubst
+from gpulab.explain.ptx import Poly, Val, pconst, pformat, psplit, psubst
 
 SECTOR = 32
 BANKS = 32
@@ -128,16 +128,12 @@ def shared_pattern(addr: Val, width: int, block: tuple[int, ...]) -> Pattern | N
 
 
 def _stride_text(addr: Val, block: tuple[int, ...]) -> str:
-    from gpulab.explain.ptx import pformat
-
     dims = {f"blockDim.{a}": (block[i] if i < len(block) else 1) for i, a in enumerate("xyz")}
     return pformat(psubst(addr.cx, dims))
 
 
 def stride_elements(addr: Val, width: int, block: tuple[int, ...]) -> str:
     """The x step in elements of `width` bytes, as text: "1", "cols", "33"."""
-    from gpulab.explain.ptx import pformat
-
     dims = {f"blockDim.{a}": (block[i] if i < len(block) else 1) for i, a in enumerate("xyz")}
     cx = psubst(addr.cx, dims)
     if cx is None:

@@ -1,6 +1,6 @@
 """`gpulab ex explain NAME [--json] [--plot] [--arch sm_90] [--gpu] [--file PATH]`.
 
-Registered by gpulab/exercises/cli.py (`add_arguments`, `cmd_explain`). Without `--gpu` it
+Registered by gpulab/cli.py on `gpulab ex` (`register`, through exercises.cli.add_verb). Without `--gpu` it
 imports neither torch nor CuPy: the GPU, when there is one, is named by NVML (its SM count and
 compute capability), the graded figure comes from the progress store, and the ceilings from the
 calibration cache (JSON), so the answer takes well under a second.
@@ -15,7 +15,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gpulab.exercises.cli import add_verb
+
 CORES_PER_SM = {8: 64, 9: 128}  # FP32 cores an SM has (sm_80: 64; sm_86, sm_89, sm_90: 128)
+
+
+def register(sub: Any) -> None:
+    """`gpulab ex explain`, on the `ex` parser gpulab/cli.py registered (exercises.cli.add_verb)."""
+    ex = sub.choices["exercises"]
+    add_arguments(add_verb(ex, "explain", "why your kernel runs at its speed", cmd_explain))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -62,7 +70,7 @@ def nvml_gpu(index: int = 0) -> dict[str, Any] | None:
 def calibration(card: str | None) -> Any:
     """This machine's GPU calibration (gpulab.core.peaks.Peaks) from the JSON cache: the one
     whose device is `card`, else the most recent GPU one; None when there is none."""
-    from gpulab.core import peaks as pk
+    from gpulab.core import peaks as pk  # deferred: loaded when the command runs
 
     folder = pk.data_dir() / "peaks"
     best = None
@@ -96,8 +104,8 @@ def ceiling_name(check_path: Path, metric: str) -> str:
 
 def graded_fraction(exercise_id: str) -> float | None:
     """The fraction of the ceiling of the learner's latest graded attempt, from the store."""
-    from gpulab.exercises.cli import store
-    from gpulab.exercises.progress import Progress
+    from gpulab.exercises.commands import store  # deferred: loaded when the command runs
+    from gpulab.exercises.progress import Progress  # deferred: loaded when the command runs
 
     with store() as st:
         for a in Progress(st).attempts(exercise_id, limit=20):
@@ -107,9 +115,14 @@ def graded_fraction(exercise_id: str) -> float | None:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from gpulab.exercises.cli import BadInput, _file, catalog, emit_json
-    from gpulab.explain import arch as arches
-    from gpulab.explain import explain_file
+    from gpulab.core.errors import BadInput  # deferred: loaded when the command runs
+    from gpulab.exercises.commands import (  # deferred: loaded when the command runs
+        _file,
+        catalog,
+        emit_json,
+    )
+    from gpulab.explain import arch as arches  # deferred: loaded when the command runs
+    from gpulab.explain.explainer import explain_file  # deferred: loaded when the command runs
 
     ex = catalog().get(args.name)
     path = Path(args.file) if args.file else _file(args, ex)
@@ -130,7 +143,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             fraction = graded_fraction(ex.id)
         peaks = calibration(gpu["name"] if gpu else None) if fraction else None
         if peaks is not None:
-            from gpulab.core.peaks import peak_for
+            from gpulab.core.peaks import peak_for  # deferred: loaded when the command runs
 
             name = ceiling_name(ex.check_path, ex.metric)
             ceiling = peak_for(peaks, name)

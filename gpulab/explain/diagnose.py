@@ -632,7 +632,7 @@ def _shared_cap(
     metric: str | None,
     tag: str,
 ) -> list[Finding]:
-    """The innermost loop with FMAs and shared loads: an SM issues 4 warp FMAs a clock per 128
+    """The innermost loop with FMAs and shared loads: an SM starts 4 warp FMAs a clock per 128
     FP32 lanes but serves one shared wavefront a clock, so the loop's FMAs run at most at
     (FMAs / (lanes/32)) / wavefronts of the FMA peak."""
     if metric == "GB/s":

@@ -90,7 +90,7 @@ def explain(
     gpu_info: Any = None
     note = ""
     if gpu:
-        from gpulab.explain import device  # imports CuPy: only when asked
+        from gpulab.explain import device  # deferred: device.py imports CuPy, only when asked
 
         try:
             gpu_info = device.probe()
@@ -203,7 +203,7 @@ def _kernel(
     launch = _pick_launch(ks.name, records, sites)
     driver_blocks = None
     if gpu_info is not None:
-        from gpulab.explain import device
+        from gpulab.explain import device  # deferred: device.py imports CuPy
 
         attrs = device.attributes(ks.code, ks.name, ks.options)
         if attrs is not None:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpulab.core import datadir
+
 CACHE_VERSION = 1
 _LOCK = threading.Lock()
 _MEMORY: dict[str, Compiled] = {}
@@ -125,10 +127,8 @@ def parse_ptxas_log(log: str) -> dict[str, PtxasInfo]:
 
 def _cache_dir() -> Path | None:
     try:
-        from gpulab.datadir import resolve
-
-        return resolve() / "explain-cache"
-    except Exception:  # noqa: BLE001 - no data dir: the memory cache still works
+        return datadir.resolve() / "explain-cache"
+    except Exception:  # noqa: BLE001 - no usable data dir: the memory cache still works
         return None
 
 

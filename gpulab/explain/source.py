@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -469,8 +470,6 @@ def _shape(env: _Env, node: ast.AST) -> tuple[Any, ...] | None:
 
 def extern_c_kernels(code: str) -> list[str]:
     """Names of the `extern "C" __global__` functions in a source."""
-    import re
-
     pat = re.compile(
         r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+'
         r"(?:__launch_bounds__\s*\([^)]*\)\s*)?([A-Za-z_]\w*)\s*\("

@@ -26,10 +26,6 @@ from gpulab.lessons.markup import (
     plain_fences,
     substitute_measured,
 )
-
-# The lessons pane imports these from here.
-from gpulab.lessons.markup import parse_experiment_href as parse_experiment_href
-from gpulab.lessons.markup import validate_link as validate_link
 from gpulab.lessons.schema import CHAPTERS, LessonFormatError, Question, validate_meta
 
 

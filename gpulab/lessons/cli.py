@@ -5,11 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulab.core.schema import tagged
-from gpulab.lessons.catalog import Catalog, load_catalog
-from gpulab.store import QuizBest, ReadMark, Store, StoreError
+
+if TYPE_CHECKING:
+    from gpulab.lessons.catalog import Catalog
+    from gpulab.store.database import QuizBest, ReadMark
+
+
+def add_parser(sub: Any) -> None:
+    lessons = sub.add_parser("lessons", help="list lessons and your progress")
+    lessons.add_argument("--json", action="store_true", help="print JSON")
 
 
 def progress_rows(
@@ -46,6 +53,11 @@ def _tick() -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.lessons.catalog import load_catalog
+    from gpulab.store.connection import StoreError
+    from gpulab.store.database import Store
+
     catalog = load_catalog()
     warnings = list(catalog.problems)
     marks: dict[str, ReadMark] = {}

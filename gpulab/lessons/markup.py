@@ -13,6 +13,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from gpulab.core.params import ParamError
+from gpulab.experiments.registry import UnknownExperiment, get
+from gpulab.lessons.measured import KEYS
 from gpulab.lessons.schema import LessonFormatError
 
 _LINK = re.compile(r"\[([^\]]*)\]\(\s*<?(experiment:[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -123,9 +126,6 @@ def extract_exercise_links(body: str, source: str = "<lesson>") -> list[Exercise
 
 def validate_link(link: ExperimentLink) -> str | None:
     """None when the link names a registered experiment with acceptable params, else why not."""
-    from gpulab.core.params import ParamError
-    from gpulab.experiments.registry import UnknownExperiment, get
-
     try:
         get(link.experiment).params.validate(link.params)
     except (UnknownExperiment, ParamError) as exc:
@@ -192,8 +192,6 @@ def substitute_measured(
     "GB/s". A fallback repeated in the same lesson is shortened to its first clause.
     """
     if units is None:
-        from gpulab.lessons.measured import KEYS
-
         units = {k: unit for k, (unit, _) in KEYS.items()}
     said: set[str] = set()
 

@@ -23,6 +23,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from gpulab.core import peaks as peaks_mod
+from gpulab.core.datadir import resolve
+from gpulab.experiments.registry import get
+
 _INFO = "not known yet: see the GPU info pane"
 # Markdown links: the lesson viewer turns them into Run links like the lesson's own.
 _CALIBRATE = "not measured yet: [run the calibrate experiment](experiment:calibrate)"
@@ -164,8 +168,6 @@ def _from_inventory(inventory: Any, device_index: int) -> dict[str, Any]:
 
 
 def _peaks_dir() -> Path | None:
-    from gpulab.datadir import resolve
-
     path = resolve() / "peaks"
     return path if path.is_dir() else None
 
@@ -187,8 +189,6 @@ def _all_cached() -> list[dict[str, Any]]:
 
 
 def _from_peaks(inventory: Any, device_index: int) -> dict[str, Any]:
-    from gpulab.core import peaks as peaks_mod  # reads JSON; imports neither torch nor CuPy
-
     gpu: dict[str, Any] | None = None
     if inventory is not None and _attr(inventory, "devices") is not None:
         inv = inventory
@@ -274,8 +274,6 @@ def _bytes(value: Any) -> float | None:
     except (TypeError, ValueError):
         pass
     try:
-        from gpulab.experiments.registry import get
-
         return float(get("bandwidth").params.get("max_size").parse(str(value)))
     except Exception:  # noqa: BLE001 - an unreadable size is an unusable run, not an error
         return None

@@ -92,29 +92,6 @@ def side_by_side(left: Any, right: Any, width: int = 80, gap: int = 2) -> Text:
     return out
 
 
-def print_image_artifacts(result: dict[str, Any], width: int | None = None) -> bool:
-    """Print a result's before/after images when stdout is a colour terminal; True if printed."""
-    import sys
-
-    from rich.console import Console
-
-    images = [a for a in result.get("artifacts", []) if a.get("kind") == "image" and a.get("path")]
-    if not images or not sys.stdout.isatty():
-        return False
-    console = Console()
-    if console.color_system is None:
-        return False
-    cols = min(width or console.width, 160)
-    paths = [a["path"] for a in images if Path(a["path"]).exists()]
-    if len(paths) >= 2:
-        names = " / ".join(a["name"] for a in images[:2])
-        console.print(f"{names}:")
-        console.print(side_by_side(paths[0], paths[1], cols))
-    elif paths:
-        console.print(render(paths[0], cols))
-    return bool(paths)
-
-
 def load(image: Any):
     """The image as (H, W, 3) uint8, for callers that render it more than once."""
     return _as_rgb8(image)

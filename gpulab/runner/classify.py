@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
 
 _SIZE = r"([\d.]+)\s*([KMGT]i?B)"
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}

@@ -30,18 +30,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from gpulab.core import events as ev
 from gpulab.core import hostmem
-from gpulab.runner import events as ev
 from gpulab.runner.frames import FramesMixin
 from gpulab.runner.jobs import Job
 from gpulab.runner.spare import NO_STANDBY_ENV, SPARE_DELAY_S, SpareMixin, standby_wanted
-from gpulab.runner.spawn import (
-    MAX_START_FAILURES,
-    STDERR_TAIL,
-    SpawnMixin,
-    WorkerStartError,
-    describe_exit,
-)
+from gpulab.runner.spawn import MAX_START_FAILURES, STDERR_TAIL, SpawnMixin, WorkerStartError
 from gpulab.runner.spawn import WorkerProcess as _Worker
 
 __all__ = [
@@ -54,7 +48,6 @@ __all__ = [
     "Job",
     "RunnerClient",
     "WorkerStartError",
-    "describe_exit",
     "standby_wanted",
 ]
 
@@ -327,7 +320,7 @@ class RunnerClient(SpawnMixin, FramesMixin, SpareMixin):
             return
         try:
             self.on_event(event)
-        except Exception as exc:  # a broken callback must not break the runner
+        except Exception as exc:  # noqa: BLE001 - a broken callback must not break the runner
             self.callback_error = exc
 
     def _note(self, line: str) -> None:

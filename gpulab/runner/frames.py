@@ -11,7 +11,7 @@ import asyncio
 import time
 from typing import Any
 
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
 from gpulab.runner.protocol import PROTOCOL, ProtocolError, read_frame_async
 from gpulab.runner.spawn import WorkerProcess as _Worker
 

@@ -9,12 +9,13 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from gpulab.core import events as ev
 from gpulab.core import memory
 from gpulab.core.devices import Inventory
+from gpulab.core.errors import Cancelled
 from gpulab.core.params import ParamError
-from gpulab.experiments.base import Cancelled, Context
+from gpulab.experiments.base import Context
 from gpulab.experiments.registry import get
-from gpulab.runner import events as ev
 from gpulab.runner.classify import classify
 
 Emit = Callable[[dict[str, Any]], None]
@@ -52,7 +53,7 @@ def run_job(
     except ParamError as exc:
         emit(ev.make(ev.FAILED, job, kind=ev.KIND_BAD_PARAMS, message=str(exc), traceback=""))
         return ev.FAILED
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - classify() names every failure, whatever its class
         kind, message, extra = classify(exc)
         emit(ev.make(ev.FAILED, job, kind=kind, message=message, traceback="", **extra))
         return ev.FAILED

@@ -7,7 +7,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
 
 
 class Job:

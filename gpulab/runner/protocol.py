@@ -22,11 +22,12 @@ Worker -> client (messages, key "msg"):
 from __future__ import annotations
 
 import json
-import math
 import os
 import struct
 import threading
 from typing import Any
+
+from gpulab.core.results import json_safe
 
 PROTOCOL = 1
 HEADER = struct.Struct(">I")
@@ -37,22 +38,11 @@ class ProtocolError(Exception):
     """The byte stream is not a valid frame sequence."""
 
 
-def _clean(value: Any) -> Any:
-    """NaN and inf are not JSON; they travel as null (as results.py does)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
-
-
 def encode(message: dict[str, Any]) -> bytes:
     try:
         body = json.dumps(message, allow_nan=False, separators=(",", ":")).encode()
     except (ValueError, TypeError):
-        body = json.dumps(_clean(message), default=str, separators=(",", ":")).encode()
+        body = json.dumps(json_safe(message), default=str, separators=(",", ":")).encode()
     return HEADER.pack(len(body)) + body
 
 

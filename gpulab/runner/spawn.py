@@ -11,14 +11,14 @@ import asyncio
 import collections
 import contextlib
 import os
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from gpulab.core import events as ev
 from gpulab.core import hostmem
-from gpulab.runner import events as ev
+from gpulab.core.processes import describe_exit
 from gpulab.runner.protocol import encode
 
 STDERR_TAIL = 60  # lines of the worker's stderr kept for a crash report (a faulthandler dump fits)
@@ -28,19 +28,6 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 class WorkerStartError(RuntimeError):
     """The worker could not be started (it died before its handshake, several times)."""
-
-
-def describe_exit(returncode: int) -> tuple[str, int | None, str | None]:
-    """(one-line description, exit code or None, signal name or None) of a finished process."""
-    if returncode < 0:
-        try:
-            sig = signal.Signals(-returncode)
-            name = sig.name
-            desc = signal.strsignal(sig) or name
-        except ValueError:
-            name, desc = f"signal {-returncode}", f"signal {-returncode}"
-        return f"was killed by {name} ({desc.lower()})", None, name
-    return f"exited with code {returncode}", returncode, None
 
 
 class WorkerProcess:

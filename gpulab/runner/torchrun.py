@@ -4,7 +4,7 @@
         --rdzv-endpoint HOST:29500 --rdzv-id lab1 -m gpulab.runner.torchrun allreduce max_bytes=1Gi
 
 Every process torchrun starts runs the same rank function the in-app experiment runs
-(`gpulab.runner.ranks` starts those on one machine); here torchrun's rendezvous gives each its
+(`gpulab.core.ranks` starts those on one machine); here torchrun's rendezvous gives each its
 RANK, WORLD_SIZE and LOCAL_RANK. NCCL when CUDA is available (GPU = LOCAL_RANK), else gloo.
 Rank 0 prints one JSON object per line: each row, then a summary. The environment (NCCL_*
 included) is used as it is.
@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any
 
-from gpulab.runner.ranks import RankContext
+from gpulab.core.ranks import RankContext
 
 EXPERIMENTS = ("allreduce", "ddp-scaling")
 USAGE = (

@@ -34,7 +34,7 @@ import threading
 import time
 from typing import Any
 
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
 from gpulab.runner.protocol import PROTOCOL, FrameWriter, read_frame
 from gpulab.runner.worker_cuda import cuda_broken, init_cuda, primary_context_active, release_memory
 from gpulab.runner.worker_process import LineStream, close_fds, die_with_parent, host_rss
@@ -142,7 +142,7 @@ class Worker:
                     self.commands.put(cmd)
                 elif cmd.get("cmd") == "activate":
                     self.activation.set()
-        except Exception as exc:  # a corrupt stream: nothing sensible is left to do
+        except Exception as exc:  # noqa: BLE001 - a corrupt stream: nothing sensible is left to do
             with contextlib.suppress(Exception):
                 sys.__stderr__.write(f"gpulab worker: command stream broken: {exc}\n")
         with contextlib.suppress(Exception):
@@ -157,7 +157,7 @@ class Worker:
                 self.run_one(cmd)
             except BrokenPipeError:
                 raise
-            except Exception as exc:  # a bug of the runner itself: report it, keep serving
+            except Exception as exc:  # noqa: BLE001 - a bug of the runner itself: report it, keep serving
                 import traceback
 
                 self.current = ""

@@ -62,13 +62,13 @@ def cuda_broken(inventory: Any, device: int) -> str:
     if torch is not None and torch.cuda.is_initialized():
         try:
             torch.cuda.synchronize(device)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any error from synchronize means the context is dead
             return f"the CUDA context is dead: {str(exc).strip().splitlines()[0]}"
     cupy = sys.modules.get("cupy")
     if cupy is not None and inventory is not None and inventory.available("cupy"):
         try:
             cupy.cuda.Device(device).synchronize()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any error from synchronize means the context is dead
             return f"the CUDA context is dead: {str(exc).strip().splitlines()[0]}"
     return ""
 

@@ -102,7 +102,7 @@ class NvmlSession:
                     return False
             try:
                 nvml.nvmlInit()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - every NVML failure becomes an NA with its reason
                 self.error = NA(reason_for(exc))
                 return False
             self.nvml = nvml
@@ -131,7 +131,7 @@ class NvmlSession:
             return NA(f"this nvidia-ml-py has no {name}: upgrade it")
         try:
             return fn(*args)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every NVML failure becomes an NA with its reason
             return NA(reason_for(exc))
 
     def count(self) -> int | NA:
@@ -167,7 +167,7 @@ class NvmlSession:
             return h
         try:
             return fn(h, *args)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every NVML failure becomes an NA with its reason
             code = error_code(exc)
             na = NA(reason_for(exc, mig=self.mig.get(index, False)))
             if code == GPU_IS_LOST:

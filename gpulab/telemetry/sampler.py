@@ -237,7 +237,7 @@ class Sampler:
                 if on_thread and self._stopping:  # stop() closes NVML under this lock
                     return None
                 frame = self.reader.read()
-        except Exception as exc:  # a bug in a reader must not kill telemetry for the session
+        except Exception as exc:  # noqa: BLE001 - a bug in a reader must not kill telemetry for the session
             self._failed(exc)
             return self._latest
         self.failures, self.failing = 0, None

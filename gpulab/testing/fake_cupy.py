@@ -9,6 +9,7 @@ one that notices.
 
 from __future__ import annotations
 
+import sys
 import types
 from typing import Any
 
@@ -192,8 +193,6 @@ def make() -> types.ModuleType:
 
 def install(monkeypatch: Any) -> types.ModuleType:
     """Put a fake `cupy` in sys.modules for one test (pytest's monkeypatch undoes it)."""
-    import sys
-
     mod = make()
     monkeypatch.setitem(sys.modules, "cupy", mod)
     for name, module in cupyx_modules().items():

@@ -26,6 +26,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from gpulab.telemetry import nvml as codes
+from gpulab.telemetry.sampler import Sampler, TelemetryReader
 from gpulab.telemetry.values import NA
 
 VARIANTS = (
@@ -393,8 +394,6 @@ def fake_sampler(
     variant: str = "full", interval: float = 0.5, *, manual: bool = False
 ) -> tuple[Any, FakeNvml]:
     """(Sampler, fake): a sampler reading the fake through the real telemetry code."""
-    from gpulab.telemetry.sampler import Sampler, TelemetryReader
-
     fake = FakeNvml(variant)
     reader = TelemetryReader(fake, procs=fake.procs)
     return Sampler(reader, interval=interval, manual=manual), fake

@@ -14,9 +14,11 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from gpulab.core import events as ev
 from gpulab.core.devices import Backend, Inventory
+from gpulab.core.results import Result
+from gpulab.experiments.montecarlo import standard_error
 from gpulab.experiments.registry import get
-from gpulab.runner import events as ev
 
 Emit = Callable[[dict[str, Any]], None]
 Script = Callable[["FakeJob", Emit], Awaitable[None]]
@@ -85,10 +87,6 @@ class FakeJob:
 
 async def montecarlo_script(job: FakeJob, emit: Emit, *, hold: bool = False) -> None:
     """Plausible, fixed Monte Carlo events: NumPy and torch-cpu rows, a result, a series."""
-    from gpulab.core.results import Result
-    from gpulab.experiments.headlines import headline
-    from gpulab.experiments.montecarlo import standard_error
-
     samples = int(job.params["samples"])
     emit(frozen(ev.ACCEPTED, job.id, experiment=job.experiment, params=job.params))
     rows = []
@@ -160,7 +158,7 @@ async def montecarlo_script(job: FakeJob, emit: Emit, *, hold: bool = False) -> 
         "explanation": "Every point is independent, so the work splits across every core.",
         "lesson": exp.lesson,
     }
-    result["headline"] = headline(exp, Result.from_dict(result))  # as the worker's finish()
+    result["headline"] = exp.answer(Result.from_dict(result))  # as the worker's finish()
     emit(frozen(ev.RESULT, job.id, result=result))
 
 

@@ -7,7 +7,7 @@ import signal
 import time
 from typing import Any
 
-from gpulab.runner.ranks import RankContext
+from gpulab.core.ranks import RankContext
 
 
 def sum_of_ranks(rc: RankContext, base: float) -> dict[str, Any]:

@@ -24,8 +24,11 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Markdown, Static
 
 from gpulab.app.gauge import gauge_call
+from gpulab.app.store_access import open_store
 from gpulab.app.widgets.code_editor import ExerciseEditor, python_language
 from gpulab.app.widgets.verdict import VerdictView
+from gpulab.core import events as ev
+from gpulab.core.devices import Inventory
 from gpulab.exercises.catalog import Catalog, Exercise, load_catalog
 from gpulab.exercises.progress import NOT_STARTED, PASSING, ExerciseProgress, Progress
 from gpulab.exercises.workspace import Workspace, WorkspaceError
@@ -138,8 +141,6 @@ class ExercisesPane(Widget):
             if lessons and hasattr(lessons[0], "store"):
                 self._store = lessons[0].store  # one connection, one fallback and notice path
             else:
-                from gpulab.app.store_access import open_store
-
                 self._store = open_store(self.app)
         return self._store
 
@@ -167,8 +168,6 @@ class ExercisesPane(Widget):
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
 
     def set_inventory(self, inventory: dict[str, Any]) -> None:
-        from gpulab.core.devices import Inventory
-
         self.inventory = Inventory.from_dict(inventory)
         self.refresh_list()
 
@@ -285,9 +284,9 @@ class ExercisesPane(Widget):
         self.run_worker(self._check(ex, runner), group="ex-check", exit_on_error=False)
 
     async def _check(self, ex: Exercise, runner: Any) -> None:
+        # deferred: the grader (NumPy) loads with the first check
         from gpulab.exercises.grader import FAIL, CheckResult, new_seed
         from gpulab.exercises.session import Checker, record
-        from gpulab.runner import events as ev
 
         def on_event(event: dict[str, Any]) -> None:
             if event.get("type") == ev.PROGRESS and self.checking:
@@ -356,6 +355,7 @@ class ExercisesPane(Widget):
                 opener(self.current.lesson)
 
     def action_reset(self) -> None:
+        # deferred: a screen loads when it first opens
         from gpulab.app.screens.exercise_dialogs import ConfirmReset
 
         ex = self.current
@@ -379,6 +379,7 @@ class ExercisesPane(Widget):
         self.app.push_screen(ConfirmReset(ex.title, str(where)), answered)
 
     def action_solution(self) -> None:
+        # deferred: a screen loads when it first opens
         from gpulab.app.screens.exercise_dialogs import SolutionScreen
 
         ex = self.current

@@ -18,8 +18,8 @@ from gpulab.app.runs import RunState, row_key
 from gpulab.app.widgets.images import ImageView
 from gpulab.app.widgets.plots import ResultPlots
 from gpulab.app.widgets.race import RaceView
-from gpulab.report import fmt_num, fmt_pct, fmt_time, row_notes
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
+from gpulab.render.results import fmt_num, fmt_pct, fmt_time, row_notes
 
 if TYPE_CHECKING:
     from textual.widget import Widget

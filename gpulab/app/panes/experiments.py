@@ -37,9 +37,10 @@ from gpulab.app.widgets.images import ImageView
 from gpulab.app.widgets.param_form import ParamForm, PickSelect
 from gpulab.app.widgets.plots import ResultPlots
 from gpulab.app.widgets.race import RaceView
+from gpulab.core import events as ev
+from gpulab.core.devices import Inventory
 from gpulab.core.params import ParamError
 from gpulab.experiments.registry import UnknownExperiment, all_experiments, get
-from gpulab.runner import events as ev
 
 FLUSH_S = 0.1  # redraw at most 10x a second however fast events arrive
 
@@ -181,8 +182,6 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
         exp = get(self.experiment_id)
         why: dict[str, str] = {}
         if self.inventory is not None:
-            from gpulab.core.devices import Inventory
-
             why = exp.availability(Inventory.from_dict(self.inventory))
         races = self.query(RaceView)
         if not races:  # the tabs compose after us: try again once they have
@@ -349,7 +348,7 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
         if runner is not None:
             try:
                 await runner.cancel(self.job)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - a failed cancel is a notice, not a crash of the UI
                 self.app.notify(f"cancel failed: {exc}", severity="error")
         return True
 
@@ -366,6 +365,7 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
     @on(Button.Pressed, "#show-traceback")
     def _traceback(self, event: Button.Pressed) -> None:
         event.stop()
+        # deferred: a screen loads when it first opens
         from gpulab.app.screens.traceback import TracebackScreen
 
         final = (self.shown.final if self.shown else None) or {}

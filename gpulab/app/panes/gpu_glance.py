@@ -140,7 +140,7 @@ def user_of(pid: int) -> str:
     except OSError:
         return "?"
     try:
-        import pwd
+        import pwd  # deferred: Unix only (the ImportError below is the rest)
 
         return pwd.getpwuid(uid).pw_name
     except (ImportError, KeyError):

@@ -8,7 +8,7 @@ from typing import Any
 from textual.content import Content
 from textual.widgets import Button
 
-from gpulab.lessons.catalog import ExerciseLink
+from gpulab.lessons.markup import ExerciseLink
 
 
 class ExerciseButton(Button):
@@ -22,6 +22,7 @@ class ExerciseButton(Button):
 def exercise_marks(store: Any) -> dict[str, tuple[int, int]]:
     """lesson id -> (exercises passed, exercises) for every lesson that has exercises."""
     try:
+        # deferred: the exercise catalog loads after the first frame
         from gpulab.exercises.catalog import load_catalog
         from gpulab.exercises.progress import Progress
 

@@ -18,9 +18,10 @@ from textual.widgets import Button, Markdown, Static
 
 from gpulab.app.panes.lesson_exercises import ExerciseButton
 from gpulab.app.panes.lesson_tree import TICK
-from gpulab.lessons.catalog import Catalog, ExerciseLink, ExperimentLink, Lesson
+from gpulab.lessons.catalog import Catalog, Lesson
+from gpulab.lessons.markup import ExerciseLink, ExperimentLink
 from gpulab.lessons.measured import Measured
-from gpulab.store import Store
+from gpulab.store.database import Store
 
 if TYPE_CHECKING:
     from textual.widget import Widget

@@ -16,7 +16,7 @@ from textual.widgets import Tree
 
 from gpulab.app.panes.lesson_exercises import badge, exercise_marks
 from gpulab.lessons.catalog import Catalog, Lesson
-from gpulab.store import QuizBest, Store
+from gpulab.store.database import QuizBest, Store
 
 if TYPE_CHECKING:
     from textual.widget import Widget

@@ -32,15 +32,11 @@ from textual.widgets import Button, Input, Markdown, Static, Tree
 from gpulab.app.panes.lesson_exercises import ExerciseButton
 from gpulab.app.panes.lesson_reader import LessonReaderMixin, RunLink
 from gpulab.app.panes.lesson_tree import LessonTreeMixin
-from gpulab.lessons.catalog import (
-    Catalog,
-    ExperimentLink,
-    default_catalog,
-    parse_experiment_href,
-    validate_link,
-)
+from gpulab.app.store_access import open_store
+from gpulab.lessons.catalog import Catalog, default_catalog
+from gpulab.lessons.markup import ExperimentLink, parse_experiment_href, validate_link
 from gpulab.lessons.measured import Measured
-from gpulab.store import Store
+from gpulab.store.database import Store
 
 NARROW_BELOW = 90  # columns: below this the tree and the lesson take turns
 
@@ -211,8 +207,6 @@ class LessonsPane(LessonTreeMixin, LessonReaderMixin, Widget):
     @property
     def store(self) -> Store:
         if self._store is None:
-            from gpulab.app.store_access import open_store
-
             self._store = open_store(self.app, self._store_notice)
             self._owns_store = True
         if self._store.on_notice is None:
@@ -400,6 +394,7 @@ class LessonsPane(LessonTreeMixin, LessonReaderMixin, Widget):
         if not lesson.quiz:
             self.app.notify("This lesson has no quiz.")
             return
+        # deferred: a screen loads when it first opens
         from gpulab.app.screens.quiz import QuizScreen
 
         self.app.push_screen(QuizScreen(lesson, self.store), lambda _: self._refresh_marks())

@@ -19,8 +19,10 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from gpulab.app.runs import RunState, row_key
-from gpulab.history import compare, render_compare
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
+from gpulab.history.entries import RunWatch, compare, entry, render_compare, save, worth_keeping
+from gpulab.store.connection import StoreError
+from gpulab.store.database import Store
 
 MARKS = {ev.RESULT: "✓", ev.FAILED: "✗", ev.CANCELLED: "■"}
 KEPT_LIMIT = 500
@@ -64,8 +66,6 @@ class RunHistory(Vertical):
     @property
     def store(self) -> Any:
         if self._store is None and not self._store_error:
-            from gpulab.store import Store, StoreError
-
             try:
                 self._store = Store()
                 self._owns_store = True
@@ -90,8 +90,6 @@ class RunHistory(Vertical):
         self.run_worker(self._load_kept, thread=True, name="run history", exit_on_error=False)
 
     def _load_kept(self) -> None:
-        from gpulab.store import Store, StoreError
-
         try:
             store = Store()
         except StoreError as exc:
@@ -127,8 +125,6 @@ class RunHistory(Vertical):
 
     def watch(self, state: RunState) -> None:
         """Take telemetry frames while `state` runs, for its clock and temperature."""
-        from gpulab.history import RunWatch
-
         app: Any = self.app
         device = app.device if getattr(app, "device", None) is not None else app.device_index
         inventory = (getattr(app, "handshake", None) or {}).get("inventory")
@@ -142,8 +138,6 @@ class RunHistory(Vertical):
 
     def record(self, state: RunState) -> None:
         """The finished run's entry: listed here, then kept in the store."""
-        from gpulab.history import entry
-
         watch, stop, device, inventory = self._watches.pop(state.number, (None, None, 0, None))
         if stop is not None:
             stop()
@@ -171,7 +165,6 @@ class RunHistory(Vertical):
         oid = f"run-{state.number}"
         self.entries[oid] = kept_entry
         self.query_one(HistoryList).add_option(Option(self._prompt(oid), id=oid))
-        from gpulab.history import save, worth_keeping
 
         store = self.store if worth_keeping(kept_entry) else None
         if store is None:

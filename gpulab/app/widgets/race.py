@@ -11,8 +11,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 from gpulab.app.runs import RunState, expected_rows
-from gpulab.report import fmt_num, fmt_time
-from gpulab.runner import events as ev
+from gpulab.core import events as ev
+from gpulab.render.results import fmt_num, fmt_time
 
 
 class RaceView(Static):

@@ -109,8 +109,8 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> list[dict[str, Any]]:
+    from gpulab.core import ranks
     from gpulab.exercises import ranked
-    from gpulab.runner import ranks
 
     try:
         return ranked.launch(__file__, fn, ENTRY, case, WORLD)

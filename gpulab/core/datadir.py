@@ -6,14 +6,16 @@ import os
 import tempfile
 from pathlib import Path
 
+from platformdirs import user_data_dir
+
+from gpulab.core.errors import BadInput
+
 
 def resolve() -> Path:
     """$GPULAB_DATA_DIR (the CLI's --data-dir sets it), else platformdirs' user data dir."""
     env = os.environ.get("GPULAB_DATA_DIR")
     if env:
         return Path(env).expanduser()
-    from platformdirs import user_data_dir
-
     return Path(user_data_dir("gpulab"))
 
 
@@ -39,3 +41,11 @@ def problem(path: Path | None = None) -> str | None:
             " choose another with --data-dir"
         )
     return None
+
+
+def require() -> None:
+    """Raise BadInput (one line, exit 2) when the data dir cannot keep files: asked before a run
+    or a bench, whose result would otherwise have nowhere to go after minutes of work."""
+    bad = problem()
+    if bad:
+        raise BadInput(bad)

@@ -10,21 +10,18 @@ at the first bad page; the sqlite3 shell's `.recover` is not in every Python.)
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 import sqlite3
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpulab import store_pages
-from gpulab.core.schema import tagged
-from gpulab.store import SCHEMA_VERSION, Store, StoreError, default_path
+from gpulab.store import pages
+from gpulab.store.connection import StoreError
+from gpulab.store.database import SCHEMA_VERSION, Store
 
 
 @dataclass
@@ -198,51 +195,6 @@ def _copy_rows(source: Path, new: Store, report: Recovery) -> None:
 
 def _page_rows(source: Path, old: sqlite3.Connection) -> dict[str, list[tuple[int, dict]]]:
     try:
-        return store_pages.salvage(source, old)
+        return pages.salvage(source, old)
     except (OSError, ValueError, sqlite3.Error):
         return {}
-
-
-def _emit(data: dict[str, Any]) -> None:
-    print(json.dumps(tagged("store", data), indent=2))
-
-
-def main(args: argparse.Namespace) -> int:
-    path = default_path()
-    as_json = bool(getattr(args, "json", False))
-    if getattr(args, "action", "check") == "recover":
-        try:
-            report = recover(path)
-        except (StoreError, OSError) as exc:
-            sys.stderr.write(f"gpulab: cannot recover: {exc}\n")
-            return 1
-        if as_json:
-            _emit(
-                {
-                    "action": "recover",
-                    "path": str(path),
-                    "kept_at": str(report.kept_at),
-                    "rows": report.rows,
-                    "unreadable": report.unreadable,
-                }
-            )
-            return 0
-        print(f"recovered {path}")
-        for line in report.lines():
-            print(f"  {line}")
-        return 0
-    problems = check(path)
-    if as_json:
-        _emit({"action": "check", "path": str(path), "exists": path.exists(), "problems": problems})
-        return 1 if problems else 0
-    if not path.exists():
-        print(f"no progress saved yet ({path} does not exist)")
-        return 0
-    if not problems:
-        print(f"{path}: ok")
-        return 0
-    print(f"{path} is damaged:")
-    for line in problems:
-        print(f"  {line}")
-    print("run `gpulab store recover` to salvage what can be read (the file is copied aside)")
-    return 1

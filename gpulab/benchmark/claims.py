@@ -1,4 +1,4 @@
-"""Issue 16's claims as bench targets: each one a lesson states, checked on the bench's own runs.
+"""Claims the lessons make, as bench targets: each one a lesson states, checked on the bench's own runs.
 
 - cold-start: a fresh process's first result costs >= 100x the warm worker's median (lesson 07).
 - managed-memory: page faults on first touch cost >= 2x plain device memory; after a prefetch the
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.bench_targets import finished, judge
+from gpulab.benchmark.targets import finished, judge
 
 
 def claims_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from gpulab.exercises.bench import markdown_lines
+from gpulab.render.results import fmt_num, fmt_pct, fmt_time
+
 
 def markdown(report: dict[str, Any]) -> str:
 
@@ -129,8 +132,6 @@ def markdown(report: dict[str, Any]) -> str:
         for cid, why in res.get("unavailable", {}).items():
             lines.append(f"\n{cid}: not run: {why}")
     if report.get("exercises"):
-        from gpulab.exercises.bench import markdown_lines
-
         lines += markdown_lines(report["exercises"])
     return "\n".join(lines) + "\n"
 
@@ -148,8 +149,6 @@ def regime_label(m: dict[str, Any]) -> str:
 def result_table(res: dict[str, Any]) -> list[str]:
     """One run's rows as Markdown: a `timing` column where rows carry a regime, and each row's
     note below the table (capped counts, noisy timings, reasons for a % over 100, ...)."""
-    from gpulab.report import fmt_num, fmt_pct, fmt_time
-
     verdicts = {(v["contender"], v.get("size"), v.get("dtype")): v for v in res["verdicts"]}
     timed = any((m.get("extra") or {}).get("regime") for m in res["measurements"])
     head = "| contender | size | dtype | median [min..max] | throughput | % peak | cold | check |"

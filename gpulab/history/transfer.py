@@ -5,7 +5,7 @@ Every format round-trips the entries' rows, params, headline, device, calibratio
 telemetry: JSON keeps the entries whole; CSV has one line per row with the run's fields
 repeated (JSON in the params/summary/calibration/telemetry/versions columns); Markdown has one
 section per run, its fields as `- name: value` lines and its rows as a table.
-A file that is none of these raises `ImportError_` with one line saying why.
+A file that is none of these raises `NotAHistory` with one line saying why.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gpulab.core import events as ev
+from gpulab.core.errors import BadInput
 from gpulab.core.schema import KEY as SCHEMA_KEY
 from gpulab.core.schema import tagged
-from gpulab.history import FORMAT, verdict_of
-from gpulab.runner import events as ev
+from gpulab.history.entries import FORMAT, entry, no_telemetry, verdict_of
 
 EXPORT_FORMAT = "gpulab-history"
 FORMATS = ("json", "csv", "md")
@@ -53,8 +54,8 @@ RUN_TEXT = (
 RUN_JSON = ("params", "summary", "versions", "calibration", "telemetry", "failure")
 
 
-class ImportError_(ValueError):  # noqa: N801 - not the builtin: a file that is not a history
-    """str() is one line for a person."""
+class NotAHistory(BadInput, ValueError):
+    """A file `gpulab history import` cannot read as runs; str() is one line for a person."""
 
 
 # ---- export ----------------------------------------------------------------------------------
@@ -122,7 +123,7 @@ def parse(text: str, name: str = "the file") -> list[dict[str, Any]]:
     """Entries from an export (json, csv, md) or a `gpulab run --json` stream, validated."""
     stripped = text.lstrip()
     if not stripped:
-        raise ImportError_(f"{name} is empty")
+        raise NotAHistory(f"{name} is empty")
     if stripped.startswith("# gpulab history"):
         entries = _from_md(text, name)
     elif stripped.startswith(("{", "[")):
@@ -130,11 +131,11 @@ def parse(text: str, name: str = "the file") -> list[dict[str, Any]]:
     elif stripped.split("\n", 1)[0].startswith(",".join(RUN_TEXT[:2])):
         entries = _from_csv(text, name)
     else:
-        raise ImportError_(
+        raise NotAHistory(
             f"{name} is not a gpulab history export (json, csv, md) nor `gpulab run --json` output"
         )
     if not entries:
-        raise ImportError_(f"{name} holds no runs")
+        raise NotAHistory(f"{name} holds no runs")
     return [_validated(e, name, i) for i, e in enumerate(entries, 1)]
 
 
@@ -150,7 +151,7 @@ def _from_json(text: str, name: str) -> list[dict[str, Any]]:
     if isinstance(data, dict) and data.get("format") == EXPORT_FORMAT:
         runs = data.get("runs")
         if not isinstance(runs, list):
-            raise ImportError_(f"{name}: 'runs' is not a list")
+            raise NotAHistory(f"{name}: 'runs' is not a list")
         return runs
     if isinstance(data, list):
         return data
@@ -158,13 +159,11 @@ def _from_json(text: str, name: str) -> list[dict[str, Any]]:
         return [data]
     if isinstance(data, dict) and "type" in data:
         return _from_stream(text, name)
-    raise ImportError_(f"{name} is JSON but not a gpulab history export")
+    raise NotAHistory(f"{name} is JSON but not a gpulab history export")
 
 
 def _from_stream(text: str, name: str) -> list[dict[str, Any]]:
     """`gpulab run --json`: one event per line; each result event becomes an entry."""
-    from gpulab.history import entry, no_telemetry
-
     found = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -172,15 +171,15 @@ def _from_stream(text: str, name: str) -> list[dict[str, Any]]:
         try:
             event = json.loads(line)
         except ValueError:
-            raise ImportError_(f"{name} line {n} is not JSON") from None
+            raise NotAHistory(f"{name} line {n} is not JSON") from None
         if not isinstance(event, dict) or "type" not in event:
-            raise ImportError_(f"{name} line {n} is not a gpulab event")
+            raise NotAHistory(f"{name} line {n} is not a gpulab event")
         if event["type"] != ev.RESULT:
             continue
         result = event.get("result")
         record = (result or {}).get("record") if isinstance(result, dict) else None
         if not isinstance(record, dict) or not record.get("experiment"):
-            raise ImportError_(f"{name} line {n}: a result event without its record")
+            raise NotAHistory(f"{name} line {n}: a result event without its record")
         found.append(
             entry(
                 record["experiment"],
@@ -192,7 +191,7 @@ def _from_stream(text: str, name: str) -> list[dict[str, Any]]:
             )
         )
     if not found:
-        raise ImportError_(f"{name} has no result event (a `gpulab run --json` that finished)")
+        raise NotAHistory(f"{name} has no result event (a `gpulab run --json` that finished)")
     return found
 
 
@@ -219,7 +218,7 @@ def _run_from_text(raw: Mapping[str, str], name: str, where: str) -> dict[str, A
         try:
             e[k] = json.loads(raw.get(k) or "null")
         except ValueError:
-            raise ImportError_(f"{name} {where}: {k} is not JSON") from None
+            raise NotAHistory(f"{name} {where}: {k} is not JSON") from None
     e["headline"] = e["headline"] or ""
     e["rows"] = []
     return e
@@ -230,7 +229,7 @@ def _from_csv(text: str, name: str) -> list[dict[str, Any]]:
     reader = csv.DictReader(io.StringIO(text))
     missing = {"experiment", "time_median_s"} - set(reader.fieldnames or [])
     if missing:
-        raise ImportError_(f"{name}: a CSV without the column(s) {', '.join(sorted(missing))}")
+        raise NotAHistory(f"{name}: a CSV without the column(s) {', '.join(sorted(missing))}")
     try:
         for n, raw in enumerate(reader, 2):
             key = f"{raw.get('id')}|{raw.get('started_at')}|{raw.get('experiment')}"
@@ -238,7 +237,7 @@ def _from_csv(text: str, name: str) -> list[dict[str, Any]]:
             if raw.get("contender"):
                 e["rows"].append(_row_from_text(raw))
     except (ValueError, csv.Error) as exc:
-        raise ImportError_(f"{name}: a bad CSV value: {exc}") from None
+        raise NotAHistory(f"{name}: a bad CSV value: {exc}") from None
     return list(runs.values())
 
 
@@ -265,7 +264,7 @@ def _from_md(text: str, name: str) -> list[dict[str, Any]]:
         try:
             e["rows"] = [_row_from_text(r) for r in rows]
         except ValueError as exc:
-            raise ImportError_(f"{name} run {n}: a bad table value: {exc}") from None
+            raise NotAHistory(f"{name} run {n}: a bad table value: {exc}") from None
         runs.append(e)
     return runs
 
@@ -291,16 +290,16 @@ def _split_md(line: str) -> list[str]:
 def _validated(e: Any, name: str, n: int) -> dict[str, Any]:
     where = f"{name} run {n}"
     if not isinstance(e, dict):
-        raise ImportError_(f"{where} is not an object")
+        raise NotAHistory(f"{where} is not an object")
     if not isinstance(e.get("experiment"), str) or not e["experiment"]:
-        raise ImportError_(f"{where} has no experiment name")
+        raise NotAHistory(f"{where} has no experiment name")
     if e.get("status") not in STATUSES:
-        raise ImportError_(f"{where}: status {e.get('status')!r} is not one of {STATUSES}")
+        raise NotAHistory(f"{where}: status {e.get('status')!r} is not one of {STATUSES}")
     rows = e.get("rows") or []
     if not isinstance(rows, list) or not all(_good_row(r) for r in rows):
-        raise ImportError_(f"{where}: its rows need a contender and a median time (seconds)")
+        raise NotAHistory(f"{where}: its rows need a contender and a median time (seconds)")
     if not isinstance(e.get("params") or {}, dict):
-        raise ImportError_(f"{where}: params is not an object")
+        raise NotAHistory(f"{where}: params is not an object")
     out = dict(e)
     out["rows"] = rows
     out["params"] = e.get("params") or {}

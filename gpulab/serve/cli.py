@@ -1,40 +1,17 @@
 """`gpulab serve`'s flags and entry: parsed without the `web` extra, which only the server
-(gpulab.serve) imports, so a missing extra is one line, not a traceback."""
+(gpulab.serve.server) imports, so a missing extra is one line, not a traceback."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import ipaddress
 import sys
 from typing import Any
 
+from gpulab.core.errors import BadInput
 from gpulab.core.params import shown
+from gpulab.serve.access import DEFAULT_HOST, DEFAULT_PORT, exposure_warning
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
 MAX_SESSIONS_LIMIT = 64
-EXIT_BAD_INPUT = 2
-
-
-def is_loopback(host: str) -> bool:
-    if host.strip("[]").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def exposure_warning(host: str, port: int) -> str | None:
-    """The warning printed when the lab is bound beyond this machine (None on loopback)."""
-    if is_loopback(host):
-        return None
-    return (
-        f"gpulab serve: WARNING: listening on {host}:{port}, not on loopback. Anyone who can "
-        "reach this port can run code on this machine's GPU, as you, with no password. Prefer "
-        f"the default ({DEFAULT_HOST}) and `ssh -L {port}:localhost:{port} THIS-HOST`."
-    )
 
 
 def add_parser(sub: Any) -> None:
@@ -54,23 +31,25 @@ def add_parser(sub: Any) -> None:
     )
 
 
-def _flags(args: argparse.Namespace) -> tuple[str, int, int] | str:
-    """(host, port, max sessions), or a one-line error."""
+def _flags(args: argparse.Namespace) -> tuple[str, int, int]:
+    """(host, port, max sessions); BadInput names the flag."""
     host = args.host.strip()
     if not host:
-        return "--host is empty; expected an address such as 127.0.0.1"
+        raise BadInput("--host is empty; expected an address such as 127.0.0.1")
     try:
         port = int(args.port)
     except ValueError:
-        return f"--port {shown(args.port)} is not a port number; expected 0 to 65535"
+        raise BadInput(
+            f"--port {shown(args.port)} is not a port number; expected 0 to 65535"
+        ) from None
     if not 0 <= port <= 65535:
-        return f"--port {port} is out of range; expected 0 to 65535"
+        raise BadInput(f"--port {port} is out of range; expected 0 to 65535")
     try:
         sessions = int(args.max_sessions)
     except ValueError:
         sessions = 0
     if not 1 <= sessions <= MAX_SESSIONS_LIMIT:
-        return (
+        raise BadInput(
             f"--max-sessions {shown(args.max_sessions)} is not allowed; "
             f"expected a whole number from 1 to {MAX_SESSIONS_LIMIT}"
         )
@@ -86,28 +65,24 @@ def app_argv(sample_period: float | None) -> list[str]:
     return argv
 
 
-def main(args: argparse.Namespace, sample_period: float | None) -> int:
-    flags = _flags(args)
-    if isinstance(flags, str):
-        sys.stderr.write(f"gpulab: {flags}\n")
-        return EXIT_BAD_INPUT
-    host, port, sessions = flags
+def main(args: argparse.Namespace) -> int:
+    """`args.sample_period`: the checked --sample-period (seconds or None), for each session."""
+    host, port, sessions = _flags(args)
     try:
-        from gpulab.serve import LabServer
+        from gpulab.serve.server import LabServer  # deferred: the `web` extra (textual-serve)
     except ImportError as exc:
-        sys.stderr.write(
-            f"gpulab: serve needs the web extra ({exc.name or exc} is missing): "
-            'pip install "gpulab[web]"\n'
-        )
-        return EXIT_BAD_INPUT
+        raise BadInput(
+            f'serve needs the web extra ({exc.name or exc} is missing): pip install "gpulab[web]"'
+        ) from None
     warning = exposure_warning(host, port)
     if warning:
         sys.stderr.write(warning + "\n")
-    server = LabServer(app_argv(sample_period), host, port, max_sessions=sessions)
+    import asyncio  # deferred: the event loop loads when the server starts
+
+    server = LabServer(app_argv(args.sample_period), host, port, max_sessions=sessions)
     try:
         asyncio.run(server.run())
     except OSError as exc:
-        sys.stderr.write(f"gpulab: cannot listen on {host}:{port}: {exc.strerror or exc}\n")
-        return EXIT_BAD_INPUT
+        raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     print("gpulab serve: stopped", flush=True)
     return 0

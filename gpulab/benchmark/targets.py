@@ -1,10 +1,10 @@
 """`gpulab bench`'s targets judged from finished runs: each a dict with the figure, the goal and
 pass or miss, and the report's honesty lists (rows over their ceiling, ceilings re-measured).
 
-Separate from bench.py because this is arithmetic on result dicts alone: nothing here runs an
+Separate from suite.py because this is arithmetic on result dicts alone: nothing here runs an
 experiment or touches a GPU, so tests judge hand-made runs with it. The targets that need runs
 of their own (matmul against torch's Timer, Monte Carlo against the tutorials' recipe) stay in
-bench.py with the rest of the running.
+suite.py with the rest of the running.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def judge(
 
 
 def montecarlo_targets(mc: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Issue 6's Monte Carlo targets from the montecarlo runs that finished (at least one)."""
+    """The Monte Carlo targets from the montecarlo runs that finished (at least one)."""
     out: list[dict[str, Any]] = []
     biggest = max(mc, key=lambda r: r["result"]["summary"].get("samples", 0))
     fused = contender_rows(biggest, "cupy-fused")
@@ -83,7 +83,7 @@ def montecarlo_targets(mc: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def blur_targets(bl: list[dict[str, Any]], peaks: Any) -> list[dict[str, Any]]:
-    """Issue 6's blur targets from the blur runs that finished (at least one)."""
+    """The blur targets from the blur runs that finished (at least one)."""
     out: list[dict[str, Any]] = []
     s = bl[0]["result"]["summary"]
     out.append(
@@ -122,7 +122,7 @@ def finished(runs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def syllabus_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Issue 7's targets, each a ratio of two contenders timed in the same experiment run."""
+    """The syllabus targets, each a ratio of two contenders timed in the same experiment run."""
     out: list[dict[str, Any]] = []
     for exp, s in finished(runs):
         if exp == "reduction" and "ours_vs_torch_sum" in s:

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.errors import BadInput
 from gpulab.core.schema import tagged
-
-EXIT_BAD_INPUT = 2
+from gpulab.render.results import render_result, table
 
 
 def add_parser(sub: Any) -> None:
@@ -39,19 +39,12 @@ def add_parser(sub: Any) -> None:
     imp.add_argument("file")
 
 
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
-    sys.stderr.write(f"gpulab: {message}\n")
-    return code
-
-
 def main(args: argparse.Namespace) -> int:
-    from gpulab.store import Store, StoreError
+    """Bad input raises BadInput (exit 2); a database that cannot be used, StoreError (exit 1)."""
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.store.database import Store
 
-    try:
-        store = Store()
-    except StoreError as exc:
-        return _fail(str(exc), 1)
-    with store:
+    with Store() as store:
         verb = getattr(args, "history_command", None)
         if verb == "show":
             return _show(store, args)
@@ -79,7 +72,6 @@ def _list(store: Any, args: argparse.Namespace) -> int:
     if not entries:
         print("no runs kept yet: run an experiment (gpulab run montecarlo, or r in the TUI)")
         return 0
-    from gpulab.report import table
 
     rows = [
         [
@@ -108,14 +100,14 @@ def _one(store: Any, run_id: int) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
-def _missing(run_id: int) -> int:
-    return _fail(f"no run {run_id} in the history (gpulab history lists them)")
+def _missing(run_id: int) -> BadInput:
+    return BadInput(f"no run {run_id} in the history (gpulab history lists them)")
 
 
 def _show(store: Any, args: argparse.Namespace) -> int:
     e = _one(store, args.id)
     if e is None:
-        return _missing(args.id)
+        raise _missing(args.id)
     if args.json:
         print(json.dumps(tagged("history", e), indent=1, default=str))
         return 0
@@ -125,7 +117,6 @@ def _show(store: Any, args: argparse.Namespace) -> int:
 
 def render_entry(e: dict[str, Any]) -> str:
     """A kept run as text: where and when, its rows as the CLI prints them, its answer last."""
-    from gpulab.report import render_result
 
     lines = [
         f"run {e.get('id', '?')}: {e['experiment']} · {e.get('status')} · from {e.get('source')}"
@@ -178,13 +169,14 @@ def _telemetry(t: dict[str, Any]) -> str:
 
 
 def _compare(store: Any, args: argparse.Namespace) -> int:
-    from gpulab.history import compare, render_compare
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.history.entries import compare, render_compare
 
     a, b = _one(store, args.a), _one(store, args.b)
     if a is None:
-        return _missing(args.a)
+        raise _missing(args.a)
     if b is None:
-        return _missing(args.b)
+        raise _missing(args.b)
     c = compare(a, b)
     print(
         json.dumps(tagged("history", c), indent=1, default=str) if args.json else render_compare(c)
@@ -193,12 +185,13 @@ def _compare(store: Any, args: argparse.Namespace) -> int:
 
 
 def _export(store: Any, args: argparse.Namespace) -> int:
-    from gpulab.history_io import export
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.history.transfer import export
 
     entries = store.run_entries(args.ids or None, limit=10**9)
     missing = sorted(set(args.ids) - {e["id"] for e in entries})
     if missing:
-        return _missing(missing[0])
+        raise _missing(missing[0])
     text = export(entries, args.format)
     if not args.output:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -206,30 +199,30 @@ def _export(store: Any, args: argparse.Namespace) -> int:
     try:
         Path(args.output).write_text(text)
     except OSError as exc:
-        return _fail(f"cannot write {args.output}: {exc.strerror or exc}")
+        raise BadInput(f"cannot write {args.output}: {exc.strerror or exc}") from None
     sys.stderr.write(f"gpulab: wrote {len(entries)} runs to {args.output}\n")
     return 0
 
 
 def _import(store: Any, args: argparse.Namespace) -> int:
-    from gpulab.history_io import ImportError_, as_imported, parse
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.history.entries import save
+    from gpulab.history.transfer import as_imported, parse
+    from gpulab.store.connection import StoreError
 
     path = Path(args.file)
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        return _fail(f"cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}")
-    try:
-        entries = as_imported(parse(text, path.name), path.name)
-    except ImportError_ as exc:
-        return _fail(str(exc))
-    from gpulab.history import save
-    from gpulab.store import StoreError
+        raise BadInput(
+            f"cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
+    entries = as_imported(parse(text, path.name), path.name)  # NotAHistory: exit 2
 
     try:
         ids = [save(e, store) for e in entries]
     except StoreError as exc:
-        return _fail(f"nothing more was imported: {exc}", 1)
+        raise StoreError(f"nothing more was imported: {exc}") from None
     span = f"{ids[0]}" if len(ids) == 1 else f"{ids[0]}-{ids[-1]}"
     print(f"imported {len(ids)} runs from {path.name} as {span} (gpulab history compare A B)")
     return 0

@@ -24,7 +24,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import faulthandler
+import multiprocessing
 import os
+import pickle
 import queue
 import shutil
 import signal
@@ -35,8 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpulab.experiments.base import Cancelled, Context
-from gpulab.runner.spawn import describe_exit
+from gpulab.core.errors import Cancelled
+from gpulab.core.processes import describe_exit
+
+# The experiment's Context (gpulab.experiments.base): core sits below experiments, so it is
+# named here and used by what it has (has_cuda, inventory, progress, log, check_cancelled).
+Context = Any
 
 CANCEL_GRACE_S = 0.5  # ranks that ignore a cancel this long are killed (well inside 2 s)
 POLL_S = 0.02
@@ -195,8 +201,6 @@ def _failure(context: Any, rank: int, exitcode: int) -> RankFailed:
     path = context.error_files[rank]
     tb = ""
     if path and os.path.exists(path):
-        import pickle
-
         with contextlib.suppress(Exception), open(path, "rb") as f:
             tb = str(pickle.load(f))
     if tb:
@@ -236,10 +240,8 @@ def _start_method(backend: str) -> str:
 
 
 def _context(method: str) -> Any:
-    import multiprocessing
-
     mp = multiprocessing.get_context(method)
-    mp.set_forkserver_preload(["torch", "torch.distributed", "gpulab.runner.ranks"])
+    mp.set_forkserver_preload(["torch", "torch.distributed", "gpulab.core.ranks"])
     return mp
 
 

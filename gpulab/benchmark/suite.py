@@ -4,7 +4,7 @@ Runs in this process (runner.inline.run_job), after a fresh calibration of this 
 "% of peak" and every ratio below is against numbers measured minutes apart on the same machine.
 Writes JSON (device, driver, versions, peaks, every result, the comparisons) and a Markdown table.
 
-The comparisons are the headline targets (issue 6):
+The comparisons are the headline targets:
 - montecarlo: cupy-fused >= 600 G samples/s, >= 10x the torch recipe, device memory flat in samples
 - blur: our kernel >= 3x torch conv2d, and >= 50% of the device copy bandwidth
 - matmul: gpulab's torch bf16 TFLOP/s at n=8192 within 5% of torch.utils.benchmark.Timer,
@@ -12,14 +12,13 @@ The comparisons are the headline targets (issue 6):
 - montecarlo: the torch contender within 5% of the tutorials' recipe run warm, at 1e8 and 1e9
   samples, interleaved rounds (`montecarlo_torch.torch_vs_recipe`)
 
-Honesty checks of the report (issue 12): the ceilings a run ended with are the ones reported
+Honesty checks of the report: the ceilings a run ended with are the ones reported
 (a figure re-measured mid-run is named, with its first value), and every row above 100% of its
 ceiling is listed with its stated reason (`over_ceiling`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import sys
@@ -28,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from gpulab import __version__
-from gpulab.bench_markdown import markdown
-from gpulab.bench_targets import (
+from gpulab.benchmark.claims import claims_comparisons
+from gpulab.benchmark.targets import (
     MATMUL_CMP,
     blur_targets,
     ceilings_changed,
@@ -38,6 +37,16 @@ from gpulab.bench_targets import (
     over_ceiling,
     syllabus_comparisons,
 )
+from gpulab.core import events as ev
+from gpulab.core import peaks as pk
+from gpulab.core.devices import detect
+from gpulab.core.peaks import data_dir
+from gpulab.exercises import bench as ex_bench
+from gpulab.experiments.base import Context
+from gpulab.experiments.matmul import benchmark_timer_tflops
+from gpulab.experiments.montecarlo_torch import torch_vs_recipe
+from gpulab.experiments.registry import all_experiments
+from gpulab.runner.inline import run_job
 
 MC_RECIPE_SAMPLES = (100_000_000, 1_000_000_000)
 
@@ -66,17 +75,12 @@ def default_paths(suite: str, slug: str) -> tuple[Path, Path]:
     if (here / "bench").is_dir() and (here / "gpulab").is_dir():
         base = here / "bench" / "results"
     else:
-        from gpulab.core.peaks import data_dir
-
         base = data_dir() / "bench"
     base.mkdir(parents=True, exist_ok=True)
     return base / f"{suite}-{slug}.json", base / f"{suite}-{slug}.md"
 
 
 def _run_one(exp_id: str, params: dict[str, Any], inventory: Any, quick: bool) -> dict[str, Any]:
-    from gpulab.runner import events as ev
-    from gpulab.runner.inline import run_job
-
     events: list[dict[str, Any]] = []
 
     def emit(event: dict[str, Any]) -> None:
@@ -114,7 +118,6 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
     if bl:
         out += blur_targets(bl, peaks)
     out += syllabus_comparisons(runs)
-    from gpulab.bench_claims import claims_comparisons
 
     out += claims_comparisons(runs)
     mm = [r for r in runs if r["experiment"] == "matmul" and r["status"] == "result"]
@@ -135,8 +138,6 @@ def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: b
 def montecarlo_vs_recipe(mc_runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The torch contender against the tutorials' recipe, warm, at MC_RECIPE_SAMPLES; each with
     the experiment's own torch row at that count (when the bench ran one) as context."""
-    from gpulab.experiments.montecarlo_torch import torch_vs_recipe
-
     rows = {
         r["result"]["summary"].get("samples"): contender_rows(r, "torch")
         for r in mc_runs
@@ -147,7 +148,7 @@ def montecarlo_vs_recipe(mc_runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         sys.stderr.write(f"  montecarlo: torch contender vs the recipe at {samples:.0e}\n")
         try:
             cmp = torch_vs_recipe(samples)
-        except Exception as exc:  # an OOM or a driver error: the target is not run, said why
+        except Exception as exc:  # noqa: BLE001 - an OOM or a driver error: the target is not run, said why
             cmp = {
                 "name": f"montecarlo: torch contender / tutorials' recipe (warm), {samples:.0e}",
                 "target": ">= 0.95",
@@ -178,8 +179,6 @@ def matmul_vs_timer(
     row it reports), then Timer.blocked_autorange on the same op after the same untimed warm-up.
     The ratio is median(gpulab) / median(Timer); both series go in the report.
     """
-    from gpulab.experiments.matmul import benchmark_timer_tflops
-
     params = {"sizes": [n], "dtypes": [dtype], "contenders": ["torch"]}
     name = (
         MATMUL_CMP
@@ -232,11 +231,6 @@ def run_bench(
     repeat: int = 3,
 ) -> dict[str, Any]:
     """The suite's report; `on_run(report)` after each run, so a killed bench keeps its rows."""
-    from gpulab.core import peaks as pk
-    from gpulab.core.devices import detect
-    from gpulab.experiments.base import Context
-    from gpulab.experiments.registry import all_experiments
-
     inventory = detect()
     started = time.time()
     ctx = Context(inventory=inventory, quick=quick)
@@ -277,8 +271,6 @@ def run_bench(
     final_report_peaks(report, pk, inventory)
     report["over_ceiling"] = over_ceiling(runs)
     if suite in ("exercises", "full") and not only:
-        from gpulab.exercises import bench as ex_bench
-
         sys.stderr.write("  exercises (through a warm worker)\n")
         report["exercises"] = ex_bench.exercises_part(quick, repeat=repeat)
         report["comparisons"] += ex_bench.comparisons(report["exercises"], not peaks.cpu)
@@ -301,55 +293,3 @@ def final_report_peaks(report: dict[str, Any], pk: Any, inventory: Any) -> None:
             report[f"{key}_remeasured"] = changed
             if key == "peaks":
                 report["peak_rows"] = pk.summary_rows(final)
-
-
-def main(args: Any) -> int:
-    from gpulab.core.results import _clean
-    from gpulab.core.schema import tagged
-
-    suite = getattr(args, "suite", "core") or "core"
-    if suite not in SUITES:
-        sys.stderr.write(f"gpulab: unknown suite {suite!r}; expected {', '.join(SUITES)}\n")
-        return 2
-    # --only a --only b, or --only a,b (both spellings, as the docs use either)
-    only = [o.strip() for arg in getattr(args, "only", []) or [] for o in arg.split(",")]
-    only = [o for o in only if o]
-    if only:
-        from gpulab.experiments.registry import all_experiments
-
-        unknown = [o for o in only if o not in all_experiments()]
-        if unknown:
-            sys.stderr.write(f"gpulab: unknown experiment(s) for --only: {', '.join(unknown)}\n")
-            return 2
-    quick = bool(getattr(args, "quick", False))
-    repeat = int(getattr(args, "repeat", 3) or 3)
-    if repeat < 2:
-        sys.stderr.write(f"gpulab: --repeat {repeat}: at least 2 (the first and a repeat check)\n")
-        return 2
-    paths: list[Path] = []
-
-    def write(report: dict[str, Any]) -> None:
-        if not paths:
-            slug = device_slug(report["device"], report["peaks"]["cpu"])
-            json_default, md_default = default_paths(suite, slug)
-            paths.append(Path(getattr(args, "json_path", None) or json_default))
-            paths.append(Path(getattr(args, "md_path", None) or md_default))
-            for path in paths:
-                path.parent.mkdir(parents=True, exist_ok=True)
-        clean = tagged("bench", _clean(report))
-        paths[0].write_text(json.dumps(clean, indent=2))
-        paths[1].write_text(markdown(clean))
-
-    report = _clean(run_bench(suite, only, quick, on_run=write, repeat=repeat))
-    write(report)
-    json_path, md_path = paths
-    print(f"device: {report['device']}")
-    for c in report["comparisons"]:
-        value = "-" if c.get("value") is None else f"{c['value']:.4g}"
-        print(f"  {c['status']:<7} {c['name']}: {value} (target {c['target']})")
-    failed = [r for r in report["runs"] if r["status"] != "result"]
-    for r in failed:
-        f = r.get("failure", {})
-        print(f"  FAILED  {r['experiment']}: {f.get('kind')}: {f.get('message')}")
-    print(f"wrote {json_path} and {md_path}")
-    return 1 if failed else 0

@@ -1,9 +1,9 @@
-"""The progress database's connection, guarded: what `gpulab.store.Store` stands on.
+"""The progress database's connection, guarded: what `gpulab.store.database.Store` stands on.
 
 Faults never stop the lab: a read that fails (a bad page, a disk error) returns nothing, a write
 that fails (a full disk, a lock held too long) is dropped, and each says so once in `notices`
 (and to `on_notice`), naming the file, which is never changed or deleted. A damaged file takes
-no more writes (`gpulab store recover` salvages it: gpulab/store_recover.py). A file gpulab may
+no more writes (`gpulab store recover` salvages it: gpulab/store/recover.py). A file gpulab may
 not write (a read-only data dir) is opened read-only: progress shows, nothing new is saved.
 Mistakes in gpulab's own SQL (a constraint, misuse) still raise.
 """
@@ -20,10 +20,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from gpulab.core.errors import GpulabError
+
 _C = TypeVar("_C", bound="GuardedConnection")
 
 
-class StoreError(RuntimeError):
+class StoreError(GpulabError, RuntimeError):
     """The progress database cannot be used; str() is one line to show a person."""
 
 
@@ -129,7 +131,7 @@ class GuardedConnection:
             # an up-to-date file read-only.
             if self._db.execute("PRAGMA user_version").fetchone()[0] != self.schema_version:
                 self._migrate()
-        except BaseException:
+        except BaseException:  # close on any failure, then re-raise it
             self._db.close()
             raise
         finally:
@@ -235,7 +237,7 @@ class GuardedConnection:
             try:
                 yield self._db
                 self._db.execute("COMMIT")
-            except BaseException as exc:
+            except BaseException as exc:  # roll back on any failure; re-raised unless it is a fault
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
                 if not _is_fault(exc) or self._opening:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.render.plot import plot_groups
+
 
 def fmt_time(seconds: float | None) -> str:
     if seconds is None:
@@ -127,8 +129,6 @@ def render_result(result: dict[str, Any], plots: bool = False) -> str:
     if result.get("explanation"):
         parts.append("What you just saw: " + result["explanation"])
     if plots and result.get("series"):
-        from gpulab.render.plot import plot_groups
-
         parts.append(plot_groups(result["series"]))
     if result.get("headline"):  # last: the line a person reads when the run ends
         parts.append("Answer: " + result["headline"])

@@ -11,7 +11,7 @@ WAL also lets a second reader (`gpulab lessons` while the TUI runs, or two TUIs)
 data while a writer is busy; writers wait up to `BUSY_TIMEOUT_S` for each other.
 
 Faults of the file or the disk (a bad page, a full disk, a read-only data dir) never stop the
-lab: they become notices (gpulab/store_db.py, the guarded connection Store stands on).
+lab: they become notices (store/connection.py, the guarded connection Store stands on).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gpulab.store_db import RECOVER_HINT, GuardedConnection, StoreError, is_damage
+from gpulab.core.datadir import resolve
+from gpulab.store.connection import RECOVER_HINT, GuardedConnection, StoreError, is_damage
 
 DB_NAME = "gpulab.sqlite3"
 BUSY_TIMEOUT_S = 5.0
@@ -84,7 +85,7 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX exercise_attempts_exercise ON exercise_attempts (exercise_id, id);
     """,
-    # 3: run history that is kept (gpulab.history): what `list_runs` shows, plus the whole entry
+    # 3: run history that is kept (gpulab.history.entries): what `list_runs` shows, plus the whole entry
     # (rows, verdicts, versions, the calibration it was judged against, telemetry) as JSON.
     """
     ALTER TABLE runs ADD COLUMN source TEXT;
@@ -104,8 +105,6 @@ __all__ = ["RECOVER_HINT", "Store", "StoreError", "is_damage"]  # and the row ty
 
 def data_dir() -> Path:
     """$GPULAB_DATA_DIR (the CLI's --data-dir sets it), else platformdirs' user data dir."""
-    from gpulab.datadir import resolve
-
     return resolve()
 
 
@@ -173,7 +172,7 @@ class RunRow:
 class Store(GuardedConnection):
     """The progress database: lessons read, quiz answers and best scores, run history.
 
-    Reads and writes never raise for a fault of the file or the disk (see gpulab.store_db)."""
+    Reads and writes never raise for a fault of the file or the disk (see gpulab.store.connection)."""
 
     schema_version = SCHEMA_VERSION
     busy_timeout_s = BUSY_TIMEOUT_S
@@ -313,7 +312,7 @@ class Store(GuardedConnection):
             )
 
     def record_run(self, entry: Mapping[str, Any]) -> int:
-        """Keep one finished run: a `gpulab.history` entry (the whole of it, as JSON)."""
+        """Keep one finished run: a `gpulab.history.entries` entry (the whole of it, as JSON)."""
         summary = entry.get("summary")
         with self._write() as db:
             cur = db.execute(
@@ -341,7 +340,7 @@ class Store(GuardedConnection):
     def run_entries(
         self, ids: list[int] | None = None, *, experiment: str | None = None, limit: int = 1000
     ) -> list[dict[str, Any]]:
-        """Kept runs as `gpulab.history` entries (with "id"), oldest first; runs from before
+        """Kept runs as `gpulab.history.entries` entries (with "id"), oldest first; runs from before
         the history was kept (no entry) are rebuilt from their columns."""
         sql = (
             "SELECT id, experiment, params_json, started_at, final_type, summary_json, source,"

@@ -1,12 +1,65 @@
-"""Plain-text and JSON forms of the inventory and one snapshot, for `gpulab info`."""
+"""`gpulab info`: backends, devices and the GPU's figures; the plain-text and JSON forms of the
+NVML inventory and one snapshot."""
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
+import json
+from typing import TYPE_CHECKING, Any
 
-from gpulab.telemetry.inventory import SystemInventory
-from gpulab.telemetry.snapshot import GpuSnapshot
+from gpulab import __version__
+from gpulab.core.schema import tagged
 from gpulab.telemetry.values import NA, card_memory, fmt, gib, nbytes
+
+if TYPE_CHECKING:
+    from gpulab.telemetry.inventory import SystemInventory
+    from gpulab.telemetry.snapshot import GpuSnapshot
+
+
+def add_parser(sub: Any) -> None:
+    info = sub.add_parser("info", help="backends, devices and the GPU's figures")
+    info.add_argument("--json", action="store_true", help="print JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.core.devices import detect
+    from gpulab.telemetry.sampler import TelemetryReader
+
+    inv = detect()
+    reader = TelemetryReader()
+    try:
+        frame = reader.read()
+    finally:
+        reader.close()
+    nvml = frame.inventory.with_worker(inv.to_dict())
+    if args.json:
+        data = inv.to_dict()
+        data["nvml"] = info_json(nvml, frame.snapshots)
+        print(json.dumps(tagged("info", data), indent=2))
+        return 0
+    print(f"gpulab {__version__}")
+    print(f"GPU: {inv.label()}")
+    card_totals = {g.cuda_index: g.memory_total for g in nvml.gpus}
+    for d in inv.devices:
+        total = card_totals.get(d.index)
+        memory = (
+            card_memory(total, d.memory_total)
+            if isinstance(total, int)
+            else f"{gib(d.memory_total)} (CUDA's figure: NVML cannot read the card's)"
+        )
+        print(
+            f"  cuda:{d.index}  {d.name}  cc {d.compute_capability}  {d.multiprocessors} SMs  "
+            f"{memory}"
+        )
+    print("Backends:")
+    for b in inv.backends.values():
+        state = f"yes  {b.version}" if b.available else f"no   {b.reason}"
+        print(f"  {b.name:<11} {state}")
+    print("Versions: " + ", ".join(f"{k} {v}" for k, v in inv.versions.items() if v))
+    for line in info_lines(nvml, frame.snapshots):
+        print(line)
+    return 0
 
 
 def info_json(inv: SystemInventory, snaps: list[GpuSnapshot]) -> dict[str, Any]:

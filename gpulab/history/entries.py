@@ -15,13 +15,22 @@ No torch, no CuPy, no textual: the CLI and the UI process both build entries her
 from __future__ import annotations
 
 import socket
+import sqlite3
 import statistics
 import threading
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from gpulab.runner import events as ev
+from gpulab import __version__
+from gpulab.core import events as ev
+from gpulab.core import peaks as pk
+from gpulab.core.devices import Inventory
+from gpulab.render.results import fmt_num, fmt_time, table
+from gpulab.store.connection import StoreError
+from gpulab.store.database import Store
+from gpulab.telemetry.inventory import norm_uuid
+from gpulab.telemetry.sampler import TelemetryReader
 
 FORMAT = "gpulab-run"
 TELEMETRY_FIELDS = ("sm_clock_mhz", "temperature_c", "power_w")
@@ -45,9 +54,6 @@ def verdict_of(result: Mapping[str, Any] | None) -> str:
 
 def calibration_for(inventory: Mapping[str, Any] | None, device_index: int) -> dict[str, Any]:
     """The cached calibration of this run's device (and of the host), read as JSON only."""
-    from gpulab.core import peaks as pk
-    from gpulab.core.devices import Inventory
-
     try:
         inv = Inventory.from_dict(dict(inventory or {}))
         gpu = pk.cached(inv, device_index) if inv.has_gpu else None
@@ -97,7 +103,6 @@ class RunWatch:
             if not inv.gpus:
                 self.reasons.setdefault("*", inv.reason or "NVML sees no GPU")
                 return
-            from gpulab.telemetry.inventory import norm_uuid
 
             want = norm_uuid(self.uuid)
             gpu = next((g for g in inv.gpus if want and norm_uuid(g.uuid) == want), None)
@@ -166,8 +171,6 @@ def entry(
     ended: float | None = None,
 ) -> dict[str, Any]:
     """One run's entry from its final event (result, failed or cancelled)."""
-    from gpulab import __version__
-
     final = dict(final or {})
     status = str(final.get("type") or ev.FAILED)
     result = final.get("result") if status == ev.RESULT else None
@@ -225,10 +228,6 @@ def worth_keeping(entry_: Mapping[str, Any]) -> bool:
 
 def save(entry_: Mapping[str, Any], store: Any = None) -> int:
     """Keep an entry; raises StoreError (one line) when the database cannot be used."""
-    import sqlite3
-
-    from gpulab.store import Store, StoreError
-
     try:
         if store is not None:
             run_id, problem = store.record_run(entry_), store.problem
@@ -292,8 +291,6 @@ def _side(e: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def render_compare(c: Mapping[str, Any]) -> str:
-    from gpulab.report import fmt_num, fmt_time, table
-
     lines = []
     for tag in ("a", "b"):
         s = c[tag]
@@ -344,8 +341,6 @@ class PolledWatch:
 
     def _run(self) -> None:
         try:
-            from gpulab.telemetry.sampler import TelemetryReader
-
             reader = TelemetryReader()
         except Exception as exc:  # noqa: BLE001 - no NVML bindings: no telemetry, and why
             self._why = f"telemetry unavailable: {exc}"
@@ -355,7 +350,7 @@ class PolledWatch:
                 self.watch.add(reader.read())
                 if self._stop.wait(self.period):
                     return
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - no telemetry is a reason in the entry, never a lost run
             self._why = f"telemetry failed: {exc}"
         finally:
             reader.close()

@@ -22,8 +22,8 @@ import aiohttp_jinja2
 from aiohttp import WSCloseCode, web
 from textual_serve.server import Server, to_int
 
-from gpulab.serve_cli import is_loopback
-from gpulab.serve_session import LabSession
+from gpulab.serve.access import is_loopback
+from gpulab.serve.session import LabSession
 
 SLOT_WAIT_S = 3.0  # a reload closes its old session as it asks for the page: give it this long
 BUSY_PATH = "/in-use"

@@ -1,9 +1,9 @@
-"""Each experiment's one-line answer (`Result.headline`), computed from its own rows and summary.
+"""The words of a headline (`Experiment.headline`, each experiment's one-line answer): ratios,
+rates and durations as a person compares them, contender labels, and the lines more than one
+experiment says (the fastest row, a streaming rate, a habit's gain on the GPU or its CPU time).
 
-One function per experiment id: the experiment decides what its answer is (pi and its error, a
-speedup, a % of a ceiling). Every figure comes from the run, never from a constant; where the
-run has too little to say (every GPU row unavailable), the line says what it did measure.
-`Experiment.finish` calls `headline()`; a bug here costs the line, never the run.
+Every figure comes from the run, never from a constant; where the run has too little to say
+(every GPU row unavailable), the line says what it did measure.
 """
 
 from __future__ import annotations
@@ -12,32 +12,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from gpulab.core.results import Measurement, Result
+from gpulab.render.results import fmt_time
 
-Headline = Callable[[Any, Result], str]
-_BY_ID: dict[str, Headline] = {}
 GPU_BACKENDS = ("torch-cuda", "cupy")
-
-
-def headline(exp: Any, result: Result) -> str:
-    """The experiment's answer, or the generic one (its fastest row) when it has none."""
-    maker = _BY_ID.get(exp.id, generic)
-    try:
-        text = maker(exp, result)
-    except Exception:  # noqa: BLE001 - a missing figure must not sink a finished run
-        text = ""
-    return text or generic(exp, result)
-
-
-def _for(*ids: str) -> Callable[[Headline], Headline]:
-    def register(fn: Headline) -> Headline:
-        for i in ids:
-            _BY_ID[i] = fn
-        return fn
-
-    return register
-
-
-# ---- formatting ------------------------------------------------------------------------------
 
 
 def times(ratio: float) -> str:
@@ -54,8 +31,6 @@ def rate(m: Measurement) -> str:
 
 
 def duration(seconds: float) -> str:
-    from gpulab.report import fmt_time
-
     return fmt_time(seconds)
 
 
@@ -103,10 +78,33 @@ def generic(exp: Any, result: Result) -> str:
     return text
 
 
-# Each experiment's headline lives with its kind (imported last: they register through `_for`).
-from gpulab.experiments import (  # noqa: E402, F401
-    headlines_claims,
-    headlines_habits,
-    headlines_multi_gpu,
-    headlines_races,
-)
+def streaming(exp: Any, result: Result) -> str:
+    """The headline of memory-bound work (vector-add, reduction, kernel-fusion without fused
+    rows): the best GB/s, its share of the copy ceiling, the lead over NumPy."""
+    rows = [m for m in measured(result) if m.unit == "GB/s"]
+    best = fastest(rows)
+    if best is None:
+        return ""
+    text = f"{label(exp, best.contender)} streamed {rate(best)}"
+    text += of_peak(best, "the copy bandwidth")
+    numpy = next((m for m in rows if m.contender == "numpy" and m.size == best.size), None)
+    if numpy is not None and numpy is not best and numpy.throughput:
+        text += f"; {times(best.throughput / numpy.throughput)} NumPy's rate"  # type: ignore[operator]
+    return text
+
+
+def on_gpu_else_cpu(
+    s: dict[str, Any],
+    ratio_key: str,
+    gpu_line: str,
+    cpu_time: tuple[str, str],
+    cpu_line: Callable[[str], str],
+) -> str:
+    """`gpu_line` with the summary's GPU ratio (`{x}`) when the GPU rows ran; else `cpu_line` of
+    the CPU's time, s[cpu_time[0]][cpu_time[1]], and why the GPU's half is missing."""
+    if s.get(ratio_key):
+        return gpu_line.format(x=times(s[ratio_key]))
+    t = (s.get(cpu_time[0]) or {}).get(cpu_time[1])
+    if t:
+        return f"{cpu_line(duration(t))} (the GPU rows need a GPU)"
+    return ""

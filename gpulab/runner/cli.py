@@ -7,7 +7,7 @@ job (cooperatively, then by replacing the worker). Exit codes: 0 result, 1 faile
 
 from __future__ import annotations
 
-import asyncio
+import argparse
 import contextlib
 import json
 import signal
@@ -15,10 +15,69 @@ import sys
 import time
 from typing import Any
 
+from gpulab.core import datadir
+from gpulab.core import events as ev
+from gpulab.core.errors import BadInput
+from gpulab.core.params import parse_assignments, parse_index, parse_plain_number, shown
 from gpulab.core.schema import tagged
-from gpulab.history import PolledWatch
-from gpulab.report import render_result
-from gpulab.runner import events as ev
+from gpulab.render.results import render_result
+
+TIMEOUT_MAX_S = 86_400.0  # a day: past it a typo, not a plan
+
+
+def add_parser(sub: Any) -> None:
+    run = sub.add_parser("run", help="run one experiment headless")
+    run.add_argument("experiment", help="experiment id (see gpulab list)")
+    run.add_argument(
+        "--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="a parameter"
+    )
+    run.add_argument("--json", action="store_true", help="one JSON object per event, per line")
+    run.add_argument("--device", default="0", help="CUDA device index (default 0)")
+    run.add_argument("--plot", action="store_true", help="print the result's plots as text")
+    run.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        help=f"cancel after this many seconds (more than 0, at most {TIMEOUT_MAX_S:g})",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.experiments.registry import get
+
+    datadir.require()  # found before minutes of work, not after
+    exp = get(args.experiment)
+    try:
+        params = exp.params.validate(parse_assignments(args.sets))
+    except ValueError as exc:  # a malformed NAME=VALUE, or a ParamError: one line either way
+        raise BadInput(str(exc)) from None
+    device, timeout = run_flags(args.device, args.timeout)
+    return run_headless(
+        exp.id, params, as_json=args.json, device=device, timeout=timeout, plots=args.plot
+    )
+
+
+def run_flags(device: str, timeout: str | None) -> tuple[int, float]:
+    """`gpulab run`'s --device and --timeout: (device, seconds or 0 for none); BadInput names
+    the flag. Whether the device exists is the worker's to say: it knows the GPUs."""
+    try:
+        index = parse_index(device)
+    except ValueError:
+        raise BadInput(
+            f"--device {shown(device)} is not allowed; expected a GPU index: 0, 1, ..."
+        ) from None
+    if timeout is None:
+        return index, 0.0
+    allowed = f"expected seconds, more than 0 and at most {TIMEOUT_MAX_S:g}"
+    try:
+        seconds = parse_plain_number(timeout)
+    except ValueError:
+        raise BadInput(
+            f"--timeout {shown(timeout)} is not a number of seconds; {allowed}"
+        ) from None
+    if not 0 < seconds <= TIMEOUT_MAX_S:
+        raise BadInput(f"--timeout {timeout.strip()[:40]} is out of range; {allowed}")
+    return index, seconds
 
 
 def print_event(event: dict[str, Any], as_json: bool, plots: bool = False) -> None:
@@ -74,8 +133,10 @@ async def _run(
     timeout: float,
     plots: bool = False,
 ) -> int:
-    from gpulab.core.params import ParamError
-    from gpulab.experiments.registry import UnknownExperiment
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    import asyncio
+
+    from gpulab.history.entries import PolledWatch
     from gpulab.runner.client import RunnerClient
 
     loop = asyncio.get_running_loop()
@@ -84,11 +145,7 @@ async def _run(
         _client_event(event, as_json)
 
     async with RunnerClient(device_index=device, on_event=on_event) as client:
-        try:
-            job = await client.submit(experiment, params, device=device)
-        except (UnknownExperiment, ParamError) as exc:
-            sys.stderr.write(f"gpulab: {exc}\n")
-            return 2
+        job = await client.submit(experiment, params, device=device)  # BadInput: exit 2
         watch = PolledWatch()
         started = time.time()
         cancels: list[asyncio.Task[None]] = []
@@ -134,7 +191,8 @@ def keep(
     as_json: bool,
 ) -> int | None:
     """Store the finished run in the history; a failure is one line on stderr, never an exit."""
-    from gpulab.history import entry, save, worth_keeping
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.history.entries import entry, save, worth_keeping
 
     try:
         kept = entry(
@@ -168,6 +226,8 @@ def run_headless(
     timeout: float = 0,
     plots: bool = False,
 ) -> int:
+    import asyncio  # deferred: the event loop loads when a run starts, not at every gpulab start
+
     return asyncio.run(
         _run(experiment, params, as_json=as_json, device=device, timeout=timeout, plots=plots)
     )
