@@ -1,4 +1,4 @@
-# expect: pinned =
+# expect: pinned = | pageable =
 """Wrong: the two figures are returned under each other's names."""
 
 from __future__ import annotations
