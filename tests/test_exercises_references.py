@@ -173,6 +173,9 @@ def test_bandwidth_compare_rejects_figures_above_the_link():
     assert check.compare(want, rounds(8.5, 52.0), case, ctx) is None
     assert "faster than" in check.compare(want, rounds(8.0, 400.0), case, ctx).message
     assert "pinned = " in check.compare(want, rounds(8.0, 8.0), case, ctx).message
+    # swapped: pinned below pageable where the check measured pinned 6x faster
+    swapped = check.compare(want, rounds(20.0, 16.0), case, ctx).message
+    assert "are the two figures swapped?" in swapped and swapped.startswith("pinned = 16.0")
 
 
 def test_bandwidth_compares_interleaved_rounds_and_draws_its_sizes():

@@ -33,6 +33,7 @@ ROUNDS = 3
 # runs 7x, a timer stopped before the copy ended: above the link itself).
 PINNED_BOUNDS = (0.25, 1.6)
 PAGEABLE_BOUNDS = (0.4, 2.5)
+ORDER_MARGIN = 1.2  # pinned this much faster than pageable in the check's rounds: the order holds
 CEILING_SLACK = 1.10
 SIZES_MIB = ((48, 80), (192, 320))  # each case's size: whole MiB drawn in this range
 MIN_COPIES = 2  # of nbytes, from each kind of host memory: a warm-up and a timed one
@@ -181,6 +182,22 @@ def compare(want: dict, got: dict, case: api.Case, ctx: api.Context) -> api.Mism
                 expected=ceiling,
                 got=g,
             )
+    # The order of the two: a pinned copy skips the driver's staging through its own pinned
+    # buffer, so where the check measured pinned clearly faster, so must the learner
+    y_pin, y_page = (
+        statistics.median(r["yours"][k] for r in rounds) for k in ("pinned", "pageable")
+    )
+    o_pin, o_page = (
+        statistics.median(r["ours"][k] for r in rounds) for k in ("pinned", "pageable")
+    )
+    if o_pin > ORDER_MARGIN * o_page and y_pin < y_page:
+        return api.Mismatch(
+            f"pinned = {y_pin:.1f} GB/s is below your pageable = {y_page:.1f} GB/s, but the check "
+            f"measured pinned copies {o_pin / o_page:.1f}x faster than pageable ones: are the "
+            "two figures swapped?",
+            expected=o_pin,
+            got=y_pin,
+        )
     for key, (low, high) in (("pinned", PINNED_BOUNDS), ("pageable", PAGEABLE_BOUNDS)):
         ratio = statistics.median(r["yours"][key] / r["ours"][key] for r in rounds)
         g = statistics.median(r["yours"][key] for r in rounds)
