@@ -165,10 +165,6 @@ class Catalog:
                 return ex
         raise UnknownExercise(name, self.ids())
 
-    def next_after(self, ex: Exercise) -> Exercise | None:
-        later = [e for e in self.exercises if e.order > ex.order]
-        return later[0] if later else None
-
 
 # --- loading ------------------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ import json
 from typing import Any
 
 from gpulab.core.errors import BadInput
+from gpulab.core.results import json_safe
+from gpulab.core.schema import tagged
 
 
 def catalog() -> Any:
@@ -54,10 +56,7 @@ def cpu_only(why: str) -> Any:
 
 
 def emit_json(data: Any) -> None:
-    from gpulab.core.results import json_safe as _clean
-    from gpulab.core.schema import tagged
-
-    print(json.dumps(tagged("exercises", _clean(data)), indent=2, default=str))
+    print(json.dumps(tagged("exercises", json_safe(data)), indent=2, default=str))
 
 
 def _file(args: argparse.Namespace, ex: Any) -> Any:

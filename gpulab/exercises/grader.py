@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.results import json_safe
 from gpulab.exercises import api
 from gpulab.exercises.catalog import Exercise
 from gpulab.exercises.own_work import OwnWorkError, Watch
@@ -95,9 +96,7 @@ class CheckResult:
         return self.verdict == PASS
 
     def to_dict(self) -> dict[str, Any]:
-        from gpulab.core.results import json_safe as _clean
-
-        return _clean(asdict(self))
+        return json_safe(asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CheckResult:

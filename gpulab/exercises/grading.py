@@ -153,7 +153,7 @@ def time_and_grade(
             ceiling_note = over_note(100.0 * best / ceiling_value, found, "the timed code")
             if remeasured and best > ceiling_value * pk.OVER_CEILING:
                 ceiling_note = f"{100.0 * best / ceiling_value:.0f}% of {spec.ceiling}: {BEYOND}"
-    except Exception as exc:  # a calibration that cannot run must not sink a correct check
+    except Exception as exc:  # noqa: BLE001 - a calibration that cannot run must not sink a check
         ceiling_why = f"calibration failed: {type(exc).__name__}: {exc}"
     lap("ceiling")
     fraction = value / ceiling_value if value is not None and ceiling_value else None

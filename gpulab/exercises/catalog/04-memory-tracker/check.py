@@ -108,7 +108,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
             torch.cuda.empty_cache()  # the block's reserved growth is then its own
         try:
             tracker = fn(device)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any error of the learner's class is the verdict
             raise api.CheckError(f"MemoryTracker({device!r}) raised {exc!r}") from None
         swallowed = True
         reserved_before = _reserved(device)

@@ -17,5 +17,5 @@ def _tree(x: torch.Tensor) -> torch.Tensor:
 def tree_sum(x: torch.Tensor) -> torch.Tensor:
     try:
         return torch.sum(x)
-    except Exception:  # the check's refusal is recorded anyway
+    except Exception:  # noqa: BLE001 - on purpose: the learner hides the refusal
         return _tree(x)
