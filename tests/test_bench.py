@@ -273,7 +273,7 @@ def _exercise_entry(**kw):
 
 
 def test_exercise_bench_counts_false_rejections_and_right_solutions():
-    from gpulab.exercises import bench as ex_bench
+    from gpulab.benchmark import exercises as ex_bench
 
     part = {"exercises": [_exercise_entry(), _exercise_entry(exercise="scan")]}
     by = {c["name"]: c for c in ex_bench.comparisons(part, gpu=True)}

@@ -209,7 +209,7 @@ async def test_watch_rechecks_on_save_and_moves_on(tmp_path):
 
 
 def test_bench_part_targets_and_table():
-    from gpulab.exercises import bench as ex_bench
+    from gpulab.benchmark import exercises as ex_bench
 
     wrong = {
         "name": "w",

@@ -12,7 +12,7 @@ import pytest
 from test_exercises_engine import cat, check, double, learner  # noqa: F401 - fixtures
 
 from gpulab.app.widgets.verdict import verdict_text
-from gpulab.exercises import bench as ex_bench
+from gpulab.benchmark import exercises as ex_bench
 from gpulab.exercises.report import SLOW_CHECK_S, phases_line, verdict_lines
 
 SLOW = "import time\n\ndef double(x, out):\n    time.sleep({s})\n    out[:] = 2 * x\n"

@@ -212,8 +212,7 @@ LAYERS: list[set[str]] = [
     {"cli"},
     {"__main__"},
 ]
-# exercises/bench.py (`gpulab bench --suite exercises`) belongs in benchmark/; its owners move it.
-ALLOWED_UPWARD = {("exercises", "benchmark")}
+ALLOWED_UPWARD: set[tuple[str, str]] = set()
 
 
 def _layer_of(module: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gpulab.exercises.bench import markdown_lines
+from gpulab.benchmark.exercises import markdown_lines
 from gpulab.render.results import fmt_num, fmt_pct, fmt_time
 
 

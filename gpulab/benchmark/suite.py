@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab import __version__
+from gpulab.benchmark import exercises as ex_bench
 from gpulab.benchmark.claims import claims_comparisons
 from gpulab.benchmark.targets import (
     MATMUL_CMP,
@@ -41,7 +42,6 @@ from gpulab.core import events as ev
 from gpulab.core import peaks as pk
 from gpulab.core.devices import detect
 from gpulab.core.peaks import data_dir
-from gpulab.exercises import bench as ex_bench
 from gpulab.experiments.base import Context
 from gpulab.experiments.matmul import benchmark_timer_tflops
 from gpulab.experiments.montecarlo_torch import torch_vs_recipe

@@ -16,6 +16,11 @@ import statistics
 import sys
 from typing import Any
 
+from gpulab.benchmark.targets import judge
+from gpulab.core.devices import Inventory
+from gpulab.exercises.catalog import load_catalog
+from gpulab.exercises.session import Checker
+
 FIRST_CHECK_S = 1.5  # a small kernel exercise, compilation included
 REPEAT_CHECK_S = 0.5
 SEED = 20260101
@@ -27,10 +32,6 @@ def exercises_part(quick: bool = False, device: int = 0, repeat: int = REPEAT) -
 
 
 async def _run(quick: bool, device: int, repeat: int) -> dict[str, Any]:
-    from gpulab.core.devices import Inventory
-    from gpulab.exercises.catalog import load_catalog
-    from gpulab.exercises.session import Checker
-
     entries: list[dict[str, Any]] = []
     async with Checker(device=device, quick=quick) as checker:
         hello = await checker.client.wait_ready(600)
@@ -120,8 +121,6 @@ def slowest(phases_: dict[str, float] | None, top: int = 2) -> str:
 
 
 def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
-    from gpulab.benchmark.targets import judge
-
     ran = [e for e in part["exercises"] if "skipped" not in e]
     if not ran:
         return []
