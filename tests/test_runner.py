@@ -389,7 +389,7 @@ async def test_without_a_spare_a_fresh_worker_replaces_a_dead_one(runner):
         assert [e["pid"] for e in failures] == [old]  # the spare's death is no failure
     finally:
         runner.standby = True
-        runner._schedule_spare()
+        runner._spares.schedule()
 
 
 async def test_standby_can_be_turned_off(monkeypatch):

@@ -1,36 +1,65 @@
-"""Reading what a worker writes (runner client, part 2 of 3): its event frames, stdout and stderr.
+"""Reading what a worker writes: its event frames, stdout and stderr (the runner client's side).
 
-Frames carry events (forwarded to the job they name), the hello handshake, and the spare's
-`guarded` / `standby` notes and a worker's `retiring` notice. Raw output lines become `log` events
-of the running job (or of no job), and stderr's last lines are kept for a crash report.
+`FrameReader` reads one worker's pipes and says what it read through the callbacks it was given:
+an event frame (`on_event`), the hello handshake checked and filled in on the worker
+(`on_hello`, or `on_refused` for another protocol), the spare's `guarded` / `standby` notes and a
+worker's `retiring` notice, and each raw output line (`on_line`); stderr's last lines are kept on
+the worker for a crash report. What an event or a line belongs to is the caller's to decide.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
-from gpulab.core import events as ev
 from gpulab.runner.protocol import PROTOCOL, ProtocolError, read_frame_async
-from gpulab.runner.spawn import WorkerProcess as _Worker
+from gpulab.runner.worker_handle import WorkerProcess
+
+WorkerCallback = Callable[[WorkerProcess], None]
 
 
-class FramesMixin:
-    """Reads a worker's pipes; mixed into RunnerClient, whose state it uses."""
+class FrameReader:
+    """Turns a worker's pipes into calls: one reader serves every worker of a client."""
 
-    async def _read_frames(self, worker: _Worker, reader: asyncio.StreamReader) -> None:
+    def __init__(
+        self,
+        *,
+        device_index: int,
+        note: Callable[[str], None],
+        on_event: Callable[[WorkerProcess, dict[str, Any]], None],
+        on_line: Callable[[WorkerProcess, str, str], None],
+        on_hello: WorkerCallback,
+        on_refused: Callable[[WorkerProcess, str], None],
+        on_guarded: WorkerCallback,
+        on_standby: WorkerCallback,
+        on_retiring: Callable[[WorkerProcess, str], None],
+    ) -> None:
+        self.device_index = device_index
+        self.note = note
+        self.on_event = on_event
+        self.on_line = on_line
+        self.on_hello = on_hello
+        self.on_refused = on_refused
+        self.on_guarded = on_guarded
+        self.on_standby = on_standby
+        self.on_retiring = on_retiring
+
+    async def read_frames(self, worker: WorkerProcess, reader: asyncio.StreamReader) -> None:
         try:
             while True:
                 message = await read_frame_async(reader)
                 if message is None:
                     return
-                self._on_message(worker, message)
+                self.dispatch(worker, message)
         except ProtocolError as exc:
-            self._note(f"protocol error, replacing the worker: {exc}")
+            self.note(f"protocol error, replacing the worker: {exc}")
             worker.kill()
 
-    async def _read_output(self, worker: _Worker, stream: asyncio.StreamReader, name: str) -> None:
+    async def read_output(
+        self, worker: WorkerProcess, stream: asyncio.StreamReader, name: str
+    ) -> None:
         while True:
             try:
                 data = await stream.readuntil(b"\n")
@@ -45,53 +74,32 @@ class FramesMixin:
             line = data.decode(errors="replace").rstrip("\r\n")
             if name == "stderr":
                 worker.stderr_tail.append(line)
-            job = self._current
-            if worker is self._running_on and job is not None:
-                event = ev.make(ev.LOG, job.id, line=line, stream=name)
-                self._deliver(job, event)
-            else:
-                self._emit(ev.make(ev.LOG, "", line=line, stream=name))
+            self.on_line(worker, name, line)
 
-    def _on_message(self, worker: _Worker, message: dict[str, Any]) -> None:
+    def dispatch(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
         kind = message.get("msg")
         if kind == "event":
-            event = message["event"]
-            job = self._current
-            if job is not None and worker is self._running_on and event.get("job") == job.id:
-                if event["type"] in ev.FINAL:
-                    self._current = self._running_on = None
-                self._deliver(job, event)
-                if job.done:
-                    self._job_ended()
-            else:
-                self._emit(event)
+            self.on_event(worker, message["event"])
         elif kind == "hello":
-            self._on_hello(worker, message)
+            self._hello(worker, message)
         elif kind == "guarded":
             worker.guarded = True
-            if worker is self._spare and self._current is not None:
-                self._hold_spare()
+            self.on_guarded(worker)
         elif kind == "standby":
             worker.standby = message
-            self._spare_failures = 0
             took = time.monotonic() - worker.spawned
-            self._note(f"standby worker {worker.pid} imported in {took:.2f} s, waiting")
+            self.note(f"standby worker {worker.pid} imported in {took:.2f} s, waiting")
+            self.on_standby(worker)
         elif kind == "retiring":
-            reason = message.get("reason", "")
-            worker.why_exit = f"retiring: {reason}"
-            self._replace(worker)
-            self._note(f"replacing the worker: {reason}")
+            self.on_retiring(worker, message.get("reason", ""))
 
-    def _on_hello(self, worker: _Worker, message: dict[str, Any]) -> None:
+    def _hello(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
         if message.get("protocol") != PROTOCOL:
-            self._start_error = (
+            self.on_refused(
+                worker,
                 f"the worker speaks protocol {message.get('protocol')}, this client {PROTOCOL}: "
-                "a mixed installation of gpulab"
+                "a mixed installation of gpulab",
             )
-            worker.why_exit = "shutdown"
-            worker.kill()
-            self._fail_all_queued()
-            self._notify()
             return
         now = time.monotonic()
         # A promoted spare: the wait that mattered began at its promotion, not its spawn.
@@ -108,10 +116,4 @@ class FramesMixin:
             "cuda_context": message.get("cuda_context"),
             "spawn_to_ready_s": now - worker.spawned,
         }
-        self._start_failures = 0
-        if worker is self._worker and not self._closed:
-            self.handshake = worker.hello
-            origin = " (from standby)" if worker.promoted is not None else ""
-            self._note(f"worker {worker.pid} ready in {ready_s:.2f} s{origin}")
-            self._notify()
-            self._job_ended()
+        self.on_hello(worker)

@@ -1,4 +1,4 @@
-"""The standby spare (runner client, part 3 of 3): a worker that has imported everything and waits.
+"""The standby spare: a worker that has imported everything and waits (the runner client's side).
 
 Once the worker is ready and idle, the client keeps a spare worker (`--standby`) that holds no
 CUDA context (no GPU memory). A killed, crashed or retiring worker is replaced by promoting the
@@ -14,12 +14,13 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 
-from gpulab.runner.spawn import MAX_START_FAILURES
-from gpulab.runner.spawn import WorkerProcess as _Worker
+from gpulab.runner.worker_handle import WorkerProcess
 
 SPARE_DELAY_S = 0.5  # the worker idles this long before a spare starts (not in `gpulab run`)
 NO_STANDBY_ENV = "GPULAB_NO_STANDBY"
+MAX_SPARE_FAILURES = 3  # spares dying before their `standby` note: stop starting them
 
 
 def standby_wanted(flag: bool, env: dict[str, str]) -> bool:
@@ -28,62 +29,96 @@ def standby_wanted(flag: bool, env: dict[str, str]) -> bool:
     return flag and off.strip() not in ("1", "true", "yes")
 
 
-class SpareMixin:
-    """Replacing a worker and keeping the spare; mixed into RunnerClient, whose state it uses."""
+class SparePool:
+    """The one standby spare: when to start it, holding it during a job, handing it over.
 
-    def _replace(self, worker: _Worker) -> None:
-        """`worker` takes no more jobs: the spare takes its place now, or a fresh worker starts."""
-        if worker is not self._worker:
+    `spawn_spare()` starts a spare (its worker comes back through `adopt`); `idle()` says the
+    active worker is ready with no job and the client is open; `spawning()` says a worker is
+    being started right now; `note(line)` logs.
+    """
+
+    def __init__(
+        self,
+        *,
+        standby: bool,
+        spawn_spare: Callable[[], None],
+        idle: Callable[[], bool],
+        spawning: Callable[[], bool],
+        note: Callable[[str], None],
+        delay_s: float = SPARE_DELAY_S,
+    ) -> None:
+        self.standby = standby
+        self.spawn_spare = spawn_spare
+        self.idle = idle
+        self.spawning = spawning
+        self.note = note
+        self.delay_s = delay_s
+        self.spare: WorkerProcess | None = None
+        self.failures = 0  # spares that died unasked since the last one that got ready
+        self.closed = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    def adopt(self, worker: WorkerProcess, busy: bool) -> None:
+        """A spare just spawned; `busy`: a job runs now."""
+        self.spare = worker
+        if busy:
+            self.hold()
+
+    def take(self) -> WorkerProcess | None:
+        """The spare, promoted to active and resumed, or None when there is none usable."""
+        spare, self.spare = self.spare, None
+        if spare is None or spare.exited or spare.cmd_fd < 0:
+            return None
+        spare.role = "active"
+        spare.promoted = time.monotonic()
+        _resume(spare)
+        return spare
+
+    def forget(self, worker: WorkerProcess) -> bool:
+        """At a worker's exit: True (and no spare now) when it was the spare."""
+        if worker is not self.spare:
+            return False
+        self.spare = None
+        return True
+
+    def ready(self) -> None:
+        """The spare said `standby`: it imported everything."""
+        self.failures = 0
+
+    def died(self, worker: WorkerProcess, how: str, tail: list[str]) -> None:
+        """A spare exited; unasked, that counts as a failure and another is scheduled."""
+        if worker.why_exit:
             return
-        self._worker = None
-        self.handshake = None
-        self._notify()
-        if self._closed or self._start_error:
-            return
-        self.restarts += 1
-        spare, self._spare = self._spare, None
-        if spare is not None and not spare.exited and spare.cmd_fd >= 0:
-            spare.role = "active"
-            spare.promoted = time.monotonic()
-            self._worker = spare
-            self._resume(spare)
-            # If it died a moment ago, the send fails and its exit counts as a failed start.
-            spare.send({"cmd": "activate"})
-        else:
-            self._spawn_soon("active")
+        self.failures += 1
+        last = f": {tail[-1]}" if tail else ""
+        self.note(f"the standby worker {worker.pid} {how}{last}")
+        self.schedule()
 
-    def _spawn_soon(self, role: str) -> None:
-        task = self._task(self._spawn(role))
-        self._spawns.add(task)
-        task.add_done_callback(self._spawns.discard)
+    def failed_to_start(self, message: str) -> None:
+        self.failures = MAX_SPARE_FAILURES
+        self.note(f"no standby worker: {message}")
 
-    def _schedule_spare(self) -> None:
+    def schedule(self) -> None:
         """A spare once the worker has been ready and idle a moment (not during a run's first job)."""
-        if not self.standby or self._closed or self._spare is not None or self._spare_timer:
+        if not self.standby or self.closed or self.spare is not None or self._timer:
             return
-        worker = self._worker
-        if worker is None or worker.hello is None or self._current is not None:
-            return
-        if self._spare_failures >= MAX_START_FAILURES:
+        if not self.idle() or self.failures >= MAX_SPARE_FAILURES:
             return
         loop = asyncio.get_running_loop()
-        self._spare_timer = loop.call_later(SPARE_DELAY_S, self._spare_due)
+        self._timer = loop.call_later(self.delay_s, self._due)
 
-    def _spare_due(self) -> None:
-        self._spare_timer = None
-        worker = self._worker
-        if self._closed or self._spare is not None or self._current is not None:
+    def _due(self) -> None:
+        self._timer = None
+        if self.closed or self.spare is not None or not self.idle() or self.spawning():
             return  # a job's end schedules it again
-        if worker is None or worker.hello is None or self._spawns:
-            return
-        self._spawn_soon("spare")
+        self.spawn_spare()
 
-    def _hold_spare(self) -> None:
+    def hold(self) -> None:
         """A spare still importing would take CPU from the job being measured: stop it meanwhile.
 
         Linux only: there PDEATHSIG (SIGKILL) still ends a stopped spare when this process dies.
         """
-        spare = self._spare
+        spare = self.spare
         if spare is None or spare.standby is not None or spare.paused or spare.exited:
             return
         if not spare.guarded:  # stopped before its PDEATHSIG, it would outlive our death
@@ -92,12 +127,21 @@ class SpareMixin:
             spare.signal(signal.SIGSTOP)
             spare.paused = True
 
-    def _resume_spare(self) -> None:
-        if self._spare is not None:
-            self._resume(self._spare)
+    def resume(self) -> None:
+        if self.spare is not None:
+            _resume(self.spare)
 
-    @staticmethod
-    def _resume(worker: _Worker) -> None:
-        if worker.paused:
-            worker.signal(signal.SIGCONT)
-            worker.paused = False
+    def close(self) -> None:
+        self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def clear(self) -> None:
+        self.spare = None
+
+
+def _resume(worker: WorkerProcess) -> None:
+    if worker.paused:
+        worker.signal(signal.SIGCONT)
+        worker.paused = False
