@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gpulab.runner.client.handle import WorkerProcess
 from gpulab.runner.protocol import PROTOCOL, ProtocolError, read_frame_async
-from gpulab.runner.worker_handle import WorkerProcess
 
 WorkerCallback = Callable[[WorkerProcess], None]
 

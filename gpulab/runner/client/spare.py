@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from gpulab.runner.worker_handle import WorkerProcess
+from gpulab.runner.client.handle import WorkerProcess
 
 SPARE_DELAY_S = 0.5  # the worker idles this long before a spare starts (not in `gpulab run`)
 NO_STANDBY_ENV = "GPULAB_NO_STANDBY"

@@ -1,6 +1,6 @@
 """Starting worker processes and supervising each until it exits (the runner client's side).
 
-`WorkerSupervisor` starts workers (each a `WorkerProcess`, runner/worker_handle.py), hands each
+`WorkerSupervisor` starts workers (each a `WorkerProcess`, handle.py), hands each
 one's pipes to a `FrameReader`, waits on it and, once it has exited and its pipes are drained,
 tells its owner (the `RunnerClient`) through the callbacks it was given; the owner decides what
 the exit means for the job it ran and which worker replaces it.
@@ -17,8 +17,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from gpulab.runner.frames import FrameReader
-from gpulab.runner.worker_handle import STDERR_TAIL, WorkerProcess
+from gpulab.runner.client.frames import FrameReader
+from gpulab.runner.client.handle import STDERR_TAIL, WorkerProcess
 
 MAX_START_FAILURES = 3  # consecutive workers dying before their hello: stop trying
 
@@ -30,7 +30,7 @@ __all__ = [
     "WorkerSupervisor",
 ]
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
 
 
 class WorkerStartError(RuntimeError):
@@ -96,7 +96,7 @@ class WorkerSupervisor:
         argv = [
             sys.executable,
             "-m",
-            "gpulab.runner.worker",
+            "gpulab.runner.worker.serve",
             "--fds",
             f"{cmd_r},{evt_w}",
             "--device",

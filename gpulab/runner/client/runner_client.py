@@ -33,10 +33,10 @@ from typing import Any, TextIO
 from gpulab.core import events as ev
 from gpulab.core import hostmem
 from gpulab.core.processes import describe_exit
-from gpulab.runner.frames import FrameReader
-from gpulab.runner.jobs import Job
-from gpulab.runner.spare import NO_STANDBY_ENV, SPARE_DELAY_S, SparePool, standby_wanted
-from gpulab.runner.spawn import (
+from gpulab.runner.client.frames import FrameReader
+from gpulab.runner.client.jobs import Job
+from gpulab.runner.client.spare import NO_STANDBY_ENV, SPARE_DELAY_S, SparePool, standby_wanted
+from gpulab.runner.client.supervisor import (
     MAX_START_FAILURES,
     STDERR_TAIL,
     WorkerProcess,
@@ -66,9 +66,9 @@ class RunnerClient:
     """The public face: lifecycle, the job queue, event delivery, and which worker is active.
 
     It owns three collaborators, each built here with what it needs: a `WorkerSupervisor`
-    (runner/spawn.py: starts and reaps worker processes), a `FrameReader` (runner/frames.py:
-    reads a worker's pipes) and a `SparePool` (runner/spare.py: the standby spare). They report
-    back through the callbacks below (`_on_*`); a `Job` lives in runner/jobs.py."""
+    (supervisor.py: starts and reaps worker processes), a `FrameReader` (frames.py:
+    reads a worker's pipes) and a `SparePool` (spare.py: the standby spare). They report
+    back through the callbacks below (`_on_*`); a `Job` lives in jobs.py."""
 
     def __init__(
         self,
