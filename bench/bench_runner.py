@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpulab.core import events as ev  # noqa: E402
-from gpulab.runner.client import RunnerClient  # noqa: E402
+from gpulab.runner.client.runner_client import RunnerClient  # noqa: E402
 
 TARGET_FIRST_EVENT_MS = 20.0
 TARGET_CANCEL_READY_S = 3.0  # the issue: a job ignoring cancel(), killed, and ready again

@@ -72,7 +72,7 @@ class CheckApp(App):
 
 
 async def _via_runner(app: CheckApp, pilot: Any, notes: dict[str, Any], out: Path) -> None:
-    from gpulab.runner.client import RunnerClient
+    from gpulab.runner.client.runner_client import RunnerClient
 
     gauge = app.query_one(MemoryGauge)
     readings: list[dict[str, Any]] = []

@@ -24,7 +24,7 @@ from gpulab.core.devices import Backend, detect
 from gpulab.core.errors import Cancelled
 from gpulab.experiments.base import Context
 from gpulab.experiments.registry import get
-from gpulab.runner.client import RunnerClient
+from gpulab.runner.client.runner_client import RunnerClient
 
 START_S = 120.0  # a worker imports torch; a loaded 2-core CI box can take a while
 # A cooperative cancel's target is 100 ms on an idle machine, and the CPU-time gaps below hold

@@ -126,7 +126,7 @@ def test_no_rank_survives_a_parent_killed_with_sigkill(tmp_path):
 async def test_a_multi_rank_job_through_the_worker(tmp_path):
     """The worker forks the ranks (CPU): their output must not reach its event pipe as frames,
     and the worker takes the next job after them."""
-    from gpulab.runner.client import RunnerClient
+    from gpulab.runner.client.runner_client import RunnerClient
 
     env = {ranks.RANK_PIDS_ENV: str(tmp_path / "pids"), "GPULAB_NO_STANDBY": "1"}
     async with RunnerClient(env=env, standby=False) as client:

@@ -21,10 +21,10 @@ from test_runner_experiments import LONG_LINE, install, uninstall
 from gpulab.core import events as ev
 from gpulab.core.params import ParamError
 from gpulab.experiments.registry import UnknownExperiment
-from gpulab.runner.client import RunnerClient
-from gpulab.runner.jobs import Job
+from gpulab.runner.client.jobs import Job
+from gpulab.runner.client.runner_client import RunnerClient
+from gpulab.runner.client.supervisor import WorkerStartError
 from gpulab.runner.protocol import PROTOCOL
-from gpulab.runner.spawn import WorkerStartError
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -389,7 +389,7 @@ async def test_without_a_spare_a_fresh_worker_replaces_a_dead_one(runner):
         assert [e["pid"] for e in failures] == [old]  # the spare's death is no failure
     finally:
         runner.standby = True
-        runner._schedule_spare()
+        runner._spares.schedule()
 
 
 async def test_standby_can_be_turned_off(monkeypatch):

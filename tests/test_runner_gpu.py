@@ -12,7 +12,7 @@ from test_runner import ENV, START_S, final, pid_alive, run_ok, until
 from test_runner_experiments import install, uninstall
 
 from gpulab.core import events as ev
-from gpulab.runner.client import RunnerClient
+from gpulab.runner.client.runner_client import RunnerClient
 
 pytestmark = [pytest.mark.gpu, pytest.mark.asyncio(loop_scope="module")]
 MIB = 2**20

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 PARENT = textwrap.dedent(
     """
     import asyncio, sys, time
-    from gpulab.runner.client import RunnerClient
+    from gpulab.runner.client.runner_client import RunnerClient
 
     async def main():
         client = RunnerClient()

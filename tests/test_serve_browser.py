@@ -97,7 +97,7 @@ def test_the_lab_in_a_browser(server, browser, tmp_path):
     _wait("the lab's panes", lambda: all(p in screen() for p in ("gpulab", "Lessons")), last=screen)
     _wait("the worker to be ready", lambda: "ready in" in screen(), last=screen)
     workers = descendants(app)
-    assert any("gpulab.runner.worker" in _cmdline(pid) for pid, _ in workers), workers
+    assert any("gpulab.runner.worker.serve" in _cmdline(pid) for pid, _ in workers), workers
     browser.execute_script("document.querySelector('.xterm-helper-textarea').focus()")
     ActionChains(browser).send_keys("r").perform()
     found = _wait("Monte Carlo's answer", lambda: re.search(r"➜ pi ≈ (\d\.\d+)", screen()))

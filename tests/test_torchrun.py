@@ -27,7 +27,7 @@ def test_two_local_nodes_rendezvous_and_reduce_exactly():
     argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2"]
     argv += ["--nproc-per-node", "1", "--rdzv-backend", "c10d"]
     argv += ["--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "gpulab-test"]
-    argv += ["-m", "gpulab.runner.torchrun", "allreduce", "max_bytes=64"]
+    argv += ["-m", "gpulab.runner.multi.torchrun", "allreduce", "max_bytes=64"]
     nodes = [
         subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(2)

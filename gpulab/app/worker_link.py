@@ -35,7 +35,7 @@ SHUTDOWN_TIMEOUT_S = 5.0
 
 def default_runner_factory(**kw: Any) -> Any:
     # deferred: the runner loads when the worker starts, after the first frame
-    from gpulab.runner.client import RunnerClient
+    from gpulab.runner.client.runner_client import RunnerClient
 
     return RunnerClient(**kw)
 

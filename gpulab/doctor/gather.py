@@ -22,8 +22,8 @@ from gpulab.core.datadir import resolve
 from gpulab.core.processes import describe_exit
 from gpulab.doctor.probe import MARKER
 from gpulab.exercises.workspace import WORKDIR_ENV, default_root
-from gpulab.runner.client import RunnerClient
-from gpulab.runner.spawn import WorkerStartError
+from gpulab.runner.client.runner_client import RunnerClient
+from gpulab.runner.client.supervisor import WorkerStartError
 from gpulab.telemetry import nvml as codes
 
 PROBE_LIMIT_S = 120.0  # importing torch and CuPy cold, plus a CUDA context and one NVRTC compile

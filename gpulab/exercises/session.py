@@ -51,7 +51,7 @@ class Checker:
         self.last_final: dict[str, Any] = {}  # the last job's final event (how it ended)
         self._owned = client is None and not inline
         if self._owned:
-            from gpulab.runner.client import RunnerClient
+            from gpulab.runner.client.runner_client import RunnerClient
 
             self.client = RunnerClient(
                 device_index=device, standby=standby, on_event=self._runner_event, env=env

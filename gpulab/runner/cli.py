@@ -137,7 +137,7 @@ async def _run(
     import asyncio
 
     from gpulab.history.entries import PolledWatch
-    from gpulab.runner.client import RunnerClient
+    from gpulab.runner.client.runner_client import RunnerClient
 
     loop = asyncio.get_running_loop()
 

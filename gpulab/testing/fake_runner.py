@@ -1,4 +1,4 @@
-"""A stand-in for `gpulab.runner.client.RunnerClient` that runs nothing.
+"""A stand-in for `gpulab.runner.client.runner_client.RunnerClient` that runs nothing.
 
 It implements the client's surface (start, wait_ready, submit, cancel, shutdown, Job iteration)
 and plays scripted events, so snapshot tests and demos get a frozen, deterministic lab: no

@@ -2,7 +2,7 @@
 parent, to keep its pipes out of children an experiment forks, its resident memory for the
 memory readings, and a job's stdout and stderr turned into `log` events line by line.
 
-Separate from worker.py, which serves jobs: these are the process's plumbing, each small and
+Separate from serve.py, which serves jobs: these are the process's plumbing, each small and
 independent of the job protocol.
 """
 

@@ -2,7 +2,7 @@
 not pay for it), whether the driver says it holds one (a spare must not), whether it still works
 after a failed job, and the memory a failed job held, given back.
 
-Separate from worker.py, which serves jobs, because this is the only part that touches the GPU
+Separate from serve.py, which serves jobs, because this is the only part that touches the GPU
 runtime (and the one a machine without a GPU cannot exercise): torch and CuPy are taken from
 sys.modules or imported inside the functions, never at module level.
 """

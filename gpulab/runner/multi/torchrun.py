@@ -1,7 +1,7 @@
 """The multi-GPU experiments under torchrun, one machine or several:
 
     torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
-        --rdzv-endpoint HOST:29500 --rdzv-id lab1 -m gpulab.runner.torchrun allreduce max_bytes=1Gi
+        --rdzv-endpoint HOST:29500 --rdzv-id lab1 -m gpulab.runner.multi.torchrun allreduce max_bytes=1Gi
 
 Every process torchrun starts runs the same rank function the in-app experiment runs
 (`gpulab.core.ranks` starts those on one machine); here torchrun's rendezvous gives each its
@@ -21,7 +21,7 @@ from gpulab.core.ranks import RankContext
 
 EXPERIMENTS = ("allreduce", "ddp-scaling")
 USAGE = (
-    "usage: torchrun ... -m gpulab.runner.torchrun {allreduce|ddp-scaling} [name=value ...]\n"
+    "usage: torchrun ... -m gpulab.runner.multi.torchrun {allreduce|ddp-scaling} [name=value ...]\n"
     "  allreduce: max_bytes (default 1 GiB on GPUs, 16 MiB on the CPU)\n"
     "  ddp-scaling: hidden, layers, batch, steps (this world size only)"
 )

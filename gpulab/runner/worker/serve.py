@@ -1,15 +1,15 @@
-"""The worker process: `python -m gpulab.runner.worker --fds CMD,EVENTS [--device N] [--parent PID]
+"""The worker process: `python -m gpulab.runner.worker.serve --fds CMD,EVENTS [--device N] [--parent PID]
 [--standby]`.
 
-Started by runner/client.py. It imports the compute stack and creates the CUDA context once
-(pre-warm), says hello on its event pipe, then runs jobs one at a time with runner/inline.py.
+Started by the client's WorkerSupervisor (runner/client/supervisor.py). It imports the compute
+stack and creates the CUDA context once (pre-warm), says hello on its event pipe, then runs jobs one at a time with runner/inline.py.
 With --standby it is the client's spare: it does the imports, says `standby` and waits, holding
 no CUDA context (so no GPU memory), until an `activate` command; then it creates the context and
 says hello like any worker. A killed worker is so replaced in a fraction of a second, not the
 seconds an import of torch takes.
 A reader thread takes commands while a job runs, so a cancel sets the cooperative flag at once.
-The CUDA context's life is in worker_cuda.py, the process's plumbing (parent death, forked
-children, captured output) in worker_process.py.
+The CUDA context's life is in cuda.py, the process's plumbing (parent death, forked
+children, captured output) in process.py.
 
 Why it exits when it does:
 - EOF on the command pipe (the client closed it, or the client process died): exit at once.
@@ -36,8 +36,8 @@ from typing import Any
 
 from gpulab.core import events as ev
 from gpulab.runner.protocol import PROTOCOL, FrameWriter, read_frame
-from gpulab.runner.worker_cuda import cuda_broken, init_cuda, primary_context_active, release_memory
-from gpulab.runner.worker_process import LineStream, close_fds, die_with_parent, host_rss
+from gpulab.runner.worker.cuda import cuda_broken, init_cuda, primary_context_active, release_memory
+from gpulab.runner.worker.process import LineStream, close_fds, die_with_parent, host_rss
 
 EXIT_RETIRED = 3  # the worker left on purpose (dead CUDA context); the client replaces it
 MEMORY_INTERVAL_S = 0.25  # readings during a job: 4 per second
@@ -270,7 +270,7 @@ class Worker:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m gpulab.runner.worker")
+    p = argparse.ArgumentParser(prog="python -m gpulab.runner.worker.serve")
     p.add_argument("--fds", required=True, help="CMD_READ_FD,EVENT_WRITE_FD")
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--parent", type=int, default=0, help="the client's pid")

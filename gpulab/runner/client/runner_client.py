@@ -32,11 +32,17 @@ from typing import Any, TextIO
 
 from gpulab.core import events as ev
 from gpulab.core import hostmem
-from gpulab.runner.frames import FramesMixin
-from gpulab.runner.jobs import Job
-from gpulab.runner.spare import NO_STANDBY_ENV, SPARE_DELAY_S, SpareMixin, standby_wanted
-from gpulab.runner.spawn import MAX_START_FAILURES, STDERR_TAIL, SpawnMixin, WorkerStartError
-from gpulab.runner.spawn import WorkerProcess as _Worker
+from gpulab.core.processes import describe_exit
+from gpulab.runner.client.frames import FrameReader
+from gpulab.runner.client.jobs import Job
+from gpulab.runner.client.spare import NO_STANDBY_ENV, SPARE_DELAY_S, SparePool, standby_wanted
+from gpulab.runner.client.supervisor import (
+    MAX_START_FAILURES,
+    STDERR_TAIL,
+    WorkerProcess,
+    WorkerStartError,
+    WorkerSupervisor,
+)
 
 __all__ = [
     "CANCEL_GRACE_S",
@@ -56,10 +62,13 @@ CANCEL_GRACE_S = 1.0  # a job that ignores a cancel this long gets its worker ki
 EventCallback = Callable[[dict[str, Any]], None]
 
 
-class RunnerClient(SpawnMixin, FramesMixin, SpareMixin):
-    """The public face: lifecycle, the job queue and event delivery. Where the rest lives:
-    runner/spawn.py (start and supervise a worker), runner/frames.py (read its pipes),
-    runner/spare.py (the standby spare and replacing a worker), runner/jobs.py (Job)."""
+class RunnerClient:
+    """The public face: lifecycle, the job queue, event delivery, and which worker is active.
+
+    It owns three collaborators, each built here with what it needs: a `WorkerSupervisor`
+    (supervisor.py: starts and reaps worker processes), a `FrameReader` (frames.py:
+    reads a worker's pipes) and a `SparePool` (spare.py: the standby spare). They report
+    back through the callbacks below (`_on_*`); a `Job` lives in jobs.py."""
 
     def __init__(
         self,
@@ -76,20 +85,12 @@ class RunnerClient(SpawnMixin, FramesMixin, SpareMixin):
         self.log_path = log_path
         self.on_event = on_event
         self.cancel_grace_s = cancel_grace_s
-        # A spare worker, imported and waiting, replaces a killed one in a fraction of a second.
-        # It costs one more process's host memory (torch imported: ~0.5-1 GB RSS), no GPU memory.
-        self.standby = standby_wanted(standby, self.env)
         self.handshake: dict[str, Any] | None = None
         self.restarts = 0  # workers that replaced another one
         self.callback_error: BaseException | None = None
-        self._worker: _Worker | None = None  # the worker that takes the next job
-        self._spare: _Worker | None = None
-        self._running_on: _Worker | None = None  # the worker running the current job
+        self._worker: WorkerProcess | None = None  # the worker that takes the next job
+        self._running_on: WorkerProcess | None = None  # the worker running the current job
         self._oom_mark: int | None = None  # OOM kills counted when the current job started
-        self._live: set[_Worker] = set()  # every process not yet reaped
-        self._spawns: set[asyncio.Task[Any]] = set()
-        self._spare_timer: asyncio.TimerHandle | None = None
-        self._spare_failures = 0
         self._queue: collections.deque[Job] = collections.deque()
         self._current: Job | None = None
         self._started = False
@@ -99,9 +100,46 @@ class RunnerClient(SpawnMixin, FramesMixin, SpareMixin):
         self._jobs = 0
         self._log: TextIO | None = None
         self._changed: asyncio.Event | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._reader = FrameReader(
+            device_index=device_index,
+            note=self._note,
+            on_event=self._on_worker_event,
+            on_line=self._on_line,
+            on_hello=self._on_hello,
+            on_refused=self._on_refused,
+            on_guarded=self._on_guarded,
+            on_standby=self._on_standby,
+            on_retiring=self._on_retiring,
+        )
+        self._supervisor = WorkerSupervisor(
+            device_index=device_index,
+            env=self.env,
+            reader=self._reader,
+            on_spawned=self._on_spawned,
+            on_spawn_failed=self._on_spawn_failed,
+            on_exit=self._on_exit,
+            on_reaped=self._on_reaped,
+        )
+        # A spare worker, imported and waiting, replaces a killed one in a fraction of a second.
+        # It costs one more process's host memory (torch imported: ~0.5-1 GB RSS), no GPU memory.
+        self._spares = SparePool(
+            standby=standby_wanted(standby, self.env),
+            spawn_spare=lambda: self._supervisor.spawn_soon("spare"),
+            idle=self._idle,
+            spawning=lambda: self._supervisor.spawning,
+            note=self._note,
+        )
 
     # --- state ------------------------------------------------------------------------------------
+    @property
+    def standby(self) -> bool:
+        """Whether a spare is kept (the constructor's flag and GPULAB_NO_STANDBY); settable."""
+        return self._spares.standby
+
+    @standby.setter
+    def standby(self, on: bool) -> None:
+        self._spares.standby = on
+
     @property
     def ready(self) -> bool:
         return self.handshake is not None
@@ -113,17 +151,20 @@ class RunnerClient(SpawnMixin, FramesMixin, SpareMixin):
     @property
     def standby_pid(self) -> int | None:
         """The spare worker's pid (None: no spare now, or standby is off)."""
-        return self._spare.pid if self._spare else None
+        spare = self._spares.spare
+        return spare.pid if spare else None
 
     @property
     def standby_ready(self) -> bool:
         """A spare has done its imports and waits: a replacement would take a fraction of a second."""
-        return self._spare is not None and self._spare.standby is not None
+        spare = self._spares.spare
+        return spare is not None and spare.standby is not None
 
     @property
     def standby_info(self) -> dict[str, Any] | None:
         """The spare's `standby` message (pid, import timings, cuda_context), once it has one."""
-        return self._spare.standby if self._spare else None
+        spare = self._spares.spare
+        return spare.standby if spare else None
 
     @property
     def busy(self) -> bool:
@@ -147,7 +188,7 @@ class RunnerClient(SpawnMixin, FramesMixin, SpareMixin):
         if self.log_path:
             Path(self.log_path).parent.mkdir(parents=True, exist_ok=True)
             self._log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115
-        await self._spawn("active")
+        await self._supervisor.spawn("active")
 
     async def wait_ready(self, timeout: float | None = None) -> dict[str, Any]:
         if not self._started:
@@ -173,37 +214,15 @@ class RunnerClient(SpawnMixin, FramesMixin, SpareMixin):
         if self._closed:
             return
         self._closed = True
-        if self._spare_timer is not None:
-            self._spare_timer.cancel()
-            self._spare_timer = None
+        self._spares.close()
         for job in list(self._queue):
             self._deliver(
                 job,
                 ev.make(ev.CANCELLED, job.id, message="the runner shut down", how="cooperative"),
             )
         self._queue.clear()
-        if self._spawns:  # a replacement being spawned right now: let it exist, then stop it
-            await asyncio.gather(*self._spawns, return_exceptions=True)
-        workers = list(self._live)
-        for worker in workers:
-            graceful = worker is self._worker and worker.hello is not None and not worker.why_exit
-            worker.why_exit = worker.why_exit or "shutdown"
-            if graceful:
-                worker.send({"cmd": "shutdown"})
-            worker.close_commands()  # EOF: the worker leaves even if it missed the command
-            if not graceful:  # a spare, or a worker still starting or already on its way out
-                worker.kill()
-        for worker in workers:
-            try:
-                await asyncio.wait_for(asyncio.shield(worker.proc.wait()), grace_s)
-            except asyncio.TimeoutError:
-                worker.kill()
-            if worker.supervisor is not None:
-                with contextlib.suppress(Exception):
-                    await worker.supervisor
-        self._spare = None
-        for task in list(self._tasks):
-            task.cancel()
+        await self._supervisor.stop_all(self._worker, grace_s)
+        self._spares.clear()
         self._notify()
         if self._log is not None:
             self._log.close()
@@ -291,7 +310,7 @@ class RunnerClient(SpawnMixin, FramesMixin, SpareMixin):
         job = self._queue.popleft()
         self._current, self._running_on = job, worker
         self._oom_mark = hostmem.oom_kills()
-        self._hold_spare()
+        self._spares.hold()
         # If the worker just died, the send fails and its supervisor fails this job.
         worker.send(
             {
@@ -306,8 +325,8 @@ class RunnerClient(SpawnMixin, FramesMixin, SpareMixin):
     def _job_ended(self) -> None:
         self._pump()
         if self._current is None:
-            self._resume_spare()
-            self._schedule_spare()
+            self._spares.resume()
+            self._spares.schedule()
 
     def _deliver(self, job: Job, event: dict[str, Any]) -> None:
         self._emit(event)
@@ -341,3 +360,171 @@ class RunnerClient(SpawnMixin, FramesMixin, SpareMixin):
         while self._queue:
             job = self._queue.popleft()
             self._deliver(job, self._start_failed_event(job.id))
+
+    def _idle(self) -> bool:
+        """The active worker is ready and runs no job, and the runner is open."""
+        worker = self._worker
+        return (
+            not self._closed
+            and worker is not None
+            and worker.hello is not None
+            and self._current is None
+        )
+
+    # --- replacing the active worker --------------------------------------------------------------
+    def _replace(self, worker: WorkerProcess) -> None:
+        """`worker` takes no more jobs: the spare takes its place now, or a fresh worker starts."""
+        if worker is not self._worker:
+            return
+        self._worker = None
+        self.handshake = None
+        self._notify()
+        if self._closed or self._start_error:
+            return
+        self.restarts += 1
+        spare = self._spares.take()
+        if spare is not None:
+            self._worker = spare
+            # If it died a moment ago, the send fails and its exit counts as a failed start.
+            spare.send({"cmd": "activate"})
+        else:
+            self._supervisor.spawn_soon("active")
+
+    # --- what the supervisor reports --------------------------------------------------------------
+    def _on_spawned(self, worker: WorkerProcess) -> None:
+        if worker.role == "spare":
+            self._spares.adopt(worker, busy=self._current is not None)
+        else:
+            self._worker = worker
+
+    def _on_spawn_failed(self, role: str, message: str) -> None:
+        if role == "spare":
+            self._spares.failed_to_start(message)
+        else:
+            self._start_error = message
+            self._fail_all_queued()
+            self._notify()
+
+    def _on_exit(self, worker: WorkerProcess) -> bool:
+        """Right at the exit: replace the worker now. True when too many failed to start."""
+        if self._spares.forget(worker):
+            return False
+        if worker is not self._worker:
+            return False  # replaced already (killed, retiring) or never active
+        if worker.hello is None and not self._closed:
+            self._start_failures += 1
+            if self._start_failures >= MAX_START_FAILURES:
+                self._worker = None
+                self.handshake = None
+                return True
+        self._replace(worker)
+        return False
+
+    def _on_reaped(self, worker: WorkerProcess, returncode: int, gave_up: bool) -> None:
+        job = self._current if worker is self._running_on else None
+        if job is not None:
+            self._current = self._running_on = None
+        how, code, sig = describe_exit(returncode)
+        tail = list(worker.stderr_tail)
+        details = {
+            "exit_code": code,
+            "signal": sig,
+            "pid": worker.pid,
+            "stderr_tail": tail,
+            "traceback": "\n".join(tail),
+        }
+        if self._closed:
+            if job is not None and not job.done:
+                self._deliver(
+                    job, ev.make(ev.CANCELLED, job.id, message="the runner shut down", how="killed")
+                )
+            return
+        if job is not None and not job.done:
+            # The kernel's OOM killer sends SIGKILL: a container's limit ends a run this way.
+            hint = hostmem.oom_hint(self._oom_mark) if sig == "SIGKILL" else None
+            why = f": probably out of memory ({hint})" if hint else ""
+            if hint:
+                details["probably_oom"] = True
+            message = (
+                f"the worker process {how} while running {job.experiment}{why};"
+                " a new worker is starting"
+            )
+            self._deliver(
+                job, ev.make(ev.FAILED, job.id, kind=ev.KIND_CRASHED, message=message, **details)
+            )
+            self._job_ended()
+        elif worker.role == "spare":
+            self._spares.died(worker, how, tail)
+        elif worker.why_exit.startswith("retiring") or worker.why_exit == "killed":
+            pass  # expected; the job it ran has its final event already
+        elif worker.hello is None:
+            message = f"the worker {how} before it was ready"
+            if tail:
+                message += f": {tail[-1]}"
+            if gave_up:
+                self._start_error = message
+                self._emit(
+                    ev.make(ev.FAILED, "", kind=ev.KIND_WORKER_START, message=message, **details)
+                )
+                self._fail_all_queued()
+                self._notify()
+                return
+            self._emit(ev.make(ev.FAILED, "", kind=ev.KIND_CRASHED, message=message, **details))
+        else:
+            self._emit(
+                ev.make(
+                    ev.FAILED,
+                    "",
+                    kind=ev.KIND_CRASHED,
+                    message=f"the idle worker {how}; a new worker is starting",
+                    **details,
+                )
+            )
+
+    # --- what the frame reader reports ------------------------------------------------------------
+    def _on_worker_event(self, worker: WorkerProcess, event: dict[str, Any]) -> None:
+        job = self._current
+        if job is not None and worker is self._running_on and event.get("job") == job.id:
+            if event["type"] in ev.FINAL:
+                self._current = self._running_on = None
+            self._deliver(job, event)
+            if job.done:
+                self._job_ended()
+        else:
+            self._emit(event)
+
+    def _on_line(self, worker: WorkerProcess, stream: str, line: str) -> None:
+        job = self._current
+        if worker is self._running_on and job is not None:
+            self._deliver(job, ev.make(ev.LOG, job.id, line=line, stream=stream))
+        else:
+            self._emit(ev.make(ev.LOG, "", line=line, stream=stream))
+
+    def _on_hello(self, worker: WorkerProcess) -> None:
+        self._start_failures = 0
+        if worker is self._worker and not self._closed:
+            assert worker.hello is not None
+            self.handshake = worker.hello
+            origin = " (from standby)" if worker.promoted is not None else ""
+            self._note(f"worker {worker.pid} ready in {worker.hello['ready_s']:.2f} s{origin}")
+            self._notify()
+            self._job_ended()
+
+    def _on_refused(self, worker: WorkerProcess, message: str) -> None:
+        self._start_error = message
+        worker.why_exit = "shutdown"
+        worker.kill()
+        self._fail_all_queued()
+        self._notify()
+
+    def _on_guarded(self, worker: WorkerProcess) -> None:
+        if worker is self._spares.spare and self._current is not None:
+            self._spares.hold()
+
+    def _on_standby(self, worker: WorkerProcess) -> None:
+        self._spares.ready()
+
+    def _on_retiring(self, worker: WorkerProcess, reason: str) -> None:
+        worker.why_exit = f"retiring: {reason}"
+        self._replace(worker)
+        self._note(f"replacing the worker: {reason}")

@@ -1,0 +1,119 @@
+"""Reading what a worker writes: its event frames, stdout and stderr (the runner client's side).
+
+`FrameReader` reads one worker's pipes and says what it read through the callbacks it was given:
+an event frame (`on_event`), the hello handshake checked and filled in on the worker
+(`on_hello`, or `on_refused` for another protocol), the spare's `guarded` / `standby` notes and a
+worker's `retiring` notice, and each raw output line (`on_line`); stderr's last lines are kept on
+the worker for a crash report. What an event or a line belongs to is the caller's to decide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gpulab.runner.client.handle import WorkerProcess
+from gpulab.runner.protocol import PROTOCOL, ProtocolError, read_frame_async
+
+WorkerCallback = Callable[[WorkerProcess], None]
+
+
+class FrameReader:
+    """Turns a worker's pipes into calls: one reader serves every worker of a client."""
+
+    def __init__(
+        self,
+        *,
+        device_index: int,
+        note: Callable[[str], None],
+        on_event: Callable[[WorkerProcess, dict[str, Any]], None],
+        on_line: Callable[[WorkerProcess, str, str], None],
+        on_hello: WorkerCallback,
+        on_refused: Callable[[WorkerProcess, str], None],
+        on_guarded: WorkerCallback,
+        on_standby: WorkerCallback,
+        on_retiring: Callable[[WorkerProcess, str], None],
+    ) -> None:
+        self.device_index = device_index
+        self.note = note
+        self.on_event = on_event
+        self.on_line = on_line
+        self.on_hello = on_hello
+        self.on_refused = on_refused
+        self.on_guarded = on_guarded
+        self.on_standby = on_standby
+        self.on_retiring = on_retiring
+
+    async def read_frames(self, worker: WorkerProcess, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                message = await read_frame_async(reader)
+                if message is None:
+                    return
+                self.dispatch(worker, message)
+        except ProtocolError as exc:
+            self.note(f"protocol error, replacing the worker: {exc}")
+            worker.kill()
+
+    async def read_output(
+        self, worker: WorkerProcess, stream: asyncio.StreamReader, name: str
+    ) -> None:
+        while True:
+            try:
+                data = await stream.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:  # the last line, with no newline
+                data = exc.partial
+            except asyncio.LimitOverrunError as exc:
+                # A raw line longer than the reader's buffer: pass it on in pieces, losing none
+                # (readline would drop what it had buffered).
+                data = await stream.read(max(1, exc.consumed))
+            if not data:
+                return
+            line = data.decode(errors="replace").rstrip("\r\n")
+            if name == "stderr":
+                worker.stderr_tail.append(line)
+            self.on_line(worker, name, line)
+
+    def dispatch(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
+        kind = message.get("msg")
+        if kind == "event":
+            self.on_event(worker, message["event"])
+        elif kind == "hello":
+            self._hello(worker, message)
+        elif kind == "guarded":
+            worker.guarded = True
+            self.on_guarded(worker)
+        elif kind == "standby":
+            worker.standby = message
+            took = time.monotonic() - worker.spawned
+            self.note(f"standby worker {worker.pid} imported in {took:.2f} s, waiting")
+            self.on_standby(worker)
+        elif kind == "retiring":
+            self.on_retiring(worker, message.get("reason", ""))
+
+    def _hello(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
+        if message.get("protocol") != PROTOCOL:
+            self.on_refused(
+                worker,
+                f"the worker speaks protocol {message.get('protocol')}, this client {PROTOCOL}: "
+                "a mixed installation of gpulab",
+            )
+            return
+        now = time.monotonic()
+        # A promoted spare: the wait that mattered began at its promotion, not its spawn.
+        ready_s = now - (worker.promoted or worker.spawned)
+        worker.hello = {
+            "protocol": message["protocol"],
+            "pid": message["pid"],
+            "inventory": message["inventory"],
+            "ready_s": ready_s,
+            "python": message.get("python", ""),
+            "warm": message.get("warm", {}),
+            "device_index": message.get("device_index", self.device_index),
+            "from_standby": worker.promoted is not None,
+            "cuda_context": message.get("cuda_context"),
+            "spawn_to_ready_s": now - worker.spawned,
+        }
+        self.on_hello(worker)

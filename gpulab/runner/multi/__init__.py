@@ -1,0 +1,2 @@
+"""The runner across GPUs: an experiment's ranks under torchrun
+(`python -m gpulab.runner.multi.torchrun`)."""
