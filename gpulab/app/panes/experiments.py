@@ -29,7 +29,7 @@ from textual.widgets import (
     TabPane,
 )
 
-from gpulab.app.gauge import gauge_call
+from gpulab.app.gauge import JobFinished, JobStarted, tell_gauge
 from gpulab.app.panes.experiment_display import COLUMNS, ExperimentDisplayMixin
 from gpulab.app.runs import RunState
 from gpulab.app.widgets.history import RunHistory, state_from_entry
@@ -272,7 +272,7 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
             return state
         state.job_id = str(job.id)
         self.job = job
-        gauge_call(self.app, "job_started")
+        tell_gauge(self.app, JobStarted())
         self.run_worker(self._follow(job, state), group="job", exit_on_error=False)
         return state
 
@@ -310,7 +310,7 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
         if state is self.live:
             self._set_running(False)
             self.job = None
-            gauge_call(self.app, "job_finished")
+            tell_gauge(self.app, JobFinished())
         self._dirty = True
         self.flush()
         self.query_one(RunHistory).record(state)  # shown first (flush above), kept after
