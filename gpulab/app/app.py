@@ -21,7 +21,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
-from gpulab.app.gauge import gauge_call
+from gpulab.app.gauge import GpuSelected, tell_gauge
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.worker_link import RunnerFactory, WorkerLinkMixin, default_runner_factory
 
@@ -131,7 +131,7 @@ class GpuLabApp(WorkerLinkMixin, App[None]):
         """The gauge follows the selected GPU (NVML's index); runs go to its CUDA index."""
         index = int(message.index)
         label = f"cuda:{index}" if getattr(message, "gpus", 1) > 1 else ""
-        gauge_call(self, "select_gpu", int(message.nvml_index), label)
+        tell_gauge(self, GpuSelected(int(message.nvml_index), label))
         if getattr(message, "initial", False):
             return  # the worker's default device: nothing a person chose, nothing to say
         self.device = index

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gpulab.app.gauge import gauge_call
+from gpulab.app.gauge import MemoryReading, WorkerPid, tell_gauge
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
 
@@ -99,7 +99,7 @@ class WorkerLinkMixin(_App):
         gpu = self.screen_stack[0].query_one("#gpu-info")
         if hasattr(gpu, "set_worker_info"):
             gpu.set_worker_info(handshake)
-        gauge_call(self, "set_worker_pid", pid)
+        tell_gauge(self, WorkerPid(pid))
         for pane in self.screen_stack[0].query("#exercises"):
             pane.set_inventory(inventory)  # type: ignore[attr-defined]
 
@@ -112,7 +112,7 @@ class WorkerLinkMixin(_App):
         if kind == ev.MEMORY:
             reading = event.get("reading")
             if isinstance(reading, dict):
-                gauge_call(self, "add_reading", reading)
+                tell_gauge(self, MemoryReading(reading))
             return
         if kind == ev.FAILED and event.get("kind") == ev.KIND_CRASHED:
             self._worker_crashed(event)

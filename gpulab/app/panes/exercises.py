@@ -23,7 +23,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import DataTable, Markdown, Static
 
-from gpulab.app.gauge import gauge_call
+from gpulab.app.gauge import JobFinished, JobStarted, tell_gauge
 from gpulab.app.store_access import open_store
 from gpulab.app.widgets.code_editor import ExerciseEditor, python_language
 from gpulab.app.widgets.verdict import VerdictView
@@ -296,7 +296,7 @@ class ExercisesPane(Widget):
         self.checker = Checker(client=runner, on_event=on_event, quick=self.quick)
         self.checker.device = getattr(self.app, "device", None)
         path = self.workspace.path(ex)
-        gauge_call(self.app, "job_started")
+        tell_gauge(self.app, JobStarted())
         try:
             result, self.last_job_s = await self.checker.check(ex, path, new_seed())
         except Exception as exc:  # noqa: BLE001 - a dead runner is a verdict, not a crash
@@ -304,7 +304,7 @@ class ExercisesPane(Widget):
                                  str(path), kind="internal")  # fmt: skip
         finally:
             self.checking = False
-            gauge_call(self.app, "job_finished")
+            tell_gauge(self.app, JobFinished())
         final = self.checker.last_final
         check_worker = getattr(self.app, "check_worker", None)
         if check_worker is not None:

@@ -1,18 +1,19 @@
 """How the experiment panel shows one run: progress, the result tabs, the error box, the headline.
 
-`ExperimentDisplayMixin` is a mixin of `ExperimentPanel` (`experiments.py`), which owns the
-layout, the form and the run's life (submit, follow, cancel). This part only draws: `show_run`
-picks the run on screen and `flush` applies everything that arrived since the last redraw, at
-most `FLUSH_S` apart while a run streams events. Separate so that what a run looks like can be
+`RunDisplay` is an object the `ExperimentPanel` (`experiments.py`) holds as `drawing`; the panel
+owns the layout, the form and the run's life (submit, follow, cancel). The display only draws
+into the panel's widgets: `show_run` picks the run on screen and `flush` applies everything that
+arrived since the last redraw, at most `FLUSH_S` apart while a run streams events. Separate so that what a run looks like can be
 read (and changed) without the machinery that runs it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
-from textual.widgets import Button, DataTable, Log, ProgressBar, Static, TabbedContent
+from textual.widget import Widget
+from textual.widgets import Button, DataTable, Log, ProgressBar, Static
 
 from gpulab.app.runs import RunState, row_key
 from gpulab.app.widgets.images import ImageView
@@ -21,38 +22,35 @@ from gpulab.app.widgets.race import RaceView
 from gpulab.core import events as ev
 from gpulab.render.results import fmt_num, fmt_pct, fmt_time, row_notes
 
-if TYPE_CHECKING:
-    from textual.widget import Widget
-
-    _Panel = Widget
-else:
-    _Panel = object
-
 COLUMNS = ("contender", "size", "dtype", "time", "throughput", "% of peak", "verdict")
 
 
-class ExperimentDisplayMixin(_Panel):
-    """The drawing half of `ExperimentPanel`; the panel sets these attributes."""
+class RunDisplay:
+    """Draws the run on screen into `panel`'s widgets; it holds what it has drawn so far."""
 
-    experiment_id: str
-    shown: RunState | None
-    _dirty: bool
-    _drawn_rows: int
-    _drawn_log: int
+    def __init__(self, panel: Widget) -> None:
+        self.panel = panel
+        self.query_one = panel.query_one
+        self.experiment_id = ""  # the panel's chosen experiment (the race shows its runs only)
+        self.shown: Any = None  # the RunState on screen
+        self.dirty = False  # something arrived since the last flush
+        self._drawn_rows = -1
+        self._drawn_log = 0
 
     def show_run(self, state: RunState | None) -> None:
+        """Put `state` (None: nothing) on screen, drawn from scratch."""
         self.shown = state
         self._drawn_rows = -1
         self._drawn_log = 0
         self.query_one("#job-log", Log).clear()
-        self._dirty = True
+        self.dirty = True
         self.flush()
 
     def flush(self) -> None:
         """Apply everything that arrived since the last flush in one redraw."""
-        if not self._dirty:
+        if not self.dirty:
             return
-        self._dirty = False
+        self.dirty = False
         state = self.shown
         bar = self.query_one("#progress", ProgressBar)
         step = self.query_one("#step", Static)
@@ -172,24 +170,9 @@ class ExperimentDisplayMixin(_Panel):
         self.query_one("#run-error", Static).update(f"✗ {kind}: {message}")
         self.query_one("#show-traceback", Button).display = has_traceback
         if self.shown is None or self.shown.status != ev.FAILED:
-            self.app.notify(message, title=kind, severity="error", timeout=8)
+            self.panel.app.notify(message, title=kind, severity="error", timeout=8)
 
     def show_headline(self, text: str) -> None:
         line = self.query_one("#headline", Static)
         line.update(f"➜ {text}" if text else "")
         line.display = bool(text)
-
-    def action_maximize_results(self) -> None:
-        """`m`: the tabs (race, results, explain with its plots and images) fill the screen;
-        escape, or `m` again, restores the layout."""
-        screen = self.screen
-        if screen.maximized is not None:
-            screen.minimize()
-            return
-        tabs = self.query_one("#exp-tabs", TabbedContent)
-        screen.maximize(tabs, container=False)
-        target = {"tab-explain": "#explain-scroll", "tab-results": "#results"}.get(
-            tabs.active or ""
-        )
-        if target:
-            self.query_one(target).focus()

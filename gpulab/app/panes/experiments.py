@@ -29,8 +29,8 @@ from textual.widgets import (
     TabPane,
 )
 
-from gpulab.app.gauge import gauge_call
-from gpulab.app.panes.experiment_display import COLUMNS, ExperimentDisplayMixin
+from gpulab.app.gauge import JobFinished, JobStarted, tell_gauge
+from gpulab.app.panes.experiment_display import COLUMNS, RunDisplay
 from gpulab.app.runs import RunState
 from gpulab.app.widgets.history import RunHistory, state_from_entry
 from gpulab.app.widgets.images import ImageView
@@ -45,10 +45,10 @@ from gpulab.experiments.registry import UnknownExperiment, all_experiments, get
 FLUSH_S = 0.1  # redraw at most 10x a second however fast events arrive
 
 
-class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
+class ExperimentPanel(VerticalScroll, can_focus=False):
     """Owns the runs of this session; the app gives it the runner and the chosen device.
 
-    How a run is drawn (progress, tabs, error box, headline) is `ExperimentDisplayMixin`'s.
+    How a run is drawn (progress, tabs, error box, headline) is its `RunDisplay`'s (`drawing`).
     """
 
     BINDINGS = [
@@ -67,15 +67,50 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
         self.experiment_id = next(iter(self.experiments), "")
         self.runs: list[RunState] = []
         self.live: RunState | None = None
-        self.shown: RunState | None = None
         self.job: Any = None
         self.inventory: dict[str, Any] | None = None
-        self._dirty = False
-        self._drawn_rows = -1
-        self._drawn_log = 0
+        self.drawing = RunDisplay(self)
         self._flusher: Any = None
         self._form_serial = 0
         self._form: ParamForm | None = None
+
+    # ---- drawing (the RunDisplay's) ----------------------------------------------------------
+    _cells = staticmethod(RunDisplay._cells)  # a results row's cells, as the table shows them
+
+    @property
+    def shown(self) -> RunState | None:
+        """The run on screen."""
+        return self.drawing.shown
+
+    def show_run(self, state: RunState | None) -> None:
+        self.drawing.experiment_id = self.experiment_id
+        self.drawing.show_run(state)
+
+    def flush(self) -> None:
+        """Apply everything that arrived since the last flush in one redraw."""
+        self.drawing.experiment_id = self.experiment_id
+        self.drawing.flush()
+
+    def show_error(self, kind: str, message: str, has_traceback: bool = False) -> None:
+        self.drawing.show_error(kind, message, has_traceback)
+
+    def show_headline(self, text: str) -> None:
+        self.drawing.show_headline(text)
+
+    def action_maximize_results(self) -> None:
+        """`m`: the tabs (race, results, explain with its plots and images) fill the screen;
+        escape, or `m` again, restores the layout."""
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+            return
+        tabs = self.query_one("#exp-tabs", TabbedContent)
+        screen.maximize(tabs, container=False)
+        target = {"tab-explain": "#explain-scroll", "tab-results": "#results"}.get(
+            tabs.active or ""
+        )
+        if target:
+            self.query_one(target).focus()
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -272,7 +307,7 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
             return state
         state.job_id = str(job.id)
         self.job = job
-        gauge_call(self.app, "job_started")
+        tell_gauge(self.app, JobStarted())
         self.run_worker(self._follow(job, state), group="job", exit_on_error=False)
         return state
 
@@ -286,7 +321,7 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
                 if event.get("type") == ev.MEMORY:
                     continue  # the app sends memory readings to the gauge as they arrive
                 state.apply(event)
-                self._dirty = True
+                self.drawing.dirty = True
                 if state.finished:
                     break
         finally:
@@ -310,8 +345,8 @@ class ExperimentPanel(ExperimentDisplayMixin, VerticalScroll, can_focus=False):
         if state is self.live:
             self._set_running(False)
             self.job = None
-            gauge_call(self.app, "job_finished")
-        self._dirty = True
+            tell_gauge(self.app, JobFinished())
+        self.drawing.dirty = True
         self.flush()
         self.query_one(RunHistory).record(state)  # shown first (flush above), kept after
         final = state.final or {}

@@ -1,19 +1,25 @@
 """The lessons pane's reading side: one lesson's text, its figures, marks and link buttons.
 
-`LessonReaderMixin` is a mixin of `LessonsPane` (`lessons.py`); the pane owns the widgets, the
-keys and the events, this part shows a lesson: its text with this GPU's measured figures filled
-in, the marks line above it, the run and practise buttons below it, and when it counts as read.
-Separate from the tree (`lesson_tree.py`), which lists the lessons.
+`LessonReader` is a widget of `LessonsPane` (`lessons.py`): it shows a lesson (its text with
+this GPU's measured figures filled in, the marks line above it, the run and practise buttons
+below it) and tracks when it counts as read. It talks to the pane through Messages:
+`LinkClicked` (a link in the text or a run button), `ExerciseChosen` (a practise button) and
+`Read` (the lesson's end has been on screen, and the store says so). Separate from the tree
+(`lesson_tree.py`), which lists the lessons.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from textual import on
+from textual.app import ComposeResult
 from textual.await_complete import AwaitComplete
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Button, Markdown, Static
 
 from gpulab.app.panes.lesson_exercises import ExerciseButton
@@ -22,13 +28,6 @@ from gpulab.lessons.catalog import Catalog, Lesson
 from gpulab.lessons.markup import ExerciseLink, ExperimentLink
 from gpulab.lessons.measured import Measured
 from gpulab.store.database import Store
-
-if TYPE_CHECKING:
-    from textual.widget import Widget
-
-    _Pane = Widget
-else:
-    _Pane = object
 
 
 class RunLink(Button):
@@ -43,23 +42,84 @@ class RunLink(Button):
         self.link = link
 
 
-class LessonReaderMixin(_Pane):
-    """Shows the open lesson in `#lesson-reader`; the pane sets these attributes."""
+class LessonReader(Vertical):
+    """The open lesson (`#lesson-reader`); the pane gives it the catalog and store (`attach`)."""
 
-    catalog: Catalog
-    store: Store
-    current: str | None
-    LessonOpened: Any  # the pane's message: a lesson was opened
-    _inventory: Any
-    _measured_fixed: Measured | None
-    _links: list[ExperimentLink]
-    _shown_values: dict[str, Any] | None
-    _run_widgets: list[Widget]
-    _read_armed: str | None
+    class LinkClicked(Message):
+        """A link in the lesson's text, or a run button (its `experiment:` href), was followed."""
 
-    if TYPE_CHECKING:  # the tree's (`LessonTreeMixin`); a real stub would shadow it
+        def __init__(self, href: str) -> None:
+            self.href = href
+            super().__init__()
 
-        def _refresh_marks(self) -> None: ...
+    class ExerciseChosen(Message):
+        """A practise button was pressed: open `exercise`."""
+
+        def __init__(self, exercise: str) -> None:
+            self.exercise = exercise
+            super().__init__()
+
+    class Read(Message):
+        """`lesson_id`'s end has been on screen: it is marked read in the store."""
+
+        def __init__(self, lesson_id: str) -> None:
+            self.lesson_id = lesson_id
+            super().__init__()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.catalog: Catalog | Any = None
+        self.store: Store | Any = None
+        self.current: str | None = None
+        self.covered = False  # the lesson list is shown in its place (a narrow pane)
+        self._inventory: Any = None
+        self._measured_fixed: Measured | None = None
+        self._links: list[ExperimentLink] = []
+        self._shown_values: dict[str, Any] | None = None  # the figures the open lesson shows
+        self._run_widgets: list[Widget] = []  # under #lesson-runs: a title and one RunLink each
+        self._read_armed: str | None = None  # the open lesson, once its text is laid out
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="lesson-heading")
+        yield Static(id="lesson-marks")
+        with VerticalScroll(id="lesson-scroll"):
+            yield Markdown(id="lesson-body", open_links=False)
+            yield Vertical(id="lesson-runs")
+        with Horizontal(id="lesson-bar"):
+            yield Button("◀ Prev", id="lesson-prev", compact=True)
+            yield Button("Quiz", id="lesson-quiz", compact=True, variant="primary")
+            yield Button("Next ▶", id="lesson-next", compact=True)
+            yield Button("☰ Lessons", id="show-contents", compact=True)
+
+    def attach(self, catalog: Catalog, store: Store, measured: Measured | None) -> None:
+        """What to read lessons from and where progress goes (the pane's, once it mounts)."""
+        self.catalog = catalog
+        self.store = store
+        self._measured_fixed = measured
+
+    def on_mount(self) -> None:
+        self.watch(
+            self.query_one("#lesson-scroll", VerticalScroll),
+            "scroll_y",
+            lambda _: self.check_read(),
+            init=False,
+        )
+
+    def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
+        event.stop()
+        self.post_message(self.LinkClicked(event.href))
+
+    @on(Button.Pressed, ".run-link")
+    def _run_button(self, event: Button.Pressed) -> None:
+        event.stop()
+        if isinstance(event.button, RunLink) and event.button in self._run_widgets:
+            self.post_message(self.LinkClicked(event.button.link.href))
+
+    @on(Button.Pressed, ".exercise-link")
+    def _exercise_button(self, event: Button.Pressed) -> None:
+        event.stop()
+        if isinstance(event.button, ExerciseButton) and event.button in self._run_widgets:
+            self.post_message(self.ExerciseChosen(event.button.link.exercise))
 
     def set_inventory(self, inventory: Any) -> None:
         """What the GPU is (the worker's Inventory dict), for the lesson's measured figures.
@@ -119,19 +179,13 @@ class LessonReaderMixin(_Pane):
         return f"**You will be able to**\n\n{objectives}\n\n" + lesson.display_markdown(measured)
 
     def open_lesson(self, lesson_id: str) -> AwaitComplete:
-        """Show `lesson_id` (the command palette and the app call this). It counts as read once
-        its end has been on screen (see `_check_read`)."""
-        if lesson_id not in self.catalog:
-            self.app.notify(f"There is no lesson '{lesson_id}'.", severity="warning")
-            return AwaitComplete.nothing()
+        """Show `lesson_id` (the pane checks it is in the catalog). It counts as read once its
+        end has been on screen (see `check_read`)."""
         lesson = self.catalog.get(lesson_id)
         self.current = lesson_id
         self._read_armed = None  # until the new text is laid out, the scroll size is the old one
-        self.add_class("-reading")
         done = self._show_lesson(lesson)
-        self._refresh_marks()
         self.query_one("#lesson-scroll", VerticalScroll).scroll_home(animate=False)
-        self.post_message(self.LessonOpened(lesson_id))
 
         async def shown() -> None:
             await done
@@ -142,14 +196,14 @@ class LessonReaderMixin(_Pane):
     def _arm_read(self, lesson_id: str) -> None:
         if self.current == lesson_id:
             self._read_armed = lesson_id
-            self._check_read()
+            self.check_read()
 
-    def _check_read(self) -> None:
+    def check_read(self) -> None:
         """Mark the open lesson read when the bottom of its text is on screen."""
         lesson_id = self._read_armed
         if lesson_id is None or lesson_id != self.current:
             return
-        if self.has_class("-narrow") and not self.has_class("-reading"):
+        if self.covered:
             return  # the list is shown, not the lesson
         scroll = self.query_one("#lesson-scroll", VerticalScroll)
         # The end of the lesson's text, not of the pane: the run and practise buttons below it
@@ -165,7 +219,13 @@ class LessonReaderMixin(_Pane):
             self.store.mark_read(lesson_id)
         except Exception as exc:  # noqa: BLE001 - a full disk must not stop the reading
             self.app.notify(f"Could not save progress: {exc}", severity="warning")
-        self._refresh_marks()
+        self.show_marks()
+        self.post_message(self.Read(lesson_id))
+
+    def show_marks(self) -> None:
+        """Redraw the open lesson's marks line (read, quiz best) from the store."""
+        if self.current is not None:
+            self._show_marks(self.catalog.get(self.current))
 
     def _show_marks(self, lesson: Lesson) -> None:
         best = self.store.best_scores().get(lesson.id)
@@ -232,7 +292,7 @@ class LessonReaderMixin(_Pane):
         """The run buttons, then the practise (exercise) buttons: what up/down moves through."""
         return [w for w in self._run_widgets if isinstance(w, RunLink | ExerciseButton)]
 
-    def _show_overview(self) -> None:
+    def show_overview(self) -> None:
         """Before a lesson is chosen: where the learner stands, without marking anything read."""
         self.query_one("#lesson-heading", Static).update(Content("Syllabus"))
         read = self.store.read_marks()

@@ -11,9 +11,10 @@ lesson, so they work from the keyboard.
 
 When the pane is narrow the tree and the lesson take turns (`l` toggles); `m` maximizes it.
 
-This module holds the widget: its layout, keys, events and actions. Filling the tree is
-`lesson_tree.py`'s; showing a lesson (text, figures, marks, link buttons, read tracking) is
-`lesson_reader.py`'s.
+This module holds the pane: its layout, keys and actions. The syllabus is a `LessonTree`
+(`lesson_tree.py`), the open lesson a `LessonReader` (`lesson_reader.py`: text, figures, marks,
+link buttons, read tracking); they tell the pane what happened through Messages
+(`LessonTree.Selected`, `LessonReader.LinkClicked`, `.ExerciseChosen`, `.Read`).
 """
 
 from __future__ import annotations
@@ -22,16 +23,17 @@ from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.events import Key, Resize
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Button, Input, Markdown, Static, Tree
+from textual.widgets import Button, Input
 
 from gpulab.app.panes.lesson_exercises import ExerciseButton
-from gpulab.app.panes.lesson_reader import LessonReaderMixin, RunLink
-from gpulab.app.panes.lesson_tree import LessonTreeMixin
+from gpulab.app.panes.lesson_reader import LessonReader, RunLink
+from gpulab.app.panes.lesson_tree import LessonTree
 from gpulab.app.store_access import open_store
 from gpulab.lessons.catalog import Catalog, default_catalog
 from gpulab.lessons.markup import ExperimentLink, parse_experiment_href, validate_link
@@ -41,7 +43,7 @@ from gpulab.store.database import Store
 NARROW_BELOW = 90  # columns: below this the tree and the lesson take turns
 
 
-class LessonsPane(LessonTreeMixin, LessonReaderMixin, Widget):
+class LessonsPane(Widget):
     """Chapters and lessons; the open lesson; next / previous; quiz; progress marks."""
 
     ALLOW_MAXIMIZE = True
@@ -168,35 +170,33 @@ class LessonsPane(LessonTreeMixin, LessonReaderMixin, Widget):
         self._store = store
         self._owns_store = False
         self._measured_fixed = measured  # tests pin the figures; otherwise read on each open
-        self._inventory: Any = None
-        self.current: str | None = None
-        self._links: list[ExperimentLink] = []
-        self._shown_values: dict[str, Any] | None = None  # the figures the open lesson shows
-        self._run_widgets: list[Widget] = []  # under #lesson-runs: a title and one RunLink each
-        self._ex_marks: dict[str, tuple[int, int]] = {}
-        self._read_armed: str | None = None  # the open lesson, once its text is laid out
 
     # ---- building -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         with Vertical(id="lesson-nav"):
             # The tree comes first in the focus chain: tab moves between panes here, so the
             # first focusable widget is where the keyboard lands.
-            tree: Tree[str] = Tree("Syllabus", id="lesson-tree")
-            tree.show_root = False
-            tree.guide_depth = 2
-            yield tree
+            yield LessonTree("Syllabus", id="lesson-tree")
             yield Input(placeholder="Filter lessons (/)", id="lesson-filter")
-        with Vertical(id="lesson-reader"):
-            yield Static(id="lesson-heading")
-            yield Static(id="lesson-marks")
-            with VerticalScroll(id="lesson-scroll"):
-                yield Markdown(id="lesson-body", open_links=False)
-                yield Vertical(id="lesson-runs")
-            with Horizontal(id="lesson-bar"):
-                yield Button("◀ Prev", id="lesson-prev", compact=True)
-                yield Button("Quiz", id="lesson-quiz", compact=True, variant="primary")
-                yield Button("Next ▶", id="lesson-next", compact=True)
-                yield Button("☰ Lessons", id="show-contents", compact=True)
+        yield LessonReader(id="lesson-reader")
+
+    @property
+    def tree(self) -> LessonTree:
+        return self.query_one("#lesson-tree", LessonTree)
+
+    @property
+    def reader(self) -> LessonReader:
+        return self.query_one("#lesson-reader", LessonReader)
+
+    @property
+    def current(self) -> str | None:
+        """The open lesson's id (None before one is chosen)."""
+        readers = self.query("#lesson-reader")
+        return readers.first(LessonReader).current if readers else None
+
+    @property
+    def _ex_marks(self) -> dict[str, tuple[int, int]]:
+        return self.tree.ex_marks
 
     @property
     def catalog(self) -> Catalog:
@@ -222,14 +222,9 @@ class LessonsPane(LessonTreeMixin, LessonReaderMixin, Widget):
     def on_mount(self) -> None:
         for problem in self.catalog.problems:
             self.app.notify(problem, title="A lesson file is broken", severity="error", timeout=15)
+        self.reader.attach(self.catalog, self.store, self._measured_fixed)
         self._fill_tree()
-        self._show_overview()
-        self.watch(
-            self.query_one("#lesson-scroll", VerticalScroll),
-            "scroll_y",
-            lambda _: self._check_read(),
-            init=False,
-        )
+        self.reader.show_overview()
 
     def on_unmount(self) -> None:
         if self._owns_store and self._store is not None:
@@ -237,7 +232,8 @@ class LessonsPane(LessonTreeMixin, LessonReaderMixin, Widget):
 
     def on_resize(self, event: Resize) -> None:
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
-        self.call_after_refresh(self._check_read)  # a taller pane may now show the end
+        self._sync_covered()
+        self.call_after_refresh(self.reader.check_read)  # a taller pane may now show the end
 
     def on_descendant_focus(self) -> None:
         # Back from the experiment panel: a run there may have measured a figure this
@@ -260,21 +256,20 @@ class LessonsPane(LessonTreeMixin, LessonReaderMixin, Widget):
         if matches:
             self.open_lesson((titled or matches)[0].id)
 
-    @on(Tree.NodeSelected, "#lesson-tree")
-    def _node_selected(self, event: Tree.NodeSelected[str]) -> None:
+    @on(LessonTree.Selected)
+    def _lesson_selected(self, event: LessonTree.Selected) -> None:
         event.stop()
-        if event.node.data:
-            self.open_lesson(event.node.data)
-            self.query_one("#lesson-scroll", VerticalScroll).focus()
+        self.open_lesson(event.lesson_id)
+        self.query_one("#lesson-scroll", VerticalScroll).focus()
 
     def on_key(self, event: Key) -> None:
         focused = self.screen.focused
         if event.key == "down" and focused is self.query_one("#lesson-filter", Input):
             event.stop()
-            self.query_one("#lesson-tree", Tree).focus()
+            self.tree.focus()
         elif event.key in ("up", "down") and isinstance(focused, RunLink | ExerciseButton):
             event.stop()
-            buttons = self.link_buttons()
+            buttons = self.reader.link_buttons()
             i = -1  # a button of the last lesson, still leaving: back to the text
             if focused in buttons:
                 i = buttons.index(focused) + (1 if event.key == "down" else -1)
@@ -283,8 +278,65 @@ class LessonsPane(LessonTreeMixin, LessonReaderMixin, Widget):
             else:
                 self.query_one("#lesson-scroll", VerticalScroll).focus()
 
+    # ---- the tree and the reader -----------------------------------------------------------
+    def _fill_tree(self, text: str = "") -> None:
+        self.tree.fill(self.catalog, self.store, text, self.current)
+
+    def _sync_covered(self) -> None:
+        """The reader is covered by the list when the pane is narrow and not reading."""
+        self.reader.covered = self.has_class("-narrow") and not self.has_class("-reading")
+
+    def open_lesson(self, lesson_id: str) -> AwaitComplete:
+        """Show `lesson_id` (the command palette and the app call this). It counts as read once
+        its end has been on screen (the reader's `check_read`)."""
+        if lesson_id not in self.catalog:
+            self.app.notify(f"There is no lesson '{lesson_id}'.", severity="warning")
+            return AwaitComplete.nothing()
+        self.add_class("-reading")
+        self._sync_covered()
+        self.reader.attach(self.catalog, self.store, self._measured_fixed)
+        done = self.reader.open_lesson(lesson_id)
+        self.tree.refresh_marks(self.catalog, self.store)
+        self.post_message(self.LessonOpened(lesson_id))
+        return done
+
+    def refresh_marks(self) -> None:
+        """Redraw the progress marks (the app calls this after an exercise check)."""
+        self._refresh_marks()
+
+    def _refresh_marks(self) -> None:
+        self.tree.refresh_marks(self.catalog, self.store)
+        self.reader.show_marks()
+
+    def set_inventory(self, inventory: Any) -> None:
+        """What the GPU is (the worker's Inventory dict), for the lesson's measured figures."""
+        self.reader.set_inventory(inventory)
+
+    def refresh_measured(self) -> AwaitComplete:
+        """Redraw the open lesson's text if the figures it shows have changed."""
+        return self.reader.refresh_measured()
+
+    def run_links(self) -> list[RunLink]:
+        """The open lesson's run buttons (not the last lesson's, which may still be leaving)."""
+        return self.reader.run_links()
+
+    def link_buttons(self) -> list[Button]:
+        """The run buttons, then the practise (exercise) buttons: what up/down moves through."""
+        return self.reader.link_buttons()
+
+    @on(LessonReader.Read)
+    def _lesson_read(self, event: LessonReader.Read) -> None:
+        event.stop()
+        self.tree.refresh_marks(self.catalog, self.store)
+
+    @on(LessonReader.ExerciseChosen)
+    def _exercise_chosen(self, event: LessonReader.ExerciseChosen) -> None:
+        event.stop()
+        self.post_message(self.OpenExercise(event.exercise))
+
     # ---- links ---------------------------------------------------------------------------
-    def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
+    @on(LessonReader.LinkClicked)
+    def _link_clicked(self, event: LessonReader.LinkClicked) -> None:
         event.stop()
         href = event.href
         if href.startswith("experiment:"):
@@ -309,18 +361,6 @@ class LessonsPane(LessonTreeMixin, LessonReaderMixin, Widget):
             return False
         self.post_message(self.RunExperiment(experiment, dict(params)))
         return True
-
-    @on(Button.Pressed, ".run-link")
-    def _run_button(self, event: Button.Pressed) -> None:
-        event.stop()
-        if isinstance(event.button, RunLink) and event.button in self._run_widgets:
-            self.follow_link(event.button.link.href)
-
-    @on(Button.Pressed, ".exercise-link")
-    def _exercise_button(self, event: Button.Pressed) -> None:
-        event.stop()
-        if isinstance(event.button, ExerciseButton) and event.button in self._run_widgets:
-            self.post_message(self.OpenExercise(event.button.link.exercise))
 
     # ---- navigation and actions ----------------------------------------------------------
     @on(Button.Pressed, "#lesson-prev")
@@ -363,10 +403,11 @@ class LessonsPane(LessonTreeMixin, LessonReaderMixin, Widget):
 
     def action_filter(self) -> None:
         self.remove_class("-reading")
+        self._sync_covered()
         self.query_one("#lesson-filter", Input).focus()
 
     def action_experiments(self) -> None:
-        buttons = self.link_buttons()
+        buttons = self.reader.link_buttons()
         if not buttons:
             self.app.notify("This lesson has no experiment or exercise links.")
             return
@@ -374,10 +415,11 @@ class LessonsPane(LessonTreeMixin, LessonReaderMixin, Widget):
 
     def action_contents(self) -> None:
         self.toggle_class("-reading")
+        self._sync_covered()
         if not self.has_class("-reading"):
-            self.query_one("#lesson-tree", Tree).focus()
+            self.tree.focus()
         else:
-            self.call_after_refresh(self._check_read)
+            self.call_after_refresh(self.reader.check_read)
 
     def action_maximize(self) -> None:
         screen = self.screen

@@ -2,7 +2,7 @@
 
 It joins two streams: NVML frames from the telemetry sampler thread (device used/total and
 per-process memory) and the worker's allocator readings the app forwards from runner `memory`
-events (`add_reading`). The arithmetic lives headless in `gpulab.telemetry.gauge`.
+events (`MemoryReading`, one of the Messages of `gpulab.app.gauge` it hears). The arithmetic lives headless in `gpulab.telemetry.gauge`.
 
 Idle cost: frames arrive at the sampler's rate, but the widget repaints only when the text it
 would show has changed, so a quiet GPU costs a comparison, not a render.
@@ -17,6 +17,7 @@ from textual import on
 from textual.message import Message
 from textual.widget import Widget
 
+from gpulab.app import gauge as said
 from gpulab.app.panes.stale import WATCH_S, StaleWatch, marker
 from gpulab.telemetry.gauge import Layers, MemoryModel
 from gpulab.telemetry.sampler import Frame, Sampler, shared_sampler
@@ -88,6 +89,27 @@ class MemoryGauge(Widget):
                 self.model.add_frame(self.model.frame)
         self._key = None
         self._update()
+
+    # what the app and the panes tell it ------------------------------------------------------
+    @on(said.WorkerPid)
+    def _worker_pid(self, message: said.WorkerPid) -> None:
+        self.set_worker_pid(message.pid)
+
+    @on(said.MemoryReading)
+    def _memory_reading(self, message: said.MemoryReading) -> None:
+        self.add_reading(message.reading)
+
+    @on(said.JobStarted)
+    def _job_started(self, message: said.JobStarted) -> None:
+        self.job_started()
+
+    @on(said.JobFinished)
+    def _job_finished(self, message: said.JobFinished) -> None:
+        self.job_finished()
+
+    @on(said.GpuSelected)
+    def _gpu_selected(self, message: said.GpuSelected) -> None:
+        self.select_gpu(message.nvml_index, message.label)
 
     # frames ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
