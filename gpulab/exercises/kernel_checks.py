@@ -95,8 +95,13 @@ def run_guarded(
 
 def _same_bits(a: Any, b: Any) -> bool:
     """Whether two arrays of one dtype hold the same bits (NaN equals NaN, -0 is not +0)."""
-    kind = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
+    kind = _bits(a.dtype)
     return bool(_xp(a).array_equal(a.view(kind), b.view(kind)))
+
+
+def _bits(dtype: Any) -> Any:
+    """The unsigned integer type of `dtype`'s size: its values compared as bits."""
+    return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dtype).itemsize]
 
 
 def _touched(part: np.ndarray, value: Any = None) -> np.ndarray:
@@ -122,7 +127,7 @@ def input_changed(name: str, want: np.ndarray, buf: np.ndarray) -> str:
                 f"{part[k].item()!r} (a bounds check missing?)"
             )
     flat = want.reshape(-1)
-    kind = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[flat.dtype.itemsize]
+    kind = _bits(flat.dtype)
     same = body.view(kind) == flat.view(kind)
     if not same.all():
         k = int(np.argmin(same))

@@ -417,7 +417,7 @@ class Watch:
     def _gate(self) -> bool:
         """Queue a gate on each non-blocking CuPy stream of the learner's (module doc)."""
         streams = [s for lib, s, nb in self.streams if lib == "cupy" and nb]
-        if not streams or getattr(sys.modules.get("cupy"), "__gpulab_fake__", False):
+        if not streams or _real_cupy() is None:
             return False  # the emulator runs every launch to its end: nothing to gate
         import cupy  # deferred: a learner's CuPy stream means CuPy is imported already
 
@@ -481,11 +481,18 @@ class Watch:
         return None if unknown else False
 
 
+def _real_cupy() -> Any:
+    """CuPy where this process already imported it, and not the tests' fake (whose launches run
+    to their end on the CPU: no stream to gate, save or wait for); else None."""
+    cp = sys.modules.get("cupy")
+    return None if cp is None or getattr(cp, "__gpulab_fake__", False) else cp
+
+
 def _current_streams() -> tuple[Any, Any]:
     """The current CuPy and torch streams, so a call that switched them can be put back."""
     cp_stream = torch_stream = None
-    cp = sys.modules.get("cupy")
-    if cp is not None and not getattr(cp, "__gpulab_fake__", False):
+    cp = _real_cupy()
+    if cp is not None:
         try:
             cp_stream = cp.cuda.get_current_stream()
         except Exception:  # noqa: BLE001 - no device in this process: nothing to put back
@@ -511,8 +518,8 @@ def _restore_streams(before: tuple[Any, Any]) -> None:
 
 
 def _sync_current() -> None:
-    cp = sys.modules.get("cupy")
-    if cp is not None and not getattr(cp, "__gpulab_fake__", False):
+    cp = _real_cupy()
+    if cp is not None:
         cp.cuda.get_current_stream().synchronize()
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
