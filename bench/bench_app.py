@@ -217,7 +217,7 @@ async def check_latency(repeats: int, quick: bool) -> dict[str, Any]:
         os.environ["GPULAB_DATA_DIR"] = str(Path(tmp) / "data")  # never the learner's progress
         os.environ["GPULAB_WORKDIR"] = str(Path(tmp) / "work")
         from gpulab.app import GpuLabApp
-        from gpulab.exercises.catalog import load_catalog
+        from gpulab.exercises.loader import load_catalog
 
         ex = load_catalog().exercises[0]
         app = GpuLabApp(watch_terminal=False)

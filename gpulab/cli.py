@@ -5,7 +5,7 @@ One parser. Each command's CLI is the `cli.py` of the package that does its work
 
     info        telemetry/cli.py       store       store/cli.py
     list        experiments/cli.py     history     history/cli.py
-    run         runner/cli.py          exercises   exercises/cli.py (alias ex)
+    run         runner/cli.py          exercises   ex/cli.py (alias ex)
     bench       benchmark/cli.py       doctor      doctor/cli.py
     lessons     lessons/cli.py         serve       serve/cli.py
 
@@ -30,7 +30,7 @@ from gpulab.benchmark import cli as bench_cli
 from gpulab.core.errors import EXIT_BAD_INPUT, BadInput, GpulabError
 from gpulab.core.params import parse_plain_number, shown
 from gpulab.doctor import cli as doctor_cli
-from gpulab.exercises import cli as exercises_cli
+from gpulab.ex import cli as ex_cli
 from gpulab.experiments import cli as experiments_cli
 from gpulab.explain import cli as explain_cli
 from gpulab.history import cli as history_cli
@@ -54,7 +54,7 @@ COMMANDS = (
     lessons_cli,
     store_cli,
     history_cli,
-    exercises_cli,
+    ex_cli,
     doctor_cli,
     serve_cli,
 )

@@ -13,7 +13,7 @@ from textual.widgets.text_area import TextAreaTheme
 
 from gpulab.app.widgets import cuda_highlight
 from gpulab.app.widgets.code_editor import ExerciseEditor
-from gpulab.exercises.catalog import load_catalog
+from gpulab.exercises.loader import load_catalog
 
 
 def editor(text: str) -> ExerciseEditor:

@@ -10,8 +10,8 @@ from textual.app import App, ComposeResult
 
 from gpulab.app.widgets.code_editor import SAVE_MAX_S, ExerciseEditor
 from gpulab.app.widgets.verdict import bar, grade_ruler, verdict_text
-from gpulab.exercises.catalog import load_catalog
-from gpulab.exercises.grader import CaseRow, CheckResult
+from gpulab.exercises.loader import load_catalog
+from gpulab.exercises.run_check import CaseRow, CheckResult
 from gpulab.exercises.workspace import Workspace
 from tests.test_app import wait_for
 

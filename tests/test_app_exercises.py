@@ -13,7 +13,7 @@ from gpulab.app import GpuLabApp
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.panes.exercises import ExercisesPane
 from gpulab.app.screens.exercise_dialogs import ConfirmReset, SolutionScreen
-from gpulab.exercises.catalog import load_catalog
+from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.progress import Progress
 from gpulab.exercises.workspace import Workspace
 from gpulab.testing.fake_runner import FakeRunner

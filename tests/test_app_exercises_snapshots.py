@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.exercises.grader import CaseRow, CheckResult
+from gpulab.exercises.run_check import CaseRow, CheckResult
 from tests.test_app_snapshots import frozen_app, settle
 
 TIMING = {

@@ -574,7 +574,7 @@ async def test_each_attempt_shows_the_choices_in_a_new_order(tmp_path):
     import random
 
     from gpulab.app.screens.quiz import inline_code
-    from gpulab.lessons.schema import shuffle_quiz
+    from gpulab.lessons.lesson_format import shuffle_quiz
 
     lesson = load_catalog().get("why-gpus")
     store = Store(tmp_path / "p.db")

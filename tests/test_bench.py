@@ -12,7 +12,7 @@ from gpulab.benchmark import suite as bench
 from gpulab.benchmark import targets as bench_targets
 from gpulab.benchmark.markdown import markdown
 from gpulab.cli import main
-from gpulab.core.schema import tag
+from gpulab.core.doc_tags import tag
 
 
 def test_quick_bench_writes_json_and_markdown(tmp_path):

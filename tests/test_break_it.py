@@ -11,8 +11,8 @@ from gpulab.core import events as ev
 from gpulab.core.devices import Inventory, detect
 from gpulab.core.params import ParamError
 from gpulab.experiments.break_it import EXPLAIN, MODES
+from gpulab.experiments.inline import run_job
 from gpulab.experiments.registry import get
-from gpulab.runner.inline import run_job
 
 
 @pytest.fixture(scope="module")

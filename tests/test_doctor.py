@@ -9,7 +9,7 @@ import json
 import pytest
 
 from gpulab.cli import main
-from gpulab.core.schema import tag
+from gpulab.core.doc_tags import tag
 from gpulab.doctor import checks as ck
 from gpulab.doctor import gather, probe
 from gpulab.testing.doctor import healthy

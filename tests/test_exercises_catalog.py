@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.exercises.catalog import load_catalog
 from gpulab.exercises.job import check_inline
+from gpulab.exercises.loader import load_catalog
 
 CATALOG = load_catalog()
 
@@ -31,7 +31,7 @@ class _WorkerChecks:
     runner replaces the worker where an inline check would leave every later test broken."""
 
     def __init__(self) -> None:
-        from gpulab.exercises.session import Checker
+        from gpulab.ex.session import Checker
 
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -216,7 +216,7 @@ def test_the_catalog_is_loaded_once_and_still_sees_an_edit(tmp_path):
     import shutil
     import time
 
-    from gpulab.exercises import catalog as cat_mod
+    from gpulab.exercises import loader as cat_mod
 
     src = cat_mod.load_catalog().exercises[0].folder
     shutil.copytree(src, tmp_path / src.name)

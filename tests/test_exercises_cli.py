@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from gpulab.cli import main
-from gpulab.core.schema import tag
-from gpulab.exercises import cli as ex_cli
-from gpulab.exercises import commands as ex_commands
+from gpulab.core.doc_tags import tag
+from gpulab.ex import cli as ex_cli
+from gpulab.ex import commands as ex_commands
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "exercises"
 
@@ -153,9 +153,9 @@ def test_show_prints_the_statement(capsys):
 
 
 async def test_watch_rechecks_on_save_and_moves_on(tmp_path):
-    from gpulab.exercises.catalog import load_catalog
-    from gpulab.exercises.session import Checker
-    from gpulab.exercises.watch import watch_loop
+    from gpulab.ex.session import Checker
+    from gpulab.ex.watch import watch_loop
+    from gpulab.exercises.loader import load_catalog
     from gpulab.exercises.workspace import Workspace
     from gpulab.store.database import Store
 

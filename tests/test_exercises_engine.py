@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from gpulab.exercises import api
-from gpulab.exercises.catalog import UnknownExercise, load_catalog
-from gpulab.exercises.grader import run_check
+from gpulab.exercises.exercise_format import ExerciseFormatError
+from gpulab.exercises.loader import UnknownExercise, load_catalog
 from gpulab.exercises.progress import FAILING, NOT_STARTED, PASSING, Progress
-from gpulab.exercises.schema import ExerciseFormatError
+from gpulab.exercises.run_check import run_check
 from gpulab.exercises.workspace import Workspace
 from gpulab.store.database import Store
 
@@ -318,7 +318,7 @@ def test_a_solution_that_only_works_at_the_checked_sizes_fails_timing(tmp_path, 
 def test_seeds_replay_the_same_inputs(double):
     a = api.Context(rng=np.random.default_rng(9), seed=9, gpu=False, cupy=False, device="cpu")
     b = api.Context(rng=np.random.default_rng(9), seed=9, gpu=False, cupy=False, device="cpu")
-    from gpulab.exercises.grader import load_check
+    from gpulab.exercises.run_check import load_check
 
     mod = load_check(double)
     xa = [c.args["x"] for c in mod.cases(a)]
@@ -328,7 +328,7 @@ def test_seeds_replay_the_same_inputs(double):
 
 
 def test_grade_thresholds():
-    from gpulab.exercises.grading import grade_for
+    from gpulab.exercises.speed import grade_for
 
     grades = {"bronze": 0.4, "silver": 0.6, "gold": 0.8}
     assert [grade_for(f, grades) for f in (None, 0.1, 0.4, 0.79, 0.8, 1.2)] == [
@@ -388,7 +388,7 @@ def test_a_timing_above_the_ceiling_earns_no_grade(tmp_path, double):
 
 
 def test_find_reads_one_folder_and_agrees_with_the_catalog(monkeypatch, cat):
-    from gpulab.exercises import catalog as catalog_mod
+    from gpulab.exercises import loader as catalog_mod
 
     monkeypatch.setenv("GPULAB_EXERCISES_PATH", str(FIXTURES))
     for name in ("double", "901", "901-double", "901_double", "901_double.py"):
@@ -403,7 +403,7 @@ def test_find_reads_one_folder_and_agrees_with_the_catalog(monkeypatch, cat):
 )
 def test_gpu_state_reads_nvml_or_says_why_not(variant, has_temp, words):
     from gpulab.core.devices import DeviceInfo, Inventory
-    from gpulab.exercises.grading import gpu_state
+    from gpulab.exercises.speed import gpu_state
     from gpulab.telemetry.nvml import NvmlSession
     from gpulab.testing.fake_nvml import FakeNvml
 
@@ -421,7 +421,7 @@ def test_an_exception_in_the_timed_run_is_a_failed_check(tmp_path, double):
         "def double(x, out):\n    if x.size > 70000:\n        raise MemoryError('too big')\n"
         "    out[:] = 2 * x\n",
     )
-    from gpulab.exercises.grader import LearnerCrash
+    from gpulab.exercises.run_check import LearnerCrash
 
     with pytest.raises(LearnerCrash) as err:  # out of memory: the worker must free what it holds
         check(double, path)
@@ -434,7 +434,7 @@ def test_an_exception_in_the_timed_run_is_a_failed_check(tmp_path, double):
 
 
 def test_the_check_job_is_hidden_but_resolvable(monkeypatch):
-    from gpulab.exercises import commands as ex_commands
+    from gpulab.ex import commands as ex_commands
     from gpulab.exercises.job import EXPERIMENT_ID, check_inline
     from gpulab.experiments.registry import all_experiments, get
 

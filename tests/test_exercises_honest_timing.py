@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from gpulab.exercises import api
-from gpulab.exercises.catalog import load_catalog
-from gpulab.exercises.grader import run_check
+from gpulab.exercises.loader import load_catalog
+from gpulab.exercises.run_check import run_check
 
 pytest.importorskip("torch")
 

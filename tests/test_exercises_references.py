@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gpulab.exercises import api
-from gpulab.exercises.catalog import load_catalog
+from gpulab.exercises.loader import load_catalog
 
 CATALOG = load_catalog()
 

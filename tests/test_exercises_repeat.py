@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gpulab.exercises.catalog import load_catalog
+from gpulab.exercises.loader import load_catalog
 
 
 def _count(long: int, short: int) -> int:
@@ -39,7 +39,7 @@ def busy_core() -> Iterator[None]:
 
 
 async def _in_a_row(ids: list[str], times: int, seed: int) -> dict[str, list[str]]:
-    from gpulab.exercises.session import Checker
+    from gpulab.ex.session import Checker
 
     catalog = {ex.id: ex for ex in load_catalog()}
     rejected: dict[str, list[str]] = {}

@@ -4,8 +4,8 @@ an 80x24 verdict and pushed the speed figures below the fold."""
 from __future__ import annotations
 
 from gpulab.app.widgets.verdict import verdict_text
-from gpulab.exercises.grader import CaseRow, CheckResult
 from gpulab.exercises.report import short_case, verdict_lines
+from gpulab.exercises.run_check import CaseRow, CheckResult
 
 ODD = "(odd: one value has no partner at the first level)"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.exercises.catalog import load_catalog
-from gpulab.exercises.session import Checker
+from gpulab.ex.session import Checker
+from gpulab.exercises.loader import load_catalog
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "exercises"
 
@@ -79,8 +79,8 @@ async def test_a_check_in_the_worker_records_progress_through_the_cli(
     tmp_path, monkeypatch, capsys
 ):
     from gpulab.cli import main
-    from gpulab.exercises import cli as ex_cli
-    from gpulab.exercises import commands as ex_commands
+    from gpulab.ex import cli as ex_cli
+    from gpulab.ex import commands as ex_commands
 
     monkeypatch.setenv("GPULAB_EXERCISES_PATH", str(FIXTURES))
     monkeypatch.setenv("GPULAB_WORKDIR", str(tmp_path / "w"))

@@ -12,7 +12,7 @@ from test_exp_syllabus import LESSONS
 from gpulab.core.devices import Backend
 from gpulab.experiments import managed_memory, occupancy, registry, tensor_core_alignment
 from gpulab.experiments import syllabus_support as sup
-from gpulab.runner.inline import run_job
+from gpulab.experiments.inline import run_job
 
 MiB, GiB = 2**20, 2**30
 H100 = {"regs_per_sm": 65536, "threads_per_sm": 2048, "blocks_per_sm": 32, "shared_per_sm": 233472}

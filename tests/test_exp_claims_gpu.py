@@ -7,7 +7,7 @@ import pytest
 from conftest import cupy_available
 
 from gpulab.core.devices import detect
-from gpulab.runner.inline import run_job
+from gpulab.experiments.inline import run_job
 
 pytestmark = pytest.mark.gpu
 needs_cupy = pytest.mark.skipif(not cupy_available(), reason="needs CuPy")

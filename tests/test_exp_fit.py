@@ -19,7 +19,7 @@ from gpulab.core.devices import Backend, detect
 from gpulab.experiments import syllabus_support as sup
 from gpulab.experiments import verification
 from gpulab.experiments.base import Context, DoesNotFit
-from gpulab.runner.inline import run_job
+from gpulab.experiments.inline import run_job
 
 MiB = 2**20
 GiB = 2**30

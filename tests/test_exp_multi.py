@@ -9,7 +9,7 @@ import pytest
 from headline_checks import assert_headline
 
 from gpulab.experiments import allreduce
-from gpulab.runner.inline import run_job
+from gpulab.experiments.inline import run_job
 
 pytest.importorskip("torch.distributed")
 

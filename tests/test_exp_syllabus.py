@@ -14,7 +14,7 @@ from headline_checks import assert_headline
 
 from gpulab.core.devices import detect
 from gpulab.experiments import registry
-from gpulab.runner.inline import run_job
+from gpulab.experiments.inline import run_job
 
 LESSONS = {
     "why-gpus",

@@ -42,7 +42,7 @@ import gpulab.store.connection as store_db
 from gpulab import cli
 from gpulab.core import events as ev
 from gpulab.core import hostmem
-from gpulab.runner.classify import classify
+from gpulab.core.failures import classify
 from gpulab.store.connection import StoreError
 from gpulab.store.database import Store
 from gpulab.store.recover import check, recover

@@ -13,10 +13,10 @@ import pytest
 
 from gpulab import cli
 from gpulab.core.devices import detect
+from gpulab.experiments.inline import run_job
 from gpulab.history.entries import compare, entry, render_compare, save
 from gpulab.history.transfer import NotAHistory, export, parse
 from gpulab.lessons.measured import Measured
-from gpulab.runner.inline import run_job
 from gpulab.store.database import _MIGRATIONS, Store
 
 

@@ -79,9 +79,6 @@ HEAVY = {
     "torch", "cupy", "cupyx", "numpy", "scipy", "PIL", "textual", "textual_serve", "pynvml",
     "nvidia", "tree_sitter", "tree_sitter_cuda", "shtab",
 }  # fmt: skip
-# Cycles inside gpulab/exercises, left for its owners to break (cli.py runs watch.py's loop,
-# which calls back into cli.py's check): each entry is one cycle's modules, sorted.
-ALLOWED_CYCLES: list[list[str]] = []
 
 
 def _modules() -> dict[str, tuple[pathlib.Path, bool]]:
@@ -185,7 +182,7 @@ def _one_cycle(graph: dict[str, set[str]], component: list[str]) -> str:
 
 def test_no_import_cycles():
     graph = import_graph()
-    found = [c for c in cycles(graph) if c not in ALLOWED_CYCLES]
+    found = cycles(graph)
     assert not found, "import cycles:\n" + "\n".join(_one_cycle(graph, c) for c in found)
 
 
@@ -203,8 +200,9 @@ LAYERS: list[set[str]] = [
     {"render", "telemetry"},
     {"experiments", "store"},
     {"history", "lessons"},
-    {"runner"},
     {"exercises"},
+    {"runner"},
+    {"ex"},
     {"benchmark", "doctor", "explain", "serve"},
     {"testing"},
     {"app"},
@@ -237,14 +235,9 @@ def test_packages_import_only_the_layers_below_them():
 
 def test_imports_inside_functions_say_why():
     """An import inside a function defers a heavy dependency (HEAVY), or says why on its line
-    or in the comment just above it (`deferred: ...`). Not checked in exercises/ and runner/
-    (their owners'), except `gpulab run`'s runner/cli.py."""
+    or in the comment just above it (`deferred: ...`), in every module of the package."""
     silent = []
-    for name, (path, _) in _modules().items():
-        if name.startswith(("gpulab.exercises.", "gpulab.runner.")) and name not in (
-            "gpulab.runner.cli",
-        ):
-            continue
+    for path, _ in _modules().values():
         lines = path.read_text(encoding="utf-8").splitlines()
         tree = ast.parse("\n".join(lines))
         for fn in ast.walk(tree):
@@ -291,3 +284,14 @@ def test_packages_hold_no_reexports_and_no_module_getattr():
 def test_the_top_of_the_package_is_small():
     loose = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(loose) <= 8, loose
+
+
+def test_the_exercise_check_registers_itself_by_import():
+    """The registry names no module of a layer above it; importing the job registers it."""
+    registry = (PACKAGE / "experiments" / "registry.py").read_text(encoding="utf-8")
+    assert "gpulab.exercises" not in registry
+    from gpulab.exercises import job
+    from gpulab.experiments.registry import all_experiments, get
+
+    assert get(job.EXPERIMENT_ID) is job.EXPERIMENT
+    assert job.EXPERIMENT_ID not in all_experiments()  # hidden: listed nowhere

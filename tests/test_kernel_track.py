@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from gpulab.exercises import api
-from gpulab.exercises.catalog import load_catalog
-from gpulab.exercises.grader import run_check
+from gpulab.exercises.loader import load_catalog
+from gpulab.exercises.run_check import run_check
 from gpulab.lessons.catalog import default_catalog
 from gpulab.testing import cuda_emu, fake_cupy, nvrtc
 
@@ -221,9 +221,9 @@ def test_every_kernel_exercise_refuses_the_library_answer() -> None:
 
 
 def _emulate_timer(spec: api.TimingSpec, calls: int) -> str | None:
-    """The grader's check of every timed call (grading._CallChecks), around `calls` calls that
+    """The grader's check of every timed call (speed._CallChecks), around `calls` calls that
     rotate over the spec's input sets as the timer does; the message of the first wrong one."""
-    from gpulab.exercises import grading
+    from gpulab.exercises import speed
 
     sets = [spec.setup(i) for i in range(spec.sets)]
     turn = [0]
@@ -231,14 +231,14 @@ def _emulate_timer(spec: api.TimingSpec, calls: int) -> str | None:
     def rotate() -> None:
         turn[0] = (turn[0] + 1) % len(sets)
 
-    checks = grading._CallChecks(spec, sets, turn, len(sets), every=True)
+    checks = speed._CallChecks(spec, sets, turn, len(sets), every=True)
     before = checks.before(rotate)
     try:
         for _ in range(calls):
             before()
             checks.call()
             checks.after()
-    except grading._TimedCallWrong as exc:
+    except speed._TimedCallWrong as exc:
         return str(exc)
     return None
 

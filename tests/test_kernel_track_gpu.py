@@ -18,7 +18,7 @@ from conftest import cupy_available
 from test_kernel_track import _EXERCISES, IDS, KERNELS, _front, _header, _load
 
 from gpulab.exercises import api
-from gpulab.exercises.grader import run_check
+from gpulab.exercises.run_check import run_check
 
 pytestmark = pytest.mark.gpu
 

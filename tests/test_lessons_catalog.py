@@ -10,9 +10,9 @@ import pytest
 from gpulab.lessons import catalog as cat
 from gpulab.lessons import markup
 from gpulab.lessons.catalog import load_catalog, parse_lesson
+from gpulab.lessons.lesson_format import CHAPTER_LESSON_IDS, CHAPTERS, LessonFormatError
 from gpulab.lessons.markup import parse_experiment_href, substitute_measured, validate_link
 from gpulab.lessons.measured import KEYS, Measured
-from gpulab.lessons.schema import CHAPTER_LESSON_IDS, CHAPTERS, LessonFormatError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lessons"
 CONTENT = Path(cat.__file__).parent / "content"
@@ -641,7 +641,7 @@ def test_absolute_words_do_not_tell_right_from_wrong(content):
 
 
 def test_the_absolute_count_sees_words_not_parts_of_words():
-    from gpulab.lessons.schema import Question
+    from gpulab.lessons.lesson_format import Question
 
     q = Question("Q?", ("never at all", "a CPU-only build", "an all-reduce", "none"), 3, "E.")
     wrong, right, n_wrong, n_right = _absolute_shares([q])
@@ -654,7 +654,7 @@ def test_the_absolute_count_sees_words_not_parts_of_words():
 def test_a_shuffled_question_tracks_its_answer(content):
     import random
 
-    from gpulab.lessons.schema import shuffle_quiz
+    from gpulab.lessons.lesson_format import shuffle_quiz
 
     rng = random.Random(11)
     for lesson in content:
@@ -672,7 +672,7 @@ def test_a_shuffled_question_tracks_its_answer(content):
 def test_shuffles_repeat_under_a_seed_and_vary_without_one(content):
     import random
 
-    from gpulab.lessons.schema import shuffle_quiz
+    from gpulab.lessons.lesson_format import shuffle_quiz
 
     quiz = [q for lesson in content for q in lesson.quiz]
 
@@ -692,7 +692,7 @@ def test_shuffling_spreads_the_answer_over_every_position():
     import random
     from collections import Counter
 
-    from gpulab.lessons.schema import Question
+    from gpulab.lessons.lesson_format import Question
 
     q = Question("Q?", ("right", "b", "c", "d"), 0, "E.")
     rng = random.Random(1)

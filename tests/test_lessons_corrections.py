@@ -175,7 +175,7 @@ def test_the_fixed_quiz_questions_stay_fixed(lessons):
 
 
 def test_exercise_04_does_not_synchronize_for_host_counters():
-    from gpulab.exercises.catalog import load_catalog as load_exercises
+    from gpulab.exercises.loader import load_catalog as load_exercises
 
     tracker = next(ex for ex in load_exercises() if ex.id == "memory-tracker")
     hints = " ".join(tracker.hints)

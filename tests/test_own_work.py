@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from gpulab.exercises import api
-from gpulab.exercises.grading import _CallChecks, _TimedCallWrong
 from gpulab.exercises.own_work import OwnWorkError, Watch, library_calls
+from gpulab.exercises.speed import _CallChecks, _TimedCallWrong
 from gpulab.testing import cuda_emu, fake_cupy
 
 ADD = r"""

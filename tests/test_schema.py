@@ -12,7 +12,7 @@ import pytest
 
 from gpulab import __version__
 from gpulab.cli import build_parser, main
-from gpulab.core import schema
+from gpulab.core import doc_tags
 from gpulab.doctor import gather
 from gpulab.testing.doctor import healthy
 
@@ -59,21 +59,21 @@ def test_json_output_carries_its_schema(command, capsys, monkeypatch, tmp_path):
     assert code == 0, out
     if command == "run":  # one document per line, the runner's own events too
         lines = [json.loads(line) for line in out.splitlines() if line.strip()]
-        assert lines and all(d["schema"] == schema.tag("event") for d in lines)
+        assert lines and all(d["schema"] == doc_tags.tag("event") for d in lines)
         assert lines[-1]["type"] == "result"
         return
     doc = json.loads(out)
     assert isinstance(doc, dict) and next(iter(doc)) == "schema"
-    assert doc["schema"] == schema.tag(kind) == f"gpulab.{kind}/{schema.VERSIONS[kind]}"
+    assert doc["schema"] == doc_tags.tag(kind) == f"gpulab.{kind}/{doc_tags.VERSIONS[kind]}"
 
 
 def test_tagged_puts_the_tag_first_and_leaves_the_input_alone():
     data = {"a": 1, "schema": "stale"}
-    out = schema.tagged("info", data)
+    out = doc_tags.tagged("info", data)
     assert list(out) == ["schema", "a"] and out["schema"] == "gpulab.info/1"
     assert data == {"a": 1, "schema": "stale"}
     with pytest.raises(KeyError):
-        schema.tag("nonsense")
+        doc_tags.tag("nonsense")
 
 
 def test_one_version_and_the_changelog_has_it(capsys):
@@ -95,8 +95,8 @@ def test_history_documents_read_back_with_their_tag():
     from gpulab.history.transfer import parse
 
     run = {"experiment": "montecarlo", "status": "result", "rows": [], "params": {}}
-    listed = json.dumps(schema.tagged("history", {"runs": [run]}))
-    shown = json.dumps(schema.tagged("history", {**run, "format": "gpulab-run"}))
+    listed = json.dumps(doc_tags.tagged("history", {"runs": [run]}))
+    shown = json.dumps(doc_tags.tagged("history", {**run, "format": "gpulab-run"}))
     for text in (listed, shown):
         (entry,) = parse(text, "doc")
         assert entry["experiment"] == "montecarlo" and "schema" not in entry

@@ -5,13 +5,12 @@ first frame paints. Every failure (a worker that will not start, a crashed worke
 run, an exception in one of our own workers) becomes a notification or the panel's error box.
 
 This module holds the app: its screen, keys, actions and what the panes ask for. The worker's
-life (start, handshake, events, restart, shutdown) is `worker_link.py`'s.
+life (start, handshake, events, restart, shutdown) is the `WorkerLink` it owns (`worker_link.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,7 @@ from textual.worker import Worker, WorkerState
 
 from gpulab.app.gauge import GpuSelected, tell_gauge
 from gpulab.app.main_screen import MainScreen
-from gpulab.app.worker_link import RunnerFactory, WorkerLinkMixin, default_runner_factory
+from gpulab.app.worker_link import RunnerFactory, WorkerLink, default_runner_factory
 
 if TYPE_CHECKING:
     from textual.command import Provider
@@ -42,7 +41,7 @@ def commands_provider() -> type[Provider]:
     return GpuLabCommands
 
 
-class GpuLabApp(WorkerLinkMixin, App[None]):
+class GpuLabApp(App[None]):
     TITLE = "gpulab"
     SUB_TITLE = "starting the worker…"
     CSS_PATH = str(Path(__file__).with_name("gpulab.tcss"))  # absolute: subclasses live anywhere
@@ -76,29 +75,47 @@ class GpuLabApp(WorkerLinkMixin, App[None]):
         super().__init__(**kw)
         self.sampler = sampler
         self.sample_period = sample_period
-        self.runner_factory = runner_factory or default_runner_factory
         self.device_index = device_index
         self.device: int | None = None  # set when the GPU pane picks one
-        self.runner: Any = None
-        self.handshake: dict[str, Any] | None = None
-        self.worker_log: list[str] = []
+        # The worker's life (start, handshake, events, restart, shutdown) is the link's.
+        self.worker_link = WorkerLink(self, runner_factory or default_runner_factory, device_index)
         self.watch_terminal = watch_terminal
-        self._quitting = False
         self._quit_asked = -1e9  # when quitting during a run was last asked about
         self.terminal_watch: Any = None  # gpulab.app.terminal.TerminalWatch, in a terminal
-        self._loop_thread: int | None = None
         self.main_ready: asyncio.Event | None = None
+
+    @property
+    def runner(self) -> Any:
+        """The runner client the panes submit to (None before the worker starts and after quit)."""
+        return self.worker_link.runner
+
+    @property
+    def handshake(self) -> dict[str, Any] | None:
+        """The worker's hello (its pid, inventory, versions), once it is ready."""
+        return self.worker_link.handshake
+
+    @property
+    def worker_log(self) -> list[str]:
+        """The worker's own log lines (not a job's), the last 500."""
+        return self.worker_link.worker_log
+
+    def check_worker(self, final: dict[str, Any] | None = None) -> None:
+        """After a run: a worker killed by a cancel is replaced (panes call this)."""
+        self.worker_link.check_worker(final)
+
+    async def shutdown_runner(self, grace_s: float = 2.0) -> None:
+        """Stop the workers; `grace_s`: the worker's time to leave before it is killed."""
+        await self.worker_link.shutdown(grace_s)
 
     def get_default_screen(self) -> MainScreen:
         return MainScreen(sampler=self.sampler, sample_period=self.sample_period)
 
     # ---- startup ------------------------------------------------------------------------
     def on_mount(self) -> None:
-        self._loop_thread = threading.get_ident()
         self.main_ready = self.main_ready or asyncio.Event()
         # After the first frame, from a worker: spawning the worker process (and importing the
         # runner client) took ~140 ms of the event loop that the first paint waited for.
-        self.call_after_refresh(self._begin_runner)
+        self.call_after_refresh(self.worker_link.begin)
         # In a browser (gpulab serve) stdin is a pipe, not a tty: the session's server ends us.
         if not self.is_headless and self.watch_terminal and not self.is_web:
             # deferred: only a run in a terminal watches it
@@ -117,7 +134,7 @@ class GpuLabApp(WorkerLinkMixin, App[None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place our own background tasks' failures become visible."""
         worker = event.worker
-        if event.state == WorkerState.ERROR and not self._quitting:
+        if event.state == WorkerState.ERROR and not self.worker_link.quitting:
             error = worker.error
             self.notify(
                 f"{type(error).__name__}: {error}",
@@ -238,11 +255,11 @@ class GpuLabApp(WorkerLinkMixin, App[None]):
         self.push_screen(HelpScreen(help_sections(self)))
 
     async def action_quit(self) -> None:
-        if self._quitting:
+        if self.worker_link.quitting:
             return
         if self._run_would_be_lost():
             return
-        self._quitting = True
+        self.worker_link.quitting = True
         await self.shutdown_runner()
         self.exit()
 

@@ -37,7 +37,7 @@ def lesson_titles() -> list[tuple[str, str]]:
 def exercise_titles() -> list[tuple[str, str]]:
     try:
         # deferred: the catalogs (YAML) load when the palette asks, not before the first frame
-        from gpulab.exercises.catalog import load_catalog
+        from gpulab.exercises.loader import load_catalog
 
         return [(ex.id, f"{ex.order}. {ex.title}") for ex in load_catalog()]
     except Exception:  # noqa: BLE001 - a broken exercise folder must not break the palette

@@ -1,10 +1,11 @@
 """The app's side of the worker process: start it, read its handshake, route its events,
 replace it when it dies, stop it on the way out.
 
-`WorkerLinkMixin` is a mixin of `GpuLabApp` (`app.py`), which owns the screen, the keys and
-what the panes ask for. This part owns the runner client: everything that happens because the
-worker started, spoke, crashed or was killed. Separate so that the worker's life can be read
-in one place, apart from the app's actions.
+`WorkerLink` is an object `GpuLabApp` (`app.py`) owns and hands itself to: the app owns the
+screen, the keys and what the panes ask for; the link owns the runner client, its handshake and
+the worker's log, and everything that happens because the worker started, spoke, crashed or was
+killed. It speaks to the app only through the app's public Textual API (notify, run_worker,
+call_from_thread, sub_title, the main screen's panes), so the worker's life reads in one place.
 """
 
 from __future__ import annotations
@@ -13,20 +14,25 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from textual.app import App
 
 from gpulab.app.gauge import MemoryReading, WorkerPid, tell_gauge
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from gpulab.app.panes.experiments import ExperimentPanel
 
-    _App = App[None]
-else:
-    _App = object
+
+class Host(Protocol):
+    """What the link needs of its app beyond Textual's App: `GpuLabApp` is one."""
+
+    main_ready: asyncio.Event | None
+
+    @property
+    def panel(self) -> ExperimentPanel: ...
 
 RunnerFactory = Callable[..., Any]
 READY_TIMEOUT_S = 180.0  # a cold torch + CUDA import on a busy box can take a minute
@@ -40,39 +46,38 @@ def default_runner_factory(**kw: Any) -> Any:
     return RunnerClient(**kw)
 
 
-class WorkerLinkMixin(_App):
-    """Starts, follows and replaces the worker; `GpuLabApp` sets these attributes."""
+class WorkerLink:
+    """Starts, follows and replaces the app's worker; the app reads `runner` and `handshake`."""
 
-    runner: Any
-    runner_factory: RunnerFactory
-    device_index: int
-    handshake: dict[str, Any] | None
-    worker_log: list[str]
-    main_ready: asyncio.Event | None
-    _quitting: bool
-    _loop_thread: int | None
+    def __init__(self, app: App[None], runner_factory: RunnerFactory, device_index: int) -> None:
+        self.app = app
+        self.host: Host = app  # type: ignore[assignment]  # GpuLabApp: App plus the Host's two
+        self.runner_factory = runner_factory
+        self.device_index = device_index
+        self.runner: Any = None  # the RunnerClient (or a test's fake), once started
+        self.handshake: dict[str, Any] | None = None  # the worker's hello, once it is ready
+        self.worker_log: list[str] = []  # the worker's own log lines, the last 500
+        self.loop_thread: int | None = None  # the event loop's thread, set on mount
+        self.quitting = False  # from here on a failure is the shutdown's, not news
 
-    if TYPE_CHECKING:  # the app's; a real stub would shadow it
-
-        @property
-        def panel(self) -> ExperimentPanel: ...
-
-    def _begin_runner(self) -> None:
+    def begin(self) -> None:
+        """Start the worker in the background (after the first frame)."""
+        self.loop_thread = threading.get_ident()
         # The coroutine function, not a coroutine: an app that exits first creates none.
-        self.run_worker(self._start_runner, name="runner start", exit_on_error=False)
+        self.app.run_worker(self._start_runner, name="runner start", exit_on_error=False)
 
     async def _start_runner(self) -> None:
         try:
             self.runner = self.runner_factory(
-                device_index=self.device_index, on_event=self._on_runner_event
+                device_index=self.device_index, on_event=self.on_runner_event
             )
             await self.runner.start()
             handshake = await self.runner.wait_ready(timeout=READY_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - shown, and the lab stays usable to read
             await self._main_mounted()
-            self.sub_title = "worker failed to start"
-            self.panel.set_worker_status("worker failed to start")
-            self.notify(
+            self.app.sub_title = "worker failed to start"
+            self.host.panel.set_worker_status("worker failed to start")
+            self.app.notify(
                 f"{type(exc).__name__}: {exc}",
                 title=ev.KIND_WORKER_START,
                 severity="error",
@@ -80,39 +85,39 @@ class WorkerLinkMixin(_App):
             )
             return
         await self._main_mounted()
-        self._apply_handshake(handshake)
+        self.apply_handshake(handshake)
 
     async def _main_mounted(self) -> None:
         """The worker may answer before the screen has mounted its panes: wait for them."""
-        if self.main_ready is not None:
-            await self.main_ready.wait()
+        if self.host.main_ready is not None:
+            await self.host.main_ready.wait()
 
-    def _apply_handshake(self, handshake: dict[str, Any]) -> None:
+    def apply_handshake(self, handshake: dict[str, Any]) -> None:
         self.handshake = handshake
         inventory = handshake.get("inventory") or {}
-        self.sub_title = Inventory.from_dict(inventory).label()
+        self.app.sub_title = Inventory.from_dict(inventory).label()
         pid = handshake.get("pid")
         ready = handshake.get("ready_s")
         took = f" · ready in {ready:.1f} s" if isinstance(ready, int | float) else ""
-        self.panel.set_worker_status(f"worker pid {pid}{took}")
-        self.panel.set_inventory(inventory)
-        gpu = self.screen_stack[0].query_one("#gpu-info")
+        self.host.panel.set_worker_status(f"worker pid {pid}{took}")
+        self.host.panel.set_inventory(inventory)
+        gpu = self.app.screen_stack[0].query_one("#gpu-info")
         if hasattr(gpu, "set_worker_info"):
             gpu.set_worker_info(handshake)
-        tell_gauge(self, WorkerPid(pid))
-        for pane in self.screen_stack[0].query("#exercises"):
+        tell_gauge(self.app, WorkerPid(pid))
+        for pane in self.app.screen_stack[0].query("#exercises"):
             pane.set_inventory(inventory)  # type: ignore[attr-defined]
 
-    def _on_runner_event(self, event: dict[str, Any]) -> None:
+    def on_runner_event(self, event: dict[str, Any]) -> None:
         """The client's tap on every event; job events are also read by the panel's job loop."""
-        if self._loop_thread is not None and threading.get_ident() != self._loop_thread:
-            self.call_from_thread(self._on_runner_event, event)
+        if self.loop_thread is not None and threading.get_ident() != self.loop_thread:
+            self.app.call_from_thread(self.on_runner_event, event)
             return
         kind = event.get("type")
         if kind == ev.MEMORY:
             reading = event.get("reading")
             if isinstance(reading, dict):
-                tell_gauge(self, MemoryReading(reading))
+                tell_gauge(self.app, MemoryReading(reading))
             return
         if kind == ev.FAILED and event.get("kind") == ev.KIND_CRASHED:
             self._worker_crashed(event)
@@ -123,23 +128,23 @@ class WorkerLinkMixin(_App):
             line = f"[worker] {event.get('line', '')}"
             self.worker_log.append(line)
             del self.worker_log[:-500]
-            live = self.panel.live
+            live = self.host.panel.live
             if live is not None and not live.finished:
                 live.add_log(line)
         elif kind == ev.FAILED:
-            self.notify(
+            self.app.notify(
                 str(event.get("message", "")), title=str(event.get("kind")), severity="error"
             )
 
     def _worker_crashed(self, event: dict[str, Any]) -> None:
-        self.notify(
+        self.app.notify(
             str(event.get("message") or "the worker died; a new one is starting"),
             title="Worker crashed",
             severity="error",
             timeout=10,
         )
-        self.panel.set_worker_status("worker crashed · starting a new one…")
-        self.run_worker(
+        self.host.panel.set_worker_status("worker crashed · starting a new one…")
+        self.app.run_worker(
             self._await_new_worker(),
             name="worker restart",
             group="restart",
@@ -153,8 +158,8 @@ class WorkerLinkMixin(_App):
         # A crash arrives through on_event (`_worker_crashed`); a kill after cancel does not.
         if self.runner is None or final.get("how") != "killed":
             return
-        self.panel.set_worker_status("starting a new worker…")
-        self.run_worker(
+        self.host.panel.set_worker_status("starting a new worker…")
+        self.app.run_worker(
             self._await_new_worker(announce=False),
             name="worker restart",
             group="restart",
@@ -173,13 +178,13 @@ class WorkerLinkMixin(_App):
         while runner.worker_pid == old and loop.time() < deadline:
             await asyncio.sleep(0.05)
         handshake = await runner.wait_ready(timeout=max(1.0, deadline - loop.time()))
-        self._apply_handshake(handshake)
+        self.apply_handshake(handshake)
         if announce:
-            self.notify(f"New worker ready (pid {handshake.get('pid')}).", title="Worker")
+            self.app.notify(f"New worker ready (pid {handshake.get('pid')}).", title="Worker")
 
-    async def shutdown_runner(self, grace_s: float = 2.0) -> None:
+    async def shutdown(self, grace_s: float = 2.0) -> None:
         """Stop the workers; `grace_s`: the worker's time to leave before it is killed."""
-        self._quitting = True  # what fails from here on is the shutdown, not news
+        self.quitting = True  # what fails from here on is the shutdown, not news
         runner, self.runner = self.runner, None
         if runner is None:
             return

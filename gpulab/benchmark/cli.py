@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core import datadir
+from gpulab.core.doc_tags import tagged
 from gpulab.core.errors import BadInput
-from gpulab.core.schema import tagged
 
 
 def add_parser(sub: Any) -> None:

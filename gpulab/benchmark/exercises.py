@@ -18,8 +18,8 @@ from typing import Any
 
 from gpulab.benchmark.targets import judge
 from gpulab.core.devices import Inventory
-from gpulab.exercises.catalog import load_catalog
-from gpulab.exercises.session import Checker
+from gpulab.ex.session import Checker
+from gpulab.exercises.loader import load_catalog
 
 FIRST_CHECK_S = 1.5  # a small kernel exercise, compilation included
 REPEAT_CHECK_S = 0.5

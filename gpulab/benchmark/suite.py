@@ -1,6 +1,6 @@
 """`gpulab bench`: every benchmarked experiment at its bench_params, plus same-run comparisons.
 
-Runs in this process (runner.inline.run_job), after a fresh calibration of this device, so every
+Runs in this process (experiments.inline.run_job), after a fresh calibration of this device, so every
 "% of peak" and every ratio below is against numbers measured minutes apart on the same machine.
 Writes JSON (device, driver, versions, peaks, every result, the comparisons) and a Markdown table.
 
@@ -43,10 +43,10 @@ from gpulab.core import peaks as pk
 from gpulab.core.devices import detect
 from gpulab.core.peaks import data_dir
 from gpulab.experiments.base import Context
+from gpulab.experiments.inline import run_job
 from gpulab.experiments.matmul import benchmark_timer_tflops
 from gpulab.experiments.montecarlo_torch import torch_vs_recipe
 from gpulab.experiments.registry import all_experiments
-from gpulab.runner.inline import run_job
 
 MC_RECIPE_SAMPLES = (100_000_000, 1_000_000_000)
 

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from gpulab.core.schema import tagged
+from gpulab.core.doc_tags import tagged
 from gpulab.doctor import checks as ck
 
 MARKS = {ck.OK: "✓", ck.WARN: "!", ck.FAIL: "✗", ck.SKIP: "-"}

@@ -1,10 +1,13 @@
 """Exercises: the learner writes code, gpulab checks it, times it and grades it.
 
-api.py (the contract with each exercise's check.py), catalog.py (the folders), schema.py (the
-rules of exercise.md's front matter), workspace.py (the learner's files), grader.py + sandbox.py
-+ grading.py (one check), job.py (the check as a worker job), session.py (checks from a front
-end), progress.py (the store's tables), cli.py + watch.py + report.py (`gpulab ex`), bench.py
-(`gpulab bench --suite exercises`). docs/exercises.md explains
-how a check works and how to write an exercise. Nothing here imports textual; torch and CuPy are
-imported only by the exercises' own code, in the worker.
+By role. The catalog: `catalog/` (the exercises' data: one folder each), `loader.py` (finds and
+loads those folders), `exercise_format.py` (the rules of exercise.md's front matter), `api.py`
+(the contract with each exercise's check.py). One check: `run_check.py` (the check's order),
+`speed.py` (its timing, every timed call checked, and the grade), `sandbox.py`, `own_work.py`,
+`refuse.py`, `kernel_checks.py`, `compare.py`, `ranked.py` and `counting.py` (what a check uses),
+`job.py` (the check as the worker's hidden `exercise-check` job). The learner's side:
+`workspace.py` (their files), `progress.py` (the store's tables), `report.py` (words for a
+verdict). `gpulab ex` itself lives in `gpulab.ex`, above the runner. docs/exercises.md explains
+how a check works and how to write an exercise. Nothing here imports textual or the runner;
+torch and CuPy are imported only by the exercises' own code, in the worker.
 """

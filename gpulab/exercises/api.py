@@ -25,7 +25,7 @@ An exercise folder under `gpulab/exercises/catalog/<NN-id>/` holds:
 (one line for the list). Folders under $GPULAB_EXERCISES_PATH (os.pathsep-separated) are loaded
 beside the package's own, for contributors and tests.
 
-The grader (gpulab/exercises/grader.py) owns the order: cases -> every expected -> load the
+The grader (gpulab/exercises/run_check.py) owns the order: cases -> every expected -> load the
 learner's module fresh -> run + compare per case -> timing. It binds the helpers below before the
 learner's module is imported, so later monkey-patching of NumPy by the learner does not change
 the comparison.

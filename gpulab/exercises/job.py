@@ -3,17 +3,26 @@
 The runner's machinery then applies unchanged: events (progress per input set, a verdict row per
 set, the timing rows, the result), cooperative cancel and, past the exercise's time limit, a
 killed and replaced worker; a crash or an illegal address in the learner's code is survived like
-an experiment's. The registry resolves this id (`registry.HIDDEN`) but lists it nowhere.
+an experiment's. Importing this module registers the job with the experiments' registry
+(`register_hidden`), which resolves its id but lists it nowhere.
 Importing this module imports no torch and no CuPy.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from gpulab.core import events as ev
+from gpulab.core.devices import detect
 from gpulab.core.params import Bool, Int, ParamError, ParamSet, Text
 from gpulab.core.results import Measurement, Result, Verdict
+from gpulab.exercises import api
+from gpulab.exercises.loader import UnknownExercise, find
+from gpulab.exercises.run_check import FAIL, CheckResult, run_check
 from gpulab.experiments.base import Context, Experiment, ExperimentError
+from gpulab.experiments.inline import run_job
+from gpulab.experiments.registry import register_hidden
 
 EXPERIMENT_ID = "exercise-check"
 SEED_MAX = 2**32 - 1
@@ -25,8 +34,6 @@ GPU_CHECK_BYTES = 64 << 20
 
 def exercise_context(ctx: Context, seed: int, quick: bool) -> Any:
     import numpy as np
-
-    from gpulab.exercises import api
 
     gpu = bool(ctx.has_cuda)
     fill, check = CPU_FILL_BYTES, CPU_CHECK_BYTES
@@ -61,8 +68,6 @@ class ExerciseCheck(Experiment):
     )
 
     def _exercise(self, name: str) -> Any:
-        from gpulab.exercises.catalog import UnknownExercise, find
-
         try:
             return find(name)
         except UnknownExercise as exc:
@@ -75,10 +80,6 @@ class ExerciseCheck(Experiment):
             raise ExperimentError(f"{ex.id} {why}")
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
-        from pathlib import Path
-
-        from gpulab.exercises.grader import run_check
-
         ex = self._exercise(params["exercise"])
         result = self.new_result(ctx, params)
         result.lesson = ex.lesson
@@ -138,14 +139,12 @@ def timing_rows(timing: dict[str, Any] | None) -> list[Measurement]:
 
 
 EXPERIMENT = ExerciseCheck()
+register_hidden(EXPERIMENT)
 
 
 def outcome(final: dict[str, Any], exercise: str, path: str, seed: int) -> Any:
     """The CheckResult a job's final event stands for: the grader's own, or one made from the
     runner's failure (crash, time limit, cancel) in words a learner can act on."""
-    from gpulab.core import events as ev
-    from gpulab.exercises.grader import FAIL, CheckResult
-
     kind = final.get("type")
     if kind == ev.RESULT:
         data = ((final.get("result") or {}).get("summary") or {}).get("check")
@@ -173,9 +172,6 @@ def check_inline(
     exercise: str, path: str, seed: int, *, quick: bool = False, inventory: Any = None
 ) -> tuple[Any, list[dict[str, Any]]]:
     """Run one check in this process (tests, the bench's correctness sweep): (CheckResult, events)."""
-    from gpulab.core.devices import detect
-    from gpulab.runner.inline import run_job
-
     events: list[dict[str, Any]] = []
     params = {"exercise": exercise, "path": str(path), "seed": seed, "quick": quick}
     run_job("inline", EXPERIMENT_ID, params, inventory or detect(), events.append, quick=quick)

@@ -12,6 +12,7 @@ GPU (the catalog, the UI).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -222,8 +223,6 @@ def spec(
     so an answer kept from an earlier call goes stale; after it, the output is compared with the
     library's on the same inputs (`library(io)` writes io[-1] or returns its answer), and only a
     mismatch is copied to the host to be described."""
-    import random
-
     scratch: dict[int, Any] = {}
     rng = random.Random()  # positions no learner can predict; the verdict does not depend on them
 

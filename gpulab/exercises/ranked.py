@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpulab.core import ranks
 from gpulab.exercises.sandbox import fresh_name, load_text
+from gpulab.experiments.base import Context
 
 
 def _text(path: str) -> str:
@@ -22,9 +24,6 @@ def _text(path: str) -> str:
 
 def launch(check_file: str, fn: Any, entry: str, case: Any, world_size: int) -> list[Any]:
     """Every rank's return of the check's `rank(rc, fn, case)`, in rank order (gloo, CPU)."""
-    from gpulab.core import ranks
-    from gpulab.experiments.base import Context
-
     learner_file = sys.modules[fn.__module__].__file__ or ""
     job = (check_file, _text(check_file), learner_file, _text(learner_file), entry, case)
     return ranks.launch(Context(), _rank_entry, world_size, job, backend="gloo")

@@ -19,7 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulab.exercises.catalog import Exercise
+from gpulab.exercises.loader import Exercise
+from gpulab.store.database import data_dir
 
 WORKDIR_ENV = "GPULAB_WORKDIR"
 BACKUPS = ".backups"
@@ -40,8 +41,6 @@ def default_root() -> Path:
     env = os.environ.get(WORKDIR_ENV, "").strip()
     if env:
         return Path(env).expanduser()
-    from gpulab.store.database import data_dir
-
     return data_dir() / "exercises"
 
 

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpulab.exercises.cli import add_verb
+from gpulab.ex.cli import add_verb
 
 CORES_PER_SM = {8: 64, 9: 128}  # FP32 cores an SM has (sm_80: 64; sm_86, sm_89, sm_90: 128)
 
@@ -104,7 +104,7 @@ def ceiling_name(check_path: Path, metric: str) -> str:
 
 def graded_fraction(exercise_id: str) -> float | None:
     """The fraction of the ceiling of the learner's latest graded attempt, from the store."""
-    from gpulab.exercises.commands import store  # deferred: loaded when the command runs
+    from gpulab.ex.commands import store  # deferred: loaded when the command runs
     from gpulab.exercises.progress import Progress  # deferred: loaded when the command runs
 
     with store() as st:
@@ -116,7 +116,7 @@ def graded_fraction(exercise_id: str) -> float | None:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from gpulab.core.errors import BadInput  # deferred: loaded when the command runs
-    from gpulab.exercises.commands import (  # deferred: loaded when the command runs
+    from gpulab.ex.commands import (  # deferred: loaded when the command runs
         _file,
         catalog,
         emit_json,

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.doc_tags import tagged
 from gpulab.core.errors import BadInput
-from gpulab.core.schema import tagged
 from gpulab.render.results import render_result, table
 
 

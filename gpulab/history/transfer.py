@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpulab.core import events as ev
+from gpulab.core.doc_tags import KEY as SCHEMA_KEY
+from gpulab.core.doc_tags import tagged
 from gpulab.core.errors import BadInput
-from gpulab.core.schema import KEY as SCHEMA_KEY
-from gpulab.core.schema import tagged
 from gpulab.history.entries import FORMAT, entry, no_telemetry, verdict_of
 
 EXPORT_FORMAT = "gpulab-history"

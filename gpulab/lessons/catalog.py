@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpulab.core.front_matter import read_front_matter
+from gpulab.lessons.lesson_format import CHAPTERS, LessonFormatError, Question, validate_meta
 from gpulab.lessons.markup import (
     MEASURED,
     CodeBlock,
@@ -26,7 +27,6 @@ from gpulab.lessons.markup import (
     plain_fences,
     substitute_measured,
 )
-from gpulab.lessons.schema import CHAPTERS, LessonFormatError, Question, validate_meta
 
 
 @dataclass(frozen=True)

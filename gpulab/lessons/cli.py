@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gpulab.core.schema import tagged
+from gpulab.core.doc_tags import tagged
 
 if TYPE_CHECKING:
     from gpulab.lessons.catalog import Catalog

@@ -15,8 +15,8 @@ from urllib.parse import unquote
 
 from gpulab.core.params import ParamError
 from gpulab.experiments.registry import UnknownExperiment, get
+from gpulab.lessons.lesson_format import LessonFormatError
 from gpulab.lessons.measured import KEYS
-from gpulab.lessons.schema import LessonFormatError
 
 _LINK = re.compile(r"\[([^\]]*)\]\(\s*<?(experiment:[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _AUTOLINK = re.compile(r"<(experiment:[^>\s]+)>")

@@ -1,4 +1,3 @@
 """The runner: experiments in a worker process. client/ (RunnerClient, in the caller's process),
-worker/ (the worker process), multi/ (ranks under torchrun), and what both sides share: protocol.py
-(frames), classify.py (an exception to a failure kind), inline.py (a job in this process), and
-cli.py (`gpulab run`)."""
+worker/ (the worker process, which runs each job with `gpulab.experiments.inline`), multi/ (ranks
+under torchrun), protocol.py (the frames both sides speak) and cli.py (`gpulab run`)."""

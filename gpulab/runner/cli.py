@@ -17,9 +17,9 @@ from typing import Any
 
 from gpulab.core import datadir
 from gpulab.core import events as ev
+from gpulab.core.doc_tags import tagged
 from gpulab.core.errors import BadInput
 from gpulab.core.params import parse_assignments, parse_index, parse_plain_number, shown
-from gpulab.core.schema import tagged
 from gpulab.render.results import render_result
 
 TIMEOUT_MAX_S = 86_400.0  # a day: past it a typo, not a plan

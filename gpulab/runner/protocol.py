@@ -21,6 +21,7 @@ Worker -> client (messages, key "msg"):
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import struct
@@ -105,8 +106,6 @@ def read_frame(fd: int) -> dict[str, Any] | None:
 
 async def read_frame_async(reader: Any) -> dict[str, Any] | None:
     """The next frame from an asyncio.StreamReader, or None at EOF."""
-    import asyncio
-
     try:
         header = await reader.readexactly(HEADER.size)
     except asyncio.IncompleteReadError as exc:

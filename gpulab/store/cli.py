@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from gpulab.core.schema import tagged
+from gpulab.core.doc_tags import tagged
 
 
 def add_parser(sub: Any) -> None:

@@ -8,7 +8,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from gpulab import __version__
-from gpulab.core.schema import tagged
+from gpulab.core.doc_tags import tagged
 from gpulab.telemetry.values import NA, card_memory, fmt, gib, nbytes
 
 if TYPE_CHECKING:

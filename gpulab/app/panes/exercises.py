@@ -29,7 +29,7 @@ from gpulab.app.widgets.code_editor import ExerciseEditor, python_language
 from gpulab.app.widgets.verdict import VerdictView
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
-from gpulab.exercises.catalog import Catalog, Exercise, load_catalog
+from gpulab.exercises.loader import Catalog, Exercise, load_catalog
 from gpulab.exercises.progress import NOT_STARTED, PASSING, ExerciseProgress, Progress
 from gpulab.exercises.workspace import Workspace, WorkspaceError
 
@@ -285,8 +285,8 @@ class ExercisesPane(Widget):
 
     async def _check(self, ex: Exercise, runner: Any) -> None:
         # deferred: the grader (NumPy) loads with the first check
-        from gpulab.exercises.grader import FAIL, CheckResult, new_seed
-        from gpulab.exercises.session import Checker, record
+        from gpulab.ex.session import Checker, record
+        from gpulab.exercises.run_check import FAIL, CheckResult, new_seed
 
         def on_event(event: dict[str, Any]) -> None:
             if event.get("type") == ev.PROGRESS and self.checking:

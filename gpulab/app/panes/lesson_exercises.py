@@ -23,7 +23,7 @@ def exercise_marks(store: Any) -> dict[str, tuple[int, int]]:
     """lesson id -> (exercises passed, exercises) for every lesson that has exercises."""
     try:
         # deferred: the exercise catalog loads after the first frame
-        from gpulab.exercises.catalog import load_catalog
+        from gpulab.exercises.loader import load_catalog
         from gpulab.exercises.progress import Progress
 
         catalog = load_catalog()

@@ -31,7 +31,7 @@ from textual.widgets.option_list import Option
 
 from gpulab.app.screens.modal import OnceModal
 from gpulab.lessons.catalog import Lesson
-from gpulab.lessons.schema import ShuffledQuestion, shuffle_quiz
+from gpulab.lessons.lesson_format import ShuffledQuestion, shuffle_quiz
 from gpulab.store.database import Store
 
 LETTERS = "ABCDEFGHIJ"

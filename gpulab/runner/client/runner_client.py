@@ -33,6 +33,7 @@ from typing import Any, TextIO
 from gpulab.core import events as ev
 from gpulab.core import hostmem
 from gpulab.core.processes import describe_exit
+from gpulab.experiments.registry import get
 from gpulab.runner.client.frames import FrameReader
 from gpulab.runner.client.jobs import Job
 from gpulab.runner.client.spare import NO_STANDBY_ENV, SPARE_DELAY_S, SparePool, standby_wanted
@@ -240,8 +241,6 @@ class RunnerClient:
         self, experiment: str, params: dict[str, Any] | None = None, *, device: int | None = None
     ) -> Job:
         """Validate here (ParamError / UnknownExperiment raise now), then queue the job."""
-        from gpulab.experiments.registry import get
-
         exp = get(experiment)
         validated = exp.params.validate(params or {})
         if self._closed:

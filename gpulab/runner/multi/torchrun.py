@@ -17,7 +17,10 @@ import os
 import sys
 from typing import Any
 
+from gpulab.core.params import ParamError
 from gpulab.core.ranks import RankContext
+from gpulab.experiments import allreduce, ddp_scaling
+from gpulab.experiments.registry import get
 
 EXPERIMENTS = ("allreduce", "ddp-scaling")
 USAGE = (
@@ -30,16 +33,12 @@ USAGE = (
 def parse(argv: list[str]) -> tuple[str, dict[str, Any]]:
     if not argv or argv[0] not in EXPERIMENTS:
         raise SystemExit(USAGE)
-    from gpulab.experiments.registry import get
-
     raw = {}
     for item in argv[1:]:
         name, sep, value = item.partition("=")
         if not sep:
             raise SystemExit(f"expected name=value, got {item!r}\n{USAGE}")
         raw[name] = value
-    from gpulab.core.params import ParamError
-
     try:
         return argv[0], get(argv[0]).params.validate(raw)
     except ParamError as exc:
@@ -74,15 +73,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(exp_id: str, params: dict[str, Any], rc: RankContext, gpu: bool) -> tuple[list, dict]:
     if exp_id == "allreduce":
-        from gpulab.experiments import allreduce
-
         cap = int(params["max_bytes"]) if gpu else min(allreduce.CPU_MAX_BYTES, params["max_bytes"])
         rows = allreduce.rank_main(rc, allreduce.sizes(cap, rc.world_size))
         bus = {r["op"]: r["busbw_gbs"] for r in rows if r["bytes"] == rows[-1]["bytes"]}
         ok = all(r["error"] == 0.0 for r in rows)
         return rows, {"ranks": rc.world_size, "backend": rc.backend, "busbw_gbs": bus, "exact": ok}
-    from gpulab.experiments import ddp_scaling
-
     cfg = {
         "hidden": params["hidden"] or (4096 if gpu else 256),
         "layers": int(params["layers"]),

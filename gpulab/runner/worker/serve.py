@@ -2,7 +2,8 @@
 [--standby]`.
 
 Started by the client's WorkerSupervisor (runner/client/supervisor.py). It imports the compute
-stack and creates the CUDA context once (pre-warm), says hello on its event pipe, then runs jobs one at a time with runner/inline.py.
+stack and creates the CUDA context once (pre-warm), says hello on its event pipe, then runs jobs one at a time with
+`gpulab.experiments.inline`.
 With --standby it is the client's spare: it does the imports, says `standby` and waits, holding
 no CUDA context (so no GPU memory), until an `activate` command; then it creates the context and
 says hello like any worker. A killed worker is so replaced in a fraction of a second, not the
@@ -32,9 +33,13 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from typing import Any
 
 from gpulab.core import events as ev
+from gpulab.core import memory
+from gpulab.core.devices import detect
+from gpulab.experiments.inline import run_job
 from gpulab.runner.protocol import PROTOCOL, FrameWriter, read_frame
 from gpulab.runner.worker.cuda import cuda_broken, init_cuda, primary_context_active, release_memory
 from gpulab.runner.worker.process import LineStream, close_fds, die_with_parent, host_rss
@@ -67,10 +72,10 @@ class Worker:
         with contextlib.suppress(ImportError):
             import torch  # noqa: F401
         t1 = time.perf_counter()
-        from gpulab.core.devices import detect
-
         self.inventory = detect()  # imports CuPy too, where installed; creates no CUDA context
         t2 = time.perf_counter()
+        # deferred: the worker's warm-up is where these imports are paid, off the learner's clock
+        from gpulab.exercises import job  # noqa: F401 - importing it registers the exercise check
         from gpulab.experiments.registry import all_experiments
 
         all_experiments()
@@ -158,8 +163,6 @@ class Worker:
             except BrokenPipeError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a bug of the runner itself: report it, keep serving
-                import traceback
-
                 self.current = ""
                 self.send_event(
                     ev.make(
@@ -176,8 +179,6 @@ class Worker:
         self.out.send({"msg": "event", "event": event})
 
     def memory_event(self, job: str, device_index: int) -> dict[str, Any]:
-        from gpulab.core import memory
-
         reading = memory.probe(device_index)
         rss = host_rss()
         if rss is not None:
@@ -185,8 +186,6 @@ class Worker:
         return ev.make(ev.MEMORY, job, reading=reading, pid=os.getpid())
 
     def run_one(self, cmd: dict[str, Any]) -> None:
-        from gpulab.runner.inline import run_job
-
         job = str(cmd["job"])
         device = int(cmd.get("device", self.device_index))
         self.cancel_flag = threading.Event()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpulab.core.schema import tagged
+from gpulab.core.doc_tags import tagged
 
 
 def next_exercise(cat: Any, progress: dict[str, Any], inv: Any, after: Any = None) -> Any:
@@ -45,12 +45,15 @@ async def watch_loop(
 ) -> int:
     """Check `start`, then again on every save of its file; on a pass, go to the next one.
     Returns the number of checks run. `say(event, text)` prints (JSON event, human text)."""
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from watchfiles import awatch
 
-    from gpulab.exercises.grader import new_seed
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.ex.session import record
     from gpulab.exercises.progress import Progress
     from gpulab.exercises.report import verdict_lines
-    from gpulab.exercises.session import record
+    from gpulab.exercises.run_check import new_seed
 
     current = [start]
     checks = 0
@@ -112,9 +115,11 @@ async def watch_loop(
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from gpulab.exercises.commands import catalog, machine, runnable, store, workspace
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.ex.commands import catalog, machine, runnable, store, workspace
+    from gpulab.ex.session import Checker
     from gpulab.exercises.progress import Progress
-    from gpulab.exercises.session import Checker
 
     cat, ws, inv = catalog(), workspace(args), machine()
     st = store()

@@ -10,11 +10,19 @@ temperature and SM clock are read from NVML right after, so a slow run can be ex
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
+from gpulab.core import peaks as pk
+from gpulab.core.devices import detect
+from gpulab.core.judging import over_note
+from gpulab.core.timing import Timer
 from gpulab.exercises import api
-from gpulab.exercises.catalog import Exercise
-from gpulab.exercises.schema import GRADES
+from gpulab.exercises.exercise_format import GRADES
+from gpulab.exercises.loader import Exercise
+from gpulab.experiments.base import Context
+from gpulab.telemetry.nvml import NvmlSession
+from gpulab.telemetry.values import NA
 
 IMPLAUSIBLE = 1.5  # a figure this far above the device's own ceiling earns no grade
 # Why a figure can still stand above its ceiling once every timed call was checked (no skipped
@@ -40,8 +48,6 @@ def grade_for(fraction: float | None, grades: dict[str, float] | Any) -> str:
 
 
 def _timer(actx: api.Context, exp_ctx: Any) -> Any:
-    from gpulab.core.timing import Timer
-
     check = getattr(exp_ctx, "check_cancelled", None)
     if actx.quick:
         return Timer(warmup=1, repeats=3, budget_s=0.05, min_runs=3, cancel_check=check)
@@ -51,9 +57,6 @@ def _timer(actx: api.Context, exp_ctx: Any) -> Any:
 def _experiment_context(actx: api.Context, exp_ctx: Any) -> Any:
     if exp_ctx is not None:
         return exp_ctx
-    from gpulab.core.devices import detect
-    from gpulab.experiments.base import Context
-
     return Context(inventory=detect(), device_index=actx.device_index, quick=actx.quick)
 
 
@@ -75,7 +78,6 @@ def time_and_grade(
     """The timing block of a CheckResult (plain JSON values). `laps` (grader.Laps) is told
     where the time went: "timing: inputs", "timing: yours", "timing: verify", "timing: library",
     "timing: ceiling"."""
-    from gpulab.core import peaks as pk
 
     def lap(name: str) -> None:
         if laps is not None:
@@ -148,8 +150,6 @@ def time_and_grade(
         if ceiling_value is None:
             ceiling_why = f"this device has no calibrated {spec.ceiling} figure"
         elif best is not None:
-            from gpulab.core.judging import over_note
-
             ceiling_note = over_note(100.0 * best / ceiling_value, found, "the timed code")
             if remeasured and best > ceiling_value * pk.OVER_CEILING:
                 ceiling_note = f"{100.0 * best / ceiling_value:.0f}% of {spec.ceiling}: {BEYOND}"
@@ -234,8 +234,6 @@ class _CallChecks:
     def __init__(
         self, spec: api.TimingSpec, sets: list[Any], turn: list[int], n_sets: int, every: bool
     ) -> None:
-        import random
-
         self.spec, self.sets, self.turn, self.n_sets = spec, sets, turn, n_sets
         self.every = every
         self.index = -1  # calls made so far, less one
@@ -285,9 +283,6 @@ def cpu_state() -> dict[str, Any]:
 def gpu_state(inventory: Any, device_index: int = 0, session: Any = None) -> dict[str, Any]:
     """The GPU's temperature (C) and SM clock (MHz) from NVML, or None with the reason in `na`.
     `session`: an NvmlSession (tests pass one over the fake NVML); default one per process."""
-    from gpulab.telemetry.nvml import NvmlSession
-    from gpulab.telemetry.values import NA
-
     uuid = ""
     for d in getattr(inventory, "devices", []):
         if d.kind == "cuda" and d.index == device_index:

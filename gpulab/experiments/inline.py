@@ -13,10 +13,10 @@ from gpulab.core import events as ev
 from gpulab.core import memory
 from gpulab.core.devices import Inventory
 from gpulab.core.errors import Cancelled
+from gpulab.core.failures import classify
 from gpulab.core.params import ParamError
 from gpulab.experiments.base import Context
 from gpulab.experiments.registry import get
-from gpulab.runner.classify import classify
 
 Emit = Callable[[dict[str, Any]], None]
 

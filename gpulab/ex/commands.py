@@ -1,5 +1,5 @@
 """What every `gpulab ex` verb needs (the catalog, the learner's workspace, the store, what this
-machine can run, JSON out, the learner's file), shared by `gpulab.exercises.cli`, `watch` and
+machine can run, JSON out, the learner's file), shared by `gpulab.ex.cli`, `watch` and
 `gpulab.explain.cli` without importing one another. Heavy pieces load when a verb asks for them.
 """
 
@@ -9,24 +9,27 @@ import argparse
 import json
 from typing import Any
 
+from gpulab.core.doc_tags import tagged
 from gpulab.core.errors import BadInput
 from gpulab.core.results import json_safe
-from gpulab.core.schema import tagged
 
 
 def catalog() -> Any:
-    from gpulab.exercises.catalog import load_catalog
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.exercises.loader import load_catalog
 
     return load_catalog()
 
 
 def workspace(args: argparse.Namespace) -> Any:
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.workspace import Workspace
 
     return Workspace(getattr(args, "workdir", None))
 
 
 def store() -> Any:
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.store.database import Store
 
     return Store()
@@ -35,6 +38,7 @@ def store() -> Any:
 def machine() -> Any:
     """What this machine can run. Without an NVIDIA driver we know there is no GPU without
     importing torch (a second and more); with one, `detect()` asks torch and CuPy."""
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.core.devices import _cuda_hidden, _driver, detect
 
     driver, _, error = _driver()
@@ -45,6 +49,7 @@ def machine() -> Any:
 
 def cpu_only(why: str) -> Any:
     """An inventory of a machine without a usable GPU (and why), built without importing torch."""
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.core.devices import Backend, Inventory
 
     inv = Inventory(gpu_reason=why or "no usable GPU")

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core import events as ev
-from gpulab.exercises.catalog import Exercise
-from gpulab.exercises.grader import FAIL, CheckResult
 from gpulab.exercises.job import EXPERIMENT_ID, check_inline, outcome
+from gpulab.exercises.loader import Exercise
+from gpulab.exercises.run_check import FAIL, CheckResult
 
 EventCallback = Callable[[dict[str, Any]], None]
 
@@ -51,6 +51,7 @@ class Checker:
         self.last_final: dict[str, Any] = {}  # the last job's final event (how it ended)
         self._owned = client is None and not inline
         if self._owned:
+            # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
             from gpulab.runner.client.runner_client import RunnerClient
 
             self.client = RunnerClient(
@@ -130,6 +131,7 @@ class Checker:
 
 def record(store: Any, result: CheckResult) -> Any:
     """Save the attempt in the progress store; returns the exercise's progress after it."""
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.progress import Progress
 
     fraction = (result.timing or {}).get("fraction")

@@ -21,11 +21,24 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpulab.core import events as ev
+from gpulab.core.errors import Cancelled
+from gpulab.core.failures import classify
 from gpulab.core.results import json_safe
 from gpulab.exercises import api
-from gpulab.exercises.catalog import Exercise
+from gpulab.exercises.loader import Exercise
 from gpulab.exercises.own_work import OwnWorkError, Watch
-from gpulab.exercises.sandbox import Guard, LearnerError, describe, forget, load_learner, load_text
+from gpulab.exercises.refuse import refusing
+from gpulab.exercises.sandbox import (
+    Guard,
+    LearnerError,
+    describe,
+    forget,
+    fresh_name,
+    load_learner,
+    load_text,
+)
+from gpulab.exercises.speed import time_and_grade
 
 SEED_MAX = 2**32 - 1  # seeds travel as JSON numbers and job params: keep them exact everywhere
 PASS, FAIL = "pass", "fail"
@@ -131,8 +144,6 @@ def _rest_as_other(result: CheckResult) -> None:
 
 def load_check(ex: Exercise) -> Any:
     path = ex.check_path
-    from gpulab.exercises.sandbox import fresh_name
-
     try:
         return load_text(path.read_text(encoding="utf-8"), path, fresh_name("check", ex.id))
     except Exception as exc:
@@ -206,8 +217,6 @@ def run_check(
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 - SystemExit from learner code too
-                from gpulab.core.errors import Cancelled
-
                 if isinstance(exc, Cancelled):
                     raise
                 _restore(result, guard)
@@ -250,8 +259,6 @@ def run_check(
         result.verdict, result.grade = PASS, "pass"
         result.message = f"all {len(cases)} input sets correct (seed {seed})"
         if ex.timed:
-            from gpulab.exercises.grading import time_and_grade
-
             spec = _ours("timing()", ex, lambda: check.timing(fn, actx))
             if spec is not None:
                 watch.timing = True
@@ -263,8 +270,6 @@ def run_check(
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - the learner's code, at full size
-                    from gpulab.core.errors import Cancelled
-
                     if isinstance(exc, Cancelled):
                         raise
                     _restore(result, guard)
@@ -292,8 +297,6 @@ def run_check(
 
 def _refusing(names: Any) -> Any:
     """The library calls a check refuses (its REFUSE), as a context around each learner call."""
-    from gpulab.exercises.refuse import refusing
-
     return lambda: refusing(names)
 
 
@@ -337,9 +340,6 @@ def _fail(result: CheckResult, kind: str, message: str, t0: float) -> CheckResul
 
 def _crash_if_fatal(exc: BaseException, result: CheckResult, case: str, t0: float) -> None:
     """Raise LearnerCrash when the exception means the process's GPU state is gone or full."""
-    from gpulab.core import events as ev
-    from gpulab.runner.classify import classify
-
     kind, message, _ = classify(exc)
     if kind in (ev.KIND_ILLEGAL_ADDRESS, ev.KIND_OOM):
         _fail(result, "crash", f"{case}: {message}", t0)

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from gpulab.core.errors import EXIT_BAD_INPUT, BadInput
-from gpulab.exercises.commands import (
+from gpulab.ex.commands import (
     _file,
     catalog,
     emit_json,
@@ -37,6 +37,7 @@ def _seed(text: str) -> int:
 
 
 def _device(text: str) -> int:
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.core.params import parse_index
 
     try:
@@ -98,8 +99,10 @@ def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gpulab.exercises.catalog import UnknownExercise
-    from gpulab.exercises.schema import ExerciseFormatError
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.exercises.exercise_format import ExerciseFormatError
+    from gpulab.exercises.loader import UnknownExercise
     from gpulab.exercises.workspace import WorkspaceError
     from gpulab.store.connection import StoreError
 
@@ -110,7 +113,8 @@ def main(args: argparse.Namespace) -> int:
         if verb == "check":
             return cmd_check(args)
         if verb == "watch":
-            from gpulab.exercises.watch import cmd_watch
+            # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+            from gpulab.ex.watch import cmd_watch
 
             return cmd_watch(args)
         if verb == "hint":
@@ -135,6 +139,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def list_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any, Any]:
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.progress import Progress
 
     cat, ws, inv = catalog(), workspace(args), machine()
@@ -165,6 +170,7 @@ def list_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any, Any]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.report import list_lines
 
     rows, ws, inv = list_rows(args)
@@ -176,10 +182,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     import asyncio
 
-    from gpulab.exercises.grader import new_seed
-    from gpulab.exercises.session import Checker, record
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.ex.session import Checker, record
+    from gpulab.exercises.run_check import new_seed
 
     ex = runnable(args, args.name)
     path = _file(args, ex)
@@ -203,6 +212,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def show_result(args: argparse.Namespace, ex: Any, result: Any, progress: Any) -> int:
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.report import verdict_lines
 
     if args.json:
@@ -221,6 +231,7 @@ def show_result(args: argparse.Namespace, ex: Any, result: Any, progress: Any) -
 
 
 def _progress_line(event: dict[str, Any]) -> None:
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.core import events as ev
 
     if event.get("type") == ev.PROGRESS and event.get("message"):
@@ -230,6 +241,7 @@ def _progress_line(event: dict[str, Any]) -> None:
 
 
 def cmd_hint(args: argparse.Namespace) -> int:
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.progress import Progress
 
     ex = catalog().get(args.name)
@@ -267,6 +279,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_solution(args: argparse.Namespace) -> int:
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.progress import Progress
 
     ex = catalog().get(args.name)

@@ -18,9 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.devices import cupy_hint
 from gpulab.core.errors import BadInput
 from gpulab.core.front_matter import read_front_matter
-from gpulab.exercises.schema import DEFAULT_TIME_LIMIT_S, ExerciseFormatError, validate_meta
+from gpulab.exercises.exercise_format import (
+    DEFAULT_TIME_LIMIT_S,
+    ExerciseFormatError,
+    validate_meta,
+)
 
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 # More exercise folders (a contributor's work in progress, tests): a path list like PATH.
@@ -130,8 +135,6 @@ class Exercise:
 
 def unavailable(needs: tuple[str, ...], inventory: Any) -> str:
     if "cupy" in needs and not inventory.available("cupy"):
-        from gpulab.core.devices import cupy_hint
-
         if not inventory.has_gpu:
             return f"needs a GPU with CuPy: {inventory.gpu_reason or 'no GPU'}"
         return f"needs CuPy: {inventory.reason('cupy') or cupy_hint()}"
