@@ -643,3 +643,33 @@ async def test_a_param_error_is_shown_whole(size):
         assert pane.contains_region(note.region)
         if size == (80, 24):  # narrow: the error takes the line below the field
             assert note.region.y > app.query_one("#param-samples").region.y
+
+
+async def test_an_uncalibrated_device_is_calibrated_at_warm_up_with_progress():
+    """A handshake that says the ceilings are not cached starts `calibrate` (cache-filling, not a
+    re-measure) right away, with its progress beside the worker, so the first check reads them."""
+
+    async def calibrate(job, emit):
+        emit(frozen(ev.ACCEPTED, job.id, experiment=job.experiment, params=job.params))
+        emit(frozen(ev.PROGRESS, job.id, fraction=0.5, message="copy"))
+        await job.released.wait()
+        emit(frozen(ev.RESULT, job.id, result={}))
+
+    app = fake_app(calibrated=False, script=calibrate)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.runner is not None and app.runner.jobs, 10, "a job")
+        job = app.runner.jobs[0]
+        assert (job.experiment, job.params["remeasure"]) == ("calibrate", False)
+        status = lambda: str(app.query_one("#worker-status").render())  # noqa: E731
+        await wait_for(pilot, lambda: "calibrating this device's ceilings (once): 50%" in status())
+        app.runner.release()
+        await wait_for(pilot, lambda: "ceilings calibrated in" in status(), 5, "calibrated")
+        assert "pid 4242" in status()
+
+
+async def test_a_calibrated_device_starts_no_job():
+    app = fake_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await pilot.pause(0.2)
+        assert app.runner.jobs == []

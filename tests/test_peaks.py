@@ -280,3 +280,17 @@ def test_calibrate_experiment_states_its_ceilings_in_its_headline():
     exp = get("calibrate")
     res = exp.run(_cpu_ctx(), exp.params.validate({"cpu": True}))
     assert_headline("calibrate", res.to_dict())
+
+
+def test_ready_means_every_figure_cached_at_full_size():
+    """`ready` tells a front end whether the first check would calibrate inside itself."""
+    ctx = _cpu_ctx()
+    assert not pk.ready(ctx.inventory, 0)
+    p = pk.load_or_measure(ctx, quick=True)
+    assert not pk.ready(ctx.inventory, 0)  # a test-sized calibration is measured again
+    p.quick = False
+    pk._write(p)
+    assert pk.ready(ctx.inventory, 0)
+    p.copy_gbs = None
+    pk._write(p)
+    assert not pk.ready(ctx.inventory, 0)

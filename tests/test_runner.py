@@ -111,6 +111,7 @@ async def test_handshake(runner):
     assert hs["inventory"]["backends"]["numpy"]["available"]
     assert "torch-cpu" in hs["inventory"]["backends"]
     assert hs["ready_s"] > 0 and hs["python"] == sys.version.split()[0]
+    assert isinstance(hs["calibrated"], bool)  # False: the app calibrates at warm-up
     assert runner.ready
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,6 +34,7 @@ class Host(Protocol):
 
     @property
     def panel(self) -> ExperimentPanel: ...
+
 
 RunnerFactory = Callable[..., Any]
 READY_TIMEOUT_S = 180.0  # a cold torch + CUDA import on a busy box can take a minute
@@ -59,6 +61,7 @@ class WorkerLink:
         self.worker_log: list[str] = []  # the worker's own log lines, the last 500
         self.loop_thread: int | None = None  # the event loop's thread, set on mount
         self.quitting = False  # from here on a failure is the shutdown's, not news
+        self.calibration_tried = False  # once per session: a failed one is not retried in a loop
 
     def begin(self) -> None:
         """Start the worker in the background (after the first frame)."""
@@ -107,6 +110,38 @@ class WorkerLink:
         tell_gauge(self.app, WorkerPid(pid))
         for pane in self.app.screen_stack[0].query("#exercises"):
             pane.set_inventory(inventory)  # type: ignore[attr-defined]
+        if handshake.get("calibrated") is False and not self.calibration_tried:
+            self.calibration_tried = True
+            status = f"worker pid {pid}{took}"
+            self.app.run_worker(
+                self._calibrate(status), name="calibrate", group="calibrate", exit_on_error=False
+            )
+
+    async def _calibrate(self, status: str) -> None:
+        """Measure this device's ceilings now, while the learner reads, so their first check
+        reads them from the cache instead of spending seconds calibrating inside the check."""
+        panel = self.host.panel
+        runner = self.runner
+        t0 = time.monotonic()
+        panel.set_worker_status(f"{status} · calibrating this device's ceilings (once)…")
+        try:
+            job = await runner.submit("calibrate", {"remeasure": False})
+            async for event in job:
+                if event.get("type") == ev.PROGRESS:
+                    pct = 100 * float(event.get("fraction") or 0.0)
+                    panel.set_worker_status(
+                        f"{status} · calibrating this device's ceilings (once): {pct:.0f}%"
+                    )
+        except Exception as exc:  # noqa: BLE001 - the lab works uncalibrated; the check calibrates
+            panel.set_worker_status(f"{status} · calibration failed: {exc}")
+            return
+        final = job.final or {}
+        if final.get("type") == ev.RESULT:
+            took = time.monotonic() - t0
+            panel.set_worker_status(f"{status} · ceilings calibrated in {took:.1f} s")
+        else:
+            why = final.get("message") or final.get("type") or "stopped"
+            panel.set_worker_status(f"{status} · calibration {why}: the first check calibrates")
 
     def on_runner_event(self, event: dict[str, Any]) -> None:
         """The client's tap on every event; job events are also read by the panel's job loop."""

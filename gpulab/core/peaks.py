@@ -139,6 +139,13 @@ def cached(inventory: Any, device_index: int = 0, *, cpu: bool | None = None) ->
     return _read(device_key(inventory, device_index, cpu=cpu))
 
 
+def ready(inventory: Any, device_index: int = 0) -> bool:
+    """Whether a check on this device can read every ceiling from the cache (JSON only), so a
+    front end knows to calibrate at warm-up instead of inside the learner's first check."""
+    peaks = cached(inventory, device_index)
+    return peaks is not None and not peaks.quick and not peaks.missing()
+
+
 class Ceiling(float):
     """A calibrated figure (a plain float to every reader) that remembers its calibration and
     its name, so a row computed from it can have it re-measured (`judge`)."""

@@ -186,8 +186,11 @@ class FakeRunner:
         script: Script | None = None,
         hold: bool = False,
         pid: int = 4242,
+        calibrated: bool = True,
     ) -> None:
+        """`calibrated`: what the handshake says of this device's cached ceilings."""
         self.device_index = device_index
+        self.calibrated = calibrated
         self.on_event = on_event
         self.script = script
         self.hold = hold
@@ -207,6 +210,7 @@ class FakeRunner:
             "inventory": self._inventory,
             "ready_s": 0.5,
             "python": "3.11",
+            "calibrated": self.calibrated,
         }
         self._ready.set()
 

@@ -114,6 +114,7 @@ class FrameReader:
             "device_index": message.get("device_index", self.device_index),
             "from_standby": worker.promoted is not None,
             "cuda_context": message.get("cuda_context"),
+            "calibrated": message.get("calibrated"),
             "spawn_to_ready_s": now - worker.spawned,
         }
         self.on_hello(worker)

@@ -37,7 +37,7 @@ import traceback
 from typing import Any
 
 from gpulab.core import events as ev
-from gpulab.core import memory
+from gpulab.core import memory, peaks
 from gpulab.core.devices import detect
 from gpulab.experiments.inline import run_job
 from gpulab.runner.protocol import PROTOCOL, FrameWriter, read_frame
@@ -111,6 +111,9 @@ class Worker:
             "pid": os.getpid(),
             "warm": dict(self.warm_timings),
             "cuda_context": primary_context_active(self.device_index),
+            # False: the first check would calibrate inside itself; the front end runs
+            # `calibrate` at warm-up instead (with progress), so that check stays fast.
+            "calibrated": peaks.ready(self.inventory, self.device_index),
         }
 
     def wait_for_activation(self) -> None:
@@ -129,6 +132,9 @@ class Worker:
             "inventory": self.inventory.to_dict(),
             "warm": self.warm_timings,
             "cuda_context": primary_context_active(self.device_index),
+            # False: the first check would calibrate inside itself; the front end runs
+            # `calibrate` at warm-up instead (with progress), so that check stays fast.
+            "calibrated": peaks.ready(self.inventory, self.device_index),
         }
 
     # --- commands -------------------------------------------------------------------------------
