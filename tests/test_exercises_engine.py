@@ -453,3 +453,25 @@ def test_the_check_job_is_hidden_but_resolvable(monkeypatch):
     assert kinds[0] == "accepted" and kinds[-1] == "result" and "progress" in kinds
     rows = [e["row"]["contender"] for e in events if e["type"] == "measurement"]
     assert rows == ["your code", "library: np.multiply"]
+
+
+def test_a_check_that_must_calibrate_says_so_first_and_only_once(monkeypatch):
+    """The ceiling is measured once per device; the check that pays for it says why it waits."""
+    from gpulab.ex import commands as ex_commands
+    from gpulab.exercises.job import check_inline
+
+    monkeypatch.setenv("GPULAB_EXERCISES_PATH", str(FIXTURES))
+    inv = ex_commands.cpu_only("no GPU in this test")
+    solution = str(FIXTURES / "901-double" / "solution.py")
+
+    def said(events):
+        return [
+            e["message"] for e in events if e["type"] == "progress" and "calibrat" in e["message"]
+        ]
+
+    first, events = check_inline("double", solution, 3, quick=True, inventory=inv)
+    assert first.passed and said(events) == [
+        "calibrating this device's ceilings (once; later checks reuse them)"
+    ]
+    again, events = check_inline("double", solution, 4, quick=True, inventory=inv)
+    assert again.passed and said(events) == []

@@ -136,6 +136,9 @@ def time_and_grade(
     lib_value = library["value"] if library else None
     ceiling_value, ceiling_why, device = None, "", ""
     ceiling_note, remeasured = "", False
+    if pk.cached(ctx.inventory, actx.device_index, cpu=use_cpu) is None:
+        # Said before the seconds it takes: a learner watching a spinner deserves the reason.
+        ctx.progress(0.95, "calibrating this device's ceilings (once; later checks reuse them)")
     try:
         peaks = pk.load_or_measure(ctx, quick=actx.quick, cpu=use_cpu)
         device = peaks.device
