@@ -18,7 +18,9 @@
    drawn beside the code, for repeat checks after one untimed warm-up check. Full-size checks
    (what a learner gets) and quick ones (small inputs: the fixed cost of the round trip).
    The median of the full-size repeats is the figure (target <= 1 s). `--only check` runs just
-   this part and updates the check entry of an existing `--json` file.
+   this part and updates the check entry of an existing `--json` file. The first check of the
+   session is reported apart (`first_s`, target < 2 s): the data dir is fresh, so the app
+   calibrates the device at warm-up first (`warm_up_calibration_s`), as on a learner's first start.
 """
 
 from __future__ import annotations
@@ -224,8 +226,19 @@ async def check_latency(repeats: int, quick: bool) -> dict[str, Any]:
         seconds: list[float] = []
         job_s: list[float] = []
         verdicts: list[str] = []
+        first_s = calibrate_s = None
         async with app.run_test(size=(120, 40)) as pilot:
             await _wait_ready(app, pilot)
+            t_ready = time.perf_counter()
+            # A fresh data dir: the app calibrates at warm-up (as on a learner's first start).
+            # The learner opens an exercise meanwhile; the first check comes after it.
+            status = app.query_one("#worker-status")
+            while app.handshake.get("calibrated") is False and (
+                "calibrated in" not in str(status.render())
+                and "calibration" not in str(status.render())
+            ):
+                await asyncio.sleep(0.02)
+            calibrate_s = time.perf_counter() - t_ready
             pane: Any = app.query_one("#exercises")
             pane.quick = quick
             app.open_exercise(ex.id)
@@ -239,6 +252,8 @@ async def check_latency(repeats: int, quick: bool) -> dict[str, Any]:
                     await asyncio.sleep(0.005)
                 await pilot.pause()  # drawn, not only decided
                 took = time.perf_counter() - t0
+                if i == 0:
+                    first_s = took
                 if i:
                     seconds.append(took)
                     job_s.append(pane.last_job_s)
@@ -255,6 +270,9 @@ async def check_latency(repeats: int, quick: bool) -> dict[str, Any]:
         "job_s": [round(x, 3) for x in job_s],
         "job_median_s": round(statistics.median(job_s), 3),
         "verdicts": verdicts,
+        # the learner's first check of the session (after warm-up), and the warm-up calibration
+        "first_s": round(first_s, 3) if first_s is not None else None,
+        "warm_up_calibration_s": round(calibrate_s, 3) if calibrate_s is not None else None,
     }
 
 
@@ -266,7 +284,9 @@ def run_check_latency(repeats: int) -> dict[str, Any]:
         print(
             f"check latency ({name}, {r['exercise']}): median {r['median_s'] * 1e3:.0f} ms, "
             f"max {r['max_s'] * 1e3:.0f} ms over {r['repeats']} repeat checks (target <= 1 s); "
-            f"the job itself {r['job_median_s'] * 1e3:.0f} ms"
+            f"the job itself {r['job_median_s'] * 1e3:.0f} ms; the first check of the session "
+            f"{r['first_s'] * 1e3:.0f} ms (target < 2 s), after a warm-up calibration of "
+            f"{r['warm_up_calibration_s']:.1f} s"
         )
     return {
         "how": "ctrl+r pressed to the verdict drawn (after the next refresh), warm worker, the "
@@ -276,7 +296,10 @@ def run_check_latency(repeats: int) -> dict[str, Any]:
         "target_s": 1.0,
         # 1-minute load average before and after: on a shared box the figure moves with it
         "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-        "passed": full["median_s"] <= 1.0 and all(v == "pass" for v in full["verdicts"]),
+        "first_target_s": 2.0,
+        "passed": full["median_s"] <= 1.0
+        and all(v == "pass" for v in full["verdicts"])
+        and (full["first_s"] or 0.0) < 2.0,
     }
 
 
