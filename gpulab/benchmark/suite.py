@@ -238,7 +238,7 @@ def run_bench(
     peaks = pk.load_or_measure(ctx, remeasure=not quick, quick=quick)
     cpu_peaks = peaks if peaks.cpu else pk.load_or_measure(ctx, quick=quick, cpu=True)
     runs: list[dict[str, Any]] = []
-    report = {
+    report: dict[str, Any] = {
         "suite": suite,
         "quick": quick,
         "device": inventory.label(),

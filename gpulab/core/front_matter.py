@@ -18,10 +18,9 @@ import yaml
 
 from gpulab.core.errors import BadInput
 
-try:  # the C loader is several times faster; the app parses every lesson at start-up
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+# The C loader is several times faster (the app parses every lesson at start-up); PyYAML built
+# without libyaml lacks it.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # A '---' line, the YAML, a '---' line; Windows line ends are accepted (an editor's choice).
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$\n?", re.S | re.M)

@@ -89,7 +89,7 @@ def _own_cgroups(root: Path) -> tuple[str | None, str | None]:
 
 def _mounts(root: Path) -> list[tuple[str, str, str, set[str]]]:
     """(mount root, mount point, fs type, super options) of each cgroup mount."""
-    out = []
+    out: list[tuple[str, str, str, set[str]]] = []
     try:
         lines = _under(root, "/proc/self/mountinfo").read_text().splitlines()
     except OSError:

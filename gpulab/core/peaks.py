@@ -204,7 +204,7 @@ def load_or_measure(
     if peaks is not None and peaks.quick and not quick:
         peaks = None  # a test-sized calibration is not good enough for real figures
     copy = peaks.detail.get("copy") if peaks is not None and peaks.cpu else None
-    if copy is not None and "threads" not in copy:
+    if peaks is not None and copy is not None and "threads" not in copy:
         peaks.copy_gbs = None  # a copy on one thread, by an older gpulab: below the CPU's bandwidth
     if peaks is None:
         gpu = None if use_cpu else _gpu(inventory, ctx.device_index)

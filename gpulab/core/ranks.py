@@ -135,7 +135,7 @@ def die_with_parent(launcher_pid: int) -> None:
 def _rank_main(index: int, spec: dict[str, Any], fn: Callable[..., Any], args: tuple) -> None:
     die_with_parent(spec["parent"])
     # `kill -USR1 <rank pid>` prints where a stuck rank is (its stderr goes to the job's log).
-    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__)
+    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__ or sys.stderr)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     import torch
     import torch.distributed as dist

@@ -39,13 +39,14 @@ def nvml_facts(nvml: Any = None) -> dict[str, Any]:
     """What NVML says: loaded or why not, the driver, and each GPU (name, UUID, MIG on)."""
     if nvml is None:
         try:
-            import pynvml as nvml
+            import pynvml
         except ImportError:
             return {
                 "loaded": False,
                 "error": "the NVML binding is missing",
                 "fix": "pip install nvidia-ml-py",
             }
+        nvml = pynvml
     try:
         nvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - every NVML failure is a fact the doctor judges

@@ -38,7 +38,8 @@ def cupy_dists() -> list[tuple[str, str]]:
     """The installed CuPy distributions (name, version): cupy-cuda12x, cupy-cuda13x, cupy, ..."""
     found: dict[str, str] = {}
     for dist in metadata.distributions():
-        name = (dist.metadata.get("Name") or "").strip().lower()
+        names = dist.metadata.get_all("Name") or []
+        name = (names[0] if names else "").strip().lower()
         if name == "cupy" or name.startswith("cupy-cuda") or name.startswith("cupy-rocm"):
             found[name] = dist.version
     return sorted(found.items())

@@ -328,8 +328,10 @@ def _entry(check: Path) -> str:
         targets = node.targets if isinstance(node, ast.Assign) else []
         if isinstance(node, ast.AnnAssign):
             targets = [node.target]
-        if any(isinstance(t, ast.Name) and t.id == "ENTRY" for t in targets):
-            value = node.value  # type: ignore[union-attr]
+        if isinstance(node, ast.Assign | ast.AnnAssign) and any(
+            isinstance(t, ast.Name) and t.id == "ENTRY" for t in targets
+        ):
+            value = node.value
             if isinstance(value, ast.Constant) and str(value.value).isidentifier():
                 return str(value.value)
     raise ExerciseFormatError(check, "ENTRY must be a function name in quotes, e.g. ENTRY = 'add'")

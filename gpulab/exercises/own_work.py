@@ -210,9 +210,11 @@ class Watch:
         cp = sys.modules.get("cupy")
         if cp is None and self.require_kernel:
             try:
-                import cupy as cp  # deferred: heavy, and absent on CPU-only machines
+                import cupy  # deferred: heavy, and absent on CPU-only machines
             except ImportError:
                 cp = None
+            else:
+                cp = cupy
         if cp is not None:
             for kind in KERNEL_FACTORIES:
                 real = getattr(cp, kind, None)
@@ -293,7 +295,7 @@ class Watch:
     def _cupy_stream_class(self, base: type) -> type:
         watch = self
 
-        class Stream(base):  # type: ignore[misc, valid-type]
+        class Stream(base):
             __doc__ = base.__doc__
 
             def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -309,7 +311,7 @@ class Watch:
     def _torch_stream_class(self, base: type) -> type:
         watch = self
 
-        class Stream(base):  # type: ignore[misc, valid-type]
+        class Stream(base):
             __doc__ = base.__doc__
 
             def __new__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -362,8 +364,9 @@ class Watch:
             try:
                 # The refusals cost microseconds an operation: a timed call runs without them,
                 # and the grader makes one watched call at the timing size afterwards instead
-                refuse = watch.around is not None and (not watch.timing or watch.watched)
-                with watch.around() if refuse else nullcontext(refused) as seen:
+                around = watch.around
+                refuse = around is not None and (not watch.timing or watch.watched)
+                with around() if around is not None and refuse else nullcontext(refused) as seen:
                     refused = seen
                     out = fn(*args, **kwargs)
             except Exception:

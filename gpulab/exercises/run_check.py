@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import secrets
 import time
 from collections.abc import Callable
@@ -189,7 +190,8 @@ def run_check(
         laps.lap("inputs")
         actx.phase = "timing"
         wants = [
-            _ours(f"expected() of {c.name}", ex, lambda c=c: check.expected(c, actx)) for c in cases
+            _ours(f"expected() of {c.name}", ex, functools.partial(check.expected, c, actx))
+            for c in cases
         ]
         laps.lap("references")
         watch.install()
@@ -210,6 +212,7 @@ def run_check(
             row = result.cases[i]
             c0 = _now()
             calls_before = len(watch.calls)
+            error: str | None
             try:
                 got = check.run(fn, copy.deepcopy(case), actx)
             except (api.CheckError, OwnWorkError) as exc:
@@ -237,15 +240,16 @@ def run_check(
                 else _ours(
                     f"compare() of {case.name}",
                     ex,
-                    lambda w=want, g=got, c=case: compare(w, g, c, actx),
+                    functools.partial(compare, want, got, case, actx),
                 )
             )
             if mismatch is not None and any(c.gated for c in watch.calls[calls_before:]):
                 mismatch.message += f" ({SIDE_STREAM})"
             row.seconds = _now() - c0
             laps.lap("compare")
-            if error or mismatch is not None:
-                _mark(result, row, case.name, error or mismatch)
+            why = error or mismatch
+            if why is not None:
+                _mark(result, row, case.name, why)
             else:
                 row.passed = True
             if on_case is not None:

@@ -149,7 +149,7 @@ def time_and_grade(
         ceiling_value = float(found) if found is not None else None
         if ceiling_value is None:
             ceiling_why = f"this device has no calibrated {spec.ceiling} figure"
-        elif best is not None:
+        elif best is not None and found is not None:
             ceiling_note = over_note(100.0 * best / ceiling_value, found, "the timed code")
             if remeasured and best > ceiling_value * pk.OVER_CEILING:
                 ceiling_note = f"{100.0 * best / ceiling_value:.0f}% of {spec.ceiling}: {BEYOND}"

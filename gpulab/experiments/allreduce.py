@@ -164,7 +164,7 @@ def rank_main(rc: ranks.RankContext, all_sizes: list[int]) -> list[dict[str, Any
             call, x, out = _collective(op, nbytes, rc)
             err = torch.tensor([_check(op, call, x, out, rc)], device=rc.device)
             dist.all_reduce(err, op=dist.ReduceOp.MAX)  # every rank's error, on rank 0
-            row = {"op": op, "bytes": nbytes, **_time(call, rc, budget)}
+            row: dict[str, Any] = {"op": op, "bytes": nbytes, **_time(call, rc, budget)}
             algbw = nbytes / row["time_s"] / 1e9
             busbw = algbw * bus_factor(op, rc.world_size)
             row.update({"algbw_gbs": algbw, "busbw_gbs": busbw, "error": float(err.item())})

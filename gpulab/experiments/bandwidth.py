@@ -142,6 +142,9 @@ class Bandwidth(Experiment):
                     d = c.id[:3]
                     pk = sup.peak_here(p, "torch-cuda", d)
                     pk_name = f"pinned {d.upper()} copy (calibrated)"
+                cache_extra: dict[str, Any] = (
+                    {"note": cached, "cache_resident": True} if cached else {}
+                )
                 m = sup.emit(
                     ctx,
                     result,
@@ -157,7 +160,7 @@ class Bandwidth(Experiment):
                         bytes=size,
                         bytes_counted="read + written" if both_ways else "moved once",
                         inner=inner,
-                        **({"note": cached, "cache_resident": True} if cached else {}),
+                        **cache_extra,
                     ),
                 )
                 curves.setdefault(c.id, []).append((float(size), m.throughput or 0.0))

@@ -35,6 +35,8 @@ class DoesNotFit(ExperimentError):
     """A size that would not fit in device memory, refused before anything is allocated."""
 
     kind = "does-not-fit"
+    # Set by whoever raises it: the sizes asked for and free, sent with the failure.
+    extra: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -220,7 +220,9 @@ class Blur(Experiment):
         best = next(
             (c for c in ("cupy-kernel", "torch", "scipy", "numpy-slices") if c in outputs), None
         )
-        self._save(ctx, result, planes, outputs.get(best), kind, best or "")
+        self._save(
+            ctx, result, planes, outputs.get(best) if best is not None else None, kind, best or ""
+        )
         result.summary = {
             "image": params["image"],
             "size": size,

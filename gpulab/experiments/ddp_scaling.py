@@ -72,7 +72,7 @@ def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
     comm: list[float] = []
 
     # No annotations: DDP checks a hook's (and rejects anything but dist.GradBucket).
-    def timed_allreduce(state, bucket):  # type: ignore[no-untyped-def]
+    def timed_allreduce(state, bucket):
         t0 = time.perf_counter()
         buf = bucket.buffer().div_(n)
         fut = dist.all_reduce(buf, async_op=True).get_future()

@@ -203,7 +203,9 @@ class MatmulContenders:
         # Rows of C and A, and B a block of columns at a time, widened to float64 on the host
         # (bf16 and fp16 exactly): no full-size temporary of B on the GPU or the host.
         err = verification.product_error(out[:k], a[:k], b)
-        a = b = out = None  # freed before the cache is emptied
+        # Freed before the cache is emptied. Not `del`: `call` closes over these cells, and a
+        # Tensor-typed cell that ends as None is what mypy cannot follow.
+        a = b = out = None  # type: ignore[assignment]
         if cuda:
             torch.cuda.empty_cache()
         return timing, err, k, kw, b2b

@@ -131,7 +131,7 @@ class Memory(Experiment):
         def reading(step: str, t0: float, note: str) -> dict[str, Any]:
             torch.cuda.synchronize(dev)
             mine, used, why = nvml_process_bytes(ctx.device_index)
-            r = {
+            r: dict[str, Any] = {
                 "allocated": int(torch.cuda.memory_allocated(dev)),
                 "reserved": int(torch.cuda.memory_reserved(dev)),
                 "peak": int(torch.cuda.max_memory_allocated(dev)),

@@ -142,7 +142,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         with contextlib.suppress(Exception):  # a store another process holds: no figure
             fraction = graded_fraction(ex.id)
         peaks = calibration(gpu["name"] if gpu else None) if fraction else None
-        if peaks is not None:
+        if peaks is not None and fraction is not None:
             from gpulab.core.peaks import peak_for  # deferred: loaded when the command runs
 
             name = ceiling_name(ex.check_path, ex.metric)

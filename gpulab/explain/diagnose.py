@@ -112,7 +112,7 @@ def resources_findings(
     local_lines = sorted(
         {a.line for a in (facts.accesses if facts else []) if a.space == "local" and a.line}
     )
-    if spills:
+    if info is not None and spills:
         capped = res.maxreg is not None and res.maxreg < arch.max_regs_per_thread
         why = f"regs capped at {res.maxreg}" if capped else f"{res.registers} regs not enough"
         advice = "loosen launch bounds" if capped else "fewer live values"

@@ -69,7 +69,7 @@ def library() -> Any:
         return _LIB[0]
     candidates = [os.environ.get("GPULAB_NVRTC", "")]
     try:
-        import nvidia.cuda_nvrtc as wheel  # type: ignore[import-not-found]
+        import nvidia.cuda_nvrtc as wheel
 
         for root in wheel.__path__:
             candidates += sorted(glob.glob(os.path.join(root, "lib", "libnvrtc.so*")))

@@ -218,7 +218,9 @@ _TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
 
 
 def _split_operands(text: str) -> list[str]:
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "[{":
             depth += 1
@@ -237,9 +239,9 @@ def _split_operands(text: str) -> list[str]:
 def parse(ptx: str, source_name: str = "kernel.cu") -> dict[str, Function]:
     """The functions of a PTX module, by name."""
     main_file = "1"
-    for m in _FILE.finditer(ptx):
-        if m.group(2).endswith(source_name):
-            main_file = m.group(1)
+    for fm in _FILE.finditer(ptx):
+        if fm.group(2).endswith(source_name):
+            main_file = fm.group(1)
     funcs: dict[str, Function] = {}
     fn: Function | None = None
     in_params = False
@@ -545,8 +547,8 @@ def facts(fn: Function, param_names: list[str] | None = None) -> Facts:
         elif base in ("fma", "mad") and "f32" in parts:
             out.fmas.append(insn)
         elif base == "call":
-            target = next((o for o in insn.operands if re.fullmatch(r"[\w$]+", o)), "")
-            out.calls.append(target)
+            callee = next((o for o in insn.operands if re.fullmatch(r"[\w$]+", o)), "")
+            out.calls.append(callee)
         kind = {"ld": "load", "ldu": "load", "st": "store", "atom": "atomic", "red": "atomic"}.get(
             base
         )

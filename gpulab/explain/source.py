@@ -227,7 +227,9 @@ class _Env:
                 if not isinstance(text, str):
                     raise Unknown("not a string")
                 if fname == "replace":
-                    return text.replace(*[str(a) for a in args])
+                    if len(args) != 2:
+                        raise Unknown("replace() with a count")
+                    return text.replace(str(args[0]), str(args[1]))
                 kwargs = {k.arg: self.value(k.value, strings=True) for k in node.keywords if k.arg}
                 return text.format(*args, **kwargs)
             if fname == "str" and len(node.args) == 1:

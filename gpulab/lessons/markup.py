@@ -216,7 +216,7 @@ def substitute_measured(
         return "".join(out)
 
     lines = body.split("\n")
-    code = set()
+    code: set[int] = set()
     for start, end, _, _ in _fences(body):
         code.update(range(start, end + 1))
     return "\n".join(line if i in code else replace(line) for i, line in enumerate(lines))

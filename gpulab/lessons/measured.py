@@ -253,8 +253,9 @@ def _pageable_gbs(run: Any) -> float | None:
         result = _attr(run, "summary")
     if not isinstance(result, Mapping):
         return None
-    summary = result.get("summary") if isinstance(result.get("summary"), Mapping) else result
-    record = result.get("record") if isinstance(result.get("record"), Mapping) else {}
+    raw_summary, raw_record = result.get("summary"), result.get("record")
+    summary: Mapping[str, Any] = raw_summary if isinstance(raw_summary, Mapping) else result
+    record: Mapping[str, Any] = raw_record if isinstance(raw_record, Mapping) else {}
     params = _attr(run, "params") or record.get("params") or {}
     largest = _bytes(params.get("max_size", 2**30))  # the experiment's default sweep: 1 GiB
     if largest is None or largest < PAGEABLE_MIN_BYTES:

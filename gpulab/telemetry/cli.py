@@ -4,6 +4,7 @@ NVML inventory and one snapshot."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -91,7 +92,7 @@ def info_lines(inv: SystemInventory, snaps: list[GpuSnapshot]) -> list[str]:
             ("L2 cache", fmt(g.l2_cache, nbytes)),
             (
                 "memory total",
-                fmt(g.memory_total, lambda t, g=g: card_memory(t, g.cuda_memory_total)),
+                fmt(g.memory_total, functools.partial(card_memory, cuda_total=g.cuda_memory_total)),
             ),
             (
                 "max clocks",

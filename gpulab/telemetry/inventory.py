@@ -210,9 +210,10 @@ def read_gpu(session: NvmlSession, i: int) -> GpuInventory:
     uuid = session.call(i, "nvmlDeviceGetUUID")
     g.uuid = uuid if isinstance(uuid, NA) else text(uuid)
     cc = session.call(i, "nvmlDeviceGetCudaComputeCapability")
-    g.compute_capability = cc if isinstance(cc, NA) else f"{cc[0]}.{cc[1]}"
+    cc_text = "" if isinstance(cc, NA) else f"{cc[0]}.{cc[1]}"
+    g.compute_capability = cc if isinstance(cc, NA) else cc_text
     g.architecture = arch_name(
-        "" if isinstance(cc, NA) else g.compute_capability,
+        cc_text,
         session.call(i, "nvmlDeviceGetArchitecture"),
     )
     mem = session.call(i, "nvmlDeviceGetMemoryInfo")

@@ -96,10 +96,11 @@ class NvmlSession:
             nvml = self._given
             if nvml is None:
                 try:
-                    import pynvml as nvml
+                    import pynvml
                 except ImportError:
                     self.error = NA(f"the NVML binding is missing: {INSTALL_HINT}")
                     return False
+                nvml = pynvml
             try:
                 nvml.nvmlInit()
             except Exception as exc:  # noqa: BLE001 - every NVML failure becomes an NA with its reason
