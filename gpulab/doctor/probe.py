@@ -38,8 +38,10 @@ def cupy_dists() -> list[tuple[str, str]]:
     """The installed CuPy distributions (name, version): cupy-cuda12x, cupy-cuda13x, cupy, ..."""
     found: dict[str, str] = {}
     for dist in metadata.distributions():
-        names = dist.metadata.get_all("Name") or []
-        name = (names[0] if names else "").strip().lower()
+        # The object is an email.message.Message, which has get(); typeshed declares
+        # PackageMetadata.get only from Python 3.12.
+        meta = dist.metadata.get("Name")  # type: ignore[attr-defined]
+        name = (meta or "").strip().lower()
         if name == "cupy" or name.startswith("cupy-cuda") or name.startswith("cupy-rocm"):
             found[name] = dist.version
     return sorted(found.items())
