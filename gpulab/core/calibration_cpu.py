@@ -53,6 +53,8 @@ def _copy_timing(timer: Any, src: Any, dst: Any) -> tuple[Any, int]:
 
 
 def measure_cpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
+    """Measure the CPU ceilings named in `todo` (copy GB/s, matmul TFLOP/s per dtype) into
+    `peaks`."""
     import numpy as np
 
     # The best of several runs: the ceiling is what this CPU can do, not what it did while

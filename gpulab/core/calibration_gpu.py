@@ -57,6 +57,8 @@ def _pinned_sizes(quick: bool) -> list[int]:
 
 
 def measure_gpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
+    """Measure the GPU ceilings named in `todo` (device copy, pinned H2D/D2H, matmul per dtype)
+    into `peaks`."""
     import torch
 
     device = torch.device(f"cuda:{ctx.device_index}")

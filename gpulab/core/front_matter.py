@@ -37,6 +37,9 @@ class FormatError(BadInput, ValueError):
 
 @dataclass(frozen=True)
 class FrontMatter:
+    """A Markdown file split at its YAML front matter: the metadata, the body and the body's
+    first line."""
+
     meta: Mapping[str, Any]
     body: str  # everything after the closing '---' line, as written
     body_line: int  # 1-based line of the file where the body starts

@@ -37,6 +37,8 @@ class Level:
 
     @property
     def available(self) -> int | None:
+        """Bytes this level still allows (limit minus usage, counting reclaimable page cache as
+        free), or None."""
         if self.limit is None or self.usage is None:
             return None
         return max(0, self.limit - max(0, self.usage - self.reclaimable))

@@ -51,6 +51,9 @@ def data_dir() -> Path:
 
 @dataclass
 class Peaks:
+    """A device's measured ceilings (copy GB/s, pinned transfers, matmul TFLOP/s per dtype),
+    cached on disk by device key."""
+
     key: str
     device: str
     cpu: bool
@@ -63,12 +66,14 @@ class Peaks:
     detail: dict[str, Any] = field(default_factory=dict)  # sizes used, per figure
 
     def to_dict(self) -> dict[str, Any]:
+        """The ceilings as JSON-ready data, with the cache's schema version."""
         out = asdict(self)
         out["schema"] = SCHEMA
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Peaks:
+        """Ceilings read back from `to_dict`'s data; unknown keys are ignored."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
@@ -112,6 +117,7 @@ def _slug(key: str) -> str:
 
 
 def cache_path(key: str) -> Path:
+    """Where the calibration for device `key` is cached."""
     return data_dir() / "peaks" / f"{_slug(key)}.json"
 
 

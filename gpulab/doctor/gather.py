@@ -116,6 +116,7 @@ def dir_facts(path: Path, what: str, fix: str) -> dict[str, Any]:
 
 
 def dirs_facts() -> dict[str, Any]:
+    """Whether the data and exercise folders are writable."""
     return {
         "datadir": dir_facts(
             resolve(), "the data dir", "choose another with --data-dir (env GPULAB_DATA_DIR)"
@@ -129,6 +130,7 @@ def dirs_facts() -> dict[str, Any]:
 
 
 def terminal_facts() -> dict[str, Any]:
+    """Whether stdout is a terminal, and its size and colours."""
     tty = sys.stdout.isatty()
     size = shutil.get_terminal_size((0, 0)) if tty else None
     return {
@@ -187,6 +189,7 @@ async def worker_facts(limit_s: float = WORKER_LIMIT_S) -> dict[str, Any]:
 
 
 async def gather_async(nvml: Any = None) -> dict[str, Any]:
+    """Every fact the doctor judges: NVML, a probe process and a worker."""
     probe, worker = await asyncio.gather(probe_facts(), worker_facts())
     return {
         "nvml": nvml_facts(nvml),
@@ -201,4 +204,5 @@ async def gather_async(nvml: Any = None) -> dict[str, Any]:
 
 
 def gather(nvml: Any = None) -> dict[str, Any]:
+    """`gather_async`, run to completion."""
     return asyncio.run(gather_async(nvml))

@@ -207,6 +207,8 @@ class Watch:
     # -- install / uninstall -------------------------------------------------------------
 
     def install(self) -> None:
+        """Patch CuPy's and torch's launch, stream and library entry points so the learner's
+        calls are recorded."""
         cp = sys.modules.get("cupy")
         if cp is None and self.require_kernel:
             try:
@@ -231,6 +233,7 @@ class Watch:
             self._patch(tcuda, "Stream", self._torch_stream_class(tstream))
 
     def uninstall(self) -> None:
+        """Undo every patch `install` made, newest first."""
         while self._patched:
             obj, name, old = self._patched.pop()
             with suppress(AttributeError, TypeError):  # read-only: it was never patched
@@ -458,6 +461,7 @@ class Watch:
     # -- what the check reads --------------------------------------------------------------
 
     def no_kernel_message(self) -> str:
+        """Why no kernel of the learner's own ran: the library calls that did the work, if any."""
         library = library_calls(self.source) if self.source is not None else []
         if library:
             did = ", ".join(f"{name} (line {line})" for name, line in library[:3])

@@ -52,6 +52,7 @@ SIDE_STREAM = (
 
 
 def new_seed() -> int:
+    """A fresh random seed for a check's inputs."""
     return secrets.randbelow(SEED_MAX + 1)
 
 
@@ -72,6 +73,8 @@ class LearnerCrash(Exception):
 
 @dataclass
 class CaseRow:
+    """One case's outcome: passed or not, why, and where the first wrong value was."""
+
     name: str
     passed: bool | None  # None: not run (an earlier case raised)
     message: str = ""
@@ -85,6 +88,9 @@ class CaseRow:
 
 @dataclass
 class CheckResult:
+    """Everything one check found: verdict, message, cases, timing and grade; what the CLI and
+    the UI show."""
+
     exercise: str
     verdict: str  # "pass" or "fail"
     message: str  # one line: why it failed, or what passed
@@ -107,13 +113,16 @@ class CheckResult:
 
     @property
     def passed(self) -> bool:
+        """True when the verdict is a pass."""
         return self.verdict == PASS
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready data."""
         return json_safe(asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CheckResult:
+        """A CheckResult read back from `to_dict`'s data; unknown keys are ignored."""
         names = set(cls.__dataclass_fields__)
         kw = {k: v for k, v in data.items() if k in names}
         kw["cases"] = [CaseRow(**c) for c in data.get("cases") or []]
@@ -130,6 +139,7 @@ class Laps:
         self.last = start
 
     def lap(self, name: str) -> None:
+        """Close the current phase as `name`, adding its seconds."""
         now = _now()
         self.phases[name] = self.phases.get(name, 0.0) + (now - self.last)
         self.last = now
@@ -144,6 +154,8 @@ def _rest_as_other(result: CheckResult) -> None:
 
 
 def load_check(ex: Exercise) -> Any:
+    """The exercise's check.py loaded as a fresh module; a broken check says it is ours, not the
+    learner's."""
     path = ex.check_path
     try:
         return load_text(path.read_text(encoding="utf-8"), path, fresh_name("check", ex.id))

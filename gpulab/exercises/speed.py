@@ -277,6 +277,7 @@ class _CallChecks:
 
 
 def cpu_state() -> dict[str, Any]:
+    """The device state of a CPU run: no temperature or clock to read, and why."""
     return {"temperature_c": None, "sm_clock_mhz": None, "na": "CPU mode: no GPU to read"}
 
 

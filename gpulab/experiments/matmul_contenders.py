@@ -29,11 +29,14 @@ SINGLE_NOTE = "one call at a time: launch latency included"
 
 
 def python_matmul(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:
+    """The product of two list-of-lists matrices in pure Python."""
     cols = list(zip(*b, strict=True))
     return [[sum(map(operator.mul, r, c)) for c in cols] for r in a]
 
 
 def rel_error(out, ref) -> float:
+    """The largest error of `out` against `ref`, relative to ref's largest magnitude (inf when
+    not finite)."""
     import numpy as np
 
     out = np.asarray(out, dtype=np.float64)

@@ -62,12 +62,14 @@ KEYS: dict[str, tuple[str, str]] = {
 
 
 def fallback(key: str) -> str:
+    """What a lesson shows for a figure not measured yet."""
     if key in KEYS:
         return f"({KEYS[key][1]})"
     return "(not a known measurement)"
 
 
 def format_value(key: str, value: Any) -> str:
+    """A measured figure with its unit, or the fallback."""
     unit = KEYS.get(key, ("", ""))[0]
     if isinstance(value, bool) or value is None:
         return fallback(key)
@@ -97,6 +99,7 @@ class Measured:
         return fallback(key)
 
     def known(self) -> set[str]:
+        """The keys that have a measured value."""
         return set(self.values)
 
     @classmethod

@@ -18,11 +18,13 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
+    """Register `gpulab info` on the subcommands."""
     info = sub.add_parser("info", help="backends, devices and the GPU's figures")
     info.add_argument("--json", action="store_true", help="print JSON")
 
 
 def main(args: argparse.Namespace) -> int:
+    """Print backends, devices and NVML's figures (text or JSON)."""
     # deferred: the command's work loads when it runs, not at every gpulab start
     from gpulab.core.devices import detect
     from gpulab.telemetry.sampler import TelemetryReader
@@ -64,6 +66,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def info_json(inv: SystemInventory, snaps: list[GpuSnapshot]) -> dict[str, Any]:
+    """The inventory and snapshots as JSON-ready data."""
     return {"inventory": inv.to_dict(), "snapshots": [s.to_dict() for s in snaps]}
 
 
@@ -72,6 +75,7 @@ def _mhz(v: int) -> str:
 
 
 def info_lines(inv: SystemInventory, snaps: list[GpuSnapshot]) -> list[str]:
+    """The inventory and snapshots as text lines."""
     if not inv.available:
         return [f"NVML: {inv.reason}"]
     lines = [
