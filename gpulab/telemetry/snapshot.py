@@ -39,9 +39,13 @@ def decode_throttle(mask: int) -> list[str]:
 class ProcessTable(Protocol):
     """What this process can see of other processes (injectable: tests and containers differ)."""
 
-    def visible(self, pid: int) -> bool: ...
+    def visible(self, pid: int) -> bool:
+        """True when `pid` exists in the process table this process can read."""
+        ...
 
-    def name(self, pid: int) -> str | NA: ...
+    def name(self, pid: int) -> str | NA:
+        """The process's command name, or NA with why it cannot be read."""
+        ...
 
 
 class HostProcesses:
