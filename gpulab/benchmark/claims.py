@@ -16,6 +16,7 @@ from gpulab.benchmark.targets import finished, judge
 
 
 def claims_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Comparisons that check the lessons' claims against the runs (e.g. cold start vs warm)."""
     out: list[dict[str, Any]] = []
     for exp, s in finished(runs):
         if exp == "cold-start" and s.get("device") == "gpu":

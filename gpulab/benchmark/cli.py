@@ -13,6 +13,7 @@ from gpulab.core.errors import BadInput
 
 
 def add_parser(sub: Any) -> None:
+    """Register `gpulab bench` on the subcommands."""
     bench = sub.add_parser("bench", help="run the benchmark suite, write JSON and Markdown")
     bench.add_argument(
         "--suite", default="core", help="core (default), full, exercises or multi-gpu"
@@ -31,6 +32,7 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Run `gpulab bench`: the suite, then JSON and Markdown reports."""
     # deferred: the command's work loads when it runs, not at every gpulab start
     from gpulab.benchmark.markdown import markdown
     from gpulab.benchmark.suite import SUITES, default_paths, device_slug, run_bench

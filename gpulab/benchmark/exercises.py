@@ -28,6 +28,8 @@ REPEAT = 3  # reference checks per exercise by default: the first, the timed rep
 
 
 def exercises_part(quick: bool = False, device: int = 0, repeat: int = REPEAT) -> dict[str, Any]:
+    """Check every exercise's reference, wrong and right solutions through a warm worker,
+    `repeat` times."""
     return asyncio.run(_run(quick, device, max(2, repeat)))
 
 
@@ -121,6 +123,8 @@ def slowest(phases_: dict[str, float] | None, top: int = 2) -> str:
 
 
 def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
+    """The exercises part's claims as comparisons: references and right solutions pass, wrong
+    ones fail."""
     ran = [e for e in part["exercises"] if "skipped" not in e]
     if not ran:
         return []
@@ -203,6 +207,8 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
 
 
 def markdown_lines(part: dict[str, Any]) -> list[str]:
+    """The exercises part of the Markdown report."""
+
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{100 * v:.0f}%"
 

@@ -16,6 +16,7 @@ from gpulab.render.results import fmt_num, fmt_pct, fmt_time
 
 
 def markdown(report: dict[str, Any]) -> str:
+    """The bench report as Markdown."""
 
     lines = [
         f"# gpulab bench: {report['suite']} on {report['device']}",

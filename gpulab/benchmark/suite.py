@@ -59,6 +59,7 @@ QUICK_PARAMS: dict[str, tuple[dict[str, Any], ...]] = {
 
 
 def device_slug(name: str, cpu: bool) -> str:
+    """A short file-name slug for the device (h100, a100, cpu, ...)."""
     if cpu:
         return "cpu"
     m = re.search(r"\b([AHBLV]\d{2,3}|GH\d+|GB\d+)\b", name)
@@ -71,6 +72,7 @@ SUITES = ("core", "full", "exercises", "multi-gpu")
 
 
 def default_paths(suite: str, slug: str) -> tuple[Path, Path]:
+    """Where the JSON and Markdown reports of `suite` on `slug` go."""
     here = Path.cwd()
     if (here / "bench").is_dir() and (here / "gpulab").is_dir():
         base = here / "bench" / "results"
@@ -108,6 +110,8 @@ def _run_one(exp_id: str, params: dict[str, Any], inventory: Any, quick: bool) -
 
 
 def comparisons(runs: list[dict[str, Any]], peaks: Any, inventory: Any, quick: bool) -> list[dict]:
+    """The claims each run is checked against (speedups, percent of peak), measured in the same
+    run."""
     out: list[dict[str, Any]] = []
     mc = [r for r in runs if r["experiment"] == "montecarlo" and r["status"] == "result"]
     if mc:
@@ -238,7 +242,7 @@ def run_bench(
     peaks = pk.load_or_measure(ctx, remeasure=not quick, quick=quick)
     cpu_peaks = peaks if peaks.cpu else pk.load_or_measure(ctx, quick=quick, cpu=True)
     runs: list[dict[str, Any]] = []
-    report = {
+    report: dict[str, Any] = {
         "suite": suite,
         "quick": quick,
         "device": inventory.label(),

@@ -15,6 +15,7 @@ MATMUL_CMP = "matmul: gpulab torch bf16 n=8192 vs torch.utils.benchmark.Timer"
 
 
 def contender_rows(entry: dict[str, Any], contender: str) -> list[dict[str, Any]]:
+    """The rows of one contender in a bench entry's result."""
     return [
         m for m in entry.get("result", {}).get("measurements", []) if m["contender"] == contender
     ]

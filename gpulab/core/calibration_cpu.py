@@ -8,6 +8,8 @@ it, these modules measure. NumPy is imported inside the function, like torch and
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -51,6 +53,8 @@ def _copy_timing(timer: Any, src: Any, dst: Any) -> tuple[Any, int]:
 
 
 def measure_cpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
+    """Measure the CPU ceilings named in `todo` (copy GB/s, matmul TFLOP/s per dtype) into
+    `peaks`."""
     import numpy as np
 
     # The best of several runs: the ceiling is what this CPU can do, not what it did while
@@ -85,7 +89,7 @@ def measure_cpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
         while True:
             a = rng.standard_normal((n, n)).astype(npd)
             b = rng.standard_normal((n, n)).astype(npd)
-            t = timer.measure(lambda a=a, b=b: a @ b, cold=False)
+            t = timer.measure(functools.partial(operator.matmul, a, b), cold=False)
             tflops = 2 * n**3 / t.min_s / 1e12
             if tflops > peaks.matmul_tflops.get(dtype, 0.0) or n == first:
                 peaks.matmul_tflops[dtype] = tflops

@@ -57,6 +57,8 @@ def _pinned_sizes(quick: bool) -> list[int]:
 
 
 def measure_gpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
+    """Measure the GPU ceilings named in `todo` (device copy, pinned H2D/D2H, matmul per dtype)
+    into `peaks`."""
     import torch
 
     device = torch.device(f"cuda:{ctx.device_index}")
@@ -84,11 +86,17 @@ def measure_gpu(peaks: Any, todo: list[str], *, quick: bool, ctx: Any) -> None:
             host = torch.empty(hi, dtype=torch.uint8, pin_memory=True)
             host.fill_(0x5A)  # touched, so no first-use page faults are timed
             dev = torch.empty(hi, dtype=torch.uint8, device=device)
-            copies = {
-                # Views made once per size: nothing but the copy between the events.
-                "h2d": lambda s: lambda d=dev[:s], h=host[:s]: d.copy_(h, non_blocking=True),
-                "d2h": lambda s: lambda d=dev[:s], h=host[:s]: h.copy_(d, non_blocking=True),
-            }
+
+            # Views made once per size: nothing but the copy between the events.
+            def h2d(s: int) -> Callable[[], Any]:
+                d, h = dev[:s], host[:s]
+                return lambda: d.copy_(h, non_blocking=True)
+
+            def d2h(s: int) -> Callable[[], Any]:
+                d, h = dev[:s], host[:s]
+                return lambda: h.copy_(d, non_blocking=True)
+
+            copies: dict[str, Callable[[int], Callable[[], Any]]] = {"h2d": h2d, "d2h": d2h}
             copies.update(_runtime_copies(ctx, host.data_ptr(), dev.data_ptr(), device))
             best = best_copy_gbs(
                 timer, copies, sizes, sync="torch", rounds=1 if quick else PINNED_ROUNDS

@@ -18,6 +18,9 @@ CUPY_HINT = "pip install 'gpulab[cuda12]' (CUDA 12 driver) or 'gpulab[cuda13]' (
 
 @dataclass
 class Backend:
+    """One compute backend (numpy, torch-cpu, torch-cuda, cupy): whether it can run here, and why
+    not."""
+
     name: str  # numpy, torch-cpu, torch-cuda, cupy
     available: bool
     version: str = ""
@@ -26,6 +29,8 @@ class Backend:
 
 @dataclass
 class DeviceInfo:
+    """One device the backends can use: its index, name, kind (cuda or cpu) and memory."""
+
     index: int
     name: str
     kind: str  # "cuda" or "cpu"
@@ -38,6 +43,8 @@ class DeviceInfo:
 
 @dataclass
 class Inventory:
+    """What this machine offers: backends, devices, library versions and the CPU."""
+
     backends: dict[str, Backend] = field(default_factory=dict)
     devices: list[DeviceInfo] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
@@ -49,15 +56,18 @@ class Inventory:
 
     @property
     def has_gpu(self) -> bool:
+        """True when torch-cuda or CuPy can use a GPU here."""
         b = self.backends.get("torch-cuda")
         c = self.backends.get("cupy")
         return bool((b and b.available) or (c and c.available))
 
     def available(self, name: str) -> bool:
+        """True when the backend `name` can run here."""
         b = self.backends.get(name)
         return bool(b and b.available)
 
     def reason(self, name: str) -> str:
+        """Why the backend `name` cannot run here, in one line (empty when it can)."""
         b = self.backends.get(name)
         return b.reason if b else f"{name}: unknown backend"
 
@@ -70,10 +80,12 @@ class Inventory:
         return f"CPU mode: {self.gpu_reason or 'no GPU'}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The inventory as plain JSON-ready data."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Inventory:
+        """The inventory that `to_dict` wrote."""
         return cls(
             backends={k: Backend(**v) for k, v in data.get("backends", {}).items()},
             devices=[DeviceInfo(**d) for d in data.get("devices", [])],
@@ -129,6 +141,7 @@ def _cuda_hidden() -> bool:
 
 
 def cupy_hint(driver_cuda: str = "") -> str:
+    """The pip command that installs the CuPy build for the driver's CUDA major version."""
     if driver_cuda.startswith("13"):
         return "pip install 'gpulab[cuda13]' (cupy-cuda13x)"
     if driver_cuda.startswith("12"):
@@ -137,6 +150,8 @@ def cupy_hint(driver_cuda: str = "") -> str:
 
 
 def detect() -> Inventory:
+    """Probe this process for NumPy, torch, CuPy and their devices; never raises for a missing
+    one."""
     import numpy
 
     inv = Inventory(cpu=platform.processor() or platform.machine(), cpu_count=os.cpu_count() or 1)

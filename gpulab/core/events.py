@@ -43,6 +43,8 @@ KIND_WORKER_START = "worker-start-failed"
 
 
 def make(event_type: str, job: str, /, **fields: Any) -> dict[str, Any]:
+    """A worker event of `event_type` for `job`, stamped with the time; ValueError for an unknown
+    type."""
     # Positional-only: failure events carry a field named `kind`.
     if event_type not in TYPES:
         raise ValueError(f"unknown event type {event_type!r}")

@@ -18,10 +18,9 @@ import yaml
 
 from gpulab.core.errors import BadInput
 
-try:  # the C loader is several times faster; the app parses every lesson at start-up
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+# The C loader is several times faster (the app parses every lesson at start-up); PyYAML built
+# without libyaml lacks it.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # A '---' line, the YAML, a '---' line; Windows line ends are accepted (an editor's choice).
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$\n?", re.S | re.M)
@@ -38,6 +37,9 @@ class FormatError(BadInput, ValueError):
 
 @dataclass(frozen=True)
 class FrontMatter:
+    """A Markdown file split at its YAML front matter: the metadata, the body and the body's
+    first line."""
+
     meta: Mapping[str, Any]
     body: str  # everything after the closing '---' line, as written
     body_line: int  # 1-based line of the file where the body starts

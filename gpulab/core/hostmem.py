@@ -37,6 +37,8 @@ class Level:
 
     @property
     def available(self) -> int | None:
+        """Bytes this level still allows (limit minus usage, counting reclaimable page cache as
+        free), or None."""
         if self.limit is None or self.usage is None:
             return None
         return max(0, self.limit - max(0, self.usage - self.reclaimable))
@@ -89,7 +91,7 @@ def _own_cgroups(root: Path) -> tuple[str | None, str | None]:
 
 def _mounts(root: Path) -> list[tuple[str, str, str, set[str]]]:
     """(mount root, mount point, fs type, super options) of each cgroup mount."""
-    out = []
+    out: list[tuple[str, str, str, set[str]]] = []
     try:
         lines = _under(root, "/proc/self/mountinfo").read_text().splitlines()
     except OSError:

@@ -41,6 +41,7 @@ def probe(device_index: int = 0) -> dict[str, Any]:
 
 
 def reset_peaks(device_index: int = 0) -> None:
+    """Reset torch's peak-memory counters for the device, if torch has initialised CUDA."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         with contextlib.suppress(Exception):

@@ -70,6 +70,8 @@ class _Bad(Exception):
 
 
 class UnknownParam(ParamError):
+    """A parameter name the experiment does not have; its message lists the known ones."""
+
     def __init__(self, name: str, known: Iterable[str]) -> None:
         known_list = ", ".join(known) or "none"
         self.name = name
@@ -150,6 +152,7 @@ class Param:
     expects: str = ""  # what allowed() says, where the kind alone says too little ("text")
 
     def allowed(self, plural: bool = False) -> str:
+        """What values this parameter accepts, as a person reads it in an error message."""
         if self.expects:
             return self.expects
         if self.kind == "bool":
@@ -284,6 +287,8 @@ class Param:
         return number
 
     def to_dict(self) -> dict[str, Any]:
+        """The parameter's declaration as JSON-ready data (for `gpulab list --json` and the UI's
+        form)."""
         return {
             "name": self.name,
             "kind": self.kind,
@@ -299,31 +304,39 @@ class Param:
 
 
 def Int(name: str, default: int, help: str = "", **kw: Any) -> Param:  # noqa: N802
+    """An integer parameter."""
     return Param(name, "int", default, help, **kw)
 
 
 def Float(name: str, default: float, help: str = "", **kw: Any) -> Param:  # noqa: N802
+    """A floating-point parameter."""
     return Param(name, "float", default, help, **kw)
 
 
 def Choice(name: str, default: str, choices: Sequence[str], help: str = "", **kw: Any) -> Param:  # noqa: N802
+    """A parameter that takes one of `choices`."""
     return Param(name, "choice", default, help, choices=tuple(choices), **kw)
 
 
 def Bool(name: str, default: bool, help: str = "", **kw: Any) -> Param:  # noqa: N802
+    """A true/false parameter."""
     return Param(name, "bool", default, help, **kw)
 
 
 def Text(name: str, default: str, help: str = "", **kw: Any) -> Param:  # noqa: N802
+    """A free-text parameter."""
     return Param(name, "str", default, help, **kw)
 
 
 def List(name: str, default: Sequence[Any], item: str = "int", help: str = "", **kw: Any) -> Param:  # noqa: N802
+    """A list parameter whose items are of kind `item`."""
     return Param(name, "list", list(default), help, item=item, **kw)
 
 
 @dataclass(frozen=True)
 class ParamSet:
+    """An experiment's parameters, in declaration order."""
+
     params: tuple[Param, ...] = field(default_factory=tuple)
 
     def __iter__(self):
@@ -333,15 +346,18 @@ class ParamSet:
         return len(self.params)
 
     def names(self) -> list[str]:
+        """The parameter names, in order."""
         return [p.name for p in self.params]
 
     def get(self, name: str) -> Param:
+        """The parameter `name`; UnknownParam when there is none."""
         for p in self.params:
             if p.name == name:
                 return p
         raise UnknownParam(name, self.names())
 
     def defaults(self) -> dict[str, Any]:
+        """Each parameter's default value, by name."""
         return {p.name: p.default for p in self.params}
 
     def validate(self, raw: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -51,6 +51,9 @@ def data_dir() -> Path:
 
 @dataclass
 class Peaks:
+    """A device's measured ceilings (copy GB/s, pinned transfers, matmul TFLOP/s per dtype),
+    cached on disk by device key."""
+
     key: str
     device: str
     cpu: bool
@@ -63,12 +66,14 @@ class Peaks:
     detail: dict[str, Any] = field(default_factory=dict)  # sizes used, per figure
 
     def to_dict(self) -> dict[str, Any]:
+        """The ceilings as JSON-ready data, with the cache's schema version."""
         out = asdict(self)
         out["schema"] = SCHEMA
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Peaks:
+        """Ceilings read back from `to_dict`'s data; unknown keys are ignored."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
@@ -112,6 +117,7 @@ def _slug(key: str) -> str:
 
 
 def cache_path(key: str) -> Path:
+    """Where the calibration for device `key` is cached."""
     return data_dir() / "peaks" / f"{_slug(key)}.json"
 
 
@@ -211,7 +217,7 @@ def load_or_measure(
     if peaks is not None and peaks.quick and not quick:
         peaks = None  # a test-sized calibration is not good enough for real figures
     copy = peaks.detail.get("copy") if peaks is not None and peaks.cpu else None
-    if copy is not None and "threads" not in copy:
+    if peaks is not None and copy is not None and "threads" not in copy:
         peaks.copy_gbs = None  # a copy on one thread, by an older gpulab: below the CPU's bandwidth
     if peaks is None:
         gpu = None if use_cpu else _gpu(inventory, ctx.device_index)

@@ -73,6 +73,7 @@ class RankContext:
     _sent: float = field(default=0.0, repr=False)
 
     def progress(self, fraction: float, message: str = "") -> None:
+        """Report progress (rate-limited); only rank 0's reaches the UI."""
         # Every rank reports, at most ~20 times a second each, so the pipe stays quiet.
         now = time.monotonic()
         if self._events is not None and (now - self._sent > 0.05 or fraction >= 1.0):
@@ -81,6 +82,7 @@ class RankContext:
         self.check_cancelled()
 
     def log(self, line: str) -> None:
+        """Log a line from rank 0 (others are silent)."""
         if self.rank != 0:
             return
         if self._events is None:
@@ -89,23 +91,28 @@ class RankContext:
             self._events.put(("log", 0, line))
 
     def measurement(self, row: Any) -> None:
+        """Send a results row from rank 0 to the job."""
         if self.rank == 0 and self._events is not None:
             self._events.put(("row", 0, row))
 
     @property
     def cancelled(self) -> bool:
+        """True once the job was asked to stop."""
         return bool(self._cancel is not None and self._cancel.is_set())
 
     def check_cancelled(self) -> None:
+        """Raise Cancelled once the job was asked to stop."""
         if self.cancelled:
             raise Cancelled("cancelled")
 
 
 def backend_for(ctx: Context) -> str:
+    """The torch.distributed backend for ctx: nccl on GPUs, gloo on the CPU."""
     return "nccl" if ctx.has_cuda else "gloo"
 
 
 def gpu_count(ctx: Context) -> int:
+    """How many CUDA devices ctx's inventory lists."""
     return sum(1 for d in ctx.inventory.devices if d.kind == "cuda")
 
 
@@ -135,7 +142,7 @@ def die_with_parent(launcher_pid: int) -> None:
 def _rank_main(index: int, spec: dict[str, Any], fn: Callable[..., Any], args: tuple) -> None:
     die_with_parent(spec["parent"])
     # `kill -USR1 <rank pid>` prints where a stuck rank is (its stderr goes to the job's log).
-    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__)
+    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__ or sys.stderr)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     import torch
     import torch.distributed as dist

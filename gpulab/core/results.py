@@ -76,6 +76,7 @@ class Verdict(_Serial):
 
     @classmethod
     def check(cls, contender: str, error: float, tolerance: float, **kw: Any) -> Verdict:
+        """A verdict that passes when `error` is finite and at most `tolerance`."""
         ok = math.isfinite(error) and error <= tolerance
         return cls(contender=contender, error=float(error), tolerance=tolerance, passed=ok, **kw)
 
@@ -136,10 +137,12 @@ class Result(_Serial):
 
     @property
     def passed(self) -> bool:
+        """True when every correctness verdict passed."""
         return all(v.passed for v in self.verdicts)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
+        """A Result read back from its `to_dict` data."""
         return cls(
             record=RunRecord.from_dict(data["record"]),
             measurements=[Measurement.from_dict(m) for m in data.get("measurements", [])],

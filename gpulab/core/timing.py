@@ -37,6 +37,9 @@ def is_wild(times: list[float]) -> bool:
 
 @dataclass
 class Timing:
+    """One timed operation: median, min and max over the runs, the cold first call, and how it
+    was taken."""
+
     median_s: float
     min_s: float
     max_s: float
@@ -53,6 +56,7 @@ class Timing:
         return self.max_s / self.min_s if self.min_s > 0 else 1.0
 
     def to_dict(self) -> dict[str, Any]:
+        """The timing as JSON-ready data."""
         return {
             "median_s": self.median_s,
             "min_s": self.min_s,

@@ -23,6 +23,8 @@ TORCH_CUDA_BUILDS = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
 
 @dataclass
 class Check:
+    """One doctor check's outcome: status (ok, warn, fail, skip), message and fix."""
+
     id: str
     title: str
     status: str  # ok, warn, fail, skip
@@ -30,6 +32,7 @@ class Check:
     fix: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The check as JSON-ready data."""
         return asdict(self)
 
 
@@ -40,11 +43,13 @@ def major(version: str | None) -> int | None:
 
 
 def version_tuple(version: str | None) -> tuple[int, ...]:
+    """(major, minor) of a version string; 0 for parts that are not numbers."""
     parts = (version or "").split(".")[:2]
     return tuple(int(p) if p.isdigit() else 0 for p in parts)
 
 
 def cupy_package(cuda_major: int | None) -> str:
+    """The CuPy wheel name for a CUDA major version."""
     return f"cupy-cuda{cuda_major}x" if cuda_major else "cupy-cuda12x or cupy-cuda13x"
 
 
@@ -77,6 +82,7 @@ def cpu_mode(facts: dict[str, Any]) -> list[str]:
 
 
 def check_nvml(facts: dict[str, Any]) -> Check:
+    """Whether NVML loaded and sees GPUs."""
     nvml = facts.get("nvml", {})
     title = "NVML"
     if not nvml.get("loaded"):
@@ -105,6 +111,7 @@ def check_nvml(facts: dict[str, Any]) -> Check:
 
 
 def check_driver(facts: dict[str, Any]) -> Check:
+    """Whether the driver is new enough for torch's CUDA."""
     nvml, torch = facts.get("nvml", {}), facts.get("probe", {}).get("torch", {})
     title = "driver vs torch CUDA"
     if not (nvml.get("loaded") and nvml.get("gpus")):
@@ -131,6 +138,7 @@ def check_driver(facts: dict[str, Any]) -> Check:
 
 
 def check_torch(facts: dict[str, Any]) -> Check:
+    """Whether torch is installed and, with a GPU, built with CUDA and able to use it."""
     nvml, torch = facts.get("nvml", {}), facts.get("probe", {}).get("torch", {})
     title = "torch"
     gpus = nvml.get("gpus", []) if nvml.get("loaded") else []
@@ -181,6 +189,7 @@ def check_torch(facts: dict[str, Any]) -> Check:
 
 
 def check_cupy(facts: dict[str, Any]) -> Check:
+    """Whether exactly one CuPy build, for this driver's CUDA, is installed and works."""
     nvml, probe = facts.get("nvml", {}), facts.get("probe", {})
     cupy, torch = probe.get("cupy", {}), probe.get("torch", {})
     title = "CuPy"
@@ -262,6 +271,7 @@ def _gpu_step(facts: dict[str, Any], check_id: str, title: str, key: tuple[str, 
 
 
 def check_kernels(facts: dict[str, Any]) -> list[Check]:
+    """Whether a kernel runs through CuPy (NVRTC) and through torch."""
     return [
         _gpu_step(facts, "kernel-cupy", "kernel via NVRTC + CuPy", ("cupy", "kernel")),
         _gpu_step(facts, "kernel-torch", "kernel via torch", ("torch", "kernel")),
@@ -269,10 +279,12 @@ def check_kernels(facts: dict[str, Any]) -> list[Check]:
 
 
 def check_pinned(facts: dict[str, Any]) -> Check:
+    """Whether pinned host memory can be allocated and copied."""
     return _gpu_step(facts, "pinned", "pinned host memory", ("torch", "pinned"))
 
 
 def check_worker(facts: dict[str, Any]) -> Check:
+    """Whether gpulab's worker started and answered."""
     worker = facts.get("worker", {})
     title = "worker"
     if not worker.get("ready"):
@@ -295,6 +307,7 @@ def check_worker(facts: dict[str, Any]) -> Check:
 
 
 def check_dir(facts: dict[str, Any], check_id: str, title: str) -> Check:
+    """Whether the folder behind `check_id` is writable."""
     entry = facts.get(check_id, {})
     if entry.get("problem"):
         return Check(check_id, title, FAIL, entry["problem"], entry.get("fix", ""))
@@ -302,6 +315,7 @@ def check_dir(facts: dict[str, Any], check_id: str, title: str) -> Check:
 
 
 def check_terminal(facts: dict[str, Any]) -> Check:
+    """Whether stdout is a terminal that shows the TUI well: colours and at least 80x24."""
     term = facts.get("terminal", {})
     title = "terminal"
     if not term.get("tty"):  # redirected: this is not the terminal gpulab will draw on
@@ -346,4 +360,5 @@ def evaluate(facts: dict[str, Any]) -> list[Check]:
 
 
 def broken(checks: list[Check]) -> bool:
+    """True when any check failed."""
     return any(c.status == FAIL for c in checks)

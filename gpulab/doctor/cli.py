@@ -17,6 +17,7 @@ ASCII_MARKS = {ck.OK: "ok", ck.WARN: "!", ck.FAIL: "X", ck.SKIP: "-"}
 
 
 def add_parser(sub: Any) -> None:
+    """Register `gpulab doctor` on the subcommands."""
     doctor = sub.add_parser("doctor", help="check this machine's GPU setup and say how to fix it")
     doctor.add_argument("--json", action="store_true", help="print JSON")
 
@@ -45,6 +46,7 @@ def report(facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def render(doc: dict[str, Any]) -> list[str]:
+    """The checks as text lines, each marked with its status."""
     marks = _marks()
     width = max(len(c["title"]) for c in doc["checks"])
     lines = []
@@ -65,6 +67,7 @@ def render(doc: dict[str, Any]) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Run `gpulab doctor`; exit status 1 when a check failed."""
     # deferred: the command's work loads when it runs, not at every gpulab start
     from gpulab.doctor import gather
 

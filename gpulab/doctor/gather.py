@@ -39,13 +39,14 @@ def nvml_facts(nvml: Any = None) -> dict[str, Any]:
     """What NVML says: loaded or why not, the driver, and each GPU (name, UUID, MIG on)."""
     if nvml is None:
         try:
-            import pynvml as nvml
+            import pynvml
         except ImportError:
             return {
                 "loaded": False,
                 "error": "the NVML binding is missing",
                 "fix": "pip install nvidia-ml-py",
             }
+        nvml = pynvml
     try:
         nvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - every NVML failure is a fact the doctor judges
@@ -115,6 +116,7 @@ def dir_facts(path: Path, what: str, fix: str) -> dict[str, Any]:
 
 
 def dirs_facts() -> dict[str, Any]:
+    """Whether the data and exercise folders are writable."""
     return {
         "datadir": dir_facts(
             resolve(), "the data dir", "choose another with --data-dir (env GPULAB_DATA_DIR)"
@@ -128,6 +130,7 @@ def dirs_facts() -> dict[str, Any]:
 
 
 def terminal_facts() -> dict[str, Any]:
+    """Whether stdout is a terminal, and its size and colours."""
     tty = sys.stdout.isatty()
     size = shutil.get_terminal_size((0, 0)) if tty else None
     return {
@@ -186,6 +189,7 @@ async def worker_facts(limit_s: float = WORKER_LIMIT_S) -> dict[str, Any]:
 
 
 async def gather_async(nvml: Any = None) -> dict[str, Any]:
+    """Every fact the doctor judges: NVML, a probe process and a worker."""
     probe, worker = await asyncio.gather(probe_facts(), worker_facts())
     return {
         "nvml": nvml_facts(nvml),
@@ -200,4 +204,5 @@ async def gather_async(nvml: Any = None) -> dict[str, Any]:
 
 
 def gather(nvml: Any = None) -> dict[str, Any]:
+    """`gather_async`, run to completion."""
     return asyncio.run(gather_async(nvml))

@@ -38,7 +38,10 @@ def cupy_dists() -> list[tuple[str, str]]:
     """The installed CuPy distributions (name, version): cupy-cuda12x, cupy-cuda13x, cupy, ..."""
     found: dict[str, str] = {}
     for dist in metadata.distributions():
-        name = (dist.metadata.get("Name") or "").strip().lower()
+        # The object is an email.message.Message, which has get(); typeshed declares
+        # PackageMetadata.get only from Python 3.12.
+        meta = dist.metadata.get("Name")  # type: ignore[attr-defined]
+        name = (meta or "").strip().lower()
         if name == "cupy" or name.startswith("cupy-cuda") or name.startswith("cupy-rocm"):
             found[name] = dist.version
     return sorted(found.items())
@@ -54,6 +57,8 @@ def dist_cuda(name: str) -> str:
 
 
 def probe_torch() -> dict[str, Any]:
+    """torch's facts in a separate process: installed, CUDA build, devices, a kernel and pinned
+    memory."""
     out: dict[str, Any] = {"installed": False}
     try:
         import torch
@@ -110,6 +115,7 @@ def _torch_pinned(torch: Any) -> str:
 
 
 def probe_cupy() -> dict[str, Any]:
+    """CuPy's facts: distributions installed, the CUDA it was built for, a kernel."""
     dists = cupy_dists()
     out: dict[str, Any] = {"dists": [name for name, _ in dists]}
     if not dists:
@@ -153,10 +159,12 @@ def _cupy_kernel(cupy: Any) -> str:
 
 
 def probe() -> dict[str, Any]:
+    """torch's and CuPy's facts, and the probe's pid."""
     return {"torch": probe_torch(), "cupy": probe_cupy(), "pid": os.getpid()}
 
 
 def main() -> int:
+    """Print the probe's facts as JSON (a failure becomes an error fact); always exit status 0."""
     try:
         facts = probe()
     except Exception:  # noqa: BLE001 - a bug here must still come back as a line the doctor can show

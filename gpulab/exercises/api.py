@@ -89,6 +89,8 @@ class Context:
 
 @dataclass
 class Case:
+    """One input an exercise check runs the learner's function on, with the name a person reads."""
+
     name: str  # what a person reads: "n=33 (not a multiple of the block size)"
     args: dict[str, Any]  # the inputs, host NumPy arrays or plain values
     meta: dict[str, Any] = field(default_factory=dict)  # anything else the check wants to keep
@@ -106,6 +108,8 @@ class Mismatch:
     wrong: int | None = None  # how many elements are wrong, if counted
 
     def to_dict(self) -> dict[str, Any]:
+        """The mismatch as JSON-ready data (NumPy scalars made plain)."""
+
         def plain(v: Any) -> Any:
             if isinstance(v, np.generic):
                 return v.item()

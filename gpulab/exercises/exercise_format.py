@@ -38,6 +38,9 @@ class ExerciseFormatError(FormatError):
 
 
 def validate_meta(meta: Mapping[str, Any], src: Path) -> dict[str, Any]:
+    """The checked front matter of exercise.md at `src`; ExerciseFormatError names the first
+    problem."""
+
     def fail(problem: str) -> ExerciseFormatError:
         return ExerciseFormatError(src, problem)
 

@@ -33,6 +33,8 @@ GPU_CHECK_BYTES = 64 << 20
 
 
 def exercise_context(ctx: Context, seed: int, quick: bool) -> Any:
+    """The api.Context a check runs in: seed, quick mode, GPU or CPU, and this device's sizes for
+    the cache-flush buffer and the large correctness case."""
     import numpy as np
 
     gpu = bool(ctx.has_cuda)
@@ -55,6 +57,9 @@ def exercise_context(ctx: Context, seed: int, quick: bool) -> Any:
 
 
 class ExerciseCheck(Experiment):
+    """The hidden experiment that checks, times and grades a learner's exercise file in the
+    worker."""
+
     id = EXPERIMENT_ID
     title = "Exercise check"
     summary = "Checks, times and grades a learner's exercise file (gpulab ex check)"
@@ -74,12 +79,15 @@ class ExerciseCheck(Experiment):
             raise ParamError("exercise", name, str(exc)) from None
 
     def check(self, params: dict[str, Any], inventory: Any) -> None:
+        """Refuse an exercise this machine cannot run (e.g. a CuPy one without a GPU)."""
         ex = self._exercise(params["exercise"])
         why = ex.unavailable(inventory)
         if why:
             raise ExperimentError(f"{ex.id} {why}")
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Check, time and grade the exercise file in `params`; the Result carries the
+        CheckResult."""
         ex = self._exercise(params["exercise"])
         result = self.new_result(ctx, params)
         result.lesson = ex.lesson

@@ -197,6 +197,7 @@ def device_rng(ctx: api.Context, i: int) -> Any:
 
 
 def sm_count() -> int:
+    """The current CUDA device's streaming multiprocessor count."""
     import cupy as cp
 
     return int(cp.cuda.Device().attributes["MultiProcessorCount"])

@@ -37,6 +37,8 @@ _WHY = re.compile(r"^#\s*why:\s*(.+?)\s*$")
 
 
 class UnknownExercise(BadInput, KeyError):
+    """An exercise id, folder name or number that matches none; its message lists the known ones."""
+
     def __init__(self, name: str, known: list[str]) -> None:
         self.name = name
         self.known = known
@@ -74,6 +76,8 @@ class Right:
 
 @dataclass(frozen=True, eq=False)
 class Exercise:
+    """One exercise as its folder declares it: front matter, paths and the check's entry point."""
+
     id: str
     title: str
     order: int
@@ -98,14 +102,17 @@ class Exercise:
 
     @property
     def check_path(self) -> Path:
+        """The exercise's check.py."""
         return self.folder / "check.py"
 
     @property
     def starter_path(self) -> Path:
+        """The file a learner starts from."""
         return self.folder / "starter.py"
 
     @property
     def solution_path(self) -> Path:
+        """The reference solution."""
         return self.folder / "solution.py"
 
     @property
@@ -118,6 +125,7 @@ class Exercise:
         return unavailable(self.needs, inventory)
 
     def describe(self) -> dict[str, Any]:
+        """The exercise as JSON-ready data (for `gpulab ex list --json`)."""
         return {
             "id": self.id,
             "name": self.name,
@@ -134,6 +142,7 @@ class Exercise:
 
 
 def unavailable(needs: tuple[str, ...], inventory: Any) -> str:
+    """Why an exercise that needs `needs` cannot run with `inventory`, or empty when it can."""
     if "cupy" in needs and not inventory.available("cupy"):
         if not inventory.has_gpu:
             return f"needs a GPU with CuPy: {inventory.gpu_reason or 'no GPU'}"
@@ -147,6 +156,8 @@ def unavailable(needs: tuple[str, ...], inventory: Any) -> str:
 
 @dataclass
 class Catalog:
+    """Every exercise found, in order."""
+
     exercises: list[Exercise]
 
     def __iter__(self) -> Iterator[Exercise]:
@@ -156,6 +167,7 @@ class Catalog:
         return len(self.exercises)
 
     def ids(self) -> list[str]:
+        """The exercise ids, in order."""
         return [e.id for e in self.exercises]
 
     def get(self, name: str) -> Exercise:
@@ -173,6 +185,8 @@ class Catalog:
 
 
 def roots() -> list[Path]:
+    """The folders exercises are loaded from: the built-in catalog, then those in the environment
+    variable."""
     extra = [Path(p) for p in os.environ.get(EXTRA_ENV, "").split(os.pathsep) if p.strip()]
     return [CATALOG_DIR, *extra]
 
@@ -254,6 +268,7 @@ def _load_cached(folder: Path) -> Exercise:
 
 
 def load_exercise(folder: Path) -> Exercise:
+    """The exercise in `folder`; ExerciseFormatError says what is wrong with it."""
     m = _FOLDER.match(folder.name)
     if not m:
         raise ExerciseFormatError(folder, "an exercise folder is named NN-id, e.g. 01-vector-add")
@@ -328,8 +343,10 @@ def _entry(check: Path) -> str:
         targets = node.targets if isinstance(node, ast.Assign) else []
         if isinstance(node, ast.AnnAssign):
             targets = [node.target]
-        if any(isinstance(t, ast.Name) and t.id == "ENTRY" for t in targets):
-            value = node.value  # type: ignore[union-attr]
+        if isinstance(node, ast.Assign | ast.AnnAssign) and any(
+            isinstance(t, ast.Name) and t.id == "ENTRY" for t in targets
+        ):
+            value = node.value
             if isinstance(value, ast.Constant) and str(value.value).isidentifier():
                 return str(value.value)
     raise ExerciseFormatError(check, "ENTRY must be a function name in quotes, e.g. ENTRY = 'add'")

@@ -207,12 +207,16 @@ class Watch:
     # -- install / uninstall -------------------------------------------------------------
 
     def install(self) -> None:
+        """Patch CuPy's and torch's launch, stream and library entry points so the learner's
+        calls are recorded."""
         cp = sys.modules.get("cupy")
         if cp is None and self.require_kernel:
             try:
-                import cupy as cp  # deferred: heavy, and absent on CPU-only machines
+                import cupy  # deferred: heavy, and absent on CPU-only machines
             except ImportError:
                 cp = None
+            else:
+                cp = cupy
         if cp is not None:
             for kind in KERNEL_FACTORIES:
                 real = getattr(cp, kind, None)
@@ -229,6 +233,7 @@ class Watch:
             self._patch(tcuda, "Stream", self._torch_stream_class(tstream))
 
     def uninstall(self) -> None:
+        """Undo every patch `install` made, newest first."""
         while self._patched:
             obj, name, old = self._patched.pop()
             with suppress(AttributeError, TypeError):  # read-only: it was never patched
@@ -293,7 +298,7 @@ class Watch:
     def _cupy_stream_class(self, base: type) -> type:
         watch = self
 
-        class Stream(base):  # type: ignore[misc, valid-type]
+        class Stream(base):
             __doc__ = base.__doc__
 
             def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -309,7 +314,7 @@ class Watch:
     def _torch_stream_class(self, base: type) -> type:
         watch = self
 
-        class Stream(base):  # type: ignore[misc, valid-type]
+        class Stream(base):
             __doc__ = base.__doc__
 
             def __new__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -362,8 +367,9 @@ class Watch:
             try:
                 # The refusals cost microseconds an operation: a timed call runs without them,
                 # and the grader makes one watched call at the timing size afterwards instead
-                refuse = watch.around is not None and (not watch.timing or watch.watched)
-                with watch.around() if refuse else nullcontext(refused) as seen:
+                around = watch.around
+                refuse = around is not None and (not watch.timing or watch.watched)
+                with around() if around is not None and refuse else nullcontext(refused) as seen:
                     refused = seen
                     out = fn(*args, **kwargs)
             except Exception:
@@ -455,6 +461,7 @@ class Watch:
     # -- what the check reads --------------------------------------------------------------
 
     def no_kernel_message(self) -> str:
+        """Why no kernel of the learner's own ran: the library calls that did the work, if any."""
         library = library_calls(self.source) if self.source is not None else []
         if library:
             did = ", ".join(f"{name} (line {line})" for name, line in library[:3])

@@ -26,6 +26,8 @@ def _rank(grade: str | None) -> int:
 
 @dataclass(frozen=True)
 class ExerciseProgress:
+    """A learner's standing on one exercise: state, best grade and hints revealed."""
+
     exercise_id: str
     state: str = NOT_STARTED
     passed_ever: bool = False
@@ -35,11 +37,14 @@ class ExerciseProgress:
     attempts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
+        """The standing as JSON-ready data."""
         return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
 class Attempt:
+    """One `gpulab ex check` of an exercise: when, the verdict and the grade."""
+
     exercise_id: str
     attempted_at: str
     verdict: str
@@ -50,10 +55,13 @@ class Attempt:
     message: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The attempt as JSON-ready data."""
         return dict(self.__dict__)
 
 
 class Progress:
+    """Exercise progress kept in the store: attempts recorded, standings read."""
+
     def __init__(self, store: Store) -> None:
         self.store = store
 
@@ -117,9 +125,11 @@ class Progress:
         return self.get(exercise_id).hints_revealed
 
     def get(self, exercise_id: str) -> ExerciseProgress:
+        """The standing on `exercise_id` (not started when there is none)."""
         return self.all([exercise_id]).get(exercise_id) or ExerciseProgress(exercise_id)
 
     def all(self, only: list[str] | None = None) -> dict[str, ExerciseProgress]:
+        """The standings by exercise id, all of them or only those in `only`."""
         rows = self.store._query(
             "SELECT s.exercise_id, s.state, s.passed_ever, s.best_grade, s.best_fraction, "
             "s.hints_revealed, (SELECT COUNT(*) FROM exercise_attempts a "

@@ -19,7 +19,11 @@ from gpulab.experiments.base import Context
 
 def _text(path: str) -> str:
     cached = linecache.cache.get(path)
-    return "".join(cached[2]) if cached else Path(path).read_text(encoding="utf-8")
+    return (
+        "".join(cached[2])
+        if cached is not None and len(cached) > 2
+        else Path(path).read_text(encoding="utf-8")
+    )
 
 
 def launch(check_file: str, fn: Any, entry: str, case: Any, world_size: int) -> list[Any]:

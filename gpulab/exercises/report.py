@@ -27,6 +27,8 @@ def short_case(name: str) -> str:
 
 
 def verdict_lines(result: CheckResult, *, name: str, replay: bool = True) -> list[str]:
+    """The check's verdict for the terminal: PASS or FAIL, the grade, each case and how to replay
+    the seed."""
     head = "PASS" if result.passed else "FAIL"
     grade = f", grade {result.grade}" if result.passed and result.grade else ""
     lines = [f"{head}  {name}{grade}  (seed {result.seed}, {result.seconds:.2f} s)"]
@@ -68,6 +70,8 @@ def phases_line(result: CheckResult, *, top: int = 4) -> str:
 
 
 def timing_lines(timing: dict[str, Any] | None) -> list[str]:
+    """The timing block for the terminal: the figure, its ceiling and the peer it was compared
+    with."""
     if not timing:
         return []
     unit = timing["metric"]
@@ -114,6 +118,7 @@ def timing_lines(timing: dict[str, Any] | None) -> list[str]:
 
 
 def list_lines(rows: list[dict[str, Any]], workspace: str, device: str) -> list[str]:
+    """The `gpulab ex list` table: each exercise, its state and why it cannot run here."""
     lines = [f"Exercises  (your files: {workspace})", f"Device: {device}", ""]
     for r in rows:
         if r["unavailable"]:

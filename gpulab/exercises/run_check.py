@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import secrets
 import time
 from collections.abc import Callable
@@ -51,6 +52,7 @@ SIDE_STREAM = (
 
 
 def new_seed() -> int:
+    """A fresh random seed for a check's inputs."""
     return secrets.randbelow(SEED_MAX + 1)
 
 
@@ -71,6 +73,8 @@ class LearnerCrash(Exception):
 
 @dataclass
 class CaseRow:
+    """One case's outcome: passed or not, why, and where the first wrong value was."""
+
     name: str
     passed: bool | None  # None: not run (an earlier case raised)
     message: str = ""
@@ -84,6 +88,9 @@ class CaseRow:
 
 @dataclass
 class CheckResult:
+    """Everything one check found: verdict, message, cases, timing and grade; what the CLI and
+    the UI show."""
+
     exercise: str
     verdict: str  # "pass" or "fail"
     message: str  # one line: why it failed, or what passed
@@ -106,13 +113,16 @@ class CheckResult:
 
     @property
     def passed(self) -> bool:
+        """True when the verdict is a pass."""
         return self.verdict == PASS
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready data."""
         return json_safe(asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CheckResult:
+        """A CheckResult read back from `to_dict`'s data; unknown keys are ignored."""
         names = set(cls.__dataclass_fields__)
         kw = {k: v for k, v in data.items() if k in names}
         kw["cases"] = [CaseRow(**c) for c in data.get("cases") or []]
@@ -129,6 +139,7 @@ class Laps:
         self.last = start
 
     def lap(self, name: str) -> None:
+        """Close the current phase as `name`, adding its seconds."""
         now = _now()
         self.phases[name] = self.phases.get(name, 0.0) + (now - self.last)
         self.last = now
@@ -143,6 +154,8 @@ def _rest_as_other(result: CheckResult) -> None:
 
 
 def load_check(ex: Exercise) -> Any:
+    """The exercise's check.py loaded as a fresh module; a broken check says it is ours, not the
+    learner's."""
     path = ex.check_path
     try:
         return load_text(path.read_text(encoding="utf-8"), path, fresh_name("check", ex.id))
@@ -189,7 +202,8 @@ def run_check(
         laps.lap("inputs")
         actx.phase = "timing"
         wants = [
-            _ours(f"expected() of {c.name}", ex, lambda c=c: check.expected(c, actx)) for c in cases
+            _ours(f"expected() of {c.name}", ex, functools.partial(check.expected, c, actx))
+            for c in cases
         ]
         laps.lap("references")
         watch.install()
@@ -210,6 +224,7 @@ def run_check(
             row = result.cases[i]
             c0 = _now()
             calls_before = len(watch.calls)
+            error: str | None
             try:
                 got = check.run(fn, copy.deepcopy(case), actx)
             except (api.CheckError, OwnWorkError) as exc:
@@ -237,15 +252,16 @@ def run_check(
                 else _ours(
                     f"compare() of {case.name}",
                     ex,
-                    lambda w=want, g=got, c=case: compare(w, g, c, actx),
+                    functools.partial(compare, want, got, case, actx),
                 )
             )
             if mismatch is not None and any(c.gated for c in watch.calls[calls_before:]):
                 mismatch.message += f" ({SIDE_STREAM})"
             row.seconds = _now() - c0
             laps.lap("compare")
-            if error or mismatch is not None:
-                _mark(result, row, case.name, error or mismatch)
+            why = error or mismatch
+            if why is not None:
+                _mark(result, row, case.name, why)
             else:
                 row.passed = True
             if on_case is not None:

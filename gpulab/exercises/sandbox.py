@@ -30,6 +30,7 @@ class LearnerError(Exception):
 
 
 def fresh_name(prefix: str, ident: str) -> str:
+    """A module name never used before in this process, for loading a file by path."""
     return f"_gpulab_{prefix}_{ident.replace('-', '_')}_{next(_counter)}"
 
 
@@ -55,6 +56,7 @@ def load_text(text: str, path: Path, name: str) -> types.ModuleType:
 
 
 def forget(module: types.ModuleType | None) -> None:
+    """Drop `module` from sys.modules so its name can be reused."""
     if module is not None:
         sys.modules.pop(module.__name__, None)
 

@@ -152,7 +152,7 @@ def time_and_grade(
         ceiling_value = float(found) if found is not None else None
         if ceiling_value is None:
             ceiling_why = f"this device has no calibrated {spec.ceiling} figure"
-        elif best is not None:
+        elif best is not None and found is not None:
             ceiling_note = over_note(100.0 * best / ceiling_value, found, "the timed code")
             if remeasured and best > ceiling_value * pk.OVER_CEILING:
                 ceiling_note = f"{100.0 * best / ceiling_value:.0f}% of {spec.ceiling}: {BEYOND}"
@@ -280,6 +280,7 @@ class _CallChecks:
 
 
 def cpu_state() -> dict[str, Any]:
+    """The device state of a CPU run: no temperature or clock to read, and why."""
     return {"temperature_c": None, "sm_clock_mhz": None, "na": "CPU mode: no GPU to read"}
 
 

@@ -33,11 +33,14 @@ class WorkspaceError(Exception):
 
 @dataclass(frozen=True)
 class Stamp:
+    """A file's modification time and content hash, to tell whether it changed."""
+
     mtime_ns: int
     sha256: str
 
 
 def default_root() -> Path:
+    """The learner's exercise folder: the environment's choice, else the data dir's exercises/."""
     env = os.environ.get(WORKDIR_ENV, "").strip()
     if env:
         return Path(env).expanduser()
@@ -45,6 +48,7 @@ def default_root() -> Path:
 
 
 def stamp(path: Path) -> Stamp | None:
+    """The file's Stamp, or None when it cannot be read."""
     try:
         data = path.read_bytes()
         return Stamp(path.stat().st_mtime_ns, hashlib.sha256(data).hexdigest())
@@ -65,6 +69,8 @@ def _atomic_write(path: Path, text: str, *, durable: bool = False) -> None:
 
 
 class Workspace:
+    """The folder of a learner's exercise files: starters copied in, edits tracked, backups kept."""
+
     def __init__(self, root: str | Path | None = None) -> None:
         self.root = Path(root).expanduser() if root else default_root()
 
@@ -79,9 +85,11 @@ class Workspace:
             ) from None
 
     def path(self, ex: Exercise) -> Path:
+        """Where the learner's file for `ex` lives."""
         return self.root / ex.file_name
 
     def exists(self, ex: Exercise) -> bool:
+        """True when the learner's file for `ex` exists."""
         return self.path(ex).is_file()
 
     def ensure(self, ex: Exercise) -> Path:
@@ -152,6 +160,7 @@ class Workspace:
         return target
 
     def backup(self, ex: Exercise) -> Path:
+        """Copy the learner's file for `ex` into the backups folder; the copy's path."""
         target = self._backup_target(ex)
         try:
             target.write_bytes(self.path(ex).read_bytes())
@@ -160,6 +169,7 @@ class Workspace:
         return target
 
     def backups(self, ex: Exercise) -> list[Path]:
+        """The backups of `ex`'s file, oldest first."""
         stem = Path(ex.file_name).stem
         return sorted((self.root / BACKUPS).glob(f"{stem}.*.py"))
 

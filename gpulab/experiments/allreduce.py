@@ -53,6 +53,7 @@ def sizes(max_bytes: int, world_size: int) -> list[int]:
 
 
 def bus_factor(op: str, n: int) -> float:
+    """busbw / algbw for a collective on `n` ranks: 2(n-1)/n for all-reduce, (n-1)/n otherwise."""
     return (2.0 if op == "all-reduce" else 1.0) * (n - 1) / n
 
 
@@ -164,7 +165,7 @@ def rank_main(rc: ranks.RankContext, all_sizes: list[int]) -> list[dict[str, Any
             call, x, out = _collective(op, nbytes, rc)
             err = torch.tensor([_check(op, call, x, out, rc)], device=rc.device)
             dist.all_reduce(err, op=dist.ReduceOp.MAX)  # every rank's error, on rank 0
-            row = {"op": op, "bytes": nbytes, **_time(call, rc, budget)}
+            row: dict[str, Any] = {"op": op, "bytes": nbytes, **_time(call, rc, budget)}
             algbw = nbytes / row["time_s"] / 1e9
             busbw = algbw * bus_factor(op, rc.world_size)
             row.update({"algbw_gbs": algbw, "busbw_gbs": busbw, "error": float(err.item())})
@@ -176,6 +177,7 @@ def rank_main(rc: ranks.RankContext, all_sizes: list[int]) -> list[dict[str, Any
 
 
 def to_measurement(row: dict[str, Any], n: int, peer_gbs: float | None) -> Measurement:
+    """A results row from one timed collective, judged against the GPUs' peer copy rate."""
     pct = 100.0 * row["busbw_gbs"] / peer_gbs if peer_gbs else None
     extra: dict[str, Any] = {"algbw_gbs": row["algbw_gbs"], "bytes": row["bytes"], "ranks": n}
     if pct is not None and pct > 100.0:
@@ -209,6 +211,9 @@ def peer_copy_gbs(ctx: Context) -> float | None:
 
 
 class AllReduce(Experiment):
+    """The `allreduce` experiment: All-reduce, all-gather, reduce-scatter: algbw and busbw from 8
+    B up, verified."""
+
     id = "allreduce"
     title = "All-reduce across GPUs (torch.distributed)"
     summary = "All-reduce, all-gather, reduce-scatter: algbw and busbw from 8 B up, verified."
@@ -236,9 +241,12 @@ class AllReduce(Experiment):
     bench_suites = ("multi-gpu",)  # not "full": a one-GPU machine cannot run it
 
     def check(self, params: dict[str, Any], inventory: Any) -> None:
+        """Refuse a rank count this machine cannot run before any process starts."""
         world_size(Context(inventory=inventory), params)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         result = self.new_result(ctx, params)
         n = world_size(ctx, params)
         cap = int(params["max_bytes"]) if ctx.has_cuda else min(CPU_MAX_BYTES, params["max_bytes"])
@@ -301,6 +309,8 @@ class AllReduce(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: the all-reduce bus bandwidth at the largest size, and its share of the GPUs'
+        peer copy rate."""
         s = result.summary
         bus = (s.get("busbw_gbs") or {}).get("all-reduce")
         if bus is None:

@@ -44,6 +44,7 @@ def host_bytes(hi: int, gpu: bool) -> int:
 
 
 def sizes_between(lo: int, hi: int) -> list[int]:
+    """Sizes from `lo` growing fourfold up to `hi`, with `hi` always the last."""
     out = []
     s = lo
     while s <= hi:
@@ -55,6 +56,9 @@ def sizes_between(lo: int, hi: int) -> list[int]:
 
 
 class Bandwidth(Experiment):
+    """The `bandwidth` experiment: H2D and D2H (pageable vs pinned), device-to-device, by size,
+    vs a runtime memcpy."""
+
     id = "bandwidth"
     title = "Memory bandwidth: host, PCIe and device"
     summary = "H2D and D2H (pageable vs pinned), device-to-device, by size, vs a runtime memcpy."
@@ -86,12 +90,15 @@ class Bandwidth(Experiment):
     bench_suites = ("full",)
 
     def check(self, params: dict[str, Any], inventory: Any) -> None:
+        """Refuse a min_size above max_size."""
         if params["min_size"] > params["max_size"]:
             raise ParamError(
                 "min_size", params["min_size"], f"at most max_size ({params['max_size']})"
             )
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         lo, hi = int(params["min_size"]), int(params["max_size"])
         lo -= lo % 4
         hi -= hi % 4
@@ -142,6 +149,9 @@ class Bandwidth(Experiment):
                     d = c.id[:3]
                     pk = sup.peak_here(p, "torch-cuda", d)
                     pk_name = f"pinned {d.upper()} copy (calibrated)"
+                cache_extra: dict[str, Any] = (
+                    {"note": cached, "cache_resident": True} if cached else {}
+                )
                 m = sup.emit(
                     ctx,
                     result,
@@ -157,7 +167,7 @@ class Bandwidth(Experiment):
                         bytes=size,
                         bytes_counted="read + written" if both_ways else "moved once",
                         inner=inner,
-                        **({"note": cached, "cache_resident": True} if cached else {}),
+                        **cache_extra,
                     ),
                 )
                 curves.setdefault(c.id, []).append((float(size), m.throughput or 0.0))
@@ -256,6 +266,8 @@ class Bandwidth(Experiment):
         )
 
     def headline(self, result: Result) -> str:
+        """One line: the largest pinned host-to-GPU rate against the pageable one (or the CPU's
+        copy rate)."""
         largest = result.summary.get("largest_size_gbs") or {}
         pin, page = largest.get("h2d-pinned"), largest.get("h2d-pageable")
         if pin:

@@ -39,6 +39,8 @@ def summary(
     pcie: float | None,
     p: Any,
 ) -> dict[str, Any]:
+    """The bandwidth run's summary: the largest size's rate per contender, the PCIe link and its
+    theoretical rate."""
     largest = {cid: pts[-1][1] for cid, pts in curves.items() if pts}
     out: dict[str, Any] = {"largest_size_gbs": largest, "pcie_link": link}
     if pcie:
@@ -62,6 +64,7 @@ def summary(
 
 
 def explain(s: dict[str, Any], gpu: bool) -> str:
+    """The bandwidth run's explanation, in words, for a GPU or a CPU run."""
     text = (
         ""
         if gpu

@@ -35,10 +35,14 @@ class DoesNotFit(ExperimentError):
     """A size that would not fit in device memory, refused before anything is allocated."""
 
     kind = "does-not-fit"
+    # Set by whoever raises it: the sizes asked for and free, sent with the failure.
+    extra: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Contender:
+    """One way of doing an experiment's work (a library, a device), with the backend it needs."""
+
     id: str
     label: str
     backend: str  # python | numpy | torch-cpu | torch-cuda | cupy
@@ -79,9 +83,11 @@ class Context:
 
     @property
     def cancelled(self) -> bool:
+        """True once the run was asked to stop."""
         return bool(self.is_cancelled and self.is_cancelled())
 
     def check_cancelled(self) -> None:
+        """Raise Cancelled once the run was asked to stop."""
         if self.cancelled:
             raise Cancelled("cancelled")
 
@@ -101,6 +107,7 @@ class Context:
         self.check_cancelled()
 
     def progress(self, fraction: float, message: str = "") -> None:
+        """Report progress (clamped to 0..1) and check for a cancel."""
         if self.on_progress:
             self.on_progress(max(0.0, min(1.0, float(fraction))), message)
         self.check_cancelled()
@@ -119,25 +126,31 @@ class Context:
             self.on_measurement(row)
 
     def log(self, message: str) -> None:
+        """Send a line to the run's log."""
         if self.on_log:
             self.on_log(message)
 
     def memory(self) -> dict[str, Any]:
+        """Allocator and device memory as this process sees it now, in bytes (core.memory.probe)."""
         return memory.probe(self.device_index)
 
     @property
     def has_cuda(self) -> bool:
+        """True when torch can use the GPU."""
         return self.inventory.available("torch-cuda")
 
     @property
     def has_cupy(self) -> bool:
+        """True when CuPy can use the GPU."""
         return self.inventory.available("cupy")
 
     @property
     def torch_device(self) -> str:
+        """The torch device string for this run: cuda:N, or cpu."""
         return f"cuda:{self.device_index}" if self.has_cuda else "cpu"
 
     def device_name(self) -> str:
+        """The GPU's name, or a description of the CPU."""
         for d in self.inventory.devices:
             if d.kind == "cuda" and d.index == self.device_index:
                 return d.name
@@ -179,9 +192,11 @@ class Experiment:
         """Refuse params that cannot work on this machine before any work starts."""
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Do the work at `params` and return the Result; subclasses implement it."""
         raise NotImplementedError
 
     def new_result(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """An empty Result stamped with this run's experiment, params, device and versions."""
         versions = {k: v for k, v in ctx.inventory.versions.items() if v}
         result = Result(
             record=RunRecord(
@@ -219,6 +234,7 @@ class Experiment:
         return text or generic(self, result)
 
     def describe(self) -> dict[str, Any]:
+        """The experiment's id, texts, params and contenders as JSON-ready data."""
         return {
             "id": self.id,
             "title": self.title,

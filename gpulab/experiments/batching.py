@@ -31,6 +31,9 @@ def device_bytes(batch: int, size: int) -> int:
 
 
 class Batching(Experiment):
+    """The `batching` experiment: Many small matrix products: a Python loop of torch.mm vs a
+    single torch.bmm."""
+
     id = "batching"
     title = "Batching: loop of mm vs one bmm"
     summary = "Many small matrix products: a Python loop of torch.mm vs a single torch.bmm."
@@ -51,6 +54,8 @@ class Batching(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import torch
 
         batch, size = int(params["batch"]), int(params["size"])
@@ -127,6 +132,7 @@ class Batching(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: how much faster one torch.bmm was than a loop of torch.mm, GPU first."""
         s = result.summary
         for where in ("gpu", "cpu"):
             x = s.get(f"bmm_speedup_{where}")

@@ -62,6 +62,9 @@ def fit_bytes(width: int, height: int, *, host: bool) -> int:
 
 
 class Blur(Experiment):
+    """The `blur` experiment: Gaussian, box, sharpen and edge filters: SciPy, torch conv2d and
+    our CuPy kernel."""
+
     id = "blur"
     title = "Blur and 2-D convolution"
     summary = "Gaussian, box, sharpen and edge filters: SciPy, torch conv2d and our CuPy kernel."
@@ -126,6 +129,8 @@ class Blur(Experiment):
     bench_suites = ("core", "full")
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import numpy as np
 
         kind, radius = params["kernel"], int(params["radius"])
@@ -220,7 +225,9 @@ class Blur(Experiment):
         best = next(
             (c for c in ("cupy-kernel", "torch", "scipy", "numpy-slices") if c in outputs), None
         )
-        self._save(ctx, result, planes, outputs.get(best), kind, best or "")
+        self._save(
+            ctx, result, planes, outputs.get(best) if best is not None else None, kind, best or ""
+        )
         result.summary = {
             "image": params["image"],
             "size": size,
@@ -334,6 +341,7 @@ class Blur(Experiment):
         return out
 
     def headline(self, result: Result) -> str:
+        """One line: the fastest blur's rate and its percent of this device's copy bandwidth."""
         rows = measured(result)
         best = next(
             (m for cid in ("cupy-kernel", "torch", "scipy") for m in rows if m.contender == cid),

@@ -103,6 +103,7 @@ SCIPY_MISSING = "SciPy is not installed (pip install scipy): NumPy slices ran in
 
 
 def have_scipy() -> bool:
+    """True when scipy.ndimage imports."""
     try:
         import scipy.ndimage  # noqa: F401
     except ImportError:

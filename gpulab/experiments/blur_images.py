@@ -103,7 +103,7 @@ def to_display(planes, kind: str):
     """(3, H, W) float -> (H, W, 3) uint8 for PNG and the terminal."""
     import numpy as np
 
-    img = np.moveaxis(np.asarray(planes, dtype=np.float32), 0, -1)
+    img: np.ndarray = np.moveaxis(np.asarray(planes, dtype=np.float32), 0, -1)
     if kind == "edge":
         mag = np.abs(img)
         scale = float(np.percentile(mag, 99.5)) or 1.0

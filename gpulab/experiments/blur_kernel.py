@@ -46,6 +46,7 @@ class BlurKernel:
         self.tile = tile or tile_for(radius)
 
     def module(self, tile: tuple[int, int]) -> Any:
+        """The compiled CuPy module for this radius and tile shape, built once per process."""
         key = (self.radius, *tile)
         if key not in BlurKernel._modules:
             opts = (
@@ -60,6 +61,8 @@ class BlurKernel:
         return BlurKernel._modules[key]
 
     def variant(self, kind: str, width: int) -> str:
+        """Which kernel runs `kind` on an image `width` wide: 2-D, separable, or separable with
+        vector loads."""
         if kind not in SEPARABLE:
             return "blur_2d"
         if width % 4:

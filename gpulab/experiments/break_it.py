@@ -146,12 +146,16 @@ class CappedMemoryError(MemoryError):
 
 
 def size(n: int) -> str:
+    """A byte count as MiB or GiB."""
     if n >= 2**30:
         return f"{n / 2**30:.2f} GiB"
     return f"{n / MIB:.0f} MiB"
 
 
 class BreakIt(Experiment):
+    """The `break-it` experiment: Cause the classic failures on purpose (OOM, crash, hang, ...)
+    and watch the lab survive."""
+
     id = "break-it"
     title = "Break it"
     summary = (
@@ -187,12 +191,15 @@ class BreakIt(Experiment):
     )
 
     def check(self, params: dict[str, Any], inventory: Inventory) -> None:
+        """Refuse a mode that needs CuPy on a machine without it."""
         mode = params["mode"]
         if mode in ("illegal-address", "runaway-kernel") and not inventory.available("cupy"):
             why = inventory.reason("cupy") or inventory.gpu_reason or "no GPU"
             raise ExperimentError(f"{mode} needs an NVIDIA GPU with CuPy, unavailable here: {why}")
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Cause the failure `params["mode"]` names; it never returns (an exception, a dead
+        process or a cancel), and ExperimentError if the mode broke nothing."""
         mode = params["mode"]
         if mode == "device-mismatch":
             self._device_mismatch(ctx)

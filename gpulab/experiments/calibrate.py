@@ -16,6 +16,9 @@ from gpulab.experiments.base import Contender, Context, Experiment
 
 
 class Calibrate(Experiment):
+    """The `calibrate` experiment: Measure this device's copy bandwidth, matmul TFLOP/s per dtype
+    and PCIe copies."""
+
     id = "calibrate"
     title = "Calibrate this device"
     summary = "Measure this device's copy bandwidth, matmul TFLOP/s per dtype and PCIe copies."
@@ -29,6 +32,8 @@ class Calibrate(Experiment):
     contenders = (Contender("peaks", "calibration", "numpy"),)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Measure this device's ceilings (or read them from the cache) into a Result whose
+        summary holds them."""
         result = self.new_result(ctx, params)
         ctx.progress(0.0, "measuring this device's ceilings")
         peaks = pk.load_or_measure(
@@ -59,6 +64,7 @@ class Calibrate(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: the copy, pinned-transfer and matmul ceilings just measured."""
         p = result.summary.get("peaks") or {}
         what = "this CPU" if p.get("cpu") else "this GPU"
         parts = []

@@ -10,11 +10,13 @@ from gpulab.core.doc_tags import tagged
 
 
 def add_parser(sub: Any) -> None:
+    """Register `gpulab list` on the subcommands."""
     lst = sub.add_parser("list", help="experiments and their parameters")
     lst.add_argument("--json", action="store_true", help="print JSON")
 
 
 def main(args: argparse.Namespace) -> int:
+    """Print the experiments and their parameters (text or JSON)."""
     # deferred: the command's work loads when it runs, not at every gpulab start
     from gpulab.experiments.registry import all_experiments
 

@@ -104,6 +104,7 @@ def fresh_process(ctx: Context, dev: str, n: int) -> dict[str, float]:
 
 
 def step_row(contender: str, step: str, seconds: float, runs: int, spread: list[float]) -> Any:
+    """A results row for one step of a cold start (import, context, first call)."""
     return Measurement(
         contender=contender,
         size=STEPS.get(step, step),
@@ -117,6 +118,9 @@ def step_row(contender: str, step: str, seconds: float, runs: int, spread: list[
 
 
 class ColdStart(Experiment):
+    """The `cold-start` experiment: A new Python process: import torch, CUDA context, first call,
+    each timed."""
+
     id = "cold-start"
     title = "Cold start of a fresh process"
     summary = "A new Python process: import torch, CUDA context, first call, each timed."
@@ -137,6 +141,8 @@ class ColdStart(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import torch
 
         result = self.new_result(ctx, params)
@@ -191,6 +197,7 @@ class ColdStart(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: a fresh process's time to its first result against the warm worker's median."""
         s = result.summary
         ratio = s.get("fresh_total_over_warm")
         if not ratio:
@@ -205,6 +212,7 @@ class ColdStart(Experiment):
 
 
 def explain(s: dict[str, Any], gpu: bool) -> str:
+    """The cold-start run's explanation: where a fresh process's time went."""
     steps = s["fresh_steps_s"]
     text = (
         "A benchmark that starts a new process pays for everything before its first result: "

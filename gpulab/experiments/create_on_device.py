@@ -50,6 +50,9 @@ def uniform_check(cid: str, x: Any, n: int, ctx: Context | None = None) -> Verdi
 
 
 class CreateOnDevice(Experiment):
+    """The `create-on-device` experiment: torch.rand on the GPU vs torch.rand on the CPU then
+    .to(device), split into parts."""
+
     id = "create-on-device"
     title = "Create tensors on the device"
     summary = "torch.rand on the GPU vs torch.rand on the CPU then .to(device), split into parts."
@@ -67,6 +70,8 @@ class CreateOnDevice(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import torch
 
         n = int(params["n"])
@@ -139,6 +144,8 @@ class CreateOnDevice(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: the speedup of creating the tensor on the GPU over torch.rand then .to(), or
+        the CPU time."""
         s = result.summary
         return on_gpu_else_cpu(
             s,

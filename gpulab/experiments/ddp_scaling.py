@@ -61,6 +61,7 @@ def _sync(rc: ranks.RankContext) -> None:
 
 
 def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
+    """One rank's training run under DDP: its timings, loss curve and communication time."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -72,7 +73,7 @@ def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
     comm: list[float] = []
 
     # No annotations: DDP checks a hook's (and rejects anything but dist.GradBucket).
-    def timed_allreduce(state, bucket):  # type: ignore[no-untyped-def]
+    def timed_allreduce(state, bucket):
         t0 = time.perf_counter()
         buf = bucket.buffer().div_(n)
         fut = dist.all_reduce(buf, async_op=True).get_future()
@@ -163,6 +164,9 @@ def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 class DDPScaling(Experiment):
+    """The `ddp-scaling` experiment: One model on 1..N ranks with DistributedDataParallel:
+    samples/s, efficiency, comm."""
+
     id = "ddp-scaling"
     title = "Data-parallel training across GPUs (DDP)"
     summary = "One model on 1..N ranks with DistributedDataParallel: samples/s, efficiency, comm."
@@ -184,9 +188,12 @@ class DDPScaling(Experiment):
     bench_suites = ("multi-gpu",)  # not "full": a one-GPU machine cannot run it
 
     def check(self, params: dict[str, Any], inventory: Any) -> None:
+        """Refuse a rank count this machine cannot run (or one that does not divide the batch)."""
         self.world_sizes(Context(inventory=inventory), params)
 
     def world_sizes(self, ctx: Context, params: dict[str, Any]) -> list[int]:
+        """The rank counts to run (1, 2, 4, ... up to the most); ParamError when max_ranks cannot
+        run here."""
         top = int(params.get("max_ranks") or 0)
         most = ranks.gpu_count(ctx) if ctx.has_cuda else ranks.max_world_size(ctx)
         top = top or (most if ctx.has_cuda else 2)
@@ -199,6 +206,8 @@ class DDPScaling(Experiment):
         return list(range(1, top + 1))
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         result = self.new_result(ctx, params)
         gpu = ctx.has_cuda
         cfg = {
@@ -295,6 +304,8 @@ class DDPScaling(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: samples/s and scaling efficiency at the most ranks, and whether the loss
+        curves matched one rank's."""
         s = result.summary
         sizes = s.get("world_sizes") or []
         if len(sizes) < 2:

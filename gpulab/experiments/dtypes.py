@@ -47,6 +47,9 @@ def fit_bytes(size: int, n: int, dtypes: list[str], ops: tuple[str, ...], *, hos
 
 
 class Dtypes(Experiment):
+    """The `dtypes` experiment: Matmul TFLOP/s and elementwise GB/s per dtype, inputs made
+    outside the timing."""
+
     id = "dtypes"
     title = "Data types and throughput"
     summary = "Matmul TFLOP/s and elementwise GB/s per dtype, inputs made outside the timing."
@@ -74,6 +77,8 @@ class Dtypes(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import torch
 
         result = self.new_result(ctx, params)
@@ -287,6 +292,7 @@ class Dtypes(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: the fastest matmul dtype's TFLOP/s and how fp32 compares with fp64."""
         s = result.summary
         tflops = {d: v for d, v in (s.get("matmul_tflops") or {}).items() if v}
         if not tflops:

@@ -49,6 +49,7 @@ def quantize(torch: Any, x: Any) -> tuple[Any, Any]:
 
 
 def scaled_mm(torch: Any, a8: Any, b8: Any, sa: Any, sb: Any) -> Any:
+    """torch._scaled_mm into bf16, the product alone on every torch version."""
     out = torch._scaled_mm(a8, b8, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
     return out[0] if isinstance(out, tuple) else out  # torch < 2.5 also returned amax
 

@@ -25,6 +25,8 @@ def host_bytes(n: int) -> int:
 
 
 class InPlace(Experiment):
+    """The `in-place` experiment: x.add_(y) vs x = x + y: time and peak memory."""
+
     id = "in-place"
     title = "In-place operations"
     summary = "x.add_(y) vs x = x + y: time and peak memory."
@@ -42,6 +44,8 @@ class InPlace(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import torch
 
         n = int(params["n"])
@@ -124,6 +128,7 @@ class InPlace(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: x.add_(y) against x = x + y in time and extra peak memory, GPU first."""
         peaks = result.summary.get("peak_extra_mib") or {}
         rows = {m.contender: m for m in measured(result)}
         for where in ("gpu", "cpu"):

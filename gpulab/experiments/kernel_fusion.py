@@ -40,6 +40,9 @@ def fit_bytes(n: int, *, host: bool) -> int:
 
 
 class KernelFusion(Experiment):
+    """The `kernel-fusion` experiment: (x + 1) * 2 - 3: eager (3 kernels) vs cupy.fuse,
+    ElementwiseKernel, torch.compile."""
+
     id = "kernel-fusion"
     title = "Kernel fusion"
     summary = "(x + 1) * 2 - 3: eager (3 kernels) vs cupy.fuse, ElementwiseKernel, torch.compile."
@@ -64,6 +67,8 @@ class KernelFusion(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import numpy as np
 
         n = int(params["n"])
@@ -184,6 +189,8 @@ class KernelFusion(Experiment):
         return (lambda: compiled(x)), 1, None
 
     def headline(self, result: Result) -> str:
+        """One line: the largest fused-over-eager gain, or the streaming rate when none was
+        measured."""
         gains = {k: v for k, v in result.summary.items() if "_over_" in k and v}
         if not gains:
             return streaming(self, result)

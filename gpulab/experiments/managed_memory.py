@@ -37,6 +37,9 @@ def capped_bytes(asked: int, free: int | None) -> int:
 
 
 class ManagedMemory(Experiment):
+    """The `managed-memory` experiment: A kernel on managed memory the CPU just wrote: faulting,
+    prefetched, or plain."""
+
     id = "managed-memory"
     title = "Managed memory: page faults vs prefetch"
     summary = "A kernel on managed memory the CPU just wrote: faulting, prefetched, or plain."
@@ -85,6 +88,8 @@ class ManagedMemory(Experiment):
     bench_suites = ("full",)
 
     def check(self, params: dict[str, Any], inventory: Inventory) -> None:
+        """Refuse to start without CuPy on an NVIDIA GPU (managed memory is allocated through
+        it)."""
         if not inventory.available("cupy"):
             why = inventory.reason("cupy") or inventory.gpu_reason or "no GPU"
             raise ExperimentError(
@@ -92,6 +97,8 @@ class ManagedMemory(Experiment):
             )
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         result = self.new_result(ctx, params)
         free = sup.free_device_memory(ctx)
         nbytes = capped_bytes(int(params["mib"]) * MIB, free[0] if free else None)
@@ -233,6 +240,8 @@ class ManagedMemory(Experiment):
         )
 
     def headline(self, result: Result) -> str:
+        """One line: first-touch managed memory against plain device memory, and what a prefetch
+        recovers."""
         gbs = result.summary.get("gbs") or {}
         first, dev, pre = (
             gbs.get(k) for k in ("managed-first-touch", "device", "managed-prefetched")
@@ -247,6 +256,8 @@ class ManagedMemory(Experiment):
 
 
 def explain(rates: dict[str, float], nbytes: int) -> str:
+    """The managed-memory run's explanation: page faults on first touch, and what a prefetch
+    changes."""
     text = (
         "Managed memory gives the CPU and the GPU one pointer: the driver moves each page to "
         "whichever side touches it. That convenience is paid at the first touch: the CPU wrote "

@@ -100,6 +100,9 @@ def benchmark_timer_tflops(
 
 
 class Matmul(MatmulContenders, Experiment):
+    """The `matmul` experiment: Square matrix products from pure Python to tensor cores: time,
+    TFLOP/s, % of peak."""
+
     id = "matmul"
     title = "The matmul race"
     summary = "Square matrix products from pure Python to tensor cores: time, TFLOP/s, % of peak."
@@ -147,6 +150,8 @@ class Matmul(MatmulContenders, Experiment):
     # ------------------------------------------------------------------ run
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         sizes = sorted(int(n) for n in params["sizes"])
         dtypes = list(params["dtypes"])
         result = self.new_result(ctx, params)
@@ -331,6 +336,8 @@ class Matmul(MatmulContenders, Experiment):
             )
 
     def headline(self, result: Result) -> str:
+        """One line: at the largest size, the fastest contender's lead over NumPy (GPU) or pure
+        Python, in the same dtype where one ran."""
         rows = measured(result)
         sizes = sorted({int(m.size) for m in rows}, reverse=True)
         for n in sizes:

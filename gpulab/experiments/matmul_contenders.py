@@ -29,11 +29,14 @@ SINGLE_NOTE = "one call at a time: launch latency included"
 
 
 def python_matmul(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:
+    """The product of two list-of-lists matrices in pure Python."""
     cols = list(zip(*b, strict=True))
     return [[sum(map(operator.mul, r, c)) for c in cols] for r in a]
 
 
 def rel_error(out, ref) -> float:
+    """The largest error of `out` against `ref`, relative to ref's largest magnitude (inf when
+    not finite)."""
     import numpy as np
 
     out = np.asarray(out, dtype=np.float64)
@@ -203,7 +206,9 @@ class MatmulContenders:
         # Rows of C and A, and B a block of columns at a time, widened to float64 on the host
         # (bf16 and fp16 exactly): no full-size temporary of B on the GPU or the host.
         err = verification.product_error(out[:k], a[:k], b)
-        a = b = out = None  # freed before the cache is emptied
+        # Freed before the cache is emptied. Not `del`: `call` closes over these cells, and a
+        # Tensor-typed cell that ends as None is what mypy cannot follow.
+        a = b = out = None  # type: ignore[assignment]
         if cuda:
             torch.cuda.empty_cache()
         return timing, err, k, kw, b2b

@@ -87,6 +87,9 @@ def _row(step: str, seconds: float, note: str, **extra: Any) -> Measurement:
 
 
 class Memory(Experiment):
+    """The `memory` experiment: memory_allocated vs reserved vs NVML; del, empty_cache, peaks; a
+    held allocation."""
+
     id = "memory"
     title = "GPU memory: allocator, context, peaks and OOM"
     summary = "memory_allocated vs reserved vs NVML; del, empty_cache, peaks; a held allocation."
@@ -105,6 +108,8 @@ class Memory(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         result = self.new_result(ctx, params)
         if ctx.has_cuda:
             result.unavailable["numpy"] = "the GPU allocator is shown instead"
@@ -131,7 +136,7 @@ class Memory(Experiment):
         def reading(step: str, t0: float, note: str) -> dict[str, Any]:
             torch.cuda.synchronize(dev)
             mine, used, why = nvml_process_bytes(ctx.device_index)
-            r = {
+            r: dict[str, Any] = {
                 "allocated": int(torch.cuda.memory_allocated(dev)),
                 "reserved": int(torch.cuda.memory_reserved(dev)),
                 "peak": int(torch.cuda.max_memory_allocated(dev)),
@@ -371,6 +376,8 @@ class Memory(Experiment):
         )
 
     def headline(self, result: Result) -> str:
+        """One line: what the CUDA context held beyond PyTorch's cache and what stayed reserved
+        after del (or host RSS growth)."""
         s = result.summary
         if s.get("context_bytes_nvml") is not None:
             return (

@@ -44,6 +44,9 @@ def column_sums(x: Any) -> Any:
 
 
 class MemoryLayout(Experiment):
+    """The `memory-layout` experiment: Contiguous vs transposed vs strided access, and the cost
+    of .contiguous() itself."""
+
     id = "memory-layout"
     title = "Memory layout and contiguity"
     summary = "Contiguous vs transposed vs strided access, and the cost of .contiguous() itself."
@@ -62,6 +65,8 @@ class MemoryLayout(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import torch
 
         result = self.new_result(ctx, params)
@@ -178,6 +183,7 @@ class MemoryLayout(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: .contiguous() then the op, as a multiple of the op on the transposed view."""
         s = result.summary
         if s.get("copy_then_op_over_view"):
             return (

@@ -53,6 +53,9 @@ def fit_bytes(hidden: int, layers: int, batch: int, features: int) -> int:
 
 
 class MixedPrecision(Experiment):
+    """The `mixed-precision` experiment: An MLP trained N steps: fp32 vs fp16 autocast +
+    GradScaler vs bf16 autocast."""
+
     id = "mixed-precision"
     title = "Mixed precision training"
     summary = "An MLP trained N steps: fp32 vs fp16 autocast + GradScaler vs bf16 autocast."
@@ -76,6 +79,8 @@ class MixedPrecision(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import torch
 
         result = self.new_result(ctx, params)
@@ -241,6 +246,7 @@ class MixedPrecision(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: the low-precision run's speedup over fp32 and both final losses."""
         rows = {m.contender: m for m in measured(result)}
         losses = result.summary.get("final_loss") or {}
         for base, fast in (("fp32", "bf16"), ("fp32", "fp16-scaler"), ("fp32-cpu", "bf16-cpu")):

@@ -43,11 +43,15 @@ NO_CEILING = "no calibrated ceiling for this work (random numbers + a compare)"
 
 
 def standard_error(samples: int) -> float:
+    """The standard error of the pi estimate from `samples` points."""
     p = math.pi / 4
     return 4 * math.sqrt(p * (1 - p) / samples)
 
 
 class MonteCarlo(Experiment):
+    """The `montecarlo` experiment: Estimate pi from random points: NumPy, PyTorch (CPU, GPU) and
+    one fused CuPy kernel."""
+
     id = "montecarlo"
     title = "Monte Carlo pi"
     summary = "Estimate pi from random points: NumPy, PyTorch (CPU, GPU) and one fused CuPy kernel."
@@ -75,6 +79,8 @@ class MonteCarlo(Experiment):
     bench_suites = ("core", "full")
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         samples = int(params["samples"])
         seed = int(params["seed"])
         result = self.new_result(ctx, params)
@@ -303,6 +309,7 @@ class MonteCarlo(Experiment):
         )
 
     def headline(self, result: Result) -> str:
+        """One line: the estimate of pi, its error in standard errors, and the fastest contender."""
         s = result.summary
         est, err, se = s.get("estimate"), s.get("error"), s.get("standard_error")
         if est is None or err is None or not se:

@@ -123,6 +123,7 @@ class FusedKernel:
         self.peak_bytes = 0
 
     def grid(self, samples: int) -> int:
+        """Blocks to launch for `samples`: enough to fill the GPU, capped by the work."""
         regs = max(1, int(getattr(self.fn, "num_regs", 32) or 32))
         per_sm = max(1, min(8, 65536 // (regs * 256)))
         blocks = min(self.sms * per_sm, -(-samples // 256))
@@ -131,6 +132,7 @@ class FusedKernel:
         return max(1, blocks)
 
     def count(self, samples: int, seed: int) -> int:
+        """Points inside the quarter circle among `samples` made on the GPU from `seed`."""
         cp = self.cupy
         with self.device:
             inside = cp.zeros(1, dtype=cp.uint64)

@@ -61,10 +61,12 @@ class TorchCounter:
 
     @property
     def chunk(self) -> int:
+        """Points per chunk."""
         return int(self.x.numel())
 
     @property
     def nbytes(self) -> int:
+        """Bytes the counter's buffers take."""
         return int(self.x.nbytes + self.y.nbytes + self.total.nbytes)
 
     def count(self, samples: int, seed: int, check: Callable[[], None] | None = None) -> int:

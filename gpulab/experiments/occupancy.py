@@ -86,10 +86,14 @@ def predicted(
 
 
 def fit_bytes(n: int) -> int:
+    """Device bytes an occupancy run with `n` elements needs."""
     return int(2 * 4 * n * 1.05) + sup.SLACK_BYTES
 
 
 class Occupancy(Experiment):
+    """The `occupancy` experiment: Two CuPy kernels over block sizes 32..1024: predicted
+    occupancy next to GB/s."""
+
     id = "occupancy"
     title = "Occupancy and block size"
     summary = "Two CuPy kernels over block sizes 32..1024: predicted occupancy next to GB/s."
@@ -115,6 +119,7 @@ class Occupancy(Experiment):
     bench_suites = ("full",)
 
     def check(self, params: dict[str, Any], inventory: Inventory) -> None:
+        """Refuse block sizes that are not whole warps (multiples of 32)."""
         odd = [b for b in params["blocks"] if b % 32]
         if odd:  # a block is a whole number of warps
             raise ParamError(
@@ -130,6 +135,8 @@ class Occupancy(Experiment):
             )
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         n = int(params["n"])
         blocks = sorted({int(b) for b in params["blocks"]})
         result = self.new_result(ctx, params)
@@ -238,6 +245,8 @@ class Occupancy(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: the memory-bound kernel's best GB/s and its predicted occupancy against the
+        worst block size."""
         rows = [m for m in measured(result) if m.contender == "scale" and m.throughput]
         if not rows:
             return ""
@@ -277,6 +286,7 @@ def occupancy_blocks(
 
 
 def explain(rows: list[Measurement], info: dict[str, Any]) -> str:
+    """The occupancy run's explanation: what caps occupancy and why more did not mean faster."""
     text = (
         "Occupancy is the share of an SM's warp slots that a kernel's blocks fill. It is capped "
         "by whichever runs out first: the blocks an SM may hold (32 on an A100 or H100, so "

@@ -101,6 +101,9 @@ def topology(count: int) -> dict[str, str]:
 
 
 class P2P(Experiment):
+    """The `p2p` experiment: Copy bandwidth and latency between every pair of GPUs, peer vs
+    through the host."""
+
     id = "p2p"
     title = "GPU-to-GPU copies (peer access)"
     summary = "Copy bandwidth and latency between every pair of GPUs, peer vs through the host."
@@ -116,6 +119,8 @@ class P2P(Experiment):
     bench_suites = ("multi-gpu",)  # not "full": a one-GPU machine cannot run it
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         result = self.new_result(ctx, params)
         count = ranks.gpu_count(ctx) if ctx.has_cuda else 0
         if count < 2:
@@ -185,6 +190,7 @@ class P2P(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: the range of GPU-to-GPU copy rates between the GPUs with peer access."""
         s = result.summary
         if not s.get("gpus"):
             return ""
@@ -195,6 +201,7 @@ class P2P(Experiment):
 
 
 def render(count: int, matrix: dict[str, dict[str, float]], topo: dict[str, str]) -> str:
+    """The peer, via-host and latency matrices and the topology as text."""
     lines = []
     for mode, unit in (("peer", "GB/s"), ("via-host", "GB/s"), ("latency_us", "us")):
         lines.append(f"{mode} ({unit}), rows: source GPU, columns: destination")

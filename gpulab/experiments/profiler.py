@@ -42,6 +42,9 @@ def _device_total(evt: Any) -> float:
 
 
 class Profiler(Experiment):
+    """The `profiler` experiment: torch.profiler on forward, loss, backward and step: where the
+    time goes."""
+
     id = "profiler"
     title = "Profiling a training step"
     summary = "torch.profiler on forward, loss, backward and step: where the time goes."
@@ -73,6 +76,8 @@ class Profiler(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import torch
         from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -240,6 +245,7 @@ class Profiler(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: the operation that took the largest share of the profiled time."""
         # Operators only: the kernel rows (GPU) are the same time seen from the device side.
         rows = [m for m in measured(result) if m.extra.get("kind") != "kernel"]
         if not rows:

@@ -78,6 +78,9 @@ class OurKernel:
 
 
 class Reduction(Experiment):
+    """The `reduction` experiment: Sum n floats: our CuPy tree-reduction kernel vs torch.sum,
+    cupy.sum, numpy.sum."""
+
     id = "reduction"
     title = "Parallel reduction (sum)"
     summary = "Sum n floats: our CuPy tree-reduction kernel vs torch.sum, cupy.sum, numpy.sum."
@@ -106,6 +109,8 @@ class Reduction(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import numpy as np
 
         n = int(params["n"])
@@ -232,6 +237,8 @@ class Reduction(Experiment):
         return (lambda: kernel(xc)), lambda r: float(r.get()[0])
 
     def headline(self, result: Result) -> str:
+        """One line: the fastest reduction's GB/s, its share of the copy bandwidth and its lead
+        over NumPy."""
         return streaming(self, result)
 
 

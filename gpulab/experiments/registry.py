@@ -43,6 +43,8 @@ _hidden: dict[str, Experiment] = {}
 
 
 class UnknownExperiment(BadInput, KeyError):
+    """An experiment id that matches none; its message lists the known ones."""
+
     def __init__(self, name: str, known: list[str]) -> None:
         self.name = name
         self.known = known
@@ -53,6 +55,7 @@ class UnknownExperiment(BadInput, KeyError):
 
 
 def all_experiments() -> dict[str, Experiment]:
+    """Every listed experiment by id, loaded once."""
     global _cache
     if _cache is None:
         found: dict[str, Experiment] = {}
@@ -75,6 +78,7 @@ def hidden_experiments() -> dict[str, Experiment]:
 
 
 def get(name: str) -> Experiment:
+    """The experiment `name` (hidden ones too); UnknownExperiment when there is none."""
     exps = all_experiments()
     if name not in exps:
         hidden = hidden_experiments()

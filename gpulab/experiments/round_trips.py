@@ -36,6 +36,9 @@ def _steps(x: Any, steps: int, dev: Any, trips: bool) -> Any:
 
 
 class RoundTrips(Experiment):
+    """The `round-trips` experiment: GPU -> CPU -> GPU every step vs staying on the device, for
+    the same arithmetic."""
+
     id = "round-trips"
     title = "Transfer round trips"
     summary = "GPU -> CPU -> GPU every step vs staying on the device, for the same arithmetic."
@@ -55,6 +58,8 @@ class RoundTrips(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import numpy as np
         import torch
 
@@ -117,6 +122,8 @@ class RoundTrips(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: how much slower a trip to the CPU and back every step was than staying on
+        the GPU."""
         return on_gpu_else_cpu(
             result.summary,
             "round_trip_penalty",

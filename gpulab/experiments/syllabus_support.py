@@ -37,10 +37,12 @@ class Ceilings:
 
     @property
     def cpu(self) -> bool:
+        """True when the main ceilings are the CPU's."""
         return bool(self.main.cpu)
 
     @property
     def copy_gbs(self) -> float | None:
+        """The main device's copy bandwidth, GB/s."""
         return self.main.copy_gbs
 
 
@@ -88,12 +90,14 @@ def peak_here(p: Ceilings | None, backend: str, what: str) -> float | None:
 
 
 def emit(ctx: Context, result: Result, m: Measurement) -> Measurement:
+    """Send the row to the UI and keep it in the result; the row."""
     ctx.measurement(m)
     result.measurements.append(m)
     return m
 
 
 def sync_kind(backend: str) -> str:
+    """How the timer synchronises for a backend: torch, cupy or none."""
     return {"torch-cuda": "torch", "cupy": "cupy"}.get(backend, "none")
 
 
@@ -143,6 +147,7 @@ def todo(exp: Any, result: Result, ids: tuple[str, ...] | None = None) -> list[A
 
 
 def size_label(nbytes: float) -> str:
+    """A byte count as B, KiB, MiB or GiB: whole numbers bare, others to one decimal."""
     for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if nbytes >= factor:
             value = nbytes / factor
@@ -151,6 +156,7 @@ def size_label(nbytes: float) -> str:
 
 
 def torch_dtype(name: str) -> Any:
+    """The torch dtype for a dtype name (fp64, fp32, tf32, bf16, fp16, ...)."""
     import torch
 
     return {
@@ -199,6 +205,7 @@ def free_device_memory(ctx: Context) -> tuple[int, int] | None:
 
 
 def fmt_bytes(nbytes: float) -> str:
+    """A byte count as MiB or GiB, for messages."""
     if nbytes >= 2**30:
         return f"{nbytes / 2**30:.2f} GiB"
     return f"{nbytes / 2**20:.1f} MiB"

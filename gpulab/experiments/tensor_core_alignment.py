@@ -39,6 +39,7 @@ def alignment(s: int) -> int:
 
 
 def candidate_sizes(size: int) -> list[int]:
+    """Sizes near `size`: a multiple of 64 and the misaligned ones around it."""
     base = max(64, size - size % 64)
     out = [base, base - 16, base - 8, base - 2, base - 1, base + 1]
     return [s for s in out if s > 0]
@@ -54,6 +55,9 @@ def measured_answer(penalties: dict[str, dict[str, float]]) -> dict[str, Any]:
 
 
 class TensorCoreAlignment(Experiment):
+    """The `tensor-core-alignment` experiment: Matmul at sizes aligned to 64/16/8 vs misaligned
+    (odd) sizes: the real penalty."""
+
     id = "tensor-core-alignment"
     title = "Tensor cores and dimension alignment"
     summary = "Matmul at sizes aligned to 64/16/8 vs misaligned (odd) sizes: the real penalty."
@@ -79,6 +83,8 @@ class TensorCoreAlignment(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import torch
 
         result = self.new_result(ctx, params)
@@ -181,6 +187,7 @@ class TensorCoreAlignment(Experiment):
         return self.finish(result)
 
     def headline(self, result: Result) -> str:
+        """One line: the worst misaligned size's slowdown against the aligned time."""
         worst = result.summary.get("worst") or {}
         if not worst:
             return ""

@@ -74,6 +74,7 @@ def by_rate(tflops: float, fp32_ceiling: float | None) -> tuple[str, str]:
 
 
 def device_us(evt: Any) -> float:
+    """The profiler event's own device time in microseconds, whatever torch version named it."""
     for attr in ("self_device_time_total", "self_cuda_time_total", "device_time_total"):
         value = getattr(evt, attr, None)
         if value:

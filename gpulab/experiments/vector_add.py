@@ -33,6 +33,9 @@ def device_bytes(n: int) -> int:
 
 
 class VectorAdd(Experiment):
+    """The `vector-add` experiment: c = a + b over n float32 elements: NumPy, PyTorch CPU,
+    PyTorch GPU, CuPy."""
+
     id = "vector-add"
     title = "Vector addition"
     summary = "c = a + b over n float32 elements: NumPy, PyTorch CPU, PyTorch GPU, CuPy."
@@ -56,6 +59,8 @@ class VectorAdd(Experiment):
     bench_suites = ("full",)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
+        finished Result."""
         import numpy as np
 
         n = int(params["n"])
@@ -165,6 +170,8 @@ class VectorAdd(Experiment):
         return with_copies, out, "torch"
 
     def headline(self, result: Result) -> str:
+        """One line: the fastest vector add's GB/s, its share of the copy bandwidth and its lead
+        over NumPy."""
         return streaming(self, result)
 
 

@@ -161,6 +161,7 @@ def to_numpy(x: Any) -> Any:
 
 
 def to_numpy64(x: Any) -> Any:
+    """A float64 NumPy copy of a NumPy, torch or CuPy array."""
     import numpy as np
 
     if hasattr(x, "detach"):  # torch
@@ -171,6 +172,7 @@ def to_numpy64(x: Any) -> Any:
 
 
 def verdict(contender: str, out: Any, ref: Any, dtype: str = "fp32", **kw: Any) -> Verdict:
+    """A Verdict on `out` against `ref` with the dtype's tolerance (or `tolerance`)."""
     tol = kw.pop("tolerance", TOLERANCE.get(dtype, 1e-5))
     ctx = kw.pop("ctx", None)
     return Verdict.check(

@@ -27,22 +27,27 @@ def times(ratio: float) -> str:
 
 
 def rate(m: Measurement) -> str:
+    """The row's throughput with its unit, or empty."""
     return f"{m.throughput:.3g} {m.unit}".strip() if m.throughput is not None else ""
 
 
 def duration(seconds: float) -> str:
+    """A duration in s, ms or us."""
     return fmt_time(seconds)
 
 
 def label(exp: Any, contender: str) -> str:
+    """The contender's label, or its id."""
     return next((c.label for c in exp.contenders if c.id == contender), contender)
 
 
 def backend(exp: Any, contender: str) -> str:
+    """The contender's backend, or empty."""
     return next((c.backend for c in exp.contenders if c.id == contender), "")
 
 
 def measured(result: Result) -> list[Measurement]:
+    """The rows really measured (not extrapolated, nonzero time)."""
     return [m for m in result.measurements if not m.extrapolated and m.time_median_s > 0]
 
 
@@ -56,6 +61,7 @@ def fastest(rows: Iterable[Measurement]) -> Measurement | None:
 
 
 def of_peak(m: Measurement, what: str = "") -> str:
+    """', N% of <ceiling>' for a row that has a percent of peak, else empty."""
     if m.percent_of_peak is None:
         return ""
     return f", {m.percent_of_peak:.0f}% of {what or m.peak_name or 'its ceiling'}"

@@ -27,6 +27,9 @@ BANKS = 32
 
 @dataclass
 class Pattern:
+    """How one warp's lanes touch memory: sectors (global) or wavefronts (shared) against the
+    ideal."""
+
     lanes: int
     stride_x: str  # the thread-to-thread step along x, as text ("4", "4*cols")
     units: int  # sectors (global) or wavefronts (shared)
@@ -36,6 +39,7 @@ class Pattern:
 
     @property
     def efficiency(self) -> float:
+        """The ideal transactions over those made (1.0 is perfect)."""
         return self.ideal / self.units if self.units else 1.0
 
 
@@ -75,6 +79,7 @@ def _groups(offsets: list[Poly]) -> dict[Poly, list[int]]:
 
 
 def global_pattern(addr: Val, width: int, block: tuple[int, ...]) -> Pattern | None:
+    """The warp's global-memory pattern for an address, or None when it cannot be worked out."""
     lanes = min(32, math.prod(block) if block else 32)
     offsets = lane_offsets(addr, block, lanes)
     if offsets is None:
@@ -102,6 +107,8 @@ def global_pattern(addr: Val, width: int, block: tuple[int, ...]) -> Pattern | N
 
 
 def shared_pattern(addr: Val, width: int, block: tuple[int, ...]) -> Pattern | None:
+    """The warp's shared-memory bank pattern for an address, or None when it cannot be worked
+    out."""
     lanes = min(32, math.prod(block) if block else 32)
     offsets = lane_offsets(addr, block, lanes)
     if offsets is None:

@@ -16,6 +16,8 @@ KB = 1024
 
 @dataclass(frozen=True)
 class Arch:
+    """One GPU architecture's limits: threads, blocks, warps, registers and shared memory per SM."""
+
     name: str  # sm_90
     major: int
     minor: int
@@ -41,10 +43,12 @@ class Arch:
 
     @property
     def max_warps_per_sm(self) -> int:
+        """Warp slots per SM."""
         return self.max_threads_per_sm // self.warp
 
     @property
     def cc(self) -> str:
+        """The compute capability as text, e.g. 9.0."""
         return f"{self.major}.{self.minor}"
 
 

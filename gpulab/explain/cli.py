@@ -27,6 +27,7 @@ def register(sub: Any) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `gpulab explain`'s arguments to `p`."""
     p.add_argument("name", help="exercise id, folder name or number")
     p.add_argument("--plot", action="store_true", help="draw your figure on the roofline")
     p.add_argument(
@@ -115,6 +116,7 @@ def graded_fraction(exercise_id: str) -> float | None:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    """Run `gpulab explain`: compile the learner's kernels and print what limits them."""
     from gpulab.core.errors import BadInput  # deferred: loaded when the command runs
     from gpulab.ex.commands import (  # deferred: loaded when the command runs
         _file,
@@ -142,7 +144,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         with contextlib.suppress(Exception):  # a store another process holds: no figure
             fraction = graded_fraction(ex.id)
         peaks = calibration(gpu["name"] if gpu else None) if fraction else None
-        if peaks is not None:
+        if peaks is not None and fraction is not None:
             from gpulab.core.peaks import peak_for  # deferred: loaded when the command runs
 
             name = ceiling_name(ex.check_path, ex.metric)

@@ -37,6 +37,8 @@ class CubinError(ValueError):
 
 @dataclass
 class Resources:
+    """What ptxas gave one kernel: registers, stack, shared memory and launch bounds."""
+
     kernel: str
     registers: int = 0
     local_bytes: int = 0  # stack frame per thread

@@ -16,6 +16,8 @@ _KERNELS: dict[tuple[str, str, tuple[str, ...]], Any] = {}
 
 @dataclass
 class GpuInfo:
+    """The GPU explain measures on: name, SMs, arch and per-SM limits."""
+
     name: str
     sms: int
     arch: str  # sm_90
@@ -28,6 +30,7 @@ class GpuInfo:
 
 
 def probe(index: int | None = None) -> GpuInfo:
+    """The GpuInfo of CUDA device `index` (the current one by default), read through CuPy."""
     import cupy as cp  # deferred: a heavy dependency, and only for --gpu
 
     dev = cp.cuda.Device(index) if index is not None else cp.cuda.Device()
@@ -48,6 +51,7 @@ def probe(index: int | None = None) -> GpuInfo:
 
 
 def kernel(code: str, name: str, options: tuple[str, ...] = ()) -> Any:
+    """A CuPy RawKernel for `code`, compiled once per process."""
     import cupy as cp  # deferred: a heavy dependency, and only for --gpu
 
     key = (code, name, tuple(options))

@@ -33,10 +33,12 @@ class Launch:
 
     @property
     def threads(self) -> int | None:
+        """Threads per block, or None when unknown."""
         return math.prod(self.block) if self.block else None
 
     @property
     def blocks(self) -> int | Big | None:
+        """Blocks in the grid: a number, Big when it grows with the input, None when unknown."""
         if self.grid is None:
             return None
         if any(isinstance(g, Big) for g in self.grid):
@@ -44,6 +46,7 @@ class Launch:
         return math.prod(int(g) for g in self.grid)
 
     def to_dict(self) -> dict[str, Any]:
+        """The launch as JSON-ready data."""
         grid = None
         if self.grid is not None:
             grid = ["grows with n" if isinstance(g, Big) else int(g) for g in self.grid]
@@ -58,6 +61,8 @@ class Launch:
 
 @dataclass
 class Device:
+    """The device findings assume: its arch, SM count, name and where the count came from."""
+
     arch: Arch
     sms: int
     name: str
@@ -78,6 +83,7 @@ def _kb(n: int) -> str:
 def resources_findings(
     ks: KernelSource, res: Resources, info: PtxasInfo | None, arch: Arch, facts: Facts | None
 ) -> list[Finding]:
+    """Findings from the compiled resources: registers, spills, local memory and shared memory."""
     out: list[Finding] = []
     max_threads = min(res.max_threads or 1024, occ.max_threads_for_regs(arch, res.registers))
     out.append(
@@ -112,7 +118,7 @@ def resources_findings(
     local_lines = sorted(
         {a.line for a in (facts.accesses if facts else []) if a.space == "local" and a.line}
     )
-    if spills:
+    if info is not None and spills:
         capped = res.maxreg is not None and res.maxreg < arch.max_regs_per_thread
         why = f"regs capped at {res.maxreg}" if capped else f"{res.registers} regs not enough"
         advice = "loosen launch bounds" if capped else "fewer live values"
@@ -180,6 +186,8 @@ def occupancy_findings(
     driver_blocks: int | None = None,
     metric: str | None = None,
 ) -> tuple[list[Finding], occ.Occupancy | None]:
+    """Occupancy findings for the launch, and the occupancy they came from (None without a block
+    size)."""
     block = launch.threads
     if not block:
         return [], None
@@ -276,6 +284,7 @@ def occupancy_findings(
 def wave_findings(
     ks: KernelSource, launch: Launch, o: occ.Occupancy | None, dev: Device
 ) -> list[Finding]:
+    """Findings on how the grid fills the GPU: waves and the tail."""
     blocks = launch.blocks
     if blocks is None or o is None or o.blocks_per_sm == 0:
         return []
@@ -380,6 +389,8 @@ def _lines(ks: KernelSource, accesses: list[Access]) -> tuple[int | None, str]:
 def instruction_findings(
     ks: KernelSource, facts: Facts, metric: str | None, launch: Launch, arch: Arch
 ) -> list[Finding]:
+    """Findings from the PTX: uncoalesced loads, bank conflicts, missed vector loads and the
+    like."""
     out: list[Finding] = []
     loads = [a for a in facts.accesses if a.space in ("global", "generic") and a.kind == "load"]
     varying = [a for a in loads if not (a.addr is not None and a.addr.uniform)]

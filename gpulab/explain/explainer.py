@@ -244,5 +244,6 @@ def _kernel(
 
 
 def explain_file(path: Path | str, **kwargs: Any) -> Explanation:
+    """Explain the kernels in the file at `path`; keyword arguments as for `explain`."""
     p = Path(path)
     return explain(p.read_text(encoding="utf-8"), filename=kwargs.pop("filename", p.name), **kwargs)

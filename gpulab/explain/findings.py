@@ -25,6 +25,7 @@ WIDTH = 80
 
 
 def severity_of(score: float) -> int:
+    """A score's severity: 0 (fine) to 3 (the main limit)."""
     if score >= 3.0:
         return 3
     if score >= 1.75:
@@ -36,6 +37,9 @@ def severity_of(score: float) -> int:
 
 @dataclass
 class Finding:
+    """One thing explain found about a kernel: what, the measured value, the verdict and the
+    advice."""
+
     kind: str  # spills, occupancy, waves, coalescing, bank-conflicts, vector-loads, ...
     what: str  # a short label
     value: str
@@ -54,13 +58,16 @@ class Finding:
 
     @property
     def severity(self) -> int:
+        """0 (fine) to 3, from the score."""
         return severity_of(self.score)
 
     def text(self) -> str:
+        """value -> verdict -> advice, as one line."""
         parts = [self.value, self.verdict] + ([self.advice] if self.advice else [])
         return " -> ".join(p for p in parts if p)
 
     def card_line(self, width: int = WIDTH) -> str:
+        """The finding as one line at most `width` wide, marked by severity."""
         head = f"{MARKS[self.severity]} {self.what:<9} "
         tag = " " + SHORT_TAG[self.tag]
         room = width - len(head) - len(tag)
@@ -70,6 +77,7 @@ class Finding:
         return head + body.ljust(room) + tag
 
     def to_dict(self) -> dict[str, Any]:
+        """The finding as JSON-ready data."""
         return {
             "kind": self.kind,
             "what": self.what,
@@ -88,6 +96,8 @@ class Finding:
 
 @dataclass
 class KernelReport:
+    """The findings and resources of one kernel."""
+
     name: str
     line: int  # the factory call's line
     findings: list[Finding] = field(default_factory=list)
@@ -97,14 +107,17 @@ class KernelReport:
     error: str = ""  # why it could not be explained (a compile error)
 
     def ranked(self) -> list[Finding]:
+        """The findings, most severe first."""
         return sorted(self.findings, key=lambda f: (-f.score, f.kind, f.line or 0))
 
     @property
     def top(self) -> Finding | None:
+        """The most severe finding that matters, or None."""
         ranked = [f for f in self.ranked() if f.severity > 0]
         return ranked[0] if ranked else None
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data."""
         top = self.top
         return {
             "name": self.name,
@@ -120,6 +133,9 @@ class KernelReport:
 
 @dataclass
 class Explanation:
+    """Everything `gpulab explain` found in one file: the device assumed and each kernel's
+    report."""
+
     exercise: str
     file: str
     arch: str
@@ -132,6 +148,7 @@ class Explanation:
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """The explanation as JSON-ready data."""
         return {
             "exercise": self.exercise,
             "file": self.file,

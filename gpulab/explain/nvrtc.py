@@ -53,6 +53,8 @@ class PtxasInfo:
 
 @dataclass
 class Compiled:
+    """NVRTC's output for one source: ok, the log, the PTX and the cubin."""
+
     ok: bool
     arch: str
     log: str
@@ -69,7 +71,7 @@ def library() -> Any:
         return _LIB[0]
     candidates = [os.environ.get("GPULAB_NVRTC", "")]
     try:
-        import nvidia.cuda_nvrtc as wheel  # type: ignore[import-not-found]
+        import nvidia.cuda_nvrtc as wheel
 
         for root in wheel.__path__:
             candidates += sorted(glob.glob(os.path.join(root, "lib", "libnvrtc.so*")))
@@ -89,6 +91,7 @@ def library() -> Any:
 
 
 def version() -> str:
+    """NVRTC's version as major.minor, or empty without the library."""
     lib = library()
     if lib is None:
         return ""
@@ -240,5 +243,6 @@ def _compile(lib: Any, source: str, arch: str, options: tuple[str, ...], name: s
 
 
 def clear_memory_cache() -> None:
+    """Forget every compilation cached in this process."""
     with _LOCK:
         _MEMORY.clear()

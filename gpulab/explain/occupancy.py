@@ -28,6 +28,8 @@ LIMITERS = ("warps", "registers", "shared memory", "blocks per SM")
 
 @dataclass
 class Occupancy:
+    """Blocks and warps per SM for one launch, and what limits them."""
+
     block: int  # threads per block
     blocks_per_sm: int
     warps_per_sm: int
@@ -38,9 +40,11 @@ class Occupancy:
 
     @property
     def fraction(self) -> float:
+        """Active warps over the SM's warp slots."""
         return self.warps_per_sm / self.max_warps_per_sm if self.max_warps_per_sm else 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """The occupancy as JSON-ready data."""
         return {**asdict(self), "fraction": round(self.fraction, 4)}
 
 
@@ -129,16 +133,20 @@ def max_threads_for_regs(arch: Arch, regs: int) -> int:
 
 @dataclass
 class Waves:
+    """How a grid's blocks fill the GPU: full waves and the tail."""
+
     blocks: int  # blocks in the grid
     per_wave: int  # blocks the whole GPU holds at once (SMs x blocks per SM)
     sms: int
 
     @property
     def waves(self) -> float:
+        """Blocks over blocks per wave (1.0 fills the GPU once)."""
         return self.blocks / self.per_wave if self.per_wave else 0.0
 
     @property
     def full_waves(self) -> int:
+        """Waves in which every SM is full."""
         return self.blocks // self.per_wave if self.per_wave else 0
 
     @property
@@ -159,6 +167,7 @@ class Waves:
         return self.blocks / (math.ceil(self.blocks / self.per_wave) * self.per_wave)
 
     def to_dict(self) -> dict[str, Any]:
+        """The waves as JSON-ready data."""
         return {
             **asdict(self),
             "waves": round(self.waves, 3),

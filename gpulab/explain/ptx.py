@@ -30,10 +30,12 @@ MAX_TERMS = 12
 
 
 def const(c: int) -> Poly:
+    """The polynomial of a constant."""
     return (((), c),) if c else ZERO
 
 
 def sym(name: str) -> Poly:
+    """The polynomial of one symbol."""
     return (((name,), 1),)
 
 
@@ -43,6 +45,7 @@ def _norm(terms: dict[tuple[str, ...], int]) -> Poly | None:
 
 
 def padd(a: Poly | None, b: Poly | None, sign: int = 1) -> Poly | None:
+    """a + sign*b, or None when either is unknown."""
     if a is None or b is None:
         return None
     terms = dict(a)
@@ -52,6 +55,7 @@ def padd(a: Poly | None, b: Poly | None, sign: int = 1) -> Poly | None:
 
 
 def pmul(a: Poly | None, b: Poly | None) -> Poly | None:
+    """a * b, or None when either is unknown."""
     if a is None or b is None:
         return None
     terms: dict[tuple[str, ...], int] = {}
@@ -126,6 +130,9 @@ def pformat(a: Poly | None) -> str:
 
 
 class Val(NamedTuple):
+    """A value as base + cx*tid.x + cy*tid.y + cz*tid.z, each part a polynomial or None
+    (unknown)."""
+
     base: Poly | None
     cx: Poly | None
     cy: Poly | None
@@ -133,6 +140,7 @@ class Val(NamedTuple):
 
     @property
     def uniform(self) -> bool:
+        """True when the value is the same for every thread."""
         return self.cx == ZERO and self.cy == ZERO and self.cz == ZERO
 
     @property
@@ -145,14 +153,17 @@ TOP = Val(None, None, None, None)
 
 
 def uniform(base: Poly | None) -> Val:
+    """The Val that is `base` for every thread."""
     return Val(base, ZERO, ZERO, ZERO)
 
 
 def vadd(a: Val, b: Val, sign: int = 1) -> Val:
+    """a + sign*b, part by part."""
     return Val(*(padd(x, y, sign) for x, y in zip(a, b, strict=True)))
 
 
 def vmul(a: Val, b: Val) -> Val:
+    """a * b, known only when one side is uniform."""
     if a.uniform and a.base is not None:
         return Val(*(pmul(a.base, y) for y in b))
     if b.uniform and b.base is not None:
@@ -161,10 +172,13 @@ def vmul(a: Val, b: Val) -> Val:
 
 
 def vscale(a: Val, k: int) -> Val:
+    """a * k."""
     return vmul(a, uniform(const(k)))
 
 
 def vjoin(old: Val, new: Val, own: str) -> Val:
+    """Where `old` and `new` meet (a loop's back edge): the parts they agree on, the rest
+    unknown; a uniform value of unknown base becomes the symbol `own`."""
     if old == new:
         return old
     parts = [x if x == y else None for x, y in zip(old, new, strict=True)]
@@ -179,6 +193,8 @@ def vjoin(old: Val, new: Val, own: str) -> Val:
 
 @dataclass
 class Insn:
+    """One PTX instruction: its predicate, opcode, operands and source line."""
+
     index: int
     line: int | None  # line in the kernel source (from .loc)
     pred: str
@@ -187,19 +203,24 @@ class Insn:
 
     @property
     def parts(self) -> list[str]:
+        """The opcode split at the dots (ld.global.f32 -> ld, global, f32)."""
         return self.op.split(".")
 
     @property
     def base(self) -> str:
+        """The opcode's first part (ld, st, fma, ...)."""
         return self.parts[0]
 
     def has(self, *mods: str) -> bool:
+        """True when the opcode carries every modifier in `mods`."""
         parts = self.parts[1:]
         return all(m in parts for m in mods)
 
 
 @dataclass
 class Function:
+    """One PTX function: its parameters, instructions, labels and shared and local declarations."""
+
     name: str
     entry: bool
     params: list[str] = field(default_factory=list)  # PTX parameter names, in order
@@ -218,7 +239,9 @@ _TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
 
 
 def _split_operands(text: str) -> list[str]:
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "[{":
             depth += 1
@@ -237,9 +260,9 @@ def _split_operands(text: str) -> list[str]:
 def parse(ptx: str, source_name: str = "kernel.cu") -> dict[str, Function]:
     """The functions of a PTX module, by name."""
     main_file = "1"
-    for m in _FILE.finditer(ptx):
-        if m.group(2).endswith(source_name):
-            main_file = m.group(1)
+    for fm in _FILE.finditer(ptx):
+        if fm.group(2).endswith(source_name):
+            main_file = fm.group(1)
     funcs: dict[str, Function] = {}
     fn: Function | None = None
     in_params = False
@@ -356,6 +379,7 @@ class Dataflow:
                 break
 
     def operand(self, text: str) -> Val | None:
+        """The Val of an operand (register, special register or immediate), or None when unknown."""
         t = text.strip()
         if t in _SPECIAL:
             return _SPECIAL[t]
@@ -455,6 +479,7 @@ class Dataflow:
         return changed
 
     def address(self, insn: Insn, operand: str) -> Val | None:
+        """The Val of the address an instruction's memory operand reads or writes."""
         return self._addr_val(operand)
 
 
@@ -478,17 +503,22 @@ class Access:
 
 @dataclass
 class Loop:
+    """A loop found from a backward branch: its first and last instruction and its depth."""
+
     start: int
     end: int
     line: int | None
     depth: int = 1
 
     def holds(self, i: int) -> bool:
+        """True when instruction `i` is inside the loop."""
         return self.start <= i <= self.end
 
 
 @dataclass
 class Facts:
+    """What the PTX of one function says: memory accesses, loops, barriers, FMAs and calls."""
+
     name: str
     accesses: list[Access] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
@@ -500,10 +530,12 @@ class Facts:
     dataflow: Dataflow | None = None
 
     def loop_of(self, index: int) -> Loop | None:
+        """The innermost loop holding instruction `index`, or None."""
         inner = [lp for lp in self.loops if lp.holds(index)]
         return min(inner, key=lambda lp: lp.end - lp.start) if inner else None
 
     def in_loop(self, index: int, loop: Loop) -> bool:
+        """True when instruction `index` is inside `loop`."""
         return loop.holds(index)
 
 
@@ -529,6 +561,7 @@ def _space(parts: list[str]) -> str:
 
 
 def facts(fn: Function, param_names: list[str] | None = None) -> Facts:
+    """The Facts of one parsed function."""
     flow = Dataflow(fn, param_names)
     out = Facts(fn.name, shared_decl=dict(fn.shared), local_decl=dict(fn.local), dataflow=flow)
     for insn in fn.insns:
@@ -545,8 +578,8 @@ def facts(fn: Function, param_names: list[str] | None = None) -> Facts:
         elif base in ("fma", "mad") and "f32" in parts:
             out.fmas.append(insn)
         elif base == "call":
-            target = next((o for o in insn.operands if re.fullmatch(r"[\w$]+", o)), "")
-            out.calls.append(target)
+            callee = next((o for o in insn.operands if re.fullmatch(r"[\w$]+", o)), "")
+            out.calls.append(callee)
         kind = {"ld": "load", "ldu": "load", "st": "store", "atom": "atomic", "red": "atomic"}.get(
             base
         )

@@ -41,6 +41,8 @@ INTENSITY: dict[str, tuple[float, float, str]] = {
 
 @dataclass
 class Point:
+    """One graded figure on the roofline: its work, bytes and the device's ceilings."""
+
     exercise: str
     metric: str  # GB/s or TFLOP/s
     figure: float  # the graded figure, in `metric`
@@ -53,6 +55,7 @@ class Point:
 
     @property
     def intensity(self) -> float:
+        """FLOPs per byte."""
         return self.flops / self.bytes if self.bytes else math.inf
 
     @property
@@ -62,21 +65,25 @@ class Point:
 
     @property
     def bound(self) -> str:
+        """memory or compute: the side of the ridge the point is on."""
         return "memory" if self.intensity < self.ridge else "compute"
 
     @property
     def achieved_flops(self) -> float:
+        """The figure as FLOP/s."""
         if self.metric == "TFLOP/s":
             return self.figure * 1e12
         return self.figure * 1e9 * self.intensity
 
     @property
     def achieved_gbs(self) -> float:
+        """The figure as GB/s."""
         if self.metric == "GB/s":
             return self.figure
         return self.figure * 1e12 / self.intensity / 1e9 if self.intensity else 0.0
 
     def roof_flops(self, intensity: float | None = None) -> float:
+        """The roof at `intensity` (the point's own by default), FLOP/s."""
         ai = self.intensity if intensity is None else intensity
         return min(self.compute_tflops * 1e12, ai * self.bandwidth_gbs * 1e9)
 
@@ -89,6 +96,7 @@ class Point:
         return self.achieved_flops / roof if roof else 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """The point as JSON-ready data."""
         return {
             "exercise": self.exercise,
             "metric": self.metric,
@@ -136,6 +144,8 @@ def point(
     compute_name: str = "matmul:fp32",
     check_path: Path | None = None,
 ) -> Point | None:
+    """The roofline Point of an exercise's figure, or None when the exercise declares no work and
+    bytes."""
     found = declared(exercise_id, check_path)
     if found is None or metric not in ("GB/s", "TFLOP/s"):
         return None

@@ -65,6 +65,8 @@ class Unknown(Exception):
 
 @dataclass
 class KernelSource:
+    """One kernel found in the learner's file: its name, CUDA source, options and line."""
+
     name: str  # the kernel's name in the C source
     code: str  # the CUDA C source
     options: tuple[str, ...] = ()
@@ -74,6 +76,7 @@ class KernelSource:
     variable: str = ""  # the Python name the kernel is bound to
 
     def file_line(self, kernel_line: int | None) -> int | None:
+        """The learner's file line of kernel line `kernel_line`, or None."""
         if kernel_line is None or self.code_line is None:
             return None
         return self.code_line + kernel_line - 1
@@ -81,6 +84,8 @@ class KernelSource:
 
 @dataclass
 class LaunchSite:
+    """One launch found in the learner's file: its grid, block and shared memory."""
+
     kernel: str  # the C name
     grid: tuple[Any, ...] | None  # ints, BIG where it grows with the input; None: unknown
     block: tuple[int, ...] | None
@@ -91,10 +96,12 @@ class LaunchSite:
 
     @property
     def threads(self) -> int | None:
+        """Threads per block, or None when unknown."""
         return math.prod(self.block) if self.block else None
 
     @property
     def blocks(self) -> int | Big | None:
+        """Blocks in the grid: a number, BIG when it grows with the input, None when unknown."""
         if self.grid is None:
             return None
         if any(isinstance(g, Big) for g in self.grid):
@@ -104,6 +111,8 @@ class LaunchSite:
 
 @dataclass
 class Scan:
+    """The kernels and launches found in one file, and notes on what could not be read."""
+
     kernels: list[KernelSource] = field(default_factory=list)
     launches: list[LaunchSite] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -227,7 +236,9 @@ class _Env:
                 if not isinstance(text, str):
                     raise Unknown("not a string")
                 if fname == "replace":
-                    return text.replace(*[str(a) for a in args])
+                    if len(args) != 2:
+                        raise Unknown("replace() with a count")
+                    return text.replace(str(args[0]), str(args[1]))
                 kwargs = {k.arg: self.value(k.value, strings=True) for k in node.keywords if k.arg}
                 return text.format(*args, **kwargs)
             if fname == "str" and len(node.args) == 1:

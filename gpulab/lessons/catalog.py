@@ -31,6 +31,8 @@ from gpulab.lessons.markup import (
 
 @dataclass(frozen=True)
 class Lesson:
+    """One lesson: front matter, body and quiz."""
+
     id: str
     chapter: int
     order: int
@@ -44,15 +46,19 @@ class Lesson:
 
     @property
     def chapter_title(self) -> str:
+        """The lesson's chapter title."""
         return CHAPTERS.get(self.chapter, f"Chapter {self.chapter}")
 
     def links(self) -> list[ExperimentLink]:
+        """The experiment links in the body."""
         return extract_links(self.body, self.source)
 
     def exercise_links(self) -> list[ExerciseLink]:
+        """The exercise links in the body."""
         return extract_exercise_links(self.body, self.source)
 
     def code_blocks(self) -> list[CodeBlock]:
+        """The fenced code blocks in the body, with their file lines."""
         return extract_code_blocks(self.body, self.body_line)
 
     def matches(self, text: str) -> bool:
@@ -82,6 +88,7 @@ class Lesson:
         return None
 
     def measured_keys(self) -> list[str]:
+        """The measured-figure keys the body refers to."""
         return MEASURED.findall(self.body)
 
     def display_markdown(self, measured: Callable[[str], str] | None = None) -> str:
@@ -92,6 +99,8 @@ class Lesson:
 
 @dataclass(frozen=True)
 class Chapter:
+    """A chapter's number, title and lessons."""
+
     number: int
     title: str
     lessons: tuple[Lesson, ...]
@@ -118,6 +127,7 @@ class Catalog:
         return lesson_id in self._by_id
 
     def get(self, lesson_id: str) -> Lesson:
+        """The lesson `lesson_id`; KeyError naming the known ones when there is none."""
         try:
             return self._by_id[lesson_id]
         except KeyError:
@@ -125,6 +135,7 @@ class Catalog:
             raise KeyError(f"unknown lesson '{lesson_id}'; known: {known}") from None
 
     def chapters(self, lessons: Iterable[Lesson] | None = None) -> list[Chapter]:
+        """The lessons (all by default) grouped into chapters, in order."""
         grouped: dict[int, list[Lesson]] = {}
         for lesson in self.lessons if lessons is None else lessons:
             grouped.setdefault(lesson.chapter, []).append(lesson)
@@ -137,9 +148,11 @@ class Catalog:
         return self.lessons[index] if 0 <= index < len(self.lessons) else None
 
     def next(self, lesson_id: str) -> Lesson | None:
+        """The lesson after `lesson_id`, or None."""
         return self._step(lesson_id, +1)
 
     def previous(self, lesson_id: str) -> Lesson | None:
+        """The lesson before `lesson_id`, or None."""
         return self._step(lesson_id, -1)
 
     def filter(self, text: str) -> list[Lesson]:
@@ -149,6 +162,7 @@ class Catalog:
         return [le for rank, _, le in sorted(r for r in ranked if r[0] is not None)]
 
     def questions(self) -> int:
+        """Quiz questions across every lesson."""
         return sum(len(le.quiz) for le in self.lessons)
 
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
+    """Register `gpulab lessons` on the subcommands."""
     lessons = sub.add_parser("lessons", help="list lessons and your progress")
     lessons.add_argument("--json", action="store_true", help="print JSON")
 
@@ -22,6 +23,7 @@ def add_parser(sub: Any) -> None:
 def progress_rows(
     catalog: Catalog, marks: dict[str, ReadMark], best: dict[str, QuizBest]
 ) -> list[dict[str, Any]]:
+    """Each lesson with its read mark and best quiz score, as rows."""
     rows = []
     for lesson in catalog:
         mark, score = marks.get(lesson.id), best.get(lesson.id)
@@ -53,6 +55,7 @@ def _tick() -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Print the lessons and the learner's progress (text or JSON)."""
     # deferred: the command's work loads when it runs, not at every gpulab start
     from gpulab.lessons.catalog import load_catalog
     from gpulab.store.connection import StoreError

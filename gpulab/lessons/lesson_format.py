@@ -68,15 +68,19 @@ class LessonFormatError(FormatError):
 
 @dataclass(frozen=True)
 class Question:
+    """One quiz question: the question, choices, the right one and why."""
+
     q: str
     choices: tuple[str, ...]
     answer: int
     explain: str
 
     def is_correct(self, choice: int) -> bool:
+        """True when `choice` is the right one."""
         return choice == self.answer
 
     def to_dict(self) -> dict[str, Any]:
+        """The question as JSON-ready data."""
         return {
             "q": self.q,
             "choices": list(self.choices),
@@ -106,14 +110,17 @@ class ShuffledQuestion:
 
     @property
     def q(self) -> str:
+        """The question text."""
         return self.question.q
 
     @property
     def explain(self) -> str:
+        """Why the right answer is right."""
         return self.question.explain
 
     @property
     def choices(self) -> tuple[str, ...]:
+        """The choices in shown order."""
         return tuple(self.question.choices[i] for i in self.order)
 
     @property
@@ -130,6 +137,7 @@ class ShuffledQuestion:
         return self.order.index(original)
 
     def is_correct(self, shown: int) -> bool:
+        """True when the choice shown at `shown` is the right one."""
         return self.question.is_correct(self.order[shown])
 
 
@@ -140,6 +148,8 @@ def shuffle_quiz(questions: Iterable[Question], rng: random.Random) -> tuple[Shu
 
 
 def validate_meta(meta: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The checked front matter of a lesson; LessonFormatError names the first problem."""
+
     def fail(problem: str) -> LessonFormatError:
         return LessonFormatError(source, problem)
 

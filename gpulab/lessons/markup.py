@@ -48,24 +48,30 @@ class ExerciseLink:
 
 @dataclass(frozen=True)
 class CodeBlock:
+    """A fenced code block: its info string, code and the opening fence's line."""
+
     info: str  # the whole info string, e.g. "python runnable gpu"
     code: str
     line: int  # 1-based line of the opening fence in the file
 
     @property
     def language(self) -> str:
+        """The block's language, lower-case."""
         return self.info.split()[0].lower() if self.info.split() else ""
 
     @property
     def flags(self) -> tuple[str, ...]:
+        """The info string's words after the language (runnable, gpu, ...)."""
         return tuple(w.lower() for w in self.info.split()[1:])
 
     @property
     def runnable(self) -> bool:
+        """True for a Python block marked runnable."""
         return self.language == "python" and "runnable" in self.flags
 
     @property
     def gpu(self) -> bool:
+        """True for a runnable block that needs a GPU."""
         return self.runnable and "gpu" in self.flags
 
 
@@ -158,6 +164,7 @@ def _dedent(line: str, indent: int) -> str:
 
 
 def extract_code_blocks(body: str, first_line: int = 1) -> list[CodeBlock]:
+    """The fenced code blocks of `body`, lines counted from `first_line`."""
     return [CodeBlock(info, code, first_line + start) for start, _, info, code in _fences(body)]
 
 
@@ -216,7 +223,7 @@ def substitute_measured(
         return "".join(out)
 
     lines = body.split("\n")
-    code = set()
+    code: set[int] = set()
     for start, end, _, _ in _fences(body):
         code.update(range(start, end + 1))
     return "\n".join(line if i in code else replace(line) for i, line in enumerate(lines))

@@ -62,12 +62,14 @@ KEYS: dict[str, tuple[str, str]] = {
 
 
 def fallback(key: str) -> str:
+    """What a lesson shows for a figure not measured yet."""
     if key in KEYS:
         return f"({KEYS[key][1]})"
     return "(not a known measurement)"
 
 
 def format_value(key: str, value: Any) -> str:
+    """A measured figure with its unit, or the fallback."""
     unit = KEYS.get(key, ("", ""))[0]
     if isinstance(value, bool) or value is None:
         return fallback(key)
@@ -97,6 +99,7 @@ class Measured:
         return fallback(key)
 
     def known(self) -> set[str]:
+        """The keys that have a measured value."""
         return set(self.values)
 
     @classmethod
@@ -253,8 +256,9 @@ def _pageable_gbs(run: Any) -> float | None:
         result = _attr(run, "summary")
     if not isinstance(result, Mapping):
         return None
-    summary = result.get("summary") if isinstance(result.get("summary"), Mapping) else result
-    record = result.get("record") if isinstance(result.get("record"), Mapping) else {}
+    raw_summary, raw_record = result.get("summary"), result.get("record")
+    summary: Mapping[str, Any] = raw_summary if isinstance(raw_summary, Mapping) else result
+    record: Mapping[str, Any] = raw_record if isinstance(raw_record, Mapping) else {}
     params = _attr(run, "params") or record.get("params") or {}
     largest = _bytes(params.get("max_size", 2**30))  # the experiment's default sweep: 1 GiB
     if largest is None or largest < PAGEABLE_MIN_BYTES:

@@ -8,6 +8,7 @@ from gpulab.render.plot import plot_groups
 
 
 def fmt_time(seconds: float | None) -> str:
+    """A duration in s, ms or us, '-' for None."""
     if seconds is None:
         return "-"
     if seconds >= 1:
@@ -18,6 +19,7 @@ def fmt_time(seconds: float | None) -> str:
 
 
 def fmt_num(value: float | None, digits: int = 3) -> str:
+    """A number to `digits` significant digits, '-' for None."""
     if value is None:
         return "-"
     return f"{value:.{digits}g}"
@@ -32,6 +34,7 @@ def fmt_pct(m: dict[str, Any]) -> str:
 
 
 def measurement_rows(result: dict[str, Any]) -> list[list[str]]:
+    """The result's rows as table cells, with each row's verdict."""
     verdicts = {
         (v["contender"], v.get("size", ""), v.get("dtype", "")): v
         for v in result.get("verdicts", [])
@@ -79,6 +82,7 @@ HEADERS = [
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
+    """A plain-text table, columns as wide as their widest cell."""
     widths = (
         [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=False)]
         if rows
@@ -107,6 +111,7 @@ def row_notes(result: dict[str, Any]) -> list[str]:
 
 
 def render_result(result: dict[str, Any], plots: bool = False) -> str:
+    """A result (its dict) as text: the rows, the headline and, with `plots`, the plots."""
     parts = [f"{result['record']['experiment']} on {result['record'].get('device', '?')}"]
     rows = measurement_rows(result)
     if rows:

@@ -4,6 +4,7 @@ NVML inventory and one snapshot."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -17,11 +18,13 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
+    """Register `gpulab info` on the subcommands."""
     info = sub.add_parser("info", help="backends, devices and the GPU's figures")
     info.add_argument("--json", action="store_true", help="print JSON")
 
 
 def main(args: argparse.Namespace) -> int:
+    """Print backends, devices and NVML's figures (text or JSON)."""
     # deferred: the command's work loads when it runs, not at every gpulab start
     from gpulab.core.devices import detect
     from gpulab.telemetry.sampler import TelemetryReader
@@ -63,6 +66,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def info_json(inv: SystemInventory, snaps: list[GpuSnapshot]) -> dict[str, Any]:
+    """The inventory and snapshots as JSON-ready data."""
     return {"inventory": inv.to_dict(), "snapshots": [s.to_dict() for s in snaps]}
 
 
@@ -71,6 +75,7 @@ def _mhz(v: int) -> str:
 
 
 def info_lines(inv: SystemInventory, snaps: list[GpuSnapshot]) -> list[str]:
+    """The inventory and snapshots as text lines."""
     if not inv.available:
         return [f"NVML: {inv.reason}"]
     lines = [
@@ -91,7 +96,7 @@ def info_lines(inv: SystemInventory, snaps: list[GpuSnapshot]) -> list[str]:
             ("L2 cache", fmt(g.l2_cache, nbytes)),
             (
                 "memory total",
-                fmt(g.memory_total, lambda t, g=g: card_memory(t, g.cuda_memory_total)),
+                fmt(g.memory_total, functools.partial(card_memory, cuda_total=g.cuda_memory_total)),
             ),
             (
                 "max clocks",

@@ -28,6 +28,8 @@ SPARK = " ▁▂▃▄▅▆▇█"
 
 @dataclass
 class Layers:
+    """The memory gauge's layers, each a byte count or NA with why."""
+
     device_used: int | NA
     device_total: int | NA
     worker_nvml: int | NA
@@ -41,6 +43,8 @@ class Layers:
 
 
 class MemoryModel:
+    """What the memory gauge shows: NVML frames and the worker's readings, and the run's peak."""
+
     def __init__(self, history_s: float = 180.0, clock: Any = time.time) -> None:
         self.history_s = history_s
         self.clock = clock
@@ -55,6 +59,7 @@ class MemoryModel:
 
     # inputs --------------------------------------------------------------------------------
     def add_frame(self, frame: Frame) -> None:
+        """Take a telemetry frame: the device's memory in use now."""
         self.frame = frame
         snap = frame.snapshot(self.nvml_index)
         if snap is not None and not isinstance(snap.memory_in_use, NA):
@@ -75,10 +80,12 @@ class MemoryModel:
         self.updates += 1
 
     def job_started(self) -> None:
+        """A job started: its peak starts over."""
         self.job_running = True
         self.run_peak = None
 
     def job_finished(self) -> None:
+        """The job ended."""
         self.job_running = False
 
     def _record(self, t: float, used: int) -> None:
@@ -93,6 +100,7 @@ class MemoryModel:
 
     # outputs -------------------------------------------------------------------------------
     def layers(self) -> Layers:
+        """The gauge's layers now."""
         r = self.reading or {}
         no_worker = NA("no reading from the worker yet")
         torch_reserved = _get(r, "torch_reserved", "torch has not touched CUDA in the worker")

@@ -54,6 +54,7 @@ WORKER_VERSION_KEYS = (
 
 
 def arch_name(cc: str, nvml_arch: Any = None) -> str | NA:
+    """The architecture's name from NVML's code or the compute capability, or NA."""
     if isinstance(nvml_arch, int) and nvml_arch in ARCH_BY_NVML:
         return ARCH_BY_NVML[nvml_arch]
     if isinstance(cc, str) and cc:
@@ -68,6 +69,7 @@ def arch_name(cc: str, nvml_arch: Any = None) -> str | NA:
 
 
 def norm_uuid(uuid: Any) -> str:
+    """A GPU UUID lower-cased without its GPU-/MIG- prefix."""
     s = str(uuid or "").strip().lower()
     for prefix in ("gpu-", "mig-"):
         if s.startswith(prefix):
@@ -77,6 +79,8 @@ def norm_uuid(uuid: Any) -> str:
 
 @dataclass
 class GpuInventory:
+    """One GPU's fixed facts from NVML: name, UUID, SMs, memory, clocks, PCIe and power limit."""
+
     nvml_index: int
     cuda_index: int | NA = WORKER_PENDING
     name: str | NA = NA("not read")
@@ -99,11 +103,14 @@ class GpuInventory:
     mig_instances: list[dict[str, Any]] | NA = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The GPU's facts as JSON-ready data."""
         return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass
 class SystemInventory:
+    """NVML's view of the machine: driver, versions and each GPU, or why there is none."""
+
     available: bool
     reason: str = ""  # why there is no NVML, and what to install
     driver_version: str | NA = NA("not read")
@@ -115,9 +122,11 @@ class SystemInventory:
     worker_gpu_reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The inventory as JSON-ready data."""
         return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
 
     def gpu(self, nvml_index: int) -> GpuInventory | None:
+        """The GPU with NVML index `nvml_index`, or None."""
         for g in self.gpus:
             if g.nvml_index == nvml_index:
                 return g
@@ -200,6 +209,7 @@ def read_inventory(session: NvmlSession, worker: dict[str, Any] | None = None) -
 
 
 def read_gpu(session: NvmlSession, i: int) -> GpuInventory:
+    """GPU `i`'s fixed facts; each one NVML cannot give is NA with why."""
     g = GpuInventory(nvml_index=i)
     handle = session.handle(i)
     lost = session.lost(i) or (handle if isinstance(handle, NA) else None)
@@ -210,9 +220,10 @@ def read_gpu(session: NvmlSession, i: int) -> GpuInventory:
     uuid = session.call(i, "nvmlDeviceGetUUID")
     g.uuid = uuid if isinstance(uuid, NA) else text(uuid)
     cc = session.call(i, "nvmlDeviceGetCudaComputeCapability")
-    g.compute_capability = cc if isinstance(cc, NA) else f"{cc[0]}.{cc[1]}"
+    cc_text = "" if isinstance(cc, NA) else f"{cc[0]}.{cc[1]}"
+    g.compute_capability = cc if isinstance(cc, NA) else cc_text
     g.architecture = arch_name(
-        "" if isinstance(cc, NA) else g.compute_capability,
+        cc_text,
         session.call(i, "nvmlDeviceGetArchitecture"),
     )
     mem = session.call(i, "nvmlDeviceGetMemoryInfo")

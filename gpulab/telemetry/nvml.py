@@ -48,11 +48,13 @@ _STICKY = {NOT_SUPPORTED, NO_PERMISSION, FUNCTION_NOT_FOUND}
 
 
 def error_code(exc: BaseException) -> int | None:
+    """The NVML error code of `exc`, or None."""
     value = getattr(exc, "value", None)
     return value if isinstance(value, int) else None
 
 
 def reason_for(exc: BaseException, *, mig: bool = False) -> str:
+    """Why an NVML call failed, in words a person can act on."""
     code = error_code(exc)
     if code == NOT_SUPPORTED and mig:
         return "not available per GPU while MIG is on (the GPU is split into instances)"
@@ -67,6 +69,7 @@ def text(value: Any) -> str:
 
 
 def binding_version() -> str:
+    """The installed nvidia-ml-py version, or empty."""
     try:
         return metadata.version("nvidia-ml-py")
     except metadata.PackageNotFoundError:
@@ -96,10 +99,11 @@ class NvmlSession:
             nvml = self._given
             if nvml is None:
                 try:
-                    import pynvml as nvml
+                    import pynvml
                 except ImportError:
                     self.error = NA(f"the NVML binding is missing: {INSTALL_HINT}")
                     return False
+                nvml = pynvml
             try:
                 nvml.nvmlInit()
             except Exception as exc:  # noqa: BLE001 - every NVML failure becomes an NA with its reason
@@ -110,6 +114,7 @@ class NvmlSession:
             return True
 
     def close(self) -> None:
+        """Shut NVML down, once."""
         with self._lock:
             if self._open:
                 with contextlib.suppress(Exception):
@@ -119,6 +124,7 @@ class NvmlSession:
 
     @property
     def ok(self) -> bool:
+        """True while NVML is open."""
         return self._open
 
     # queries -----------------------------------------------------------------------------
@@ -135,9 +141,11 @@ class NvmlSession:
             return NA(reason_for(exc))
 
     def count(self) -> int | NA:
+        """How many GPUs NVML sees, or NA."""
         return self.system("nvmlDeviceGetCount")
 
     def handle(self, index: int) -> Any:
+        """GPU `index`'s NVML handle, or NA with why."""
         if index in self._handles:
             return self._handles[index]
         h = self.system("nvmlDeviceGetHandleByIndex", index)
@@ -148,6 +156,7 @@ class NvmlSession:
         return h
 
     def lost(self, index: int) -> NA | None:
+        """Why GPU `index` was lost (it fell off the bus, ...), or None."""
         return self._lost.get(index)
 
     def call(self, index: int, name: str, *args: Any) -> Any:

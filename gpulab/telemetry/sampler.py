@@ -47,6 +47,7 @@ class Stale:
     reason: str
 
     def label(self) -> str:
+        """'stale since HH:MM:SS: reason'."""
         return f"stale since {time.strftime('%H:%M:%S', time.localtime(self.since))}: {self.reason}"
 
 
@@ -65,6 +66,7 @@ class Frame:
     lost: dict[int, Stale] = field(default_factory=dict)
 
     def snapshot(self, nvml_index: int) -> GpuSnapshot | None:
+        """The snapshot of NVML GPU `nvml_index`, or None."""
         return next((s for s in self.snapshots if s.nvml_index == nvml_index), None)
 
     def problem(self, nvml_index: int | None = None) -> Stale | None:
@@ -76,6 +78,7 @@ class Frame:
         return self.lost.get(nvml_index)
 
     def to_dict(self) -> dict[str, Any]:
+        """The frame as JSON-ready data."""
         return {
             "seq": self.seq,
             "t": self.t,
@@ -101,11 +104,13 @@ class TelemetryReader:
         self._lost: dict[int, Stale] = {}  # ... and lost since
 
     def inventory(self) -> SystemInventory:
+        """The machine's inventory, read once."""
         if self._inventory is None:
             self._inventory = read_inventory(self.session)
         return self._inventory
 
     def read(self) -> Frame:
+        """One frame: a snapshot of every GPU and how long reading took."""
         start = time.perf_counter()
         inv = self.inventory()
         snaps = [self._snapshot(g.nvml_index) for g in inv.gpus]
@@ -131,6 +136,7 @@ class TelemetryReader:
         return s
 
     def close(self) -> None:
+        """Close NVML and forget what was read."""
         self.session.close()
         self._inventory = None
         self._pcie.clear()
@@ -139,6 +145,7 @@ class TelemetryReader:
 
 
 def clamp_interval(seconds: float) -> float:
+    """`seconds` within the sampler's allowed interval."""
     return min(MAX_INTERVAL, max(MIN_INTERVAL, float(seconds)))
 
 
@@ -184,6 +191,7 @@ class Sampler:
         return bool(self._fast)
 
     def set_interval(self, seconds: float) -> None:
+        """Sample every `seconds` (clamped), starting now."""
         self._interval = clamp_interval(seconds)
         self._wake.set()
 
@@ -194,12 +202,14 @@ class Sampler:
         self._wake.set()
 
     def release_fast(self, key: str) -> None:
+        """Drop the fast-sampling request `key`; PCIe is read slowly again once none is left."""
         self._fast.discard(key)
         if not self._fast:
             self.reader.pcie_every_s = PCIE_IDLE_S
 
     # subscribers ----------------------------------------------------------------------------
     def subscribe(self, callback: Callable[[Frame], None]) -> Callable[[], None]:
+        """Call `callback` with each new frame; the function that unsubscribes."""
         with self._lock:
             sid = self._next_id
             self._next_id += 1
@@ -219,10 +229,12 @@ class Sampler:
         return unsubscribe
 
     def latest(self) -> Frame | None:
+        """The newest frame, or None before the first."""
         return self._latest
 
     @property
     def running(self) -> bool:
+        """True while the sampling thread is alive."""
         return self._thread is not None and self._thread.is_alive()
 
     def sample_now(self) -> Frame | None:
@@ -268,6 +280,7 @@ class Sampler:
 
     # thread ---------------------------------------------------------------------------------
     def start(self) -> None:
+        """Start the sampling thread (again, if it stopped)."""
         with self._lock:
             self._start_locked()
 

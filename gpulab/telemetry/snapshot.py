@@ -26,6 +26,7 @@ MEMORY_V2 = 0x02000028  # nvmlMemory_v2: sizeof(nvmlMemory_v2_t) | 2 << 24
 
 
 def decode_throttle(mask: int) -> list[str]:
+    """The names of NVML's throttle-reason bits in `mask`."""
     if mask == 0:
         return ["none"]
     words = [w for bit, w in THROTTLE_WORDS.items() if mask & bit]
@@ -38,9 +39,13 @@ def decode_throttle(mask: int) -> list[str]:
 class ProcessTable(Protocol):
     """What this process can see of other processes (injectable: tests and containers differ)."""
 
-    def visible(self, pid: int) -> bool: ...
+    def visible(self, pid: int) -> bool:
+        """True when `pid` exists in the process table this process can read."""
+        ...
 
-    def name(self, pid: int) -> str | NA: ...
+    def name(self, pid: int) -> str | NA:
+        """The process's command name, or NA with why it cannot be read."""
+        ...
 
 
 class HostProcesses:
@@ -50,9 +55,11 @@ class HostProcesses:
         self.root = root
 
     def visible(self, pid: int) -> bool:
+        """True when `pid` is visible in this process's /proc."""
         return os.path.exists(os.path.join(self.root, str(pid)))
 
     def name(self, pid: int) -> str | NA:
+        """The process's command name, or NA."""
         try:
             with open(os.path.join(self.root, str(pid), "comm")) as fh:
                 return fh.read().strip()
@@ -68,17 +75,23 @@ CONTAINER_PIDS = NA(
 
 @dataclass
 class ProcessInfo:
+    """One process on a GPU: pid, kind, memory used and name."""
+
     pid: int
     kind: str  # compute, graphics, or compute+graphics
     used_memory: int | NA
     name: str | NA
 
     def to_dict(self) -> dict[str, Any]:
+        """The process as JSON-ready data."""
         return {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass
 class GpuSnapshot:
+    """One GPU's readings at one time: memory, utilisation, clocks, temperature, power, PCIe and
+    processes."""
+
     nvml_index: int
     t: float
     memory_total: int | NA = NA("not read")
@@ -107,11 +120,13 @@ class GpuSnapshot:
         return self.memory_total - self.memory_free
 
     def process(self, pid: int | None) -> ProcessInfo | None:
+        """The process `pid` on this GPU, or None."""
         if pid is None or isinstance(self.processes, NA):
             return None
         return next((p for p in self.processes if p.pid == pid), None)
 
     def to_dict(self) -> dict[str, Any]:
+        """The snapshot as JSON-ready data."""
         out = {f.name: jsonable(getattr(self, f.name)) for f in fields(self)}
         out["memory_in_use"] = jsonable(self.memory_in_use)
         return out

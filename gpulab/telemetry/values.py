@@ -23,10 +23,12 @@ class NA:
         return f"N/A ({self.reason})"
 
     def to_dict(self) -> dict[str, str]:
+        """The missing value as JSON-ready data: {'na': reason}."""
         return {"na": self.reason}
 
 
 def is_na(value: object) -> bool:
+    """True when `value` is NA."""
     return isinstance(value, NA)
 
 
@@ -51,6 +53,7 @@ def jsonable(value: Any) -> Any:
 
 
 def gib(n: int | float) -> str:
+    """Bytes as GiB to one decimal."""
     return f"{n / 2**30:.1f} GiB"
 
 
@@ -68,6 +71,7 @@ def card_memory(total: int | float, cuda_total: Any = None) -> str:
 
 
 def mib(n: int | float) -> str:
+    """Bytes as MiB."""
     return f"{n / 2**20:.0f} MiB"
 
 
