@@ -23,7 +23,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from gpulab import __version__, completion
 from gpulab.benchmark import cli as bench_cli
@@ -62,7 +62,7 @@ _MAIN = "_command_main"  # the namespace attribute that holds the chosen command
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
         sys.stderr.write(f"gpulab: {message} (see gpulab --help)\n")
         raise SystemExit(EXIT_BAD_INPUT)
 

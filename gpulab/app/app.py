@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.actions import SkipAction
 from textual.app import App
@@ -243,7 +243,8 @@ class GpuLabApp(App[None]):
         # deferred: a screen loads when it first opens, not before the first frame
         from gpulab.app.screens.modal import Palette
 
-        if self.use_command_palette and not CommandPalette.is_open(self):
+        # Textual types is_open's app as App[object], and App is invariant in its return type
+        if self.use_command_palette and not CommandPalette.is_open(cast("App[object]", self)):
             self.push_screen(Palette(id="--command-palette"))
 
     def action_help(self) -> None:

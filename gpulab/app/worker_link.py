@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import App
+from textual.worker import WorkType
 
 from gpulab.app.gauge import MemoryReading, WorkerPid, tell_gauge
 from gpulab.core import events as ev
@@ -33,6 +34,7 @@ class Host(Protocol):
 
     @property
     def panel(self) -> ExperimentPanel: ...
+
 
 RunnerFactory = Callable[..., Any]
 READY_TIMEOUT_S = 180.0  # a cold torch + CUDA import on a busy box can take a minute
@@ -64,7 +66,8 @@ class WorkerLink:
         """Start the worker in the background (after the first frame)."""
         self.loop_thread = threading.get_ident()
         # The coroutine function, not a coroutine: an app that exits first creates none.
-        self.app.run_worker(self._start_runner, name="runner start", exit_on_error=False)
+        start: WorkType[None] = self._start_runner
+        self.app.run_worker(start, name="runner start", exit_on_error=False)
 
     async def _start_runner(self) -> None:
         try:

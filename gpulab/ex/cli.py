@@ -88,7 +88,7 @@ def add_verb(ex_parser: argparse.ArgumentParser, name: str, text: str, handler: 
 
 def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
     # Accepted before and after the verb: `gpulab ex --json check x` and `gpulab ex check x --json`.
-    hide = {} if top else {"default": argparse.SUPPRESS}
+    hide: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
     p.add_argument("--json", action="store_true", help="print JSON", **hide)
     p.add_argument(
         "--workdir", metavar="DIR", help="your exercise files (env GPULAB_WORKDIR)", **hide

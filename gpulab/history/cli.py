@@ -64,7 +64,15 @@ def _when(iso: str | None) -> str:
 def _list(store: Any, args: argparse.Namespace) -> int:
     entries = store.run_entries(experiment=args.experiment, limit=max(1, args.limit))
     if args.json:
-        keys = ("id", "experiment", "status", "verdict", "device", "host", "source")
+        keys: tuple[str, ...] = (
+            "id",
+            "experiment",
+            "status",
+            "verdict",
+            "device",
+            "host",
+            "source",
+        )
         keys += ("started_at", "headline", "params")
         runs = [{k: e.get(k) for k in keys} for e in entries]
         print(json.dumps(tagged("history", {"runs": runs}), indent=1, default=str))

@@ -98,7 +98,7 @@ class LabServer(Server):
             headers={"Retry-After": "5", "Cache-Control": "no-store"},
         )
 
-    async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
         if self._host_refused(request):
             raise web.HTTPForbidden(text="gpulab serve: this Host is not served")
         if not await self._wait_for_slot():

@@ -346,7 +346,8 @@ class Store(GuardedConnection):
             "SELECT id, experiment, params_json, started_at, final_type, summary_json, source,"
             " host, device, finished_at, verdict, headline, entry_json FROM runs"
         )
-        where, args = [], []
+        where: list[str] = []
+        args: list[int | str] = []
         if ids is not None:
             where.append(f"id IN ({','.join('?' * len(ids))})")
             args.extend(int(i) for i in ids)

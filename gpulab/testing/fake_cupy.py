@@ -177,17 +177,19 @@ def make() -> types.ModuleType:
         "asnumpy",
     ):
         setattr(mod, name, globals()[name])
-    mod.array = asarray
-    mod.RawKernel = RawKernel
-    mod.RawModule = RawModule
-    mod.fuse = fuse
-    mod.ElementwiseKernel = ElementwiseKernel
-    mod.ReductionKernel = ReductionKernel
-    mod.ndarray = np.ndarray
-    mod.cuda = types.SimpleNamespace(
-        Device=_Device, Stream=_Stream, Event=_Event, get_current_stream=get_current_stream
+    vars(mod).update(
+        array=asarray,
+        RawKernel=RawKernel,
+        RawModule=RawModule,
+        fuse=fuse,
+        ElementwiseKernel=ElementwiseKernel,
+        ReductionKernel=ReductionKernel,
+        ndarray=np.ndarray,
+        cuda=types.SimpleNamespace(
+            Device=_Device, Stream=_Stream, Event=_Event, get_current_stream=get_current_stream
+        ),
+        __gpulab_fake__=True,
     )
-    mod.__gpulab_fake__ = True
     return mod
 
 
@@ -209,7 +211,8 @@ def cupyx_modules() -> dict[str, types.ModuleType]:
     except ImportError:
         return {}
     x, xs = types.ModuleType("cupyx"), types.ModuleType("cupyx.scipy")
-    x.scipy, xs.ndimage, xs.special = xs, scipy.ndimage, scipy.special
+    vars(x).update(scipy=xs)
+    vars(xs).update(ndimage=scipy.ndimage, special=scipy.special)
     return {
         "cupyx": x,
         "cupyx.scipy": xs,

@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical, VerticalScroll
+from textual.coordinate import Coordinate
 from textual.events import Resize
 from textual.message import Message
 from textual.widget import Widget
@@ -262,7 +263,7 @@ class ExercisesPane(Widget):
             table = self.query_one("#ex-table", DataTable)
             if table.row_count:
                 self.open_exercise(
-                    str(table.coordinate_to_cell_key((table.cursor_row, 0))[0].value)
+                    str(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0))[0].value)
                 )
             return
         if self.checking:

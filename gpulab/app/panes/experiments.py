@@ -292,7 +292,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         state = RunState(len(self.runs) + 1, self.experiment_id, params, started=time.time())
         self.runs.append(state)
         self.live = state
-        self.query_one(RunHistory).watch(state)  # telemetry during the run, for the history
+        self.query_one(RunHistory).follow(state)  # telemetry during the run, for the history
         self.show_run(state)
         self._set_running(True)
         try:

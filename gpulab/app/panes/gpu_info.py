@@ -118,7 +118,7 @@ class GpuInfoPane(Vertical):
         self._status_text = ""
         self._static_key: Any = None
         self._live_at = 0.0
-        self.watch = StaleWatch()
+        self.stale = StaleWatch()
         self._said: set[Any] = set()  # the problems already notified
         self.stale_text = ""  # the marker shown above the list ("" when all is current)
         self.histories: dict[int, History] = {}  # per NVML index: the sparklines' points
@@ -145,7 +145,7 @@ class GpuInfoPane(Vertical):
     def on_mount(self) -> None:
         self.query_one("#gpu-list", OptionList).display = False
         self.query_one("#gpu-stale").display = False
-        self.watch.saw_frame()
+        self.stale.saw_frame()
         self._unsubscribe = self.sampler.subscribe(self._from_thread)
         if not self.sampler.manual:
             self.set_interval(WATCH_S, self._watchdog, name="telemetry watchdog")
@@ -173,7 +173,7 @@ class GpuInfoPane(Vertical):
     def _frame(self, message: FrameArrived) -> None:
         first = self.frame is None or self.frame.inventory is not message.frame.inventory
         self.frame = message.frame
-        self.watch.saw_frame()
+        self.stale.saw_frame()
         if first:
             self._join()
         self._show_problems()
@@ -181,12 +181,12 @@ class GpuInfoPane(Vertical):
 
     # figures that are not current ------------------------------------------------------------
     def _watchdog(self) -> None:
-        if self.watch.check(self.sampler):
+        if self.stale.check(self.sampler):
             self._show_problems()
 
     def _show_problems(self) -> None:
         """The marker above the list, and one notification per new problem (and recovery)."""
-        problems = self.watch.problems(self.frame)
+        problems = self.stale.problems(self.frame)
         lines = [marker(why, self._gpu_label(i)) for i, why in problems]
         text = "\n".join(lines)
         if text != self.stale_text:
@@ -217,7 +217,7 @@ class GpuInfoPane(Vertical):
         return f"nvml:{nvml_index}"
 
     def problem(self, nvml_index: int) -> Stale | None:
-        return self.watch.problem(self.frame, nvml_index)
+        return self.stale.problem(self.frame, nvml_index)
 
     def _join(self) -> None:
         if self.frame is None:

@@ -181,7 +181,7 @@ class LessonsPane(Widget):
         yield LessonReader(id="lesson-reader")
 
     @property
-    def tree(self) -> LessonTree:
+    def lesson_tree(self) -> LessonTree:
         return self.query_one("#lesson-tree", LessonTree)
 
     @property
@@ -196,7 +196,7 @@ class LessonsPane(Widget):
 
     @property
     def _ex_marks(self) -> dict[str, tuple[int, int]]:
-        return self.tree.ex_marks
+        return self.lesson_tree.ex_marks
 
     @property
     def catalog(self) -> Catalog:
@@ -266,7 +266,7 @@ class LessonsPane(Widget):
         focused = self.screen.focused
         if event.key == "down" and focused is self.query_one("#lesson-filter", Input):
             event.stop()
-            self.tree.focus()
+            self.lesson_tree.focus()
         elif event.key in ("up", "down") and isinstance(focused, RunLink | ExerciseButton):
             event.stop()
             buttons = self.reader.link_buttons()
@@ -280,7 +280,7 @@ class LessonsPane(Widget):
 
     # ---- the tree and the reader -----------------------------------------------------------
     def _fill_tree(self, text: str = "") -> None:
-        self.tree.fill(self.catalog, self.store, text, self.current)
+        self.lesson_tree.fill(self.catalog, self.store, text, self.current)
 
     def _sync_covered(self) -> None:
         """The reader is covered by the list when the pane is narrow and not reading."""
@@ -296,7 +296,7 @@ class LessonsPane(Widget):
         self._sync_covered()
         self.reader.attach(self.catalog, self.store, self._measured_fixed)
         done = self.reader.open_lesson(lesson_id)
-        self.tree.refresh_marks(self.catalog, self.store)
+        self.lesson_tree.refresh_marks(self.catalog, self.store)
         self.post_message(self.LessonOpened(lesson_id))
         return done
 
@@ -305,7 +305,7 @@ class LessonsPane(Widget):
         self._refresh_marks()
 
     def _refresh_marks(self) -> None:
-        self.tree.refresh_marks(self.catalog, self.store)
+        self.lesson_tree.refresh_marks(self.catalog, self.store)
         self.reader.show_marks()
 
     def set_inventory(self, inventory: Any) -> None:
@@ -327,7 +327,7 @@ class LessonsPane(Widget):
     @on(LessonReader.Read)
     def _lesson_read(self, event: LessonReader.Read) -> None:
         event.stop()
-        self.tree.refresh_marks(self.catalog, self.store)
+        self.lesson_tree.refresh_marks(self.catalog, self.store)
 
     @on(LessonReader.ExerciseChosen)
     def _exercise_chosen(self, event: LessonReader.ExerciseChosen) -> None:
@@ -417,7 +417,7 @@ class LessonsPane(Widget):
         self.toggle_class("-reading")
         self._sync_covered()
         if not self.has_class("-reading"):
-            self.tree.focus()
+            self.lesson_tree.focus()
         else:
             self.call_after_refresh(self.reader.check_read)
 

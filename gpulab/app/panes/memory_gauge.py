@@ -50,7 +50,7 @@ class MemoryGauge(Widget):
         self._key: Any = None
         self.repaints = 0
         self.label = ""
-        self.watch = StaleWatch()
+        self.stale = StaleWatch()
 
     @property
     def sampler(self) -> Sampler:
@@ -113,19 +113,19 @@ class MemoryGauge(Widget):
 
     # frames ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
-        self.watch.saw_frame()
+        self.stale.saw_frame()
         self._unsubscribe = self.sampler.subscribe(self._from_thread)
         if not self.sampler.manual:
             self.set_interval(WATCH_S, self._watchdog, name="telemetry watchdog")
 
     def _watchdog(self) -> None:
-        if self.watch.check(self.sampler):
+        if self.stale.check(self.sampler):
             self._update()
 
     @property
     def stale_text(self) -> str:
         """ "⚠ stale since HH:MM:SS: why" when this GPU's figures are not current, else ""."""
-        why = self.watch.problem(self.model.frame, self.model.nvml_index)
+        why = self.stale.problem(self.model.frame, self.model.nvml_index)
         return "" if why is None else marker(why)
 
     def on_unmount(self) -> None:
@@ -139,7 +139,7 @@ class MemoryGauge(Widget):
 
     @on(FrameArrived)
     def _frame(self, message: FrameArrived) -> None:
-        self.watch.saw_frame()
+        self.stale.saw_frame()
         if message.frame.stale is not None:  # the last good frame again: no new history point
             self.model.frame = message.frame
         else:

@@ -123,7 +123,7 @@ class RunHistory(Vertical):
         if self._owns_store and self._store is not None:
             self._store.close()
 
-    def watch(self, state: RunState) -> None:
+    def follow(self, state: RunState) -> None:
         """Take telemetry frames while `state` runs, for its clock and temperature."""
         app: Any = self.app
         device = app.device if getattr(app, "device", None) is not None else app.device_index

@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, TextIO
 
 from gpulab.core import events as ev
 from gpulab.core import memory
@@ -149,10 +149,10 @@ class Worker:
                     self.activation.set()
         except Exception as exc:  # noqa: BLE001 - a corrupt stream: nothing sensible is left to do
             with contextlib.suppress(Exception):
-                sys.__stderr__.write(f"gpulab worker: command stream broken: {exc}\n")
+                _real_stderr().write(f"gpulab worker: command stream broken: {exc}\n")
         with contextlib.suppress(Exception):
-            sys.__stdout__.flush()
-            sys.__stderr__.flush()
+            _real_stdout().flush()
+            _real_stderr().flush()
         os._exit(0)
 
     def serve(self) -> None:
@@ -259,13 +259,23 @@ class Worker:
         self.send_event(final)
         if retire:
             with contextlib.suppress(Exception):
-                sys.__stderr__.flush()
+                _real_stderr().flush()
             os._exit(EXIT_RETIRED)
 
     def _sample(self, job: str, device: int, stop: threading.Event) -> None:
         while not stop.wait(MEMORY_INTERVAL_S):
             with contextlib.suppress(Exception):
                 self.send_event(self.memory_event(job, device))
+
+
+def _real_stdout() -> TextIO:
+    # The process's own streams, not the per-job LineStreams that replace sys.stdout during a run;
+    # None only in an interpreter started without them (pythonw), which never runs a worker.
+    return sys.__stdout__ if sys.__stdout__ is not None else sys.stdout
+
+
+def _real_stderr() -> TextIO:
+    return sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -286,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     args = parse_args(argv)
     die_with_parent(args.parent)
-    faulthandler.enable(file=sys.__stderr__)  # a segfault leaves a Python traceback in the log
+    faulthandler.enable(file=_real_stderr())  # a segfault leaves a Python traceback in the log
     cmd_fd, event_fd = (int(x) for x in args.fds.split(","))
     for fd in (cmd_fd, event_fd):
         os.set_inheritable(fd, False)  # subprocesses of experiments must not hold our pipes
