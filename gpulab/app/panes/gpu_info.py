@@ -53,6 +53,8 @@ LIVE_PERIOD_JOB_S = 0.5
 
 
 class GpuInfoPane(Vertical):
+    """Every GPU in a list, the highlighted one's facts and live figures, and the processes on it."""
+
     BINDINGS = [Binding("i", "facts", "GPU facts", id="gpu-info.facts")]
     DEFAULT_CSS = """
     GpuInfoPane { height: 1fr; }
@@ -94,11 +96,14 @@ class GpuInfoPane(Vertical):
             super().__init__()
 
     class FrameArrived(Message, bubble=False):
+        """A telemetry frame, posted from the sampler's thread."""
+
         def __init__(self, frame: Frame) -> None:
             self.frame = frame
             super().__init__()
 
         def can_replace(self, message: Message) -> bool:
+            """A newer frame replaces one still queued: only the latest matters."""
             return isinstance(message, GpuInfoPane.FrameArrived)
 
     def __init__(self, *, sampler: Sampler | None = None, **kwargs: Any) -> None:
@@ -125,11 +130,13 @@ class GpuInfoPane(Vertical):
 
     @property
     def sampler(self) -> Sampler:
+        """The telemetry sampler (the shared one unless a test gave one)."""
         if self._sampler is None:
             self._sampler = shared_sampler()
         return self._sampler
 
     def compose(self) -> ComposeResult:
+        """The status line, the stale marker, the GPU list and the highlighted GPU's figures."""
         yield Static("Reading NVML…", id="gpu-status")
         yield Static("", id="gpu-stale", markup=False)
         yield OptionList(id="gpu-list")
@@ -143,6 +150,7 @@ class GpuInfoPane(Vertical):
             yield Static("", id="gpu-versions")
 
     def on_mount(self) -> None:
+        """Subscribe to the sampler and start the watchdog for a silent sampler."""
         self.query_one("#gpu-list", OptionList).display = False
         self.query_one("#gpu-stale").display = False
         self.stale.saw_frame()
@@ -151,18 +159,21 @@ class GpuInfoPane(Vertical):
             self.set_interval(WATCH_S, self._watchdog, name="telemetry watchdog")
 
     def on_unmount(self) -> None:
+        """Stop hearing the sampler."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
 
     # the app's interface --------------------------------------------------------------------
     def set_worker_info(self, handshake: dict[str, Any]) -> None:
+        """Join the worker's handshake (CUDA indices, SM count, versions) to NVML's list."""
         self.worker = dict(handshake or {})
         self._join()
         self._redraw()
 
     @property
     def selected(self) -> GpuInventory | None:
+        """The selected GPU's inventory entry, or None before NVML answers."""
         return self.inventory.gpu(self.selected_nvml) if self.inventory else None
 
     # frames ---------------------------------------------------------------------------------
@@ -217,6 +228,7 @@ class GpuInfoPane(Vertical):
         return f"nvml:{nvml_index}"
 
     def problem(self, nvml_index: int) -> Stale | None:
+        """Why GPU `nvml_index`'s figures are not current, or None when they are."""
         return self.stale.problem(self.frame, nvml_index)
 
     def _join(self) -> None:
@@ -356,6 +368,7 @@ class GpuInfoPane(Vertical):
         self._set("gpu-procs", (key, pid), lambda: processes(snap, pid, width))
 
     def on_resize(self) -> None:
+        """Redraw the bars and sparklines for the new width."""
         self._static_key = None  # the glance's bars and sparklines follow the pane's width
         self._redraw()
 

@@ -49,6 +49,8 @@ MEMORY_INTERVAL_S = 0.25  # readings during a job: 4 per second
 
 
 class Worker:
+    """The worker's state: the event pipe, the command queue, the job running and its cancel flag."""
+
     def __init__(self, out: FrameWriter, device_index: int) -> None:
         self.out = out
         self.device_index = device_index
@@ -105,6 +107,7 @@ class Worker:
         gc.freeze()
 
     def standby_message(self) -> dict[str, Any]:
+        """What a spare says once its imports are done: its pid and how long they took."""
         return {
             "msg": "standby",
             "protocol": PROTOCOL,
@@ -114,11 +117,13 @@ class Worker:
         }
 
     def wait_for_activation(self) -> None:
+        """Block until the client sends `activate`, timing the wait."""
         t0 = time.perf_counter()
         self.activation.wait()
         self.warm_timings["standby_wait_s"] = time.perf_counter() - t0
 
     def hello(self) -> dict[str, Any]:
+        """The handshake: protocol, pid, inventory and warm-up timings."""
         return {
             "msg": "hello",
             "protocol": PROTOCOL,
@@ -156,6 +161,7 @@ class Worker:
         os._exit(0)
 
     def serve(self) -> None:
+        """Run queued jobs one at a time, forever; a runner bug fails the job, not the worker."""
         while True:
             cmd = self.commands.get()
             try:
@@ -176,9 +182,11 @@ class Worker:
 
     # --- one job --------------------------------------------------------------------------------
     def send_event(self, event: dict[str, Any]) -> None:
+        """Send one runner event to the client."""
         self.out.send({"msg": "event", "event": event})
 
     def memory_event(self, job: str, device_index: int) -> dict[str, Any]:
+        """A `memory` event: the allocator's reading on `device_index` and the host RSS."""
         reading = memory.probe(device_index)
         rss = host_rss()
         if rss is not None:
@@ -186,6 +194,8 @@ class Worker:
         return ev.make(ev.MEMORY, job, reading=reading, pid=os.getpid())
 
     def run_one(self, cmd: dict[str, Any]) -> None:
+        """Run one job with its stdout, stderr and memory readings turned into events; retire after
+        if it left CUDA unusable."""
         job = str(cmd["job"])
         device = int(cmd.get("device", self.device_index))
         self.cancel_flag = threading.Event()
@@ -279,6 +289,7 @@ def _real_stderr() -> TextIO:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The worker's command line (pipe fds, device, parent pid, --standby)."""
     p = argparse.ArgumentParser(prog="python -m gpulab.runner.worker.serve")
     p.add_argument("--fds", required=True, help="CMD_READ_FD,EVENT_WRITE_FD")
     p.add_argument("--device", type=int, default=0)
@@ -292,6 +303,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Start the worker: pipes, parent watch, imports, CUDA context (after activation when a
+    spare), then serve."""
     # Ctrl-C in a terminal reaches the whole process group; the client decides what it means.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     args = parse_args(argv)
