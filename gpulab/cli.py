@@ -68,6 +68,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `gpulab` parser with every command registered on it."""
     p = _Parser(prog="gpulab", description="A terminal lab for learning GPU computing.")
     p.add_argument("--version", action="version", version=f"gpulab {__version__}")
     p.add_argument("--data-dir", help="where progress and run history live (env GPULAB_DATA_DIR)")
@@ -94,6 +95,7 @@ def _register(sub: Any, add_parser: Any, main: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run `gpulab` with `argv`: a gpulab error is one line on stderr and its exit code."""
     args = build_parser().parse_args(argv)
     try:
         if args.data_dir:

@@ -42,6 +42,7 @@ SHUTDOWN_TIMEOUT_S = 5.0
 
 
 def default_runner_factory(**kw: Any) -> Any:
+    """A RunnerClient with `kw` (imported when the worker starts)."""
     # deferred: the runner loads when the worker starts, after the first frame
     from gpulab.runner.client.runner_client import RunnerClient
 
@@ -96,6 +97,7 @@ class WorkerLink:
             await self.host.main_ready.wait()
 
     def apply_handshake(self, handshake: dict[str, Any]) -> None:
+        """Take the worker's hello: the sub-title, the panes' inventory and the gauge's pid."""
         self.handshake = handshake
         inventory = handshake.get("inventory") or {}
         self.app.sub_title = Inventory.from_dict(inventory).label()

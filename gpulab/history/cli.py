@@ -19,6 +19,7 @@ from gpulab.render.results import render_result, table
 
 
 def add_parser(sub: Any) -> None:
+    """Register `gpulab history [list|show|compare|export|import]` and its options."""
     h = sub.add_parser("history", help="runs kept across sessions: list, show, compare, export")
     h.add_argument("--json", action="store_true", help="print JSON")
     h.add_argument("--experiment", help="only this experiment's runs")

@@ -31,6 +31,7 @@ class History:
         self.last_t = -1.0
 
     def add(self, s: GpuSnapshot, limit_w: float | NA) -> None:
+        """Add a sample's utilization, memory and power fractions (once per sample)."""
         if s.t == self.last_t:
             return  # a redraw without a new sample adds nothing
         self.last_t = s.t
@@ -57,6 +58,7 @@ def sparkline(values: deque[float | None] | list[float | None], width: int) -> T
 
 
 def bar(fraction: float | None, width: int) -> Text:
+    """A bar `width` cells wide for `fraction` (green, then yellow, then red); dots when unread."""
     if fraction is None:
         return Text("·" * width, style="dim")
     filled = max(0, min(width, round(fraction * width)))
