@@ -33,7 +33,9 @@ class Host(Protocol):
     main_ready: asyncio.Event | None
 
     @property
-    def panel(self) -> ExperimentPanel: ...
+    def panel(self) -> ExperimentPanel:
+        """The experiments panel."""
+        ...
 
 
 RunnerFactory = Callable[..., Any]
