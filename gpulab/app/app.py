@@ -115,7 +115,7 @@ class GpuLabApp(App[None]):
 
     # ---- startup ------------------------------------------------------------------------
     def on_mount(self) -> None:
-        """Start the worker after the first frame; in a browser, watch for the session's end."""
+        """Start the worker after the first frame; in a terminal, watch for it hanging up."""
         self.main_ready = self.main_ready or asyncio.Event()
         # After the first frame, from a worker: spawning the worker process (and importing the
         # runner client) took ~140 ms of the event loop that the first paint waited for.

@@ -176,7 +176,7 @@ class ExercisesPane(Widget):
             self.refresh_list()
 
     def on_resize(self, event: Resize) -> None:
-        """Put the verdict below the code when the pane is narrow."""
+        """Stack the side (statement, hints, verdict) and the editor when the pane is narrow."""
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
 
     def set_inventory(self, inventory: dict[str, Any]) -> None:

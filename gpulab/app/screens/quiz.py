@@ -144,7 +144,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
         self.result: QuizResult | None = None
 
     def compose(self) -> ComposeResult:
-        """The title, the question count, the question, its choices and the explanation line."""
+        """The title, the question count, the question, its choices, the explanation and the buttons."""
         with Vertical(id="quiz-box"):
             yield Static(Content(f"Quiz: {self.lesson.title}"), id="quiz-title")
             yield Static(id="quiz-count")

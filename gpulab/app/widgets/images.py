@@ -19,8 +19,8 @@ CROP_ROWS = 8
 
 
 class ImageView(Widget):
-    """A run's image artifacts drawn with half-block characters, two side by side, with their
-    notes."""
+    """A run's images in half-block characters, two side by side, scaled to the width (with a
+    1:1 centre crop when scaled far down), and their notes."""
 
     DEFAULT_CSS = "ImageView { height: auto; }"
 
