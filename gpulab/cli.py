@@ -23,7 +23,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from gpulab import __version__, completion
 from gpulab.benchmark import cli as bench_cli
@@ -62,12 +62,13 @@ _MAIN = "_command_main"  # the namespace attribute that holds the chosen command
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
         sys.stderr.write(f"gpulab: {message} (see gpulab --help)\n")
         raise SystemExit(EXIT_BAD_INPUT)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `gpulab` parser with every command registered on it."""
     p = _Parser(prog="gpulab", description="A terminal lab for learning GPU computing.")
     p.add_argument("--version", action="version", version=f"gpulab {__version__}")
     p.add_argument("--data-dir", help="where progress and run history live (env GPULAB_DATA_DIR)")
@@ -94,6 +95,7 @@ def _register(sub: Any, add_parser: Any, main: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run `gpulab` with `argv`: a gpulab error is one line on stderr and its exit code."""
     args = build_parser().parse_args(argv)
     try:
         if args.data_dir:

@@ -91,3 +91,69 @@ def test_no_comment_points_outside_the_repository():
             if pattern.search(line):
                 offenders.append(f"{rel}:{i}: {line.strip()[:100]}")
     assert not offenders, offenders
+
+
+# Learner-facing code (exercise folders) and lesson text follow their own format, not this rule.
+DOCSTRINGS_EXEMPT = ("gpulab/exercises/catalog/", "gpulab/lessons/content/")
+DOCSTRING_SHARE = 0.80
+
+
+def _is_accessor(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A property's setter or deleter, or an @overload stub: the main definition carries the doc."""
+    for d in node.decorator_list:
+        if isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter"):
+            return True
+        if (isinstance(d, ast.Name) and d.id == "overload") or (
+            isinstance(d, ast.Attribute) and d.attr == "overload"
+        ):
+            return True
+    return False
+
+
+def _public_definitions(tree: ast.Module) -> list[tuple[str, bool]]:
+    """(qualified name, has a docstring) for every public class and function at module level and
+    in classes (methods and nested classes too; not functions inside functions)."""
+    out: list[tuple[str, bool]] = []
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            if node.name.startswith("_"):
+                continue
+            if isinstance(node, ast.ClassDef):
+                out.append((prefix + node.name, ast.get_docstring(node) is not None))
+                visit(node.body, f"{prefix}{node.name}.")
+            elif not _is_accessor(node):
+                out.append((prefix + node.name, ast.get_docstring(node) is not None))
+
+    visit(tree.body, "")
+    return out
+
+
+def test_public_functions_and_classes_have_docstrings():
+    """At least DOCSTRING_SHARE of gpulab's public functions and classes carry a docstring."""
+    per_module: dict[str, tuple[int, int, list[str]]] = {}
+    for path in _sources():
+        rel = _rel(path)
+        if not rel.startswith("gpulab/") or rel.startswith(DOCSTRINGS_EXEMPT):
+            continue
+        defs = _public_definitions(ast.parse(path.read_text(encoding="utf-8")))
+        if defs:
+            missing = [name for name, documented in defs if not documented]
+            per_module[rel] = (len(defs) - len(missing), len(defs), missing)
+    documented = sum(d for d, _, _ in per_module.values())
+    total = sum(t for _, t, _ in per_module.values())
+    assert total > 100, f"only {total} public definitions found: is the walk broken?"
+    share = documented / total
+    worst = sorted(per_module.items(), key=lambda kv: (kv[1][0] - kv[1][1], kv[0]))[:15]
+    report = "\n".join(
+        f"  {rel}: {d}/{t} documented; missing {', '.join(missing[:8])}"
+        + (" ..." if len(missing) > 8 else "")
+        for rel, (d, t, missing) in worst
+        if missing
+    )
+    assert share >= DOCSTRING_SHARE, (
+        f"{documented}/{total} = {share:.1%} of public functions and classes have a docstring "
+        f"(at least {DOCSTRING_SHARE:.0%} wanted); the modules missing the most:\n{report}"
+    )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.actions import SkipAction
 from textual.app import App
@@ -42,6 +42,8 @@ def commands_provider() -> type[Provider]:
 
 
 class GpuLabApp(App[None]):
+    """The lab: the main screen, the app-wide keys, and the worker link that runs the GPU work."""
+
     TITLE = "gpulab"
     SUB_TITLE = "starting the worker…"
     CSS_PATH = str(Path(__file__).with_name("gpulab.tcss"))  # absolute: subclasses live anywhere
@@ -108,10 +110,12 @@ class GpuLabApp(App[None]):
         await self.worker_link.shutdown(grace_s)
 
     def get_default_screen(self) -> MainScreen:
+        """The main screen, with the sampler and sample period the app was given."""
         return MainScreen(sampler=self.sampler, sample_period=self.sample_period)
 
     # ---- startup ------------------------------------------------------------------------
     def on_mount(self) -> None:
+        """Start the worker after the first frame; in a terminal, watch for it hanging up."""
         self.main_ready = self.main_ready or asyncio.Event()
         # After the first frame, from a worker: spawning the worker process (and importing the
         # runner client) took ~140 ms of the event loop that the first paint waited for.
@@ -126,6 +130,7 @@ class GpuLabApp(App[None]):
 
     @property
     def panel(self) -> ExperimentPanel:
+        """The experiments panel of the main screen."""
         # deferred: the panel (NumPy behind its plots) loads after the first frame
         from gpulab.app.panes.experiments import ExperimentPanel
 
@@ -166,6 +171,7 @@ class GpuLabApp(App[None]):
             )
 
     def open_experiment(self, experiment_id: str, params: dict[str, Any] | None = None) -> None:
+        """Show experiment `experiment_id` in the panel with `params`; a notice if it cannot."""
         if not self._on_main():
             self.notify("The lab is still starting; try again in a moment.", severity="warning")
             return
@@ -177,13 +183,16 @@ class GpuLabApp(App[None]):
         self.focus_pane("experiments")
 
     async def open_and_run(self, experiment_id: str) -> None:
+        """Open experiment `experiment_id` and start a run of it."""
         self.open_experiment(experiment_id)
         await self.panel.start_run()
 
     def on_lessons_pane_open_exercise(self, message: Any) -> None:
+        """A lesson's exercise link: open that exercise."""
         self.open_exercise(message.exercise)
 
     def on_exercises_pane_progress_changed(self, message: Any) -> None:
+        """An exercise's progress changed: refresh the lesson tree's marks."""
         for lessons in self.screen_stack[0].query("#lessons"):
             refresh = getattr(lessons, "refresh_marks", None)
             if refresh is not None:
@@ -199,6 +208,7 @@ class GpuLabApp(App[None]):
             self.focus_pane("exercises")
 
     def open_lesson(self, lesson_id: str) -> None:
+        """Show lesson `lesson_id` in the lessons pane."""
         lessons = self.screen_stack[0].query_one("#lessons")
         opener = getattr(lessons, "open_lesson", None)
         if opener is None:
@@ -208,6 +218,7 @@ class GpuLabApp(App[None]):
         self.focus_pane("lessons")
 
     def focus_pane(self, pane_id: str) -> None:
+        """Make pane `pane_id` current and focus it."""
         screen = self.screen_stack[0]
         if isinstance(screen, MainScreen):
             screen.show_pane(pane_id)
@@ -219,11 +230,13 @@ class GpuLabApp(App[None]):
         return ready and isinstance(self.screen, MainScreen)
 
     async def action_run(self) -> None:
+        """Run the experiment the panel shows (r)."""
         if not self._on_main():
             raise SkipAction()
         await self.panel.start_run()
 
     def action_maximize_results(self) -> None:
+        """Give the results the whole screen, or give back the maximized widget's room."""
         if not self._on_main() and self.screen.maximized is None:
             raise SkipAction()
         if self.screen.maximized is not None:
@@ -232,6 +245,7 @@ class GpuLabApp(App[None]):
         self.panel.action_maximize_results()
 
     async def action_cancel(self) -> None:
+        """Cancel the running experiment (escape); skipped when nothing runs."""
         if not self._on_main() or not self.panel.running:
             raise SkipAction()
         await self.panel.cancel_run()
@@ -243,10 +257,12 @@ class GpuLabApp(App[None]):
         # deferred: a screen loads when it first opens, not before the first frame
         from gpulab.app.screens.modal import Palette
 
-        if self.use_command_palette and not CommandPalette.is_open(self):
+        # Textual types is_open's app as App[object], and App is invariant in its return type
+        if self.use_command_palette and not CommandPalette.is_open(cast("App[object]", self)):
             self.push_screen(Palette(id="--command-palette"))
 
     def action_help(self) -> None:
+        """Show the keys of the focused pane and the app."""
         # deferred: a screen loads when it first opens, not before the first frame
         from gpulab.app.screens.help import HelpScreen, help_sections
 
@@ -255,6 +271,7 @@ class GpuLabApp(App[None]):
         self.push_screen(HelpScreen(help_sections(self)))
 
     async def action_quit(self) -> None:
+        """Stop the worker and quit (during a run: only when pressed twice)."""
         if self.worker_link.quitting:
             return
         if self._run_would_be_lost():
@@ -282,4 +299,5 @@ class GpuLabApp(App[None]):
         return True
 
     async def on_unmount(self) -> None:
+        """Stop the worker with the app."""
         await self.shutdown_runner()

@@ -35,6 +35,7 @@ def lesson_titles() -> list[tuple[str, str]]:
 
 
 def exercise_titles() -> list[tuple[str, str]]:
+    """(id, title) for every exercise; empty when the catalog does not load."""
     try:
         # deferred: the catalogs (YAML) load when the palette asks, not before the first frame
         from gpulab.exercises.loader import load_catalog
@@ -45,6 +46,8 @@ def exercise_titles() -> list[tuple[str, str]]:
 
 
 class GpuLabCommands(Provider):
+    """The palette's commands: experiments, lessons, exercises, panes and themes."""
+
     def _commands(self) -> list[tuple[str, Callable[[], Any], str]]:
         app: Any = self.app
         out: list[tuple[str, Callable[[], Any], str]] = []
@@ -67,11 +70,13 @@ class GpuLabCommands(Provider):
         return out
 
     async def discover(self) -> Hits:
+        """What the palette lists before anything is typed: experiments, panes, help."""
         for name, callback, help_text in self._commands():
             if name.startswith(("Run experiment", "Focus pane", "Help")):
                 yield DiscoveryHit(name, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
+        """Every command whose name matches `query`, scored and highlighted."""
         matcher = self.matcher(query)
         for name, callback, help_text in self._commands():
             score = matcher.match(name)

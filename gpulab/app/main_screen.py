@@ -44,6 +44,7 @@ class LabFooter(Footer):
     (q rather than ^q; ^q where a text field takes q)."""
 
     def compose(self) -> ComposeResult:
+        """The keys that fit the width, in the order above."""
         if not self._bindings_ready:
             return
         items = self._items()
@@ -100,6 +101,7 @@ class LabFooter(Footer):
         return shown
 
     def on_resize(self) -> None:
+        """Choose again which keys fit."""
         if self._bindings_ready and self.is_attached:
             self.call_after_refresh(self.recompose)
 
@@ -112,6 +114,9 @@ def _declared(cls: type) -> list[Binding]:
 
 
 class MainScreen(Screen[None]):
+    """The lab's one screen: the pane tabs and the panes, which take turns or sit side by side by
+    size."""
+
     AUTO_FOCUS = ""  # show_pane focuses the starting pane itself
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
@@ -140,6 +145,8 @@ class MainScreen(Screen[None]):
         self.set_class(height >= 30, "-tall")
 
     def compose(self) -> ComposeResult:
+        """Header, pane tabs, a shell per pane and the footer; the panes mount after the first
+        frame."""
         self._breakpoint_classes()
         yield Header(icon="▣")
         tabs = Tabs(
@@ -162,6 +169,7 @@ class MainScreen(Screen[None]):
         return "pane -current" if pane_id == self.current else "pane"
 
     def on_mount(self) -> None:
+        """Title each pane's shell and mount the panes once the first frame is up."""
         for pane_id, label in PANES:
             self.shell(pane_id).border_title = label
         self.call_after_refresh(self._mount_panes)
@@ -206,12 +214,15 @@ class MainScreen(Screen[None]):
 
     @property
     def compact(self) -> bool:
+        """Whether the screen is narrow or short, so panes take turns."""
         return self.has_class("-narrow") or self.has_class("-short")
 
     def pane(self, pane_id: str) -> Widget:
+        """The pane widget with id `pane_id`."""
         return self.query_one(f"#{pane_id}")
 
     def shell(self, pane_id: str) -> Widget:
+        """The bordered container that holds pane `pane_id`."""
         return self.query_one(f"#shell-{pane_id}")
 
     def show_pane(self, pane_id: str, *, focus: bool = True) -> None:
@@ -245,12 +256,15 @@ class MainScreen(Screen[None]):
             self.set_focus(None)
 
     def action_next_pane(self) -> None:
+        """Show the next pane."""
         self._step(1)
 
     def action_exercises(self) -> None:
+        """Show the exercises pane."""
         self.show_pane("exercises")
 
     def action_previous_pane(self) -> None:
+        """Show the previous pane."""
         self._step(-1)
 
     def _step(self, delta: int) -> None:
@@ -266,6 +280,7 @@ class MainScreen(Screen[None]):
             self.show_pane(pane_id)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Make the pane that took focus the current one."""
         pane_id = self._pane_of(event.widget)
         if pane_id and pane_id != self.current:
             self.show_pane(pane_id, focus=False)
@@ -280,6 +295,7 @@ class MainScreen(Screen[None]):
         return ""
 
     def on_click(self, event: events.Click) -> None:
+        """Make a clicked pane current when nothing has focus."""
         pane_id = self._pane_of(event.widget)
         if pane_id and pane_id != self.current and self.focused is None:
             self.show_pane(pane_id, focus=False)

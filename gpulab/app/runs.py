@@ -15,6 +15,7 @@ MAX_LOG_LINES = 2000
 
 
 def row_key(row: dict[str, Any]) -> str:
+    """The key of a measurement row: contender, size and dtype."""
     return f"{row.get('contender', '')}|{row.get('size', '')}|{row.get('dtype', '')}"
 
 
@@ -30,6 +31,8 @@ def expected_rows(params: dict[str, Any]) -> int:
 
 @dataclass
 class RunState:
+    """One run as the experiments pane shows it, built up from the runner's events."""
+
     number: int
     experiment: str
     params: dict[str, Any]
@@ -47,9 +50,11 @@ class RunState:
 
     @property
     def finished(self) -> bool:
+        """Whether the run has its final event (result, failed or cancelled)."""
         return self.status in (ev.RESULT, ev.FAILED, ev.CANCELLED)
 
     def apply(self, event: dict[str, Any]) -> None:
+        """Fold one runner event into the run's status, progress, rows, logs and result."""
         kind = event.get("type")
         if kind == ev.ACCEPTED:
             self.status = "running"
@@ -82,6 +87,7 @@ class RunState:
         self.ended = float(event.get("t") or 0.0)
 
     def add_log(self, line: str) -> None:
+        """Keep a log line (the last MAX_LOG_LINES)."""
         self.log.append(line)
         if len(self.log) > MAX_LOG_LINES:
             del self.log[: len(self.log) - MAX_LOG_LINES]
@@ -103,6 +109,7 @@ class RunState:
         return "pass" if all(v.get("passed") for v in exact) else "FAIL"
 
     def title(self) -> str:
+        """ "#N experiment (params)" (or "kept #id" for a run read back from the history)."""
         shown = ", ".join(f"{k}={_short(v)}" for k, v in self.params.items())
         number = f"#{self.number}" if self.number else f"kept #{self.kept_id}"
         return f"{number} {self.experiment} ({shown})"

@@ -44,6 +44,7 @@ class TerminalWatch:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def install(self) -> None:
+        """Install the SIGHUP and SIGTERM handlers and the poll for a terminal that has gone."""
         self._loop = asyncio.get_running_loop()
         # Plain signal handlers, not loop.add_signal_handler: those run inside the event loop,
         # which may be the thing that is stuck writing to the dead terminal.

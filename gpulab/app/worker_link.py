@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import App
+from textual.worker import WorkType
 
 from gpulab.app.gauge import MemoryReading, WorkerPid, tell_gauge
 from gpulab.core import events as ev
@@ -33,7 +34,10 @@ class Host(Protocol):
     main_ready: asyncio.Event | None
 
     @property
-    def panel(self) -> ExperimentPanel: ...
+    def panel(self) -> ExperimentPanel:
+        """The experiments panel."""
+        ...
+
 
 
 RunnerFactory = Callable[..., Any]
@@ -42,6 +46,7 @@ SHUTDOWN_TIMEOUT_S = 5.0
 
 
 def default_runner_factory(**kw: Any) -> Any:
+    """A RunnerClient with `kw` (imported when the worker starts)."""
     # deferred: the runner loads when the worker starts, after the first frame
     from gpulab.runner.client.runner_client import RunnerClient
 
@@ -67,7 +72,8 @@ class WorkerLink:
         """Start the worker in the background (after the first frame)."""
         self.loop_thread = threading.get_ident()
         # The coroutine function, not a coroutine: an app that exits first creates none.
-        self.app.run_worker(self._start_runner, name="runner start", exit_on_error=False)
+        start: WorkType[None] = self._start_runner
+        self.app.run_worker(start, name="runner start", exit_on_error=False)
 
     async def _start_runner(self) -> None:
         try:
@@ -96,6 +102,7 @@ class WorkerLink:
             await self.host.main_ready.wait()
 
     def apply_handshake(self, handshake: dict[str, Any]) -> None:
+        """Take the worker's hello: the sub-title, the panes' inventory and the gauge's pid."""
         self.handshake = handshake
         inventory = handshake.get("inventory") or {}
         self.app.sub_title = Inventory.from_dict(inventory).label()

@@ -88,7 +88,7 @@ def add_verb(ex_parser: argparse.ArgumentParser, name: str, text: str, handler: 
 
 def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
     # Accepted before and after the verb: `gpulab ex --json check x` and `gpulab ex check x --json`.
-    hide = {} if top else {"default": argparse.SUPPRESS}
+    hide: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
     p.add_argument("--json", action="store_true", help="print JSON", **hide)
     p.add_argument(
         "--workdir", metavar="DIR", help="your exercise files (env GPULAB_WORKDIR)", **hide
@@ -99,7 +99,7 @@ def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    """Run the chosen `gpulab ex` verb; a bad name, file or store becomes one line and exit 2."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.exercise_format import ExerciseFormatError
     from gpulab.exercises.loader import UnknownExercise
@@ -139,6 +139,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def list_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any, Any]:
+    """A row per exercise (state, best grade, whether it runs here), the workspace and the machine."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.progress import Progress
 
@@ -170,6 +171,7 @@ def list_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any, Any]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """`gpulab ex list`: the track with each exercise's state."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.report import list_lines
 
@@ -182,10 +184,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    """`gpulab ex check NAME`: grade the learner's file in a worker and record the attempt."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     import asyncio
 
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.ex.session import Checker, record
     from gpulab.exercises.run_check import new_seed
@@ -212,6 +214,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def show_result(args: argparse.Namespace, ex: Any, result: Any, progress: Any) -> int:
+    """Print a check's verdict (or its JSON); the exit code says whether it passed."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.report import verdict_lines
 
@@ -241,6 +244,7 @@ def _progress_line(event: dict[str, Any]) -> None:
 
 
 def cmd_hint(args: argparse.Namespace) -> int:
+    """`gpulab ex hint NAME`: reveal the next hint and record it."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.progress import Progress
 
@@ -268,6 +272,7 @@ def cmd_hint(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
+    """`gpulab ex reset NAME`: put the starter back, keeping the learner's file as a backup."""
     ex = catalog().get(args.name)
     path, backup = workspace(args).reset(ex)
     if args.json:
@@ -279,6 +284,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_solution(args: argparse.Namespace) -> int:
+    """`gpulab ex solution NAME`: print the reference solution once the exercise has passed."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.progress import Progress
 
@@ -300,6 +306,7 @@ def cmd_solution(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """`gpulab ex show NAME`: the statement, the learner's file and why it cannot run here, if so."""
     ex = catalog().get(args.name)
     ws = workspace(args)
     why = ex.unavailable(machine())

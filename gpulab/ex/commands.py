@@ -7,28 +7,36 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulab.core.doc_tags import tagged
 from gpulab.core.errors import BadInput
 from gpulab.core.results import json_safe
 
+if TYPE_CHECKING:
+    from gpulab.exercises.loader import Catalog, Exercise
+    from gpulab.exercises.workspace import Workspace
+    from gpulab.store.database import Store
 
-def catalog() -> Any:
+
+def catalog() -> Catalog:
+    """The exercise catalog."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.loader import load_catalog
 
     return load_catalog()
 
 
-def workspace(args: argparse.Namespace) -> Any:
+def workspace(args: argparse.Namespace) -> Workspace:
+    """The learner's workspace (--workdir, GPULAB_WORKDIR or the default)."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.workspace import Workspace
 
     return Workspace(getattr(args, "workdir", None))
 
 
-def store() -> Any:
+def store() -> Store:
+    """The progress store."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.store.database import Store
 
@@ -61,6 +69,7 @@ def cpu_only(why: str) -> Any:
 
 
 def emit_json(data: Any) -> None:
+    """Print `data` as the tagged JSON document of `gpulab ex --json`."""
     print(json.dumps(tagged("exercises", json_safe(data)), indent=2, default=str))
 
 
@@ -71,7 +80,8 @@ def _file(args: argparse.Namespace, ex: Any) -> Any:
     return path
 
 
-def runnable(args: argparse.Namespace, name: str) -> Any:
+def runnable(args: argparse.Namespace, name: str) -> Exercise:
+    """Exercise `name`, or BadInput saying why this machine cannot run it."""
     ex = catalog().get(name)
     why = ex.unavailable(machine())
     if why:

@@ -28,6 +28,8 @@ EventCallback = Callable[[dict[str, Any]], None]
 
 
 class Checker:
+    """Runs exercise checks in a worker with the exercise's time limit (or inline in tests)."""
+
     def __init__(
         self,
         *,

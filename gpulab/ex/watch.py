@@ -49,7 +49,6 @@ async def watch_loop(
     from watchfiles import awatch
 
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.ex.session import record
     from gpulab.exercises.progress import Progress
     from gpulab.exercises.report import verdict_lines
@@ -115,7 +114,7 @@ async def watch_loop(
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    """`gpulab ex watch NAME`: check the learner's file again every time it is saved."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.ex.commands import catalog, machine, runnable, store, workspace
     from gpulab.ex.session import Checker

@@ -19,6 +19,7 @@ from gpulab.render.results import render_result, table
 
 
 def add_parser(sub: Any) -> None:
+    """Register `gpulab history [list|show|compare|export|import]` and its options."""
     h = sub.add_parser("history", help="runs kept across sessions: list, show, compare, export")
     h.add_argument("--json", action="store_true", help="print JSON")
     h.add_argument("--experiment", help="only this experiment's runs")
@@ -64,7 +65,15 @@ def _when(iso: str | None) -> str:
 def _list(store: Any, args: argparse.Namespace) -> int:
     entries = store.run_entries(experiment=args.experiment, limit=max(1, args.limit))
     if args.json:
-        keys = ("id", "experiment", "status", "verdict", "device", "host", "source")
+        keys: tuple[str, ...] = (
+            "id",
+            "experiment",
+            "status",
+            "verdict",
+            "device",
+            "host",
+            "source",
+        )
         keys += ("started_at", "headline", "params")
         runs = [{k: e.get(k) for k in keys} for e in entries]
         print(json.dumps(tagged("history", {"runs": runs}), indent=1, default=str))

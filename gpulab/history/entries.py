@@ -43,6 +43,7 @@ def _iso(t: float | None) -> str | None:
 
 
 def verdict_of(result: Mapping[str, Any] | None) -> str:
+    """ "pass" when every verdict passed, "FAIL" when one failed, "-" without verdicts."""
     verdicts = (result or {}).get("verdicts") or []
     if not verdicts:
         return "-"
@@ -91,6 +92,7 @@ class RunWatch:
         self._lock = threading.Lock()
 
     def add(self, frame: Any) -> None:
+        """Take one telemetry frame; a frame that cannot be read is noted, never raised."""
         try:
             self._add(frame)
         except Exception as exc:  # noqa: BLE001 - telemetry is context, never a failure
@@ -149,6 +151,7 @@ class RunWatch:
 
 
 def no_telemetry(reason: str) -> dict[str, Any]:
+    """A telemetry summary with every field None and `reason` for each."""
     out: dict[str, Any] = {name: None for name in TELEMETRY_FIELDS}
     out["reasons"] = {name: reason for name in TELEMETRY_FIELDS}
     return out
@@ -214,6 +217,7 @@ def entry(
 
 
 def device_label(inventory: Mapping[str, Any], device_index: int) -> str:
+    """The name of CUDA device `device_index` in the inventory, or the CPU's for a CPU run."""
     for d in inventory.get("devices") or []:
         if d.get("kind") == "cuda" and d.get("index") == device_index:
             return str(d.get("name") or f"cuda:{device_index}")
@@ -245,6 +249,7 @@ def save(entry_: Mapping[str, Any], store: Any = None) -> int:
 
 
 def row_key(row: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A measurement row's key: (contender, size, dtype)."""
     return (str(row.get("contender", "")), str(row.get("size", "")), str(row.get("dtype", "")))
 
 
@@ -291,6 +296,7 @@ def _side(e: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def render_compare(c: Mapping[str, Any]) -> str:
+    """A comparison of two runs as text: each run's context, then row by row."""
     lines = []
     for tag in ("a", "b"):
         s = c[tag]
@@ -335,6 +341,7 @@ class PolledWatch:
         self._why = ""
 
     def start(self, inventory: Mapping[str, Any] | None, device_index: int) -> None:
+        """Start polling telemetry for a run on `device_index` in a thread."""
         self.watch = RunWatch(inventory, device_index)
         self._thread = threading.Thread(target=self._run, name="run telemetry", daemon=True)
         self._thread.start()
@@ -356,6 +363,7 @@ class PolledWatch:
             reader.close()
 
     def stop(self) -> dict[str, Any]:
+        """Stop polling and return the run's telemetry summary."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2.0)

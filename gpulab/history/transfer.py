@@ -62,6 +62,7 @@ class NotAHistory(BadInput, ValueError):
 
 
 def export(entries: list[dict[str, Any]], fmt: str) -> str:
+    """Kept runs as JSON, CSV or Markdown text; ValueError for another format."""
     if fmt == "json":
         doc = {"format": EXPORT_FORMAT, "version": 1, "runs": entries}
         return json.dumps(tagged("history", doc), indent=1)

@@ -26,6 +26,7 @@ TIMEOUT_MAX_S = 86_400.0  # a day: past it a typo, not a plan
 
 
 def add_parser(sub: Any) -> None:
+    """Register `gpulab run EXPERIMENT [--set NAME=VALUE ...]` and its options."""
     run = sub.add_parser("run", help="run one experiment headless")
     run.add_argument("experiment", help="experiment id (see gpulab list)")
     run.add_argument(
@@ -42,6 +43,7 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """`gpulab run`: one experiment headless, its events printed; the exit code says how it ended."""
     # deferred: the command's work loads when it runs, not at every gpulab start
     from gpulab.experiments.registry import get
 
@@ -81,6 +83,7 @@ def run_flags(device: str, timeout: str | None) -> tuple[int, float]:
 
 
 def print_event(event: dict[str, Any], as_json: bool, plots: bool = False) -> None:
+    """Print one runner event as a line of text (or of JSON)."""
     if as_json:
         sys.stdout.write(json.dumps(tagged("event", event), default=str) + "\n")
         sys.stdout.flush()
@@ -103,6 +106,8 @@ def print_event(event: dict[str, Any], as_json: bool, plots: bool = False) -> No
 
 
 def exit_code(final: str, event: dict[str, Any] | None) -> int:
+    """The process's exit status for a run's final event: 0 result, 2 bad parameters, 130
+    cancelled, else 1."""
     if final == ev.RESULT:
         return 0
     if final == ev.FAILED and event and event.get("kind") == ev.KIND_BAD_PARAMS:
@@ -226,6 +231,7 @@ def run_headless(
     timeout: float = 0,
     plots: bool = False,
 ) -> int:
+    """Run `experiment` in a worker without the TUI and return its exit code."""
     import asyncio  # deferred: the event loop loads when a run starts, not at every gpulab start
 
     return asyncio.run(

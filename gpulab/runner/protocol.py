@@ -40,6 +40,8 @@ class ProtocolError(Exception):
 
 
 def encode(message: dict[str, Any]) -> bytes:
+    """`message` as one frame: length header and JSON (NaN and odd types cleaned when plain JSON
+    fails)."""
     try:
         body = json.dumps(message, allow_nan=False, separators=(",", ":")).encode()
     except (ValueError, TypeError):
@@ -48,6 +50,7 @@ def encode(message: dict[str, Any]) -> bytes:
 
 
 def decode_body(body: bytes) -> dict[str, Any]:
+    """A frame's JSON object; ProtocolError when it is not one."""
     try:
         message = json.loads(body)
     except ValueError as exc:
@@ -58,6 +61,7 @@ def decode_body(body: bytes) -> dict[str, Any]:
 
 
 def frame_length(header: bytes) -> int:
+    """The body length a header announces; ProtocolError past MAX_FRAME."""
     (length,) = HEADER.unpack(header)
     if length > MAX_FRAME:
         raise ProtocolError(f"frame of {length} bytes is larger than {MAX_FRAME}")
@@ -72,6 +76,7 @@ class FrameWriter:
         self._lock = threading.Lock()
 
     def send(self, message: dict[str, Any]) -> None:
+        """Write `message` as one frame, whole, even from several threads."""
         data = memoryview(encode(message))
         with self._lock:
             while data:

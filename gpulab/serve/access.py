@@ -10,6 +10,7 @@ DEFAULT_PORT = 8000
 
 
 def is_loopback(host: str) -> bool:
+    """Whether `host` is localhost or a loopback address."""
     if host.strip("[]").lower() == "localhost":
         return True
     try:

@@ -15,6 +15,7 @@ MAX_SESSIONS_LIMIT = 64
 
 
 def add_parser(sub: Any) -> None:
+    """Register `gpulab serve` and its host, port and session options."""
     serve = sub.add_parser("serve", help="the lab in a browser tab (needs gpulab[web])")
     serve.add_argument(
         "--host",

@@ -89,6 +89,7 @@ class LabServer(Server):
 
     # ---- pages -------------------------------------------------------------------------
     async def handle_busy(self, request: web.Request) -> web.Response:
+        """The "every session is taken" page (503, retry in 5 s)."""
         if self._host_refused(request):
             raise web.HTTPForbidden(text="gpulab serve: this Host is not served")
         return web.Response(
@@ -98,7 +99,8 @@ class LabServer(Server):
             headers={"Retry-After": "5", "Cache-Control": "no-store"},
         )
 
-    async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        """The lab's page, once a session slot is free (else the busy page)."""
         if self._host_refused(request):
             raise web.HTTPForbidden(text="gpulab serve: this Host is not served")
         if not await self._wait_for_slot():
@@ -118,6 +120,7 @@ class LabServer(Server):
         return response
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        """Run one lab session over this websocket, from our own page and Host only."""
         if self._host_refused(request) or self._origin_refused(request):
             raise web.HTTPForbidden(text="gpulab serve: the lab answers only its own page")
         websocket = web.WebSocketResponse(heartbeat=15)
@@ -162,9 +165,11 @@ class LabServer(Server):
 
     # ---- life ----------------------------------------------------------------------------
     async def on_startup(self, app: web.Application) -> None:
+        """Nothing: the banner is printed once the real address is known."""
         pass  # the banner is printed once the real address is known
 
     async def on_shutdown(self, app: web.Application) -> None:
+        """End every session and close its websocket."""
         if self.sessions:
             print(f"gpulab serve: ending {len(self.sessions)} session(s)", flush=True)
         await asyncio.gather(*(s.end() for s in list(self.sessions)), return_exceptions=True)

@@ -91,6 +91,7 @@ class LabSession(AppService):
 
     @property
     def pid(self) -> int | None:
+        """The app process's pid, or None before it starts."""
         return None if self._process is None else self._process.pid
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Process:
@@ -108,6 +109,7 @@ class LabSession(AppService):
         return process
 
     async def run(self) -> None:
+        """Run the app until its output ends, then tell the page the session ended."""
         await super().run()
         # The app's output has ended: it quit, or it never started (an import error, say). The
         # page then shows "Session ended" with a Restart button instead of a blank terminal.

@@ -10,6 +10,7 @@ from gpulab.core.doc_tags import tagged
 
 
 def add_parser(sub: Any) -> None:
+    """Register `gpulab store [check|recover] [--json]`."""
     store = sub.add_parser("store", help="check the progress file, or recover a damaged one")
     store.add_argument(
         "action",
@@ -26,6 +27,7 @@ def _emit(data: dict[str, Any]) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """`gpulab store`: check the progress file, or recover the rows of a damaged one."""
     # deferred: the command's work loads when it runs, not at every gpulab start
     from gpulab.store.connection import StoreError
     from gpulab.store.database import default_path

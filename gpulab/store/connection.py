@@ -47,6 +47,7 @@ def _is_fault(exc: BaseException) -> bool:
 
 
 def is_damage(exc: BaseException) -> bool:
+    """Whether an SQLite error means the file is damaged (not busy or locked)."""
     text = str(exc).lower()
     return any(w in text for w in ("malformed", "not a database", "corrupt", "disk i/o error"))
 
@@ -256,10 +257,12 @@ class GuardedConnection:
                 return []
 
     def pragma(self, name: str) -> Any:
+        """The value of PRAGMA `name` (None when it gives no row)."""
         rows = self._query(f"PRAGMA {name}")
         return rows[0][0] if rows else None
 
     def close(self) -> None:
+        """Close the connection and drop its snapshot."""
         with self._lock:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()

@@ -109,10 +109,12 @@ def data_dir() -> Path:
 
 
 def default_path() -> Path:
+    """Where the store lives: gpulab.db in the data directory."""
     return data_dir() / DB_NAME
 
 
 def now() -> str:
+    """The current UTC time as ISO 8601 with milliseconds, as the store writes times."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
@@ -128,6 +130,8 @@ def _iso(value: str | float | datetime | None) -> str:
 
 @dataclass(frozen=True)
 class ReadMark:
+    """When a lesson was first and last read."""
+
     lesson_id: str
     first_read_at: str
     last_read_at: str
@@ -135,6 +139,8 @@ class ReadMark:
 
 @dataclass(frozen=True)
 class QuizBest:
+    """A lesson's best quiz score out of its total."""
+
     lesson_id: str
     best_score: int
     total: int
@@ -142,6 +148,8 @@ class QuizBest:
 
 @dataclass(frozen=True)
 class Answer:
+    """One recorded quiz answer."""
+
     lesson_id: str
     question_index: int
     choice: int
@@ -151,6 +159,8 @@ class Answer:
 
 @dataclass(frozen=True)
 class RunRow:
+    """One kept run as its table row holds it."""
+
     id: int
     experiment: str
     params: dict[str, Any]
@@ -159,6 +169,7 @@ class RunRow:
     summary: dict[str, Any] | None
 
     def to_dict(self) -> dict[str, Any]:
+        """The row as a JSON-ready dict."""
         return {
             "id": self.id,
             "experiment": self.experiment,
@@ -208,6 +219,7 @@ class Store(GuardedConnection):
     # -- lessons ---------------------------------------------------------------------------
 
     def mark_read(self, lesson_id: str, at: str | float | None = None) -> None:
+        """Record that `lesson_id` was read (at `at`, default now); the first read time stays."""
         when = _iso(at)
         with self._write() as db:
             db.execute(
@@ -217,10 +229,12 @@ class Store(GuardedConnection):
             )
 
     def read_marks(self) -> dict[str, ReadMark]:
+        """Every read lesson's marks, by lesson id."""
         rows = self._query("SELECT lesson_id, first_read_at, last_read_at FROM lessons_read")
         return {r[0]: ReadMark(*r) for r in rows}
 
     def is_read(self, lesson_id: str) -> bool:
+        """Whether `lesson_id` has been read."""
         return bool(self._query("SELECT 1 FROM lessons_read WHERE lesson_id = ?", (lesson_id,)))
 
     # -- quizzes ---------------------------------------------------------------------------
@@ -228,6 +242,7 @@ class Store(GuardedConnection):
     def record_answer(
         self, lesson_id: str, question_index: int, choice: int, correct: bool
     ) -> None:
+        """Record one quiz answer and whether it was right."""
         with self._write() as db:
             db.execute(
                 "INSERT INTO quiz_answers (lesson_id, question_index, choice, correct, answered_at)"
@@ -236,6 +251,7 @@ class Store(GuardedConnection):
             )
 
     def answers(self, lesson_id: str) -> list[Answer]:
+        """Every answer recorded for `lesson_id`, oldest first."""
         rows = self._query(
             "SELECT lesson_id, question_index, choice, correct, answered_at FROM quiz_answers "
             "WHERE lesson_id = ? ORDER BY id",
@@ -268,6 +284,7 @@ class Store(GuardedConnection):
         return QuizBest(lesson_id, score, total)  # not saved (a notice says why): this try
 
     def best_scores(self) -> dict[str, QuizBest]:
+        """Every lesson's best quiz score, by lesson id."""
         rows = self._query("SELECT lesson_id, best_score, total FROM quiz_best")
         return {r[0]: QuizBest(*r) for r in rows}
 
@@ -301,6 +318,7 @@ class Store(GuardedConnection):
     def finish_run(
         self, run_id: int, final_type: str, summary: Mapping[str, Any] | None = None
     ) -> None:
+        """Record run `run_id`'s final event type and summary."""
         with self._write() as db:
             db.execute(
                 "UPDATE runs SET final_type = ?, summary_json = ? WHERE id = ?",
@@ -346,7 +364,8 @@ class Store(GuardedConnection):
             "SELECT id, experiment, params_json, started_at, final_type, summary_json, source,"
             " host, device, finished_at, verdict, headline, entry_json FROM runs"
         )
-        where, args = [], []
+        where: list[str] = []
+        args: list[int | str] = []
         if ids is not None:
             where.append(f"id IN ({','.join('?' * len(ids))})")
             args.extend(int(i) for i in ids)
@@ -390,4 +409,5 @@ class Store(GuardedConnection):
 
 
 def open_store(path: str | Path | None = None) -> Store:
+    """Open (creating if needed) the store at `path`, default `default_path()`."""
     return Store(path)

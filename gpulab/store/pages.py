@@ -24,6 +24,8 @@ LEAF, INTERIOR = 0x0D, 0x05  # table b-tree page types
 
 @dataclass
 class Table:
+    """A table as sqlite_master declares it: name, root page and column declarations."""
+
     name: str
     root: int
     columns: list[tuple[str, str, bool, bool]]  # name, declared type, not null, primary key
@@ -44,6 +46,8 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
 
 
 class Pages:
+    """A SQLite file's bytes, read as pages: headers, cells, children and the freelist."""
+
     def __init__(self, path: Path) -> None:
         self.data = path.read_bytes()
         if not self.data.startswith(b"SQLite format 3\0"):
@@ -60,10 +64,12 @@ class Pages:
         return self.data[(n - 1) * self.size : n * self.size], 100 if n == 1 else 0
 
     def kind(self, n: int) -> int:
+        """Page `n`'s b-tree page type."""
         buf, h = self.page(n)
         return buf[h]
 
     def cells(self, n: int) -> list[int]:
+        """The byte offsets of page `n`'s cells."""
         buf, h = self.page(n)
         header = 12 if buf[h] in (INTERIOR, 0x02) else 8
         count = struct.unpack(">H", buf[h + 3 : h + 5])[0]
@@ -76,11 +82,13 @@ class Pages:
         return offsets
 
     def children(self, n: int) -> list[int]:
+        """The child page numbers of interior page `n`, the right-most last."""
         buf, h = self.page(n)
         kids = [struct.unpack(">I", buf[o : o + 4])[0] for o in self.cells(n)]
         return [*kids, struct.unpack(">I", buf[h + 8 : h + 12])[0]]
 
     def freelist(self) -> set[int]:
+        """Every page on the freelist (trunks and leaves); stops at a loop or a bad trunk."""
         free: set[int] = set()
         trunk = struct.unpack(">I", self.data[32:36])[0]
         while trunk and trunk not in free and len(free) <= self.count:

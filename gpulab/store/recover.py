@@ -26,11 +26,14 @@ from gpulab.store.database import SCHEMA_VERSION, Store
 
 @dataclass
 class Recovery:
+    """What a recovery saved, where the damaged file was kept, and which tables lost rows."""
+
     kept_at: Path  # the damaged file, as it was
     rows: dict[str, int] = field(default_factory=dict)  # table -> rows saved
     unreadable: dict[str, str] = field(default_factory=dict)  # table -> why some rows are lost
 
     def lines(self) -> list[str]:
+        """The recovery report as lines for the terminal."""
         saved = ", ".join(f"{t} {n}" for t, n in self.rows.items()) or "nothing"
         out = [f"rows saved: {saved}", f"the damaged file is kept at {self.kept_at}"]
         out += [f"{t}: some rows were lost ({why})" for t, why in self.unreadable.items()]

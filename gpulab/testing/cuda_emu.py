@@ -150,6 +150,7 @@ class EmulatorError(RuntimeError):
 
 
 def compiler() -> str | None:
+    """The C++ compiler the emulator builds kernels with ($CXX or g++), or None when absent."""
     return shutil.which(os.environ.get("CXX", "g++"))
 
 

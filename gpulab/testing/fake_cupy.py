@@ -29,38 +29,46 @@ def _padded(shape: Any, dtype: Any) -> np.ndarray:
 
 
 def empty(shape: Any, dtype: Any = np.float64) -> np.ndarray:
+    """An uninitialised array (NaN or 0x5A bytes, as fresh device memory holds garbage)."""
     out = _padded(shape, dtype)
     out.fill(np.nan if np.dtype(dtype).kind == "f" else 0x5A)  # garbage, as cudaMalloc gives
     return out
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> np.ndarray:
+    """An array of `shape` filled with `fill_value`."""
     out = _padded(shape, np.asarray(fill_value).dtype if dtype is None else dtype)
     out.fill(fill_value)
     return out
 
 
 def zeros(shape: Any, dtype: Any = np.float64) -> np.ndarray:
+    """An array of zeros."""
     return full(shape, 0, dtype)
 
 
 def ones(shape: Any, dtype: Any = np.float64) -> np.ndarray:
+    """An array of ones."""
     return full(shape, 1, dtype)
 
 
 def empty_like(a: np.ndarray, dtype: Any = None) -> np.ndarray:
+    """An uninitialised array with `a`'s shape (and dtype unless given)."""
     return empty(a.shape, a.dtype if dtype is None else dtype)
 
 
 def zeros_like(a: np.ndarray, dtype: Any = None) -> np.ndarray:
+    """Zeros with `a`'s shape (and dtype unless given)."""
     return zeros(a.shape, a.dtype if dtype is None else dtype)
 
 
 def full_like(a: np.ndarray, fill_value: Any, dtype: Any = None) -> np.ndarray:
+    """`fill_value` with `a`'s shape (and dtype unless given)."""
     return full(a.shape, fill_value, a.dtype if dtype is None else dtype)
 
 
 def asarray(a: Any, dtype: Any = None) -> np.ndarray:
+    """A padded copy of `a`, as `cupy.asarray` copies host data to the device."""
     src = np.asarray(a, dtype=dtype)
     out = _padded(src.shape, src.dtype)
     out[...] = src
@@ -68,10 +76,12 @@ def asarray(a: Any, dtype: Any = None) -> np.ndarray:
 
 
 def ascontiguousarray(a: Any, dtype: Any = None) -> np.ndarray:
+    """A padded, contiguous copy of `a`."""
     return asarray(a, dtype)
 
 
 def asnumpy(a: Any) -> np.ndarray:
+    """`a` as a plain NumPy array, as a device-to-host copy gives."""
     return np.array(a)
 
 
@@ -138,6 +148,7 @@ _NULL_STREAM = _Stream(null=True)
 
 
 def get_current_stream() -> _Stream:
+    """The null stream (the emulator runs everything in order on it)."""
     return _NULL_STREAM
 
 
@@ -150,6 +161,7 @@ class RawModule:
         self.code = code
 
     def get_function(self, name: str) -> RawKernel:
+        """The kernel `name` of this module's source."""
         return RawKernel(self.code, name)
 
 
@@ -177,17 +189,19 @@ def make() -> types.ModuleType:
         "asnumpy",
     ):
         setattr(mod, name, globals()[name])
-    mod.array = asarray
-    mod.RawKernel = RawKernel
-    mod.RawModule = RawModule
-    mod.fuse = fuse
-    mod.ElementwiseKernel = ElementwiseKernel
-    mod.ReductionKernel = ReductionKernel
-    mod.ndarray = np.ndarray
-    mod.cuda = types.SimpleNamespace(
-        Device=_Device, Stream=_Stream, Event=_Event, get_current_stream=get_current_stream
+    vars(mod).update(
+        array=asarray,
+        RawKernel=RawKernel,
+        RawModule=RawModule,
+        fuse=fuse,
+        ElementwiseKernel=ElementwiseKernel,
+        ReductionKernel=ReductionKernel,
+        ndarray=np.ndarray,
+        cuda=types.SimpleNamespace(
+            Device=_Device, Stream=_Stream, Event=_Event, get_current_stream=get_current_stream
+        ),
+        __gpulab_fake__=True,
     )
-    mod.__gpulab_fake__ = True
     return mod
 
 
@@ -209,7 +223,8 @@ def cupyx_modules() -> dict[str, types.ModuleType]:
     except ImportError:
         return {}
     x, xs = types.ModuleType("cupyx"), types.ModuleType("cupyx.scipy")
-    x.scipy, xs.ndimage, xs.special = xs, scipy.ndimage, scipy.special
+    vars(x).update(scipy=xs)
+    vars(xs).update(ndimage=scipy.ndimage, special=scipy.special)
     return {
         "cupyx": x,
         "cupyx.scipy": xs,

@@ -71,6 +71,8 @@ class NVMLError(Exception):
 
 @dataclass
 class FakeGpu:
+    """One fake GPU's fixed facts and live readings; tests change the fields to script a scene."""
+
     name: str = "NVIDIA H100 80GB HBM3"
     uuid: str = "GPU-8d3b6c1e-0000-4000-8000-00000000a100"
     cc: tuple[int, int] = (9, 0)
@@ -106,9 +108,11 @@ class FakeProcesses:
         self.hidden = hidden
 
     def visible(self, pid: int) -> bool:
+        """Whether `pid` is in this PID namespace (False for every PID when hidden)."""
         return not self.hidden
 
     def name(self, pid: int) -> str | NA:
+        """The command of `pid`, or NA when it has exited."""
         return self.names.get(pid, NA("process exited"))
 
 
@@ -197,6 +201,7 @@ class FakeNvml:
 
     # test controls --------------------------------------------------------------------------
     def set_process_memory(self, gpu: int, pid: int, nbytes: int) -> None:
+        """Give `pid` `nbytes` of GPU memory on GPU `gpu` (0 or less: the process leaves it)."""
         with self.lock:
             if nbytes > 0:
                 self.gpus[gpu].processes[pid] = nbytes
@@ -204,6 +209,7 @@ class FakeNvml:
                 self.gpus[gpu].processes.pop(pid, None)
 
     def lose_gpu(self, gpu: int = 0) -> None:
+        """Make GPU `gpu` fall off the bus: every later read of it fails as NVML's does."""
         self.gpus[gpu].lost = True
 
     # plumbing -------------------------------------------------------------------------------
@@ -227,28 +233,35 @@ class FakeNvml:
 
     # the pynvml surface ---------------------------------------------------------------------
     def nvmlInit(self) -> None:
+        """Start the fake session, or raise `init_error` as a broken driver would."""
         if self.init_error is not None:
             raise NVMLError(self.init_error)
         self.initialised = True
 
     def nvmlShutdown(self) -> None:
+        """End the session: device calls fail until the next nvmlInit."""
         self.initialised = False
 
     def nvmlSystemGetDriverVersion(self) -> str:
+        """The driver version string, e.g. "570.86.15"."""
         return self.driver
 
     def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
+        """The CUDA version the driver supports, as NVML encodes it (12080 for 12.8)."""
         return self.cuda
 
     def nvmlSystemGetNVMLVersion(self) -> str:
+        """NVML's own version string, built from the CUDA and driver versions."""
         return f"{self.cuda // 1000}.{self.driver}"
 
     def nvmlDeviceGetCount(self) -> int:
+        """How many fake GPUs there are (fails before nvmlInit)."""
         if not self.initialised:
             raise NVMLError(1)
         return len(self.gpus)
 
     def nvmlDeviceGetHandleByIndex(self, index: int) -> FakeGpu:
+        """The handle of GPU `index`, or NVML's invalid-argument error."""
         if not self.initialised:
             raise NVMLError(1)
         if not 0 <= index < len(self.gpus):
@@ -256,20 +269,25 @@ class FakeNvml:
         return self.gpus[index]
 
     def nvmlDeviceGetName(self, h: Any) -> str:
+        """The GPU's marketing name."""
         return self._gpu(h, "nvmlDeviceGetName").name
 
     def nvmlDeviceGetUUID(self, h: Any) -> str:
+        """The UUID of a GPU or of a MIG slice."""
         if isinstance(h, tuple):  # a MIG device handle: (parent, slot)
             return h[0].mig_slots[h[1]][0]
         return self._gpu(h, "nvmlDeviceGetUUID").uuid
 
     def nvmlDeviceGetCudaComputeCapability(self, h: Any) -> tuple[int, int]:
+        """(major, minor) compute capability."""
         return self._gpu(h, "nvmlDeviceGetCudaComputeCapability").cc
 
     def nvmlDeviceGetArchitecture(self, h: Any) -> int:
+        """NVML's architecture code (9 for Hopper)."""
         return self._gpu(h, "nvmlDeviceGetArchitecture").arch
 
     def nvmlDeviceGetMemoryInfo(self, h: Any, version: int | None = None) -> SimpleNamespace:
+        """total, used and free bytes of a GPU or MIG slice."""
         if isinstance(h, tuple):
             _, total, used = h[0].mig_slots[h[1]]
             return SimpleNamespace(total=total, used=used, free=total - used)
@@ -286,70 +304,89 @@ class FakeNvml:
         return SimpleNamespace(total=gpu.total, used=held + gpu.reserved, free=gpu.total - held)
 
     def nvmlDeviceGetMaxClockInfo(self, h: Any, clock: int) -> int:
+        """Maximum SM or memory clock in MHz."""
         gpu = self._gpu(h, "nvmlDeviceGetMaxClockInfo")
         return gpu.max_sm if clock == NVML_CLOCK_SM else gpu.max_mem
 
     def nvmlDeviceGetClockInfo(self, h: Any, clock: int) -> int:
+        """Current SM or memory clock in MHz."""
         gpu = self._gpu(h, "nvmlDeviceGetClockInfo")
         return gpu.clocks[0] if clock == NVML_CLOCK_SM else gpu.clocks[1]
 
     def nvmlDeviceGetMemoryBusWidth(self, h: Any) -> int:
+        """Memory bus width in bits."""
         return self._gpu(h, "nvmlDeviceGetMemoryBusWidth").bus_width
 
     def nvmlDeviceGetMaxPcieLinkGeneration(self, h: Any) -> int:
+        """Highest PCIe generation the link supports."""
         return self._gpu(h, "nvmlDeviceGetMaxPcieLinkGeneration").pcie_max[0]
 
     def nvmlDeviceGetMaxPcieLinkWidth(self, h: Any) -> int:
+        """Widest PCIe link (lanes) the slot supports."""
         return self._gpu(h, "nvmlDeviceGetMaxPcieLinkWidth").pcie_max[1]
 
     def nvmlDeviceGetCurrPcieLinkGeneration(self, h: Any) -> int:
+        """PCIe generation the link runs at now."""
         return self._gpu(h, "nvmlDeviceGetCurrPcieLinkGeneration").pcie_cur[0]
 
     def nvmlDeviceGetCurrPcieLinkWidth(self, h: Any) -> int:
+        """PCIe lanes the link uses now."""
         return self._gpu(h, "nvmlDeviceGetCurrPcieLinkWidth").pcie_cur[1]
 
     def nvmlDeviceGetPcieThroughput(self, h: Any, counter: int) -> int:
+        """PCIe traffic in KB/s for `counter` (0 transmit, 1 receive)."""
         return self._gpu(h, "nvmlDeviceGetPcieThroughput").pcie_kbs[counter]
 
     def nvmlDeviceGetEnforcedPowerLimit(self, h: Any) -> int:
+        """The power limit in milliwatts."""
         return self._gpu(h, "nvmlDeviceGetEnforcedPowerLimit").power_limit_mw
 
     def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
+        """The power draw in milliwatts."""
         return self._gpu(h, "nvmlDeviceGetPowerUsage").power_mw
 
     def nvmlDeviceGetTemperature(self, h: Any, sensor: int) -> int:
+        """GPU temperature in °C (every sensor reads the same)."""
         return self._gpu(h, "nvmlDeviceGetTemperature").temp
 
     def nvmlDeviceGetUtilizationRates(self, h: Any) -> SimpleNamespace:
+        """Percent of time a kernel ran (`gpu`) and memory was busy (`memory`)."""
         gpu = self._gpu(h, "nvmlDeviceGetUtilizationRates")
         return SimpleNamespace(gpu=gpu.util[0], memory=gpu.util[1])
 
     def nvmlDeviceGetCurrentClocksEventReasons(self, h: Any) -> int:
+        """Bit mask of why the clocks are held down (newer NVML name)."""
         return self._gpu(h, "nvmlDeviceGetCurrentClocksEventReasons").reasons
 
     def nvmlDeviceGetCurrentClocksThrottleReasons(self, h: Any) -> int:
+        """The same bit mask under the name older NVML releases use."""
         return self._gpu(h, "nvmlDeviceGetCurrentClocksThrottleReasons").reasons
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: Any) -> list[SimpleNamespace]:
+        """Compute processes on the GPU with their memory (`pid`, `usedGpuMemory`)."""
         gpu = self._gpu(h, "nvmlDeviceGetComputeRunningProcesses")
         with self.lock:
             return [SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in gpu.processes.items()]
 
     def nvmlDeviceGetGraphicsRunningProcesses(self, h: Any) -> list[SimpleNamespace]:
+        """Graphics processes on the GPU with their memory (`pid`, `usedGpuMemory`)."""
         gpu = self._gpu(h, "nvmlDeviceGetGraphicsRunningProcesses")
         with self.lock:
             return [SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in gpu.graphics.items()]
 
     def nvmlDeviceGetMigMode(self, h: Any) -> tuple[int, int]:
+        """(current, pending) MIG mode; NOT_SUPPORTED on a GPU without MIG."""
         gpu = self._gpu(h, "nvmlDeviceGetMigMode")
         if gpu.mig is None:
             raise NVMLError(codes.NOT_SUPPORTED)
         return gpu.mig
 
     def nvmlDeviceGetMaxMigDeviceCount(self, h: Any) -> int:
+        """How many MIG slices the GPU can hold (0 without MIG)."""
         return 7 if self._gpu(h, "nvmlDeviceGetMaxMigDeviceCount").mig else 0
 
     def nvmlDeviceGetMigDeviceHandleByIndex(self, h: Any, slot: int) -> tuple[FakeGpu, int]:
+        """The handle of MIG slice `slot`, or NOT_FOUND past the last one."""
         gpu = self._gpu(h, "nvmlDeviceGetMigDeviceHandleByIndex")
         if slot >= len(gpu.mig_slots):
             raise NVMLError(codes.NOT_FOUND)

@@ -44,12 +44,15 @@ def cpu_inventory() -> dict[str, Any]:
 
 
 def frozen(event_type: str, job: str, /, **fields: Any) -> dict[str, Any]:
+    """An event as `ev.make` builds it, with its time fixed so snapshots do not change run to run."""
     event = ev.make(event_type, job, **fields)
     event["t"] = FROZEN_T
     return event
 
 
 class FakeJob:
+    """A job of the fake runner: the same events, final event and cancel flag as a real `Job`."""
+
     def __init__(
         self, job_id: str, experiment: str, params: dict[str, Any], device: int | None = None
     ) -> None:
@@ -79,6 +82,7 @@ class FakeJob:
                 return
 
     async def wait(self) -> dict[str, Any]:
+        """The final event, once the job has one."""
         while not self.done:
             await asyncio.sleep(0.01)
         assert self.final is not None
@@ -204,6 +208,7 @@ class FakeRunner:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
+        """Become ready at once with a canned handshake (no worker process)."""
         self._handshake = {
             "protocol": 1,
             "pid": self._pid,
@@ -215,25 +220,30 @@ class FakeRunner:
         self._ready.set()
 
     async def wait_ready(self, timeout: float | None = None) -> dict[str, Any]:
+        """The handshake, once `start` has run (TimeoutError past `timeout`)."""
         await asyncio.wait_for(self._ready.wait(), timeout)
         assert self._handshake is not None
         return self._handshake
 
     @property
     def ready(self) -> bool:
+        """Whether `start` has finished."""
         return self._ready.is_set()
 
     @property
     def handshake(self) -> dict[str, Any] | None:
+        """The canned handshake, or None before `start`."""
         return self._handshake
 
     @property
     def worker_pid(self) -> int | None:
+        """The fake worker's PID once started, else None."""
         return self._pid if self._handshake else None
 
     async def submit(
         self, experiment: str, params: dict[str, Any] | None = None, *, device: int | None = None
     ) -> FakeJob:
+        """Validate `params` as the real runner does and start the experiment's scripted job."""
         exp = get(experiment)
         clean = exp.params.validate(params or {})
         job = FakeJob(str(next(self._ids)), experiment, clean, device)
@@ -256,10 +266,12 @@ class FakeRunner:
         return job
 
     def release(self) -> None:
+        """Let every held job (hold=True) go on past the step it waits at."""
         for job in self.jobs:
             job.released.set()
 
     async def cancel(self, job: FakeJob) -> None:
+        """Ask `job` to stop; a held job then ends with a cancelled event."""
         job.cancel_requested.set()
 
     def crash(self) -> None:
@@ -279,6 +291,7 @@ class FakeRunner:
             )
 
     async def shutdown(self, grace_s: float = 2.0) -> None:
+        """Stop every job's task and mark the runner shut down."""
         self.shut_down = True
         for task in list(self._tasks):
             task.cancel()

@@ -22,7 +22,7 @@ ARCH = "compute_90"  # Hopper: what the lead's H100 runs
 def _library() -> ctypes.CDLL | None:
     candidates = [os.environ.get("GPULAB_NVRTC", "")]
     try:
-        import nvidia.cuda_nvrtc as wheel  # type: ignore[import-not-found]
+        import nvidia.cuda_nvrtc as wheel
 
         for root in wheel.__path__:
             candidates += sorted(glob.glob(os.path.join(root, "lib", "libnvrtc.so*")))

@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical, VerticalScroll
+from textual.coordinate import Coordinate
 from textual.events import Resize
 from textual.message import Message
 from textual.widget import Widget
@@ -53,6 +54,8 @@ def track_line(catalog: Catalog, progress: dict[str, ExerciseProgress], inventor
 
 
 class ExercisesPane(Widget):
+    """The exercise track as a table, and one open exercise: statement, editor, hints, verdict."""
+
     DEFAULT_CSS = """
     ExercisesPane { layout: vertical; }
     ExercisesPane #ex-list-view, ExercisesPane #ex-detail { height: 1fr; }
@@ -113,6 +116,7 @@ class ExercisesPane(Widget):
 
     # ---- building -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        """The track table, then the open exercise's statement, editor, hints and verdict."""
         with Vertical(id="ex-list-view"):
             yield Static(id="ex-track")
             table: DataTable[Any] = DataTable(id="ex-table", cursor_type="row", zebra_stripes=True)
@@ -130,12 +134,14 @@ class ExercisesPane(Widget):
 
     @property
     def catalog(self) -> Catalog:
+        """The exercise catalog, loaded on first use."""
         if self._catalog is None:
             self._catalog = load_catalog()
         return self._catalog
 
     @property
     def store(self) -> Any:
+        """The progress store: the lessons pane's connection when there is one, else our own."""
         if self._store is None:
             lessons = list(self.screen.query("#lessons"))
             if lessons and hasattr(lessons[0], "store"):
@@ -146,16 +152,21 @@ class ExercisesPane(Widget):
 
     @property
     def editor(self) -> ExerciseEditor:
+        """The editor on the open exercise's file."""
         return self.query_one("#ex-editor", ExerciseEditor)
 
     @property
     def verdict(self) -> VerdictView:
+        """The view of the last check's verdict."""
         return self.query_one("#ex-verdict", VerdictView)
 
     def focus_target(self) -> Widget:
+        """What takes focus when the pane does: the editor when an exercise is open, else the
+        table."""
         return self.editor if self.current is not None else self.query_one("#ex-table")
 
     def on_mount(self) -> None:
+        """Fill the table, with the handshake's inventory when the worker has already spoken."""
         table = self.query_one("#ex-table", DataTable)
         table.add_columns("#", "Exercise", "State", "Best")
         handshake = getattr(self.app, "handshake", None) or {}
@@ -165,17 +176,21 @@ class ExercisesPane(Widget):
             self.refresh_list()
 
     def on_resize(self, event: Resize) -> None:
+        """Stack the side (statement, hints, verdict) and the editor when the pane is narrow."""
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
 
     def set_inventory(self, inventory: dict[str, Any]) -> None:
+        """Take the worker's inventory (which backends run here) and redraw the list."""
         self.inventory = Inventory.from_dict(inventory)
         self.refresh_list()
 
     # ---- the list -------------------------------------------------------------------------
     def progress(self) -> dict[str, ExerciseProgress]:
+        """Every exercise's progress (state, best grade, hints shown) from the store."""
         return Progress(self.store).all()
 
     def refresh_list(self) -> None:
+        """Redraw the table's rows from the catalog and progress, keeping the cursor."""
         table = self.query_one("#ex-table", DataTable)
         keep = table.cursor_row
         table.clear()
@@ -196,6 +211,7 @@ class ExercisesPane(Widget):
         )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Open the exercise of the chosen row."""
         event.stop()
         if event.row_key.value:
             self.open_exercise(str(event.row_key.value))
@@ -249,6 +265,7 @@ class ExercisesPane(Widget):
         self.query_one("#ex-hints", Static).update(text)
 
     def close_exercise(self) -> None:
+        """Back to the list: the editor lets go of the file."""
         self.editor.detach()
         self.current = None
         self.remove_class("-open")
@@ -257,12 +274,13 @@ class ExercisesPane(Widget):
 
     # ---- checking -------------------------------------------------------------------------
     async def action_check(self) -> None:
+        """Save and check the open exercise in the worker (in the list: open the row's exercise)."""
         ex = self.current
         if ex is None:
             table = self.query_one("#ex-table", DataTable)
             if table.row_count:
                 self.open_exercise(
-                    str(table.coordinate_to_cell_key((table.cursor_row, 0))[0].value)
+                    str(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0))[0].value)
                 )
             return
         if self.checking:
@@ -325,6 +343,7 @@ class ExercisesPane(Widget):
 
     # ---- the other keys -------------------------------------------------------------------
     async def action_back(self) -> None:
+        """Cancel a running check, else close the open exercise."""
         if self.checking and self.checker is not None:
             self.verdict.show_progress(0.0, "cancelling…")
             await self.checker.cancel()
@@ -332,6 +351,7 @@ class ExercisesPane(Widget):
             self.close_exercise()
 
     def action_hint(self) -> None:
+        """Reveal the next hint and record it in the progress store."""
         ex = self.current
         if ex is None:
             return
@@ -345,16 +365,19 @@ class ExercisesPane(Widget):
         self.post_message(self.ProgressChanged(ex.id))
 
     def action_toggle_side(self) -> None:
+        """Give the statement and verdict the whole pane, or the editor its place back."""
         if self.current is not None:
             self.toggle_class("-side-max")
 
     def action_lesson(self) -> None:
+        """Open the lesson the exercise practises."""
         if self.current is not None:
             opener = getattr(self.app, "open_lesson", None)
             if opener is not None:
                 opener(self.current.lesson)
 
     def action_reset(self) -> None:
+        """After a confirmation, put the starter back (the learner's version kept in a backup)."""
         # deferred: a screen loads when it first opens
         from gpulab.app.screens.exercise_dialogs import ConfirmReset
 
@@ -379,6 +402,7 @@ class ExercisesPane(Widget):
         self.app.push_screen(ConfirmReset(ex.title, str(where)), answered)
 
     def action_solution(self) -> None:
+        """Show the reference solution, once the learner's code has passed."""
         # deferred: a screen loads when it first opens
         from gpulab.app.screens.exercise_dialogs import SolutionScreen
 

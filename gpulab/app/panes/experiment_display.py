@@ -165,6 +165,7 @@ class RunDisplay:
         )
 
     def show_error(self, kind: str, message: str, has_traceback: bool = False) -> None:
+        """Show a failed run's kind and message, and the traceback button when there is one."""
         box = self.query_one("#run-error-box")
         box.display = True
         self.query_one("#run-error", Static).update(f"✗ {kind}: {message}")
@@ -173,6 +174,7 @@ class RunDisplay:
             self.panel.app.notify(message, title=kind, severity="error", timeout=8)
 
     def show_headline(self, text: str) -> None:
+        """Show the run's one-line answer (hidden when empty)."""
         line = self.query_one("#headline", Static)
         line.update(f"➜ {text}" if text else "")
         line.display = bool(text)

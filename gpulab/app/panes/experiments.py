@@ -57,6 +57,8 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
     ]
 
     class RunFinished(Message):
+        """Posted when a run has its final event."""
+
         def __init__(self, state: RunState) -> None:
             self.state = state
             super().__init__()
@@ -83,6 +85,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         return self.drawing.shown
 
     def show_run(self, state: RunState | None) -> None:
+        """Draw `state`'s rows, plots, log and verdicts (None: an empty result)."""
         self.drawing.experiment_id = self.experiment_id
         self.drawing.show_run(state)
 
@@ -92,9 +95,11 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         self.drawing.flush()
 
     def show_error(self, kind: str, message: str, has_traceback: bool = False) -> None:
+        """Show a failed run's kind and message in the error box."""
         self.drawing.show_error(kind, message, has_traceback)
 
     def show_headline(self, text: str) -> None:
+        """Show the run's one-line answer above the results."""
         self.drawing.show_headline(text)
 
     def action_maximize_results(self) -> None:
@@ -114,6 +119,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        """The experiment picker, its parameter form, the run buttons and the result tabs."""
         with Horizontal(id="exp-choose"):
             yield Label("Experiment", classes="param-name")
             yield PickSelect(
@@ -157,6 +163,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
                 yield RunHistory(id="run-history")
 
     def on_mount(self) -> None:
+        """Set up the results table and load the first experiment."""
         table = self.query_one("#results", DataTable)
         for name in COLUMNS:
             table.add_column(name, key=name)
@@ -168,6 +175,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
     # ---- choosing and loading -----------------------------------------------------------
     @property
     def form(self) -> ParamForm:
+        """The parameter form of the loaded experiment."""
         assert self._form is not None
         return self._form
 
@@ -210,6 +218,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             self._build_form(event.value, {})
 
     def set_inventory(self, inventory: dict[str, Any]) -> None:
+        """Take the worker's inventory and show which contenders can run."""
         self.inventory = inventory
         self._show_contenders()
 
@@ -232,6 +241,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             race.show(None)
 
     def set_worker_status(self, text: str) -> None:
+        """Show the worker's state (starting, ready, restarting) above the form."""
         self.query_one("#worker-status", Static).update(text)
 
     def focus_target(self) -> Widget | None:
@@ -241,6 +251,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
 
     # ---- navigation inside the panel ----------------------------------------------------
     def action_field(self, step: int) -> None:
+        """Move focus `step` fields forward or back within the panel."""
         chain = [w for w in self.screen.focus_chain if self in w.ancestors]
         if not chain:
             return
@@ -251,6 +262,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
     # ---- running ------------------------------------------------------------------------
     @property
     def running(self) -> bool:
+        """Whether a run is in progress."""
         return self.live is not None and not self.live.finished
 
     @on(Button.Pressed, "#run")
@@ -292,7 +304,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         state = RunState(len(self.runs) + 1, self.experiment_id, params, started=time.time())
         self.runs.append(state)
         self.live = state
-        self.query_one(RunHistory).watch(state)  # telemetry during the run, for the history
+        self.query_one(RunHistory).follow(state)  # telemetry during the run, for the history
         self.show_run(state)
         self._set_running(True)
         try:
@@ -375,6 +387,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         self.query_one("#exp-tabs").query_one(Tabs).focus()
 
     async def cancel_run(self) -> bool:
+        """Ask the runner to cancel the run; False when none runs."""
         if not self.running or self.job is None:
             return False
         runner = getattr(self.app, "runner", None)
@@ -430,6 +443,8 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
                 self.app.notify(str(exc), title="Cannot open this run", severity="warning")
 
     def reopen(self, state: RunState) -> None:
+        """Show `state` (a run from the history) in the results tab, loading its experiment when
+        idle."""
         if state.experiment != self.experiment_id or not self.running:
             self.load(state.experiment, state.params)
         self.show_run(state)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -32,6 +31,7 @@ class History:
         self.last_t = -1.0
 
     def add(self, s: GpuSnapshot, limit_w: float | NA) -> None:
+        """Add a sample's utilization, memory and power fractions (once per sample)."""
         if s.t == self.last_t:
             return  # a redraw without a new sample adds nothing
         self.last_t = s.t
@@ -58,6 +58,7 @@ def sparkline(values: deque[float | None] | list[float | None], width: int) -> T
 
 
 def bar(fraction: float | None, width: int) -> Text:
+    """A bar `width` cells wide for `fraction` (green, then yellow, then red); dots when unread."""
     if fraction is None:
         return Text("·" * width, style="dim")
     filled = max(0, min(width, round(fraction * width)))
@@ -65,10 +66,6 @@ def bar(fraction: float | None, width: int) -> Text:
     out = Text("█" * filled, style=style)
     out.append("░" * (width - filled), style="dim")
     return out
-
-
-def _na(v: Any) -> bool:
-    return isinstance(v, NA)
 
 
 def glance(
@@ -90,10 +87,14 @@ def glance(
     spark_only = tall and width < 60
     bar_w = 0 if spark_only else max(6, min(20, width - 30))
     spark_w = 0 if not tall else max(0, width - 6 - bar_w - 17)
-    util = None if _na(s.gpu_util) else s.gpu_util / 100
+    util = None if isinstance(s.gpu_util, NA) else s.gpu_util / 100
     used, total = s.memory_in_use, s.memory_total
-    mem = None if _na(used) or _na(total) or not total else used / total
-    power = None if _na(s.power_w) or _na(limit_w) or not limit_w else s.power_w / limit_w
+    mem = None if isinstance(used, NA) or isinstance(total, NA) or not total else used / total
+    power = (
+        None
+        if isinstance(s.power_w, NA) or isinstance(limit_w, NA) or not limit_w
+        else s.power_w / limit_w
+    )
 
     def row(label: str, fraction: float | None, figure: str, key: str | None) -> None:
         line = bar(fraction, bar_w) if bar_w else Text()
@@ -109,25 +110,28 @@ def glance(
         t.add_row(label, line)
 
     row("GPU", util, "N/A" if util is None else f"{s.gpu_util:3d}%", "util")
-    mem_text = "N/A" if mem is None else f"{used / 2**30:.1f}/{total / 2**30:.1f} GiB"
+    if mem is None or isinstance(used, NA) or isinstance(total, NA):
+        mem_text = "N/A"
+    else:
+        mem_text = f"{used / 2**30:.1f}/{total / 2**30:.1f} GiB"
     row("Mem", mem, mem_text, "memory")
-    if _na(s.power_w):
+    if isinstance(s.power_w, NA):
         p_text = "N/A"
-    elif _na(limit_w):
+    elif isinstance(limit_w, NA):
         p_text = f"{s.power_w:.0f} W"
     else:
         p_text = f"{s.power_w:.0f}/{limit_w:.0f} W"
     row("Pwr", power, p_text, "power")
     facts = [
-        "SM N/A" if _na(s.sm_clock_mhz) else f"SM {s.sm_clock_mhz} MHz",
-        "N/A °C" if _na(s.temperature_c) else f"{s.temperature_c} °C",
+        "SM N/A" if isinstance(s.sm_clock_mhz, NA) else f"SM {s.sm_clock_mhz} MHz",
+        "N/A °C" if isinstance(s.temperature_c, NA) else f"{s.temperature_c} °C",
     ]
     t.add_row("Clk", Text("  ".join(facts)))
-    if _na(s.pcie_tx) or _na(s.pcie_rx):
+    if isinstance(s.pcie_tx, NA) or isinstance(s.pcie_rx, NA):
         pcie = Text("N/A", "dim")
     else:
         pcie = Text(f"↑ {s.pcie_tx / 1e6:.0f} MB/s  ↓ {s.pcie_rx / 1e6:.0f} MB/s")
-        if not _na(s.pcie_gen) and not _na(s.pcie_width):
+        if not isinstance(s.pcie_gen, NA) and not isinstance(s.pcie_width, NA):
             pcie.append(f"  gen{s.pcie_gen} x{s.pcie_width}", "dim")
     t.add_row("PCIe", pcie)
     return t
@@ -150,13 +154,10 @@ def user_of(pid: int) -> str:
 def processes(s: GpuSnapshot | None, worker_pid: int | None, width: int) -> Table:
     """PID, user, command and GPU memory of every process on the GPU; the lab's worker marked."""
     t = Table.grid(padding=(0, 1))
-    for name, kw in (
-        ("pid", {"justify": "right", "no_wrap": True, "min_width": 7}),
-        ("user", {"no_wrap": True, "min_width": 4, "max_width": 10, "overflow": "ellipsis"}),
-        ("mem", {"justify": "right", "no_wrap": True, "min_width": 7}),
-        ("command", {"no_wrap": True, "overflow": "ellipsis"}),
-    ):
-        t.add_column(name, **kw)
+    t.add_column("pid", justify="right", no_wrap=True, min_width=7)
+    t.add_column("user", no_wrap=True, min_width=4, max_width=10, overflow="ellipsis")
+    t.add_column("mem", justify="right", no_wrap=True, min_width=7)
+    t.add_column("command", no_wrap=True, overflow="ellipsis")
     t.add_row(*(Text(h, "bold underline") for h in ("PID", "USER", "GPU MEM", "COMMAND")))
     if s is None:
         return t

@@ -53,6 +53,8 @@ LIVE_PERIOD_JOB_S = 0.5
 
 
 class GpuInfoPane(Vertical):
+    """Every GPU in a list, the highlighted one's facts and live figures, and the processes on it."""
+
     BINDINGS = [Binding("i", "facts", "GPU facts", id="gpu-info.facts")]
     DEFAULT_CSS = """
     GpuInfoPane { height: 1fr; }
@@ -94,11 +96,14 @@ class GpuInfoPane(Vertical):
             super().__init__()
 
     class FrameArrived(Message, bubble=False):
+        """A telemetry frame, posted from the sampler's thread."""
+
         def __init__(self, frame: Frame) -> None:
             self.frame = frame
             super().__init__()
 
         def can_replace(self, message: Message) -> bool:
+            """A newer frame replaces one still queued: only the latest matters."""
             return isinstance(message, GpuInfoPane.FrameArrived)
 
     def __init__(self, *, sampler: Sampler | None = None, **kwargs: Any) -> None:
@@ -118,18 +123,20 @@ class GpuInfoPane(Vertical):
         self._status_text = ""
         self._static_key: Any = None
         self._live_at = 0.0
-        self.watch = StaleWatch()
+        self.stale = StaleWatch()
         self._said: set[Any] = set()  # the problems already notified
         self.stale_text = ""  # the marker shown above the list ("" when all is current)
         self.histories: dict[int, History] = {}  # per NVML index: the sparklines' points
 
     @property
     def sampler(self) -> Sampler:
+        """The telemetry sampler (the shared one unless a test gave one)."""
         if self._sampler is None:
             self._sampler = shared_sampler()
         return self._sampler
 
     def compose(self) -> ComposeResult:
+        """The status line, the stale marker, the GPU list and the highlighted GPU's figures."""
         yield Static("Reading NVML…", id="gpu-status")
         yield Static("", id="gpu-stale", markup=False)
         yield OptionList(id="gpu-list")
@@ -143,26 +150,30 @@ class GpuInfoPane(Vertical):
             yield Static("", id="gpu-versions")
 
     def on_mount(self) -> None:
+        """Subscribe to the sampler and start the watchdog for a silent sampler."""
         self.query_one("#gpu-list", OptionList).display = False
         self.query_one("#gpu-stale").display = False
-        self.watch.saw_frame()
+        self.stale.saw_frame()
         self._unsubscribe = self.sampler.subscribe(self._from_thread)
         if not self.sampler.manual:
             self.set_interval(WATCH_S, self._watchdog, name="telemetry watchdog")
 
     def on_unmount(self) -> None:
+        """Stop hearing the sampler."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
 
     # the app's interface --------------------------------------------------------------------
     def set_worker_info(self, handshake: dict[str, Any]) -> None:
+        """Join the worker's handshake (CUDA indices, SM count, versions) to NVML's list."""
         self.worker = dict(handshake or {})
         self._join()
         self._redraw()
 
     @property
     def selected(self) -> GpuInventory | None:
+        """The selected GPU's inventory entry, or None before NVML answers."""
         return self.inventory.gpu(self.selected_nvml) if self.inventory else None
 
     # frames ---------------------------------------------------------------------------------
@@ -173,7 +184,7 @@ class GpuInfoPane(Vertical):
     def _frame(self, message: FrameArrived) -> None:
         first = self.frame is None or self.frame.inventory is not message.frame.inventory
         self.frame = message.frame
-        self.watch.saw_frame()
+        self.stale.saw_frame()
         if first:
             self._join()
         self._show_problems()
@@ -181,12 +192,12 @@ class GpuInfoPane(Vertical):
 
     # figures that are not current ------------------------------------------------------------
     def _watchdog(self) -> None:
-        if self.watch.check(self.sampler):
+        if self.stale.check(self.sampler):
             self._show_problems()
 
     def _show_problems(self) -> None:
         """The marker above the list, and one notification per new problem (and recovery)."""
-        problems = self.watch.problems(self.frame)
+        problems = self.stale.problems(self.frame)
         lines = [marker(why, self._gpu_label(i)) for i, why in problems]
         text = "\n".join(lines)
         if text != self.stale_text:
@@ -217,7 +228,8 @@ class GpuInfoPane(Vertical):
         return f"nvml:{nvml_index}"
 
     def problem(self, nvml_index: int) -> Stale | None:
-        return self.watch.problem(self.frame, nvml_index)
+        """Why GPU `nvml_index`'s figures are not current, or None when they are."""
+        return self.stale.problem(self.frame, nvml_index)
 
     def _join(self) -> None:
         if self.frame is None:
@@ -356,6 +368,7 @@ class GpuInfoPane(Vertical):
         self._set("gpu-procs", (key, pid), lambda: processes(snap, pid, width))
 
     def on_resize(self) -> None:
+        """Redraw the bars and sparklines for the new width."""
         self._static_key = None  # the glance's bars and sparklines follow the pane's width
         self._redraw()
 

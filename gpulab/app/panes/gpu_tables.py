@@ -53,12 +53,14 @@ def backends_table(worker: dict[str, Any] | None) -> Table:
 
 
 def short_name(name: Any) -> str:
+    """The GPU's name without the "NVIDIA " prefix, or why it cannot be read."""
     if isinstance(name, NA):
         return "N/A (GPU unreadable)"
     return str(name).replace("NVIDIA ", "")
 
 
 def header(inv: SystemInventory) -> Text:
+    """One line: how many GPUs, the driver and the CUDA version it supports."""
     drv = "N/A" if isinstance(inv.driver_version, NA) else inv.driver_version
     cuda = "N/A" if isinstance(inv.cuda_driver_version, NA) else inv.cuda_driver_version
     n = len(inv.gpus)
@@ -66,6 +68,7 @@ def header(inv: SystemInventory) -> Text:
 
 
 def snap_key(s: GpuSnapshot) -> Any:
+    """A value that changes when any shown figure of `s` does (the time aside), to skip repaints."""
     return tuple(str(v) for k, v in vars(s).items() if k != "t")
 
 
@@ -98,6 +101,7 @@ def _join(*parts: Text, sep: str = " · ") -> Text:
 
 
 def details_table(g: GpuInventory) -> Table:
+    """The GPU's fixed facts (indices, name, UUID, SMs, L2, memory, clocks, ...) as rows."""
     t = _table()
     if isinstance(g.name, NA) and isinstance(g.uuid, NA) and g.name == g.uuid:
         # Nothing about this GPU can be read (lost): say it once, not once per field.
@@ -148,6 +152,7 @@ def details_table(g: GpuInventory) -> Table:
 
 
 def live_table(s: GpuSnapshot | None) -> Table:
+    """The GPU's live readings as label/value rows (a waiting line before the first sample)."""
     t = _table()
     if s is None:
         t.add_row("Live", Text("waiting for a sample", "dim"))
@@ -196,6 +201,7 @@ def live_table(s: GpuSnapshot | None) -> Table:
 
 
 def versions_table(inv: SystemInventory) -> Table:
+    """Driver, CUDA and library versions, NVML's and the worker's."""
     t = _table()
     if inv.available:
         t.add_row(

@@ -39,5 +39,6 @@ def exercise_marks(store: Any) -> dict[str, tuple[int, int]]:
 
 
 def badge(marks: dict[str, tuple[int, int]], lesson_id: str) -> str:
+    """ "  ex done/total" for the lesson's exercises, or "" when it has none."""
     done, total = marks.get(lesson_id, (0, 0))
     return f"  ex {done}/{total}" if total else ""

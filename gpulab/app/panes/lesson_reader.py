@@ -80,6 +80,7 @@ class LessonReader(Vertical):
         self._read_armed: str | None = None  # the open lesson, once its text is laid out
 
     def compose(self) -> ComposeResult:
+        """The lesson's heading, its marks, and its text in a scroll."""
         yield Static(id="lesson-heading")
         yield Static(id="lesson-marks")
         with VerticalScroll(id="lesson-scroll"):
@@ -98,6 +99,7 @@ class LessonReader(Vertical):
         self._measured_fixed = measured
 
     def on_mount(self) -> None:
+        """Mark the lesson read once its end has been scrolled into view."""
         self.watch(
             self.query_one("#lesson-scroll", VerticalScroll),
             "scroll_y",
@@ -106,6 +108,7 @@ class LessonReader(Vertical):
         )
 
     def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
+        """Pass a clicked link up to the pane."""
         event.stop()
         self.post_message(self.LinkClicked(event.href))
 
@@ -132,6 +135,7 @@ class LessonReader(Vertical):
             self._show_lesson(self.catalog.get(self.current))
 
     def measured(self) -> Measured:
+        """The figures measured on this machine that the lessons' text fills in."""
         if self._measured_fixed is not None:
             return self._measured_fixed
         app: Any = self.app

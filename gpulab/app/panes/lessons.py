@@ -153,6 +153,8 @@ class LessonsPane(Widget):
             self.exercise = exercise
 
     class LessonOpened(Message):
+        """Posted when a lesson opens in the reader."""
+
         def __init__(self, lesson_id: str) -> None:
             self.lesson_id = lesson_id
             super().__init__()
@@ -173,6 +175,7 @@ class LessonsPane(Widget):
 
     # ---- building -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        """The syllabus tree and its filter, and the lesson reader."""
         with Vertical(id="lesson-nav"):
             # The tree comes first in the focus chain: tab moves between panes here, so the
             # first focusable widget is where the keyboard lands.
@@ -181,11 +184,13 @@ class LessonsPane(Widget):
         yield LessonReader(id="lesson-reader")
 
     @property
-    def tree(self) -> LessonTree:
+    def lesson_tree(self) -> LessonTree:
+        """The syllabus tree."""
         return self.query_one("#lesson-tree", LessonTree)
 
     @property
     def reader(self) -> LessonReader:
+        """The reader that shows the open lesson."""
         return self.query_one("#lesson-reader", LessonReader)
 
     @property
@@ -196,16 +201,18 @@ class LessonsPane(Widget):
 
     @property
     def _ex_marks(self) -> dict[str, tuple[int, int]]:
-        return self.tree.ex_marks
+        return self.lesson_tree.ex_marks
 
     @property
     def catalog(self) -> Catalog:
+        """The lesson catalog, loaded on first use."""
         if self._catalog is None:
             self._catalog = default_catalog()
         return self._catalog
 
     @property
     def store(self) -> Store:
+        """The progress store (read marks, quiz scores), opened on first use."""
         if self._store is None:
             self._store = open_store(self.app, self._store_notice)
             self._owns_store = True
@@ -220,6 +227,7 @@ class LessonsPane(Widget):
         self.app.notify(text, title="Progress", severity="warning", timeout=10)
 
     def on_mount(self) -> None:
+        """Report broken lesson files, fill the tree and show the overview."""
         for problem in self.catalog.problems:
             self.app.notify(problem, title="A lesson file is broken", severity="error", timeout=15)
         self.reader.attach(self.catalog, self.store, self._measured_fixed)
@@ -227,15 +235,19 @@ class LessonsPane(Widget):
         self.reader.show_overview()
 
     def on_unmount(self) -> None:
+        """Close the store if this pane opened it."""
         if self._owns_store and self._store is not None:
             self._store.close()
 
     def on_resize(self, event: Resize) -> None:
+        """Cover the tree with the reader when narrow, and mark the lesson read if its end now
+        shows."""
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
         self._sync_covered()
         self.call_after_refresh(self.reader.check_read)  # a taller pane may now show the end
 
     def on_descendant_focus(self) -> None:
+        """Show any figure a run measured while the pane was away."""
         # Back from the experiment panel: a run there may have measured a figure this
         # lesson was waiting for.
         self.refresh_measured()
@@ -263,10 +275,12 @@ class LessonsPane(Widget):
         self.query_one("#lesson-scroll", VerticalScroll).focus()
 
     def on_key(self, event: Key) -> None:
+        """Down from the filter goes to the tree; up and down walk a lesson's run and exercise
+        links."""
         focused = self.screen.focused
         if event.key == "down" and focused is self.query_one("#lesson-filter", Input):
             event.stop()
-            self.tree.focus()
+            self.lesson_tree.focus()
         elif event.key in ("up", "down") and isinstance(focused, RunLink | ExerciseButton):
             event.stop()
             buttons = self.reader.link_buttons()
@@ -280,7 +294,7 @@ class LessonsPane(Widget):
 
     # ---- the tree and the reader -----------------------------------------------------------
     def _fill_tree(self, text: str = "") -> None:
-        self.tree.fill(self.catalog, self.store, text, self.current)
+        self.lesson_tree.fill(self.catalog, self.store, text, self.current)
 
     def _sync_covered(self) -> None:
         """The reader is covered by the list when the pane is narrow and not reading."""
@@ -296,7 +310,7 @@ class LessonsPane(Widget):
         self._sync_covered()
         self.reader.attach(self.catalog, self.store, self._measured_fixed)
         done = self.reader.open_lesson(lesson_id)
-        self.tree.refresh_marks(self.catalog, self.store)
+        self.lesson_tree.refresh_marks(self.catalog, self.store)
         self.post_message(self.LessonOpened(lesson_id))
         return done
 
@@ -305,7 +319,7 @@ class LessonsPane(Widget):
         self._refresh_marks()
 
     def _refresh_marks(self) -> None:
-        self.tree.refresh_marks(self.catalog, self.store)
+        self.lesson_tree.refresh_marks(self.catalog, self.store)
         self.reader.show_marks()
 
     def set_inventory(self, inventory: Any) -> None:
@@ -327,7 +341,7 @@ class LessonsPane(Widget):
     @on(LessonReader.Read)
     def _lesson_read(self, event: LessonReader.Read) -> None:
         event.stop()
-        self.tree.refresh_marks(self.catalog, self.store)
+        self.lesson_tree.refresh_marks(self.catalog, self.store)
 
     @on(LessonReader.ExerciseChosen)
     def _exercise_chosen(self, event: LessonReader.ExerciseChosen) -> None:
@@ -396,17 +410,21 @@ class LessonsPane(Widget):
         self.open_lesson(target.id)
 
     def action_next_lesson(self) -> None:
+        """Open the next lesson."""
         self._step(+1)
 
     def action_previous_lesson(self) -> None:
+        """Open the previous lesson."""
         self._step(-1)
 
     def action_filter(self) -> None:
+        """Show the tree and focus its filter."""
         self.remove_class("-reading")
         self._sync_covered()
         self.query_one("#lesson-filter", Input).focus()
 
     def action_experiments(self) -> None:
+        """Focus the open lesson's first experiment or exercise link."""
         buttons = self.reader.link_buttons()
         if not buttons:
             self.app.notify("This lesson has no experiment or exercise links.")
@@ -414,14 +432,16 @@ class LessonsPane(Widget):
         buttons[0].focus()
 
     def action_contents(self) -> None:
+        """Show or hide the syllabus tree beside the text."""
         self.toggle_class("-reading")
         self._sync_covered()
         if not self.has_class("-reading"):
-            self.tree.focus()
+            self.lesson_tree.focus()
         else:
             self.call_after_refresh(self.reader.check_read)
 
     def action_maximize(self) -> None:
+        """Give the pane the whole screen, or give it back."""
         screen = self.screen
         if screen.maximized is self:
             screen.minimize()
@@ -429,6 +449,7 @@ class LessonsPane(Widget):
             screen.maximize(self, container=False)
 
     def action_quiz(self) -> None:
+        """Open the quiz of the open lesson."""
         if self.current is None:
             self.app.notify("Open a lesson first; its quiz follows it.")
             return

@@ -27,16 +27,21 @@ LABEL = 18
 
 
 class MemoryGauge(Widget):
+    """The device's memory bar, the worker's allocator layers and a history of both."""
+
     DEFAULT_CSS = """
     MemoryGauge { height: auto; min-height: 10; }
     """
 
     class FrameArrived(Message, bubble=False):
+        """A telemetry frame, posted from the sampler's thread."""
+
         def __init__(self, frame: Frame) -> None:
             self.frame = frame
             super().__init__()
 
         def can_replace(self, message: Message) -> bool:
+            """A newer frame replaces one still queued: only the latest matters."""
             return isinstance(message, MemoryGauge.FrameArrived)
 
     def __init__(
@@ -50,29 +55,34 @@ class MemoryGauge(Widget):
         self._key: Any = None
         self.repaints = 0
         self.label = ""
-        self.watch = StaleWatch()
+        self.stale = StaleWatch()
 
     @property
     def sampler(self) -> Sampler:
+        """The telemetry sampler (the shared one unless a test gave one)."""
         if self._sampler is None:
             self._sampler = shared_sampler()
         return self._sampler
 
     # the app's interface --------------------------------------------------------------------
     def set_worker_pid(self, pid: int | None) -> None:
+        """Follow worker `pid` (None: no worker) to mark its memory as the lab's."""
         self.model.worker_pid = int(pid) if pid else None
         self._update()
 
     def add_reading(self, reading: dict[str, Any]) -> None:
+        """Take the worker's allocator reading (a runner `memory` event)."""
         self.model.add_reading(reading)
         self._update()
 
     def job_started(self) -> None:
+        """A job started: sample at least twice a second until it ends."""
         self.model.job_started()
         self.sampler.hold_fast(f"gauge-{id(self)}")  # >= 2 Hz while a job runs
         self._update()
 
     def job_finished(self) -> None:
+        """The job ended: the sampler may slow down again."""
         self.model.job_finished()
         self.sampler.release_fast(f"gauge-{id(self)}")
         self._update()
@@ -113,22 +123,24 @@ class MemoryGauge(Widget):
 
     # frames ---------------------------------------------------------------------------------
     def on_mount(self) -> None:
-        self.watch.saw_frame()
+        """Subscribe to the sampler and start the watchdog for a silent sampler."""
+        self.stale.saw_frame()
         self._unsubscribe = self.sampler.subscribe(self._from_thread)
         if not self.sampler.manual:
             self.set_interval(WATCH_S, self._watchdog, name="telemetry watchdog")
 
     def _watchdog(self) -> None:
-        if self.watch.check(self.sampler):
+        if self.stale.check(self.sampler):
             self._update()
 
     @property
     def stale_text(self) -> str:
         """ "⚠ stale since HH:MM:SS: why" when this GPU's figures are not current, else ""."""
-        why = self.watch.problem(self.model.frame, self.model.nvml_index)
+        why = self.stale.problem(self.model.frame, self.model.nvml_index)
         return "" if why is None else marker(why)
 
     def on_unmount(self) -> None:
+        """Unsubscribe and drop any fast-sampling hold."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -139,7 +151,7 @@ class MemoryGauge(Widget):
 
     @on(FrameArrived)
     def _frame(self, message: FrameArrived) -> None:
-        self.watch.saw_frame()
+        self.stale.saw_frame()
         if message.frame.stale is not None:  # the last good frame again: no new history point
             self.model.frame = message.frame
         else:
@@ -147,6 +159,7 @@ class MemoryGauge(Widget):
         self._update()
 
     def on_resize(self) -> None:
+        """Redraw for the new width."""
         self._key = None
         self._update()
 
@@ -165,6 +178,7 @@ class MemoryGauge(Widget):
         self.refresh(layout=True)
 
     def render(self) -> Text:
+        """The gauge's text as last built."""
         return self._text
 
     def _draw(

@@ -20,12 +20,15 @@ QUIET_MIN_S = 5.0
 
 
 class StaleWatch:
+    """Decides when a telemetry pane's figures are stale and why."""
+
     def __init__(self) -> None:
         self.frame_at = time.monotonic()
         self.frame_wall = time.time()
         self.quiet: Stale | None = None
 
     def saw_frame(self) -> None:
+        """A frame arrived: the figures are current again."""
         self.frame_at, self.frame_wall = time.monotonic(), time.time()
         self.quiet = None
 
@@ -55,6 +58,7 @@ class StaleWatch:
         return sorted(frame.lost.items())
 
     def problem(self, frame: Frame | None, nvml_index: int) -> Stale | None:
+        """Why GPU `nvml_index`'s figures are not current, or None when they are."""
         for index, why in self.problems(frame):
             if index is None or index == nvml_index:
                 return why

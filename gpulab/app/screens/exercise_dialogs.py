@@ -34,6 +34,7 @@ class ConfirmReset(ModalScreen[bool]):
         self.backups = backups
 
     def compose(self) -> ComposeResult:
+        """The question, where the learner's version will be kept, and No / Yes."""
         with Vertical(id="dialog"):
             yield Static(
                 f"Reset [b]{self.title_text}[/b] to the starter?\n\nYour current version is "
@@ -45,13 +46,16 @@ class ConfirmReset(ModalScreen[bool]):
                 yield Button("Reset (y)", id="yes", variant="warning", compact=True)
 
     def on_mount(self) -> None:
+        """Focus No, so a stray Enter keeps the learner's code."""
         self.query_one("#no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
+        """Close with the button's answer."""
         event.stop()
         self.dismiss(event.button.id == "yes")
 
     def action_answer(self, yes: bool) -> None:
+        """Close with `yes` (the y / n / escape keys)."""
         self.dismiss(yes)
 
 
@@ -68,6 +72,7 @@ class SolutionScreen(ModalScreen[None]):
         self.language = language
 
     def compose(self) -> ComposeResult:
+        """A title line and the solution in a read-only code editor."""
         with Vertical(id="dialog"):
             yield Static(f"Reference solution: [b]{self.title_text}[/b] (escape closes)")
             yield TextArea.code_editor(
@@ -75,4 +80,5 @@ class SolutionScreen(ModalScreen[None]):
             )
 
     def action_close(self) -> None:
+        """Close the solution."""
         self.dismiss(None)

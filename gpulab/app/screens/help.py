@@ -99,6 +99,8 @@ SHARED = {"Input": "In a text field", "ExerciseEditor": "In the code editor"}
 
 @dataclass
 class KeyRow:
+    """Keys of one place (a pane, a widget), or a pointer to a shared section's keys."""
+
     where: str
     keys: list[tuple[str, str]] = field(default_factory=list)  # (key as shown, what it does)
     see: str = ""  # the keys are those of a shared section
@@ -106,6 +108,8 @@ class KeyRow:
 
 @dataclass
 class KeySection:
+    """A titled group of key rows in the help."""
+
     title: str
     rows: list[KeyRow] = field(default_factory=list)
 
@@ -225,6 +229,7 @@ def _cell(keys: list[tuple[str, str]]) -> str:
 
 
 def key_markdown(sections: list[KeySection]) -> str:
+    """The sections as Markdown tables of key and what it does."""
     out: list[str] = []
     for section in sections:
         out.append(f"### {section.title}\n")
@@ -242,6 +247,8 @@ def key_markdown(sections: list[KeySection]) -> str:
 
 
 class HelpScreen(OnceModal[None]):
+    """The help: what the lab is, every key by where it works, and tips."""
+
     BINDINGS = [
         Binding("escape,f1,q", "dismiss", "Close help", id="close-help"),
     ]
@@ -251,6 +258,7 @@ class HelpScreen(OnceModal[None]):
         self.sections = sections
 
     def compose(self) -> ComposeResult:
+        """The intro, the key tables and the tips as one scrollable Markdown page."""
         tips = "\n".join(f"| `{k}` | {w} |" for k, w in TIPS)
         text = (
             INTRO

@@ -23,7 +23,10 @@ def _closed_already(screen: Any) -> bool:
 
 
 class OnceModal(ModalScreen[ResultT]):
+    """A modal screen whose second dismiss does nothing."""
+
     def dismiss(self, result: ResultT | None = None) -> AwaitComplete:
+        """Close this screen, unless it is no longer on top."""
         if _closed_already(self):
             return AwaitComplete.nothing()
         return super().dismiss(result)
@@ -45,6 +48,7 @@ class Palette(CommandPalette):
             super()._watch__list_visible()
 
     def dismiss(self, result: Any = None) -> AwaitComplete:
+        """Close the palette once; a later dismiss runs no command and pops nothing."""
         if _closed_already(self):
             if self._selected_command is not None:
                 self._selected_command = Hit(0, "", _nothing)

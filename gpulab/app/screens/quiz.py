@@ -61,6 +61,8 @@ def inline_code(text: str, style: str = CODE_STYLE) -> Content:
 
 @dataclass(frozen=True)
 class QuizResult:
+    """How a quiz went: the lesson, the score out of the total."""
+
     lesson_id: str
     score: int
     total: int
@@ -69,6 +71,8 @@ class QuizResult:
 
 
 class QuizScreen(OnceModal[QuizResult | None]):
+    """A lesson's quiz, one question at a time, each answer explained and recorded."""
+
     DEFAULT_CSS = """
     QuizScreen {
         align: center middle;
@@ -140,6 +144,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
         self.result: QuizResult | None = None
 
     def compose(self) -> ComposeResult:
+        """The title, the question count, the question, its choices, the explanation and the buttons."""
         with Vertical(id="quiz-box"):
             yield Static(Content(f"Quiz: {self.lesson.title}"), id="quiz-title")
             yield Static(id="quiz-count")
@@ -157,6 +162,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
                 yield Button("Close", id="quiz-close", compact=True)
 
     def on_mount(self) -> None:
+        """Show the first question."""
         self._show_question()
 
     # ---- one question -------------------------------------------------------------------
@@ -199,6 +205,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
         self.answer(event.option_index)
 
     def action_choose(self, index: int) -> None:
+        """Answer with choice `index` (the number keys)."""
         if self.result is None and index < len(self.question.choices):
             self.answer(index)
 
@@ -286,6 +293,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
         self.next_question()
 
     def next_question(self) -> None:
+        """Go on to the next question once this one is answered; after the last, show the score."""
         if self.answered is None:
             return
         if self.index + 1 < len(self.lesson.quiz):
@@ -333,4 +341,5 @@ class QuizScreen(OnceModal[QuizResult | None]):
         self.action_close()
 
     def action_close(self) -> None:
+        """Close the quiz with its result (None if it was not finished)."""
         self.dismiss(self.result)

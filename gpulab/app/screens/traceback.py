@@ -13,6 +13,8 @@ from gpulab.app.screens.modal import OnceModal
 
 
 class TracebackScreen(OnceModal[None]):
+    """A failed run's kind, message and full traceback, over the main screen."""
+
     BINDINGS = [Binding("escape,q", "dismiss", "Close", id="close-traceback")]
 
     def __init__(self, failure: dict[str, Any]) -> None:
@@ -20,6 +22,7 @@ class TracebackScreen(OnceModal[None]):
         self.failure = failure
 
     def compose(self) -> ComposeResult:
+        """The failure's one line, its traceback (scrollable) and a Close button."""
         kind = self.failure.get("kind", "error")
         with Vertical(id="traceback-box"):
             yield Static(
@@ -33,5 +36,6 @@ class TracebackScreen(OnceModal[None]):
             yield Button("Close (escape)", id="close", compact=True)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
+        """Close the traceback."""
         event.stop()
         self.dismiss()

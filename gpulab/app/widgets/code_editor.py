@@ -66,6 +66,7 @@ class ExerciseEditor(TextArea):
         self.problem = ""  # the last write error, shown once
 
     def on_mount(self) -> None:
+        """Start the save timer."""
         self.set_interval(TICK_S, self._tick)
 
     def _build_highlight_map(self) -> None:
@@ -85,10 +86,12 @@ class ExerciseEditor(TextArea):
 
     @property
     def path(self) -> Path | None:
+        """The learner's file of the open exercise, or None."""
         return self.workspace.path(self.exercise) if self.exercise is not None else None
 
     @property
     def dirty(self) -> bool:
+        """Whether the text differs from what was last saved."""
         return self.exercise is not None and self.text != self.saved_text
 
     def attach(self, workspace: Any, exercise: Any) -> None:
@@ -107,10 +110,12 @@ class ExerciseEditor(TextArea):
         self.move_cursor((todo, 0), center=True)
 
     def detach(self) -> None:
+        """Save, then let go of the exercise."""
         self.flush()
         self.exercise = None
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        """Note the edit's time; the timer saves after a pause in typing."""
         now = time.monotonic()
         if self.dirty and not self._first_unsaved:
             self._first_unsaved = now
@@ -226,5 +231,6 @@ class ExerciseEditor(TextArea):
         )
 
     def on_unmount(self) -> None:
+        """Save what is unsaved."""
         if self.exercise is not None:
             self.flush()

@@ -201,6 +201,7 @@ class CudaHighlighter:
 
     # ---- colouring them -------------------------------------------------------------------
     def strings(self, document: Any, source: bytes) -> list[CudaString]:
+        """Every CUDA kernel string in the Python source, with the colour spans inside it."""
         out = []
         for node, mode in self.find(document, source):
             inner = _inside_quotes(node)

@@ -30,17 +30,21 @@ HINT = "space: mark two runs to compare · enter: open in the panel"
 
 
 class HistoryList(OptionList):
+    """The kept runs, newest first; space marks one, c compares the two marked."""
+
     BINDINGS = [
         Binding("space", "mark", "Mark to compare"),
         Binding("c", "compare", "Compare marked", show=False),
     ]
 
     def action_mark(self) -> None:
+        """Mark or unmark the highlighted run for comparison."""
         if self.highlighted is not None:
             history = next(a for a in self.ancestors if isinstance(a, RunHistory))
             history.toggle_mark(str(self.get_option_at_index(self.highlighted).id))
 
     def action_compare(self) -> None:
+        """Compare the two marked runs."""
         next(a for a in self.ancestors if isinstance(a, RunHistory)).show_compare()
 
 
@@ -58,6 +62,7 @@ class RunHistory(Vertical):
         self.loaded = False  # the kept runs of earlier sessions are listed
 
     def compose(self) -> ComposeResult:
+        """The run list and the detail of the highlighted run (or the comparison)."""
         yield HistoryList(id="history")
         with VerticalScroll(id="history-detail-box"):
             yield Static(HINT, id="history-detail", markup=False)
@@ -65,6 +70,7 @@ class RunHistory(Vertical):
     # ---- the store ------------------------------------------------------------------------
     @property
     def store(self) -> Any:
+        """The store the runs are kept in, opened on first use (None when it cannot open)."""
         if self._store is None and not self._store_error:
             try:
                 self._store = Store()
@@ -85,6 +91,7 @@ class RunHistory(Vertical):
         )
 
     def on_mount(self) -> None:
+        """Load the kept runs in a thread, off the event loop."""
         # Off the event loop: opening the file and reading up to KEPT_LIMIT runs must not
         # delay the lab's first frame.
         self.run_worker(self._load_kept, thread=True, name="run history", exit_on_error=False)
@@ -120,10 +127,11 @@ class RunHistory(Vertical):
         self.loaded = True
 
     def on_unmount(self) -> None:
+        """Close the store if this widget opened it."""
         if self._owns_store and self._store is not None:
             self._store.close()
 
-    def watch(self, state: RunState) -> None:
+    def follow(self, state: RunState) -> None:
         """Take telemetry frames while `state` runs, for its clock and temperature."""
         app: Any = self.app
         device = app.device if getattr(app, "device", None) is not None else app.device_index
@@ -196,6 +204,7 @@ class RunHistory(Vertical):
             options.replace_option_prompt(oid, self._prompt(oid))
 
     def toggle_mark(self, oid: str) -> None:
+        """Mark or unmark run `oid` (a third mark drops the oldest); two marks show the comparison."""
         if oid in self.marked:
             self.marked.remove(oid)
         else:
@@ -210,6 +219,7 @@ class RunHistory(Vertical):
             self.detail(f"marked {len(self.marked)} of 2 · {HINT}")
 
     def show_compare(self) -> None:
+        """Show the two marked runs side by side, or say to mark two."""
         if len(self.marked) != 2:
             self.detail(f"mark two runs first · {HINT}")
             return
@@ -217,9 +227,11 @@ class RunHistory(Vertical):
         self.detail(render_compare(compare(a, b)))
 
     def detail(self, text: str) -> None:
+        """Put `text` in the detail box."""
         self.query_one("#history-detail", Static).update(text)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        """Describe the highlighted run, unless a comparison is shown."""
         if len(self.marked) == 2:
             return  # the comparison stays until a mark changes
         e = self.entries.get(str(event.option.id))

@@ -19,6 +19,9 @@ CROP_ROWS = 8
 
 
 class ImageView(Widget):
+    """A run's images in half-block characters, two side by side, scaled to the width (with a
+    1:1 centre crop when scaled far down), and their notes."""
+
     DEFAULT_CSS = "ImageView { height: auto; }"
 
     def __init__(self, **kw: Any) -> None:
@@ -29,6 +32,7 @@ class ImageView(Widget):
         self._artifacts: list[dict[str, Any]] | None = None
 
     def show(self, artifacts: list[dict[str, Any]]) -> None:
+        """Decode `artifacts`' images (once per new list) and redraw."""
         if artifacts == self._artifacts:
             return  # every flush of a finished run calls this: decode the images once
         self._artifacts = list(artifacts)
@@ -47,6 +51,7 @@ class ImageView(Widget):
         self.refresh(layout=True)
 
     def build(self, width: int) -> Group:
+        """The images and notes laid out for `width` columns (cached per width)."""
         if self._built is not None and self._built[0] == width:
             return self._built[1]
         parts: list[Any] = []
@@ -98,6 +103,7 @@ class ImageView(Widget):
         return out
 
     def get_content_height(self, container: Any, viewport: Any, width: int) -> int:
+        """The rows the images and notes take at `width`."""
         if not (self.images or self.notes):
             return 0
         return sum(
@@ -105,6 +111,7 @@ class ImageView(Widget):
         )
 
     def render(self) -> Any:
+        """The laid-out images, or nothing when the run has none."""
         if not (self.images or self.notes):
             return ""
         return self.build(self.content_size.width or 80)

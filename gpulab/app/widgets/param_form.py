@@ -21,6 +21,8 @@ class PickSelect(Select[str], inherit_bindings=False):
 
 
 def as_text(param: Param, value: Any) -> str:
+    """`value` as the text a person would type for `param` (lists comma-separated, whole ints
+    without .0)."""
     if isinstance(value, list | tuple):
         return ", ".join(map(str, value))
     if isinstance(value, float) and value.is_integer() and param.kind == "int":
@@ -38,6 +40,8 @@ class ParamField(Horizontal):
         self.error: str = ""
 
     def compose(self) -> ComposeResult:
+        """The parameter's name, its editor (checkbox, choice or text field), and its help and
+        error lines."""
         p = self.param
         yield Label(p.name, classes="param-name")
         if p.kind == "bool":
@@ -67,6 +71,7 @@ class ParamField(Horizontal):
         return f"{p.allowed()}: {p.help}" if p.help else p.allowed()
 
     def raw(self) -> Any:
+        """What the editor holds now: a bool, the chosen option, or the typed text."""
         editor = self.query_one(f"#param-{self.param.name}")
         if isinstance(editor, Checkbox):
             return editor.value
@@ -76,6 +81,7 @@ class ParamField(Horizontal):
         return editor.value
 
     def set_raw(self, value: Any) -> None:
+        """Put `value` in the editor as the person would have entered it."""
         editor = self.query_one(f"#param-{self.param.name}")
         if isinstance(editor, Checkbox):
             editor.value = bool(value)
@@ -86,6 +92,7 @@ class ParamField(Horizontal):
         self.validate()
 
     def validate(self) -> str:
+        """The parse error of what is entered ("" when it is valid), shown under the field."""
         try:
             self.param.parse(self.raw())
             self.error = ""
@@ -102,6 +109,8 @@ class ParamForm(Vertical):
     """Posts `ParamForm.Changed` whenever a value changes; `errors()` says what is wrong."""
 
     class Changed(Message):
+        """Posted when any field changes; `valid` says whether every field parses."""
+
         def __init__(self, form: ParamForm, valid: bool) -> None:
             self.form = form
             self.valid = valid
@@ -113,18 +122,21 @@ class ParamForm(Vertical):
         self.values = {**params.defaults(), **(values or {})}
 
     def compose(self) -> ComposeResult:
+        """A field per parameter (a note when there are none)."""
         if not len(self.params):
             yield Static("This experiment takes no parameters.", classes="param-note")
         for p in self.params:
             yield ParamField(p, self.values.get(p.name, p.default))
 
     def fields(self) -> list[ParamField]:
+        """The form's fields, in order."""
         return list(self.query(ParamField))
 
     def _composed(self) -> bool:
         return len(self.fields()) == len(self.params)
 
     def errors(self) -> list[str]:
+        """ "name: why" for every field that does not parse."""
         if not self._composed():  # just built, not yet on screen: check what it was given
             out = []
             for p in self.params:
@@ -136,11 +148,13 @@ class ParamForm(Vertical):
         return [e for f in self.fields() if (e := f.validate())]
 
     def raw(self) -> dict[str, Any]:
+        """The entered values by parameter name, unparsed."""
         if not self._composed():
             return {p.name: as_text(p, self.values[p.name]) for p in self.params}
         return {f.param.name: f.raw() for f in self.fields()}
 
     def set_values(self, values: dict[str, Any]) -> None:
+        """Fill the named fields with `values` (names the form does not have are ignored)."""
         self.values.update({k: v for k, v in values.items() if k in self.values})
         for f in self.fields():
             if f.param.name in values:
@@ -153,13 +167,16 @@ class ParamForm(Vertical):
         self.post_message(self.Changed(self, not any(f.error for f in self.fields())))
 
     def on_input_changed(self, event: Input.Changed) -> None:
+        """A text field changed: validate and tell the panel."""
         event.stop()
         self._changed(event.input)
 
     def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        """A checkbox changed: validate and tell the panel."""
         event.stop()
         self._changed(event.checkbox)
 
     def on_select_changed(self, event: Select.Changed) -> None:
+        """A choice changed: validate and tell the panel."""
         event.stop()
         self._changed(event.select)

@@ -29,6 +29,7 @@ class LogFormatter(AxisFormatter):
     """Ticks at whole decades (plus 2 and 5 when few decades show), labelled in data units."""
 
     def get_ticks(self, min_: float, max_: float, max_ticks: int = 8) -> list[float]:
+        """Ticks at powers of ten (and 2 and 5 between them on a short axis)."""
         lo, hi = math.floor(min_), math.ceil(max_)
         steps = (1, 2, 5) if hi - lo <= 3 else (1,)
         ticks = [
@@ -42,6 +43,7 @@ class LogFormatter(AxisFormatter):
         return ticks or [min_, max_]
 
     def get_labels_for_ticks(self, ticks: Sequence[float]) -> list[str]:
+        """Labels of log10 ticks as the values they stand for."""
         return [tick_label(10**t) for t in ticks]
 
 
@@ -49,6 +51,7 @@ class LinearFormatter(NumericAxisFormatter):
     """textual-plot's nice linear ticks, labelled compactly (4K, not 4000.0)."""
 
     def get_labels_for_ticks(self, ticks: Sequence[float]) -> list[str]:
+        """Short labels for the ticks (1k, 2.5M, ...)."""
         return [tick_label(t) for t in ticks]
 
 
@@ -106,6 +109,7 @@ class SeriesPlot(PlotWidget):
         self.series = list(series)
 
     def on_mount(self) -> None:
+        """Draw the series once PlotWidget has set itself up."""
         # PlotWidget's own on_mount (called after this one) clears the plot: draw after it
         self.call_after_refresh(self._draw)
 
@@ -157,9 +161,11 @@ class ResultPlots(Vertical):
         self._shown: list[Any] = []
 
     def compose(self) -> ComposeResult:
+        """Nothing until a run has series."""
         yield from ()
 
     def show(self, series: Sequence[Any]) -> None:
+        """A plot per series (rebuilt only when the series change)."""
         if list(series) == self._shown:
             return  # a flush with nothing new must not rebuild (and flicker) the plots
         self._shown = list(series)

@@ -24,20 +24,26 @@ class RaceView(Static):
         self.state: RunState | None = None
 
     def set_contenders(self, contenders: list[tuple[str, str, str]]) -> None:
+        """Set the contenders as (id, label, why unavailable or "")."""
         self.contenders = contenders
         self.refresh_race()
 
     def show(self, state: RunState | None) -> None:
+        """Show `state`'s progress per contender (None: before a run)."""
         self.state = state
         self.refresh_race()
 
     def on_resize(self) -> None:
+        """Redraw the bars for the new width."""
         self.refresh_race()
 
     def refresh_race(self) -> None:
+        """Redraw the race at the current width."""
         self.update(self.render_race(max(30, self.size.width or 60)))
 
     def render_race(self, width: int) -> Text:
+        """A bar per contender (rows done of those expected, best time so far), or the final
+        standings."""
         text = Text(no_wrap=True, overflow="ellipsis")
         if not self.contenders:
             return Text("No contenders.")

@@ -86,6 +86,7 @@ def verdict_text(result: Any) -> Text:
 
 
 def speed_text(timing: dict[str, Any] | None) -> Text:
+    """The check's timing: the learner's figure, the reference's, and the ratio."""
     out = Text()
     if not timing:
         return out
@@ -134,10 +135,12 @@ class VerdictView(Static):
         self.result: Any = None
 
     def show_idle(self, text: str) -> None:
+        """Show `text` dimmed (no check yet)."""
         self.shown, self.result = "idle", None
         self.update(Text(text, style="dim"))
 
     def show_progress(self, fraction: float, message: str) -> None:
+        """Show a running check's progress bar and step."""
         self.shown = "progress"
         line = Text("Checking…\n", style="bold")
         line.append(bar(fraction), style="cyan")
@@ -146,5 +149,6 @@ class VerdictView(Static):
         self.update(line)
 
     def show_result(self, result: Any) -> None:
+        """Show a check's verdict: each test, the timing and the grade."""
         self.shown, self.result = "result", result
         self.update(verdict_text(result))

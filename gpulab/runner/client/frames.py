@@ -47,6 +47,7 @@ class FrameReader:
         self.on_retiring = on_retiring
 
     async def read_frames(self, worker: WorkerProcess, reader: asyncio.StreamReader) -> None:
+        """Read `worker`'s event pipe until EOF; a malformed frame kills the worker."""
         try:
             while True:
                 message = await read_frame_async(reader)
@@ -60,6 +61,8 @@ class FrameReader:
     async def read_output(
         self, worker: WorkerProcess, stream: asyncio.StreamReader, name: str
     ) -> None:
+        """Pass each line of `worker`'s stdout or stderr on (the stderr tail kept for crash
+        reports)."""
         while True:
             try:
                 data = await stream.readuntil(b"\n")
@@ -77,6 +80,7 @@ class FrameReader:
             self.on_line(worker, name, line)
 
     def dispatch(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
+        """Route one message by its kind: event, hello, guarded, standby or retiring."""
         kind = message.get("msg")
         if kind == "event":
             self.on_event(worker, message["event"])

@@ -35,6 +35,7 @@ class WorkerProcess:
 
     @property
     def pid(self) -> int:
+        """The worker's process id."""
         return self.proc.pid
 
     def send(self, message: dict[str, Any]) -> bool:
@@ -48,16 +49,19 @@ class WorkerProcess:
             return False
 
     def close_commands(self) -> None:
+        """Close our end of the command pipe (the worker then sees EOF and exits)."""
         if self.cmd_fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self.cmd_fd)
             self.cmd_fd = -1
 
     def kill(self) -> None:
+        """SIGKILL the worker (nothing if it is already gone)."""
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
 
     def signal(self, sig: int) -> None:
+        """Send `sig` to the worker while it lives."""
         if not self.exited:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(sig)

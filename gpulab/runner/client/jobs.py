@@ -54,6 +54,7 @@ class Job:
             await changed.wait()
 
     async def wait(self) -> dict[str, Any]:
+        """The job's final event, once it arrives."""
         while not self.done:
             await self._changed.wait()
         assert self.final is not None

@@ -143,10 +143,12 @@ class RunnerClient:
 
     @property
     def ready(self) -> bool:
+        """Whether a worker has said hello."""
         return self.handshake is not None
 
     @property
     def worker_pid(self) -> int | None:
+        """The worker's pid, or None when none runs."""
         return self._worker.pid if self._worker else None
 
     @property
@@ -169,10 +171,12 @@ class RunnerClient:
 
     @property
     def busy(self) -> bool:
+        """Whether a job runs or waits."""
         return self._current is not None or bool(self._queue)
 
     @property
     def current(self) -> Job | None:
+        """The job running now, or None."""
         return self._current
 
     def _notify(self) -> None:
@@ -182,6 +186,7 @@ class RunnerClient:
 
     # --- lifecycle --------------------------------------------------------------------------------
     async def start(self) -> None:
+        """Spawn the worker; its hello comes later (`wait_ready`)."""
         if self._started:
             return
         self._started = True
@@ -192,6 +197,8 @@ class RunnerClient:
         await self._supervisor.spawn("active")
 
     async def wait_ready(self, timeout: float | None = None) -> dict[str, Any]:
+        """The worker's handshake once it says hello; the start-up failure or TimeoutError
+        otherwise."""
         if not self._started:
             raise RuntimeError("RunnerClient.start() was not called")
 

@@ -95,6 +95,7 @@ class SparePool:
         self.schedule()
 
     def failed_to_start(self, message: str) -> None:
+        """Give up on spares for this session and say why."""
         self.failures = MAX_SPARE_FAILURES
         self.note(f"no standby worker: {message}")
 
@@ -128,16 +129,19 @@ class SparePool:
             spare.paused = True
 
     def resume(self) -> None:
+        """Let a paused spare run again."""
         if self.spare is not None:
             _resume(self.spare)
 
     def close(self) -> None:
+        """Stop making spares."""
         self.closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
 
     def clear(self) -> None:
+        """Forget the spare (it was taken or died)."""
         self.spare = None
 
 

@@ -72,9 +72,12 @@ class WorkerSupervisor:
 
     @property
     def spawning(self) -> bool:
+        """Whether a worker is being started."""
         return bool(self.spawns)
 
     def worker_env(self) -> dict[str, str]:
+        """The worker's environment: ours, the client's extras, unbuffered, this gpulab on the
+        path."""
         env = dict(os.environ)
         env.update(self.env)
         env["PYTHONUNBUFFERED"] = "1"
@@ -85,11 +88,13 @@ class WorkerSupervisor:
         return env
 
     def spawn_soon(self, role: str) -> None:
+        """Start a worker for `role` ("active" or "spare") in the background."""
         task = self._task(self.spawn(role))
         self.spawns.add(task)
         task.add_done_callback(self.spawns.discard)
 
     async def spawn(self, role: str) -> None:
+        """Start a worker process for `role` with its pipes, and read its frames and output."""
         loop = asyncio.get_running_loop()
         cmd_r, cmd_w = os.pipe()
         evt_r, evt_w = os.pipe()

@@ -31,6 +31,7 @@ USAGE = (
 
 
 def parse(argv: list[str]) -> tuple[str, dict[str, Any]]:
+    """The experiment id and its parameters from `ID name=value ...`; usage and exit on a bad line."""
     if not argv or argv[0] not in EXPERIMENTS:
         raise SystemExit(USAGE)
     raw = {}
@@ -46,6 +47,8 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the experiment's rank function in this torchrun process; rank 0 prints rows and the
+    summary as JSON."""
     exp_id, params = parse(sys.argv[1:] if argv is None else argv)
     if "RANK" not in os.environ:
         raise SystemExit("run me under torchrun (RANK and WORLD_SIZE are not set)")

@@ -50,9 +50,11 @@ class LineStream(io.TextIOBase):
         self._lock = threading.Lock()
 
     def writable(self) -> bool:
+        """Always writable (print checks)."""
         return True
 
     def write(self, text: str) -> int:
+        """Buffer `text` and emit each complete line."""
         with self._lock:
             self._buf += text
             *lines, self._buf = self._buf.split("\n")
@@ -61,6 +63,7 @@ class LineStream(io.TextIOBase):
         return len(text)
 
     def flush(self) -> None:
+        """Emit what is left of a line without its newline."""
         with self._lock:
             rest, self._buf = self._buf, ""
         if rest:
@@ -68,6 +71,7 @@ class LineStream(io.TextIOBase):
 
 
 def close_fds(*fds: int) -> None:
+    """Close each fd, ignoring ones already closed."""
     for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)

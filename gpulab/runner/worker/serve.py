@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, TextIO
 
 from gpulab.core import events as ev
 from gpulab.core import memory, peaks
@@ -49,6 +49,8 @@ MEMORY_INTERVAL_S = 0.25  # readings during a job: 4 per second
 
 
 class Worker:
+    """The worker's state: the event pipe, the command queue, the job running and its cancel flag."""
+
     def __init__(self, out: FrameWriter, device_index: int) -> None:
         self.out = out
         self.device_index = device_index
@@ -105,6 +107,7 @@ class Worker:
         gc.freeze()
 
     def standby_message(self) -> dict[str, Any]:
+        """What a spare says once its imports are done: its pid and how long they took."""
         return {
             "msg": "standby",
             "protocol": PROTOCOL,
@@ -117,11 +120,13 @@ class Worker:
         }
 
     def wait_for_activation(self) -> None:
+        """Block until the client sends `activate`, timing the wait."""
         t0 = time.perf_counter()
         self.activation.wait()
         self.warm_timings["standby_wait_s"] = time.perf_counter() - t0
 
     def hello(self) -> dict[str, Any]:
+        """The handshake: protocol, pid, inventory and warm-up timings."""
         return {
             "msg": "hello",
             "protocol": PROTOCOL,
@@ -155,13 +160,14 @@ class Worker:
                     self.activation.set()
         except Exception as exc:  # noqa: BLE001 - a corrupt stream: nothing sensible is left to do
             with contextlib.suppress(Exception):
-                sys.__stderr__.write(f"gpulab worker: command stream broken: {exc}\n")
+                _real_stderr().write(f"gpulab worker: command stream broken: {exc}\n")
         with contextlib.suppress(Exception):
-            sys.__stdout__.flush()
-            sys.__stderr__.flush()
+            _real_stdout().flush()
+            _real_stderr().flush()
         os._exit(0)
 
     def serve(self) -> None:
+        """Run queued jobs one at a time, forever; a runner bug fails the job, not the worker."""
         while True:
             cmd = self.commands.get()
             try:
@@ -182,9 +188,11 @@ class Worker:
 
     # --- one job --------------------------------------------------------------------------------
     def send_event(self, event: dict[str, Any]) -> None:
+        """Send one runner event to the client."""
         self.out.send({"msg": "event", "event": event})
 
     def memory_event(self, job: str, device_index: int) -> dict[str, Any]:
+        """A `memory` event: the allocator's reading on `device_index` and the host RSS."""
         reading = memory.probe(device_index)
         rss = host_rss()
         if rss is not None:
@@ -192,6 +200,8 @@ class Worker:
         return ev.make(ev.MEMORY, job, reading=reading, pid=os.getpid())
 
     def run_one(self, cmd: dict[str, Any]) -> None:
+        """Run one job with its stdout, stderr and memory readings turned into events; retire after
+        if it left CUDA unusable."""
         job = str(cmd["job"])
         device = int(cmd.get("device", self.device_index))
         self.cancel_flag = threading.Event()
@@ -265,7 +275,7 @@ class Worker:
         self.send_event(final)
         if retire:
             with contextlib.suppress(Exception):
-                sys.__stderr__.flush()
+                _real_stderr().flush()
             os._exit(EXIT_RETIRED)
 
     def _sample(self, job: str, device: int, stop: threading.Event) -> None:
@@ -274,7 +284,18 @@ class Worker:
                 self.send_event(self.memory_event(job, device))
 
 
+def _real_stdout() -> TextIO:
+    # The process's own streams, not the per-job LineStreams that replace sys.stdout during a run;
+    # None only in an interpreter started without them (pythonw), which never runs a worker.
+    return sys.__stdout__ if sys.__stdout__ is not None else sys.stdout
+
+
+def _real_stderr() -> TextIO:
+    return sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The worker's command line (pipe fds, device, parent pid, --standby)."""
     p = argparse.ArgumentParser(prog="python -m gpulab.runner.worker.serve")
     p.add_argument("--fds", required=True, help="CMD_READ_FD,EVENT_WRITE_FD")
     p.add_argument("--device", type=int, default=0)
@@ -288,11 +309,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Start the worker: pipes, parent watch, imports, CUDA context (after activation when a
+    spare), then serve."""
     # Ctrl-C in a terminal reaches the whole process group; the client decides what it means.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     args = parse_args(argv)
     die_with_parent(args.parent)
-    faulthandler.enable(file=sys.__stderr__)  # a segfault leaves a Python traceback in the log
+    faulthandler.enable(file=_real_stderr())  # a segfault leaves a Python traceback in the log
     cmd_fd, event_fd = (int(x) for x in args.fds.split(","))
     for fd in (cmd_fd, event_fd):
         os.set_inheritable(fd, False)  # subprocesses of experiments must not hold our pipes
