@@ -9,7 +9,7 @@ from typing import Any
 from test_app_experiments import seed_cpu_calibration
 
 from gpulab.core.peaks import Peaks
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import ceilings
 from gpulab.experiments.bandwidth_report import curve_series, summary
 from gpulab.render.plot import CEILING_MARK, plot_groups
 
@@ -25,11 +25,11 @@ CURVES = {
 }
 
 
-def _gpu_peaks(**kw: Any) -> sup.Ceilings:
+def _gpu_peaks(**kw: Any) -> ceilings.Ceilings:
     """A fake GPU calibration (the figures the plot must show), no device needed."""
     gpu = Peaks(key="fake-gpu", device="H100 (fake)", cpu=False, copy_gbs=2900.0)
     gpu.h2d_pinned_gbs, gpu.d2h_pinned_gbs = kw.get("h2d", H2D), kw.get("d2h", D2H)
-    return sup.Ceilings(gpu)
+    return ceilings.Ceilings(gpu)
 
 
 def _series(ceilings: Any, curves: dict | None = None) -> list[Any]:
@@ -56,8 +56,8 @@ def test_the_calibrated_h2d_and_d2h_ceilings_are_lines_at_their_figures():
 
 def test_no_ceiling_line_without_a_gpu_calibration_or_without_its_rows():
     cpu = Peaks(key="cpu", device="CPU", cpu=True, copy_gbs=20.0)
-    for ceilings in (None, sup.Ceilings(cpu)):
-        names = [s.name for s in _series(ceilings)]
+    for here in (None, ceilings.Ceilings(cpu)):
+        names = [s.name for s in _series(here)]
         assert names == list(CURVES), names  # no line, and no name that claims one
         assert not any("ceiling" in n for n in names)
     # A calibration without the d2h figure draws the h2d line only.

@@ -10,8 +10,13 @@ import pytest
 from test_exp_syllabus import LESSONS
 
 from gpulab.core.devices import Backend
-from gpulab.experiments import managed_memory, occupancy, registry, tensor_core_alignment
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import (
+    fits,
+    managed_memory,
+    occupancy,
+    registry,
+    tensor_core_alignment,
+)
 from gpulab.experiments.inline import run_job
 
 MiB, GiB = 2**20, 2**30
@@ -55,7 +60,7 @@ def test_cupy_experiments_refuse_a_size_before_any_cuda_call(
     inv = copy.deepcopy(cpu_inventory)
     inv.backends["cupy"] = Backend("cupy", True, version="fake")
     inv.gpu_reason = ""
-    monkeypatch.setattr(sup, "free_device_memory", lambda ctx: (256 * MiB, 80 * GiB))
+    monkeypatch.setattr(fits, "free_device_memory", lambda ctx: (256 * MiB, 80 * GiB))
     final, events = run(exp_id, params, inv)
     assert final == "failed", events[-1]
     assert events[-1]["kind"] == "does-not-fit", events[-1]

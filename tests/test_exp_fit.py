@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from gpulab.core.devices import Backend, detect
-from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments import verification
+from gpulab.experiments import fits, verification
 from gpulab.experiments.base import Context, DoesNotFit
 from gpulab.experiments.inline import run_job
 
@@ -65,17 +64,17 @@ def run(exp_id, params, inventory):
 def test_host_reader_reads_meminfo_and_falls_back(tmp_path):
     from gpulab.core import hostmem
 
-    avail = sup.host_available_bytes()
+    avail = fits.host_available_bytes()
     assert avail is not None and 0 < avail < 2**50
     fallback = hostmem.host_available_bytes(root=tmp_path)  # no /proc, no cgroup there
     assert fallback is not None and fallback > 0  # os.sysconf's free pages
 
 
 def test_require_host_fit_refuses_with_estimate_and_available(monkeypatch):
-    monkeypatch.setattr(sup, "host_available_bytes", lambda: 1 * GiB)
-    sup.require_host_fit(0.5 * GiB, "small")  # fits
+    monkeypatch.setattr(fits, "host_available_bytes", lambda: 1 * GiB)
+    fits.require_host_fit(0.5 * GiB, "small")  # fits
     with pytest.raises(DoesNotFit) as info:
-        sup.require_host_fit(3 * GiB, "thing with n=5")
+        fits.require_host_fit(3 * GiB, "thing with n=5")
     msg = str(info.value)
     assert "\n" not in msg
     assert msg.startswith("thing with n=5 needs about 3.00 GiB of host memory")
@@ -86,8 +85,8 @@ def test_require_host_fit_refuses_with_estimate_and_available(monkeypatch):
         "free_bytes": 1 * GiB,
         "memory": "host",
     }
-    monkeypatch.setattr(sup, "host_available_bytes", lambda: None)
-    sup.require_host_fit(1e18, "unknown RAM: no refusal")
+    monkeypatch.setattr(fits, "host_available_bytes", lambda: None)
+    fits.require_host_fit(1e18, "unknown RAM: no refusal")
 
 
 # ---------------------------------------------------------------------------- host refusals
@@ -95,7 +94,7 @@ def test_require_host_fit_refuses_with_estimate_and_available(monkeypatch):
 
 @pytest.mark.parametrize("exp_id", sorted(SMALL))
 def test_every_large_host_allocation_is_refused_first(exp_id, cpu_inventory, monkeypatch):
-    monkeypatch.setattr(sup, "host_available_bytes", lambda: 1 * MiB)
+    monkeypatch.setattr(fits, "host_available_bytes", lambda: 1 * MiB)
     final, events = run(exp_id, SMALL[exp_id], cpu_inventory)
     assert final == "failed", events[-1]
     last = events[-1]
@@ -109,13 +108,13 @@ def test_every_large_host_allocation_is_refused_first(exp_id, cpu_inventory, mon
 
 
 def test_memory_experiment_uses_the_same_reader(cpu_inventory, monkeypatch):
-    monkeypatch.setattr(sup, "host_available_bytes", lambda: 10 * MiB)
+    monkeypatch.setattr(fits, "host_available_bytes", lambda: 10 * MiB)
     final, events = run("memory", {"gib": 0.02, "hold_s": 0}, cpu_inventory)
     assert final == "failed" and events[-1]["kind"] == "does-not-fit"
 
 
 def test_vector_add_two_billion_is_one_clear_line(cpu_inventory, monkeypatch):
-    monkeypatch.setattr(sup, "host_available_bytes", lambda: 8 * GiB)
+    monkeypatch.setattr(fits, "host_available_bytes", lambda: 8 * GiB)
     final, events = run("vector-add", {"n": 2_000_000_000}, cpu_inventory)
     assert final == "failed"
     msg = events[-1]["message"]
@@ -148,8 +147,8 @@ GPU_BIG = {
 
 @pytest.mark.parametrize("exp_id", sorted(GPU_BIG))
 def test_gpu_fit_is_refused_before_any_cuda_call(exp_id, fake_gpu_inventory, monkeypatch):
-    monkeypatch.setattr(sup, "free_device_memory", lambda ctx: (256 * MiB, 80 * GiB))
-    monkeypatch.setattr(sup, "host_available_bytes", lambda: 1 << 50)
+    monkeypatch.setattr(fits, "free_device_memory", lambda ctx: (256 * MiB, 80 * GiB))
+    monkeypatch.setattr(fits, "host_available_bytes", lambda: 1 << 50)
     final, events = run(exp_id, GPU_BIG[exp_id], fake_gpu_inventory)
     assert final == "failed", events[-1]
     last = events[-1]
@@ -182,10 +181,10 @@ def test_free_device_memory_falls_back_to_cupy(monkeypatch):
     cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(Device=Device, runtime=runtime))
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     ctx = Context(inventory=inv, device_index=1)
-    assert sup.free_device_memory(ctx) == (5 * GiB, 80 * GiB)
+    assert fits.free_device_memory(ctx) == (5 * GiB, 80 * GiB)
     assert calls == [("device", 1)]
     with pytest.raises(DoesNotFit, match="on the GPU but 5.00 GiB is free"):
-        sup.require_fit(ctx, 6 * GiB, "x")
+        fits.require_fit(ctx, 6 * GiB, "x")
 
 
 # ---------------------------------------------------------------------------- the estimates
@@ -204,7 +203,7 @@ def test_matmul_estimates_count_staging_and_verification():
     assert Matmul.gpu_bytes(n, "fp16", "cupy") > Matmul.gpu_bytes(n, "fp16", "torch")
     # Host: A, B and C for the CPU contenders; GPU contenders keep only the check's blocks.
     assert Matmul.host_bytes(n, "fp64", "numpy") >= 3 * 8 * n * n
-    assert Matmul.host_bytes(n, "fp32", "torch") == sup.HOST_SLACK_BYTES
+    assert Matmul.host_bytes(n, "fp32", "torch") == fits.HOST_SLACK_BYTES
 
 
 def test_dtypes_layout_alignment_estimates():
@@ -241,7 +240,7 @@ def test_model_estimates_count_every_weight():
         torch.nn.Linear(hidden, 10),
     )
     params = sum(q.numel() for q in net.parameters())
-    assert profiler.fit_bytes(hidden, 8) >= 2 * 4 * params + sup.SLACK_BYTES
+    assert profiler.fit_bytes(hidden, 8) >= 2 * 4 * params + fits.SLACK_BYTES
     # The seed's largest sizes are refused on an 80 GB GPU.
     assert mp.fit_bytes(65536, 64, 65536, 256) > 80 * GiB
     assert profiler.fit_bytes(32768, 65536) > 80 * GiB
@@ -268,15 +267,15 @@ def test_host_estimates_cover_what_numpy_paths_allocate(cpu_inventory):
 
     n = 8_000_000
     peak = _traced_peak(lambda: run("vector-add", {"n": n}, inv))
-    assert peak <= vector_add.host_bytes(n) - sup.HOST_SLACK_BYTES + block
+    assert peak <= vector_add.host_bytes(n) - fits.HOST_SLACK_BYTES + block
 
     sizes = {"sizes": [1024], "dtypes": ["fp64"], "contenders": ["numpy"]}
     peak = _traced_peak(lambda: run("matmul", sizes, inv))
-    assert peak <= Matmul.host_bytes(1024, "fp64", "numpy") - sup.HOST_SLACK_BYTES + block
+    assert peak <= Matmul.host_bytes(1024, "fp64", "numpy") - fits.HOST_SLACK_BYTES + block
 
     w, h = 1024, 768
     peak = _traced_peak(lambda: run("blur", {"width": w, "height": h}, inv))
-    assert peak <= blur.fit_bytes(w, h, host=True) - sup.HOST_SLACK_BYTES + block
+    assert peak <= blur.fit_bytes(w, h, host=True) - fits.HOST_SLACK_BYTES + block
 
 
 # ---------------------------------------------------------------------------- verification

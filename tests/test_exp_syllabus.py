@@ -198,7 +198,7 @@ def test_reduction_tolerance_and_kernel_source():
 
 
 def test_sustained_helper_is_single_calls_on_the_cpu():
-    from gpulab.experiments import syllabus_support as sup
+    from gpulab.experiments import backends
     from gpulab.experiments.base import Context
 
     ctx = Context(inventory=detect(), quick=True)
@@ -207,10 +207,10 @@ def test_sustained_helper_is_single_calls_on_the_cpu():
     def fn() -> None:
         calls["n"] += 1
 
-    assert sup.sustained(ctx, fn, "torch-cpu", always=True) == {}
+    assert backends.sustained(ctx, fn, "torch-cpu", always=True) == {}
     assert calls["n"] == 0  # no warm-up on the CPU: nothing to settle
-    assert sup.regime({}) == "single calls"
-    assert sup.regime({"inner": 7, "warmup": 0, "cold": False}).startswith("sustained: 7 ")
+    assert backends.regime({}) == "single calls"
+    assert backends.regime({"inner": 7, "warmup": 0, "cold": False}).startswith("sustained: 7 ")
 
 
 def test_dtypes_cpu_rows_are_single_calls_without_boost_rows(cpu_inventory):
@@ -224,19 +224,19 @@ def test_dtypes_cpu_rows_are_single_calls_without_boost_rows(cpu_inventory):
 
 def test_only_numpy_rows_are_judged_against_the_host_calibration():
     from gpulab.core.peaks import Peaks
-    from gpulab.experiments import syllabus_support as sup
+    from gpulab.experiments import ceilings
 
     host = Peaks(key="h", device="cpu", cpu=True, copy_gbs=10.0, matmul_tflops={"fp32": 0.5})
     gpu = Peaks(key="g", device="gpu", cpu=False, copy_gbs=3000.0, h2d_pinned_gbs=55.0)
     gpu.matmul_tflops = {"fp32": 50.0}
-    p = sup.Ceilings(gpu, host)
-    assert sup.peak_here(p, "numpy", "matmul:fp32") == 0.5
-    assert sup.peak_here(p, "numpy", "copy") == 10.0
-    assert sup.peak_here(p, "torch-cpu", "matmul:fp32") is None  # NumPy's BLAS, not torch's
-    assert sup.peak_here(p, "torch-cpu", "copy") is None
-    assert sup.peak_here(p, "torch-cuda", "matmul:fp32") == 50.0
-    assert sup.peak_here(p, "cupy", "h2d") == 55.0
-    assert sup.peak_here(sup.Ceilings(host), "torch-cuda", "copy") is None
+    p = ceilings.Ceilings(gpu, host)
+    assert ceilings.peak_here(p, "numpy", "matmul:fp32") == 0.5
+    assert ceilings.peak_here(p, "numpy", "copy") == 10.0
+    assert ceilings.peak_here(p, "torch-cpu", "matmul:fp32") is None  # NumPy's BLAS, not torch's
+    assert ceilings.peak_here(p, "torch-cpu", "copy") is None
+    assert ceilings.peak_here(p, "torch-cuda", "matmul:fp32") == 50.0
+    assert ceilings.peak_here(p, "cupy", "h2d") == 55.0
+    assert ceilings.peak_here(ceilings.Ceilings(host), "torch-cuda", "copy") is None
 
 
 def test_profiler_shares_are_not_a_percent_of_peak(cpu_inventory):
@@ -254,13 +254,13 @@ def test_profiler_shares_are_not_a_percent_of_peak(cpu_inventory):
 def test_bandwidth_judges_pcie_against_the_measured_pinned_copies():
     from gpulab.core.peaks import Peaks
     from gpulab.experiments import bandwidth_report as bw
-    from gpulab.experiments import syllabus_support as sup
+    from gpulab.experiments import ceilings
 
     gpu = Peaks(key="g", device="H100", cpu=False, copy_gbs=2940.0)
     gpu.h2d_pinned_gbs, gpu.d2h_pinned_gbs = 55.0, 52.8
     curves = {"h2d-pinned": [(2.0**30, 54.0)], "d2h-pinned": [(2.0**30, 52.0)]}
     link = {"max_gen": 5, "max_width": 16}
-    s = bw.summary(curves, link, 63.0, sup.Ceilings(gpu))
+    s = bw.summary(curves, link, 63.0, ceilings.Ceilings(gpu))
     assert s["h2d_pinned_peak_gbs"] == 55.0 and s["d2h_pinned_peak_gbs"] == 52.8
     assert s["h2d_pinned_peak_of_theoretical"] == pytest.approx(55.0 / 63.0)
     assert s["pcie_theoretical_gbs"] == 63.0  # kept, as context

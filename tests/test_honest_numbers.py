@@ -10,7 +10,7 @@ from gpulab.core import peaks as pk
 from gpulab.core import timing as tm
 from gpulab.core.results import Result, RunRecord
 from gpulab.core.timing import Timer, Timing
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 
 
 class FakeClock:

@@ -171,7 +171,7 @@ def _stale(ctx: Context, fp32: float) -> pk.Peaks:
 
 def test_a_row_above_a_stale_ceiling_has_it_remeasured():
     from gpulab.core.timing import Timing
-    from gpulab.experiments.common import row
+    from gpulab.experiments.result_rows import row
 
     ctx = _cpu_ctx()
     p = _stale(ctx, 1e-9)  # a ceiling far below anything this CPU does
@@ -207,7 +207,7 @@ def test_remeasure_keeps_the_better_figure_and_runs_once(monkeypatch):
 
 def test_a_row_still_above_after_remeasuring_says_so(monkeypatch):
     from gpulab.core.timing import Timing
-    from gpulab.experiments.common import row
+    from gpulab.experiments.result_rows import row
 
     ctx = _cpu_ctx()
     p = _stale(ctx, 1.0)
@@ -254,7 +254,7 @@ def pk_backend(name: str, available: bool):
 
 def test_a_ceiling_that_cannot_be_remeasured_is_named_on_the_row(monkeypatch):
     from gpulab.core.timing import Timing
-    from gpulab.experiments.common import row
+    from gpulab.experiments.result_rows import row
 
     ctx = _cpu_ctx()
     p = _stale(ctx, 1.0)

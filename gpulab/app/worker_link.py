@@ -39,7 +39,6 @@ class Host(Protocol):
         ...
 
 
-
 RunnerFactory = Callable[..., Any]
 READY_TIMEOUT_S = 180.0  # a cold torch + CUDA import on a busy box can take a minute
 SHUTDOWN_TIMEOUT_S = 5.0

@@ -138,7 +138,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def regime_label(m: dict[str, Any]) -> str:
-    """A row's timing regime in two words (matmul's rows: see sup.regime)."""
+    """A row's timing regime in two words (matmul's rows: see backends.regime)."""
     how = (m.get("extra") or {}).get("regime", "")
     if how.startswith("sustained"):
         return "back to back"

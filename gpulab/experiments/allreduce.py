@@ -25,7 +25,7 @@ from typing import Any
 from gpulab.core import ranks
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import fits, result_rows
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
 from gpulab.experiments.p2p import copy_bandwidth
 from gpulab.render.results import fmt_num
@@ -161,7 +161,7 @@ def rank_main(rc: ranks.RankContext, all_sizes: list[int]) -> list[dict[str, Any
     total = len(OPS) * len(all_sizes)
     for i, op in enumerate(OPS):
         for j, nbytes in enumerate(all_sizes):
-            rc.progress((i * len(all_sizes) + j) / total, f"{op} {sup.size_label(nbytes)}")
+            rc.progress((i * len(all_sizes) + j) / total, f"{op} {result_rows.size_label(nbytes)}")
             call, x, out = _collective(op, nbytes, rc)
             err = torch.tensor([_check(op, call, x, out, rc)], device=rc.device)
             dist.all_reduce(err, op=dist.ReduceOp.MAX)  # every rank's error, on rank 0
@@ -184,7 +184,7 @@ def to_measurement(row: dict[str, Any], n: int, peer_gbs: float | None) -> Measu
         extra["ceiling_note"] = NVLS_NOTE
     return Measurement(
         contender=row["op"],
-        size=sup.size_label(row["bytes"]),
+        size=result_rows.size_label(row["bytes"]),
         time_median_s=row["time_s"],
         time_min_s=row.get("min_s", row["time_s"]),
         time_max_s=row.get("max_s", row["time_s"]),
@@ -256,9 +256,9 @@ class AllReduce(Experiment):
             "needs two or more GPUs (CPU mode runs gloo)" if not ctx.has_cuda else "NCCL runs here"
         )
         if ctx.has_cuda:
-            sup.require_fit(ctx, cap * 3.2, f"all-reduce of {sup.size_label(cap)}")
+            fits.require_fit(ctx, cap * 3.2, f"all-reduce of {result_rows.size_label(cap)}")
         peer = peer_copy_gbs(ctx)
-        ctx.log(f"{n} ranks, {ranks.backend_for(ctx)}, sizes 8 B .. {sup.size_label(cap)}")
+        ctx.log(f"{n} ranks, {ranks.backend_for(ctx)}, sizes 8 B .. {result_rows.size_label(cap)}")
         rows = ranks.launch(ctx, rank_main, n, (sizes(cap, n),))[0]
         for r in rows:
             result.measurements.append(to_measurement(r, n, peer))
@@ -317,7 +317,7 @@ class AllReduce(Experiment):
             return ""
         text = (
             f"all-reduce on {s['ranks']} ranks ({s['backend']}) reached a busbw of {bus:.3g} GB/s "
-            f"at {sup.size_label(s['largest_bytes'])}"
+            f"at {result_rows.size_label(s['largest_bytes'])}"
         )
         if s.get("allreduce_of_peer"):
             text += f", {s['allreduce_of_peer']:.0%} of the {s['peer_copy_gbs']:.3g} GB/s peer copy"

@@ -22,7 +22,7 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamError, ParamSet
 from gpulab.core.results import Result, Verdict
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import backends, ceilings, fits, result_rows
 from gpulab.experiments.bandwidth_machine import (
     cache_resident_note,
     host_cache_bytes,
@@ -31,7 +31,7 @@ from gpulab.experiments.bandwidth_machine import (
 )
 from gpulab.experiments.bandwidth_report import curve_series, explain, summary
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import times
 
 VERIFY_BYTES = 16 * 2**20
@@ -40,7 +40,7 @@ VERIFY_BYTES = 16 * 2**20
 def host_bytes(hi: int, gpu: bool) -> int:
     """Host memory: NumPy's source and destination, and with a GPU a pageable destination and
     pinned source and destination (pinned memory cannot be swapped out): 2 or 5 x max_size."""
-    return int((5 if gpu else 2) * hi * 1.05) + sup.HOST_SLACK_BYTES
+    return int((5 if gpu else 2) * hi * 1.05) + fits.HOST_SLACK_BYTES
 
 
 def sizes_between(lo: int, hi: int) -> list[int]:
@@ -104,13 +104,13 @@ class Bandwidth(Experiment):
         hi -= hi % 4
         sizes = sizes_between(lo, hi)
         result = self.new_result(ctx, params)
-        todo = sup.todo(self, result)
+        todo = result_rows.todo(self, result)
         gpu_todo = [c for c in todo if c.backend != "numpy"]
-        what = f"bandwidth up to {sup.size_label(hi)}"
-        sup.require_host_fit(host_bytes(hi, bool(gpu_todo)), what)
+        what = f"bandwidth up to {result_rows.size_label(hi)}"
+        fits.require_host_fit(host_bytes(hi, bool(gpu_todo)), what)
         if gpu_todo:
-            sup.require_fit(ctx, 2 * hi * 1.05 + sup.SLACK_BYTES, what)
-        p = sup.peaks(ctx)
+            fits.require_fit(ctx, 2 * hi * 1.05 + fits.SLACK_BYTES, what)
+        p = ceilings.peaks(ctx)
         link = pcie_link(ctx.inventory, ctx.device_index) if gpu_todo else {}
         pcie = None
         if "max_gen" in link and "max_width" in link:
@@ -123,13 +123,13 @@ class Bandwidth(Experiment):
         for c in todo:
             self._verify(ctx, result, c.id, bufs, min(hi, VERIFY_BYTES))
             for size in sizes:
-                ctx.progress(done / steps, f"{c.label}: {sup.size_label(size)}")
+                ctx.progress(done / steps, f"{c.label}: {result_rows.size_label(size)}")
                 done += 1
                 fn = self._copy(c.id, bufs, size)
                 inner = max(1, min(64, (8 * 2**20) // size))
                 timing = ctx.timer.measure(
                     fn,
-                    sync=sup.sync_kind("torch-cuda" if c.backend != "numpy" else "numpy"),
+                    sync=backends.sync_kind("torch-cuda" if c.backend != "numpy" else "numpy"),
                     inner=inner,
                     budget_s=min(ctx.timer.budget_s, 0.5),
                     repeats=min(ctx.timer.repeats, 10),
@@ -138,26 +138,29 @@ class Bandwidth(Experiment):
                 work = (2 if both_ways else 1) * size
                 cached = ""
                 if c.id == "d2d":
-                    pk, pk_name = sup.peak_here(p, "torch-cuda", "copy"), "device copy (calibrated)"
+                    pk, pk_name = (
+                        ceilings.peak_here(p, "torch-cuda", "copy"),
+                        "device copy (calibrated)",
+                    )
                 elif c.id == "host-memcpy":
                     cached = cache_resident_note(2 * size, llc)
-                    pk = None if cached else sup.peak_here(p, "numpy", "copy")
+                    pk = None if cached else ceilings.peak_here(p, "numpy", "copy")
                     pk_name = "host memory copy (calibrated)"
                 else:
                     # This device's measured pinned copy in the same direction, not the link's
                     # datasheet figure (which no copy reaches: see the summary).
                     d = c.id[:3]
-                    pk = sup.peak_here(p, "torch-cuda", d)
+                    pk = ceilings.peak_here(p, "torch-cuda", d)
                     pk_name = f"pinned {d.upper()} copy (calibrated)"
                 cache_extra: dict[str, Any] = (
                     {"note": cached, "cache_resident": True} if cached else {}
                 )
-                m = sup.emit(
+                m = result_rows.emit(
                     ctx,
                     result,
                     row(
                         c.id,
-                        sup.size_label(size),
+                        result_rows.size_label(size),
                         timing,
                         work=work,
                         unit="GB/s",
@@ -261,7 +264,7 @@ class Bandwidth(Experiment):
                 0.0,
                 metric="bytes differing from the source",
                 reference="the source buffer",
-                size=sup.size_label(size),
+                size=result_rows.size_label(size),
             )
         )
 

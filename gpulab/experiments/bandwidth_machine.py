@@ -12,7 +12,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import result_rows
 
 # PCIe transfer rate per lane (GT/s) and line-code efficiency, by generation.
 PCIE_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
@@ -40,8 +40,8 @@ def cache_resident_note(footprint: int, llc: int) -> str:
     if footprint > llc:
         return ""
     return (
-        f"cache-resident: source + destination ({sup.size_label(footprint)}) fit in the CPU's "
-        f"{sup.size_label(llc)} last-level cache, so this is a cache figure, not DRAM: no % of "
+        f"cache-resident: source + destination ({result_rows.size_label(footprint)}) fit in the CPU's "
+        f"{result_rows.size_label(llc)} last-level cache, so this is a cache figure, not DRAM: no % of "
         "the DRAM copy ceiling"
     )
 

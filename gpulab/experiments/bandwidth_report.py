@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab.core.results import Series
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import ceilings
 from gpulab.experiments.roofline import ceiling_series
 
 X_LABEL, Y_LABEL = "bytes per copy", "GB/s"
@@ -48,7 +48,7 @@ def summary(
     if p is not None and not p.cpu and p.copy_gbs:
         out["device_copy_peak_gbs"] = p.copy_gbs
     for d in ("h2d", "d2h"):
-        ceiling = sup.peak(p, d) if p is not None and not p.cpu else None
+        ceiling = ceilings.peak(p, d) if p is not None and not p.cpu else None
         if ceiling:
             out[f"{d}_pinned_peak_gbs"] = float(ceiling)
             if pcie:

@@ -11,10 +11,9 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
-from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments import verification
+from gpulab.experiments import backends, fits, result_rows, verification
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import times
 
 
@@ -22,12 +21,12 @@ def host_bytes(batch: int, size: int) -> int:
     """Host memory: a and b (fp32), the float64 reference (built a block of the batch at a
     time) and one CPU contender's output at a time; checks go a block at a time."""
     e = batch * size * size
-    return int((4 + 4 + 8 + 4) * e * 1.05) + sup.HOST_SLACK_BYTES
+    return int((4 + 4 + 8 + 4) * e * 1.05) + fits.HOST_SLACK_BYTES
 
 
 def device_bytes(batch: int, size: int) -> int:
     """GPU memory: a, b and the output of one GPU contender at a time (fp32)."""
-    return int(3 * 4 * batch * size * size * 1.05) + sup.SLACK_BYTES
+    return int(3 * 4 * batch * size * size * 1.05) + fits.SLACK_BYTES
 
 
 class Batching(Experiment):
@@ -60,11 +59,11 @@ class Batching(Experiment):
 
         batch, size = int(params["batch"]), int(params["size"])
         result = self.new_result(ctx, params)
-        todo = sup.todo(self, result)
+        todo = result_rows.todo(self, result)
         what = f"batching {batch} x {size}^2"
-        sup.require_host_fit(host_bytes(batch, size), what)
+        fits.require_host_fit(host_bytes(batch, size), what)
         if any(c.backend == "torch-cuda" for c in todo):
-            sup.require_fit(ctx, device_bytes(batch, size), what)
+            fits.require_fit(ctx, device_bytes(batch, size), what)
         a = torch.randn(batch, size, size)
         b = torch.randn(batch, size, size)
         ref = torch.empty(batch, size, size, dtype=torch.float64)
@@ -74,7 +73,7 @@ class Batching(Experiment):
         flops = 2.0 * batch * size**3
         label = f"{batch} x {size}^2"
         times: dict[str, float] = {}
-        with sup.tf32_mode(False):  # fp32 means fp32 here: no TF32 shortcut on the GPU
+        with backends.tf32_mode(False):  # fp32 means fp32 here: no TF32 shortcut on the GPU
             for i, c in enumerate(todo):
                 ctx.progress(i / len(todo), c.label)
                 dev = torch.device(ctx.torch_device if c.backend == "torch-cuda" else "cpu")
@@ -94,8 +93,8 @@ class Batching(Experiment):
                 verification.poison(out)
                 fn()
                 result.verdicts.append(verification.verdict(c.id, out, ref, "fp32", size=label))
-                timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
-                m = sup.emit(
+                timing = ctx.timer.measure(fn, sync=backends.sync_kind(c.backend))
+                m = result_rows.emit(
                     ctx,
                     result,
                     row(

@@ -21,8 +21,7 @@ from gpulab.core import peaks as pk
 from gpulab.core.params import Choice, Int, ParamSet, Text
 from gpulab.core.peaks import data_dir
 from gpulab.core.results import Artifact, Result, Verdict
-from gpulab.experiments import blur_library
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import blur_library, fits
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.blur_filters import (
     KERNELS,
@@ -35,7 +34,7 @@ from gpulab.experiments.blur_filters import (
 )
 from gpulab.experiments.blur_images import check_image, check_side, load_image, to_display
 from gpulab.experiments.blur_kernel import BlurKernel
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import GPU_BACKENDS, backend, duration, label, measured, rate
 
 TOLERANCE = 1e-5
@@ -54,8 +53,8 @@ def fit_bytes(width: int, height: int, *, host: bool) -> int:
     """Memory of a run on a width x height RGB image, on the host or on the GPU."""
     values = 3 * width * height
     if host:
-        return int(HOST_BYTES_PER_VALUE * values * 1.05) + sup.HOST_SLACK_BYTES
-    return int(DEVICE_IMAGES * 4 * values * 1.05) + sup.SLACK_BYTES
+        return int(HOST_BYTES_PER_VALUE * values * 1.05) + fits.HOST_SLACK_BYTES
+    return int(DEVICE_IMAGES * 4 * values * 1.05) + fits.SLACK_BYTES
 
 
 # ---------------------------------------------------------------------------- experiment
@@ -146,13 +145,13 @@ class Blur(Experiment):
         size = f"{width}x{height}"
         # The decoded image is 12 bytes a pixel; the run needs several times that: refused
         # here, before the reference and the outputs are allocated.
-        sup.require_host_fit(fit_bytes(width, height, host=True), f"blur of a {size} image")
+        fits.require_host_fit(fit_bytes(width, height, host=True), f"blur of a {size} image")
         planes = np.ascontiguousarray(np.moveaxis(img, -1, 0))  # (3, H, W) float32
         del img
         nbytes = planes.nbytes
         gpu_todo = [c for c in todo if c.backend in ("torch-cuda", "cupy")]
         if gpu_todo:
-            sup.require_fit(ctx, fit_bytes(width, height, host=False), f"blur of a {size} image")
+            fits.require_fit(ctx, fit_bytes(width, height, host=False), f"blur of a {size} image")
         ctx.progress(0.05, "float64 reference")
         reference = cpu_filter(planes.astype(np.float64), kind, radius, use_scipy=use_scipy)
         gpu_peaks = pk.load_or_measure(ctx, quick=ctx.quick) if gpu_todo else None

@@ -19,9 +19,9 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import fits, result_rows
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import duration, times
 
 CHILD_TIMEOUT_S = 180.0
@@ -71,7 +71,7 @@ def workload(torch: Any, dev: Any, n: int) -> Any:
 
 def fit_bytes(n: int) -> int:
     """x (2n floats), x*x and its row sums and the comparison, in this process and the child."""
-    return 2 * int(n * (8 + 8 + 4 + 1) * 1.1) + sup.SLACK_BYTES
+    return 2 * int(n * (8 + 8 + 4 + 1) * 1.1) + fits.SLACK_BYTES
 
 
 def fresh_process(ctx: Context, dev: str, n: int) -> dict[str, float]:
@@ -154,9 +154,9 @@ class ColdStart(Experiment):
         runs = 1 if ctx.quick else int(params["processes"])
         what = f"cold-start with n={n:,}"
         if gpu:
-            sup.require_fit(ctx, fit_bytes(n), what)
+            fits.require_fit(ctx, fit_bytes(n), what)
         else:
-            sup.require_host_fit(fit_bytes(n) - sup.SLACK_BYTES + sup.HOST_SLACK_BYTES, what)
+            fits.require_host_fit(fit_bytes(n) - fits.SLACK_BYTES + fits.HOST_SLACK_BYTES, what)
         dev = ctx.torch_device if gpu else "cpu"
         where = "gpu" if gpu else "cpu"
         seen: list[dict[str, float]] = []
@@ -172,9 +172,11 @@ class ColdStart(Experiment):
             if not values:
                 continue
             fresh[step] = values[len(values) // 2]
-            sup.emit(ctx, result, step_row(f"fresh-{where}", step, fresh[step], runs, values))
+            result_rows.emit(
+                ctx, result, step_row(f"fresh-{where}", step, fresh[step], runs, values)
+            )
         total = sum(fresh.get(k, 0.0) for k in ("import_torch", "cuda_context", "first_call"))
-        warm = sup.emit(ctx, result, row(f"warm-{where}", "the op, warm (median)", timing))
+        warm = result_rows.emit(ctx, result, row(f"warm-{where}", "the op, warm (median)", timing))
         ctx.progress(1.0, "done")
         hits = {int(s["hits"]) for s in seen}
         s = {

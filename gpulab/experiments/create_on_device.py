@@ -14,17 +14,16 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result, Verdict
-from gpulab.experiments import blocks, verification
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import backends, blocks, fits, result_rows, verification
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import on_gpu_else_cpu
 
 
 def host_bytes(n: int) -> int:
     """Host memory: the transfer's source (4n) and one more n-element tensor at a time (a CPU
     rand, or the host copy the transfer is checked against); checks go a block at a time."""
-    return int(8 * n * 1.05) + sup.HOST_SLACK_BYTES
+    return int(8 * n * 1.05) + fits.HOST_SLACK_BYTES
 
 
 def uniform_check(cid: str, x: Any, n: int, ctx: Context | None = None) -> Verdict:
@@ -76,11 +75,11 @@ class CreateOnDevice(Experiment):
 
         n = int(params["n"])
         result = self.new_result(ctx, params)
-        todo = sup.todo(self, result)
-        sup.require_host_fit(host_bytes(n), f"create-on-device with n={n:,}")
+        todo = result_rows.todo(self, result)
+        fits.require_host_fit(host_bytes(n), f"create-on-device with n={n:,}")
         if ctx.has_cuda:
-            sup.require_fit(
-                ctx, 3 * n * 4 * 1.05 + sup.SLACK_BYTES, f"create-on-device with n={n:,}"
+            fits.require_fit(
+                ctx, 3 * n * 4 * 1.05 + fits.SLACK_BYTES, f"create-on-device with n={n:,}"
             )
         dev = torch.device(ctx.torch_device)
         host = blocks.torch_random(ctx, n)  # the transfer's source, made outside the timing
@@ -106,8 +105,8 @@ class CreateOnDevice(Experiment):
             else:
                 result.verdicts.append(uniform_check(c.id, out, n, ctx))
             del out
-            timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
-            m = sup.emit(
+            timing = ctx.timer.measure(fn, sync=backends.sync_kind(c.backend))
+            m = result_rows.emit(
                 ctx,
                 result,
                 row(

@@ -14,11 +14,10 @@ from typing import Any
 
 from gpulab.core.params import Choice, Int, List, ParamSet
 from gpulab.core.results import Result, Series, Verdict
-from gpulab.experiments import blocks, verification
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import backends, blocks, ceilings, fits, result_rows, verification
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
 from gpulab.experiments.fp8 import fp8_row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import times
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
@@ -42,7 +41,7 @@ def fit_bytes(size: int, n: int, dtypes: list[str], ops: tuple[str, ...], *, hos
         if "elementwise" in ops and any(d not in ("tf32", "fp8") for d in dtypes)
         else 0
     )
-    slack = sup.HOST_SLACK_BYTES if host else sup.SLACK_BYTES
+    slack = fits.HOST_SLACK_BYTES if host else fits.SLACK_BYTES
     return int(max(mm, ew) * 1.05) + slack
 
 
@@ -82,7 +81,7 @@ class Dtypes(Experiment):
         import torch
 
         result = self.new_result(ctx, params)
-        c = sup.todo(self, result)[0]  # the GPU when there is one, else the CPU
+        c = result_rows.todo(self, result)[0]  # the GPU when there is one, else the CPU
         if c.id == "torch":
             result.unavailable["torch-cpu"] = "the GPU ran instead (the CPU is far slower)"
         gpu = c.backend == "torch-cuda"
@@ -98,11 +97,11 @@ class Dtypes(Experiment):
         fp8 = "fp8" in dtypes and "matmul" in ops
         what = f"dtypes at size={size}, n={n:,}"
         if gpu:
-            sup.require_fit(ctx, fit_bytes(size, n, dtypes, ops, host=False), what)
+            fits.require_fit(ctx, fit_bytes(size, n, dtypes, ops, host=False), what)
         else:
-            sup.require_host_fit(fit_bytes(size, n, dtypes, ops, host=True), what)
+            fits.require_host_fit(fit_bytes(size, n, dtypes, ops, host=True), what)
         dtypes = [d for d in dtypes if d != "fp8"]  # its own row, after the others
-        p = sup.peaks(ctx)
+        p = ceilings.peaks(ctx)
 
         def make(shape: Any, td: Any, normal: bool = False) -> Any:
             """Random inputs: on the GPU in one call, on the CPU a block at a time."""
@@ -119,7 +118,7 @@ class Dtypes(Experiment):
             for d in dtypes:
                 ctx.progress(done / max(steps, 1), f"{op} {d}")
                 done += 1
-                td = sup.torch_dtype(d)
+                td = backends.torch_dtype(d)
                 if op == "matmul":
                     a = make((size, size), td, normal=True)
                     b = make((size, size), td, normal=True)
@@ -133,7 +132,7 @@ class Dtypes(Experiment):
                             lambda s, a=a, b=b, out=out: torch.mm(a[s], b, out=out[s]),
                             rows,
                         )
-                    with sup.tf32_mode(d == "tf32"):
+                    with backends.tf32_mode(d == "tf32"):
                         verification.poison(out)
                         fn()
                         k = min(CHECK_ROWS, size)
@@ -146,10 +145,10 @@ class Dtypes(Experiment):
                         if gpu:
                             # Single calls with gaps, first: boost clocks, shown for the
                             # lesson but never against the (sustained) calibrated peak.
-                            burst = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
-                        kw = sup.sustained(ctx, fn, c.backend, always=True)
-                        timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend), **kw)
-                    pk = sup.peak_here(p, c.backend, f"matmul:{d}")
+                            burst = ctx.timer.measure(fn, sync=backends.sync_kind(c.backend))
+                        kw = backends.sustained(ctx, fn, c.backend, always=True)
+                        timing = ctx.timer.measure(fn, sync=backends.sync_kind(c.backend), **kw)
+                    pk = ceilings.peak_here(p, c.backend, f"matmul:{d}")
                     m = row(
                         f"matmul-{d}",
                         f"{size}",
@@ -161,7 +160,7 @@ class Dtypes(Experiment):
                         peak=pk,
                         peak_name=f"calibrated matmul {d}" if pk else "",
                         flops_counted="2 * size^3",
-                        regime=sup.regime(kw),
+                        regime=backends.regime(kw),
                         **({"rows_per_call": rows} if rows < size else {}),
                     )
                     tflops[d] = m.throughput or 0.0
@@ -179,7 +178,7 @@ class Dtypes(Experiment):
                             note="boost clocks between calls: not comparable with the peak",
                         )
                         burst_tflops[d] = b_row.throughput or 0.0
-                        sup.emit(ctx, result, m)
+                        result_rows.emit(ctx, result, m)
                         m = b_row  # emitted below, right after its sustained row
                     del a, b, out, fn  # fn holds them too: freed before the next dtype
                 else:
@@ -211,8 +210,8 @@ class Dtypes(Experiment):
                             dtype=d,
                         )
                     )
-                    timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
-                    pk = sup.peak_here(p, c.backend, "copy")
+                    timing = ctx.timer.measure(fn, sync=backends.sync_kind(c.backend))
+                    pk = ceilings.peak_here(p, c.backend, "copy")
                     m = row(
                         f"add-{d}",
                         f"{n:g}",
@@ -228,7 +227,7 @@ class Dtypes(Experiment):
                     )
                     gbs[d] = m.throughput or 0.0
                     del x, y, out, fn
-                sup.emit(ctx, result, m)
+                result_rows.emit(ctx, result, m)
         if fp8:
             ctx.progress(0.98, "matmul fp8 (e4m3, scaled)")
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab.core.results import Measurement, Result
-from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments import verification
+from gpulab.experiments import backends, result_rows, verification
 from gpulab.experiments.base import Context
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 
 E4M3_MAX = 448.0
 CHECK_ROWS = 256
@@ -84,7 +83,7 @@ def fp8_row(ctx: Context, result: Result, torch: Any, dev: Any, size: int) -> Me
     # Single calls with gaps first (boost clocks), as dtypes times every matmul; shown, never
     # compared with a ceiling.
     burst = ctx.timer.measure(fn, sync="torch")
-    kw = sup.sustained(ctx, fn, "torch-cuda", always=True)
+    kw = backends.sustained(ctx, fn, "torch-cuda", always=True)
     timing = ctx.timer.measure(fn, sync="torch", **kw)
     m = row(
         "matmul-fp8",
@@ -95,13 +94,13 @@ def fp8_row(ctx: Context, result: Result, torch: Any, dev: Any, size: int) -> Me
         scale=1e12,
         dtype="fp8-e4m3",
         flops_counted="2 * size^3",
-        regime=sup.regime(kw),
+        regime=backends.regime(kw),
         note=f"{NOTE}; error vs the unquantized product {lost:.1e}",
         needs_scaling=True,
         error_vs_unquantized=lost,
     )
-    sup.emit(ctx, result, m)
-    sup.emit(
+    result_rows.emit(ctx, result, m)
+    result_rows.emit(
         ctx,
         result,
         row(

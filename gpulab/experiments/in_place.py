@@ -11,17 +11,16 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
-from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments import verification
+from gpulab.experiments import backends, ceilings, fits, result_rows, verification
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import duration, measured
 
 
 def host_bytes(n: int) -> int:
     """Host memory: x0 and y0 (8n), the float64 reference (8n, made without a float64 copy of
     y0), and a CPU contender's x and out-of-place result (8n); checks go a block at a time."""
-    return int(24 * n * 1.05) + sup.HOST_SLACK_BYTES
+    return int(24 * n * 1.05) + fits.HOST_SLACK_BYTES
 
 
 class InPlace(Experiment):
@@ -50,11 +49,11 @@ class InPlace(Experiment):
 
         n = int(params["n"])
         result = self.new_result(ctx, params)
-        todo = sup.todo(self, result)
-        sup.require_host_fit(host_bytes(n), f"in-place with n={n:,}")
+        todo = result_rows.todo(self, result)
+        fits.require_host_fit(host_bytes(n), f"in-place with n={n:,}")
         if ctx.has_cuda:
-            sup.require_fit(ctx, 4 * n * 4 * 1.05 + sup.SLACK_BYTES, f"in-place with n={n:,}")
-        p = sup.peaks(ctx)
+            fits.require_fit(ctx, 4 * n * 4 * 1.05 + fits.SLACK_BYTES, f"in-place with n={n:,}")
+        p = ceilings.peaks(ctx)
         x0, y0 = torch.rand(n), torch.rand(n)
         ref = x0.double().add_(y0)  # in float64: y0 is widened on the fly, not copied
         peaks_mib: dict[str, float] = {}
@@ -90,8 +89,8 @@ class InPlace(Experiment):
             else:
                 extra["allocates_bytes"] = 0 if inplace else n * 4
             # Repeated adds keep x growing: values stay finite (at most n * repeats), fine.
-            timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
-            sup.emit(
+            timing = ctx.timer.measure(fn, sync=backends.sync_kind(c.backend))
+            result_rows.emit(
                 ctx,
                 result,
                 row(
@@ -102,7 +101,7 @@ class InPlace(Experiment):
                     unit="GB/s",
                     scale=1e9,
                     dtype="fp32",
-                    peak=sup.peak_here(p, c.backend, "copy"),
+                    peak=ceilings.peak_here(p, c.backend, "copy"),
                     peak_name="memory copy (read + written)",
                     bytes_counted="3 * n * 4",
                     **extra,

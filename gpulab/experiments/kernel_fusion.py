@@ -16,10 +16,9 @@ from typing import Any
 
 from gpulab.core.params import Bool, Int, ParamSet
 from gpulab.core.results import Result
-from gpulab.experiments import blocks, verification
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import backends, blocks, ceilings, fits, result_rows, verification
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import label, streaming, times
 
 ELEMENTWISE_SRC = "y = (x + 1.0f) * 2.0f - 3.0f"
@@ -35,8 +34,8 @@ def fit_bytes(n: int, *, host: bool) -> int:
     chain (x and two temporaries, kept by its caching allocator) and CuPy's again: 6 * 4n.
     Checks go a block at a time."""
     if host:
-        return int(20 * n * 1.05) + sup.HOST_SLACK_BYTES
-    return int(24 * n * 1.05) + sup.SLACK_BYTES
+        return int(20 * n * 1.05) + fits.HOST_SLACK_BYTES
+    return int(24 * n * 1.05) + fits.SLACK_BYTES
 
 
 class KernelFusion(Experiment):
@@ -78,12 +77,12 @@ class KernelFusion(Experiment):
         if not params["compile"]:
             for cid in ("torch-compile", "torch-cpu-compile"):
                 result.unavailable.setdefault(cid, "skipped: compile=false")
-        todo = sup.todo(self, result)
+        todo = result_rows.todo(self, result)
         what = f"kernel-fusion with n={n:,}"
-        sup.require_host_fit(fit_bytes(n, host=True), what)
+        fits.require_host_fit(fit_bytes(n, host=True), what)
         if any(c.backend in ("torch-cuda", "cupy") for c in todo):
-            sup.require_fit(ctx, fit_bytes(n, host=False), what)
-        p = sup.peaks(ctx)
+            fits.require_fit(ctx, fit_bytes(n, host=False), what)
+        p = ceilings.peaks(ctx)
         host = blocks.host_random(ctx, n, np.random.default_rng())
         ref = np.empty(n, dtype=np.float64)
         for s in ctx.blocks(n, blocks.SMALL_BLOCK):
@@ -110,9 +109,9 @@ class KernelFusion(Experiment):
                 verification.verdict(c.id, out, ref, "fp32", size=f"{n:g}", ctx=ctx)
             )
             del out
-            timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
-            pk = sup.peak_here(p, c.backend, "copy")
-            m = sup.emit(
+            timing = ctx.timer.measure(fn, sync=backends.sync_kind(c.backend))
+            pk = ceilings.peak_here(p, c.backend, "copy")
+            m = result_rows.emit(
                 ctx,
                 result,
                 row(

@@ -18,10 +18,10 @@ from typing import Any
 from gpulab.core.devices import Inventory
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Verdict
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import ceilings, fits, result_rows
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
-from gpulab.experiments.common import row
 from gpulab.experiments.occupancy import SOURCE
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import times
 
 MIB = 2**20
@@ -100,25 +100,25 @@ class ManagedMemory(Experiment):
         """Run the contenders this machine has at `params`, streaming each row through `ctx`; the
         finished Result."""
         result = self.new_result(ctx, params)
-        free = sup.free_device_memory(ctx)
+        free = fits.free_device_memory(ctx)
         nbytes = capped_bytes(int(params["mib"]) * MIB, free[0] if free else None)
         if nbytes < int(params["mib"]) * MIB:
             ctx.log(
-                f"managed buffer capped at {sup.fmt_bytes(nbytes)} (1 GiB and 10% of free memory)"
+                f"managed buffer capped at {fits.fmt_bytes(nbytes)} (1 GiB and 10% of free memory)"
             )
         # x (managed), plain, y and the check's 2 * plain: well inside free memory by the cap above.
-        sup.require_fit(ctx, 4 * nbytes + sup.SLACK_BYTES, f"managed-memory at {nbytes:,} B")
+        fits.require_fit(ctx, 4 * nbytes + fits.SLACK_BYTES, f"managed-memory at {nbytes:,} B")
         import cupy as cp
         import numpy as np
 
         n = nbytes // 4
         runs = 1 if ctx.quick else int(params["runs"])
-        p = sup.peaks(ctx)
-        pk = sup.peak_here(p, "cupy", "copy")
+        p = ceilings.peaks(ctx)
+        pk = ceilings.peak_here(p, "cupy", "copy")
         kernel = cp.RawKernel(SOURCE, "scale")
         grid = (n + BLOCK - 1) // BLOCK
         a = np.float32(2.0)  # exact: y must equal 2 * x bit for bit
-        size = sup.fmt_bytes(nbytes)
+        size = fits.fmt_bytes(nbytes)
         dev = cp.cuda.Device(ctx.device_index)
         with dev:
             concurrent = int(dev.attributes.get("ConcurrentManagedAccess", 0))
@@ -158,7 +158,7 @@ class ManagedMemory(Experiment):
             timing = ctx.timer.measure(lambda: launch(plain), sync="cupy")
             stream.synchronize()
             self._check(result, "device", y, plain * 2)
-            device = sup.emit(ctx, result, self._row("device", size, timing, n, pk))
+            device = result_rows.emit(ctx, result, self._row("device", size, timing, n, pk))
             faults: list[float] = []
             moves: list[float] = []
             after: list[float] = []
@@ -185,7 +185,7 @@ class ManagedMemory(Experiment):
                 ("managed-prefetched", after),
             ):
                 if seen:
-                    sup.emit(ctx, result, self._row(cid, size, seen, n, pk))
+                    result_rows.emit(ctx, result, self._row(cid, size, seen, n, pk))
             if not concurrent:
                 result.unavailable["prefetch"] = why
                 result.unavailable["managed-prefetched"] = why
@@ -271,7 +271,7 @@ def explain(rates: dict[str, float], nbytes: int) -> str:
     )
     if first and dev:
         text += (
-            f"Here, on {sup.fmt_bytes(nbytes)}: {first:.0f} GB/s with page faults, "
+            f"Here, on {fits.fmt_bytes(nbytes)}: {first:.0f} GB/s with page faults, "
             f"{dev:.0f} GB/s on plain device memory"
             + (f", {pre:.0f} GB/s after the prefetch" if pre else "")
             + ". "

@@ -33,8 +33,7 @@ from gpulab.core import peaks as pk
 from gpulab.core.params import Int, List, ParamSet
 from gpulab.core.results import Result, Series
 from gpulab.core.timing import sustained_kw
-from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments import verification
+from gpulab.experiments import backends, ceilings, fits, verification
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.matmul_contenders import (
     PYTHON_MAX,
@@ -83,7 +82,7 @@ def benchmark_timer_tflops(
     import torch
     from torch.utils import benchmark
 
-    tdt = sup.torch_dtype(dtype)
+    tdt = backends.torch_dtype(dtype)
     a = torch.randn(n, n, device=device, dtype=tdt)
     b = torch.randn(n, n, device=device, dtype=tdt)
     saved = torch.backends.cuda.matmul.allow_tf32
@@ -166,7 +165,7 @@ class Matmul(MatmulContenders, Experiment):
             self._check_fits(ctx, sizes, dtypes, [c.id for c in gpu])
         peaks_gpu = pk.load_or_measure(ctx, quick=ctx.quick) if gpu else None
         peaks_cpu = pk.load_or_measure(ctx, quick=ctx.quick, cpu=True)
-        ceilings = sup.Ceilings(peaks_gpu or peaks_cpu, host=peaks_cpu)
+        here = ceilings.Ceilings(peaks_gpu or peaks_cpu, host=peaks_cpu)
         times: dict[tuple[str, str, int], float] = {}
         for step, (contender, dtype, n) in enumerate(plan):
             ctx.progress(step / max(1, len(plan)), f"{contender.label} {dtype} n={n}")
@@ -184,7 +183,7 @@ class Matmul(MatmulContenders, Experiment):
                     ctx.log(why)
                     continue
                 # Torch's CPU rows get no % of peak: the host ceiling is NumPy's BLAS, not theirs.
-                peak = sup.peak_here(ceilings, contender.backend, f"matmul:{dtype}")
+                peak = ceilings.peak_here(here, contender.backend, f"matmul:{dtype}")
                 m, v, extra_row = self._one(ctx, contender, dtype, n, peak, est, step_seed)
                 if extra_row is not None:
                     extra_row.extra["seed"] = step_seed
@@ -272,13 +271,13 @@ class Matmul(MatmulContenders, Experiment):
         """Host memory of one step: A, B and C for a CPU contender; for any, the check's rows
         of A and C and one block of B's columns in float64."""
         cpu = contender in ("numpy", "torch-cpu")
-        return int((3 * BYTES[dtype] * n * n if cpu else 0) * 1.05) + sup.HOST_SLACK_BYTES
+        return int((3 * BYTES[dtype] * n * n if cpu else 0) * 1.05) + fits.HOST_SLACK_BYTES
 
     def _check_host_fits(self, plan: list[tuple[Contender, str, int]]) -> None:
         steps = [(self.host_bytes(n, d, c.id), c.id, d, n) for c, d, n in plan]
         if steps:
             need, cid, dtype, n = max(steps)
-            sup.require_host_fit(need, f"matmul {cid} {dtype} n={n}")
+            fits.require_host_fit(need, f"matmul {cid} {dtype} n={n}")
 
     @classmethod
     def _check_fits(
@@ -298,7 +297,7 @@ class Matmul(MatmulContenders, Experiment):
         ]
         if steps:
             need, cid, dtype = max(steps)
-            sup.require_fit(ctx, need, f"matmul {cid} {dtype} n={n}")
+            fits.require_fit(ctx, need, f"matmul {cid} {dtype} n={n}")
 
     # ------------------------------------------------------------------ plot
 

@@ -14,11 +14,10 @@ from typing import Any
 
 from gpulab.core.results import Measurement, Result, Verdict
 from gpulab.core.timing import sustained_kw
-from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments import verification
+from gpulab.experiments import backends, verification
+from gpulab.experiments.backends import regime
 from gpulab.experiments.base import Contender, Context
-from gpulab.experiments.common import row
-from gpulab.experiments.syllabus_support import regime
+from gpulab.experiments.result_rows import row
 
 # Relative Frobenius error allowed against float64, set from the errors measured
 # on an H100 (see verification.TOLERANCE): fp32 1e-5, tf32 1e-3, fp16 1e-3, bf16 1e-2.
@@ -179,7 +178,7 @@ class MatmulContenders:
         import torch
 
         dev = torch.device(ctx.torch_device if c.backend == "torch-cuda" else "cpu")
-        tdt = sup.torch_dtype(dtype)
+        tdt = backends.torch_dtype(dtype)
         gen = torch.Generator(device=dev)
         gen.manual_seed(seed)
         a = torch.randn(n, n, device=dev, dtype=tdt, generator=gen)

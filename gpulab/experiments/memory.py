@@ -17,7 +17,7 @@ from typing import Any
 
 from gpulab.core.params import Float, ParamSet
 from gpulab.core.results import Measurement, Result, Verdict
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import fits, result_rows
 from gpulab.experiments.base import Contender, Context, DoesNotFit, Experiment
 
 MiB = 2**20
@@ -148,7 +148,7 @@ class Memory(Experiment):
                 r["cupy_pool"] = int(pool)
             if why:
                 r["nvml_reason"] = why
-            sup.emit(ctx, result, _row(step, time.perf_counter() - t0, note, **r))
+            result_rows.emit(ctx, result, _row(step, time.perf_counter() - t0, note, **r))
             return r
 
         ctx.progress(0.02, "the CUDA context")
@@ -162,7 +162,9 @@ class Memory(Experiment):
         size = min(GiB, want)
         x = torch.empty(size // 4, device=dev)
         x.fill_(1.0)
-        a1 = reading("allocate", t0, f"x = torch.empty({size // 4:,}) ({sup.size_label(size)})")
+        a1 = reading(
+            "allocate", t0, f"x = torch.empty({size // 4:,}) ({result_rows.size_label(size)})"
+        )
         ctx.progress(0.2, "del x")
         t0 = time.perf_counter()
         del x
@@ -282,7 +284,7 @@ class Memory(Experiment):
             "allocated/reserved, empty_cache and NVML exist only for a GPU: "
             + (ctx.inventory.gpu_reason or "no GPU")
         )
-        avail = sup.host_available_bytes()  # the one host-RAM reader every experiment uses
+        avail = fits.host_available_bytes()  # the one host-RAM reader every experiment uses
         want = int(gib * GiB)
         if avail is not None and want > avail // 2:
             raise DoesNotFit(
@@ -291,7 +293,7 @@ class Memory(Experiment):
             )
         ctx.progress(0.05, "baseline")
         r0 = rss_bytes()
-        sup.emit(ctx, result, _row("baseline", 0.0, "resident memory before", rss=r0))
+        result_rows.emit(ctx, result, _row("baseline", 0.0, "resident memory before", rss=r0))
         t0 = time.perf_counter()
         # Straight from the OS (an anonymous mapping), not from malloc: after earlier runs
         # freed big blocks, malloc may hand back pages that are already resident, and the
@@ -299,7 +301,7 @@ class Memory(Experiment):
         buf = mmap.mmap(-1, want)
         x = np.frombuffer(buf, dtype=np.uint8)
         r1 = rss_bytes()
-        sup.emit(
+        result_rows.emit(
             ctx,
             result,
             _row(
@@ -314,7 +316,7 @@ class Memory(Experiment):
         for s in ctx.blocks(want, FILL_BLOCK):  # a cancel is taken between blocks
             x[s].fill(1)
         r2 = rss_bytes()
-        sup.emit(
+        result_rows.emit(
             ctx,
             result,
             _row("fill", time.perf_counter() - t0, "every page written: now resident", rss=r2),
@@ -335,7 +337,7 @@ class Memory(Experiment):
                 buf.madvise(mmap.MADV_DONTNEED, s.start, s.stop - s.start)
         buf.close()  # unmapped: the pages go back to the OS at once
         r3 = rss_bytes()
-        sup.emit(
+        result_rows.emit(
             ctx,
             result,
             _row(

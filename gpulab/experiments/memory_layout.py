@@ -15,10 +15,9 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
-from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments import verification
+from gpulab.experiments import backends, ceilings, fits, result_rows, verification
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import times
 
 STRIDE = 16
@@ -29,7 +28,7 @@ def fit_bytes(s: int, *, host: bool) -> int:
     """Memory of a run at size s: x and w (2 s^2 floats) plus the worst case's own tensors,
     'copy, then op' and 'x @ w.t().contiguous()' (a copy and a result: 2 s^2), i.e. 4 * s^2
     floats, plus the verification blocks and library workspaces (a fixed allowance)."""
-    slack = sup.HOST_SLACK_BYTES if host else sup.SLACK_BYTES
+    slack = fits.HOST_SLACK_BYTES if host else fits.SLACK_BYTES
     return int(4 * s * s * 4 * 1.05) + slack
 
 
@@ -70,7 +69,7 @@ class MemoryLayout(Experiment):
         import torch
 
         result = self.new_result(ctx, params)
-        c = sup.todo(self, result)[0]
+        c = result_rows.todo(self, result)[0]
         gpu = c.backend == "torch-cuda"
         if gpu:
             result.unavailable["torch-cpu"] = "the GPU ran instead"
@@ -78,10 +77,10 @@ class MemoryLayout(Experiment):
         s = int(params["size"] if gpu else params["cpu_size"])
         what = f"memory-layout at {s} x {s}"
         if gpu:
-            sup.require_fit(ctx, fit_bytes(s, host=False), what)
+            fits.require_fit(ctx, fit_bytes(s, host=False), what)
         else:
-            sup.require_host_fit(fit_bytes(s, host=True), what)
-        p = sup.peaks(ctx)
+            fits.require_host_fit(fit_bytes(s, host=True), what)
+        p = ceilings.peaks(ctx)
         x = torch.rand(s, s, device=dev)
         w = torch.rand(s, s, device=dev)
         xt = x.t()
@@ -124,7 +123,7 @@ class MemoryLayout(Experiment):
             ("x @ w.t().contiguous()", lambda: x @ w.t().contiguous(), 3 * e, None),
         ]
         times: dict[str, float] = {}
-        with sup.tf32_mode(False):
+        with backends.tf32_mode(False):
             for i, (name, fn, nbytes, ref_fn) in enumerate(cases):
                 ctx.progress(i / len(cases), name)
                 out = fn()
@@ -139,9 +138,9 @@ class MemoryLayout(Experiment):
                 del out
                 is_mm = name.startswith("x @")
                 # Long GPU matmuls in the calibration's sustained regime (single calls otherwise).
-                kw = sup.sustained(ctx, fn, c.backend) if is_mm else {}
-                timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend), **kw)
-                pk = None if is_mm else sup.peak_here(p, c.backend, "copy")
+                kw = backends.sustained(ctx, fn, c.backend) if is_mm else {}
+                timing = ctx.timer.measure(fn, sync=backends.sync_kind(c.backend), **kw)
+                pk = None if is_mm else ceilings.peak_here(p, c.backend, "copy")
                 m = row(
                     name,
                     f"{s} x {s}",
@@ -154,7 +153,7 @@ class MemoryLayout(Experiment):
                     peak_name="memory copy (read + written)" if pk else "",
                     counted="2 * s^3 flops" if is_mm else "useful bytes read + written",
                 )
-                sup.emit(ctx, result, m)
+                result_rows.emit(ctx, result, m)
                 times[name] = m.time_median_s
         ctx.progress(1.0, "done")
         result.summary = {"size": s, "median_s": times}

@@ -14,9 +14,9 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result, Verdict
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import backends, fits, result_rows
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import label, measured, times
 
 CPU_CAP_HIDDEN = 512
@@ -49,7 +49,7 @@ def fit_bytes(hidden: int, layers: int, batch: int, features: int) -> int:
     """
     p = weights(hidden, layers, features)
     acts = 4 * batch * hidden * (2 * layers + 3) + 4 * batch * (features + 2)
-    return int((4 * 4 * p + 2 * p + acts) * 1.1) + sup.SLACK_BYTES
+    return int((4 * 4 * p + 2 * p + acts) * 1.1) + fits.SLACK_BYTES
 
 
 class MixedPrecision(Experiment):
@@ -85,7 +85,7 @@ class MixedPrecision(Experiment):
 
         result = self.new_result(ctx, params)
         gpu = ctx.has_cuda
-        todo = [c for c in sup.todo(self, result) if (c.backend == "torch-cuda") == gpu]
+        todo = [c for c in result_rows.todo(self, result) if (c.backend == "torch-cuda") == gpu]
         for c in self.contenders:
             if c not in todo and c.id not in result.unavailable:
                 result.unavailable[c.id] = "the GPU modes ran instead"
@@ -101,9 +101,9 @@ class MixedPrecision(Experiment):
         what = f"mixed-precision with {layers} x {hidden}, batch {batch}"
         need = fit_bytes(hidden, layers, batch, features)
         if gpu:
-            sup.require_fit(ctx, need, what)
+            fits.require_fit(ctx, need, what)
         else:
-            sup.require_host_fit(need - sup.SLACK_BYTES + sup.HOST_SLACK_BYTES, what)
+            fits.require_host_fit(need - fits.SLACK_BYTES + fits.HOST_SLACK_BYTES, what)
         dev = torch.device(ctx.torch_device if gpu else "cpu")
         gen = torch.Generator().manual_seed(1234)
         teacher = build(64, 2, features)
@@ -162,7 +162,7 @@ class MixedPrecision(Experiment):
             first_loss = float(state["loss"])
             timing = ctx.timer.measure(
                 step,
-                sync=sup.sync_kind(c.backend),
+                sync=backends.sync_kind(c.backend),
                 warmup=2,
                 repeats=steps,
                 min_runs=steps,
@@ -176,7 +176,7 @@ class MixedPrecision(Experiment):
             extra: dict[str, Any] = {"first_loss": first_loss, "final_loss": final}
             if gpu:
                 extra["peak_bytes"] = int(torch.cuda.max_memory_allocated(dev) - base)
-            sup.emit(
+            result_rows.emit(
                 ctx,
                 result,
                 row(

@@ -29,9 +29,9 @@ from typing import Any
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result, Series, Verdict
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
 from gpulab.experiments.montecarlo_counts import FusedKernel, _numpy_count, _torch_count
 from gpulab.experiments.montecarlo_torch import TorchCounter, rng_rows, rng_text
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import label
 
 CPU_CAP = 200_000_000  # per run on the CPU: about a second for NumPy on one core

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpulab.core.timing import Timer
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 
 GPU_CHUNK_MAX = 1 << 27  # 128M points: x and y 512 MiB each
 BYTES_PER_POINT = 8  # x and y in fp32

@@ -18,9 +18,9 @@ from typing import Any
 from gpulab.core.devices import Inventory
 from gpulab.core.params import Int, List, ParamError, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import ceilings, fits, result_rows
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import measured
 
 BLOCKS = (32, 64, 128, 256, 512, 1024)
@@ -87,7 +87,7 @@ def predicted(
 
 def fit_bytes(n: int) -> int:
     """Device bytes an occupancy run with `n` elements needs."""
-    return int(2 * 4 * n * 1.05) + sup.SLACK_BYTES
+    return int(2 * 4 * n * 1.05) + fits.SLACK_BYTES
 
 
 class Occupancy(Experiment):
@@ -140,12 +140,12 @@ class Occupancy(Experiment):
         n = int(params["n"])
         blocks = sorted({int(b) for b in params["blocks"]})
         result = self.new_result(ctx, params)
-        sup.require_fit(ctx, fit_bytes(n), f"occupancy with n={n:,}")  # before any CUDA call
+        fits.require_fit(ctx, fit_bytes(n), f"occupancy with n={n:,}")  # before any CUDA call
         import cupy as cp
         import numpy as np
 
-        p = sup.peaks(ctx)
-        pk = sup.peak_here(p, "cupy", "copy")
+        p = ceilings.peaks(ctx)
+        pk = ceilings.peak_here(p, "cupy", "copy")
         dev = cp.cuda.Device(ctx.device_index)
         with dev:
             attrs = dev.attributes
@@ -223,7 +223,7 @@ class Occupancy(Experiment):
                         limited_by=why,
                         bytes_counted="8 * n (read x, write y)",
                     )
-                    sup.emit(ctx, result, m)
+                    result_rows.emit(ctx, result, m)
                     gbs.append((b, m.throughput or 0.0))
                     occ.append((b, 100 * occupancy))
                 info[name] = {"registers": regs, "gbs": dict(gbs), "occupancy_pct": dict(occ)}

@@ -18,7 +18,7 @@ from typing import Any
 from gpulab.core import ranks
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Artifact, Measurement, Result
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import fits, result_rows
 from gpulab.experiments.base import Contender, Context, Experiment
 
 REPEATS = 20  # timed copies per pair and mode, after WARMUP untimed ones
@@ -136,7 +136,7 @@ class P2P(Experiment):
         import torch
 
         nbytes = int(params["bytes"])
-        sup.require_fit(ctx, nbytes * 2.2, f"a {sup.size_label(nbytes)} copy")
+        fits.require_fit(ctx, nbytes * 2.2, f"a {result_rows.size_label(nbytes)} copy")
         can = {
             f"{i}->{j}": bool(torch.cuda.can_device_access_peer(i, j))
             for i in range(count)
@@ -163,9 +163,9 @@ class P2P(Experiment):
                     runs=REPEATS,
                     throughput=gbs,
                     unit="GB/s",
-                    note=f"{sup.size_label(nbytes)}; {how}",
+                    note=f"{result_rows.size_label(nbytes)}; {how}",
                 )
-                sup.emit(ctx, result, m)
+                result_rows.emit(ctx, result, m)
             lat = copy_bandwidth(i, j, 8, peer=True, repeats=REPEATS)[1]
             matrix["latency_us"][f"{i}->{j}"] = lat * 1e6
         topo = topology(count)

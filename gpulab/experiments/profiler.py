@@ -12,7 +12,7 @@ from typing import Any
 
 from gpulab.core.params import Choice, Int, ParamSet
 from gpulab.core.results import Artifact, Measurement, Result, Verdict
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import backends, ceilings, fits, result_rows
 from gpulab.experiments import tensor_cores as tc
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.wording import duration, measured
@@ -29,7 +29,7 @@ def fit_bytes(hidden: int, batch: int) -> int:
     cuBLAS's workspace and the allocator's rounding (a fixed allowance)."""
     params = 2 * hidden * hidden + 12 * hidden + 10
     acts = 4 * batch * hidden * (1 + 4 + 3) + 4 * batch * 10 * 3 + 8 * batch
-    return int((2 * 4 * params + acts) * 1.1) + sup.SLACK_BYTES
+    return int((2 * 4 * params + acts) * 1.1) + fits.SLACK_BYTES
 
 
 def _device_total(evt: Any) -> float:
@@ -94,11 +94,11 @@ class Profiler(Experiment):
         what = f"profiler with hidden={hidden}, batch={batch}"
         need = fit_bytes(hidden, batch)
         if gpu:
-            sup.require_fit(ctx, need, what)
+            fits.require_fit(ctx, need, what)
         else:
-            sup.require_host_fit(need - sup.SLACK_BYTES + sup.HOST_SLACK_BYTES, what)
+            fits.require_host_fit(need - fits.SLACK_BYTES + fits.HOST_SLACK_BYTES, what)
         # The fp32 CUDA-core ceiling the kernel rows compare with (calibrated once, cached).
-        p = sup.peaks(ctx) if gpu else None
+        p = ceilings.peaks(ctx) if gpu else None
         model = torch.nn.Sequential(  # made on the device: never a host copy of the weights
             torch.nn.Linear(hidden, hidden, device=dev),
             torch.nn.ReLU(),
@@ -111,7 +111,7 @@ class Profiler(Experiment):
         target = torch.randint(0, 10, (batch,), device=dev)
 
         half = dtype in ("bf16", "fp16")
-        autocast_dtype = sup.torch_dtype(dtype) if half else torch.float32
+        autocast_dtype = backends.torch_dtype(dtype) if half else torch.float32
 
         def step() -> Any:
             with (
@@ -131,7 +131,7 @@ class Profiler(Experiment):
         ctx.progress(0.05, "warm-up steps")
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
         losses = []
-        with sup.tf32_mode(dtype == "tf32"):
+        with backends.tf32_mode(dtype == "tf32"):
             for _ in range(2):
                 step()
             if gpu:
@@ -200,7 +200,7 @@ class Profiler(Experiment):
                     "cpu_total_us": float(evt.cpu_time_total),
                 },
             )
-            sup.emit(ctx, result, m)
+            result_rows.emit(ctx, result, m)
         kernels: dict[str, Any] = {}
         if gpu:
             ctx.progress(0.9, f"one {batch} x {hidden} x {hidden} matmul in {dtype}, measured")
@@ -274,7 +274,7 @@ def kernel_rows(
     """A row per GPU kernel (top by device time) with its tensor-core verdicts: by name, and,
     for the kernel the measured matmul also ran, by its rate against the fp32 CUDA-core
     ceiling. Returns the summary's part."""
-    ceiling = sup.peak(p, "matmul:fp32")
+    ceiling = ceilings.peak(p, "matmul:fp32")
     probe = tc.probe(*where, batch, hidden, hidden, dtype)
     if probe:
         probe["verdict"], probe["measured"] = tc.by_rate(probe["tflops"], ceiling)
@@ -295,7 +295,7 @@ def kernel_rows(
         per_step_s = tc.device_us(evt) / 1e6 / steps
         note = f"tensor cores: {verdict} (name: {name_says}, {sign}"
         note += f"; measured: {probe['measured']})" if measured else ")"
-        sup.emit(
+        result_rows.emit(
             ctx,
             result,
             Measurement(

@@ -16,9 +16,9 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result, Verdict
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import backends, ceilings, fits, result_rows
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import streaming
 
 KERNEL_FILE = Path(__file__).parent / "kernels" / "reduction.cu"
@@ -116,13 +116,13 @@ class Reduction(Experiment):
         n = int(params["n"])
         cpu_n = min(n, int(params["cpu_n"]))
         result = self.new_result(ctx, params)
-        todo = sup.todo(self, result)
+        todo = result_rows.todo(self, result)
         on_gpu = [c for c in todo if c.backend in ("torch-cuda", "cupy")]
         host = (n * 4 if on_gpu else 0) + (cpu_n * 4 if not on_gpu or cpu_n != n else 0)
-        sup.require_host_fit(host * 1.05 + sup.HOST_SLACK_BYTES, f"reduction over n={n:,}")
+        fits.require_host_fit(host * 1.05 + fits.HOST_SLACK_BYTES, f"reduction over n={n:,}")
         if on_gpu:
-            sup.require_fit(ctx, n * 4 * 1.2, f"reduction over n={n:,}")
-        p = sup.peaks(ctx)
+            fits.require_fit(ctx, n * 4 * 1.2, f"reduction over n={n:,}")
+        p = ceilings.peaks(ctx)
         rng = np.random.default_rng()
         gbs: dict[str, float] = {}
 
@@ -173,9 +173,9 @@ class Reduction(Experiment):
                         dtype="fp32",
                     )
                 )
-                timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
-                pk = sup.peak_here(p, c.backend, "copy")
-                m = sup.emit(
+                timing = ctx.timer.measure(fn, sync=backends.sync_kind(c.backend))
+                pk = ceilings.peak_here(p, c.backend, "copy")
+                m = result_rows.emit(
                     ctx,
                     result,
                     row(
@@ -197,7 +197,7 @@ class Reduction(Experiment):
         result.summary = {"n": n, "cpu_n": cpu_n, "gbs": gbs}
         if "ours" in gbs and gbs.get("torch"):
             result.summary["ours_vs_torch_sum"] = gbs["ours"] / gbs["torch"]
-        cp_gbs = sup.peak(p, "copy") if p is not None and not p.cpu else None
+        cp_gbs = ceilings.peak(p, "copy") if p is not None and not p.cpu else None
         if cp_gbs:
             result.summary["copy_gbs"] = float(cp_gbs)
         result.explanation = (

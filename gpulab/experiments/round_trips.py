@@ -11,10 +11,9 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
-from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments import verification
+from gpulab.experiments import backends, fits, result_rows, verification
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import on_gpu_else_cpu
 
 A, B = 0.999, 0.001
@@ -24,7 +23,7 @@ def fit_bytes(n: int, *, host: bool) -> int:
     """Host: x0 (4n), the float64 reference (8n) and a run's tensors (x, x * a, the result:
     12n). Device: x, x * a and the result (12n). Checks go a block at a time."""
     per = 24 if host else 12
-    return int(per * n * 1.05) + (sup.HOST_SLACK_BYTES if host else sup.SLACK_BYTES)
+    return int(per * n * 1.05) + (fits.HOST_SLACK_BYTES if host else fits.SLACK_BYTES)
 
 
 def _steps(x: Any, steps: int, dev: Any, trips: bool) -> Any:
@@ -65,11 +64,11 @@ class RoundTrips(Experiment):
 
         n, steps = int(params["n"]), int(params["steps"])
         result = self.new_result(ctx, params)
-        todo = sup.todo(self, result)
+        todo = result_rows.todo(self, result)
         what = f"round-trips with n={n:,}"
-        sup.require_host_fit(fit_bytes(n, host=True), what)
+        fits.require_host_fit(fit_bytes(n, host=True), what)
         if any(c.backend == "torch-cuda" for c in todo):
-            sup.require_fit(ctx, fit_bytes(n, host=False), what)
+            fits.require_fit(ctx, fit_bytes(n, host=False), what)
         x0 = torch.rand(n)
         ref = x0.numpy().astype(np.float64)
         for _ in range(steps):  # in place: no float64 temporaries
@@ -88,8 +87,8 @@ class RoundTrips(Experiment):
             result.verdicts.append(
                 verification.verdict(c.id, fn(), ref, "fp32", size=f"{n:g} x {steps}")
             )
-            timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend))
-            m = sup.emit(
+            timing = ctx.timer.measure(fn, sync=backends.sync_kind(c.backend))
+            m = result_rows.emit(
                 ctx,
                 result,
                 row(

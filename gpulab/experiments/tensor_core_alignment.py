@@ -11,10 +11,9 @@ from typing import Any
 
 from gpulab.core.params import Int, List, ParamSet
 from gpulab.core.results import Result, Series
-from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments import verification
+from gpulab.experiments import backends, fits, result_rows, verification
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import times
 
 CHECK_ROWS = 128
@@ -26,7 +25,7 @@ def fit_bytes(s: int, dtypes: list[str], *, host: bool) -> int:
     the verification's blocks (B comes to the CPU a block of columns at a time) and cuBLAS's
     workspace (a fixed allowance)."""
     width = max((BYTES[d] for d in dtypes), default=4)
-    slack = sup.HOST_SLACK_BYTES if host else sup.SLACK_BYTES
+    slack = fits.HOST_SLACK_BYTES if host else fits.SLACK_BYTES
     return int(3 * width * s * s * 1.05) + slack
 
 
@@ -88,7 +87,7 @@ class TensorCoreAlignment(Experiment):
         import torch
 
         result = self.new_result(ctx, params)
-        c = sup.todo(self, result)[0]
+        c = result_rows.todo(self, result)[0]
         gpu = c.backend == "torch-cuda"
         if gpu:
             result.unavailable["torch-cpu"] = "the GPU ran instead"
@@ -100,15 +99,15 @@ class TensorCoreAlignment(Experiment):
             result.unavailable["fp16/bf16"] = "tensor cores are a GPU unit; the CPU runs fp32 only"
         what = f"tensor-core-alignment up to {sizes[-1]}"
         if gpu:
-            sup.require_fit(ctx, fit_bytes(sizes[-1], dtypes, host=False), what)
+            fits.require_fit(ctx, fit_bytes(sizes[-1], dtypes, host=False), what)
         else:
-            sup.require_host_fit(fit_bytes(sizes[-1], dtypes, host=True), what)
+            fits.require_host_fit(fit_bytes(sizes[-1], dtypes, host=True), what)
         penalties: dict[str, dict[str, float]] = {}
         steps = len(sizes) * len(dtypes)
         done = 0
-        with sup.tf32_mode(False):
+        with backends.tf32_mode(False):
             for d in dtypes:
-                td = sup.torch_dtype(d)
+                td = backends.torch_dtype(d)
                 pts: list[tuple[float, float]] = []
                 aligned_rate = None
                 for s in sizes:
@@ -126,8 +125,8 @@ class TensorCoreAlignment(Experiment):
                     )
                     # Every size in the sustained regime (even those under 0.5 ms): mixing
                     # boost-clock and power-limited timings would distort the slowdowns.
-                    kw = sup.sustained(ctx, fn, c.backend, always=True)
-                    timing = ctx.timer.measure(fn, sync=sup.sync_kind(c.backend), **kw)
+                    kw = backends.sustained(ctx, fn, c.backend, always=True)
+                    timing = ctx.timer.measure(fn, sync=backends.sync_kind(c.backend), **kw)
                     m = row(
                         f"{d}-{s}",
                         f"{s}",
@@ -138,14 +137,14 @@ class TensorCoreAlignment(Experiment):
                         dtype=d,
                         aligned_to=alignment(s),
                         flops_counted="2 * s^3",
-                        regime=sup.regime(kw),
+                        regime=backends.regime(kw),
                     )
                     rate = m.throughput or 0.0
                     if aligned_rate is None:
                         aligned_rate = rate
                     m.extra["slowdown_vs_aligned"] = aligned_rate / rate if rate else None
                     m.note = f"aligned to {alignment(s)}"
-                    sup.emit(ctx, result, m)
+                    result_rows.emit(ctx, result, m)
                     pts.append((float(s), rate))
                     penalties.setdefault(d, {})[str(s)] = aligned_rate / rate if rate else 0.0
                     del a, b, out, fn  # fn holds them too: freed before the next size

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import backends
 
 # Checked first: an ffma/simt kernel is on CUDA cores whatever else its name says ("xmma").
 CUDA_CORE_SIGNS = ("ffma", "simt", "sgemm", "dgemm_")
@@ -92,11 +92,11 @@ def probe(torch: Any, dev: Any, m: int, k: int, n: int, dtype: str) -> dict[str,
     and its TFLOP/s from that kernel's own device time."""
     from torch.profiler import ProfilerActivity, profile
 
-    td = torch.float32 if dtype in ("fp32", "tf32") else sup.torch_dtype(dtype)
+    td = torch.float32 if dtype in ("fp32", "tf32") else backends.torch_dtype(dtype)
     a = torch.randn(m, k, device=dev, dtype=td)
     b = torch.randn(k, n, device=dev, dtype=td)
     calls = 5
-    with sup.tf32_mode(dtype == "tf32"):
+    with backends.tf32_mode(dtype == "tf32"):
         torch.mm(a, b)  # the cuBLAS handle and the kernel choice, outside the profile
         torch.cuda.synchronize(dev)
         with profile(activities=[ProfilerActivity.CUDA]) as prof:

@@ -14,22 +14,21 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result, Verdict
-from gpulab.experiments import blocks, verification
-from gpulab.experiments import syllabus_support as sup
+from gpulab.experiments import blocks, ceilings, fits, result_rows, verification
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import streaming
 
 
 def host_bytes(n: int) -> int:
     """Host memory of a run: a, b and the reference (3 * 4n), one contender's output at a time
     (4n); the reference is built and every output checked a block at a time."""
-    return int(16 * n * 1.05) + sup.HOST_SLACK_BYTES
+    return int(16 * n * 1.05) + fits.HOST_SLACK_BYTES
 
 
 def device_bytes(n: int) -> int:
     """GPU memory: a, b, c for torch and again for CuPy (torch's allocator keeps its blocks)."""
-    return int(2 * 3 * n * 4 * 1.05) + sup.SLACK_BYTES
+    return int(2 * 3 * n * 4 * 1.05) + fits.SLACK_BYTES
 
 
 class VectorAdd(Experiment):
@@ -66,11 +65,11 @@ class VectorAdd(Experiment):
         n = int(params["n"])
         result = self.new_result(ctx, params)
         nbytes = 3 * n * 4
-        todo = sup.todo(self, result)
-        sup.require_host_fit(host_bytes(n), f"vector-add with n={n:,}")
+        todo = result_rows.todo(self, result)
+        fits.require_host_fit(host_bytes(n), f"vector-add with n={n:,}")
         if any(c.backend in ("torch-cuda", "cupy") for c in todo):
-            sup.require_fit(ctx, device_bytes(n), f"vector-add with n={n:,}")
-        p = sup.peaks(ctx)
+            fits.require_fit(ctx, device_bytes(n), f"vector-add with n={n:,}")
+        p = ceilings.peaks(ctx)
         rng = np.random.default_rng()
         # Uniform fp32 values are multiples of 2^-24: their float64 sum is exact, so rounding it
         # to fp32 gives the exactly rounded fp32 sum every correct contender must produce.
@@ -99,8 +98,8 @@ class VectorAdd(Experiment):
             )
             timing = ctx.timer.measure(fn, sync=sync)
             # The calibration is of one device: CPU rows get no ceiling when it is the GPU's.
-            pk = sup.peak_here(p, c.backend, "copy") if c.id != "torch-with-copies" else None
-            m = sup.emit(
+            pk = ceilings.peak_here(p, c.backend, "copy") if c.id != "torch-with-copies" else None
+            m = result_rows.emit(
                 ctx,
                 result,
                 row(

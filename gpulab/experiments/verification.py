@@ -3,8 +3,7 @@ products checked a block of columns at a time, exact mismatches, and the verdict
 
 Every check works a block (CHUNK elements) at a time and brings a GPU result to the host one
 block at a time, so checking a large result never needs a float64 copy of it on either side.
-Nothing here imports torch or CuPy at module level; the experiments reach these names through
-`syllabus_support` (as `rel_error`, `TOLERANCE`, ...), which re-exports them.
+Nothing here imports torch or CuPy at module level.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""Small helpers shared by experiments: turning a Timing into a results row."""
+"""A result's rows: a Timing made a Measurement, a row emitted, which contenders run, sizes."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gpulab.core.noise import noisy_note
-from gpulab.core.results import Measurement
+from gpulab.core.results import Measurement, Result
 from gpulab.core.timing import Timing
+from gpulab.experiments.base import Context
 
 
 def row(
@@ -63,3 +64,26 @@ def row(
     if pct is not None and hasattr(peak, "peaks"):
         m._ceiling = peak  # type: ignore[attr-defined]  # not a field: never serialised
     return m
+
+
+def emit(ctx: Context, result: Result, m: Measurement) -> Measurement:
+    """Send the row to the UI and keep it in the result; the row."""
+    ctx.measurement(m)
+    result.measurements.append(m)
+    return m
+
+
+def todo(exp: Any, result: Result, ids: tuple[str, ...] | None = None) -> list[Any]:
+    """The contenders that can run here (optionally only those named), in declared order."""
+    return [
+        c for c in exp.contenders if c.id not in result.unavailable and (ids is None or c.id in ids)
+    ]
+
+
+def size_label(nbytes: float) -> str:
+    """A byte count as B, KiB, MiB or GiB: whole numbers bare, others to one decimal."""
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= factor:
+            value = nbytes / factor
+            return f"{value:g} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{int(nbytes)} B"
