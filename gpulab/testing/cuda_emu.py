@@ -170,7 +170,7 @@ template <class T> static T __shfl_xor_sync(unsigned, T v, int m, int width = 32
 static void __syncwarp(unsigned = 0xffffffffu) { emu::exchange(0, (unsigned)emu::cur); }
 template <class T> static T __ldg(const T* p) { return *p; }
 static inline void __threadfence() {}  // blocks never run at once here
-// __expf: glibc declares one already, with the same meaning
+#define __expf(x) expf(x)  // glibc declares an __expf of its own, which it does not export
 static inline int atomicCAS(int* p, int cmp, int v) { int old = *p; if (old == cmp) *p = v; return old; }
 static inline unsigned atomicCAS(unsigned* p, unsigned cmp, unsigned v) {
     unsigned old = *p; if (old == cmp) *p = v; return old;
@@ -184,7 +184,7 @@ static inline int atomicMax(int* p, int v) { int old = *p; if (v > old) *p = v; 
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __shared__ static
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))  // anywhere in a declaration, as nvcc allows
 struct float2 { float x, y; };
 struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
 struct __attribute__((aligned(16))) int4 { int x, y, z, w; };
@@ -228,7 +228,10 @@ _SCALARS: dict[str, np.dtype] = {
 _DYNAMIC_SHARED = re.compile(
     r"extern\s+__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?(\w+)\s+(\w+)\s*\[\s*\]\s*;"
 )
-_SIGNATURE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
+_SIGNATURE = re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)',
+    re.S,
+)
 _CACHE: dict[str, ctypes.CDLL] = {}
 _DYN_SMEM_BYTES = 227 * 1024  # DYN_SMEM_BYTES of the prelude
 
