@@ -2,13 +2,15 @@
 check` runs them): where each kernel exercise's `expert:` figure and gold come from.
 
     python -m gpulab.benchmark.experts --out experts.json [--seeds 3] [--only matmul-tiled]
+        [--candidate matmul-tiled=path/to/another.py]
 
 For every exercise with an expert.py: the reference and the expert are each checked with
 `--seeds` fresh seeds (every check is the whole check: cases, guards, the timed calls each
 checked), and the median fraction of this GPU's calibrated ceiling is kept, with its min and
 max. The anchor it prints is that median, and gold is EXPERT_GOLD of it (schema.gold_for).
 Run it on an H100 to re-anchor the statements; on another GPU it shows how far the same
-fractions carry there.
+fractions carry there. `--candidate` measures another file in the same run (a kernel that may
+replace the expert), under "candidates".
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from gpulab.exercises.catalog import load_catalog
@@ -27,9 +30,14 @@ from gpulab.exercises.schema import gold_for
 SEED = 20261126
 
 
-def experts_part(seeds: int = 3, only: list[str] | None = None, device: int = 0) -> dict[str, Any]:
+def experts_part(
+    seeds: int = 3,
+    only: list[str] | None = None,
+    device: int = 0,
+    candidates: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
     """{device, exercises: [{exercise, reference: {...}, expert: {...}, anchor, gold}]}."""
-    return asyncio.run(_run(max(1, seeds), only or [], device))
+    return asyncio.run(_run(max(1, seeds), only or [], device, candidates or {}))
 
 
 def _summary(results: list[tuple[Any, float]]) -> dict[str, Any]:
@@ -55,7 +63,9 @@ def _summary(results: list[tuple[Any, float]]) -> dict[str, Any]:
     }
 
 
-async def _run(seeds: int, only: list[str], device: int) -> dict[str, Any]:
+async def _run(
+    seeds: int, only: list[str], device: int, candidates: dict[str, list[str]]
+) -> dict[str, Any]:
     from gpulab.core.devices import Inventory
     from gpulab.exercises.session import Checker
 
@@ -75,6 +85,9 @@ async def _run(seeds: int, only: list[str], device: int) -> dict[str, Any]:
             for who, path in (("reference", ex.solution_path), ("expert", ex.expert_path)):
                 got = [await checker.check(ex, path, SEED + k) for k in range(seeds)]
                 row[who] = _summary(got)
+            for path in candidates.get(ex.id, []):
+                got = [await checker.check(ex, Path(path), SEED + k) for k in range(seeds)]
+                row.setdefault("candidates", {})[path] = _summary(got)
             fraction = row["expert"]["fraction"]
             row["anchor"] = round(fraction, 2) if fraction is not None else None
             row["gold"] = gold_for(row["anchor"]) if row["anchor"] else None
@@ -93,8 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3, help="checks of each solution (default 3)")
     p.add_argument("--only", action="append", help="this exercise id (repeatable)")
     p.add_argument("--device", type=int, default=0)
+    p.add_argument("--candidate", action="append", default=[], help="ID=PATH: measure it too")
     args = p.parse_args(argv)
-    report = experts_part(args.seeds, args.only, args.device)
+    candidates: dict[str, list[str]] = {}
+    for item in args.candidate:
+        ex_id, _, path = item.partition("=")
+        candidates.setdefault(ex_id, []).append(path)
+    report = experts_part(args.seeds, args.only, args.device, candidates)
     text = json.dumps(report, indent=1, default=str)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:

@@ -177,6 +177,7 @@ static inline unsigned atomicCAS(unsigned* p, unsigned cmp, unsigned v) {
 }
 static inline int atomicExch(int* p, int v) { int old = *p; *p = v; return old; }
 static inline unsigned atomicExch(unsigned* p, unsigned v) { unsigned old = *p; *p = v; return old; }
+static inline float atomicExch(float* p, float v) { float old = *p; *p = v; return old; }
 static inline int atomicMax(int* p, int v) { int old = *p; if (v > old) *p = v; return old; }
 #define __launch_bounds__(...)
 #define __global__

@@ -11,7 +11,11 @@ histogram with one atomic, skipping bins that stayed at zero.
 
 - 16-byte loads (int4; the kernel checks the alignment and falls back to 4-byte loads), two in
   flight per trip;
-- 512 threads per block, 4 blocks per SM (32 KiB of counters each), grid-stride loop.
+- 512 threads per block, 4 blocks per SM (32 KiB of counters each), grid-stride loop;
+- one launch per call, no `hist.fill(0)` first (a second launch, and the GPU idles while the
+  host prepares each): the blocks add into a running histogram kept beside the kernel, and the
+  last block to finish (an atomic ticket, after a fence) moves it to hist and leaves it, and
+  the ticket, at zero for the next call.
 """
 
 import cupy as cp
@@ -22,8 +26,9 @@ SOURCE = r"""
 #define THREADS 512
 
 extern "C" __global__ void __launch_bounds__(THREADS) histogram(
-        const int* __restrict__ x, int* hist, long long n) {
+        const int* __restrict__ x, int* hist, int* acc, unsigned int* ticket, long long n) {
     __shared__ int h[BINS * 32];  // h[bin * 32 + lane]: lane l's counters live in bank l
+    __shared__ bool last;
     int t = threadIdx.x, lane = t & 31;
     for (int k = t; k < BINS * 32; k += THREADS) h[k] = 0;
     __syncthreads();
@@ -55,18 +60,30 @@ extern "C" __global__ void __launch_bounds__(THREADS) histogram(
     for (int b = t; b < BINS; b += THREADS) {
         int total = 0;
         for (int k = 0; k < 32; ++k) total += h[b * 32 + ((k + b) & 31)];  // bank (k + b) % 32
-        if (total != 0) atomicAdd(&hist[b], total);
+        if (total != 0) atomicAdd(&acc[b], total);
+    }
+    __threadfence();  // this block's counts are in acc before its ticket is seen
+    __syncthreads();
+    if (t == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (last) {  // every block's counts are in: hand them over, leave zeros for the next call
+        for (int b = t; b < BINS; b += THREADS) hist[b] = atomicExch(&acc[b], 0);
+        if (t == 0) *ticket = 0;
     }
 }
 """
 
 THREADS = 512
 _kernel = cp.RawKernel(SOURCE, "histogram")
+_state: dict[int, tuple] = {}  # per device: the running histogram and the ticket, zero between calls
 
 
 def histogram(x, hist):
     n = x.size
-    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    dev = cp.cuda.Device()
+    if dev.id not in _state:
+        _state[dev.id] = (cp.zeros(256, dtype=cp.int32), cp.zeros(1, dtype=cp.uint32))
+    acc, ticket = _state[dev.id]
+    sms = dev.attributes["MultiProcessorCount"]
     blocks = max(1, min(sms * 4, (n // 4 + THREADS - 1) // THREADS))
-    hist.fill(0)
-    _kernel((blocks,), (THREADS,), (x, hist, np.int64(n)))
+    _kernel((blocks,), (THREADS,), (x, hist, acc, ticket, np.int64(n)))

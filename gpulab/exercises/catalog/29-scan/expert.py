@@ -4,9 +4,9 @@ The reference reads x, writes out, then reads and writes out again to add the of
 recurses on the block sums): three passes over memory. The single-pass scan (Merrill and
 Garland's decoupled look-back, as in CUB) reads x once and writes out once:
 
-- Each block takes the next tile of 4096 elements in order from an atomic counter (not
-  blockIdx: a tile's predecessors are then always running or done, so waiting on them cannot
-  deadlock). Each thread loads 4 int4 (the warp's loads coalesced), so the tile is four
+- Block b scans tile b of 4096 elements (the GPU starts blocks in the order of their index, so
+  a tile's predecessors are running or done and waiting on them cannot deadlock, as CUB
+  relies on too). Each thread loads 4 int4 (the warp's loads coalesced), so the tile is four
   sub-tiles of 1024 elements, 4 consecutive ones per thread in each.
 - The block scans its four sub-tiles at once with warp shuffles: 4 x 8 warp totals are exactly
   the 32 lanes of one warp, which scans them too.
@@ -14,6 +14,9 @@ Garland's decoupled look-back, as in CUB) reads x once and writes out once:
   a predecessor's own total (A) is added and the walk goes on, an inclusive prefix (P) ends it.
   Then it publishes its own inclusive prefix (P). Value and flag share one 64-bit word, so a
   reader never sees a flag without its value.
+- One launch per call: the flags live beside the kernel and carry the call's number (an
+  epoch), so a flag left by an earlier call reads as "not published yet" and nothing needs
+  zeroing first (a memset is a second launch, and the GPU idles while the host prepares each).
 """
 
 import cupy as cp
@@ -25,21 +28,20 @@ SOURCE = r"""
 #define FLAG_A 1ull
 #define FLAG_P 2ull
 
+// a flag word: the call's epoch (30 bits), the status (2 bits), the value (32 bits)
 __device__ __forceinline__ void publish(unsigned long long* flags, unsigned tile,
-                                        unsigned long long flag, int value) {
-    *(volatile unsigned long long*)&flags[tile] = (flag << 32) | (unsigned)value;
+                                        unsigned long long epoch, unsigned long long flag,
+                                        int value) {
+    *(volatile unsigned long long*)&flags[tile] = (epoch << 34) | (flag << 32) | (unsigned)value;
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS) scan(
-        const int* __restrict__ x, int* __restrict__ out, unsigned long long* ws, long long n) {
-    __shared__ unsigned tile_id;
+        const int* __restrict__ x, int* __restrict__ out, unsigned long long* flags,
+        unsigned int epoch, long long n) {
     __shared__ int warp_incl[32];  // [sub-tile * 8 + warp], scanned: inclusive
     __shared__ int tile_prefix;
-    unsigned long long* flags = ws + 1;  // ws[0] hands out the tiles
     int t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    if (t == 0) tile_id = (unsigned)atomicAdd(ws, 1ull);
-    __syncthreads();
-    unsigned tile = tile_id;
+    unsigned tile = blockIdx.x;
     long long base = (long long)tile * TILE;
     bool vec = (((unsigned long long)x | (unsigned long long)out) & 15) == 0;
 
@@ -80,18 +82,18 @@ extern "C" __global__ void __launch_bounds__(THREADS) scan(
         if (lane == 0) {
             int prefix = 0;
             if (tile == 0) {
-                publish(flags, 0, FLAG_P, total);
+                publish(flags, 0, epoch, FLAG_P, total);
             } else {
-                publish(flags, tile, FLAG_A, total);
+                publish(flags, tile, epoch, FLAG_A, total);
                 for (long long j = (long long)tile - 1; j >= 0; --j) {
                     unsigned long long f;
                     do {
                         f = *(volatile unsigned long long*)&flags[j];
-                    } while ((f >> 32) == 0);  // that tile has not published yet
+                    } while ((f >> 34) != epoch);  // that tile has not published in this call
                     prefix += (int)(unsigned)f;
-                    if ((f >> 32) == FLAG_P) break;
+                    if (((f >> 32) & 3) == FLAG_P) break;
                 }
-                publish(flags, tile, FLAG_P, prefix + total);
+                publish(flags, tile, epoch, FLAG_P, prefix + total);
             }
             tile_prefix = prefix;
         }
@@ -115,11 +117,16 @@ extern "C" __global__ void __launch_bounds__(THREADS) scan(
 
 THREADS, TILE = 256, 4096
 _kernel = cp.RawKernel(SOURCE, "scan")
+_state: dict[int, list] = {}  # per device: [flag words, the last call's epoch]
 
 
 def cumsum(x, out):
     n = x.size
     tiles = max(1, (n + TILE - 1) // TILE)
-    # the tile counter and one flag word per tile, zeroed for this call
-    ws = cp.zeros(tiles + 1, dtype=cp.uint64)
-    _kernel((tiles,), (THREADS,), (x, out, ws, np.int64(n)))
+    dev = cp.cuda.Device().id
+    flags, epoch = _state.get(dev, (None, 0))
+    epoch = epoch % ((1 << 30) - 1) + 1  # 1 .. 2^30 - 1: zeroed flags (epoch 0) never match
+    if flags is None or flags.size < tiles or epoch == 1:
+        flags = cp.zeros(max(tiles, 1024), dtype=cp.uint64)
+    _state[dev] = [flags, epoch]
+    _kernel((tiles,), (THREADS,), (x, out, flags, np.uint32(epoch), np.int64(n)))

@@ -1,10 +1,10 @@
 """Expert 1-D convolution: K odd weights centred on each element, at close to copy speed.
 
-- Each block stages a tile of 1024 elements plus a halo of up to 31 on each side in shared
-  memory; the tile's body arrives as one float4 load per thread (the tile starts 32 floats into
+- Each block stages a tile of 2048 elements plus a halo of up to 31 on each side in shared
+  memory; the tile's body arrives as two float4 loads per thread, both in flight at once (the tile starts 32 floats into
   the shared array, so the float4 stores are aligned), the halo element by element;
 - the weights go to shared memory once per block and are read as broadcasts;
-- each thread computes 4 outputs 256 apart (t, t + 256, ...): the warp's shared reads are 32
+- each thread computes 8 outputs 256 apart (t, t + 256, ...): the warp's shared reads are 32
   consecutive floats, free of bank conflicts, and its global stores are coalesced;
 - the grid is sized to the GPU and walks the tiles with a grid-stride loop (a barrier after each
   tile, before the next one overwrites it);
@@ -16,7 +16,8 @@ import numpy as np
 
 SOURCE = r"""
 #define THREADS 256
-#define TILE (4 * THREADS)
+#define G 2  // float4 loads per thread per tile
+#define TILE (4 * G * THREADS)
 #define PAD 32  // >= the widest halo (31), and a multiple of 4: the body stays 16-byte aligned
 
 extern "C" __global__ void __launch_bounds__(THREADS) conv1d(
@@ -29,11 +30,15 @@ extern "C" __global__ void __launch_bounds__(THREADS) conv1d(
     bool vec = ((unsigned long long)x & 15) == 0;
     for (long long base = (long long)blockIdx.x * TILE; base < n;
          base += (long long)gridDim.x * TILE) {
-        long long i = base + 4 * t;
-        if (vec && i + 3 < n) {
-            *reinterpret_cast<float4*>(&s[PAD + 4 * t]) = *reinterpret_cast<const float4*>(x + i);
-        } else {
-            for (int k = 0; k < 4; ++k) s[PAD + 4 * t + k] = i + k < n ? x[i + k] : 0.0f;
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            int e = 4 * (t + g * THREADS);
+            long long i = base + e;
+            if (vec && i + 3 < n) {
+                *reinterpret_cast<float4*>(&s[PAD + e]) = *reinterpret_cast<const float4*>(x + i);
+            } else {
+                for (int k = 0; k < 4; ++k) s[PAD + e + k] = i + k < n ? x[i + k] : 0.0f;
+            }
         }
         if (t < R) {
             long long left = base - R + t, right = base + TILE + t;
@@ -41,14 +46,17 @@ extern "C" __global__ void __launch_bounds__(THREADS) conv1d(
             s[PAD + TILE + t] = right < n ? x[right] : 0.0f;
         }
         __syncthreads();
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float acc[4 * G];
+#pragma unroll
+        for (int j = 0; j < 4 * G; ++j) acc[j] = 0.0f;
         for (int k = 0; k < K; ++k) {
             float wk = ws[k];
 #pragma unroll
-            for (int j = 0; j < 4; ++j) acc[j] = fmaf(wk, s[PAD - R + t + j * THREADS + k], acc[j]);
+            for (int j = 0; j < 4 * G; ++j)
+                acc[j] = fmaf(wk, s[PAD - R + t + j * THREADS + k], acc[j]);
         }
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < 4 * G; ++j) {
             long long o = base + t + j * THREADS;
             if (o < n) out[o] = acc[j];
         }
@@ -57,7 +65,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) conv1d(
 }
 """
 
-THREADS, TILE = 256, 1024
+THREADS, TILE = 256, 2048
 _kernel = cp.RawKernel(SOURCE, "conv1d")
 
 
