@@ -100,3 +100,71 @@ def test_gold_is_anchored_on_the_expert_figure(folder: Path) -> None:
     assert g["silver"] < g["gold"]
     body = (folder / "exercise.md").read_text()
     assert "expert.py" in body and f"{round(100 * expert)}%" in body, "the statement says it"
+
+
+def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from gpulab.cli import main
+
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_shows_the_expert_solution_at_gold_or_with_force(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from gpulab.exercises.commands import store
+    from gpulab.exercises.progress import Progress
+
+    monkeypatch.setenv("GPULAB_WORKDIR", str(tmp_path / "work"))
+    ex = _EXERCISES["31-matmul-tiled"]
+    expert_text = ex.expert_path.read_text()
+    code, _, err = _run_cli(capsys, "ex", "solution", "matmul-tiled", "--expert")
+    assert code != 0 and "opens at gold (yours: not passed)" in err and "--force" in err
+    code, out, _ = _run_cli(capsys, "ex", "solution", "matmul-tiled", "--expert", "--force")
+    assert code == 0 and expert_text in out
+    assert f"{100 * ex.expert:.0f}% of the ceiling on an H100" in out
+    with store() as st:
+        Progress(st).record("matmul-tiled", "pass", seed=1, grade="silver", fraction=0.5)
+    code, out, err = _run_cli(capsys, "ex", "solution", "matmul-tiled")
+    assert code == 0 and "--expert" not in out  # the reference; the expert's is not offered yet
+    code, _, err = _run_cli(capsys, "ex", "solution", "matmul-tiled", "--expert")
+    assert code != 0 and "(yours: silver)" in err
+    with store() as st:
+        Progress(st).record("matmul-tiled", "pass", seed=2, grade="gold", fraction=0.8)
+    code, out, _ = _run_cli(capsys, "ex", "solution", "matmul-tiled")
+    assert code == 0 and "gpulab ex solution matmul-tiled --expert" in out
+    code, out, _ = _run_cli(capsys, "ex", "solution", "matmul-tiled", "--expert", "--json")
+    data = json.loads(out)
+    assert data["text"] == expert_text and data["best_grade"] == "gold"
+    assert data["expert"] == ex.expert and data["path"].endswith("expert.py")
+    code, _, err = _run_cli(capsys, "ex", "solution", "vector-add", "--expert", "--force")
+    assert code != 0 and "has no expert solution" in err
+
+
+def test_schema_refuses_a_gold_below_the_expert_anchor(tmp_path: Path) -> None:
+    from gpulab.exercises.schema import ExerciseFormatError, gold_for, validate_meta
+
+    meta = {
+        "id": "x",
+        "title": "X",
+        "order": 1,
+        "lesson": "l",
+        "needs": "cupy",
+        "metric": "GB/s",
+        "grades": {"bronze": 0.2, "silver": 0.5, "gold": 0.7},
+        "expert": 0.9,
+        "hints": ["h"],
+    }
+    with pytest.raises(ExerciseFormatError, match="below 0.85 of expert 0.9"):
+        validate_meta(meta, tmp_path / "exercise.md")
+    assert gold_for(0.9) == 0.77
+    meta["grades"]["gold"] = 0.77
+    assert validate_meta(meta, tmp_path / "exercise.md")["expert"] == 0.9
+    with pytest.raises(ExerciseFormatError, match="fraction of the ceiling from 0 to 1"):
+        validate_meta({**meta, "expert": 1.2}, tmp_path / "exercise.md")
