@@ -24,8 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.devices import Inventory
 from gpulab.exercises.catalog import load_catalog
 from gpulab.exercises.schema import gold_for
+from gpulab.exercises.session import Checker
 
 SEED = 20261126
 
@@ -66,9 +68,6 @@ def _summary(results: list[tuple[Any, float]]) -> dict[str, Any]:
 async def _run(
     seeds: int, only: list[str], device: int, candidates: dict[str, list[str]]
 ) -> dict[str, Any]:
-    from gpulab.core.devices import Inventory
-    from gpulab.exercises.session import Checker
-
     rows: list[dict[str, Any]] = []
     async with Checker(device=device) as checker:
         hello = await checker.client.wait_ready(600)
