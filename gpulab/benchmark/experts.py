@@ -43,10 +43,10 @@ def experts_part(
 
 
 def _summary(results: list[tuple[Any, float]]) -> dict[str, Any]:
-    fractions = [(r.timing or {}).get("fraction") for r, _ in results if r.passed]
-    values = [((r.timing or {}).get("learner") or {}).get("value") for r, _ in results if r.passed]
-    fractions = [f for f in fractions if f is not None]
-    values = [v for v in values if v is not None]
+    got = [(r.timing or {}).get("fraction") for r, _ in results if r.passed]
+    rates = [((r.timing or {}).get("learner") or {}).get("value") for r, _ in results if r.passed]
+    fractions: list[float] = [float(f) for f in got if f is not None]
+    values: list[float] = [float(v) for v in rates if v is not None]
     timing = next((r.timing for r, _ in results if r.timing), None) or {}
     return {
         "passed": all(r.passed for r, _ in results),
@@ -84,9 +84,9 @@ async def _run(
             for who, path in (("reference", ex.solution_path), ("expert", ex.expert_path)):
                 got = [await checker.check(ex, path, SEED + k) for k in range(seeds)]
                 row[who] = _summary(got)
-            for path in candidates.get(ex.id, []):
-                got = [await checker.check(ex, Path(path), SEED + k) for k in range(seeds)]
-                row.setdefault("candidates", {})[path] = _summary(got)
+            for other in candidates.get(ex.id, []):
+                got = [await checker.check(ex, Path(other), SEED + k) for k in range(seeds)]
+                row.setdefault("candidates", {})[other] = _summary(got)
             fraction = row["expert"]["fraction"]
             row["anchor"] = round(fraction, 2) if fraction is not None else None
             row["gold"] = gold_for(row["anchor"]) if row["anchor"] else None

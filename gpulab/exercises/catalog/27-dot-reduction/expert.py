@@ -71,7 +71,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) dot(
 
 THREADS = 256
 _kernel = cp.RawKernel(SOURCE, "dot")
-_state: dict[int, tuple] = {}  # per device: the running total and the ticket, both zero between calls
+# per device: the running total and the ticket, both zero between calls
+_state: dict[int, tuple] = {}
 
 
 def dot(a, b, out):

@@ -75,7 +75,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) histogram(
 
 THREADS = 512
 _kernel = cp.RawKernel(SOURCE, "histogram")
-_state: dict[int, tuple] = {}  # per device: the running histogram and the ticket, zero between calls
+# per device: the running histogram and the ticket, zero between calls
+_state: dict[int, tuple] = {}
 
 
 def histogram(x, hist):
