@@ -294,6 +294,30 @@ def test_exercise_bench_counts_false_rejections_and_right_solutions():
     assert "right/rawmodule rejected: no kernel" in text
 
 
+def test_exercise_bench_wants_every_expert_solution_graded_gold():
+    from gpulab.benchmark import exercises as ex_bench
+
+    gold = {"passed": True, "message": "ok", "grade": "gold", "fraction": 0.9, "value": 1.0,
+            "anchor": 0.91}  # fmt: skip
+    silver = dict(gold, grade="silver", fraction=0.7)
+    failed = dict(gold, passed=False, grade=None, message="wrote past the end")
+    part = {"exercises": [_exercise_entry(expert=gold), _exercise_entry(exercise="a", expert=None)]}
+    by = {c["name"]: c for c in ex_bench.comparisons(part, gpu=True)}
+    assert by["exercises: expert solutions graded gold"]["status"] == "pass"
+    assert by["exercises: expert solutions graded gold"]["target"] == "all 1"
+    part = {"exercises": [_exercise_entry(expert=gold), _exercise_entry(expert=silver),
+                          _exercise_entry(expert=failed)]}  # fmt: skip
+    by = {c["name"]: c for c in ex_bench.comparisons(part, gpu=True)}
+    assert by["exercises: expert solutions graded gold"]["value"] == 1
+    assert by["exercises: expert solutions graded gold"]["status"] == "miss"
+    assert "exercises: expert solutions graded gold" not in {
+        c["name"] for c in ex_bench.comparisons(part, gpu=False)
+    }
+    text = "\n".join(ex_bench.markdown_lines(part))
+    assert "| gold 90% (91%) |" in text and "| silver 70% (91%) |" in text
+    assert "expert.py rejected: wrote past the end" in text
+
+
 def test_multi_gpu_targets_judge_allreduce_against_the_peer_copy_and_ddp_efficiency():
     runs = [
         {

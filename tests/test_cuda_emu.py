@@ -113,3 +113,54 @@ def test_raw_module_fuse_and_events() -> None:
     ev.record(s)
     cp.cuda.get_current_stream().wait_event(ev)
     assert s.done and ev.done
+
+
+WARP = r"""
+extern "C" __global__ void __launch_bounds__(96) warp(const float* a, float* out, int* lanes) {
+    int t = threadIdx.x, lane = t & 31;
+    float v = a[blockIdx.x * blockDim.x + t];
+    float down = v, x = v;
+    for (int o = 16; o > 0; o >>= 1) down += __shfl_down_sync(0xffffffffu, down, o);
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    int up = __shfl_up_sync(0xffffffffu, t, 1);
+    int first = __shfl_sync(0xffffffffu, t, 0);
+    __shared__ float sums[3];
+    if (lane == 0) sums[t >> 5] = down;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + t] = x + (t == 0 ? sums[0] + sums[1] + sums[2] : 0.0f);
+    lanes[2 * (blockIdx.x * blockDim.x + t)] = up;
+    lanes[2 * (blockIdx.x * blockDim.x + t) + 1] = first;
+}
+"""
+
+
+def test_warp_shuffles_exchange_within_each_warp() -> None:
+    cp = fake_cupy.make()
+    a = cp.asarray(np.arange(192, dtype=np.float32))
+    out = cp.full(192, np.nan, dtype=np.float32)
+    lanes = cp.full(384, -1, dtype=np.int32)
+    cp.RawKernel(WARP, "warp")((2,), (96,), (a, out, lanes))
+    warp_sums = np.arange(192).reshape(6, 32).sum(axis=1)
+    want = np.repeat(warp_sums, 32).astype(np.float32)  # the xor butterfly: every lane has it
+    want[0] += warp_sums[:3].sum()  # the shuffle-down totals of block 0, through shared memory
+    want[96] += warp_sums[3:].sum()
+    assert np.array_equal(out, want)
+    t = np.tile(np.arange(96), 2)
+    up, first = lanes[0::2], lanes[1::2]
+    assert np.array_equal(up, np.where(t % 32 == 0, t, t - 1))  # lane 0 keeps its own
+    assert np.array_equal(first, t - t % 32)
+
+
+def test_a_shuffle_only_some_lanes_reach_is_refused() -> None:
+    cp = fake_cupy.make()
+    src = r"""
+extern "C" __global__ void split(float* out) {
+    float v = 1.0f;
+    if (threadIdx.x < 16) v = __shfl_down_sync(0xffffffffu, v, 1);
+    else __syncthreads();
+    out[threadIdx.x] = v;
+}
+"""
+    out = cp.zeros(32, dtype=np.float32)
+    with pytest.raises(cuda_emu.EmulatorError, match="lanes of a warp waited at different"):
+        cp.RawKernel(src, "split")((1,), (32,), (out,))

@@ -266,7 +266,7 @@ def test_bench_part_targets_and_table():
     assert first["value"] == 1.8 and first["status"] == "miss"
     assert by["exercises: repeat check, worst of the kernel exercises (s)"]["status"] == "pass"
     table = "\n".join(ex_bench.markdown_lines(part))
-    row = "| k | pass | bronze | 1500 GB/s | 45% | 80% | 1.80 s | 0.40 s | "
+    row = "| k | pass | bronze | 1500 GB/s | 45% | 80% | - | 1.80 s | 0.40 s | "
     # reference checks passed (2 of 2 when a bench before --repeat recorded none), wrong, right
     assert row + "compare 0.21, timing: yours 0.10 | 2/2 | 1/2 | 0/0 |" in table
     assert "| 0.90 s | 0.30 s | - | 2/2 | 1/1 | 0/0 |" in table  # no phases recorded: a dash

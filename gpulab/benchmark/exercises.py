@@ -1,7 +1,9 @@
 """`gpulab bench --suite exercises` (also part of `full`): every exercise this machine can run,
 through a warm worker exactly as `gpulab ex check` runs it.
 
-Per exercise: our solution's verdict, grade and % of the ceiling (and the library's), the check
+Per exercise: our solution's verdict, grade and % of the ceiling (and the library's), the
+expert solution's (kernel exercises: checked twice, the second graded; gold means the gold
+threshold, 0.85 of the expert's own anchor figure, still holds on this GPU), the check
 latency from submitting to the verdict (the first check of the exercise in this worker, which
 pays for kernel compilation, and a repeat), every known-wrong solution: rejected, and with the
 message its `# expect:` line names, and every unusual correct one (right/): passed. The reference
@@ -76,6 +78,19 @@ async def _run(quick: bool, device: int, repeat: int) -> dict[str, Any]:
                         "seconds": seconds,
                     }
                 )
+            expert = None
+            if ex.has_expert:
+                e_first, _ = await checker.check(ex, ex.expert_path, SEED + 100)
+                e_again, _ = await checker.check(ex, ex.expert_path, SEED + 101)
+                e_timing = e_again.timing or {}
+                expert = {
+                    "passed": e_first.passed and e_again.passed,
+                    "message": (e_first if not e_first.passed else e_again).message,
+                    "grade": e_again.grade if e_again.passed else None,
+                    "fraction": e_timing.get("fraction"),
+                    "value": (e_timing.get("learner") or {}).get("value"),
+                    "anchor": ex.expert,
+                }
             repeat_ = again
             timing = repeat_.timing or first.timing or {}
             entries.append(
@@ -102,6 +117,7 @@ async def _run(quick: bool, device: int, repeat: int) -> dict[str, Any]:
                     "first_phases": phases(first, first_s),
                     "repeat_phases": phases(again, repeat_s),
                     "wrong": wrongs,
+                    "expert": expert,
                 }
             )
     return {"quick": quick, "exercises": entries}
@@ -174,6 +190,16 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
                 float(len(ran)),
             )
         )
+        experts = [e["expert"] for e in ran if e.get("expert")]
+        if experts:
+            out.append(
+                judge(
+                    "exercises: expert solutions graded gold",
+                    f"all {len(experts)}",
+                    float(sum(x["passed"] and x["grade"] == "gold" for x in experts)),
+                    float(len(experts)),
+                )
+            )
     kernels = [e for e in ran if "cupy" in e.get("needs", [])] or ran
     which = "kernel exercises" if kernels is not ran else "exercises"
     out.append(
@@ -216,12 +242,12 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
         "",
         "## Exercises (reference solutions through the worker)",
         "",
-        "| exercise | verdict | grade | your code | % ceiling | library % | first check | repeat | repeat's slowest phases (s) | reference checks passed | wrong rejected | right passed |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| exercise | verdict | grade | your code | % ceiling | library % | expert (anchor) | first check | repeat | repeat's slowest phases (s) | reference checks passed | wrong rejected | right passed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in part["exercises"]:
         if "skipped" in e:
-            lines.append(f"| {e['exercise']} | not run: {e['skipped']} | | | | | | | | | | |")
+            lines.append(f"| {e['exercise']} | not run: {e['skipped']} | | | | | | | | | | | |")
             continue
         ok = sum(w["rejected"] and w["message_ok"] for w in e["wrong"])
         n_ref = e.get("reference_checks", 2)
@@ -229,9 +255,16 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
         right = e.get("right", [])
         rights = f"{sum(r['passed'] for r in right)}/{len(right)}"
         value = "-" if e["value"] is None else f"{e['value']:.4g} {e['metric']}"
+        x = e.get("expert")
+        if not x:
+            expert = "-"
+        elif not x["passed"]:
+            expert = "FAIL"
+        else:
+            expert = f"{x['grade']} {pct(x['fraction'])} ({pct(x['anchor'])})"
         lines.append(
             f"| {e['exercise']} | {'pass' if e['passed'] else 'FAIL'} | {e['grade'] or '-'} | "
-            f"{value} | {pct(e['fraction'])} | {pct(e['library_fraction'])} | "
+            f"{value} | {pct(e['fraction'])} | {pct(e['library_fraction'])} | {expert} | "
             f"{e['first_check_s']:.2f} s | {e['repeat_check_s']:.2f} s | "
             f"{slowest(e.get('repeat_phases'))} | {refs} | {ok}/{len(e['wrong'])} | {rights} |"
         )
@@ -249,4 +282,7 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
         for r in e.get("right", []):
             if not r["passed"]:
                 lines.append(f"\n{e['exercise']}/right/{r['name']} rejected: {r['message']}")
+        x = e.get("expert")
+        if x and not x["passed"]:
+            lines.append(f"\n{e['exercise']}/expert.py rejected: {x['message']}")
     return lines

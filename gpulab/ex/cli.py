@@ -63,13 +63,18 @@ def add_parser(sub: Any) -> None:
     for verb, text in (
         ("hint", "reveal the next hint"),
         ("reset", "restore the starter (your version is backed up)"),
-        ("solution", "show our solution, once yours passes"),
+        ("solution", "show our solution once yours passes (--expert: an expert's, at gold)"),
         ("show", "the statement and where your file is"),
     ):
         p = acts.add_parser(verb, help=text)
         p.add_argument("name", help="exercise id, folder name or number")
         if verb == "solution":
             p.add_argument("--force", action="store_true", help="show it before you pass")
+            p.add_argument(
+                "--expert",
+                action="store_true",
+                help="an expert's solution, what gold is measured against (once you reach gold)",
+            )
     for p in acts.choices.values():
         _common(p, top=False)
     ex.set_defaults(ex_verbs=acts)  # where a verb another package owns registers (add_verb)
@@ -290,7 +295,11 @@ def cmd_solution(args: argparse.Namespace) -> int:
 
     ex = catalog().get(args.name)
     with store() as st:
-        solved = Progress(st).get(ex.id).passed_ever
+        progress = Progress(st).get(ex.id)
+    solved = progress.passed_ever
+    expert = bool(getattr(args, "expert", False))
+    if expert:
+        return _show_expert(args, ex, progress.best_grade)
     if not solved and not args.force:
         raise BadInput(
             f"{ex.id} has not passed yet: `gpulab ex check {ex.id}` first, or --force to look now"
@@ -302,6 +311,37 @@ def cmd_solution(args: argparse.Namespace) -> int:
         )
     else:
         print(text, end="" if text.endswith("\n") else "\n")
+        if ex.has_expert and progress.best_grade == "gold":
+            print(f"\nAn expert's solution: gpulab ex solution {ex.id} --expert")
+    return 0
+
+
+def _show_expert(args: argparse.Namespace, ex: Any, best: str | None) -> int:
+    if not ex.has_expert:
+        raise BadInput(f"{ex.id} has no expert solution (the kernel exercises have one)")
+    if best != "gold" and not args.force:
+        raise BadInput(
+            f"{ex.id}: the expert solution opens at gold (yours: {best or 'not passed'}); "
+            "--force to look now"
+        )
+    text = ex.expert_path.read_text(encoding="utf-8")
+    if args.json:
+        emit_json(
+            {
+                "exercise": ex.id,
+                "best_grade": best,
+                "expert": ex.expert,
+                "path": str(ex.expert_path),
+                "text": text,
+            }
+        )
+        return 0
+    if ex.expert is not None:
+        print(
+            f"# {ex.id}: an expert's solution, {100 * ex.expert:.0f}% of the ceiling on an H100; "
+            f"gold is {100 * ex.grades['gold']:.0f}%"
+        )
+    print(text, end="" if text.endswith("\n") else "\n")
     return 0
 
 

@@ -1,6 +1,12 @@
 """What an exercise's `exercise.md` front matter must hold: the keys, what each may be, and the
 grades as rising fractions of this device's ceiling.
 
+`expert` (kernel exercises) is the fraction of the ceiling the folder's expert solution
+(`expert.py`) reached on an H100, median of a check's timed calls. A fraction of this GPU's own
+calibrated ceiling is the portable unit: on another GPU the same fraction is what an expert
+kernel gets there, so the grades need no table per GPU. Gold must ask for at least
+EXPERT_GOLD of it.
+
 Separate from the catalog, which finds and loads exercise folders, because this is the format's
 rulebook: every message a writer sees about a broken exercise header comes from here. Strict on
 purpose (a grade out of order is a broken exercise); every error names the file.
@@ -8,6 +14,7 @@ purpose (a grade out of order is a broken exercise); every error names the file.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +26,7 @@ NEEDS = ("cpu", "gpu", "cupy")
 METRICS = ("GB/s", "TFLOP/s", "none")
 GRADES = ("bronze", "silver", "gold")
 DEFAULT_TIME_LIMIT_S = 60.0
+EXPERT_GOLD = 0.85  # gold needs this share of the expert solution's fraction of the ceiling
 _KEYS = {
     "id",
     "title",
@@ -27,6 +35,7 @@ _KEYS = {
     "needs",
     "metric",
     "grades",
+    "expert",
     "hints",
     "time_limit",
     "summary",
@@ -67,6 +76,7 @@ def validate_meta(meta: Mapping[str, Any], src: Path) -> dict[str, Any]:
     if metric not in METRICS:
         raise fail(f"metric {metric!r} must be one of {', '.join(METRICS)}")
     grades = _grades(meta.get("grades"), metric, fail)
+    expert = _expert(meta.get("expert"), grades, fail)
     hints = meta["hints"]
     if (
         not isinstance(hints, list)
@@ -88,6 +98,7 @@ def validate_meta(meta: Mapping[str, Any], src: Path) -> dict[str, Any]:
         "needs": tuple(dict.fromkeys(needs)),
         "metric": metric,
         "grades": grades,
+        "expert": expert,
         "hints": tuple(h.strip() for h in hints),
         "time_limit": float(limit),
         "summary": summary.strip(),
@@ -110,3 +121,23 @@ def _grades(raw: Any, metric: str, fail: Any) -> dict[str, float]:
     if not values[0] <= values[1] <= values[2]:
         raise fail("grades must rise: bronze <= silver <= gold")
     return dict(zip(GRADES, values, strict=True))
+
+
+def gold_for(expert: float) -> float:
+    """The gold threshold an expert figure asks for: EXPERT_GOLD of it, rounded up to 0.01."""
+    return math.ceil(round(100 * EXPERT_GOLD * expert, 6)) / 100
+
+
+def _expert(raw: Any, grades: dict[str, float], fail: Any) -> float | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, int | float) or isinstance(raw, bool) or not 0 < raw <= 1:
+        raise fail(f"expert {raw!r} must be a fraction of the ceiling from 0 to 1 (e.g. 0.92)")
+    if not grades:
+        raise fail("expert needs grades: it anchors gold")
+    if grades["gold"] < gold_for(raw):
+        raise fail(
+            f"grades.gold {grades['gold']} is below {EXPERT_GOLD} of expert {raw} "
+            f"({gold_for(raw)}): gold means close to what an expert gets on this GPU"
+        )
+    return float(raw)

@@ -94,6 +94,8 @@ class Exercise:
     time_limit: float = DEFAULT_TIME_LIMIT_S
     summary: str = ""
     timed: bool = field(default=False)  # check.py defines timing()
+    # the expert solution's fraction of the ceiling on an H100 (gold is 0.85 of it), if any
+    expert: float | None = None
 
     @property
     def name(self) -> str:
@@ -116,6 +118,15 @@ class Exercise:
         return self.folder / "solution.py"
 
     @property
+    def expert_path(self) -> Path:
+        """An expert's solution (kernel exercises): what gold is measured against."""
+        return self.folder / "expert.py"
+
+    @property
+    def has_expert(self) -> bool:
+        return self.expert_path.is_file()
+
+    @property
     def file_name(self) -> str:
         """The learner's file in the workspace: `01_vector_add.py`."""
         return f"{self.order:02d}_{self.id.replace('-', '_')}.py"
@@ -135,6 +146,8 @@ class Exercise:
             "needs": list(self.needs),
             "metric": self.metric,
             "grades": dict(self.grades),
+            "expert": self.expert,
+            "has_expert": self.has_expert,
             "hints": len(self.hints),
             "file": self.file_name,
             "time_limit_s": self.time_limit,
@@ -287,7 +300,10 @@ def load_exercise(folder: Path) -> Exercise:
     if missing:
         raise ExerciseFormatError(folder / "check.py", f"does not define {', '.join(missing)}")
     entry = _entry(folder / "check.py")
-    for name in ("starter.py", "solution.py"):
+    if fields["expert"] is not None and not (folder / "expert.py").is_file():
+        raise ExerciseFormatError(md, "expert: gives a figure, but there is no expert.py")
+    experts = ["expert.py"] if (folder / "expert.py").is_file() else []
+    for name in ("starter.py", "solution.py", *experts):
         if entry not in _top_level_names(folder / name):
             raise ExerciseFormatError(folder / name, f"does not define {entry}(), the ENTRY")
     wrong = tuple(_wrong(p) for p in sorted((folder / "wrong").glob("*.py")))

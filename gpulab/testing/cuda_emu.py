@@ -8,7 +8,9 @@ neighbour's shared value without a barrier reads it before the neighbour wrote i
 outcome a real GPU shows only some of the time. Shared arrays are `static`, so a block sees what
 the previous block left in them, like a real SM's uninitialised shared memory.
 
-What it is not: a GPU. No warps (so no shuffles or warp-synchronous code), no concurrency between
+Warps: 32 consecutive threads of a block; a shuffle (`__shfl_*_sync`) or `__syncwarp()` waits
+until every live lane of the warp reached it, then hands each lane its source lane's value.
+What it is not: a GPU. No warp-synchronous code without a shuffle, no concurrency between
 blocks, no timing. It exists so that references, known-wrong solutions and launch wrappers can be
 tested in CI; the real check runs on a GPU.
 """
@@ -45,11 +47,48 @@ namespace emu {
 static ucontext_t sched;
 static std::vector<ucontext_t> ctx;
 static std::vector<char> done;
+// What a fiber waits at: 0 nothing (it runs), 1 the block's barrier, 2 its warp's barrier (a
+// shuffle or __syncwarp). A warp's barrier opens once every live lane of the warp waits there,
+// the block's once every live thread of the block does.
+static std::vector<char> wait;
+static std::vector<unsigned long long> shfl_in, shfl_out;
+static std::vector<unsigned> shfl_src;
+static int error;  // 1: the lanes of one warp wait at different barriers (divergence)
 static std::vector<char> stacks;
 static int cur;
 static std::function<void()> body;
 static const size_t STACK = 64 * 1024;
 static void entry() { body(); done[cur] = 1; }
+static bool release(unsigned nt) {
+    bool any = false;
+    for (unsigned w = 0; w < nt; w += 32) {
+        unsigned end = w + 32 < nt ? w + 32 : nt;
+        bool all = true, some = false;
+        for (unsigned t = w; t < end; ++t) {
+            if (done[t]) continue;
+            all = all && wait[t] == 2;
+            some = some || wait[t] == 2;
+        }
+        if (!some || !all) continue;
+        for (unsigned t = w; t < end; ++t) {
+            if (done[t]) continue;
+            unsigned s = shfl_src[t];  // a lane that left the kernel gives back the caller's own
+            shfl_out[t] = s < nt && !done[s] && wait[s] == 2 ? shfl_in[s] : shfl_in[t];
+        }
+        for (unsigned t = w; t < end; ++t) if (!done[t]) wait[t] = 0;
+        any = true;
+    }
+    if (any) return true;
+    bool block = true, live = false;
+    for (unsigned t = 0; t < nt; ++t) {
+        if (done[t]) continue;
+        live = true;
+        block = block && wait[t] == 1;
+    }
+    if (live && !block) error = 1;  // a warp split between barriers: let them all go on
+    for (unsigned t = 0; t < nt; ++t) wait[t] = 0;
+    return live;
+}
 static void launch(dim3 g, dim3 b, bool barriers, std::function<void()> f) {
     gridDim = g; blockDim = b; body = f;
     unsigned nt = b.x * b.y * b.z;
@@ -65,6 +104,7 @@ static void launch(dim3 g, dim3 b, bool barriers, std::function<void()> f) {
         return;
     }
     ctx.resize(nt); done.assign(nt, 0); stacks.resize(nt * STACK);
+    wait.assign(nt, 0); shfl_in.assign(nt, 0); shfl_out.assign(nt, 0); shfl_src.assign(nt, 0);
     for (unsigned bz = 0; bz < g.z; ++bz) for (unsigned by = 0; by < g.y; ++by)
     for (unsigned bx = 0; bx < g.x; ++bx) {
         blockIdx = dim3(bx, by, bz);
@@ -75,28 +115,77 @@ static void launch(dim3 g, dim3 b, bool barriers, std::function<void()> f) {
             ctx[t].uc_link = &sched;
             makecontext(&ctx[t], entry, 0);
             done[t] = 0;
+            wait[t] = 0;
         }
         bool live = true;
         while (live) {
-            live = false;
             for (unsigned t = 0; t < nt; ++t) {
-                if (done[t]) continue;
+                if (done[t] || wait[t]) continue;
                 cur = (int)t;
                 threadIdx = dim3(t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
                 swapcontext(&sched, &ctx[t]);
-                if (!done[t]) live = true;
             }
+            live = release(nt);
         }
     }
 }
 }
-static void __syncthreads() { swapcontext(&emu::ctx[emu::cur], &emu::sched); }
+extern "C" int emu_take_error() { int e = emu::error; emu::error = 0; return e; }
+static void __syncthreads() {
+    emu::wait[emu::cur] = 1;
+    swapcontext(&emu::ctx[emu::cur], &emu::sched);
+}
+namespace emu {
+// A shuffle: this lane's value goes in, the lane `src` (of this block's threads) gives its own.
+template <class T> static T exchange(T v, unsigned src) {
+    static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
+    unsigned long long bits = 0;
+    std::memcpy(&bits, &v, sizeof(T));
+    shfl_in[cur] = bits;
+    shfl_src[cur] = src;
+    wait[cur] = 2;
+    swapcontext(&ctx[cur], &sched);
+    T r;
+    std::memcpy(&r, &shfl_out[cur], sizeof(T));
+    return r;
+}
+// the first lane of this lane's group of `width` (a power of two up to 32)
+static unsigned segment(int width) { return (unsigned)cur & ~(unsigned)(width - 1); }
+}
+#define warpSize 32
+template <class T> static T __shfl_sync(unsigned, T v, int lane, int width = 32) {
+    return emu::exchange(v, emu::segment(width) + ((unsigned)lane & (unsigned)(width - 1)));
+}
+template <class T> static T __shfl_down_sync(unsigned, T v, unsigned d, int width = 32) {
+    unsigned l = (unsigned)emu::cur & (unsigned)(width - 1);
+    return emu::exchange(v, l + d < (unsigned)width ? (unsigned)emu::cur + d : (unsigned)emu::cur);
+}
+template <class T> static T __shfl_up_sync(unsigned, T v, unsigned d, int width = 32) {
+    unsigned l = (unsigned)emu::cur & (unsigned)(width - 1);
+    return emu::exchange(v, l >= d ? (unsigned)emu::cur - d : (unsigned)emu::cur);
+}
+template <class T> static T __shfl_xor_sync(unsigned, T v, int m, int width = 32) {
+    return emu::exchange(v, emu::segment(width) + ((((unsigned)emu::cur & (unsigned)(width - 1)) ^ (unsigned)m) & (unsigned)(width - 1)));
+}
+static void __syncwarp(unsigned = 0xffffffffu) { emu::exchange(0, (unsigned)emu::cur); }
+template <class T> static T __ldg(const T* p) { return *p; }
+static inline void __threadfence() {}  // blocks never run at once here
+#define __expf(x) expf(x)  // glibc declares an __expf of its own, which it does not export
+static inline int atomicCAS(int* p, int cmp, int v) { int old = *p; if (old == cmp) *p = v; return old; }
+static inline unsigned atomicCAS(unsigned* p, unsigned cmp, unsigned v) {
+    unsigned old = *p; if (old == cmp) *p = v; return old;
+}
+static inline int atomicExch(int* p, int v) { int old = *p; *p = v; return old; }
+static inline unsigned atomicExch(unsigned* p, unsigned v) { unsigned old = *p; *p = v; return old; }
+static inline float atomicExch(float* p, float v) { float old = *p; *p = v; return old; }
+static inline int atomicMax(int* p, int v) { int old = *p; if (v > old) *p = v; return old; }
+#define __launch_bounds__(...)
 #define __global__
 #define __device__
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __shared__ static
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))  // anywhere in a declaration, as nvcc allows
 struct float2 { float x, y; };
 struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
 struct __attribute__((aligned(16))) int4 { int x, y, z, w; };
@@ -140,7 +229,10 @@ _SCALARS: dict[str, np.dtype] = {
 _DYNAMIC_SHARED = re.compile(
     r"extern\s+__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?(\w+)\s+(\w+)\s*\[\s*\]\s*;"
 )
-_SIGNATURE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
+_SIGNATURE = re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)',
+    re.S,
+)
 _CACHE: dict[str, ctypes.CDLL] = {}
 _DYN_SMEM_BYTES = 227 * 1024  # DYN_SMEM_BYTES of the prelude
 
@@ -193,7 +285,10 @@ def _unit(source: str) -> str:
     starts = [m.start() for m in _SIGNATURE.finditer(source)] + [len(source)]
     for k, (name, _) in enumerate(_SIGNATURE.findall(source)):
         chunk = source[starts[k] : starts[k + 1]]
-        barriers = "true" if "__syncthreads" in chunk or "__device__" in source else "false"
+        # fibers where threads wait for each other: barriers, warp shuffles, device functions
+        waits = ("__syncthreads", "_sync(")
+        fibers = any(w in chunk for w in waits) or "__device__" in source
+        barriers = "true" if fibers else "false"
         types = kernel_params(source, name)
         call = ", ".join(f"*({t}*)args[{i}]" for i, t in enumerate(types))
         launchers.append(
@@ -305,3 +400,9 @@ class RawKernel:
             ptrs.append(ctypes.cast(ctypes.pointer(val), ctypes.c_void_p))
         argv = (ctypes.c_void_p * max(1, len(ptrs)))(*ptrs)
         self._fn(*g, *b, argv)
+        lib = _build(self.code)
+        if lib.emu_take_error():
+            raise EmulatorError(
+                f"{self.name}: the lanes of a warp waited at different barriers (a shuffle or "
+                "__syncwarp some lanes of the warp never reached)"
+            )

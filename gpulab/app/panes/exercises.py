@@ -415,4 +415,16 @@ class ExercisesPane(Widget):
             )
             return
         code = ex.solution_path.read_text(encoding="utf-8")
-        self.app.push_screen(SolutionScreen(ex.title, code, python_language()))
+        expert, note = None, ""
+        if ex.has_expert:
+            best = Progress(self.store).get(ex.id).best_grade
+            figure = f"{100 * ex.expert:.0f}% of the ceiling on an H100" if ex.expert else ""
+            if best == "gold":
+                expert = ex.expert_path.read_text(encoding="utf-8")
+                note = f"The expert solution reaches {figure}." if figure else ""
+            else:
+                note = f"An expert solution ({figure}) opens at gold." if figure else ""
+                note = note or "An expert solution opens at gold."
+        self.app.push_screen(
+            SolutionScreen(ex.title, code, python_language(), expert=expert, expert_note=note)
+        )

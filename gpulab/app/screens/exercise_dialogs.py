@@ -1,4 +1,4 @@
-"""The exercise view's two windows: confirm a reset, and read the reference solution."""
+"""The exercise view's two windows: confirm a reset, and read the reference (and expert) solution."""
 
 from __future__ import annotations
 
@@ -60,24 +60,61 @@ class ConfirmReset(ModalScreen[bool]):
 
 
 class SolutionScreen(ModalScreen[None]):
-    """The reference solution, read-only (shown once the exercise has passed)."""
+    """The reference solution, read-only (shown once the exercise has passed); where the exercise
+    has an expert solution, `e` switches to it once the learner's best grade is gold (until then
+    the header says what opens it)."""
 
     DEFAULT_CSS = DIALOG_CSS
-    BINDINGS = [Binding("escape,q", "close", "Close", id="solution.close")]
+    BINDINGS = [
+        Binding("escape,q", "close", "Close", id="solution.close"),
+        Binding("e", "toggle_expert", "Expert / reference", id="solution.expert"),
+    ]
 
-    def __init__(self, title: str, code: str, language: str | None) -> None:
+    def __init__(
+        self,
+        title: str,
+        code: str,
+        language: str | None,
+        *,
+        expert: str | None = None,
+        expert_note: str = "",
+    ) -> None:
+        """`expert`: the expert's code when the learner may read it, else None; `expert_note`:
+        one line about it (its figure, or what opens it)."""
         super().__init__()
         self.title_text = title
         self.code = code
         self.language = language
+        self.expert = expert
+        self.expert_note = expert_note
+        self.showing_expert = False
+
+    def _header(self) -> str:
+        which = "Expert solution" if self.showing_expert else "Reference solution"
+        head = f"{which}: [b]{self.title_text}[/b] (escape closes"
+        if self.expert is not None:
+            other = "the reference" if self.showing_expert else "the expert's"
+            head += f"; e shows {other}"
+        head += ")"
+        return f"{head}\n{self.expert_note}" if self.expert_note else head
 
     def compose(self) -> ComposeResult:
         """A title line and the solution in a read-only code editor."""
         with Vertical(id="dialog"):
-            yield Static(f"Reference solution: [b]{self.title_text}[/b] (escape closes)")
+            yield Static(self._header(), id="solution-head")
             yield TextArea.code_editor(
                 self.code, language=self.language, read_only=True, id="solution-code"
             )
+
+    def action_toggle_expert(self) -> None:
+        if self.expert is None:
+            if self.expert_note:
+                self.notify(self.expert_note, timeout=6)
+            return
+        self.showing_expert = not self.showing_expert
+        area = self.query_one("#solution-code", TextArea)
+        area.load_text(self.expert if self.showing_expert else self.code)
+        self.query_one("#solution-head", Static).update(self._header())
 
     def action_close(self) -> None:
         """Close the solution."""

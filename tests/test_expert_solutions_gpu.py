@@ -1,0 +1,69 @@
+"""The expert solutions and the teaching references on a real GPU, graded as `gpulab ex check`
+grades them (the whole check: cases, guards, every timed call checked, timing against this
+GPU's calibrated ceiling): each expert is graded gold, each reference silver or better.
+
+Three checks of each (fresh seeds): every one must pass, and the median fraction of the ceiling
+decides the grade, so one check disturbed by another process cannot decide it. The figures are
+printed (-s) and written to $GPULAB_EXPERT_JSON when set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+
+import numpy as np
+import pytest
+from conftest import cupy_available
+from test_kernel_track import _EXERCISES, IDS, KERNELS
+
+from gpulab.exercises import api
+from gpulab.exercises.grader import run_check
+from gpulab.exercises.grading import grade_for
+
+pytestmark = pytest.mark.gpu
+SEEDS = (31, 32, 33)
+_FIGURES: dict[str, dict[str, object]] = {}
+
+
+@pytest.fixture(autouse=True)
+def _needs_cupy() -> None:
+    if not cupy_available():
+        pytest.skip("needs CuPy on a GPU")
+
+
+def _median_grade(folder, name: str) -> tuple[str, float, list[float]]:
+    ex = _EXERCISES[folder.name]
+    fractions = []
+    for seed in SEEDS:
+        ctx = api.Context(
+            rng=np.random.default_rng(seed), seed=seed, gpu=True, cupy=True, device="cuda:0"
+        )
+        result = run_check(ex, folder / name, seed, ctx)
+        assert result.verdict == "pass", f"{folder.name}/{name} (seed {seed}): {result.message}"
+        fraction = (result.timing or {}).get("fraction")
+        assert fraction is not None, f"{folder.name}/{name}: no figure: {result.timing}"
+        fractions.append(float(fraction))
+    median = statistics.median(fractions)
+    row = _FIGURES.setdefault(folder.name, {})
+    row[name] = {"fractions": fractions, "median": median, "grades": dict(ex.grades)}
+    out = os.environ.get("GPULAB_EXPERT_JSON")
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(_FIGURES, f, indent=1)
+    print(f"{folder.name}/{name}: {[round(x, 3) for x in fractions]} -> {median:.3f}")
+    return grade_for(median, ex.grades), median, fractions
+
+
+@pytest.mark.parametrize("folder", KERNELS, ids=IDS)
+def test_gpu_expert_is_graded_gold(folder) -> None:
+    grade, median, fractions = _median_grade(folder, "expert.py")
+    gold = _EXERCISES[folder.name].grades["gold"]
+    assert grade == "gold", f"{folder.name}: expert median {median:.3f} < gold {gold} {fractions}"
+
+
+@pytest.mark.parametrize("folder", KERNELS, ids=IDS)
+def test_gpu_reference_is_silver_or_better(folder) -> None:
+    grade, median, fractions = _median_grade(folder, "solution.py")
+    assert grade in ("silver", "gold"), f"{folder.name}: reference {grade} {median:.3f} {fractions}"
