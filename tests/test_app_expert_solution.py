@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.widgets import Static, TextArea
 
 from gpulab.app.screens.exercise_dialogs import SolutionScreen
-from gpulab.exercises.catalog import load_catalog
+from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.progress import Progress
 from tests.test_app import ready, wait_for
 from tests.test_app_exercises import fake_app, pane

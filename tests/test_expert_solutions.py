@@ -118,7 +118,7 @@ def test_cli_shows_the_expert_solution_at_gold_or_with_force(
 ) -> None:
     import json
 
-    from gpulab.exercises.commands import store
+    from gpulab.ex.commands import store
     from gpulab.exercises.progress import Progress
 
     monkeypatch.setenv("GPULAB_WORKDIR", str(tmp_path / "work"))
@@ -148,7 +148,7 @@ def test_cli_shows_the_expert_solution_at_gold_or_with_force(
 
 
 def test_schema_refuses_a_gold_below_the_expert_anchor(tmp_path: Path) -> None:
-    from gpulab.exercises.schema import ExerciseFormatError, gold_for, validate_meta
+    from gpulab.exercises.exercise_format import ExerciseFormatError, gold_for, validate_meta
 
     meta = {
         "id": "x",

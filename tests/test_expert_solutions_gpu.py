@@ -19,8 +19,8 @@ from conftest import cupy_available
 from test_kernel_track import _EXERCISES, IDS, KERNELS
 
 from gpulab.exercises import api
-from gpulab.exercises.grader import run_check
-from gpulab.exercises.grading import grade_for
+from gpulab.exercises.run_check import run_check
+from gpulab.exercises.speed import grade_for
 
 pytestmark = pytest.mark.gpu
 SEEDS = (31, 32, 33)

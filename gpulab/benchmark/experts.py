@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core.devices import Inventory
-from gpulab.exercises.catalog import load_catalog
-from gpulab.exercises.schema import gold_for
-from gpulab.exercises.session import Checker
+from gpulab.ex.session import Checker
+from gpulab.exercises.exercise_format import gold_for
+from gpulab.exercises.loader import load_catalog
 
 SEED = 20261126
 
