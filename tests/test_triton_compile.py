@@ -49,7 +49,7 @@ def test_the_chapters_are_in_the_catalog_and_linked():
         ("triton", ["triton-vector-add", "triton-softmax", "triton-matmul"], "triton-kernels"),
         ("torch-compile", ["compile-fused"], "torch-compile"),
     ):
-        text = lessons.get(lesson).path.read_text(encoding="utf-8")
+        text = lessons.get(lesson).body
         for ex in exercises:
             assert f"(exercise:{ex})" in text, (lesson, ex)
         assert f"(experiment:{experiment}" in text, (lesson, experiment)
