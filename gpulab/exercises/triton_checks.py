@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,9 +39,34 @@ def use_interpreter(ctx: api.Context) -> bool:
     interpret = not ctx.gpu
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
+        if not _interpreted_triton():
+            _forget_triton()
     import triton  # noqa: F401  - deferred: imported here so the watch sees it (module doc)
 
     return interpret
+
+
+def _interpreted_triton() -> bool:
+    """Whether the Triton imported here (if any) was imported with its interpreter on.
+
+    Triton's own library functions (`tl.sum`, `tl.max`, ...) are jitted when Triton is first
+    imported; imported without the interpreter (torch.compile imports Triton even on a CPU), they
+    are compiled-kernel objects that the interpreter refuses to call ("Cannot call @triton.jit'd
+    outside of the scope of a kernel")."""
+    triton = sys.modules.get("triton")
+    if triton is None:
+        return True
+    standard = sys.modules.get("triton.language.standard")
+    return type(getattr(standard, "sum", None)).__name__ == "InterpretedFunction"
+
+
+def _forget_triton() -> None:
+    """Drop Triton's Python modules so the next import runs with the interpreter on. Its
+    compiled extension (triton._C) stays loaded: an extension cannot be imported twice. Whoever
+    imported Triton before (torch's Inductor) keeps the modules it holds."""
+    for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
+        if not name.startswith("triton._C"):
+            del sys.modules[name]
 
 
 def untimed(ctx: api.Context) -> str:
