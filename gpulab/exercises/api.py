@@ -20,6 +20,8 @@ An exercise folder under `gpulab/exercises/catalog/<NN-id>/` holds:
                                      and poisoned outputs; returns the result on the host
     compare(want, got, case, ctx) -> Mismatch | None      default: compare_arrays
     timing(fn, ctx) -> TimingSpec | None                  after every case passed; optional
+    untimed(ctx) -> str              optional: when timing() gave None, why this machine gives
+                                     no speed grade (appended to the passing verdict's line)
 
 `exercise.md` may also set `time_limit` (seconds for the whole check, default 60) and `summary`
 (one line for the list). Folders under $GPULAB_EXERCISES_PATH (os.pathsep-separated) are loaded

@@ -22,7 +22,9 @@ from typing import Any
 
 from gpulab.core.front_matter import FormatError
 
-NEEDS = ("cpu", "gpu", "cupy")
+# "triton": Triton importable; with a GPU it compiles, without one its interpreter runs the
+# kernels (correctness only).
+NEEDS = ("cpu", "gpu", "cupy", "triton")
 METRICS = ("GB/s", "TFLOP/s", "none")
 GRADES = ("bronze", "silver", "gold")
 DEFAULT_TIME_LIMIT_S = 60.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import importlib.util
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -164,7 +165,15 @@ def unavailable(needs: tuple[str, ...], inventory: Any) -> str:
         if not inventory.has_gpu:
             return f"needs a GPU: {inventory.gpu_reason or 'no GPU'}"
         return f"needs PyTorch with CUDA: {inventory.reason('torch-cuda')}"
+    if "triton" in needs and not triton_installed():
+        return "needs Triton: pip install triton (Linux; its interpreter runs without a GPU)"
     return ""
+
+
+def triton_installed() -> bool:
+    """Whether Triton can be imported here; asked without importing it (the UI process lists
+    the catalog and must not pay for, or be changed by, that import)."""
+    return importlib.util.find_spec("triton") is not None
 
 
 @dataclass

@@ -9,6 +9,12 @@ into the learner's code then reports how many of their kernels it launched; a ch
 the learner's own kernel fails when none ran, and names the library call that did the work when
 the learner's source shows one.
 
+Triton kernels are watched the same way when the check imported Triton before the learner's file
+is loaded (the Triton exercises' checks do): `triton.jit` records the kernels the learner's file
+defines, and every launch of a jitted function (`JITFunction.run`, or the interpreter's
+`InterpretedFunction.run` on a machine without a GPU; an autotuner's trial launches too) inside a
+call into the learner's code counts as one of theirs.
+
 The same watch records the streams the learner's code creates (`cupy.cuda.Stream`,
 `torch.cuda.Stream`). Two honesty rules follow from them:
 
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext, suppress
@@ -49,6 +56,8 @@ extern "C" __global__ void gpulab_gate(long long cycles) {
 }
 """
 KERNEL_FACTORIES = ("RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel", "fuse")
+# The kind of a launch of a jitted Triton function (Launch.kind), beside KERNEL_FACTORIES.
+TRITON_KIND = "triton.jit"
 
 # CuPy names a launch wrapper calls that do no work of the exercise's: allocation, dtypes,
 # conversion and the runtime. Anything else the learner's source calls on `cupy` is a library
@@ -103,7 +112,7 @@ class Launch:
     """One launch of one of the learner's kernels."""
 
     kernel: str
-    kind: str  # one of KERNEL_FACTORIES
+    kind: str  # one of KERNEL_FACTORIES, or TRITON_KIND
     grid: Any = None
     block: Any = None
     shared_dynamic: int = 0
@@ -226,11 +235,66 @@ class Watch:
             stream_cls = getattr(cuda, "Stream", None)
             if isinstance(stream_cls, type):
                 self._patch(cuda, "Stream", self._cupy_stream_class(stream_cls))
+        triton = sys.modules.get("triton")
+        if triton is not None:
+            self._install_triton(triton)
         torch = sys.modules.get("torch")
         tcuda = getattr(torch, "cuda", None) if torch is not None else None
         tstream = getattr(tcuda, "Stream", None)
         if isinstance(tstream, type):
             self._patch(tcuda, "Stream", self._torch_stream_class(tstream))
+
+    def _install_triton(self, triton: Any) -> None:
+        """Count launches of jitted Triton functions and record the learner's definitions."""
+        watch = self
+        real_jit = getattr(triton, "jit", None)
+        if callable(real_jit):
+
+            def jit(fn: Any = None, **kwargs: Any) -> Any:
+                if fn is None:  # @triton.jit(...)
+                    return lambda f: jit(f, **kwargs)
+                if watch._active:
+                    watch._compiled(getattr(fn, "__name__", "kernel"), TRITON_KIND)
+                return real_jit(fn, **kwargs)
+
+            jit.__doc__ = real_jit.__doc__
+            self._patch(triton, "jit", jit)
+        interpreting = os.environ.get("TRITON_INTERPRET", "") not in ("", "0")
+        with suppress(ImportError, AttributeError):
+            from triton.runtime.autotuner import Autotuner  # deferred: only with Triton imported
+
+            if interpreting:
+                # The interpreter has no device to time on, and an autotuner with several configs
+                # fails asking for one. Each config still runs once (so each one is checked);
+                # all tie, so the first is kept.
+                def once(call: Callable[[], Any], quantiles: Any = None) -> list[float]:
+                    call()
+                    return [1.0, 1.0, 1.0]
+
+                self._patch(Autotuner, "do_bench", property(lambda _self: once))
+        classes = []
+        with suppress(ImportError, AttributeError):
+            from triton.runtime.jit import JITFunction  # deferred: only with Triton imported
+
+            classes.append(JITFunction)
+        with suppress(ImportError, AttributeError):
+            from triton.runtime.interpreter import InterpretedFunction  # deferred: as above
+
+            classes.append(InterpretedFunction)
+        for cls in classes:
+            real_run = cls.__dict__.get("run")
+            if real_run is None:
+                continue
+
+            def run(self: Any, *args: Any, _real: Any = real_run, **kwargs: Any) -> Any:
+                if not kwargs.get("warmup") and watch._current is not None:
+                    name = getattr(getattr(self, "fn", None), "__name__", "kernel")
+                    launch = Launch(name, TRITON_KIND, grid=kwargs.get("grid"))
+                    watch._current.launches.append(launch)
+                    watch.launches.append(launch)
+                return _real(self, *args, **kwargs)
+
+            self._patch(cls, "run", run)
 
     def uninstall(self) -> None:
         """Undo every patch `install` made, newest first."""
@@ -469,7 +533,10 @@ class Watch:
         elif self.compiled:
             why = "the output came from somewhere else"
         else:
-            why = "your file compiles no kernel (RawKernel, RawModule, ElementwiseKernel, ...)"
+            why = (
+                "your file compiles no kernel (RawKernel, RawModule, ElementwiseKernel, "
+                "@triton.jit, ...)"
+            )
         mine = ", ".join(name for name, _ in self.compiled[:4])
         compiled = f"; your file compiled {mine} but never launched it" if mine else ""
         return f"no kernel of yours ran: {why}{compiled}. This exercise is about writing it"

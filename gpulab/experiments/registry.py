@@ -34,6 +34,8 @@ MODULES: tuple[str, ...] = (
     "allreduce",
     "p2p",
     "ddp_scaling",
+    "triton_kernels",
+    "torch_compile",
 )
 
 _cache: dict[str, Experiment] | None = None

@@ -1,0 +1,170 @@
+"""Check for compile-fused: a function torch.compile turns into whole graphs, once, and faster.
+
+The learner's `run(x, w)` must compute the chain below through a torch.compile'd function that
+(1) has no graph break, (2) compiles at most twice over six sizes (the first size, then once
+with the size dynamic: a compile per size means every new shape pays the compile again), and
+(3) beats the same chain in eager PyTorch by MARGIN in interleaved rounds on a large input.
+
+Graph breaks and compiled graphs are read from torch._dynamo's own counters (the numbers
+`torch._dynamo.explain` and TORCH_LOGS=graph_breaks report), before and after each call.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from gpulab.exercises import api
+
+ENTRY = "run"
+MARGIN = 1.3  # the compiled call must be this many times faster than eager, median of rounds
+ROUNDS = 7
+MAX_GRAPHS = 2  # one for the first size, one more once torch.compile marks the size dynamic
+CPU_THREADS = 1  # the same thread setting for both sides of every round (see exercises.md)
+_tally: dict[str, Any] = {"graphs": 0, "breaks": {}, "sizes": 0}
+
+
+def _reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    y = x.astype(np.float64) * w + 0.5
+    y = y / np.abs(y).max()
+    sig = 1.0 / (1.0 + np.exp(-y))
+    return np.tanh(y) * sig + y * y
+
+
+def _eager(x: Any, w: Any) -> Any:
+    """The chain in eager PyTorch, the check's own: the figure the compiled call must beat."""
+    import torch
+
+    y = x * w + 0.5
+    y = y / y.abs().amax()
+    return torch.tanh(y) * torch.sigmoid(y) + y * y
+
+
+def cases(ctx: api.Context) -> list[api.Case]:
+    out = []
+    for n in (1, 33, 1025, 4097, 65537, 300_001):
+        x = ctx.rng.uniform(-3, 3, n).astype(np.float32)
+        w = ctx.rng.uniform(0.5, 2, n).astype(np.float32)
+        x[x == 0] = 1.0
+        out.append(api.Case(f"n={n}", {"x": x, "w": w}))
+    # On a GPU 32M elements even in quick checks: at 4M a call is a few tens of microseconds and
+    # dynamo's per-call guards weigh as much as the fusion saves. On the CPU one thread a side
+    # at 1M elements keeps a round near a tenth of a second.
+    big = (1 << 25) if ctx.gpu else (1 << 20)
+    x = ctx.rng.uniform(-3, 3, big).astype(np.float32)
+    w = ctx.rng.uniform(0.5, 2, big).astype(np.float32)
+    out.append(api.Case(f"speed: n={big}, yours vs eager", {"x": x, "w": w}, {"speed": True}))
+    return out
+
+
+def expected(case: api.Case, ctx: api.Context) -> Any:
+    if case.meta.get("speed"):
+        return None  # the speed case compares timings; its values are checked by the others
+    return _reference(case.args["x"], case.args["w"])
+
+
+def _counts() -> tuple[int, dict[str, int]]:
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"]), dict(counters["graph_break"])
+
+
+@contextmanager
+def _threads(device: str) -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        if device == "cpu":
+            torch.set_num_threads(CPU_THREADS)
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _time(f: Any, x: Any, w: Any, gpu: bool, calls: int) -> float:
+    import torch
+
+    if gpu:
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        f(x, w)
+    if gpu:
+        torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / calls
+
+
+def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
+    import torch
+
+    x = torch.from_numpy(case.args["x"]).to(ctx.device)
+    w = torch.from_numpy(case.args["w"]).to(ctx.device)
+    if case.meta.get("speed"):
+        gpu = ctx.device.startswith("cuda")
+        calls = 20 if gpu else 3
+        rounds = []
+        with _threads(ctx.device):
+            for f in (fn, _eager, fn, _eager):  # warm: compiles for this size happen here
+                f(x, w)
+            for _ in range(ROUNDS):
+                rounds.append((_time(fn, x, w, gpu, calls), _time(_eager, x, w, gpu, calls)))
+        return {"rounds": rounds}
+    graphs, breaks = _counts()
+    with _threads(ctx.device):  # compiled with the thread count it is timed with
+        got = fn(x, w)
+    graphs_after, breaks_after = _counts()
+    _tally["graphs"] += graphs_after - graphs
+    _tally["sizes"] += 1
+    for reason, count in breaks_after.items():
+        if count > breaks.get(reason, 0):
+            _tally["breaks"][reason] = count - breaks.get(reason, 0)
+    if not isinstance(got, torch.Tensor):
+        raise api.CheckError(f"run returned {type(got).__name__}, expected a tensor")
+    return api.to_host(got)
+
+
+def _one_line(text: str) -> str:
+    """dynamo's reason without its hints: the first 200 characters before "Hint:"."""
+    return " ".join(str(text).split("Hint:")[0].split())[:200]
+
+
+def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
+    if not case.meta.get("speed"):
+        bad = api.compare_arrays(want, got, rtol=2e-5, atol=2e-6)
+        if bad is not None:
+            return bad
+        if _tally["breaks"]:
+            reason = next(iter(_tally["breaks"]))
+            return api.Mismatch(
+                f"graph break in your compiled function: {_one_line(reason)} "
+                "(torch._dynamo.explain(chain)(x, w) lists every break)"
+            )
+        return None
+    if _tally["graphs"] == 0:
+        return api.Mismatch(
+            "no compiled graph ran: run() must call a torch.compile'd function (is it calling "
+            "chain eagerly?)"
+        )
+    if _tally["graphs"] > MAX_GRAPHS:
+        return api.Mismatch(
+            f"torch.compile made {_tally['graphs']} graphs for {_tally['sizes']} sizes: it "
+            "recompiled for every new shape (dynamic=False?). Let the size be dynamic "
+            "(the default marks it after the second shape, or torch._dynamo.mark_dynamic(x, 0))"
+        )
+    ratios = [eager / yours for yours, eager in got["rounds"] if yours > 0]
+    speedup = statistics.median(ratios) if ratios else 0.0
+    yours = statistics.median(r[0] for r in got["rounds"]) * 1e3
+    eager = statistics.median(r[1] for r in got["rounds"]) * 1e3
+    if speedup < MARGIN:
+        return api.Mismatch(
+            f"your compiled call takes {yours:.3f} ms, eager {eager:.3f} ms: {speedup:.2f}x, "
+            f"not the {MARGIN}x a fused chain gives (median of {ROUNDS} interleaved rounds; "
+            "is the compiled function the one that runs?)"
+        )
+    return None

@@ -1,0 +1,18 @@
+# expect: graph break in your compiled function
+"""The peak read back as a Python float: dynamo stops the graph at .item()."""
+
+import torch
+
+
+def chain(x, w):
+    y = x * w + 0.5
+    peak = y.abs().max().item()
+    y = y / peak
+    return torch.tanh(y) * torch.sigmoid(y) + y * y
+
+
+fast = torch.compile(chain)
+
+
+def run(x, w):
+    return fast(x, w)

@@ -1,0 +1,18 @@
+# expect: graph break in your compiled function
+"""A print inside the compiled function: a side effect dynamo cannot put in a graph."""
+
+import torch
+
+
+def chain(x, w):
+    y = x * w + 0.5
+    print("scaling by the peak")
+    y = y / y.abs().amax()
+    return torch.tanh(y) * torch.sigmoid(y) + y * y
+
+
+fast = torch.compile(chain)
+
+
+def run(x, w):
+    return fast(x, w)

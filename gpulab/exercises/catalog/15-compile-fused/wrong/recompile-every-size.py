@@ -1,0 +1,17 @@
+# expect: recompiled for every new shape
+"""dynamic=False: every new length is a new static graph, compiled again on its first call."""
+
+import torch
+
+
+def chain(x, w):
+    y = x * w + 0.5
+    y = y / y.abs().amax()
+    return torch.tanh(y) * torch.sigmoid(y) + y * y
+
+
+fast = torch.compile(chain, dynamic=False)
+
+
+def run(x, w):
+    return fast(x, w)

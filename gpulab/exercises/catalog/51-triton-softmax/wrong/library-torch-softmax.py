@@ -1,0 +1,8 @@
+# expect: torch.softmax does the work in one library call
+"""torch.softmax copied into out: right answer, no kernel of the learner's."""
+
+import torch
+
+
+def softmax(x, out):
+    out.copy_(torch.softmax(x, dim=1))

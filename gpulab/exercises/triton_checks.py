@@ -1,0 +1,186 @@
+"""Pieces the Triton exercises' checks share (catalog 50..52): torch tensors in guarded buffers,
+Triton's interpreter on a machine without a GPU, and a timing spec that checks every timed call.
+
+A Triton kernel takes torch tensors. The guards are the kernel track's (`kernel_checks`): every
+input and the output sit in the middle of a larger buffer, so a missing mask writes into a guard
+("wrote past the end") or reads a guard's huge value into the result. The host buffers come back
+in the layout `kernel_checks.compare_guarded` reads.
+
+Without a GPU, Triton's interpreter (`TRITON_INTERPRET=1`) runs the kernels with NumPy: every
+program of the grid in turn, the masks and the pointer arithmetic as written, so correctness is
+checked the same way, but no figure it gives says anything about a GPU. `use_interpreter` sets
+it before Triton is imported (Triton reads it when a function is decorated, so a worker that
+imported Triton earlier still gets interpreted kernels from the learner's file).
+
+torch and Triton are imported inside the functions: check modules are imported by processes that
+never touch either (the catalog, the UI).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from gpulab.exercises import api
+from gpulab.exercises import kernel_checks as kc
+
+UNTIMED = "interpreter: correctness only, no speed grade (Triton's interpreter on the CPU)"
+REFUSE_WHY = "does the work in one library call: this exercise is about writing the Triton kernel"
+
+
+def use_interpreter(ctx: api.Context) -> bool:
+    """Turn Triton's interpreter on where there is no GPU (before Triton is imported), then
+    import Triton so the grader's watch counts the learner's launches. True when interpreting."""
+    interpret = not ctx.gpu
+    if interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+        if not _interpreted_triton():
+            _forget_triton()
+    import triton  # noqa: F401  - deferred: imported here so the watch sees it (module doc)
+
+    return interpret
+
+
+def _interpreted_triton() -> bool:
+    """Whether the Triton imported here (if any) was imported with its interpreter on.
+
+    Triton's own library functions (`tl.sum`, `tl.max`, ...) are jitted when Triton is first
+    imported; imported without the interpreter (torch.compile imports Triton even on a CPU), they
+    are compiled-kernel objects that the interpreter refuses to call ("Cannot call @triton.jit'd
+    outside of the scope of a kernel")."""
+    triton = sys.modules.get("triton")
+    if triton is None:
+        return True
+    standard = sys.modules.get("triton.language.standard")
+    return type(getattr(standard, "sum", None)).__name__ == "InterpretedFunction"
+
+
+def _forget_triton() -> None:
+    """Drop Triton's Python modules so the next import runs with the interpreter on. Its
+    compiled extension (triton._C) stays loaded: an extension cannot be imported twice. Whoever
+    imported Triton before (torch's Inductor) keeps the modules it holds."""
+    for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
+        if not name.startswith("triton._C"):
+            del sys.modules[name]
+
+
+def untimed(ctx: api.Context) -> str:
+    """Why this machine gives no speed grade ("" on a GPU)."""
+    return "" if ctx.gpu else UNTIMED
+
+
+def _torch_dtype(dtype: Any) -> Any:
+    import torch  # deferred: see the module doc
+
+    return {np.float32: torch.float32, np.float16: torch.float16}[np.dtype(dtype).type]
+
+
+def guarded_tensor(x: np.ndarray, device: str) -> tuple[Any, Any]:
+    """(buffer, view): a copy of `x` on `device` in the middle of a buffer filled with the
+    input guard (kernel_checks.input_guard): a read past either end spoils the result."""
+    import torch  # deferred: see the module doc
+
+    g = kc.guard_size(x.size)
+    buf = torch.full(
+        (x.size + 2 * g,), float(kc.input_guard(x.dtype)), dtype=_torch_dtype(x.dtype)
+    ).to(device)
+    view = buf[g : g + x.size].view(x.shape)
+    view.copy_(torch.from_numpy(np.ascontiguousarray(x)).to(device))
+    return buf, view
+
+
+def run_guarded(
+    fn: Callable[..., Any],
+    inputs: Sequence[np.ndarray],
+    shape: tuple[int, ...],
+    dtype: Any,
+    device: str,
+    names: Sequence[str] = (),
+) -> np.ndarray:
+    """Call fn(*guarded device copies of inputs, out) once with a NaN-poisoned out in the middle
+    of a guarded buffer; the host buffer, shape (1, guard + total + guard), as
+    kernel_checks.compare_guarded reads it. After the call every input and its guards must be as
+    they were (api.CheckError names the input and the element)."""
+    import torch  # deferred: see the module doc
+
+    total = int(np.prod(shape, dtype=np.int64))
+    g = kc.guard_size(total)
+    args, kept = [], []
+    for i, x in enumerate(inputs):
+        buf, view = guarded_tensor(x, device)
+        args.append(view)
+        kept.append((names[i] if i < len(names) else f"input {i + 1}", x, buf, buf.clone()))
+    out_buf = torch.full((total + 2 * g,), float("nan"), dtype=_torch_dtype(dtype)).to(device)
+    fn(*args, out_buf[g : g + total].view(shape))
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    for name, host, buf, before in kept:
+        if not torch.equal(buf.view(torch.int16), before.view(torch.int16)):
+            raise api.CheckError(kc.input_changed(name, host, buf.cpu().numpy()))
+    return out_buf.cpu().numpy()[None]
+
+
+def spec(
+    fn: Callable[..., Any],
+    setup: Callable[[int], tuple],
+    library: Callable[[tuple], Any],
+    library_name: str,
+    work: float,
+    *,
+    metric: str = "GB/s",
+    ceiling: str = "copy",
+    note: str = "",
+    rtol: float = 1e-4,
+    atol: float = 1e-6,
+) -> api.TimingSpec:
+    """kernel_checks.spec for torch tensors: io is a tuple passed to fn positionally, the output
+    last. Before each timed call the output is poisoned and one input element overwritten with
+    another (a kept answer goes stale); after it the output is compared on the device with
+    `library` on the same inputs (`library(io)` writes io[-1] or returns its answer)."""
+    import torch  # deferred: see the module doc
+
+    scratch: dict[int, Any] = {}
+    rng = random.Random()  # positions no learner can predict; the verdict does not depend on them
+
+    def prepare(io: tuple) -> None:
+        io[-1].fill_(float("nan"))
+        flat = io[0].view(-1)
+        j, k = rng.randrange(flat.numel()), rng.randrange(flat.numel())
+        flat[j : j + 1] = flat[k : k + 1]
+
+    def check_call(io: tuple, returned: Any) -> str | None:
+        mine = io[-1]
+        buf = scratch.get(id(io))
+        if buf is None:
+            buf = scratch[id(io)] = torch.empty_like(mine)
+        theirs = library((*io[:-1], buf))
+        if theirs is not None:  # a library call that returns its answer (torch.softmax)
+            buf = theirs
+        ok = torch.isclose(mine.float(), buf.float(), rtol=rtol, atol=atol)
+        if bool(ok.all()):
+            return None
+        why = api.compare_arrays(
+            buf.float().cpu().numpy(), mine.float().cpu().numpy(), rtol=rtol, atol=atol
+        )
+        text = why.message if why is not None else "the outputs differ"
+        return f"the output differs from {library_name}: {text}"
+
+    return api.TimingSpec(
+        setup=setup,
+        learner=lambda io: fn(*io),
+        library=library,
+        library_name=library_name,
+        work=float(work),
+        metric=metric,
+        ceiling=ceiling,
+        sync="torch",
+        sets=4,
+        note=note,
+        prepare=prepare,
+        check_call=check_call,
+    )

@@ -1,0 +1,224 @@
+"""Chapters Triton and torch.compile: their exercises, experiments and bench targets.
+
+On the CPU the Triton exercises run through Triton's interpreter (correctness only, labelled so);
+the catalog test (test_exercises_catalog.py) runs every reference, wrong/ and right/ file there.
+This file adds what that one does not: the interpreter's label and no grade, the watch's count of
+Triton launches, and under -m gpu the compiled Triton path (references graded silver or better,
+every wrong/ rejected and right/ passing on the GPU) and both experiments on the GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+
+import pytest
+
+from gpulab.benchmark import targets as bench_targets
+from gpulab.exercises.catalog import load_catalog
+from gpulab.exercises.job import check_inline
+
+CATALOG = load_catalog()
+TRITON = [ex for ex in CATALOG if "triton" in ex.needs]
+needs_triton = pytest.mark.skipif(
+    importlib.util.find_spec("triton") is None, reason="needs Triton (pip install triton)"
+)
+
+
+@functools.cache
+def _inventory():
+    from gpulab.core.devices import detect
+
+    return detect()
+
+
+def _has_gpu() -> bool:
+    return any(d.kind == "cuda" for d in _inventory().devices)
+
+
+def test_the_chapters_are_in_the_catalog_and_linked():
+    ids = {ex.id: ex for ex in CATALOG}
+    for name in ("triton-vector-add", "triton-softmax", "triton-matmul"):
+        assert ids[name].lesson == "triton" and ids[name].needs == ("triton",)
+    assert ids["compile-fused"].lesson == "torch-compile"
+    from gpulab.experiments import registry
+    from gpulab.lessons.catalog import load_catalog as load_lessons
+
+    lessons = load_lessons()
+    for lesson, exercises, experiment in (
+        ("triton", ["triton-vector-add", "triton-softmax", "triton-matmul"], "triton-kernels"),
+        ("torch-compile", ["compile-fused"], "torch-compile"),
+    ):
+        text = lessons.get(lesson).body
+        for ex in exercises:
+            assert f"(exercise:{ex})" in text, (lesson, ex)
+        assert f"(experiment:{experiment}" in text, (lesson, experiment)
+        assert registry.get(experiment).lesson == lesson
+
+
+@needs_triton
+@pytest.mark.parametrize("ex", TRITON, ids=[ex.id for ex in TRITON])
+def test_triton_reference_without_a_gpu_says_interpreter_and_gives_no_grade(ex):
+    if _has_gpu():
+        pytest.skip("a GPU is here: the compiled path is tested under -m gpu")
+    result = check_inline(ex.id, str(ex.solution_path), 5, quick=True, inventory=_inventory())[0]
+    assert result.verdict == "pass", result.message
+    assert "interpreter: correctness only, no speed grade" in result.message
+    assert result.timing is None and result.grade == "pass"
+
+
+@needs_triton
+def test_the_watch_counts_triton_launches_and_names_a_missing_kernel(tmp_path):
+    """A file whose function launches no jitted kernel fails with the watch's message, even
+    when it defines one; the same file launching it passes the launch count."""
+    if _has_gpu():
+        pytest.skip("the CPU interpreter path")
+    ex = CATALOG.get("triton-vector-add")
+    src = ex.solution_path.read_text(encoding="utf-8")
+    idle = tmp_path / "idle.py"
+    idle.write_text(
+        src + "\n\ndef add(x, y, out):  # noqa: F811\n    out.copy_(x)\n    out.sub_(-y)\n",
+        encoding="utf-8",
+    )
+    result = check_inline(ex.id, str(idle), 3, quick=True, inventory=_inventory())[0]
+    assert result.verdict == "fail"
+    assert "no kernel of yours ran" in result.message and "add_kernel" in result.message
+
+
+def test_compile_targets_and_triton_targets_judge_their_summaries():
+    runs = [
+        {
+            "experiment": "triton-kernels",
+            "status": "result",
+            "result": {
+                "summary": {
+                    "triton-add_of_copy": 0.9,
+                    "triton-softmax_over_torch-softmax": 0.7,
+                    "triton-softmax_over_torch-softmax-eager": 3.1,
+                }
+            },
+        },
+        {
+            "experiment": "torch-compile",
+            "status": "result",
+            "result": {
+                "summary": {"chain-compiled_speedup": 4.0, "mlp-graphs_over_mlp-compiled": 1.2}
+            },
+        },
+    ]
+    by = {c["name"]: c for c in bench_targets.syllabus_comparisons(runs)}
+    assert by["triton-kernels: Triton add GB/s / device copy GB/s"]["status"] == "pass"
+    assert by["triton-kernels: Triton fused softmax GB/s / torch.softmax GB/s"]["status"] == "miss"
+    assert by["torch-compile: compiled elementwise chain speedup over eager"]["status"] == "pass"
+    graphs = 'torch-compile: MLP mode="reduce-overhead" speedup over the default compile'
+    assert by[graphs]["status"] == "miss"
+
+
+def test_torch_compile_experiment_runs_on_the_cpu():
+    if _has_gpu():
+        pytest.skip("the GPU rows are tested under -m gpu")
+    from gpulab.runner.inline import run_job
+
+    events: list[dict] = []
+    params = {"n": 200_000, "batch": 8, "width": 64}
+    final = run_job("c", "torch-compile", params, _inventory(), events.append, quick=True)
+    assert final == "result", events[-1]
+    result = events[-1]["result"]
+    assert result["verdicts"] and all(v["passed"] for v in result["verdicts"])
+    rows = {m["contender"]: m for m in result["measurements"]}
+    assert {"cpu-chain-eager", "cpu-chain-compiled", "cpu-mlp-eager"} <= set(rows)
+    compiled = rows["cpu-chain-compiled"]["extra"]
+    assert compiled["compile_s"] >= 0 and "saved_ms_per_call" in compiled
+
+
+def test_triton_experiment_says_why_without_a_gpu():
+    if _has_gpu():
+        pytest.skip("the GPU rows are tested under -m gpu")
+    from gpulab.runner.inline import run_job
+
+    events: list[dict] = []
+    final = run_job("t", "triton-kernels", {"n": 1000}, _inventory(), events.append, quick=True)
+    assert final == "result"
+    result = events[-1]["result"]
+    assert not result["measurements"]
+    assert "needs a GPU" in result["unavailable"]["triton-add"]
+
+
+# -- on the GPU ------------------------------------------------------------------------------
+
+
+def _gpu_check(ex, path, seed, quick=True):
+    return check_inline(ex.id, str(path), seed, quick=quick, inventory=_inventory())[0]
+
+
+@pytest.mark.gpu
+@needs_triton
+@pytest.mark.parametrize("ex", TRITON, ids=[ex.id for ex in TRITON])
+def test_triton_reference_on_the_gpu_is_silver_or_better(ex):
+    if not _has_gpu():
+        pytest.skip("needs a GPU")
+    result = _gpu_check(ex, ex.solution_path, 1234, quick=False)
+    assert result.verdict == "pass", result.message
+    t = result.timing
+    assert t is not None, result.message
+    frac = t["learner"]["value"] / t["ceiling"]["value"] if t.get("ceiling") else None
+    print(f"{ex.id}: {t['learner']['value']:.1f} {ex.metric}, {frac}, grade {result.grade}")
+    assert result.grade in ("silver", "gold"), (result.grade, t)
+
+
+@pytest.mark.gpu
+@needs_triton
+@pytest.mark.parametrize(
+    ("ex", "path"),
+    [
+        pytest.param(ex, p, id=f"{ex.id}/{p.parent.name}/{p.name}")
+        for ex in TRITON
+        for p in [*(w.path for w in ex.wrong), *sorted((ex.folder / "right").glob("*.py"))]
+    ],
+)
+def test_triton_wrong_rejected_and_right_passing_on_the_gpu(ex, path):
+    if not _has_gpu():
+        pytest.skip("needs a GPU")
+    result = _gpu_check(ex, path, 7)
+    if path.parent.name == "right":
+        assert result.verdict == "pass", result.message
+    else:
+        wrong = next(w for w in ex.wrong if w.path == path)
+        assert result.verdict == "fail" and wrong.matches(result.message), result.message
+
+
+@pytest.mark.gpu
+def test_compile_fused_on_the_gpu():
+    if not _has_gpu():
+        pytest.skip("needs a GPU")
+    ex = CATALOG.get("compile-fused")
+    result = _gpu_check(ex, ex.solution_path, 3)
+    assert result.verdict == "pass", result.message
+    for w in ex.wrong:
+        result = _gpu_check(ex, w.path, 3)
+        assert result.verdict == "fail" and w.matches(result.message), (w.name, result.message)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("exp_id", "params"),
+    [
+        ("triton-kernels", {"n": 10_000_003, "rows": 4096, "cols": 4096}),
+        ("torch-compile", {"n": 16_000_000, "batch": 32, "width": 1024}),
+    ],
+)
+def test_experiments_on_the_gpu(exp_id, params):
+    if not _has_gpu():
+        pytest.skip("needs a GPU")
+    from gpulab.runner.inline import run_job
+
+    events: list[dict] = []
+    final = run_job("g", exp_id, params, _inventory(), events.append, quick=True)
+    assert final == "result", events[-1]
+    result = events[-1]["result"]
+    assert result["verdicts"] and all(v["passed"] for v in result["verdicts"]), result["verdicts"]
+    from gpulab.experiments import registry
+
+    ran = {m["contender"] for m in result["measurements"]}
+    assert ran == {c.id for c in registry.get(exp_id).contenders if c.backend == "torch-cuda"}
+    print(exp_id, result["summary"])
