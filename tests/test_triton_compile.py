@@ -15,8 +15,8 @@ import importlib.util
 import pytest
 
 from gpulab.benchmark import targets as bench_targets
-from gpulab.exercises.catalog import load_catalog
 from gpulab.exercises.job import check_inline
+from gpulab.exercises.loader import load_catalog
 
 CATALOG = load_catalog()
 TRITON = [ex for ex in CATALOG if "triton" in ex.needs]
@@ -117,7 +117,7 @@ def test_compile_targets_and_triton_targets_judge_their_summaries():
 def test_torch_compile_experiment_runs_on_the_cpu():
     if _has_gpu():
         pytest.skip("the GPU rows are tested under -m gpu")
-    from gpulab.runner.inline import run_job
+    from gpulab.experiments.inline import run_job
 
     events: list[dict] = []
     params = {"n": 200_000, "batch": 8, "width": 64}
@@ -134,7 +134,7 @@ def test_torch_compile_experiment_runs_on_the_cpu():
 def test_triton_experiment_says_why_without_a_gpu():
     if _has_gpu():
         pytest.skip("the GPU rows are tested under -m gpu")
-    from gpulab.runner.inline import run_job
+    from gpulab.experiments.inline import run_job
 
     events: list[dict] = []
     final = run_job("t", "triton-kernels", {"n": 1000}, _inventory(), events.append, quick=True)
@@ -210,7 +210,7 @@ def test_compile_fused_on_the_gpu():
 def test_experiments_on_the_gpu(exp_id, params):
     if not _has_gpu():
         pytest.skip("needs a GPU")
-    from gpulab.runner.inline import run_job
+    from gpulab.experiments.inline import run_job
 
     events: list[dict] = []
     final = run_job("g", exp_id, params, _inventory(), events.append, quick=True)

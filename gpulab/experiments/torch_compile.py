@@ -22,10 +22,9 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
-from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments import verification
+from gpulab.experiments import ceilings, fits, result_rows, verification
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import times
 
 GPU = ("chain-eager", "chain-compiled", "chain-graphs", "mlp-eager", "mlp-compiled", "mlp-graphs")
@@ -100,12 +99,12 @@ class TorchCompile(Experiment):
         result = self.new_result(ctx, params)
         for cid in CPU if ctx.has_cuda else ():
             result.unavailable.setdefault(cid, "the GPU rows ran instead")
-        todo = sup.todo(self, result)
+        todo = result_rows.todo(self, result)
         gpu = ctx.has_cuda
         dev = torch.device(ctx.torch_device if gpu else "cpu")
         if gpu:
-            sup.require_fit(ctx, 4 * 6 * n * 1.1, f"torch-compile n={n:,}")
-        p = sup.peaks(ctx)
+            fits.require_fit(ctx, 4 * 6 * n * 1.1, f"torch-compile n={n:,}")
+        p = ceilings.peaks(ctx)
         g = torch.Generator(device="cpu").manual_seed(0)
         x = torch.randn(n, generator=g).to(dev)
         w = torch.rand(n, generator=g).to(dev) + 0.5
@@ -127,14 +126,14 @@ class TorchCompile(Experiment):
             if is_chain:
                 f = chain if c.id.endswith("eager") else torch.compile(chain, mode=mode)
 
-                def call(f: Any = f) -> Any:
-                    return f(x, w, b)
+                def call(fn: Any = f) -> Any:
+                    return fn(x, w, b)
             else:
                 m = model if c.id.endswith("eager") else torch.compile(model, mode=mode)
 
-                def call(m: Any = m) -> Any:
+                def call(fn: Any = m) -> Any:
                     with torch.no_grad():
-                        return m(inp)
+                        return fn(inp)
 
             t0 = time.perf_counter()
             got = call().clone()  # the checked call; compiled rows compile here
@@ -160,8 +159,8 @@ class TorchCompile(Experiment):
             if not c.id.endswith("eager"):
                 compile_s[c.id] = max(0.0, first - timing.median_s)
             extra = self._extra(c.id, ms, compile_s, kernels)
-            pk = sup.peak_here(p, c.backend, "copy") if is_chain else None
-            sup.emit(
+            pk = ceilings.peak_here(p, c.backend, "copy") if is_chain else None
+            result_rows.emit(
                 ctx,
                 result,
                 row(

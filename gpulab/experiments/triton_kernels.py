@@ -15,10 +15,9 @@ from typing import Any
 
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Result
-from gpulab.experiments import syllabus_support as sup
-from gpulab.experiments import verification
+from gpulab.experiments import ceilings, fits, result_rows, verification
 from gpulab.experiments.base import Contender, Context, Experiment
-from gpulab.experiments.common import row
+from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import label, times
 
 ADD = ("triton-add", "torch-add")
@@ -63,16 +62,16 @@ class TritonKernels(Experiment):
             except ImportError as exc:
                 for c in ("triton-add", "triton-softmax"):
                     result.unavailable[c] = f"Triton is not installed: {exc} (pip install triton)"
-        todo = sup.todo(self, result)
+        todo = result_rows.todo(self, result)
         if not todo:
             result.explanation = self._explain()
             return self.finish(result)
         import torch  # deferred: only with a GPU to measure
 
-        sup.require_fit(ctx, 4 * (3 * n + 4 * rows * cols) * 1.1, f"triton-kernels n={n:,}")
+        fits.require_fit(ctx, 4 * (3 * n + 4 * rows * cols) * 1.1, f"triton-kernels n={n:,}")
         dev = torch.device(ctx.torch_device)
-        p = sup.peaks(ctx)
-        pk = sup.peak_here(p, "torch-cuda", "copy")
+        p = ceilings.peaks(ctx)
+        pk = ceilings.peak_here(p, "torch-cuda", "copy")
         g = torch.Generator(device=dev).manual_seed(0)
         x = torch.rand(n, device=dev, generator=g) - 0.5
         y = torch.rand(n, device=dev, generator=g) - 0.5
@@ -103,7 +102,7 @@ class TritonKernels(Experiment):
             )
             del got
             timing = ctx.timer.measure(fn, sync="torch")
-            m = sup.emit(
+            m = result_rows.emit(
                 ctx,
                 result,
                 row(
