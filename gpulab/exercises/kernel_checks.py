@@ -12,6 +12,7 @@ GPU (the catalog, the UI).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -291,3 +292,71 @@ def nonzero_ints(rng: np.random.Generator, low: int, high: int, size: Any) -> np
     """Integers in [low, high] without 0 (int64): exact in float32 sums while they stay small."""
     v = rng.integers(low, high, size=size, endpoint=True)
     return np.where(v == 0, 1, v)
+
+
+# A lane-to-lane move in CUDA C: the shuffle intrinsics, the integer warp reduction, and
+# cooperative groups' tile shuffles and reduce.
+_SHUFFLE_CALL = re.compile(
+    r"__shfl(?:_up|_down|_xor)?_sync\s*\(|__reduce_\w+_sync\s*\(|\.shfl(?:_up|_down|_xor)?\s*\("
+    r"|\b(?:cg|cooperative_groups)::reduce\s*\("
+)
+
+
+def launch_code(launch: Any, fallback: str) -> str:
+    """The CUDA C of one launch's kernel: the RawKernel's own source, else `fallback` (a
+    RawModule's function does not keep it: the learner's whole file, then)."""
+    inner = getattr(getattr(launch, "wrapper", None), "inner", None)
+    code = getattr(inner, "code", None)
+    return code if isinstance(code, str) else fallback
+
+
+def _include_dirs() -> list[str]:
+    """Where CUDA's own headers are (cooperative_groups.h): CUDA_PATH, /usr/local/cuda, the
+    nvidia-* wheels; NVRTC alone has none of them."""
+    import glob
+    import os
+
+    roots = [os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+    try:
+        import nvidia  # type: ignore[import-not-found]  # deferred: only where the wheels are
+
+        for base in nvidia.__path__:
+            roots += glob.glob(os.path.join(base, "*")) + glob.glob(os.path.join(base, "*", "*"))
+    except ImportError:
+        pass
+    found = []
+    for root in roots:
+        inc = os.path.join(root, "include")
+        if root and os.path.isfile(os.path.join(inc, "cooperative_groups.h")):
+            found.append(inc)
+            if os.path.isdir(os.path.join(inc, "cccl")):  # CUDA 13 keeps cuda/std/ there
+                found.append(os.path.join(inc, "cccl"))
+    return found
+
+
+def uses_warp_shuffles(code: str) -> bool:
+    """Whether a kernel source moves values between lanes with warp shuffles: its PTX holds a
+    `shfl.sync` (or `redux.sync`) where NVRTC can compile it here (so a shuffle in dead code does
+    not count), else its text, comments stripped, calls one."""
+    try:
+        from gpulab.explain import nvrtc  # deferred: NVRTC is loaded only when a check asks
+
+        options = ("-std=c++17", *(f"-I{d}" for d in _include_dirs()))
+        compiled = nvrtc.compile_source(code, "sm_90", options, disk=False)
+        if compiled.ok:
+            return "shfl.sync" in compiled.ptx or "redux.sync" in compiled.ptx
+    except Exception:  # noqa: BLE001 - no NVRTC, or a source only CuPy's headers compile
+        pass
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", code, flags=re.S)
+    return bool(_SHUFFLE_CALL.search(text))
+
+
+def shared_bytes(launch: Any) -> int | None:
+    """Static plus dynamic shared memory of one launch (None: the static part is unknown)."""
+    static = launch.shared_static()
+    return None if static is None else static + int(launch.shared_dynamic)
+
+
+def block_threads(launch: Any) -> int:
+    block = launch.block if isinstance(launch.block, tuple | list) else (launch.block or 1,)
+    return int(np.prod([int(d) for d in block], dtype=np.int64))

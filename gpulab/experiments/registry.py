@@ -34,6 +34,8 @@ MODULES: tuple[str, ...] = (
     "allreduce",
     "p2p",
     "ddp_scaling",
+    "warp_shuffle",
+    "numerics",
 )
 
 # Experiments that run as jobs but are listed nowhere (module path -> its EXPERIMENT): the grader.
