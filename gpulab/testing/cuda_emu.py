@@ -343,6 +343,13 @@ static inline long long max(long long a, long long b) { return a > b ? a : b; }
 static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
 static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
 static inline float __fdividef(float a, float b) { return a / b; }
+// The fast-math intrinsics: the host's accurate functions (the emulator checks logic, not ulps)
+// (macros: glibc declares functions of these names for its own use)
+#define __expf(x) std::exp((float)(x))
+#define __logf(x) std::log((float)(x))
+#define __sinf(x) std::sin((float)(x))
+#define __cosf(x) std::cos((float)(x))
+#define __powf(a, b) std::pow((float)(a), (float)(b))
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
 """
