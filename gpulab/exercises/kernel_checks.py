@@ -310,43 +310,9 @@ def launch_code(launch: Any, fallback: str) -> str:
     return code if isinstance(code, str) else fallback
 
 
-def _include_dirs() -> list[str]:
-    """Where CUDA's own headers are (cooperative_groups.h): CUDA_PATH, /usr/local/cuda, the
-    nvidia-* wheels; NVRTC alone has none of them."""
-    import glob
-    import os
-
-    roots = [os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
-    try:
-        import nvidia  # type: ignore[import-not-found]  # deferred: only where the wheels are
-
-        for base in nvidia.__path__:
-            roots += glob.glob(os.path.join(base, "*")) + glob.glob(os.path.join(base, "*", "*"))
-    except ImportError:
-        pass
-    found = []
-    for root in roots:
-        inc = os.path.join(root, "include")
-        if root and os.path.isfile(os.path.join(inc, "cooperative_groups.h")):
-            found.append(inc)
-            if os.path.isdir(os.path.join(inc, "cccl")):  # CUDA 13 keeps cuda/std/ there
-                found.append(os.path.join(inc, "cccl"))
-    return found
-
-
 def uses_warp_shuffles(code: str) -> bool:
-    """Whether a kernel source moves values between lanes with warp shuffles: its PTX holds a
-    `shfl.sync` (or `redux.sync`) where NVRTC can compile it here (so a shuffle in dead code does
-    not count), else its text, comments stripped, calls one."""
-    try:
-        from gpulab.explain import nvrtc  # deferred: NVRTC is loaded only when a check asks
-
-        options = ("-std=c++17", *(f"-I{d}" for d in _include_dirs()))
-        compiled = nvrtc.compile_source(code, "sm_90", options, disk=False)
-        if compiled.ok:
-            return "shfl.sync" in compiled.ptx or "redux.sync" in compiled.ptx
-    except Exception:  # noqa: BLE001 - no NVRTC, or a source only CuPy's headers compile
-        pass
+    """Whether a kernel source, comments stripped, moves values between lanes with a warp
+    shuffle: a `__shfl_*_sync` or `__reduce_*_sync` call, a tile's `shfl*` or `cg::reduce`."""
     text = re.sub(r"//[^\n]*|/\*.*?\*/", "", code, flags=re.S)
     return bool(_SHUFFLE_CALL.search(text))
 

@@ -1,8 +1,8 @@
 """Check for warp-reduce: out[0] = sum(x), combined within each warp by shuffles.
 
 The shuffles are the lesson, so after each case the check reads the learner's launches
-(ctx.watch): each kernel must move values between lanes with warp shuffles (its PTX holds
-`shfl.sync`, or where NVRTC cannot compile it here, its text calls one), and no launch may use a
+(ctx.watch): each kernel's source must move values between lanes with warp shuffles (a
+`__shfl_*_sync` call, a tile's `shfl_*` or `cg::reduce`), and no launch may use a
 float of shared memory per thread or more: that is a tree still in shared memory, whatever a
 last step does. A last-warp unroll through volatile shared memory without `__syncwarp()` gets
 its own message, since it is the race independent thread scheduling made of an old idiom.
@@ -41,14 +41,14 @@ def warp_rule(ctx: api.Context) -> str | None:
             text = re.sub(r"//[^\n]*|/\*.*?\*/", "", code, flags=re.S)
             if "volatile" in text and "__syncwarp" not in text:
                 return (
-                    f"{launch.kernel} has no warp shuffle (no shfl.sync): its last "
+                    f"{launch.kernel} has no warp shuffle (no __shfl_*_sync call): its last "
                     "warp adds through volatile shared memory with no __syncwarp() between the "
                     "steps, which relies on a warp's threads moving in lockstep; since Volta "
                     "they need not (independent thread scheduling), so that is a race. Combine "
                     "the warp's values with __shfl_down_sync(0xffffffff, v, offset)"
                 )
             return (
-                f"{launch.kernel} has no warp shuffle (no shfl.sync): this exercise "
+                f"{launch.kernel} has no warp shuffle (no __shfl_*_sync call): this exercise "
                 "asks for each warp's 32 values to be combined in registers with "
                 "__shfl_down_sync, not through shared memory"
             )

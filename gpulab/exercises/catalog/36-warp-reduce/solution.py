@@ -28,9 +28,20 @@ extern "C" __global__ void warp_sum(const float* x, float* out, long long n) {
 _kernel = cp.RawKernel(SOURCE, "warp_sum")
 
 
+_sms = {}
+
+
+def _sm_count():
+    # Device.attributes asks the driver for ~100 figures: once per device, not once per call
+    dev = cp.cuda.Device().id
+    if dev not in _sms:
+        _sms[dev] = cp.cuda.Device(dev).attributes["MultiProcessorCount"]
+    return _sms[dev]
+
+
 def warp_sum(x, out):
     n = x.size
-    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    sms = _sm_count()
     blocks = max(1, min(8 * sms, (n + 255) // 256))
     out.fill(0)
     _kernel((blocks,), (256,), (x, out, np.int64(n)))
