@@ -115,6 +115,154 @@ def test_raw_module_fuse_and_events() -> None:
     assert s.done and ev.done
 
 
+WARP_SUM = r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void warp_sums(const float* x, float* out) {
+    int t = threadIdx.x;
+    float v = x[blockIdx.x * blockDim.x + t];
+    STEP
+    if ((t & 31) == 0) out[blockIdx.x * (blockDim.x / 32) + t / 32] = v;
+}
+"""
+
+
+def _warp_sums(step: str, threads: int = 64) -> np.ndarray:
+    cp = fake_cupy.make()
+    x = cp.asarray(np.arange(2 * threads, dtype=np.float32))
+    out = cp.full(2 * threads // 32, np.nan, dtype=np.float32)
+    k = cp.RawKernel(WARP_SUM.replace("STEP", step), "warp_sums")
+    k((2,), (threads,), (x, out))
+    return out
+
+
+def _per_warp(threads: int = 64) -> np.ndarray:
+    return np.arange(2 * threads, dtype=np.float64).reshape(-1, 32).sum(axis=1)
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        "for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);",
+        "for (int o = 1; o < 32; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);",
+        "cg::thread_block_tile<32> w = cg::tiled_partition<32>(cg::this_thread_block());"
+        " v = cg::reduce(w, v, cg::plus<float>());",
+        "auto w = cg::tiled_partition<32>(cg::this_thread_block());"
+        " for (int o = 16; o > 0; o >>= 1) v += w.shfl_down(v, o);",
+    ],
+    ids=["shfl-down", "shfl-xor", "cg-reduce", "cg-tile-shfl-down"],
+)
+def test_warp_shuffles_and_cooperative_groups_sum_a_warp(step: str) -> None:
+    assert np.array_equal(_warp_sums(step), _per_warp())
+
+
+def test_shuffle_up_and_broadcast_follow_cuda_at_the_edges() -> None:
+    # up by 1: lane 0 keeps its own value; then lane 5's value broadcast to the warp
+    out = _warp_sums("v = __shfl_up_sync(0xffffffffu, v, 1); v = __shfl_sync(0xffffffffu, v, 0);")
+    assert np.array_equal(out, [0, 32, 64, 96])
+
+
+def test_a_mask_that_leaves_the_caller_out_is_an_error() -> None:
+    with pytest.raises(cuda_emu.EmulatorError, match=r"mask 0x0000ffff, which leaves that lane"):
+        _warp_sums("for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffu, v, o);")
+
+
+def test_reading_a_lane_outside_the_mask_is_an_error() -> None:
+    step = "if ((t & 31) < 16) v += __shfl_down_sync(0xffffu, v, 16);"
+    with pytest.raises(cuda_emu.EmulatorError, match="leaves lane 16 out"):
+        _warp_sums(step)
+
+
+def test_a_lane_that_returned_before_a_full_mask_shuffle_is_an_error() -> None:
+    step = "if ((t & 31) == 31) return; v += __shfl_down_sync(0xffffffffu, v, 1);"
+    with pytest.raises(cuda_emu.EmulatorError, match="had already returned"):
+        _warp_sums(step)
+
+
+UNROLL = r"""
+extern "C" __global__ void last_warp(const float* x, float* out) {
+    __shared__ float sm[64];
+    int t = threadIdx.x;
+    sm[t] = x[t];
+    __syncthreads();
+    if (t < 32) {
+        volatile float* v = sm;
+        v[t] += v[t + 32]; SYNC
+        v[t] += v[t + 16]; SYNC
+        v[t] += v[t + 8]; SYNC
+        v[t] += v[t + 4]; SYNC
+        v[t] += v[t + 2]; SYNC
+        v[t] += v[t + 1];
+    }
+    if (t == 0) out[0] = sm[0];
+}
+"""
+
+
+@pytest.mark.parametrize("sync, right", [("__syncwarp();", True), ("", False)])
+def test_a_last_warp_unroll_needs_syncwarp(sync: str, right: bool) -> None:
+    """Independent thread scheduling: without __syncwarp() lane 0 may run all its steps before
+    lane 16 did its first, and here it always does."""
+    cp = fake_cupy.make()
+    x = cp.asarray(np.arange(64, dtype=np.float32))
+    out = cp.zeros(1, dtype=np.float32)
+    k = cp.RawKernel(UNROLL.replace("SYNC", sync), "last_warp")
+    k((1,), (64,), (x, out))
+    assert (float(out[0]) == 2016.0) is right
+
+
+def test_static_shared_memory_is_sized_like_a_compiler() -> None:
+    src = r"""
+#define BLOCK 256
+#define WARPS (BLOCK / 32)
+extern "C" __global__ void a(float* x) { __shared__ float tree[BLOCK]; __shared__ double w[WARPS][2]; }
+extern "C" __global__ void b(float* x) { __shared__ volatile unsigned int flag; }
+extern "C" __global__ void c(float* x, int n) { x[0] = 1.0f; }
+"""
+    assert cuda_emu.static_shared_bytes(src, "a") == 256 * 4 + 8 * 2 * 8
+    assert cuda_emu.static_shared_bytes(src, "b") == 4
+    assert cuda_emu.static_shared_bytes(src, "c") == 0
+
+
+ATOMIC_SUM = r"""
+extern "C" __global__ void total(const float* x, float* out) {
+    atomicAdd(out, x[blockIdx.x * blockDim.x + threadIdx.x]);
+}
+"""
+
+
+def test_shuffled_blocks_change_a_float_atomic_sum_from_run_to_run() -> None:
+    cp = fake_cupy.make()
+    rng = np.random.default_rng(3)
+    x = cp.asarray((rng.standard_normal(64 * 32) * 1e3).astype(np.float32))
+    k = cp.RawKernel(ATOMIC_SUM, "total")
+
+    def once() -> float:
+        out = cp.zeros(1, dtype=np.float32)
+        k((64,), (32,), (x, out))
+        return float(out[0])
+
+    assert len({once() for _ in range(3)}) == 1  # blocks in order: the same order every run
+    with cuda_emu.shuffled_blocks(seed=1):
+        assert len({once() for _ in range(6)}) > 1
+
+
+def test_half_accumulates_in_half() -> None:
+    src = r"""
+#include <cuda_fp16.h>
+extern "C" __global__ void h(float* out) {
+    __half acc = __float2half(2048.0f);
+    acc = __hadd(acc, __float2half(1.0f));
+    out[0] = __half2float(acc);
+}
+"""
+    cp = fake_cupy.make()
+    out = cp.zeros(1, dtype=np.float32)
+    cp.RawKernel(src, "h")((1,), (1,), (out,))
+    assert float(out[0]) == 2048.0  # 2049 is not a float16: the spacing there is 2
+
+
 WARP = r"""
 extern "C" __global__ void __launch_bounds__(96) warp(const float* a, float* out, int* lanes) {
     int t = threadIdx.x, lane = t & 31;
@@ -162,5 +310,5 @@ extern "C" __global__ void split(float* out) {
 }
 """
     out = cp.zeros(32, dtype=np.float32)
-    with pytest.raises(cuda_emu.EmulatorError, match="lanes of a warp waited at different"):
+    with pytest.raises(cuda_emu.EmulatorError, match="waits for lanes that wait at __syncthreads"):
         cp.RawKernel(src, "split")((1,), (32,), (out,))

@@ -13,6 +13,7 @@ GPU (the catalog, the UI).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -291,3 +292,37 @@ def nonzero_ints(rng: np.random.Generator, low: int, high: int, size: Any) -> np
     """Integers in [low, high] without 0 (int64): exact in float32 sums while they stay small."""
     v = rng.integers(low, high, size=size, endpoint=True)
     return np.where(v == 0, 1, v)
+
+
+# A lane-to-lane move in CUDA C: the shuffle intrinsics, the integer warp reduction, and
+# cooperative groups' tile shuffles and reduce.
+_SHUFFLE_CALL = re.compile(
+    r"__shfl(?:_up|_down|_xor)?_sync\s*\(|__reduce_\w+_sync\s*\(|\.shfl(?:_up|_down|_xor)?\s*\("
+    r"|\b(?:cg|cooperative_groups)::reduce\s*\("
+)
+
+
+def launch_code(launch: Any, fallback: str) -> str:
+    """The CUDA C of one launch's kernel: the RawKernel's own source, else `fallback` (a
+    RawModule's function does not keep it: the learner's whole file, then)."""
+    inner = getattr(getattr(launch, "wrapper", None), "inner", None)
+    code = getattr(inner, "code", None)
+    return code if isinstance(code, str) else fallback
+
+
+def uses_warp_shuffles(code: str) -> bool:
+    """Whether a kernel source, comments stripped, moves values between lanes with a warp
+    shuffle: a `__shfl_*_sync` or `__reduce_*_sync` call, a tile's `shfl*` or `cg::reduce`."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", code, flags=re.S)
+    return bool(_SHUFFLE_CALL.search(text))
+
+
+def shared_bytes(launch: Any) -> int | None:
+    """Static plus dynamic shared memory of one launch (None: the static part is unknown)."""
+    static = launch.shared_static()
+    return None if static is None else static + int(launch.shared_dynamic)
+
+
+def block_threads(launch: Any) -> int:
+    block = launch.block if isinstance(launch.block, tuple | list) else (launch.block or 1,)
+    return int(np.prod([int(d) for d in block], dtype=np.int64))

@@ -36,6 +36,8 @@ MODULES: tuple[str, ...] = (
     "ddp_scaling",
     "triton_kernels",
     "torch_compile",
+    "warp_shuffle",
+    "numerics",
 )
 
 _cache: dict[str, Experiment] | None = None

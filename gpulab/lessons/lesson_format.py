@@ -34,8 +34,10 @@ CHAPTERS: dict[int, str] = {
     15: "Many GPUs",
     16: "Debugging",
     17: "Applications",
+    20: "Warp-level primitives",
     21: "Triton",
     22: "torch.compile",
+    24: "Numerics and determinism",
 }
 
 # The first lesson of each chapter, by fixed id (other engineers and tests rely on these).
@@ -167,7 +169,8 @@ def validate_meta(meta: Mapping[str, Any], source: str) -> dict[str, Any]:
         raise fail(f"id {lesson_id!r} must be lower-case words joined by '-'")
     chapter = meta["chapter"]
     if not _is_int(chapter) or chapter not in CHAPTERS:
-        raise fail(f"chapter {chapter!r} must be one of {', '.join(map(str, CHAPTERS))}")
+        known = ", ".join(str(c) for c in sorted(CHAPTERS))
+        raise fail(f"chapter {chapter!r} must be one of the chapters: {known}")
     order = meta["order"]
     if not _is_int(order) or order < 0:
         raise fail(f"order {order!r} must be a whole number >= 0")

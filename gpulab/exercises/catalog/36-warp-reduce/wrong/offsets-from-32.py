@@ -1,0 +1,37 @@
+# expect: out[0]
+"""Wrong: the first offset is the warp size, not half of it. A lane 32 places down is past the
+warp, so __shfl_down_sync hands each lane its own value back and the first step doubles it."""
+
+import cupy as cp
+import numpy as np
+
+SOURCE = r"""
+#define BLOCK 256
+#define FULL 0xffffffffu
+
+extern "C" __global__ void warp_sum(const float* x, float* out, long long n) {
+    __shared__ float warp_totals[BLOCK / 32];
+    int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    float v = 0.0f;
+    long long stride = (long long)BLOCK * gridDim.x;
+    for (long long i = (long long)blockIdx.x * BLOCK + t; i < n; i += stride) v += x[i];
+    for (int offset = 32; offset > 0; offset >>= 1) v += __shfl_down_sync(FULL, v, offset);
+    if (lane == 0) warp_totals[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < BLOCK / 32 ? warp_totals[lane] : 0.0f;
+        for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(FULL, v, offset);
+        if (lane == 0) atomicAdd(out, v);
+    }
+}
+"""
+
+_kernel = cp.RawKernel(SOURCE, "warp_sum")
+
+
+def warp_sum(x, out):
+    n = x.size
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    blocks = max(1, min(8 * sms, (n + 255) // 256))
+    out.fill(0)
+    _kernel((blocks,), (256,), (x, out, np.int64(n)))
