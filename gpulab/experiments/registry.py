@@ -34,6 +34,7 @@ MODULES: tuple[str, ...] = (
     "allreduce",
     "p2p",
     "ddp_scaling",
+    "profile_step",
 )
 
 # Experiments that run as jobs but are listed nowhere (module path -> its EXPERIMENT): the grader.
