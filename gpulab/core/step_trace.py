@@ -19,9 +19,10 @@ Importing this module imports no torch: the profiler is imported by the function
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,6 +159,23 @@ def _source_line(evt: Any, source: str) -> str:
     return ""
 
 
+@contextlib.contextmanager
+def small_work(gpu: bool) -> Iterator[None]:
+    """One intra-op thread on a CPU while the steps run: these matmuls are tiny, and on a busy
+    machine threads that wait for each other made them ten times slower, and the table noise."""
+    import torch
+
+    if gpu:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def profile_steps(
     step: Callable[[int], Any],
     steps: int,
@@ -176,7 +194,7 @@ def profile_steps(
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     if gpu:
         torch.cuda.synchronize()  # nothing queued before the first step lands inside it
-    with profile(activities=acts, with_stack=bool(source)) as prof:
+    with small_work(gpu), profile(activities=acts, with_stack=bool(source)) as prof:
         for i in range(steps):
             with record_function(STEP_RANGE):
                 step(i)
@@ -279,7 +297,7 @@ def table(trace: StepTrace, width: int = 80) -> list[str]:
         flag = " <" if r.name in SYNC_CALLS or r.name in READBACK_CALLERS else ""
         gpu = _us(r.device_us) if trace.gpu else "-"
         calls = f"{r.calls:.0f}" if r.calls >= 10 else f"{r.calls:.3g}"
-        out.append(f"{name:<{name_w}} {calls:>7} {_us(r.cpu_us):>10} {gpu:>10}{flag}"[: width])
+        out.append(f"{name:<{name_w}} {calls:>7} {_us(r.cpu_us):>10} {gpu:>10}{flag}"[:width])
     return out
 
 
@@ -317,6 +335,23 @@ def time_steps(
 
     seen: dict[str, list[float]] = {k: [] for k in steps}
     done = dict.fromkeys(steps, 0)  # each callable sees step 0, 1, 2, ... of its own
+    with small_work(gpu):
+        _rounds(steps, seen, done, rounds, per_round, sync, clock)
+    return {
+        name: {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v)}
+        for name, v in seen.items()
+    }
+
+
+def _rounds(
+    steps: dict[str, Callable[[int], Any]],
+    seen: dict[str, list[float]],
+    done: dict[str, int],
+    rounds: int,
+    per_round: int,
+    sync: Callable[[], None],
+    clock: Callable[[], float],
+) -> None:
     for r in range(rounds + 1):
         for name, fn in steps.items():
             sync()
@@ -327,7 +362,3 @@ def time_steps(
             sync()
             if r:  # round 0 warms up
                 seen[name].append((clock() - t0) / per_round)
-    return {
-        name: {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v)}
-        for name, v in seen.items()
-    }

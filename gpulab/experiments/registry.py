@@ -38,7 +38,7 @@ MODULES: tuple[str, ...] = (
 )
 
 # Experiments that run as jobs but are listed nowhere (module path -> its EXPERIMENT): the grader.
-HIDDEN: tuple[str, ...] = ("gpulab.exercises.job",)
+HIDDEN: tuple[str, ...] = ("gpulab.exercises.job", "gpulab.exercises.profile_view")
 
 _cache: dict[str, Experiment] | None = None
 _hidden: dict[str, Experiment] | None = None

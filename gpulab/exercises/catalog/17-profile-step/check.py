@@ -42,7 +42,9 @@ LR, MOMENTUM, MAX_NORM = 0.05, 0.9, 1.0
 PROFILE_ROWS = 64
 WARM, PROFILED = 2, 3  # steps before the profile, steps under it
 ROUNDS, PER_ROUND = 5, 3  # timing on a GPU: interleaved rounds, steps per round (+1 warm round)
-KERNEL_SHARE = 0.1  # kernels (GPU) or operators (CPU) per step, at most this share of the slow step's
+KERNEL_SHARE = (
+    0.1  # kernels (GPU) or operators (CPU) per step, at most this share of the slow step's
+)
 SPEEDUP = 5.0  # on a GPU: the slow step's time per step over yours, at least this
 LOSS_RTOL = 2e-4  # float32 against float64, the rows summed in another order
 WEIGHT_RTOL = 5e-4  # of the largest weight of the tensor
@@ -88,7 +90,9 @@ def cases(ctx: api.Context) -> list[api.Case]:
         )
     n = _profile_steps(ctx)
     if ctx.gpu:
-        name = f"profile and time ({PROFILE_ROWS} rows: syncs, kernels, speed against the slow step)"
+        name = (
+            f"profile and time ({PROFILE_ROWS} rows: syncs, kernels, speed against the slow step)"
+        )
     else:
         name = (
             f"profile on the CPU ({PROFILE_ROWS} rows: readbacks and operators; the speed and "

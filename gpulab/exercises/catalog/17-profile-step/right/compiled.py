@@ -28,7 +28,7 @@ def _update(params, momenta, grads):
     norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
     scale = torch.clamp(MAX_NORM / (norm + 1e-6), max=1.0)
     with torch.no_grad():
-        for p, m, g in zip(params, momenta, grads):
+        for p, m, g in zip(params, momenta, grads, strict=True):
             m.mul_(MOMENTUM).add_(g * scale)
             p.sub_(LR * m)
 

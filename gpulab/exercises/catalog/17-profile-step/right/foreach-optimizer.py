@@ -25,7 +25,7 @@ def train_step(params, momenta, x, y):
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, MAX_NORM, foreach=True)
     opt = torch.optim.SGD(params, lr=LR, momentum=MOMENTUM, foreach=True)
-    for p, m in zip(params, momenta):  # SGD updates a buffer it finds in place
+    for p, m in zip(params, momenta, strict=True):  # SGD updates a buffer it finds in place
         opt.state[p]["momentum_buffer"] = m
     opt.step()
     return loss.detach()

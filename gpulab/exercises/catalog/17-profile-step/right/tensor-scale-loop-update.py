@@ -27,7 +27,7 @@ def train_step(params, momenta, x, y):
     norm = torch.sqrt(sum((p.grad**2).sum() for p in params))
     scale = (MAX_NORM / (norm + 1e-6)).clamp(max=1.0)  # a tensor: nothing is read back
     with torch.no_grad():
-        for p, m in zip(params, momenta):
+        for p, m in zip(params, momenta, strict=True):
             m.mul_(MOMENTUM).add_(p.grad * scale)
             p.sub_(LR * m)
     return loss.detach()

@@ -28,7 +28,7 @@ def train_step(params, momenta, x, y):
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, MAX_NORM, foreach=True)
     with torch.no_grad():
-        for p, m in zip(params, momenta):
+        for p, m in zip(params, momenta, strict=True):
             m.mul_(MOMENTUM).add_(p.grad)
             p.sub_(m, alpha=LR)
     return loss.detach()
