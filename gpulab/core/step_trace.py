@@ -240,7 +240,7 @@ def read_trace(prof: Any, steps: int, *, gpu: bool, source: str = "", top: int =
         if e.name.startswith("aten::") and not under_op and e.name not in NO_KERNEL:
             ops += 1
     cpu_us = sum(b - a for a, b in spans) / n
-    rows = _rows(prof, n, gpu, top)
+    rows = _rows(events, spans, n, gpu, top)
     return StepTrace(
         steps=steps,
         gpu=gpu,
@@ -255,23 +255,26 @@ def read_trace(prof: Any, steps: int, *, gpu: bool, source: str = "", top: int =
     )
 
 
-def _rows(prof: Any, n: int, gpu: bool, top: int) -> list[OpRow]:
-    """The operators and runtime calls with the most self time per step (device time on a GPU,
-    host time on a CPU), the readbacks and syncs always among them when there are any."""
-    rows = []
-    for evt in prof.key_averages():
-        name = evt.key
-        if name == STEP_RANGE or _on_device(evt) or name.startswith("ProfilerStep"):
-            continue
-        if name in ("Activity Buffer Request",):  # the profiler's own bookkeeping
+def _rows(
+    events: list[Any], spans: list[tuple[float, float]], n: int, gpu: bool, top: int
+) -> list[OpRow]:
+    """The operators and runtime calls inside the steps with the most self time per step (device
+    time on a GPU, host time on a CPU), the readbacks and syncs always among them. Built from the
+    events inside the step ranges, not key_averages(), which would add the profiler's own
+    synchronize around the steps to the table."""
+    by: dict[str, OpRow] = {}
+    for e in events:
+        name = e.name
+        if _on_device(e) or name == STEP_RANGE or not _inside(e.time_range.start, spans):
             continue
         if _python_call(name):  # with a stack recorded: Python's own calls, not operators
             continue
-        rows.append(
-            OpRow(name, evt.count / n, float(evt.self_cpu_time_total) / n, _device_us(evt) / n)
-        )
+        row = by.setdefault(name, OpRow(name, 0.0, 0.0, 0.0))
+        row.calls += 1 / n
+        row.cpu_us += float(e.self_cpu_time_total) / n
+        row.device_us += _device_us(e) / n
     key = (lambda r: (r.device_us, r.cpu_us)) if gpu else (lambda r: (r.cpu_us, 0.0))
-    ranked = sorted(rows, key=key, reverse=True)
+    ranked = sorted(by.values(), key=key, reverse=True)
     chosen = ranked[:top]
     flagged = [r for r in ranked if r.name in SYNC_CALLS or r.name in READBACK_CALLERS]
     for r in flagged:
@@ -302,16 +305,15 @@ def table(trace: StepTrace, width: int = 80) -> list[str]:
 
 
 def summary_line(trace: StepTrace) -> str:
-    """'per step: 16 device syncs, 2,031 kernels, 16 readbacks' (CPU: readbacks and ops)."""
+    """'8 device syncs, 2,403 kernels, 8 readbacks per step, host 31 ms' (on a CPU: readbacks and
+    operators); under 80 columns with a two-space indent."""
     if trace.gpu:
         return (
-            f"per step: {trace.syncs:.3g} device syncs, {trace.kernels:,.0f} kernels, "
-            f"{trace.readbacks:.3g} readbacks (aten::_local_scalar_dense), "
-            f"host {_us(trace.step_cpu_us)}"
+            f"{trace.syncs:.3g} device syncs, {trace.kernels:,.0f} kernels, "
+            f"{trace.readbacks:.3g} readbacks per step, host {_us(trace.step_cpu_us)}"
         )
     return (
-        f"per step: {trace.readbacks:.3g} readbacks (each a device sync on a GPU), "
-        f"{trace.ops:,.0f} operators (each at least one kernel on a GPU), "
+        f"{trace.readbacks:.3g} readbacks (a sync each on a GPU), {trace.ops:,.0f} ops per step, "
         f"host {_us(trace.step_cpu_us)}"
     )
 

@@ -174,10 +174,10 @@ def _marked_view(got: dict[str, Any], said: Any, gpu: bool) -> tuple[list[str], 
     )
     verdict = "the check would pass this" if said is None else f"the check says: {said.message}"
     text = [verdict, ""]
-    text += [f"your step, {st.summary_line(yours)}", *st.table(yours), ""]
+    text += ["your step", f"  {st.summary_line(yours)}", *st.table(yours), ""]
     if yours.lines:
         text += [f"reads of a tensor into Python: {'; '.join(yours.lines)}", ""]
-    text += [f"the slow step, {st.summary_line(slow)}", *st.table(slow)]
+    text += ["the slow step", f"  {st.summary_line(slow)}", *st.table(slow)]
     timing = got.get("timing")
     if timing:
         y, s = timing["yours"]["median_s"], timing["slow"]["median_s"]
@@ -194,7 +194,7 @@ def _whole_run(check: Any, fn: Any, case: Any, actx: Any) -> tuple[list[str], di
     trace = st.profile_steps(
         lambda i: check.run(fn, copy.deepcopy(case), actx), 1, gpu=actx.gpu, top=12
     )
-    text = [f"one run of {case.name}: {st.summary_line(trace)}", *st.table(trace)]
+    text = [f"one run of {case.name}", f"  {st.summary_line(trace)}", *st.table(trace)]
     return text, {"trace": trace.to_dict()}
 
 

@@ -232,7 +232,7 @@ class ProfileStep(Experiment):
             )
         lines = []
         for name, trace in traces.items():
-            lines += [f"{name} step: {st.summary_line(trace)}", *st.table(trace), ""]
+            lines += [f"{name} step", f"  {st.summary_line(trace)}", *st.table(trace), ""]
         result.artifacts.append(Artifact("profile", "text", text="\n".join(lines).rstrip()))
         for line in lines:
             ctx.log(line)

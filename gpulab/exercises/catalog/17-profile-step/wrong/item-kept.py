@@ -1,4 +1,4 @@
-# expect: Python numbers
+# expect: Python number | waits for the GPU
 """Wrong: the whole batch at once and foreach updates, but the norm is still read back with .item()."""
 
 from __future__ import annotations
