@@ -34,6 +34,7 @@ CHAPTERS: dict[int, str] = {
     15: "Many GPUs",
     16: "Debugging",
     17: "Applications",
+    23: "Profiling a step",
 }
 
 # The first lesson of each chapter, by fixed id (other engineers and tests rely on these).
