@@ -49,9 +49,7 @@ def test_gpu_wrong_solutions_fail_with_their_message(wrong, gpu_inventory):
     assert wrong.matches(result.message), f"{wrong.path.name}: {result.message}"
 
 
-@pytest.mark.parametrize(
-    "path", sorted((EX.folder / "right").glob("*.py")), ids=lambda p: p.name
-)
+@pytest.mark.parametrize("path", sorted((EX.folder / "right").glob("*.py")), ids=lambda p: p.name)
 def test_gpu_right_solutions_pass(path, gpu_inventory):
     result = _check(path, 2024, gpu_inventory)
     assert result.verdict == "pass", f"{path.name}: {result.message}"

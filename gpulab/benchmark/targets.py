@@ -13,7 +13,7 @@ from typing import Any
 
 MATMUL_CMP = "matmul: gpulab torch bf16 n=8192 vs torch.utils.benchmark.Timer"
 # The fixed step against the slow one at the bench's size (64 rows, 4 x 128), both measured in
-# the same run; set well under what an H100 measured, so noise does not decide it.
+# the same run; set well under the 21x an H200 measured, so noise does not decide it.
 PROFILE_STEP_SPEEDUP = 10.0
 
 

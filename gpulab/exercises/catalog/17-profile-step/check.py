@@ -16,7 +16,7 @@ step on the same batches:
   would: readbacks (aten::_local_scalar_dense: .item(), float(t), bool(t), min() on a tensor);
 - kernels: on a GPU, kernels per step must be at most a tenth of the slow step's, measured in
   the same run (the loop over rows is what fills the slow step's count: thousands at 64 rows,
-  against a few dozen for the batched step, measured on an H100); on a CPU, operators that do
+  against a few dozen for the batched step, measured on an H200); on a CPU, operators that do
   work stand in for them, judged the same way;
 - speed (GPU only): the learner's step and the slow step in interleaved rounds (slow, yours,
   slow, ...), synchronized wall time per step, median; yours must be SPEEDUP times faster.
