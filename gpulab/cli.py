@@ -31,6 +31,7 @@ from gpulab.core.errors import EXIT_BAD_INPUT, BadInput, GpulabError
 from gpulab.core.params import parse_plain_number, shown
 from gpulab.doctor import cli as doctor_cli
 from gpulab.ex import cli as ex_cli
+from gpulab.ex import profile as ex_profile
 from gpulab.experiments import cli as experiments_cli
 from gpulab.explain import cli as explain_cli
 from gpulab.history import cli as history_cli
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in COMMANDS:
         _register(sub, module.add_parser, module.main)
     explain_cli.register(sub)  # `gpulab ex explain`: a verb of `ex` that gpulab.explain owns
+    ex_profile.register(sub)  # `gpulab ex profile`: torch.profiler's view of a learner's step
     _register(sub, _add_completion, _completion)
     return p
 

@@ -38,6 +38,7 @@ MODULES: tuple[str, ...] = (
     "torch_compile",
     "warp_shuffle",
     "numerics",
+    "profile_step",
 )
 
 _cache: dict[str, Experiment] | None = None

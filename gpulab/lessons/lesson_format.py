@@ -37,6 +37,7 @@ CHAPTERS: dict[int, str] = {
     20: "Warp-level primitives",
     21: "Triton",
     22: "torch.compile",
+    23: "Profiling a step",
     24: "Numerics and determinism",
 }
 

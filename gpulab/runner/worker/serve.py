@@ -77,7 +77,8 @@ class Worker:
         self.inventory = detect()  # imports CuPy too, where installed; creates no CUDA context
         t2 = time.perf_counter()
         # deferred: the worker's warm-up is where these imports are paid, off the learner's clock
-        from gpulab.exercises import job  # noqa: F401 - importing it registers the exercise check
+        # noqa'd imports: importing them registers the hidden jobs (a check, a profile)
+        from gpulab.exercises import job, profile_job  # noqa: F401
         from gpulab.experiments.registry import all_experiments
 
         all_experiments()

@@ -1,0 +1,366 @@
+"""What a training step did, read from torch.profiler: device syncs, kernels, the top operators.
+
+One reader for the three places that profile a step: the `profile-step` experiment, the
+`profile-step` exercise's check and `gpulab ex profile`. Each step runs inside a
+`record_function` range, so what is counted per step is what happened inside those ranges:
+
+- syncs: CUDA runtime calls that block the host until the GPU has finished
+  (`cudaStreamSynchronize`, `cudaDeviceSynchronize`, `cudaEventSynchronize`, a blocking
+  `cudaMemcpy`), the calls `.item()`, `float(t)`, `bool(t)`, `print(t)` and `.cpu()` end in;
+- readbacks: `aten::_local_scalar_dense`, the operator every Python-number read of a tensor
+  goes through (on the CPU as on a GPU, so a CPU run can still count the reads that would
+  sync on a GPU);
+- kernels: device-side kernel activities (memcpy and memset apart), on a GPU;
+- ops: operators that do work (views, allocation and metadata operators left out), which on a
+  CPU stand in for the launches a GPU would see.
+
+Importing this module imports no torch: the profiler is imported by the functions that run it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+STEP_RANGE = "gpulab: step"
+SYNC_CALLS = frozenset(
+    {
+        "cudaStreamSynchronize",
+        "cudaDeviceSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cuStreamSynchronize",
+        "cuCtxSynchronize",
+        "cuEventSynchronize",
+        "cuMemcpyDtoH_v2",
+    }
+)
+READBACKS = frozenset({"aten::_local_scalar_dense"})
+# Where a readback comes from, named in the table and in a check's message
+READBACK_CALLERS = ("aten::item", "aten::is_nonzero", "aten::_local_scalar_dense")
+# Operators that launch nothing on a GPU: views, metadata, allocation (an empty tensor's memory
+# comes from the caching allocator without a kernel), the autograd bookkeeping.
+NO_KERNEL = frozenset(
+    {
+        "aten::view",
+        "aten::_unsafe_view",
+        "aten::reshape",
+        "aten::t",
+        "aten::transpose",
+        "aten::permute",
+        "aten::expand",
+        "aten::slice",
+        "aten::select",
+        "aten::as_strided",
+        "aten::alias",
+        "aten::detach",
+        "aten::detach_",
+        "aten::empty",
+        "aten::empty_like",
+        "aten::empty_strided",
+        "aten::resize_",
+        "aten::unsqueeze",
+        "aten::squeeze",
+        "aten::lift_fresh",
+        "aten::result_type",
+        "aten::to",
+        "aten::_to_copy",
+        "aten::numpy_T",
+        "aten::contiguous",
+        "aten::item",
+        "aten::_local_scalar_dense",
+        "aten::is_nonzero",
+        "aten::size",
+        "aten::stride",
+        "aten::split",
+        "aten::unbind",
+        "aten::chunk",
+        "aten::narrow",
+        "aten::flatten",
+        "aten::_reshape_alias",
+    }
+)
+
+
+@dataclass
+class OpRow:
+    """One operator of the table, per step: calls, self host time, self device time."""
+
+    name: str
+    calls: float
+    cpu_us: float
+    device_us: float
+
+
+@dataclass
+class StepTrace:
+    """What `steps` profiled steps did, per step."""
+
+    steps: int
+    gpu: bool
+    syncs: float | None  # None on a CPU: nothing there waits for a device
+    readbacks: float
+    kernels: float | None  # None on a CPU
+    ops: float
+    step_cpu_us: float  # host time inside the step ranges, per step
+    sync_calls: dict[str, int] = field(default_factory=dict)  # name: count over all steps
+    rows: list[OpRow] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # where reads came from (_source_line)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["rows"] = [r.__dict__ for r in self.rows]
+        return out
+
+
+def _device_us(evt: Any) -> float:
+    for attr in ("self_device_time_total", "self_cuda_time_total"):
+        value = getattr(evt, attr, None)
+        if value is not None:
+            return float(value)
+    return 0.0
+
+
+def _on_device(evt: Any) -> bool:
+    return str(getattr(evt, "device_type", "CPU")).endswith("CUDA")
+
+
+def _is_copy(name: str) -> bool:
+    return name.startswith(("Memcpy", "Memset", "memcpy", "memset"))
+
+
+def _python_call(name: str) -> bool:
+    return name.startswith(("<built-in", "<frozen", "<")) or ".py(" in name
+
+
+def _inside(t: float, spans: list[tuple[float, float]]) -> bool:
+    return any(a <= t <= b for a, b in spans)
+
+
+def _source_line(evt: Any, source: str) -> str:
+    """Where in `source` (a file name) this operator was called: 'line 23' from a recorded
+    stack, or, where torch records Python calls as events of their own (the parents of the
+    operator), 'clip, defined at line 19': the function of that file, where it starts."""
+    for frame in getattr(evt, "stack", None) or []:
+        head = frame.split("(", 1)
+        if len(head) == 2 and head[0].endswith(source):
+            return f"line {head[1].split(')', 1)[0]}"
+    parent = getattr(evt, "cpu_parent", None)
+    while parent is not None:
+        head = parent.name.split("(", 1)
+        if len(head) == 2 and head[0].endswith(source) and "): " in head[1]:
+            line, func = head[1].split("): ", 1)
+            return f"{func}, defined at line {line}"
+        parent = getattr(parent, "cpu_parent", None)
+    return ""
+
+
+@contextlib.contextmanager
+def small_work(gpu: bool) -> Iterator[None]:
+    """One intra-op thread on a CPU while the steps run: these matmuls are tiny, and on a busy
+    machine threads that wait for each other made them ten times slower, and the table noise."""
+    import torch
+
+    if gpu:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def profile_steps(
+    step: Callable[[int], Any],
+    steps: int,
+    *,
+    gpu: bool,
+    source: str = "",
+    top: int = 8,
+) -> StepTrace:
+    """Run `step(i)` for i in range(steps) under torch.profiler, each call in its own range,
+    and read what happened inside the ranges. `source`: the file name whose lines the reads
+    are traced to (recording Python stacks costs time: only then). Call it warm: the first
+    steps of a process pay for library set-up and allocator growth that are not the step's."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+    if gpu:
+        torch.cuda.synchronize()  # nothing queued before the first step lands inside it
+    with small_work(gpu), profile(activities=acts, with_stack=bool(source)) as prof:
+        for i in range(steps):
+            with record_function(STEP_RANGE):
+                step(i)
+        if gpu:
+            torch.cuda.synchronize()  # outside every range: not counted as the step's
+    return read_trace(prof, steps, gpu=gpu, source=source, top=top)
+
+
+def read_trace(prof: Any, steps: int, *, gpu: bool, source: str = "", top: int = 8) -> StepTrace:
+    """A StepTrace from a finished torch.profiler.profile whose steps ran in STEP_RANGE ranges."""
+    events = list(prof.events())
+    spans = [
+        (e.time_range.start, e.time_range.end)
+        for e in events
+        if e.name == STEP_RANGE and not _on_device(e)
+    ]
+    n = max(1, steps)
+    sync_calls: dict[str, int] = {}
+    readbacks = ops = kernels = 0
+    lines: list[str] = []
+    for e in events:
+        if _on_device(e):
+            if not _is_copy(e.name):
+                kernels += 1
+            continue
+        if not _inside(e.time_range.start, spans):
+            continue
+        if e.name in SYNC_CALLS:
+            sync_calls[e.name] = sync_calls.get(e.name, 0) + 1
+        elif e.name in READBACKS:
+            readbacks += 1
+        if e.name in READBACK_CALLERS and source:
+            where = _source_line(e, source)
+            if where and where not in lines:
+                lines.append(where)
+        parent = getattr(e, "cpu_parent", None)
+        under_op = False
+        while parent is not None:
+            if parent.name.startswith("aten::"):
+                under_op = True
+                break
+            parent = getattr(parent, "cpu_parent", None)
+        if e.name.startswith("aten::") and not under_op and e.name not in NO_KERNEL:
+            ops += 1
+    cpu_us = sum(b - a for a, b in spans) / n
+    rows = _rows(events, spans, n, gpu, top)
+    return StepTrace(
+        steps=steps,
+        gpu=gpu,
+        syncs=sum(sync_calls.values()) / n if gpu else None,
+        readbacks=readbacks / n,
+        kernels=kernels / n if gpu else None,
+        ops=ops / n,
+        step_cpu_us=cpu_us,
+        sync_calls=sync_calls,
+        rows=rows,
+        lines=lines,
+    )
+
+
+def _rows(
+    events: list[Any], spans: list[tuple[float, float]], n: int, gpu: bool, top: int
+) -> list[OpRow]:
+    """The operators and runtime calls inside the steps with the most self time per step (device
+    time on a GPU, host time on a CPU), the readbacks and syncs always among them. Built from the
+    events inside the step ranges, not key_averages(), which would add the profiler's own
+    synchronize around the steps to the table."""
+    by: dict[str, OpRow] = {}
+    for e in events:
+        name = e.name
+        if _on_device(e) or name == STEP_RANGE or not _inside(e.time_range.start, spans):
+            continue
+        if _python_call(name):  # with a stack recorded: Python's own calls, not operators
+            continue
+        row = by.setdefault(name, OpRow(name, 0.0, 0.0, 0.0))
+        row.calls += 1 / n
+        row.cpu_us += float(e.self_cpu_time_total) / n
+        row.device_us += _device_us(e) / n
+    key = (lambda r: (r.device_us, r.cpu_us)) if gpu else (lambda r: (r.cpu_us, 0.0))
+    ranked = sorted(by.values(), key=key, reverse=True)
+    chosen = ranked[:top]
+    flagged = [r for r in ranked if r.name in SYNC_CALLS or r.name in READBACK_CALLERS]
+    for r in flagged:
+        if r not in chosen:
+            chosen.append(r)
+    return chosen
+
+
+def _us(value: float) -> str:
+    if value >= 1000:
+        return f"{value / 1000:.2f} ms"
+    return f"{value:.0f} us" if value >= 10 else f"{value:.1f} us"
+
+
+def table(trace: StepTrace, width: int = 80) -> list[str]:
+    """The rows as a table that fits `width` columns: operator, calls, self CPU, self device
+    (per step); a readback or sync row marked with '<'."""
+    name_w = width - 38
+    head = f"{'operator (per step)':<{name_w}} {'calls':>7} {'self CPU':>10} {'self GPU':>10}"
+    out = [head[:width], "-" * min(width, len(head))]
+    for r in trace.rows:
+        name = r.name if len(r.name) <= name_w else r.name[: name_w - 3] + "..."
+        flag = " <" if r.name in SYNC_CALLS or r.name in READBACK_CALLERS else ""
+        gpu = _us(r.device_us) if trace.gpu else "-"
+        calls = f"{r.calls:.0f}" if r.calls >= 10 else f"{r.calls:.3g}"
+        out.append(f"{name:<{name_w}} {calls:>7} {_us(r.cpu_us):>10} {gpu:>10}{flag}"[:width])
+    return out
+
+
+def summary_line(trace: StepTrace) -> str:
+    """'8 device syncs, 2,403 kernels, 8 readbacks per step, host 31 ms' (on a CPU: readbacks and
+    operators); under 80 columns with a two-space indent."""
+    if trace.gpu:
+        return (
+            f"{trace.syncs:.3g} device syncs, {trace.kernels:,.0f} kernels, "
+            f"{trace.readbacks:.3g} readbacks per step, host {_us(trace.step_cpu_us)}"
+        )
+    return (
+        f"{trace.readbacks:.3g} readbacks (a sync each on a GPU), {trace.ops:,.0f} ops per step, "
+        f"host {_us(trace.step_cpu_us)}"
+    )
+
+
+def time_steps(
+    steps: dict[str, Callable[[int], Any]],
+    *,
+    gpu: bool,
+    rounds: int = 5,
+    per_round: int = 3,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, dict[str, float]]:
+    """Seconds per step of each callable, in interleaved rounds (a, b, a, b, ...) so a load that
+    comes and goes moves both: each round runs `per_round` steps and waits for the device
+    before reading the clock. One warm-up round first. {name: {median_s, min_s, max_s}}."""
+    import torch
+
+    def sync() -> None:
+        if gpu:
+            torch.cuda.synchronize()
+
+    seen: dict[str, list[float]] = {k: [] for k in steps}
+    done = dict.fromkeys(steps, 0)  # each callable sees step 0, 1, 2, ... of its own
+    with small_work(gpu):
+        _rounds(steps, seen, done, rounds, per_round, sync, clock)
+    return {
+        name: {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v)}
+        for name, v in seen.items()
+    }
+
+
+def _rounds(
+    steps: dict[str, Callable[[int], Any]],
+    seen: dict[str, list[float]],
+    done: dict[str, int],
+    rounds: int,
+    per_round: int,
+    sync: Callable[[], None],
+    clock: Callable[[], float],
+) -> None:
+    for r in range(rounds + 1):
+        for name, fn in steps.items():
+            sync()
+            t0 = clock()
+            for _ in range(per_round):
+                fn(done[name])
+                done[name] += 1
+            sync()
+            if r:  # round 0 warms up
+                seen[name].append((clock() - t0) / per_round)
