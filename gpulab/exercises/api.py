@@ -219,3 +219,11 @@ def compare_arrays(
         max_error=max_err,
         wrong=wrong,
     )
+
+
+def no_device_queries() -> Any:
+    """A context in which the worker's memory sampler reads no device figures: wrap a call that
+    may capture a CUDA graph, which a cudaMemGetInfo from another thread would break."""
+    from gpulab.core.memory import device_queries_paused
+
+    return device_queries_paused()
