@@ -34,6 +34,8 @@ MODULES: tuple[str, ...] = (
     "allreduce",
     "p2p",
     "ddp_scaling",
+    "streams_overlap",
+    "cuda_graphs",
 )
 
 # Experiments that run as jobs but are listed nowhere (module path -> its EXPERIMENT): the grader.
