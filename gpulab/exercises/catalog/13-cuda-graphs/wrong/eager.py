@@ -1,5 +1,5 @@
 # expect: replayed no CUDA graph
-"""Wrong: no graph at all; every call launches all 72 kernels from Python."""
+"""Wrong: no graph at all; every call launches all 96 kernels from Python."""
 
 from __future__ import annotations
 
