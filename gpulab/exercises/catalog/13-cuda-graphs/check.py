@@ -18,9 +18,9 @@ The learner's `make_graphed(step, example)` returns `run(x)`. What is checked, p
 
 Then, in the last case, the margin: CALLS calls of run(x) and of the eager step(x) timed in
 interleaved rounds (synchronized wall time, the median of each); replay must take at most
-1 / MARGIN of the eager time. Why MARGIN = 1.5: on an H100 the reference replayed 3-4x faster
-than eager (see the lesson), and a graph that still does the work cannot fall much below 2x
-on any recent GPU; an eager or per-call capture is never near it.
+1 / MARGIN of the eager time. Why MARGIN = 1.5: an eager op costs the CPU a few microseconds
+and a tiny kernel one or two of GPU time, so a replay is expected at 2-4x the eager speed;
+eager calls and a capture per call are never near 1.5x. A first estimate: confirm it on a GPU.
 
 The worker samples memory from another thread; a cudaMemGetInfo during a global-mode capture
 breaks it, so every call into the learner's code runs with device queries paused.
