@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import torch
 
+_side: torch.cuda.Stream | None = None  # one copy stream for every call, made on first use
+
 
 def overlapped(chunks: list[torch.Tensor], step) -> list[torch.Tensor]:
     """[step(chunk on the GPU) for every chunk], each copy queued one chunk ahead on a side
     stream so it runs while the previous chunk computes."""
-    main = torch.cuda.current_stream()
-    side = torch.cuda.Stream()
+    global _side
+    if _side is None:
+        _side = torch.cuda.Stream()
+    main, side = torch.cuda.current_stream(), _side
     side.wait_stream(main)  # the chunks' buffers may come from work queued before this call
 
     def prefetch(chunk: torch.Tensor) -> torch.Tensor:
