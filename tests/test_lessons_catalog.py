@@ -386,7 +386,7 @@ def test_content_is_found_through_the_package():
     assert len(cat._content_files()) == len(list(CONTENT.glob("*.md")))
 
 
-def test_seventeen_chapters_with_the_fixed_ids(content):
+def test_the_chapters_with_the_fixed_ids(content):
     for number, lesson_id in enumerate(CHAPTER_LESSON_IDS, 1):
         assert lesson_id in content, f"lesson '{lesson_id}' (chapter {number}) is missing"
         assert content.get(lesson_id).chapter == number

@@ -195,6 +195,29 @@ def syllabus_comparisons(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     slow_syncs=syncs.get("slow"),
                 )
             )
+        if exp == "streams-overlap" and s.get("saved_of_ideal") is not None:
+            out.append(
+                judge(
+                    "streams-overlap: share of the ideal overlap's saving the side stream got",
+                    ">= 0.7",
+                    s["saved_of_ideal"],
+                    0.7,
+                    speedup=s.get("speedup"),
+                    ideal_speedup=s.get("ideal_speedup"),
+                    median_s=s.get("median_s"),
+                )
+            )
+        if exp == "cuda-graphs" and "speedup" in s:
+            out.append(
+                judge(
+                    f"cuda-graphs: eager step time / graph replay's ({s.get('kernels')} kernels)",
+                    ">= 2x",
+                    s["speedup"],
+                    2.0,
+                    step_s=s.get("step_s"),
+                    saved_per_kernel_us=s.get("saved_per_kernel_us"),
+                )
+            )
         if exp == "bandwidth":
             for d, what in (("h2d", "host to device"), ("d2h", "device to host")):
                 key = f"{d}_pinned_vs_runtime"

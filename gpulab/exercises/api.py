@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from gpulab.core.memory import device_queries_paused
 from gpulab.exercises.compare import max_error as _max_error
 from gpulab.exercises.compare import scan as _scan
 
@@ -225,3 +226,9 @@ def compare_arrays(
         max_error=max_err,
         wrong=wrong,
     )
+
+
+def no_device_queries() -> Any:
+    """A context in which the worker's memory sampler reads no device figures: wrap a call that
+    may capture a CUDA graph, which a cudaMemGetInfo from another thread would break."""
+    return device_queries_paused()

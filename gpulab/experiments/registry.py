@@ -39,6 +39,8 @@ MODULES: tuple[str, ...] = (
     "warp_shuffle",
     "numerics",
     "profile_step",
+    "streams_overlap",
+    "cuda_graphs",
 )
 
 _cache: dict[str, Experiment] | None = None

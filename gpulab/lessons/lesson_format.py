@@ -2,7 +2,7 @@
 
 Separate from the catalog because it is the lesson format's rulebook (every message a writer
 sees about a broken lesson header comes from here), while the catalog is about lessons once
-they are loaded. Strict on purpose: a quiz answer out of range or a chapter of 18 is a wrong
+they are loaded. Strict on purpose: a quiz answer out of range or a chapter of 99 is a wrong
 lesson, not a cosmetic problem; every error names the file. Headless (no textual, no torch).
 """
 
@@ -34,6 +34,8 @@ CHAPTERS: dict[int, str] = {
     15: "Many GPUs",
     16: "Debugging",
     17: "Applications",
+    18: "Streams",
+    19: "CUDA graphs",
     20: "Warp-level primitives",
     21: "Triton",
     22: "torch.compile",
@@ -60,6 +62,13 @@ CHAPTER_LESSON_IDS: tuple[str, ...] = (
     "many-gpus",
     "debugging",
     "applications",
+    "streams",
+    "cuda-graphs",
+    "warp-primitives",
+    "triton",
+    "torch-compile",
+    "profiling-a-step",
+    "numerics",
 )
 
 _KEYS = ("id", "chapter", "order", "title", "objectives", "experiments", "quiz")
