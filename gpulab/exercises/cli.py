@@ -56,6 +56,11 @@ def add_parser(sub: Any) -> None:
     check = acts.add_parser("check", help="check, time and grade your file")
     check.add_argument("name", help="exercise id, folder name or number")
     check.add_argument("--seed", type=_seed, help="replay the input sets of this seed")
+    check.add_argument(
+        "--sanitize",
+        action="store_true",
+        help="run your kernel under compute-sanitizer (memcheck, racecheck) instead of grading",
+    )
     watch = acts.add_parser("watch", help="check on every save; move on when it passes")
     watch.add_argument("name", nargs="?", help="start here (default: the first not passing)")
     watch.add_argument("--debounce", type=int, default=300, help=argparse.SUPPRESS)
@@ -181,6 +186,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from gpulab.exercises.grader import new_seed
     from gpulab.exercises.session import Checker, record
 
+    if getattr(args, "sanitize", False):
+        from gpulab.explain.cli import cmd_sanitize  # deferred: loaded when asked for
+
+        return cmd_sanitize(args)
     ex = runnable(args, args.name)
     path = _file(args, ex)
     seed = args.seed if args.seed is not None else new_seed()

@@ -37,6 +37,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--gpu", action="store_true", help="ask this GPU's driver too (imports CuPy: slower)"
     )
     p.add_argument("--file", metavar="PATH", help="explain this file instead of yours")
+    p.add_argument(
+        "--ncu",
+        action="store_true",
+        help="Tier 1: measure your kernel with Nsight Compute (one pass, about 10 s)",
+    )
 
 
 def nvml_gpu(index: int = 0) -> dict[str, Any] | None:
@@ -168,8 +173,95 @@ def cmd_explain(args: argparse.Namespace) -> int:
         check_path=ex.check_path,
         **kwargs,
     )
+    if args.ncu:
+        tier1(e, ex.id, path, quiet=args.json)
     if args.json:
         emit_json({"explain": e.to_dict()})
     else:
         print("\n".join(e.card()))
+        if not args.ncu:
+            print(tier1_hint(ex.id))
     return 0
+
+
+def tier1_hint(exercise: str) -> str:
+    """One line: what --ncu adds, or what to install for it."""
+    from gpulab.explain import tools  # deferred: loaded when the command runs
+
+    if tools.find("ncu") is None:
+        return (
+            "Tier 1 (measured coalescing, bank conflicts, divergence, stalls) needs ncu: "
+            + (tools.FIX["ncu"])
+        )
+    return f"measure it: gpulab ex explain {exercise} --ncu (Nsight Compute, about 10 s)"
+
+
+def tier1(
+    e: Any,
+    exercise: str,
+    path: Path,
+    *,
+    quiet: bool = False,
+    on_progress: Any = None,
+    cancel: Any = None,
+) -> Any:
+    """Run the ncu pass over the kernels Tier 0 found in `path` and add it to `e` (a note says
+    why not, and Tier 0 stays, when there is no ncu or no permission)."""
+    import sys
+
+    from gpulab.explain import ncu, tools  # deferred: loaded when the command runs
+    from gpulab.explain.explainer import add_profile  # deferred: loaded when the command runs
+
+    kernels = [k.name for k in e.kernels if not k.error]
+    if not kernels:
+        e.notes.append("Tier 1: no kernel of yours compiles, so there is nothing to profile")
+        return e
+    say = on_progress or (None if quiet else (lambda s: print(f"  {s}", file=sys.stderr)))
+    try:
+        prof = ncu.profile(
+            kernels, tools.target_argv(path, exercise=exercise), on_progress=say, cancel=cancel
+        )
+    except ncu.NoPermission as exc:
+        e.notes.append(f"Tier 1: {exc}")
+        return e
+    except (ncu.NcuError, TimeoutError) as exc:
+        e.notes.append(f"Tier 1: {exc}")
+        return e
+    return add_profile(e, prof)
+
+
+def cmd_sanitize(args: argparse.Namespace) -> int:
+    """`gpulab ex check NAME --sanitize`: memcheck, then racecheck, on a small case."""
+    from gpulab.core.errors import BadInput  # deferred: loaded when the command runs
+    from gpulab.exercises.commands import _file, catalog, emit_json  # deferred: as above
+    from gpulab.explain import sanitize, tools  # deferred: loaded when the command runs
+    from gpulab.explain.source import scan  # deferred: loaded when the command runs
+
+    ex = catalog().get(args.name)
+    path = _file(args, ex)
+    if not path.is_file():
+        raise BadInput(f"no file {path}")
+    code_lines = {
+        k.name: k.code_line
+        for k in scan(path.read_text(encoding="utf-8")).kernels
+        if k.code_line is not None
+    }
+    target = tools.target_argv(path, exercise=ex.id, fill=SANITIZE_FILL, calls=1)
+    say = None if args.json else (lambda s: print(f"  {s}", file=__import__("sys").stderr))
+    try:
+        result = sanitize.sanitize(target, code_lines=code_lines, on_progress=say)
+    except RuntimeError as exc:
+        raise BadInput(str(exc)) from None
+    if args.json:
+        emit_json({"exercise": ex.id, "file": str(path), "sanitize": result.to_dict()})
+    else:
+        print(f"sanitize {ex.id}: {path.name}, a small case, memory pools off")
+        print("\n".join(result.lines()))
+        if result.first is not None and result.first.file_line is None:
+            print("  (a line number needs the kernel source as a string constant in your file)")
+    return 0 if result.clean else 1
+
+
+# Bytes of input and output for the sanitizer's case: the tools slow a kernel 10 to 100 times,
+# and racecheck reports each hazard; a few hundred blocks show a missing guard or barrier.
+SANITIZE_FILL = 256 << 10

@@ -155,7 +155,9 @@ def parse_raw(text: str) -> list[KernelProfile]:
     for row in data:
         rec = dict(zip(header, row, strict=False))
         k = KernelProfile(
-            rec.get("Kernel Name", "?"), block=rec.get("Block Size", ""), grid=rec.get("Grid Size", "")
+            rec.get("Kernel Name", "?"),
+            block=rec.get("Block Size", ""),
+            grid=rec.get("Grid Size", ""),
         )
         for key, value in rec.items():
             if "__" in key:
@@ -384,13 +386,17 @@ def findings(k: KernelProfile) -> list[Finding]:
     at_roof = dram is not None and dram >= 70.0
 
     if dram is not None:
+        verdict = "memory is not the limit"
+        if at_roof:
+            wasted = _wasted(k)
+            verdict = "DRAM busy, partly with wasted bytes" if wasted else "at the memory roof"
         out.append(
             Finding(
                 "dram",
                 "dram",
                 f"{dram:.0f}% of peak",
-                "at the memory roof" if at_roof else "memory is not the limit",
-                "" if at_roof else "see the lines above",
+                verdict,
+                "" if at_roof else "look at the lines above",
                 "measured",
                 0.0,
                 kernel=name,
@@ -458,14 +464,18 @@ def findings(k: KernelProfile) -> list[Finding]:
                     kernel=name,
                     detail="l1tex__data_pipe_lsu_wavefronts_mem_shared / "
                     "smsp__sass_inst_executed_op_shared (ld+st); bank-conflict counter "
-                    f"{conflicts:.0f}." if conflicts is not None else "",
+                    f"{conflicts:.0f}."
+                    if conflicts is not None
+                    else "",
                     data={"ratio": ratio, "wavefronts": waves, "instructions": insts},
                 )
             )
 
     # Spills and other local memory.
     local = _sum(
-        k, "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"
+        k,
+        "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+        "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
     )
     glob_bytes = _sum(
         k,
@@ -600,6 +610,43 @@ def findings(k: KernelProfile) -> list[Finding]:
     return out
 
 
+def _wasted(k: KernelProfile) -> bool:
+    """Whether a busy DRAM moves bytes the kernel does not use: half-used sectors or spills."""
+    for op in ("ld", "st"):
+        pct = k.get(f"smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.pct")
+        if (
+            pct is not None
+            and pct < 80.0
+            and k.get(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum")
+        ):
+            return True
+    return bool(
+        _sum(
+            k,
+            "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+            "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+        )
+    )
+
+
+# Tier 0 kinds a measurement of this kernel replaces: ncu measured the same thing.
+REPLACES = {
+    "coalescing": ("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",),
+    "bank-conflicts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",),
+    "occupancy": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+    "waves": ("launch__waves_per_multiprocessor",),
+    "local-memory": ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",),
+}
+
+
+def replaced_kinds(k: KernelProfile, measured: Sequence[Finding]) -> set[str]:
+    """The static tier's finding kinds this profile measured (so the static guess goes)."""
+    out = {kind for kind, keys in REPLACES.items() if all(key in k.metrics for key in keys)}
+    if any(f.kind == "local-memory" for f in measured):
+        out.add("spills")  # the measured traffic says how much the spills cost
+    return out
+
+
 def pick_rules(rules: Sequence[Rule], n: int = 3) -> list[Rule]:
     """ncu's rule messages worth showing: advice (OPT) first, largest estimated speedup first."""
     order = {"OPT": 0, "WRN": 1, "INF": 2}
@@ -614,11 +661,12 @@ def _first_sentence(text: str) -> str:
 
 def _limiter(k: KernelProfile) -> str:
     """What bounds the theoretical occupancy: the launch__occupancy_limit_* with fewest blocks."""
+    # On a tie the first named binds: 32-thread blocks hit 32 blocks/SM before anything else.
     limits = {
+        "blocks per SM": k.get("launch__occupancy_limit_blocks"),
+        "warps (block size)": k.get("launch__occupancy_limit_warps"),
         "registers": k.get("launch__occupancy_limit_registers"),
         "shared memory": k.get("launch__occupancy_limit_shared_mem"),
-        "warps (block size)": k.get("launch__occupancy_limit_warps"),
-        "blocks per SM": k.get("launch__occupancy_limit_blocks"),
     }
     have = {n: v for n, v in limits.items() if v is not None}
     if not have:

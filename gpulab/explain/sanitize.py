@@ -27,12 +27,18 @@ _ERROR_HEAD = re.compile(
     r"|Program hit[^\n]*|Cuda API error[^\n]*|Malloc/Free error[^\n]*|Barrier error[^\n]*"
     r"|(?:Error|ERROR|Warning|WARNING): (?:Race|Potential)[^\n]*)"
 )
-_AT = re.compile(r"^\s*at (?:0x[0-9a-f]+ in )?([A-Za-z_][\w:<>, ]*?)(?:\+0x[0-9a-f]+)?(?: in (\S+?):(\d+))?\s*$")
-_AT_LOOSE = re.compile(r"\bat (?:0x[0-9a-f]+ in )?([A-Za-z_]\w*)(?:\([^)]*\))?(?:\+0x[0-9a-f]+)?(?: in (\S+?):(\d+))?")
+_AT = re.compile(
+    r"^\s*at (?:0x[0-9a-f]+ in )?([A-Za-z_][\w:<>, ]*?)(?:\+0x[0-9a-f]+)?(?: in (\S+?):(\d+))?\s*$"
+)
+_AT_LOOSE = re.compile(
+    r"\bat (?:0x[0-9a-f]+ in )?([A-Za-z_]\w*)(?:\([^)]*\))?(?:\+0x[0-9a-f]+)?(?: in (\S+?):(\d+))?"
+)
 _THREAD = re.compile(r"by thread \((\d+),(\d+),(\d+)\) in block \((\d+),(\d+),(\d+)\)")
-_ADDRESS = re.compile(r"Address (0x[0-9a-f]+)(.*)")
+_ADDRESS = re.compile(r"(?:Address|Access at) (0x[0-9a-f]+)(.*)")
 _RACE_BLOCK = re.compile(r"in block \((\d+),(\d+),(\d+)\)")
-_RACE_THREAD = re.compile(r"(Read|Write) Thread \((\d+),(\d+),(\d+)\) at (?:0x[0-9a-f]+ in )?(\S+?)(?: in (\S+?):(\d+))?\s*$")
+_RACE_THREAD = re.compile(
+    r"(Read|Write) Thread \((\d+),(\d+),(\d+)\) at (?:0x[0-9a-f]+ in )?(\S+?)(?: in (\S+?):(\d+))?\s*$"
+)
 _RACE_BETWEEN = re.compile(
     r"Race reported between (\w+) access at (?:0x[0-9a-f]+ in )?(\S+?)(?: in (\S+?):(\d+))?\s*$"
 )
@@ -177,9 +183,14 @@ def parse(text: str, tool: str) -> tuple[int, SanitizerError | None]:
                 if m.group(4):
                     err.source_file, err.source_line = m.group(3), int(m.group(4))
             for b in body:
-                m2 = re.search(r"and (\w+) access at (?:0x[0-9a-f]+ in )?(\S+?)(?: in (\S+?):(\d+))?\s", b + " ")
+                m2 = re.search(
+                    r"and (\w+) access at (?:0x[0-9a-f]+ in )?(\S+?)(?: in (\S+?):(\d+))?\s",
+                    b + " ",
+                )
                 if m2:
-                    err.other = f"a {m2.group(1).lower()}" + (f" at kernel line {m2.group(4)}" if m2.group(4) else "")
+                    err.other = f"a {m2.group(1).lower()}" + (
+                        f" at kernel line {m2.group(4)}" if m2.group(4) else ""
+                    )
                     break
         elif "hazard" in head.lower():
             m = _RACE_BLOCK.search(head)
@@ -187,7 +198,9 @@ def parse(text: str, tool: str) -> tuple[int, SanitizerError | None]:
                 err.block = _ints(m, 1)
             hm = re.search(r"(\w+) hazard detected at (__\w+__ )?(0x[0-9a-f]+)", head)
             if hm:
-                err.what = f"potential {hm.group(1)} hazard on {(hm.group(2) or '').strip() or 'memory'}"
+                err.what = (
+                    f"potential {hm.group(1)} hazard on {(hm.group(2) or '').strip() or 'memory'}"
+                )
                 err.address = hm.group(3)
             threads = [re.search(_RACE_THREAD, b.strip()) for b in body]
             threads = [t for t in threads if t]
@@ -221,9 +234,10 @@ def parse(text: str, tool: str) -> tuple[int, SanitizerError | None]:
                     err.address = m.group(1)
                     rest = m.group(2).strip()
                     if rest:
-                        err.where = rest
+                        err.where = rest.removeprefix("is ").strip()
                 elif s.startswith("and is ") or s.startswith("is "):
-                    err.where = (err.where + " " + s).strip()
+                    more = s.removeprefix("and ").removeprefix("is ").strip()
+                    err.where = f"{err.where}: {more}" if err.where else more
         first = err
         break
     if first is not None and count == 0:

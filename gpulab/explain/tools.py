@@ -46,7 +46,9 @@ def _wheel_sanitizer() -> list[str]:
     """compute-sanitizer from the nvidia-cuda-sanitizer-api wheel, if installed."""
     out = []
     for base in sys.path:
-        out += glob.glob(os.path.join(base, "nvidia", "cuda_sanitizer_api", "*", "compute-sanitizer"))
+        out += glob.glob(
+            os.path.join(base, "nvidia", "cuda_sanitizer_api", "*", "compute-sanitizer")
+        )
     return out
 
 
@@ -129,10 +131,16 @@ def run(
                 _end(proc)
                 raise TimeoutError(f"{Path(argv[0]).name} ran past {timeout:.0f} s")
             time.sleep(0.1)
+    except BaseException:
+        if proc.poll() is None:  # Ctrl-C in the caller: the tool must not outlive it
+            _end(proc)
+        raise
     finally:
         for t in threads:
             t.join(timeout=5)
-    return Ran(proc.returncode, "".join(chunks["out"]), "".join(chunks["err"]), time.perf_counter() - t0)
+    return Ran(
+        proc.returncode, "".join(chunks["out"]), "".join(chunks["err"]), time.perf_counter() - t0
+    )
 
 
 def _end(proc: subprocess.Popen[str]) -> None:
