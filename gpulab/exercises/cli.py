@@ -56,11 +56,6 @@ def add_parser(sub: Any) -> None:
     check = acts.add_parser("check", help="check, time and grade your file")
     check.add_argument("name", help="exercise id, folder name or number")
     check.add_argument("--seed", type=_seed, help="replay the input sets of this seed")
-    check.add_argument(
-        "--sanitize",
-        action="store_true",
-        help="run your kernel under compute-sanitizer (memcheck, racecheck) instead of grading",
-    )
     watch = acts.add_parser("watch", help="check on every save; move on when it passes")
     watch.add_argument("name", nargs="?", help="start here (default: the first not passing)")
     watch.add_argument("--debounce", type=int, default=300, help=argparse.SUPPRESS)
@@ -109,7 +104,11 @@ def main(args: argparse.Namespace) -> int:
     from gpulab.store.connection import StoreError
 
     verb = getattr(args, "ex_command", None) or "list"
+    # An option of `check` another package owns (explain's --sanitize): (its dest, its handler).
+    option = getattr(args, "check_option", None)
     try:
+        if verb == "check" and option and getattr(args, option[0], False):
+            return int(option[1](args))
         if verb == "list":
             return cmd_list(args)
         if verb == "check":
@@ -186,10 +185,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     from gpulab.exercises.grader import new_seed
     from gpulab.exercises.session import Checker, record
 
-    if getattr(args, "sanitize", False):
-        from gpulab.explain.cli import cmd_sanitize  # deferred: loaded when asked for
-
-        return cmd_sanitize(args)
     ex = runnable(args, args.name)
     path = _file(args, ex)
     seed = args.seed if args.seed is not None else new_seed()

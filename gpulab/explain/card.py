@@ -20,7 +20,7 @@ KERNEL_METRICS = ("GB/s", "TFLOP/s")
 
 def has_kernels(path: Path) -> bool:
     """Whether the file builds a RawKernel or RawModule the static tier can read."""
-    from gpulab.explain.source import scan
+    from gpulab.explain.source import scan  # deferred: loaded when used
 
     try:
         return bool(scan(path.read_text(encoding="utf-8")).kernels)
@@ -29,8 +29,8 @@ def has_kernels(path: Path) -> bool:
 
 
 def _ceilings(device: str | None) -> dict[str, Any]:
-    from gpulab.core.peaks import peak_for
-    from gpulab.explain.cli import calibration
+    from gpulab.core.peaks import peak_for  # deferred: loaded when used
+    from gpulab.explain.cli import calibration  # deferred: loaded when used
 
     peaks = calibration(device)
     if peaks is None:
@@ -43,9 +43,9 @@ def _ceilings(device: str | None) -> dict[str, Any]:
 
 def for_file(ex: Any, path: Path, **extra: Any) -> Explanation | None:
     """Tier 0 of the learner's file for exercise `ex`; None when it has no kernel to read."""
-    from gpulab.explain import arch as arches
-    from gpulab.explain.cli import nvml_gpu
-    from gpulab.explain.explainer import explain_file
+    from gpulab.explain import arch as arches  # deferred: loaded when used
+    from gpulab.explain.cli import nvml_gpu  # deferred: loaded when used
+    from gpulab.explain.explainer import explain_file  # deferred: loaded when used
 
     if not has_kernels(path):
         return None

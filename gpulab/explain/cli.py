@@ -24,6 +24,19 @@ def register(sub: Any) -> None:
     """`gpulab ex explain`, on the `ex` parser gpulab/cli.py registered (exercises.cli.add_verb)."""
     ex = sub.choices["exercises"]
     add_arguments(add_verb(ex, "explain", "why your kernel runs at its speed", cmd_explain))
+    check = ex.get_default("ex_verbs").choices["check"]
+    check.add_argument(
+        "--sanitize",
+        action="store_true",
+        help="run your kernel under compute-sanitizer (memcheck, racecheck) instead of grading",
+    )
+    check.set_defaults(check_option=("sanitize", _sanitize))
+
+
+def _sanitize(args: argparse.Namespace) -> int:
+    from gpulab.explain.sanitize_cli import cmd_sanitize  # deferred: loaded when asked for
+
+    return cmd_sanitize(args)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -207,7 +220,7 @@ def tier1(
 ) -> Any:
     """Run the ncu pass over the kernels Tier 0 found in `path` and add it to `e` (a note says
     why not, and Tier 0 stays, when there is no ncu or no permission)."""
-    import sys
+    import sys  # deferred: loaded when used
 
     from gpulab.explain import ncu, tools  # deferred: loaded when the command runs
     from gpulab.explain.explainer import add_profile  # deferred: loaded when the command runs
@@ -228,40 +241,3 @@ def tier1(
         e.notes.append(f"Tier 1: {exc}")
         return e
     return add_profile(e, prof)
-
-
-def cmd_sanitize(args: argparse.Namespace) -> int:
-    """`gpulab ex check NAME --sanitize`: memcheck, then racecheck, on a small case."""
-    from gpulab.core.errors import BadInput  # deferred: loaded when the command runs
-    from gpulab.exercises.commands import _file, catalog, emit_json  # deferred: as above
-    from gpulab.explain import sanitize, tools  # deferred: loaded when the command runs
-    from gpulab.explain.source import scan  # deferred: loaded when the command runs
-
-    ex = catalog().get(args.name)
-    path = _file(args, ex)
-    if not path.is_file():
-        raise BadInput(f"no file {path}")
-    code_lines = {
-        k.name: k.code_line
-        for k in scan(path.read_text(encoding="utf-8")).kernels
-        if k.code_line is not None
-    }
-    target = tools.target_argv(path, exercise=ex.id, fill=SANITIZE_FILL, calls=1)
-    say = None if args.json else (lambda s: print(f"  {s}", file=__import__("sys").stderr))
-    try:
-        result = sanitize.sanitize(target, code_lines=code_lines, on_progress=say)
-    except RuntimeError as exc:
-        raise BadInput(str(exc)) from None
-    if args.json:
-        emit_json({"exercise": ex.id, "file": str(path), "sanitize": result.to_dict()})
-    else:
-        print(f"sanitize {ex.id}: {path.name}, a small case, memory pools off")
-        print("\n".join(result.lines()))
-        if result.first is not None and result.first.file_line is None:
-            print("  (a line number needs the kernel source as a string constant in your file)")
-    return 0 if result.clean else 1
-
-
-# Bytes of input and output for the sanitizer's case: the tools slow a kernel 10 to 100 times,
-# and racecheck reports each hazard; a few hundred blocks show a missing guard or barrier.
-SANITIZE_FILL = 256 << 10

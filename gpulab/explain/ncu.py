@@ -213,7 +213,7 @@ def merge(raw: str, details: str) -> list[KernelProfile]:
 
 
 def reports_dir() -> Path:
-    from gpulab.core import datadir
+    from gpulab.core import datadir  # deferred: loaded when used
 
     return datadir.data_dir() / "explain-reports"
 
@@ -335,23 +335,22 @@ def _why(text: str, kernels: Sequence[str]) -> str:
 # -- findings ---------------------------------------------------------------------------------
 
 STALLS = {
-    "long_scoreboard": ("waiting on global or local memory", "more loads in flight per thread"),
-    "short_scoreboard": ("waiting on shared memory or a slow math op", "fewer bank conflicts"),
+    "long_scoreboard": ("memory latency", "more loads in flight"),
+    "short_scoreboard": ("waiting on shared memory", "fewer bank conflicts"),
     "barrier": ("waiting at __syncthreads", "more work between barriers"),
-    "lg_throttle": ("the load/store queue is full", "wider loads (float4), fewer of them"),
-    "mio_throttle": ("the shared-memory queue is full", "fewer shared accesses"),
-    "math_pipe_throttle": ("the math pipe is busy", "that is compute-bound: good"),
-    "wait": ("a fixed-latency dependency", "more independent work per thread"),
+    "lg_throttle": ("load/store queue full", "wider loads (float4)"),
+    "mio_throttle": ("shared-memory queue full", "fewer shared accesses"),
+    "math_pipe_throttle": ("math pipe busy", "compute-bound: good"),
+    "wait": ("fixed-latency dependency", "independent work per thread"),
     "not_selected": ("another warp issued", "enough warps: fine"),
-    "selected": ("issuing", "fine"),
     "drain": ("draining stores at exit", "fine at the end"),
     "membar": ("a memory fence", "fewer fences"),
-    "branch_resolving": ("resolving a branch", "fewer branches"),
-    "dispatch_stall": ("the dispatcher stalled", "rare; ignore"),
-    "no_instruction": ("the instruction cache missed", "a smaller unrolled loop"),
-    "imc_miss": ("the constant cache missed", "fewer distinct constants"),
+    "branch_resolving": ("resolving branches", "fewer branches"),
+    "dispatch_stall": ("dispatcher stalled", "rare; ignore"),
+    "no_instruction": ("instruction cache miss", "a smaller unrolled loop"),
+    "imc_miss": ("constant cache miss", "fewer distinct constants"),
     "sleeping": ("sleeping (nanosleep)", "fewer sleeps"),
-    "tex_throttle": ("the texture queue is full", "fewer texture loads"),
+    "tex_throttle": ("texture queue full", "fewer texture loads"),
 }
 _STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 
@@ -386,7 +385,7 @@ def findings(k: KernelProfile) -> list[Finding]:
     at_roof = dram is not None and dram >= 70.0
 
     if dram is not None:
-        verdict = "memory is not the limit"
+        verdict = "not the limit"
         if at_roof:
             wasted = _wasted(k)
             verdict = "DRAM busy, partly with wasted bytes" if wasted else "at the memory roof"
@@ -396,7 +395,7 @@ def findings(k: KernelProfile) -> list[Finding]:
                 "dram",
                 f"{dram:.0f}% of peak",
                 verdict,
-                "" if at_roof else "look at the lines above",
+                "",
                 "measured",
                 0.0,
                 kernel=name,
@@ -420,9 +419,9 @@ def findings(k: KernelProfile) -> list[Finding]:
             Finding(
                 "coalescing",
                 "coalesce",
-                f"global {word} use {used:.1f} of 32 B a sector ({pct:.0f}%)",
-                "uncoalesced: a warp touches scattered sectors",
-                "make lane i touch element i (x along a row)",
+                f"{word} {used:.3g}/32 B a sector",
+                "uncoalesced",
+                "lane i reads element i",
                 "measured",
                 score,
                 kernel=name,
@@ -432,42 +431,41 @@ def findings(k: KernelProfile) -> list[Finding]:
             )
         )
 
-    # Bank conflicts: shared wavefronts per shared instruction (1 when conflict-free, 32-bit).
-    waves = _sum(
-        k,
-        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    )
-    insts = _sum(
-        k, "smsp__sass_inst_executed_op_shared_ld.sum", "smsp__sass_inst_executed_op_shared_st.sum"
-    )
-    conflicts = _sum(
-        k,
-        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    )
-    if waves and insts:
-        ratio = waves / insts
-        excess = max(0.0, waves - insts)
+    # Bank conflicts: shared-memory wavefronts against the ideal for the same accesses (ncu's
+    # own ideal where it gives one, else one wavefront per shared instruction, right for 32-bit
+    # accesses). The bank-conflict counter alone over-counts on sm_90: not used for the verdict.
+    waves = k.get("memory_l1_wavefronts_shared")
+    ideal = k.get("memory_l1_wavefronts_shared_ideal")
+    source = "memory_l1_wavefronts_shared against memory_l1_wavefronts_shared_ideal"
+    if waves is None or not ideal:
+        waves = _sum(
+            k,
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+        )
+        ideal = _sum(
+            k,
+            "smsp__sass_inst_executed_op_shared_ld.sum",
+            "smsp__sass_inst_executed_op_shared_st.sum",
+        )
+        source = "shared wavefronts (ld+st) against shared instructions"
+    if waves and ideal:
+        ratio = waves / ideal
+        excess = max(0.0, waves - ideal)
         if ratio >= 1.5:
             score = min(4.8, 1.5 + 1.0 * math.log2(ratio))
             out.append(
                 Finding(
                     "bank-conflicts",
                     "banks",
-                    f"{ratio:.1f} wavefronts per shared access (ideal 1),"
-                    f" {excess / waves:.0%} excess",
-                    "bank conflicts serialise shared memory",
-                    "pad the row (TILE+1) or change the index",
+                    f"{ratio:.1f}x ideal wavefronts",
+                    f"conflicts ({excess / waves:.0%} excess)",
+                    "pad: tile[32][33]",
                     "measured",
                     score,
                     kernel=name,
-                    detail="l1tex__data_pipe_lsu_wavefronts_mem_shared / "
-                    "smsp__sass_inst_executed_op_shared (ld+st); bank-conflict counter "
-                    f"{conflicts:.0f}."
-                    if conflicts is not None
-                    else "",
-                    data={"ratio": ratio, "wavefronts": waves, "instructions": insts},
+                    detail=f"{source}: {waves:,.0f} wavefronts, {ideal:,.0f} ideal.",
+                    data={"ratio": ratio, "wavefronts": waves, "ideal": ideal},
                 )
             )
 
@@ -490,15 +488,14 @@ def findings(k: KernelProfile) -> list[Finding]:
             Finding(
                 "local-memory",
                 "local",
-                f"{_bytes(local)} of local traffic ({share:.0%} of L1 bytes)"
-                + (f", {regs:.0f} regs" if regs else ""),
-                "spills or a local array go through L1 and DRAM",
-                "fewer live values, constant indices, no per-thread arrays",
+                f"{_bytes(local)} local ({share:.0%} of L1 bytes)",
+                "spills",
+                "fewer live values",
                 "measured",
                 score,
                 kernel=name,
                 detail="l1tex__t_bytes_pipe_lsu_mem_local_op_{ld,st}.sum against the global"
-                " bytes through L1.",
+                " bytes through L1" + (f"; {regs:.0f} registers a thread." if regs else "."),
                 data={"local_bytes": local, "global_bytes": glob_bytes, "share": share},
             )
         )
@@ -511,9 +508,9 @@ def findings(k: KernelProfile) -> list[Finding]:
             Finding(
                 "divergence",
                 "diverge",
-                f"{threads:.1f} of 32 threads per warp instruction",
-                "branches split warps: both paths run",
-                "branch on warp-wide values (threadIdx.x / 32)",
+                f"{threads:.1f} of 32 threads active",
+                "warps diverge",
+                "branch per warp",
                 "measured",
                 score,
                 kernel=name,
@@ -530,13 +527,14 @@ def findings(k: KernelProfile) -> list[Finding]:
     if w is not None and w < 1.0:
         score = 4.6 if w < 0.5 else 3.2
         idle = f", {sms - grid:.0f} SMs idle" if sms and grid is not None and grid < sms else ""
+        idle = idle or (f", {grid:.0f} blocks" if grid is not None else "")
         out.append(
             Finding(
                 "waves",
                 "waves",
-                f"{w:.2f} waves ({grid or 0:.0f} blocks{idle})",
-                "the grid does not fill the GPU once",
-                "more blocks: grid from n, or several blocks per SM",
+                f"{w:.2f} waves{idle}",
+                "grid too small",
+                "more blocks",
                 "measured",
                 score,
                 kernel=name,
@@ -545,28 +543,29 @@ def findings(k: KernelProfile) -> list[Finding]:
             )
         )
 
-    # Occupancy: achieved against theoretical, and what limits the theoretical.
+    # Occupancy: achieved against theoretical, and what limits the theoretical. Not a goal in
+    # itself: it matters when too few warps leave memory latency uncovered.
     achieved = k.get("sm__warps_active.avg.pct_of_peak_sustained_active")
     theory = k.get("sm__maximum_warps_per_active_cycle_pct")
     if achieved is not None and theory is not None:
-        limiter = _limiter(k)
+        limiter, blocks = _limiter(k)
         low = theory < 60.0 and not at_roof and (w is None or w >= 1.0)
         score = 3.0 + (60.0 - theory) / 40.0 if low else 0.0
         if not low and w is not None and w >= 1.0 and achieved < 0.6 * theory and not at_roof:
             score = 1.0
+        why = f"{limiter}: {blocks:.0f} blocks/SM" if limiter and theory < 100 else ""
         out.append(
             Finding(
                 "occupancy",
                 "occupancy",
-                f"achieved {achieved:.0f}% of theoretical {theory:.0f}%"
-                + (f" ({limiter})" if limiter and theory < 100 else ""),
-                "too few warps to hide latency" if low else "not a goal in itself",
-                "bigger blocks, fewer regs or less shared" if low else "",
+                f"{achieved:.0f}% of {theory:.0f}% max",
+                (why or "too few warps") if low else "not a goal in itself",
+                ADVICE.get(limiter, "") if low else "",
                 "measured",
                 score,
                 kernel=name,
                 detail="sm__warps_active (achieved) and sm__maximum_warps_per_active_cycle_pct"
-                " (theoretical); limiter: the launch__occupancy_limit_* that binds.",
+                " (theoretical); the limiter is the launch__occupancy_limit_* that binds.",
                 data={"achieved": achieved, "theoretical": theory, "limiter": limiter},
             )
         )
@@ -647,6 +646,12 @@ def replaced_kinds(k: KernelProfile, measured: Sequence[Finding]) -> set[str]:
     return out
 
 
+def top(found: Sequence[Finding]) -> Finding | None:
+    """The top suspect among a kernel's findings: the highest score of severity 1 or more."""
+    ranked = sorted((f for f in found if f.severity > 0), key=lambda f: -f.score)
+    return ranked[0] if ranked else None
+
+
 def pick_rules(rules: Sequence[Rule], n: int = 3) -> list[Rule]:
     """ncu's rule messages worth showing: advice (OPT) first, largest estimated speedup first."""
     order = {"OPT": 0, "WRN": 1, "INF": 2}
@@ -659,20 +664,29 @@ def _first_sentence(text: str) -> str:
     return (m.group(1) if m else text.strip())[:200]
 
 
-def _limiter(k: KernelProfile) -> str:
-    """What bounds the theoretical occupancy: the launch__occupancy_limit_* with fewest blocks."""
+ADVICE = {
+    "blocks/SM cap": "bigger blocks",
+    "block size": "a block size dividing 2048",
+    "registers": "fewer registers",
+    "shared mem": "less shared/block",
+}
+
+
+def _limiter(k: KernelProfile) -> tuple[str, float]:
+    """What bounds the theoretical occupancy: the launch__occupancy_limit_* with the fewest
+    blocks per SM, and that count; ("", 0) when ncu gave none."""
     # On a tie the first named binds: 32-thread blocks hit 32 blocks/SM before anything else.
     limits = {
-        "blocks per SM": k.get("launch__occupancy_limit_blocks"),
-        "warps (block size)": k.get("launch__occupancy_limit_warps"),
+        "blocks/SM cap": k.get("launch__occupancy_limit_blocks"),
+        "block size": k.get("launch__occupancy_limit_warps"),
         "registers": k.get("launch__occupancy_limit_registers"),
-        "shared memory": k.get("launch__occupancy_limit_shared_mem"),
+        "shared mem": k.get("launch__occupancy_limit_shared_mem"),
     }
     have = {n: v for n, v in limits.items() if v is not None}
     if not have:
-        return ""
+        return "", 0.0
     name = min(have, key=lambda n: have[n])  # type: ignore[arg-type,return-value]
-    return f"limit: {name}, {have[name]:.0f} blocks/SM"
+    return name, float(have[name])  # type: ignore[arg-type]
 
 
 def _bytes(n: float) -> str:

@@ -61,6 +61,8 @@ class SanitizerError:
     source_line: int | None = None  # in the kernel's source (with -lineinfo)
     file_line: int | None = None  # in the learner's file, where the source's lines are known
     other: str = ""  # racecheck: the other access
+    other_line: int | None = None  # its line in the kernel's source
+    other_file_line: int | None = None  # and in the learner's file
 
     def text(self) -> str:
         """One line: what, the kernel, where, who."""
@@ -82,6 +84,10 @@ class SanitizerError:
             line += f" ({self.where})"
         if self.other:
             line += f"; the other access: {self.other}"
+            if self.other_file_line is not None:
+                line += f" at line {self.other_file_line}"
+            elif self.other_line is not None:
+                line += f" at kernel line {self.other_line}"
         return line
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,6 +103,8 @@ class SanitizerError:
             "source_line": self.source_line,
             "file_line": self.file_line,
             "other": self.other,
+            "other_line": self.other_line,
+            "other_file_line": self.other_file_line,
             "text": self.text(),
         }
 
@@ -133,7 +141,7 @@ class Sanitized:
         return next((r.first for r in self.runs if r.first is not None), None)
 
     @property
-    def clean(self) -> bool:
+    def no_errors(self) -> bool:
         return all(r.errors == 0 and not r.note for r in self.runs)
 
     def lines(self) -> list[str]:
@@ -149,7 +157,7 @@ class Sanitized:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"runs": [r.to_dict() for r in self.runs], "clean": self.clean}
+        return {"runs": [r.to_dict() for r in self.runs], "clean": self.no_errors}
 
 
 def _strip(text: str) -> list[str]:
@@ -212,9 +220,8 @@ def parse(text: str, tool: str) -> tuple[int, SanitizerError | None]:
                     err.source_file, err.source_line = t0.group(6), int(t0.group(7))
                 if len(threads) > 1:
                     t1 = threads[1]
-                    err.other = f"a {t1.group(1).lower()} by thread {_t(_ints(t1, 2))}" + (
-                        f" at kernel line {t1.group(7)}" if t1.group(7) else ""
-                    )
+                    err.other = f"a {t1.group(1).lower()} by thread {_t(_ints(t1, 2))}"
+                    err.other_line = int(t1.group(7)) if t1.group(7) else None
         else:
             for b in body:
                 s = b.strip()
@@ -254,8 +261,12 @@ def map_line(err: SanitizerError, code_lines: dict[str, int]) -> None:
     """Set err.file_line from the kernel's source line and where its source starts in the
     learner's file (`code_lines`: kernel name -> the file line of the source's first line)."""
     start = code_lines.get(err.kernel)
-    if start is not None and err.source_line is not None:
+    if start is None:
+        return
+    if err.source_line is not None:
         err.file_line = start + err.source_line - 1
+    if err.other_line is not None:
+        err.other_file_line = start + err.other_line - 1
 
 
 TOOLS = (

@@ -55,7 +55,7 @@ def context(fill_bytes: int, seed: int = 1) -> Any:
     """A check Context on this GPU whose big cases hold about `fill_bytes` in all."""
     import numpy as np
 
-    from gpulab.exercises import api
+    from gpulab.exercises import api  # deferred: loaded when used
 
     return api.Context(
         rng=np.random.default_rng(seed),
@@ -71,9 +71,9 @@ def context(fill_bytes: int, seed: int = 1) -> Any:
 
 def exercise_call(exercise: str, path: Path, fill_bytes: int) -> Any:
     """The learner's function on the check's timing inputs (input set 0), as a thunk."""
-    from gpulab.exercises.catalog import find
-    from gpulab.exercises.grader import load_check
-    from gpulab.exercises.sandbox import load_learner
+    from gpulab.exercises.catalog import find  # deferred: loaded when used
+    from gpulab.exercises.grader import load_check  # deferred: loaded when used
+    from gpulab.exercises.sandbox import load_learner  # deferred: loaded when used
 
     ex = find(exercise)
     check = load_check(ex)
@@ -89,7 +89,7 @@ def exercise_call(exercise: str, path: Path, fill_bytes: int) -> Any:
 
 
 def driver_call(driver: Path, path: Path, cp: Any) -> Any:
-    from gpulab.exercises.sandbox import load_text
+    from gpulab.exercises.sandbox import load_text  # deferred: loaded when used
 
     module = load_text(path.read_text(encoding="utf-8"), path, "_gpulab_target_learner")
     drv = load_text(driver.read_text(encoding="utf-8"), driver, "_gpulab_target_driver")

@@ -131,7 +131,7 @@ def run(
                 _end(proc)
                 raise TimeoutError(f"{Path(argv[0]).name} ran past {timeout:.0f} s")
             time.sleep(0.1)
-    except BaseException:
+    except BaseException:  # deferred: loaded when used
         if proc.poll() is None:  # Ctrl-C in the caller: the tool must not outlive it
             _end(proc)
         raise
