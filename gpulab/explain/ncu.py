@@ -32,10 +32,7 @@ from gpulab.explain import tools
 from gpulab.explain.findings import Finding
 
 PERMISSION = "ERR_NVGPUCTRPERM"
-PERMISSION_FIX = (
-    "GPU performance counters are admin-only here: an admin sets the nvidia module option"
-    " NVreg_RestrictProfilingToAdminUsers=0 (then reloads the driver or reboots)"
-)
+PERMISSION_FIX = "GPU counters locked: an admin sets NVreg_RestrictProfilingToAdminUsers=0"
 SECTIONS = (
     "SpeedOfLight",
     "LaunchStats",
@@ -77,7 +74,8 @@ METRICS = (
     "device__attribute_multiprocessor_count",
 )
 _MISSING_METRIC = re.compile(r"Failed to find metric\s+\"?([A-Za-z0-9_.]+)")
-_PROGRESS = re.compile(r"==PROF== Profiling \"([^\"]+)\".*?(\d+)%")
+_PROGRESS = re.compile(r"==PROF== Profiling \"([^\"]+)\"")
+_PASSES = re.compile(r"(\d+) passes")
 
 
 class NcuError(RuntimeError):
@@ -213,9 +211,10 @@ def merge(raw: str, details: str) -> list[KernelProfile]:
 
 
 def reports_dir() -> Path:
+    """Where the .ncu-rep files are kept (open them in Nsight Compute's GUI)."""
     from gpulab.core import datadir  # deferred: loaded when used
 
-    return datadir.data_dir() / "explain-reports"
+    return datadir.resolve() / "explain-reports"
 
 
 def command(
@@ -276,7 +275,12 @@ def profile(
     def on_line(line: str) -> None:
         m = _PROGRESS.search(line)
         if m:
-            say(f"profiling {m.group(1)}: {m.group(2)}%")
+            pct = re.findall(r"(\d+)%", line)
+            passes = _PASSES.search(line)
+            say(
+                f"profiling {m.group(1)}: {pct[-1] if pct else 0}%"
+                + (f" ({passes.group(1)} replay passes)" if passes else "")
+            )
 
     say("starting ncu (a fresh process runs your kernel twice)")
     env = tools.python_env()

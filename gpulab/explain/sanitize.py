@@ -34,7 +34,7 @@ _AT_LOOSE = re.compile(
     r"\bat (?:0x[0-9a-f]+ in )?([A-Za-z_]\w*)(?:\([^)]*\))?(?:\+0x[0-9a-f]+)?(?: in (\S+?):(\d+))?"
 )
 _THREAD = re.compile(r"by thread \((\d+),(\d+),(\d+)\) in block \((\d+),(\d+),(\d+)\)")
-_ADDRESS = re.compile(r"(?:Address|Access at) (0x[0-9a-f]+)(.*)")
+_ADDRESS = re.compile(r"(?:Address|Access (?:at|to)) (0x[0-9a-f]+)(.*)")
 _RACE_BLOCK = re.compile(r"in block \((\d+),(\d+),(\d+)\)")
 _RACE_THREAD = re.compile(
     r"(Read|Write) Thread \((\d+),(\d+),(\d+)\) at (?:0x[0-9a-f]+ in )?(\S+?)(?: in (\S+?):(\d+))?\s*$"
@@ -271,7 +271,10 @@ def map_line(err: SanitizerError, code_lines: dict[str, int]) -> None:
 
 TOOLS = (
     ("memcheck", ["--tool", "memcheck", "--show-backtrace", "device"]),
-    ("racecheck", ["--tool", "racecheck", "--racecheck-report", "hazard"]),
+    (
+        "racecheck",
+        ["--tool", "racecheck", "--racecheck-report", "hazard", "--show-backtrace", "device"],
+    ),
 )
 
 

@@ -21,6 +21,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 PERM_TEXT = (
     "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU"
@@ -68,6 +69,24 @@ def sanitizer(argv: list[str], mode: str) -> int:
     text = Path(f"{label}.{tool}.txt").read_text()
     sys.stdout.write(text)
     return 1 if "ERROR SUMMARY: 0 errors" not in text and "SUMMARY: 0 hazard" not in text else 0
+
+
+def install(monkeypatch: Any, folder: Path, mode: str) -> Path:
+    """Put fake `ncu` and `compute-sanitizer` on GPULAB_NCU / GPULAB_SANITIZER for one test,
+    replaying `mode` (see above); returns the file the command lines are logged to."""
+    root = Path(__file__).resolve().parents[2]
+    for tool, env in (("ncu", "GPULAB_NCU"), ("compute-sanitizer", "GPULAB_SANITIZER")):
+        wrapper = folder / f"fake-{tool}"
+        wrapper.write_text(
+            f'#!/bin/sh\nPYTHONPATH="{root}" exec "{sys.executable}" -m'
+            f' gpulab.testing.fake_nvtools {tool} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+        monkeypatch.setenv(env, str(wrapper))
+    log = folder / "nvtools.log"
+    monkeypatch.setenv("GPULAB_FAKE_NVTOOLS", mode)
+    monkeypatch.setenv("GPULAB_FAKE_NVTOOLS_LOG", str(log))
+    return log
 
 
 def main(argv: list[str]) -> int:
