@@ -18,6 +18,7 @@ from gpulab.core import events as ev
 from gpulab.exercises.catalog import load_catalog
 from gpulab.exercises.workspace import Workspace
 from gpulab.explain import nvrtc
+from gpulab.testing import fake_nvtools
 from gpulab.testing.fake_runner import FakeRunner, frozen
 from tests.test_app import ready, wait_for
 
@@ -87,7 +88,12 @@ async def test_a_file_without_a_kernel_says_so():
     async with app.run_test(size=(80, 24)) as pilot:
         pane = await _open(pilot, "transpose-tiled", "def transpose(a, out):\n    out[...] = a.T\n")
         await pilot.press("f4")
-        await wait_for(pilot, lambda: len(pane.card.lines) == 2 and "no Raw" in pane.card.lines[1], 30, "the card")
+        await wait_for(
+            pilot,
+            lambda: len(pane.card.lines) == 2 and "no Raw" in pane.card.lines[1],
+            30,
+            "the card",
+        )
 
 
 async def test_a_graded_kernel_check_gets_the_card_under_its_grade():
@@ -115,6 +121,48 @@ async def test_a_failed_check_gets_no_card():
     async with app.run_test(size=(80, 24)) as pilot:
         pane = await _open(pilot, "transpose-tiled", NO_PADDING.read_text())
         await pilot.press("ctrl+r")
-        await wait_for(pilot, lambda: not pane.checking and "FAIL" in str(pane.verdict.render()), 30, "the verdict")
+        await wait_for(
+            pilot,
+            lambda: not pane.checking and "FAIL" in str(pane.verdict.render()),
+            30,
+            "the verdict",
+        )
         await pilot.pause(0.5)
         assert pane.card.lines == [] and not pane.card.has_class("-shown")
+
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "explain"
+
+
+async def test_f4_again_measures_with_nsight_compute(monkeypatch, tmp_path):
+    """The second f4 runs one ncu pass (a fake one replaying the H100's recording of this very
+    kernel) from a thread: the card turns measured, the bank conflict still on top."""
+    fake_nvtools.install(monkeypatch, tmp_path, f"replay:{FIX / 'ncu' / 'transpose-naive'}")
+    app = GpuLabApp(watch_terminal=False, runner_factory=lambda **kw: FakeRunner(**kw))
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = await _open(pilot, "transpose-tiled", NO_PADDING.read_text())
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: len(pane.card.lines) > 2, 30, "the static card")
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: "Nsight Compute" in pane.card.lines[0], 5, "the progress")
+        await wait_for(pilot, lambda: "measured by" in pane.card.lines[0], 30, "the measured card")
+        lines = pane.card.lines
+        assert "banks" in lines[1] and lines[1].endswith("[m]"), lines
+        assert any(ln.startswith("ncu report: ") for ln in lines)
+        assert all(len(ln) <= 78 for ln in lines) and not pane.profiling
+
+
+async def test_escape_cancels_the_nsight_compute_pass(monkeypatch, tmp_path):
+    fake_nvtools.install(monkeypatch, tmp_path, "hang")
+    app = GpuLabApp(watch_terminal=False, runner_factory=lambda **kw: FakeRunner(**kw))
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = await _open(pilot, "transpose-tiled", NO_PADDING.read_text())
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: len(pane.card.lines) > 2, 30, "the static card")
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: pane.profiling, 5, "the pass to start")
+        await pilot.pause(0.5)
+        await pilot.press("escape", "escape")  # out of the editor, then cancel the pass
+        await wait_for(pilot, lambda: not pane.profiling, 10, "the cancel")
+        await wait_for(pilot, lambda: "cancelled" in pane.card.lines[-1], 5, "the card")
+        assert pane.current is not None  # escape cancelled the pass, it did not leave the exercise
