@@ -242,3 +242,19 @@ def test_check_sanitize_reports_the_first_error(monkeypatch, tmp_path, capsys):
     assert main(["ex", "check", "zip-add", "--sanitize", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)["sanitize"]
     assert data["clean"] and [r["tool"] for r in data["runs"]] == ["memcheck", "racecheck"]
+
+
+@needs_nvrtc
+def test_explain_ncu_puts_the_measurement_on_the_card(monkeypatch, tmp_path, capsys):
+    fake_nvtools.install(monkeypatch, tmp_path, f"replay:{FIX / 'ncu' / 'transpose-naive'}")
+    args = ["ex", "explain", "transpose-tiled", "--file", str(NO_PADDING), "--ncu"]
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["explain"]
+    (k,) = data["kernels"]
+    assert data["tier"] == 1 and Path(data["report"]).is_file()
+    assert k["top_suspect"] == "bank-conflicts" and k["findings"][0]["tag"] == "measured"
+    assert main(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any(ln.startswith("ncu report: ") for ln in out)
+    assert all(len(ln) <= 80 for ln in out)
+    assert not any("measure it:" in ln for ln in out)  # the hint is for the static card only

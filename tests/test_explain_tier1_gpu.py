@@ -118,8 +118,11 @@ def test_sanitizer_names_the_first_error(label):
 
 
 def test_tier0_answers_in_under_a_second():
-    """Cold: the test's data dir is fresh, so NVRTC compiles (no cached result)."""
+    """Cold: the test's data dir is fresh and the in-memory cache emptied, so NVRTC compiles."""
+    from gpulab.explain import nvrtc
+
     path = CATALOG / "30-transpose-tiled" / "slow" / "no-padding.py"
+    nvrtc._MEMORY.clear()
     t0 = time.perf_counter()
     explain_file(path, exercise="transpose-tiled", metric="GB/s")
     cold = time.perf_counter() - t0
@@ -132,3 +135,23 @@ def test_tier0_answers_in_under_a_second():
     _record("tier0.json", json.dumps({"cold_s": cold, "warm_median_s": warm[2]}))
     print(f"\nTier 0: cold {cold * 1000:.0f} ms, warm median {warm[2] * 1000:.1f} ms")
     assert cold < 1.0
+
+
+def test_the_explain_command_with_ncu_on_a_kernel_track_exercise(tmp_path, capsys):
+    """`gpulab ex explain transpose-tiled --file slow/no-padding.py --ncu`, timed whole (Tier 0,
+    the ncu pass in a fresh process, reading the report): the card is measured, banks on top."""
+    from gpulab.cli import main
+
+    path = CATALOG / "30-transpose-tiled" / "slow" / "no-padding.py"
+    t0 = time.perf_counter()
+    assert main(["ex", "explain", "transpose-tiled", "--file", str(path), "--ncu", "--json"]) == 0
+    seconds = time.perf_counter() - t0
+    data = json.loads(capsys.readouterr().out)["explain"]
+    (k,) = data["kernels"]
+    assert data["tier"] == 1 and Path(data["report"]).is_file()
+    assert k["top_suspect"] == "bank-conflicts" and k["findings"][0]["tag"] == "measured"
+    _record(
+        "cli.json", json.dumps({"seconds": seconds, "profile_seconds": data["profile_seconds"]})
+    )
+    print(f"\nexplain --ncu on transpose-tiled: {seconds:.1f} s in all")
+    assert seconds < PASS_LIMIT_S
