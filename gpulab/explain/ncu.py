@@ -463,12 +463,13 @@ def findings(k: KernelProfile) -> list[Finding]:
                     "bank-conflicts",
                     "banks",
                     f"{ratio:.1f}x ideal wavefronts",
-                    f"conflicts ({excess / waves:.0%} excess)",
-                    "pad: tile[32][33]",
+                    "bank conflicts",
+                    "pad: [32][33]",
                     "measured",
                     score,
                     kernel=name,
-                    detail=f"{source}: {waves:,.0f} wavefronts, {ideal:,.0f} ideal.",
+                    detail=f"{source}: {waves:,.0f} wavefronts, {ideal:,.0f} ideal"
+                    f" ({excess / waves:.0%} excess).",
                     data={"ratio": ratio, "wavefronts": waves, "ideal": ideal},
                 )
             )
