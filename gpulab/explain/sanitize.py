@@ -210,8 +210,7 @@ def parse(text: str, tool: str) -> tuple[int, SanitizerError | None]:
                     f"potential {hm.group(1)} hazard on {(hm.group(2) or '').strip() or 'memory'}"
                 )
                 err.address = hm.group(3)
-            threads = [re.search(_RACE_THREAD, b.strip()) for b in body]
-            threads = [t for t in threads if t]
+            threads = [t for t in (_RACE_THREAD.search(b.strip()) for b in body) if t is not None]
             if threads:
                 t0 = threads[0]
                 err.thread = _ints(t0, 2)
