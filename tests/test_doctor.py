@@ -394,3 +394,37 @@ def test_a_worker_past_its_limit_is_broken():
 
     out = asyncio.run(gather.worker_facts(0.01))
     assert not out["ready"] and "did not answer within 0.01 s" in out["error"]
+
+
+def test_admin_only_counters_say_what_an_admin_changes():
+    facts = healthy()
+    facts["nvtools"]["admin_only"] = True
+    check = verdicts(facts)["counters"]
+    assert check.status == ck.WARN and "RmProfilingAdminOnly: 1" in check.message
+    assert "NVreg_RestrictProfilingToAdminUsers=0" in check.fix
+    facts["nvtools"]["root"] = True  # root reads them anyway
+    assert verdicts(facts)["counters"].status == ck.OK
+
+
+def test_missing_profilers_warn_with_the_fix_and_cpu_mode_skips_them():
+    facts = healthy()
+    facts["nvtools"].update(ncu=None, sanitizer=None)
+    result = verdicts(facts)
+    assert result["ncu"].status == ck.WARN and "GPULAB_NCU" in result["ncu"].fix
+    assert result["sanitizer"].status == ck.WARN
+    assert "nvidia-cuda-sanitizer-api" in result["sanitizer"].fix
+    assert not ck.broken(list(result.values()))  # the static explain still works
+    facts = healthy("no-driver")
+    result = verdicts(facts)
+    assert {result[k].status for k in ("counters", "ncu", "sanitizer")} == {ck.SKIP}
+
+
+def test_the_counter_setting_is_read_from_the_driver_params(tmp_path):
+    from gpulab.core.nvtools import counters_admin_only
+
+    params = tmp_path / "params"
+    params.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 0\nOther: 1\n")
+    assert counters_admin_only(params) is False
+    params.write_text("RmProfilingAdminOnly: 1\n")
+    assert counters_admin_only(params) is True
+    assert counters_admin_only(tmp_path / "none") is None

@@ -343,6 +343,50 @@ def check_terminal(facts: dict[str, Any]) -> Check:
     return Check("terminal", title, status, ", ".join(notes), "; ".join(fixes))
 
 
+def check_profilers(facts: dict[str, Any]) -> list[Check]:
+    """Whether `gpulab ex explain --ncu` and `gpulab ex check --sanitize` can run here: the GPU's
+    counters readable by this user, ncu found, compute-sanitizer found (each with the fix). Not
+    having them is a warning: the static explain (Tier 0) works without them."""
+    from gpulab.core.nvtools import COUNTERS_FIX, FIX  # deferred: loaded when the doctor runs
+
+    tools = facts.get("nvtools", {})
+    nvml = facts.get("nvml", {})
+    if not (nvml.get("loaded") and nvml.get("gpus")):
+        why = "no GPU: `gpulab ex explain` gives its static tier only"
+        return [
+            Check("counters", "GPU counters", SKIP, why),
+            Check("ncu", "Nsight Compute", SKIP, why),
+            Check("sanitizer", "compute-sanitizer", SKIP, "no GPU"),
+        ]
+    admin_only, root = tools.get("admin_only"), tools.get("root")
+    if admin_only is None:
+        counters = Check("counters", "GPU counters", WARN, "the driver does not say (no"
+                         " /proc/driver/nvidia/params): ncu will tell", "")  # fmt: skip
+    elif admin_only and not root:
+        counters = Check(
+            "counters",
+            "GPU counters",
+            WARN,
+            "admin-only (RmProfilingAdminOnly: 1): explain --ncu will be refused",
+            COUNTERS_FIX,
+        )
+    else:
+        how = "as root" if admin_only else "RmProfilingAdminOnly: 0"
+        counters = Check("counters", "GPU counters", OK, f"readable ({how})")
+    out = [counters]
+    for key, title, fact, use in (
+        ("ncu", "Nsight Compute", "ncu", "gpulab ex explain NAME --ncu"),
+        ("sanitizer", "compute-sanitizer", "sanitizer", "gpulab ex check NAME --sanitize"),
+    ):
+        path = tools.get(fact)
+        tool = "ncu" if key == "ncu" else "compute-sanitizer"
+        if path:
+            out.append(Check(key, title, OK, f"{path} (for {use})"))
+        else:
+            out.append(Check(key, title, WARN, f"not found: {use} cannot run", FIX[tool]))
+    return out
+
+
 def evaluate(facts: dict[str, Any]) -> list[Check]:
     """Every check, in the order a person fixes them (driver before torch before kernels)."""
     return [
@@ -356,6 +400,7 @@ def evaluate(facts: dict[str, Any]) -> list[Check]:
         check_dir(facts, "datadir", "data directory"),
         check_dir(facts, "workspace", "exercise workspace"),
         check_terminal(facts),
+        *check_profilers(facts),
     ]
 
 

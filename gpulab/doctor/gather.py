@@ -188,6 +188,18 @@ async def worker_facts(limit_s: float = WORKER_LIMIT_S) -> dict[str, Any]:
     return out
 
 
+def nvtools_facts() -> dict[str, Any]:
+    """Nsight Compute and compute-sanitizer (paths or None) and the driver's counter setting."""
+    from gpulab.core import nvtools  # deferred: loaded when the doctor gathers
+
+    return {
+        "ncu": nvtools.find("ncu"),
+        "sanitizer": nvtools.find("compute-sanitizer"),
+        "admin_only": nvtools.counters_admin_only(),
+        "root": hasattr(os, "geteuid") and os.geteuid() == 0,
+    }
+
+
 async def gather_async(nvml: Any = None) -> dict[str, Any]:
     """Every fact the doctor judges: NVML, a probe process and a worker."""
     probe, worker = await asyncio.gather(probe_facts(), worker_facts())
@@ -197,6 +209,7 @@ async def gather_async(nvml: Any = None) -> dict[str, Any]:
         "worker": worker,
         **dirs_facts(),
         "terminal": terminal_facts(),
+        "nvtools": nvtools_facts(),
         "env": {
             k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GPULAB_WORKDIR") if k in os.environ
         },

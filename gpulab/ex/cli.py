@@ -112,7 +112,11 @@ def main(args: argparse.Namespace) -> int:
     from gpulab.store.connection import StoreError
 
     verb = getattr(args, "ex_command", None) or "list"
+    # An option of `check` another package owns (explain's --sanitize): (its dest, its handler).
+    option = getattr(args, "check_option", None)
     try:
+        if verb == "check" and option and getattr(args, option[0], False):
+            return int(option[1](args))
         if verb == "list":
             return cmd_list(args)
         if verb == "check":

@@ -24,6 +24,19 @@ def register(sub: Any) -> None:
     """`gpulab ex explain`, on the `ex` parser gpulab/cli.py registered (exercises.cli.add_verb)."""
     ex = sub.choices["exercises"]
     add_arguments(add_verb(ex, "explain", "why your kernel runs at its speed", cmd_explain))
+    check = ex.get_default("ex_verbs").choices["check"]
+    check.add_argument(
+        "--sanitize",
+        action="store_true",
+        help="run your kernel under compute-sanitizer (memcheck, racecheck) instead of grading",
+    )
+    check.set_defaults(check_option=("sanitize", _sanitize))
+
+
+def _sanitize(args: argparse.Namespace) -> int:
+    from gpulab.explain.sanitize_cli import cmd_sanitize  # deferred: loaded when asked for
+
+    return cmd_sanitize(args)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,6 +51,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--gpu", action="store_true", help="ask this GPU's driver too (imports CuPy: slower)"
     )
     p.add_argument("--file", metavar="PATH", help="explain this file instead of yours")
+    p.add_argument(
+        "--ncu",
+        action="store_true",
+        help="Tier 1: measure your kernel with Nsight Compute (one pass, about 10 s)",
+    )
 
 
 def nvml_gpu(index: int = 0) -> dict[str, Any] | None:
@@ -170,8 +188,58 @@ def cmd_explain(args: argparse.Namespace) -> int:
         check_path=ex.check_path,
         **kwargs,
     )
+    if args.ncu:
+        tier1(e, ex.id, path, quiet=args.json)
     if args.json:
         emit_json({"explain": e.to_dict()})
     else:
         print("\n".join(e.card()))
+        if not args.ncu:
+            print(tier1_hint(ex.id))
     return 0
+
+
+def tier1_hint(exercise: str) -> str:
+    """One line: what --ncu adds, or what to install for it."""
+    from gpulab.explain import tools  # deferred: loaded when the command runs
+
+    if tools.find("ncu") is None:
+        return (
+            "Tier 1 (measured coalescing, bank conflicts, divergence, stalls) needs ncu: "
+            + (tools.FIX["ncu"])
+        )
+    return f"measure it: gpulab ex explain {exercise} --ncu (Nsight Compute, about 10 s)"
+
+
+def tier1(
+    e: Any,
+    exercise: str,
+    path: Path,
+    *,
+    quiet: bool = False,
+    on_progress: Any = None,
+    cancel: Any = None,
+) -> Any:
+    """Run the ncu pass over the kernels Tier 0 found in `path` and add it to `e` (a note says
+    why not, and Tier 0 stays, when there is no ncu or no permission)."""
+    import sys  # deferred: loaded when used
+
+    from gpulab.explain import ncu, tools  # deferred: loaded when the command runs
+    from gpulab.explain.explainer import add_profile  # deferred: loaded when the command runs
+
+    kernels = [k.name for k in e.kernels if not k.error]
+    if not kernels:
+        e.notes.append("Tier 1: no kernel of yours compiles, so there is nothing to profile")
+        return e
+    say = on_progress or (None if quiet else (lambda s: print(f"  {s}", file=sys.stderr)))
+    try:
+        prof = ncu.profile(
+            kernels, tools.target_argv(path, exercise=exercise), on_progress=say, cancel=cancel
+        )
+    except ncu.NoPermission as exc:  # one line: what an admin changes; Tier 0 stands
+        e.notes.append(str(exc))
+        return e
+    except (ncu.NcuError, TimeoutError) as exc:
+        e.notes.append(f"Tier 1: {exc}")
+        return e
+    return add_profile(e, prof)

@@ -247,3 +247,25 @@ def explain_file(path: Path | str, **kwargs: Any) -> Explanation:
     """Explain the kernels in the file at `path`; keyword arguments as for `explain`."""
     p = Path(path)
     return explain(p.read_text(encoding="utf-8"), filename=kwargs.pop("filename", p.name), **kwargs)
+
+
+def add_profile(e: Explanation, prof: Any) -> Explanation:
+    """Tier 1: put an ncu pass (ncu.Profile) into a static explanation. Each kernel's measured
+    findings join its static ones, and a static guess at something ncu measured (coalescing,
+    bank conflicts, occupancy, waves, local memory) gives way to the measurement."""
+    from gpulab.explain import ncu  # deferred: only for a pass
+
+    by_name = {k.name: k for k in e.kernels}
+    for kp in prof.kernels:
+        measured = ncu.findings(kp)
+        rep = by_name.get(kp.name)
+        if rep is None:
+            rep = KernelReport(kp.name, 0)
+            e.kernels.append(rep)
+            by_name[kp.name] = rep
+        gone = ncu.replaced_kinds(kp, measured)
+        rep.findings = [f for f in rep.findings if f.kind not in gone] + measured
+    e.tier = 1
+    e.report = prof.report
+    e.profile_seconds = prof.seconds
+    return e

@@ -146,6 +146,8 @@ class Explanation:
     kernels: list[KernelReport] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    report: str = ""  # Tier 1: the .ncu-rep kept for Nsight Compute's GUI
+    profile_seconds: float = 0.0  # Tier 1: the ncu pass, start to report read
 
     def to_dict(self) -> dict[str, Any]:
         """The explanation as JSON-ready data."""
@@ -160,6 +162,8 @@ class Explanation:
             "kernels": [k.to_dict() for k in self.kernels],
             "notes": self.notes,
             "seconds": round(self.seconds, 4),
+            "report": self.report,
+            "profile_seconds": round(self.profile_seconds, 2),
         }
 
     def card(self, width: int = WIDTH) -> list[str]:
@@ -187,10 +191,38 @@ class Explanation:
                 lines.append(_fit("   nothing stands out in the static tier", width))
         for note in self.notes:
             lines += textwrap.wrap("note: " + note, width, subsequent_indent="  ")
+        if self.report:
+            lines.append(_fit(f"ncu report: {self.report}", width))
         lines.append(
             _fit("[s] static: the compiled code (PTX, ptxas)  [e] estimated  [m] measured", width)
         )
         return lines
+
+    def compact(self, width: int = WIDTH, limit: int = 4) -> list[str]:
+        """The card under a grade: the worst `limit` findings of all kernels, one line each,
+        and a line that says where the numbers come from (fits 80x24 with the verdict)."""
+        ranked = sorted(
+            ((f, k.name) for k in self.kernels for f in k.findings if f.severity > 0),
+            key=lambda fk: -fk[0].score,
+        )
+        several = len({name for _, name in ranked}) > 1
+        out = []
+        if self.figure is not None:
+            out.append(self.figure.card_line(width))
+        for f, name in ranked[:limit]:
+            line = f.card_line(width)
+            if several:
+                line = f.card_line(width - len(name) - 1)
+                line = line[:3] + name + " " + line[3:]
+            out.append(line)
+        errors = [f"kernel {k.name}: {k.error}" for k in self.kernels if k.error]
+        out += [_fit(e, width) for e in errors[:1]]
+        if not ranked and not errors:
+            what = "nothing stands out" + (" (measured)" if self.tier else " in the static tier")
+            out.append(_fit("   " + what, width))
+        if self.report:
+            out.append(_fit(f"ncu report: {self.report}", width))
+        return out
 
 
 def _fit(text: str, width: int) -> str:

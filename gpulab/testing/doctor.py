@@ -42,6 +42,12 @@ def healthy(variant: str = "full", runtime: str = "12.8", cupy: str = "cupy-cuda
         "datadir": {"path": "/data"},
         "workspace": {"path": "/data/exercises"},
         "terminal": {"tty": True, "size": [120, 40], "colorterm": "truecolor", "no_color": False},
+        "nvtools": {
+            "ncu": "/usr/local/cuda/bin/ncu",
+            "sanitizer": "/usr/local/cuda/bin/compute-sanitizer",
+            "admin_only": False,
+            "root": False,
+        },
         "env": {},
     }
     return facts

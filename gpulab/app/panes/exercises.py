@@ -7,6 +7,11 @@ the experiments, so this process never imports torch or CuPy, the memory gauge g
 the worker, and a kernel that hangs or crashes is cancelled or survived like an experiment (the
 editor's text is on disk before the job starts). The verdict shows beside the code (below it
 when the pane is narrow) and the attempt goes into the progress store.
+
+Under the verdict of a graded kernel check, and on f4 (Explain), a compact card says why the
+kernel runs at its speed (gpulab.explain.card, computed in a thread: it reads the file, compiles
+with NVRTC and imports no GPU library). f4 on a card already shown runs one Nsight Compute pass
+(a subprocess, from a thread) with its progress in the card; escape cancels it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from textual.widgets import DataTable, Markdown, Static
 from gpulab.app.gauge import JobFinished, JobStarted, tell_gauge
 from gpulab.app.store_access import open_store
 from gpulab.app.widgets.code_editor import ExerciseEditor, python_language
+from gpulab.app.widgets.explain_card import ExplainCard
 from gpulab.app.widgets.verdict import VerdictView
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
@@ -81,6 +87,7 @@ class ExercisesPane(Widget):
         Binding("ctrl+g", "hint", "Hint", id="exercises.hint"),
         Binding("f2", "toggle_side", "Statement", id="exercises.statement"),
         Binding("ctrl+o", "lesson", "Lesson", id="exercises.lesson"),
+        Binding("f4", "explain", "Explain", id="exercises.explain"),
         Binding("f8", "reset", "Reset", id="exercises.reset"),
         Binding("f9", "solution", "Solution", id="exercises.solution"),
         Binding("escape", "back", "Back", id="exercises.back"),
@@ -113,6 +120,10 @@ class ExercisesPane(Widget):
         self.pressed_at = 0.0
         self.last_latency: float | None = None  # key press to verdict on screen, seconds
         self.last_job_s = 0.0  # of which submitting to the job's final event
+        self.explained: tuple[str, str] | None = None  # (exercise, file text) the card is about
+        self.explanation: Any = None  # the card's gpulab.explain Explanation
+        self.profiling = False
+        self._cancel_profile = False
 
     # ---- building -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -129,6 +140,7 @@ class ExercisesPane(Widget):
                 )
                 with VerticalScroll(id="ex-side"):
                     yield VerdictView(id="ex-verdict")
+                    yield ExplainCard(id="ex-explain")
                     yield Static(id="ex-hints")
                     yield Markdown(id="ex-statement")
 
@@ -159,6 +171,10 @@ class ExercisesPane(Widget):
     def verdict(self) -> VerdictView:
         """The view of the last check's verdict."""
         return self.query_one("#ex-verdict", VerdictView)
+
+    @property
+    def card(self) -> ExplainCard:
+        return self.query_one("#ex-explain", ExplainCard)
 
     def focus_target(self) -> Widget:
         """What takes focus when the pane does: the editor when an exercise is open, else the
@@ -226,6 +242,8 @@ class ExercisesPane(Widget):
             self.app.notify(str(exc), title="Cannot open the exercise", severity="error")
             return False
         self.current = ex
+        self.explained, self.explanation = None, None
+        self.card.clear()
         self.add_class("-open")
         self.remove_class("-side-max")
         self.query_one("#ex-statement", Markdown).update(ex.statement)
@@ -333,18 +351,122 @@ class ExercisesPane(Widget):
             self.app.notify(f"Could not save the attempt: {exc}", severity="warning")
         if self.current is ex:
             self.verdict.show_result(result)
+            self.card.clear()
+            self.explained, self.explanation = None, None
             self._show_head()
             self.call_after_refresh(self._verdict_painted)
+            if result.passed and result.timing and ex.metric in ("GB/s", "TFLOP/s"):
+                self.run_worker(
+                    lambda: self._explain_thread(ex, path, result),
+                    thread=True,
+                    group="ex-explain",
+                    exit_on_error=False,
+                )
         self.refresh_list()
         self.post_message(self.ProgressChanged(ex.id))
 
     def _verdict_painted(self) -> None:
         self.last_latency = time.perf_counter() - self.pressed_at
 
+    # ---- explain --------------------------------------------------------------------------
+    def _card_width(self) -> int:
+        return max(40, self.query_one("#ex-side", VerticalScroll).content_size.width - 1)
+
+    def _explain_thread(self, ex: Exercise, path: Any, result: Any = None) -> None:
+        """Tier 0 in a worker thread; the card is drawn back on the event loop."""
+        from gpulab.explain import card  # deferred: NVRTC and the explain package load on use
+
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        try:
+            e = card.for_check(ex, path, result) if result is not None else card.for_file(ex, path)
+        except Exception as exc:  # noqa: BLE001 - a card that cannot be made says why, in one line
+            lines = ["Why this speed:", f"  could not explain it: {type(exc).__name__}: {exc}"]
+            self.app.call_from_thread(self._show_card, ex, text, None, lines)
+            return
+        if e is None:
+            lines = (
+                ["Why this speed:", "  no RawKernel or RawModule in your file to explain"]
+                if result is None
+                else []
+            )
+        else:
+            lines = card.card_lines(e, self._card_width())
+        self.app.call_from_thread(self._show_card, ex, text, e, lines)
+
+    def _show_card(self, ex: Exercise, text: str, e: Any, lines: list[str]) -> None:
+        if self.current is not ex:
+            return
+        self.explained, self.explanation = (ex.id, text), e
+        self.card.show_lines(lines)
+
+    def action_explain(self) -> None:
+        """f4: the static card; f4 again on the same code: one Nsight Compute pass."""
+        ex = self.current
+        if ex is None:
+            return
+        if self.profiling:
+            self.app.notify("Nsight Compute is running: escape cancels it.", severity="warning")
+            return
+        self.editor.flush()
+        path = self.workspace.path(ex)
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if self.explanation is not None and self.explained == (ex.id, text):
+            if not self.explanation.tier:
+                self._start_profile(ex, path)
+            return
+        self.card.show_lines(["Why this speed:", "  reading your kernel…"])
+        self.run_worker(
+            lambda: self._explain_thread(ex, path),
+            thread=True,
+            group="ex-explain",
+            exit_on_error=False,
+        )
+
+    def _start_profile(self, ex: Exercise, path: Any) -> None:
+        self.profiling, self._cancel_profile = True, False
+        self.card.show_progress("starting Nsight Compute…")
+        e = self.explanation
+        self.run_worker(
+            lambda: self._profile_thread(ex, path, e),
+            thread=True,
+            group="ex-profile",
+            exit_on_error=False,
+        )
+
+    def _profile_thread(self, ex: Exercise, path: Any, e: Any) -> None:
+        """Tier 1 in a worker thread: ncu runs a fresh process (never this one's GPU work)."""
+        from gpulab.explain import card, tools  # deferred: loaded on use
+        from gpulab.explain.cli import tier1  # deferred: loaded on use
+
+        def progress(message: str) -> None:
+            self.app.call_from_thread(self.card.show_progress, message)
+
+        try:
+            tier1(
+                e,
+                ex.id,
+                path,
+                quiet=True,
+                on_progress=progress,
+                cancel=lambda: self._cancel_profile,
+            )
+            lines = card.card_lines(e, self._card_width())
+            lines += [
+                f"  note: {n}"[: self._card_width()] for n in e.notes if n.startswith("Tier 1")
+            ]
+        except tools.Cancelled:
+            lines = card.card_lines(e, self._card_width()) + ["  Nsight Compute: cancelled"]
+        finally:
+            self.profiling = False
+        self.app.call_from_thread(self.card.show_lines, lines)
+
     # ---- the other keys -------------------------------------------------------------------
     async def action_back(self) -> None:
-        """Cancel a running check, else close the open exercise."""
-        if self.checking and self.checker is not None:
+        """Cancel a running explain pass or check, else close the open exercise."""
+        if self.profiling:
+            self._cancel_profile = True
+            self.card.show_progress("cancelling…")
+        elif self.checking and self.checker is not None:
             self.verdict.show_progress(0.0, "cancelling…")
             await self.checker.cancel()
         elif self.current is not None:

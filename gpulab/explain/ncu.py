@@ -1,0 +1,701 @@
+"""Tier 1: one Nsight Compute pass over the learner's own kernel, read into findings.
+
+`profile()` runs `ncu` around a fresh Python process (target.py) that builds the exercise's
+timing inputs at a representative size (64 MB by default) and calls the learner's function twice;
+ncu profiles only kernels named in the learner's file (`--kernel-name regex:^(a|b)$`), skipping
+the first call's launches (`--launch-skip`) and taking one call's (`--launch-count`). The report
+is kept (`.ncu-rep`, for Nsight Compute's GUI) and read back as CSV (`--page raw` for the
+metrics, `--page details` for ncu's own rule messages), so everything after the run is a pure
+function of two CSV texts: `parse_raw()`, `parse_details()`, `findings()`; the CPU tests feed
+them CSV recorded on a GPU (tests/fixtures/explain/ncu/).
+
+What is read, per kernel: DRAM throughput as % of peak; bytes used per 32-byte sector of global
+loads and stores (coalescing); shared-memory wavefronts per instruction (bank conflicts);
+achieved vs theoretical occupancy and its limiter; threads per warp instruction (divergence);
+the top two stall reasons; local-memory traffic (spills); the grid's waves; up to three rule
+messages. ncu locks clocks and flushes caches between replays, so its durations are not the
+graded figure: nothing here grades, it explains.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpulab.explain import tools
+from gpulab.explain.findings import Finding
+
+PERMISSION = "ERR_NVGPUCTRPERM"
+PERMISSION_FIX = "GPU counters locked: an admin sets NVreg_RestrictProfilingToAdminUsers=0"
+SECTIONS = (
+    "SpeedOfLight",
+    "LaunchStats",
+    "Occupancy",
+    "WarpStateStats",
+    "MemoryWorkloadAnalysis_Tables",
+    "SourceCounters",
+)
+# Read directly, beside the sections' own metrics (a name this ncu lacks is dropped and the
+# pass retried: see profile()).
+METRICS = (
+    "gpu__time_duration.sum",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__maximum_warps_per_active_cycle_pct",
+    "smsp__thread_inst_executed_per_inst_executed.ratio",
+    "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+    "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+    "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+    "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+    "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
+    "launch__waves_per_multiprocessor",
+    "launch__grid_size",
+    "launch__block_size",
+    "launch__registers_per_thread",
+    "device__attribute_multiprocessor_count",
+)
+_MISSING_METRIC = re.compile(r"Failed to find metric\s+\"?([A-Za-z0-9_.]+)")
+_PROGRESS = re.compile(r"==PROF== Profiling \"([^\"]+)\"")
+_PASSES = re.compile(r"(\d+) passes")
+
+
+class NcuError(RuntimeError):
+    """ncu could not profile the kernel; str() is one line for a person."""
+
+
+class NoPermission(NcuError):
+    """ERR_NVGPUCTRPERM: the counters are admin-only on this machine."""
+
+    def __init__(self) -> None:
+        super().__init__(PERMISSION_FIX)
+
+
+@dataclass
+class Rule:
+    name: str
+    kind: str  # OPT, WRN, INF
+    message: str
+    speedup: float | None = None  # ncu's estimated speedup, % (where it gives one)
+
+
+@dataclass
+class KernelProfile:
+    """One profiled launch: its metrics (base units) and ncu's rule messages."""
+
+    name: str
+    metrics: dict[str, float | str] = field(default_factory=dict)
+    rules: list[Rule] = field(default_factory=list)
+    block: str = ""
+    grid: str = ""
+
+    def get(self, key: str) -> float | None:
+        v = self.metrics.get(key)
+        return v if isinstance(v, float) else None
+
+
+@dataclass
+class Profile:
+    """The result of a pass: one KernelProfile per kernel name, the report's path, the time."""
+
+    kernels: list[KernelProfile] = field(default_factory=list)
+    report: str = ""
+    seconds: float = 0.0
+    command: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # metrics this ncu did not know
+    raw: str = ""  # the two CSV pages, as ncu printed them
+    details: str = ""
+
+
+def _number(text: str) -> float | str:
+    t = text.strip().replace(",", "")
+    if not t or t.lower() in ("n/a", "nan"):
+        return text.strip()
+    try:
+        return float(t)
+    except ValueError:
+        return text.strip()
+
+
+def _rows(text: str) -> list[list[str]]:
+    """The CSV rows of ncu's output (its ==PROF== and ==WARNING== lines dropped)."""
+    body = "\n".join(ln for ln in text.splitlines() if ln.startswith('"'))
+    return list(csv.reader(io.StringIO(body)))
+
+
+def parse_raw(text: str) -> list[KernelProfile]:
+    """`ncu --csv --page raw` (--print-units base): a header row, a units row, a row per launch."""
+    rows = _rows(text)
+    if not rows:
+        return []
+    header, data = rows[0], rows[1:]
+    if data and data[0] and not data[0][0].strip():  # the units row
+        data = data[1:]
+    out = []
+    for row in data:
+        rec = dict(zip(header, row, strict=False))
+        k = KernelProfile(
+            rec.get("Kernel Name", "?"),
+            block=rec.get("Block Size", ""),
+            grid=rec.get("Grid Size", ""),
+        )
+        for key, value in rec.items():
+            if "__" in key:
+                k.metrics[key] = _number(value)
+        out.append(k)
+    return out
+
+
+def parse_details(text: str) -> dict[str, list[Rule]]:
+    """ncu's rule messages from `ncu --csv --page details`, by kernel name, in report order."""
+    rows = _rows(text)
+    if not rows:
+        return {}
+    header = rows[0]
+    out: dict[str, list[Rule]] = {}
+    seen: set[tuple[str, str, str]] = set()
+    for row in rows[1:]:
+        rec = dict(zip(header, row, strict=False))
+        name = (rec.get("Rule Name") or "").strip()
+        message = (rec.get("Rule Description") or "").strip()
+        if not name or not message:
+            continue
+        kernel = rec.get("Kernel Name", "?")
+        key = (kernel, name, message)
+        if key in seen:
+            continue
+        seen.add(key)
+        speed = _number(rec.get("Estimated Speedup", "") or "")
+        out.setdefault(kernel, []).append(
+            Rule(
+                name,
+                (rec.get("Rule Type") or "").strip(),
+                message,
+                speed if isinstance(speed, float) else None,
+            )
+        )
+    return out
+
+
+def merge(raw: str, details: str) -> list[KernelProfile]:
+    """parse_raw + parse_details, one profile per kernel name (the first launch of each)."""
+    rules = parse_details(details)
+    out: dict[str, KernelProfile] = {}
+    for k in parse_raw(raw):
+        if k.name in out:
+            continue
+        k.rules = rules.get(k.name, [])
+        out[k.name] = k
+    return list(out.values())
+
+
+# -- the pass ---------------------------------------------------------------------------------
+
+
+def reports_dir() -> Path:
+    """Where the .ncu-rep files are kept (open them in Nsight Compute's GUI)."""
+    from gpulab.core import datadir  # deferred: loaded when used
+
+    return datadir.resolve() / "explain-reports"
+
+
+def command(
+    ncu: str,
+    kernels: Sequence[str],
+    target: Sequence[str],
+    report: Path,
+    metrics: Sequence[str] = METRICS,
+) -> list[str]:
+    """ncu's command line: the learner's kernels only, the second call's launches, one report."""
+    names = "|".join(re.escape(k) for k in kernels)
+    n = len(kernels)
+    argv = [
+        ncu,
+        "--target-processes",
+        "all",
+        "--kernel-name",
+        f"regex:^({names})$",
+        "--launch-skip",
+        str(n),
+        "--launch-count",
+        str(n),
+    ]
+    for s in SECTIONS:
+        argv += ["--section", s]
+    if metrics:
+        argv += ["--metrics", ",".join(metrics)]
+    return argv + ["--export", str(report), "--force-overwrite", *target]
+
+
+def profile(
+    kernels: Sequence[str],
+    target: Sequence[str],
+    *,
+    report: Path | None = None,
+    ncu: str | None = None,
+    on_progress: Callable[[str], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    timeout: float = 120.0,
+) -> Profile:
+    """One ncu pass over `kernels` in the process `target` (tools.target_argv); NoPermission,
+    NcuError (in one line) or tools.Cancelled."""
+    exe = ncu or tools.find("ncu")
+    if exe is None:
+        raise NcuError("ncu not found: " + tools.FIX["ncu"])
+    if not kernels:
+        raise NcuError("no kernel to profile: your file compiles no RawKernel or RawModule")
+    if report is None:
+        folder = reports_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        report = folder / f"{kernels[0]}-{time.strftime('%Y%m%d-%H%M%S')}.ncu-rep"
+    report = Path(report)
+    t0 = time.perf_counter()
+    metrics = list(METRICS)
+    dropped: list[str] = []
+    say = on_progress or (lambda _s: None)
+
+    def on_line(line: str) -> None:
+        m = _PROGRESS.search(line)
+        if m:
+            pct = re.findall(r"(\d+)%", line)
+            passes = _PASSES.search(line)
+            say(
+                f"profiling {m.group(1)}: {pct[-1] if pct else 0}%"
+                + (f" ({passes.group(1)} replay passes)" if passes else "")
+            )
+
+    say("starting ncu (a fresh process runs your kernel twice)")
+    env = tools.python_env()
+    for _ in range(4):
+        argv = command(exe, kernels, target, report, metrics)
+        ran = tools.run(argv, env=env, on_line=on_line, cancel=cancel, timeout=timeout)
+        text = ran.out + ran.err
+        if PERMISSION in text:
+            raise NoPermission()
+        missing = [m for m in _MISSING_METRIC.findall(text) if m in metrics]
+        if missing:
+            dropped += missing
+            metrics = [m for m in metrics if m not in missing]
+            continue
+        break
+    else:
+        raise NcuError("ncu kept refusing metrics: " + ", ".join(dropped))
+    if not report.is_file():
+        raise NcuError(_why(text, kernels))
+    say("reading the report")
+    raw = _import(exe, report, "raw", cancel)
+    details = _import(exe, report, "details", cancel)
+    profs = merge(raw, details)
+    if not profs:
+        raise NcuError(_why(text, kernels))
+    return Profile(profs, str(report), time.perf_counter() - t0, argv, dropped, raw, details)
+
+
+def _import(exe: str, report: Path, page: str, cancel: Callable[[], bool] | None) -> str:
+    argv = [exe, "--import", str(report), "--csv", "--page", page, "--print-units", "base"]
+    ran = tools.run(argv, cancel=cancel, timeout=60)
+    if ran.rc != 0:
+        raise NcuError(f"ncu --import {report.name} failed: {_last(ran.err or ran.out)}")
+    return ran.out
+
+
+def _last(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else "no output"
+
+
+def _why(text: str, kernels: Sequence[str]) -> str:
+    """One line: why ncu made no report."""
+    for line in text.splitlines():
+        if "gpulab-target:" in line:
+            return line.split("gpulab-target:", 1)[1].strip()
+    if "No kernels were profiled" in text:
+        return (
+            f"ncu saw no launch of {', '.join(kernels)} after the first call (does your"
+            " function launch its kernel every call?)"
+        )
+    errors = [ln for ln in text.splitlines() if "==ERROR==" in ln]
+    return errors[0].replace("==ERROR==", "ncu:").strip()[:200] if errors else _last(text)
+
+
+# -- findings ---------------------------------------------------------------------------------
+
+STALLS = {
+    "long_scoreboard": ("memory latency", "more loads in flight"),
+    "short_scoreboard": ("waiting on shared memory", "fewer bank conflicts"),
+    "barrier": ("waiting at __syncthreads", "more work between barriers"),
+    "lg_throttle": ("load/store queue full", "wider loads (float4)"),
+    "mio_throttle": ("shared-memory queue full", "fewer shared accesses"),
+    "math_pipe_throttle": ("math pipe busy", "compute-bound: good"),
+    "wait": ("fixed-latency dependency", "independent work per thread"),
+    "not_selected": ("another warp issued", "enough warps: fine"),
+    "drain": ("draining stores at exit", "fine at the end"),
+    "membar": ("a memory fence", "fewer fences"),
+    "branch_resolving": ("resolving branches", "fewer branches"),
+    "dispatch_stall": ("dispatcher stalled", "rare; ignore"),
+    "no_instruction": ("instruction cache miss", "a smaller unrolled loop"),
+    "imc_miss": ("constant cache miss", "fewer distinct constants"),
+    "sleeping": ("sleeping (nanosleep)", "fewer sleeps"),
+    "tex_throttle": ("texture queue full", "fewer texture loads"),
+}
+_STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
+
+
+def _pct(v: float | None) -> str:
+    return "?" if v is None else f"{v:.0f}%"
+
+
+def _sum(k: KernelProfile, *keys: str) -> float | None:
+    vals = [k.get(x) for x in keys]
+    have = [v for v in vals if v is not None]
+    return sum(have) if have else None
+
+
+def stalls(k: KernelProfile) -> list[tuple[str, float]]:
+    """(reason, warp cycles per issued instruction) for every stall reason, largest first."""
+    out = []
+    for key, value in k.metrics.items():
+        m = _STALL.match(key)
+        if m and isinstance(value, float) and m.group(1) not in ("selected",):
+            out.append((m.group(1), value))
+    return sorted(out, key=lambda r: -r[1])
+
+
+def findings(k: KernelProfile) -> list[Finding]:
+    """What the pass measured about one kernel, as findings tagged measured (see findings.py)."""
+    out: list[Finding] = []
+    name = k.name
+    dram = k.get("dram__throughput.avg.pct_of_peak_sustained_elapsed")
+    if dram is None:
+        dram = k.get("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")
+    at_roof = dram is not None and dram >= 70.0
+
+    if dram is not None:
+        verdict = "not the limit"
+        if at_roof:
+            wasted = _wasted(k)
+            verdict = "DRAM busy, partly with wasted bytes" if wasted else "at the memory roof"
+        out.append(
+            Finding(
+                "dram",
+                "dram",
+                f"{dram:.0f}% of peak",
+                verdict,
+                "",
+                "measured",
+                0.0,
+                kernel=name,
+                detail="DRAM throughput during the profiled launch, as % of the peak ncu knows"
+                " for this GPU (ncu locks clocks: not your graded figure).",
+                data={"dram_pct": dram},
+            )
+        )
+
+    # Coalescing: bytes of each 32-byte sector a warp's global access uses.
+    for op, word in (("ld", "loads"), ("st", "stores")):
+        pct = k.get(f"smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.pct")
+        sectors = k.get(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum")
+        if pct is None or not sectors:
+            continue
+        used = 32.0 * pct / 100.0
+        if pct >= 80.0:
+            continue
+        score = 1.0 + 4.0 * (1.0 - pct / 100.0)
+        out.append(
+            Finding(
+                "coalescing",
+                "coalesce",
+                f"{word} {used:.3g}/32 B a sector",
+                "uncoalesced",
+                "lane i reads element i",
+                "measured",
+                score,
+                kernel=name,
+                detail="smsp__sass_average_data_bytes_per_sector_mem_global_op_"
+                f"{op}.pct: the share of each 32-byte sector fetched that the warp used.",
+                data={"op": op, "pct": pct, "sectors": sectors},
+            )
+        )
+
+    # Bank conflicts: shared-memory wavefronts against the ideal for the same accesses (ncu's
+    # own ideal where it gives one, else one wavefront per shared instruction, right for 32-bit
+    # accesses). The bank-conflict counter alone over-counts on sm_90: not used for the verdict.
+    waves = k.get("memory_l1_wavefronts_shared")
+    ideal = k.get("memory_l1_wavefronts_shared_ideal")
+    source = "memory_l1_wavefronts_shared against memory_l1_wavefronts_shared_ideal"
+    if waves is None or not ideal:
+        waves = _sum(
+            k,
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+        )
+        ideal = _sum(
+            k,
+            "smsp__sass_inst_executed_op_shared_ld.sum",
+            "smsp__sass_inst_executed_op_shared_st.sum",
+        )
+        source = "shared wavefronts (ld+st) against shared instructions"
+    if waves and ideal:
+        ratio = waves / ideal
+        excess = max(0.0, waves - ideal)
+        if ratio >= 1.5:
+            score = min(4.8, 1.5 + 1.0 * math.log2(ratio))
+            out.append(
+                Finding(
+                    "bank-conflicts",
+                    "banks",
+                    f"{ratio:.1f}x ideal wavefronts",
+                    "bank conflicts",
+                    "pad: [32][33]",
+                    "measured",
+                    score,
+                    kernel=name,
+                    detail=f"{source}: {waves:,.0f} wavefronts, {ideal:,.0f} ideal"
+                    f" ({excess / waves:.0%} excess).",
+                    data={"ratio": ratio, "wavefronts": waves, "ideal": ideal},
+                )
+            )
+
+    # Spills and other local memory.
+    local = _sum(
+        k,
+        "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+        "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+    )
+    glob_bytes = _sum(
+        k,
+        "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
+        "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
+    )
+    if local:
+        share = local / (local + (glob_bytes or 0.0))
+        score = 2.0 + 2.5 * min(1.0, share * 2.0)
+        regs = k.get("launch__registers_per_thread")
+        out.append(
+            Finding(
+                "local-memory",
+                "local",
+                f"{_bytes(local)} local ({share:.0%} of L1 bytes)",
+                "spills",
+                "fewer live values",
+                "measured",
+                score,
+                kernel=name,
+                detail="l1tex__t_bytes_pipe_lsu_mem_local_op_{ld,st}.sum against the global"
+                " bytes through L1" + (f"; {regs:.0f} registers a thread." if regs else "."),
+                data={"local_bytes": local, "global_bytes": glob_bytes, "share": share},
+            )
+        )
+
+    # Divergence: threads that ran each warp instruction.
+    threads = k.get("smsp__thread_inst_executed_per_inst_executed.ratio")
+    if threads is not None and threads < 28.0:
+        score = min(4.5, 8.0 * (32.0 - threads) / 32.0)
+        out.append(
+            Finding(
+                "divergence",
+                "diverge",
+                f"{threads:.1f} of 32 threads active",
+                "warps diverge",
+                "branch per warp",
+                "measured",
+                score,
+                kernel=name,
+                detail="smsp__thread_inst_executed_per_inst_executed.ratio: threads active"
+                " per executed warp instruction (32 when no lane is idle).",
+                data={"threads": threads},
+            )
+        )
+
+    # The grid's waves.
+    w = k.get("launch__waves_per_multiprocessor")
+    grid = k.get("launch__grid_size")
+    sms = k.get("device__attribute_multiprocessor_count")
+    if w is not None and w < 1.0:
+        score = 4.6 if w < 0.5 else 3.2
+        idle = f", {sms - grid:.0f} SMs idle" if sms and grid is not None and grid < sms else ""
+        idle = idle or (f", {grid:.0f} blocks" if grid is not None else "")
+        out.append(
+            Finding(
+                "waves",
+                "waves",
+                f"{w:.2f} waves{idle}",
+                "grid too small",
+                "more blocks",
+                "measured",
+                score,
+                kernel=name,
+                detail="launch__waves_per_multiprocessor: blocks / (SMs x blocks per SM).",
+                data={"waves": w, "grid": grid, "sms": sms},
+            )
+        )
+
+    # Occupancy: achieved against theoretical, and what limits the theoretical. Not a goal in
+    # itself: it matters when too few warps leave memory latency uncovered.
+    achieved = k.get("sm__warps_active.avg.pct_of_peak_sustained_active")
+    theory = k.get("sm__maximum_warps_per_active_cycle_pct")
+    if achieved is not None and theory is not None:
+        limiter, blocks = _limiter(k)
+        low = theory < 60.0 and not at_roof and (w is None or w >= 1.0)
+        score = 3.0 + (60.0 - theory) / 40.0 if low else 0.0
+        if not low and w is not None and w >= 1.0 and achieved < 0.6 * theory and not at_roof:
+            score = 1.0
+        why = f"{limiter}: {blocks:.0f} blocks/SM" if limiter and theory < 100 else ""
+        out.append(
+            Finding(
+                "occupancy",
+                "occupancy",
+                f"{achieved:.0f}% of {theory:.0f}% max",
+                (why or "too few warps") if low else "not a goal in itself",
+                ADVICE.get(limiter, "") if low else "",
+                "measured",
+                score,
+                kernel=name,
+                detail="sm__warps_active (achieved) and sm__maximum_warps_per_active_cycle_pct"
+                " (theoretical); the limiter is the launch__occupancy_limit_* that binds.",
+                data={"achieved": achieved, "theoretical": theory, "limiter": limiter},
+            )
+        )
+
+    top = stalls(k)[:2]
+    if top:
+        total = sum(v for _, v in stalls(k)) or 1.0
+        parts = [f"{r} {v / total:.0%}" for r, v in top]
+        meaning, advice = STALLS.get(top[0][0], (top[0][0].replace("_", " "), ""))
+        out.append(
+            Finding(
+                "stalls",
+                "stalls",
+                ", ".join(parts),
+                meaning,
+                advice,
+                "measured",
+                0.5,
+                kernel=name,
+                detail="smsp__average_warps_issue_stalled_<reason>_per_issue_active: cycles a"
+                " warp spends in each state per issued instruction, as a share of all.",
+                data={"top": top},
+            )
+        )
+
+    for r in pick_rules(k.rules):
+        out.append(
+            Finding(
+                "ncu-rule",
+                "ncu",
+                r.name,
+                _first_sentence(r.message),
+                "",
+                "measured",
+                0.0,
+                kernel=name,
+                detail=r.message,
+                data={"type": r.kind, "speedup": r.speedup},
+            )
+        )
+    return out
+
+
+def _wasted(k: KernelProfile) -> bool:
+    """Whether a busy DRAM moves bytes the kernel does not use: half-used sectors or spills."""
+    for op in ("ld", "st"):
+        pct = k.get(f"smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.pct")
+        if (
+            pct is not None
+            and pct < 80.0
+            and k.get(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum")
+        ):
+            return True
+    return bool(
+        _sum(
+            k,
+            "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+            "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+        )
+    )
+
+
+# Tier 0 kinds a measurement of this kernel replaces: ncu measured the same thing.
+REPLACES = {
+    "coalescing": ("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",),
+    "bank-conflicts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",),
+    "occupancy": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+    "waves": ("launch__waves_per_multiprocessor",),
+    "local-memory": ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",),
+}
+
+
+def replaced_kinds(k: KernelProfile, measured: Sequence[Finding]) -> set[str]:
+    """The static tier's finding kinds this profile measured (so the static guess goes)."""
+    out = {kind for kind, keys in REPLACES.items() if all(key in k.metrics for key in keys)}
+    if any(f.kind == "local-memory" for f in measured):
+        out.add("spills")  # the measured traffic says how much the spills cost
+    return out
+
+
+def top(found: Sequence[Finding]) -> Finding | None:
+    """The top suspect among a kernel's findings: the highest score of severity 1 or more."""
+    ranked = sorted((f for f in found if f.severity > 0), key=lambda f: -f.score)
+    return ranked[0] if ranked else None
+
+
+def pick_rules(rules: Sequence[Rule], n: int = 3) -> list[Rule]:
+    """ncu's rule messages worth showing: advice (OPT) first, largest estimated speedup first."""
+    order = {"OPT": 0, "WRN": 1, "INF": 2}
+    useful = [r for r in rules if r.kind in ("OPT", "WRN")]
+    return sorted(useful, key=lambda r: (order.get(r.kind, 3), -(r.speedup or 0.0)))[:n]
+
+
+def _first_sentence(text: str) -> str:
+    m = re.match(r"(.+?[.!?])(\s|$)", text.strip())
+    return (m.group(1) if m else text.strip())[:200]
+
+
+ADVICE = {
+    "blocks/SM cap": "bigger blocks",
+    "block size": "a block size dividing 2048",
+    "registers": "fewer registers",
+    "shared mem": "less shared/block",
+}
+
+
+def _limiter(k: KernelProfile) -> tuple[str, float]:
+    """What bounds the theoretical occupancy: the launch__occupancy_limit_* with the fewest
+    blocks per SM, and that count; ("", 0) when ncu gave none."""
+    # On a tie the first named binds: 32-thread blocks hit 32 blocks/SM before anything else.
+    limits = {
+        "blocks/SM cap": k.get("launch__occupancy_limit_blocks"),
+        "block size": k.get("launch__occupancy_limit_warps"),
+        "registers": k.get("launch__occupancy_limit_registers"),
+        "shared mem": k.get("launch__occupancy_limit_shared_mem"),
+    }
+    have = {n: v for n, v in limits.items() if v is not None}
+    if not have:
+        return "", 0.0
+    name = min(have, key=lambda n: have[n])
+    return name, float(have[name])
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
