@@ -44,8 +44,21 @@ def cupy_fake(monkeypatch: pytest.MonkeyPatch, _emulated_experts: None) -> Modul
     return fake_cupy.install(monkeypatch)
 
 
+def _cuda_c_exercises() -> list[Path]:
+    """Every catalog folder whose check wants the learner's own kernel, written in CUDA C (the
+    Triton exercises declare OWN_KERNEL too, and need triton, not cupy)."""
+    return [
+        ex.folder
+        for ex in _EXERCISES.values()
+        if re.search(r"^OWN_KERNEL = True\b", (ex.folder / "check.py").read_text(), re.M)
+        and "cupy" in ex.needs
+    ]
+
+
 def test_every_kernel_exercise_has_an_expert_solution() -> None:
-    assert len(KERNELS) == 19
+    wanted = _cuda_c_exercises()
+    assert len(wanted) >= 21
+    assert sorted(KERNELS) == sorted(wanted), "the kernel track's list misses a CUDA C exercise"
     for folder in KERNELS:
         ex = _EXERCISES[folder.name]
         assert ex.expert_path == folder / "expert.py"
