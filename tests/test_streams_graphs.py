@@ -109,6 +109,9 @@ def test_overlap_margin_passes_most_of_the_ideal_and_names_what_is_missing():
     assert "copy chunk i+1 on a side stream" in serial.message and "5%" in serial.message
     synced = check.judge_overlap(_rounds(4.4e-3, waits=8))
     assert "waited on the host 8 times" in synced.message
+    fresh = check.judge_overlap({**_rounds(4.5e-3), "streams_per_call": 2})
+    assert "made 2 new stream(s) on every call" in fresh.message
+    assert check.judge_overlap({**_rounds(2.8e-3), "streams_per_call": 2}) is None  # fast is fast
     # a machine where copies dwarf the compute leaves nothing to save: no margin is asked
     lopsided = _rounds(4.6e-3, serial=4.6e-3, copies=4.5e-3, computes=0.1e-3)
     assert check.judge_overlap(lopsided) is None

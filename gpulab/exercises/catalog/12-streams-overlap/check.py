@@ -281,7 +281,9 @@ def _rounds(fn: Any, chunks: list, step: Any, ctx: api.Context, torch: Any) -> d
     for r in range(rounds + 1):  # round 0 warms every path up and is not counted
         order = [(i + r) % n for i in range(n)]
         mine = [chunks[i] for i in order]
+        made = len(ctx.watch.streams) if ctx.watch is not None else 0
         t_yours, (got, seen) = _wall(lambda m=mine: _call(fn, m, step, torch), torch)
+        made = (len(ctx.watch.streams) if ctx.watch is not None else 0) - made
         t_serial, want = _wall(lambda m=mine: _serial(m, step, dev), torch)
         t_copies, _ = _wall(lambda m=mine: [c.to(dev, non_blocking=True) for c in m], torch)
         t_computes, _ = _wall(lambda: [step(x) for x in on_device], torch)
@@ -293,6 +295,7 @@ def _rounds(fn: Any, chunks: list, step: Any, ctx: api.Context, torch: Any) -> d
         if r == 0:
             continue
         out["waits"] = max(out["waits"], seen.waits)
+        out["streams_per_call"] = max(out.get("streams_per_call", 0), made)
         for key, t in (
             ("yours", t_yours),
             ("serial", t_serial),
@@ -365,13 +368,20 @@ def judge_overlap(got: dict[str, Any]) -> api.Mismatch | None:
     saved = (serial - yours) / possible
     if saved >= SAVED:
         return None
-    waits = got.get("waits", 0)
-    why = (
-        f"; your code waited on the host {waits} times per call (synchronize): each wait "
-        "stops it from queueing the next copy while the GPU computes"
-        if waits >= max(2, n // 2)
-        else ": copy chunk i+1 on a side stream while chunk i computes on the current one"
-    )
+    waits, made = got.get("waits", 0), got.get("streams_per_call", 0)
+    if waits >= max(2, n // 2):
+        why = (
+            f"; your code waited on the host {waits} times per call (synchronize): each wait "
+            "stops it from queueing the next copy while the GPU computes"
+        )
+    elif made:
+        why = (
+            f"; your code made {made} new stream(s) on every call: PyTorch's allocator caches "
+            "memory per stream, so a new stream's copies allocate afresh (cudaMalloc, which can "
+            "stall the GPU): make your streams once, at import or on the first call, and reuse them"
+        )
+    else:
+        why = ": copy chunk i+1 on a side stream while chunk i computes on the current one"
     return api.Mismatch(
         f"your pipeline took {_ms(yours)}, the serial one {_ms(serial)} in the same rounds "
         f"({serial / yours:.2f}x); perfect overlap takes {_ms(ideal)} (copies {_ms(copies)}, "

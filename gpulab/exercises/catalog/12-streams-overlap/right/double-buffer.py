@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import torch
 
+_side: list[torch.cuda.Stream] = []  # made on the first call, reused by every later one
+
 
 def overlapped(chunks: list[torch.Tensor], step) -> list[torch.Tensor]:
     if not chunks:
         return []
-    main, side = torch.cuda.current_stream(), torch.cuda.Stream()
+    if not _side:
+        _side.append(torch.cuda.Stream())
+    main, side = torch.cuda.current_stream(), _side[0]
     rows = max(c.shape[0] for c in chunks)
     bufs = [torch.empty(rows, chunks[0].shape[1], device="cuda") for _ in range(2)]
     copied = [torch.cuda.Event(), torch.cuda.Event()]

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import torch
 
+_copier: list[torch.cuda.Stream] = []  # made on the first call, reused by every later one
+
 
 def overlapped(chunks: list[torch.Tensor], step) -> list[torch.Tensor]:
-    main, copier = torch.cuda.current_stream(), torch.cuda.Stream()
+    if not _copier:
+        _copier.append(torch.cuda.Stream())
+    main, copier = torch.cuda.current_stream(), _copier[0]
     ready = [torch.cuda.Event() for _ in chunks]
     start = torch.cuda.Event()
     start.record(main)

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import torch
 
+_streams: dict[str, torch.cuda.Stream] = {}  # made on the first call, reused by every later one
+
 
 def overlapped(chunks: list[torch.Tensor], step) -> list[torch.Tensor]:
     caller = torch.cuda.current_stream()
-    copier, computer = torch.cuda.Stream(), torch.cuda.Stream()
+    if not _streams:
+        _streams.update(copier=torch.cuda.Stream(), computer=torch.cuda.Stream())
+    copier, computer = _streams["copier"], _streams["computer"]
     copier.wait_stream(caller)
     computer.wait_stream(caller)
     outs = []
