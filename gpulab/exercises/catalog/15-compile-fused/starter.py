@@ -5,9 +5,9 @@ import torch
 
 def chain(x, w):
     y = x * w + 0.5
-    peak = y.abs().max().item()  # TODO: a Python float breaks the graph; keep it a tensor
-    print(f"peak {peak:.3f}")  # TODO: printing inside a compiled function breaks the graph too
-    y = y / peak
+    scale = abs(y[0].item()) + 1.0  # TODO: a Python float breaks the graph; keep it a tensor
+    print(f"scale {scale:.3f}")  # TODO: printing inside a compiled function breaks the graph too
+    y = y / scale
     return torch.tanh(y) * torch.sigmoid(y) + y * y
 
 

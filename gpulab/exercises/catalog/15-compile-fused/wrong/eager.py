@@ -6,7 +6,7 @@ import torch
 
 def chain(x, w):
     y = x * w + 0.5
-    y = y / y.abs().amax()
+    y = y / (y[:1].abs() + 1.0)
     return torch.tanh(y) * torch.sigmoid(y) + y * y
 
 

@@ -1,13 +1,13 @@
 # expect: graph break in your compiled function
-"""The peak read back as a Python float: dynamo stops the graph at .item()."""
+"""The scale read back as a Python float: dynamo stops the graph at .item()."""
 
 import torch
 
 
 def chain(x, w):
     y = x * w + 0.5
-    peak = y.abs().max().item()
-    y = y / peak
+    scale = abs(y[0].item()) + 1.0
+    y = y / scale
     return torch.tanh(y) * torch.sigmoid(y) + y * y
 
 
