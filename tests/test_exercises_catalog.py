@@ -155,7 +155,7 @@ def test_every_exercise_links_a_real_lesson():
 def test_every_exercise_has_wrong_solutions_and_hints():
     for ex in CATALOG:
         assert len(ex.wrong) >= 2, f"{ex.folder}: at least two known-wrong solutions"
-        assert 2 <= len(ex.hints) <= 4, f"{ex.folder}: 2-4 hints"
+        assert 2 <= len(ex.hints) <= 5, f"{ex.folder}: 2-5 hints"
 
 
 def _code_lines(source: str) -> set[str]:
@@ -234,3 +234,17 @@ def test_the_catalog_is_loaded_once_and_still_sees_an_edit(tmp_path):
     (tmp_path / src.name / "check.py").write_text("ENTRY = 'x'\n")
     with pytest.raises(cat_mod.ExerciseFormatError, match="check.py"):
         cat_mod.load_catalog(tmp_path)
+
+
+def test_every_kernel_exercise_has_a_hint_that_points_at_the_explain_card():
+    """A kernel-track exercise (OWN_KERNEL, CUDA C: not the Triton ones) has a hint that leads
+    to its idea through a line of the explain card (F4 or `gpulab ex explain`)."""
+    missing = []
+    for ex in CATALOG:
+        check = ex.check_path.read_text(encoding="utf-8")
+        if "OWN_KERNEL = True" not in check or "triton" in ex.id:
+            continue
+        names = [h for h in ex.hints if "F4" in h or f"gpulab ex explain {ex.id}" in h]
+        if not names:
+            missing.append(ex.folder)
+    assert not missing, f"no hint names the explain card: {missing}"

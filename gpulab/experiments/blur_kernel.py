@@ -32,6 +32,16 @@ def tile_for(radius: int, variant: str = "") -> tuple[int, int]:
     return (128, 16) if radius <= 4 else (64, 32)
 
 
+def variant_for(kind: str, radius: int, width: int) -> str:
+    """Which kernel runs `kind` at `radius` on an image `width` wide: 2-D, separable, or separable
+    with vector loads (the register variant at small radii)."""
+    if kind not in SEPARABLE:
+        return "blur_2d"
+    if width % 4:
+        return "blur_sep"
+    return "blur_sep_reg" if radius <= REG_MAX_RADIUS else "blur_sep_v4"
+
+
 class BlurKernel:
     """Our CuPy kernel, compiled once per (radius, tile) and cached for the process."""
 
@@ -63,11 +73,7 @@ class BlurKernel:
     def variant(self, kind: str, width: int) -> str:
         """Which kernel runs `kind` on an image `width` wide: 2-D, separable, or separable with
         vector loads."""
-        if kind not in SEPARABLE:
-            return "blur_2d"
-        if width % 4:
-            return "blur_sep"
-        return "blur_sep_reg" if self.radius <= REG_MAX_RADIUS else "blur_sep_v4"
+        return variant_for(kind, self.radius, width)
 
     def launcher(self, src, dst, kind: str, variant: str | None = None):
         """A zero-argument callable that launches one filter pass (src, dst: (C, H, W) float32)."""

@@ -41,7 +41,20 @@ def _sanitize(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add `gpulab explain`'s arguments to `p`."""
-    p.add_argument("name", help="exercise id, folder name or number")
+    p.add_argument("name", nargs="?", help="exercise id, folder name or number")
+    p.add_argument(
+        "--experiment",
+        metavar="ID",
+        help="explain an experiment's own kernel instead (blur, reduction, montecarlo)",
+    )
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --experiment: a parameter of the experiment (its default otherwise)",
+    )
     p.add_argument("--plot", action="store_true", help="draw your figure on the roofline")
     p.add_argument(
         "--arch", help="compile for this architecture: sm_80, sm_86, sm_89 or sm_90 (default:"
@@ -144,6 +157,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from gpulab.explain import arch as arches  # deferred: loaded when the command runs
     from gpulab.explain.explainer import explain_file  # deferred: loaded when the command runs
 
+    if args.experiment:
+        return cmd_explain_experiment(args)
+    if not args.name:
+        raise BadInput("name an exercise, or an experiment with --experiment ID")
     ex = catalog().get(args.name)
     path = Path(args.file) if args.file else _file(args, ex)
     if not path.is_file():
@@ -196,6 +213,47 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print("\n".join(e.card()))
         if not args.ncu:
             print(tier1_hint(ex.id))
+    return 0
+
+
+def cmd_explain_experiment(args: argparse.Namespace) -> int:
+    """`gpulab ex explain --experiment ID`: the Tier 0 card of an experiment's own kernel."""
+    from gpulab.core.errors import BadInput  # deferred: loaded when the command runs
+    from gpulab.core.params import parse_assignments  # deferred: loaded when the command runs
+    from gpulab.ex.commands import emit_json  # deferred: loaded when the command runs
+    from gpulab.explain import arch as arches  # deferred: loaded when the command runs
+    from gpulab.explain.experiment_kernels import explain_experiment  # deferred: as above
+
+    if args.name:
+        raise BadInput("give an exercise name or --experiment ID, not both")
+    if args.ncu or args.file or args.plot:
+        raise BadInput("--experiment gives the static card only (no --ncu, --file or --plot)")
+    try:
+        params = parse_assignments(args.sets)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    gpu = nvml_gpu(getattr(args, "device", None) or 0)
+    arch = args.arch or (gpu["arch"] if gpu and gpu["arch"] in arches.ARCHS else None)
+    try:
+        arches.get(arch)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    kwargs: dict[str, Any] = {}
+    if gpu:
+        kwargs |= {"card": gpu["name"], "sms": gpu["sms"]}
+    peaks = calibration(gpu["name"] if gpu else None)
+    if peaks is not None:
+        from gpulab.core.peaks import peak_for  # deferred: loaded when the command runs
+
+        bandwidth, compute = peak_for(peaks, "copy"), peak_for(peaks, "matmul:fp32")
+        if bandwidth and compute:
+            kwargs |= {"bandwidth_gbs": float(bandwidth), "compute_tflops": float(compute)}
+    # An unknown experiment, a bad parameter or one without a kernel: BadInput, one line.
+    e = explain_experiment(args.experiment, params, arch=arch, **kwargs)
+    if args.json:
+        emit_json({"explain": e.to_dict()})
+    else:
+        print("\n".join(e.card()))
     return 0
 
 
