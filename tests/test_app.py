@@ -131,8 +131,13 @@ async def test_run_montecarlo_through_the_real_runner(size):
         assert "fastest" in race and "bars: speed against the fastest" in race
         assert "lesson: applications" in str(app.query_one("#explanation", Static).render())
         plots = app.query_one("#plot")
-        names = [label for p in plots.query("SeriesPlot") for label in p._labels]
-        assert "standard error" in names  # the convergence plot and its legend
+
+        def names() -> list[str]:
+            return [label for p in plots.query("SeriesPlot") for label in p._labels]
+
+        # the plot draws after the run's last refresh (later still while the warm-up calibration
+        # shares the loop): the convergence plot and its legend
+        await wait_for(pilot, lambda: "standard error" in names(), 10, "the plot's legend")
         assert any("(log scale)" in str(c.render()) for c in plots.query(".plot-caption"))
         history = app.query_one("#history", OptionList)
         assert history.option_count == 1 and "montecarlo" in str(

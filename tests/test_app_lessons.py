@@ -92,8 +92,14 @@ async def test_the_real_syllabus_is_one_row_per_lesson_and_filters_by_title_firs
         pane._fill_tree()
         await pilot.pause()
         tree = pane.query_one("#lesson-tree", Tree)
-        assert [n.data for n in tree.root.children] == [le.id for le in catalog]
-        assert all(not n.children for n in tree.root.children)  # 17 rows, not 34
+        leaves = [
+            leaf.data for n in tree.root.children for leaf in (n.children if n.data == "" else [n])
+        ]
+        assert leaves == [le.id for le in catalog]  # one row per lesson, in reading order
+        groups = [n for n in tree.root.children if n.data == ""]
+        several = [ch for ch in catalog.chapters(list(catalog)) if len(ch.lessons) > 1]
+        assert len(groups) == len(several)  # a chapter of several lessons is a row of its own
+        assert all(not leaf.children for g in groups for leaf in g.children)
         await pilot.press("slash", *"occupancy")
         await pilot.pause()
         found = [n.data for n in tree.root.children]

@@ -67,18 +67,24 @@ class LessonTree(Tree[str]):
         lessons = catalog.filter(text)
         read = set(store.read_marks())
         best = store.best_scores()
+        # (lesson, its parent: the root, or its chapter's row) in reading order; a chapter's row
+        # is made when its first lesson comes, so it sits between the chapters around it
         rows: list[tuple[Lesson, Any]] = []
         if text.strip():
-            rows = [(lesson, self.root) for lesson in lessons]
+            rows = [(lesson, None) for lesson in lessons]
         else:
             for chapter in catalog.chapters(lessons):
-                parent = self.root
-                if len(chapter.lessons) > 1:
-                    title = Text(f"   {chapter.number:>2} {chapter.title}")
-                    parent = self.root.add(title, data="", expand=True)
-                rows += [(lesson, parent) for lesson in chapter.lessons]
+                group = chapter if len(chapter.lessons) > 1 else None
+                rows += [(lesson, group) for lesson in chapter.lessons]
         cursor_to = None
-        for lesson, parent in rows:
+        made: dict[int, Any] = {}
+        for lesson, chapter in rows:
+            parent = self.root
+            if chapter is not None:
+                if chapter.number not in made:
+                    title = Text(f"   {chapter.number:>2} {chapter.title}")
+                    made[chapter.number] = self.root.add(title, data="", expand=True)
+                parent = made[chapter.number]
             leaf = parent.add_leaf(self._label(lesson, best, read), data=lesson.id)
             if lesson.id == current and not text.strip():
                 cursor_to = leaf

@@ -23,6 +23,9 @@ from gpulab.exercises import api
 
 ENTRY = "run"
 MARGIN = 1.3  # the compiled call must be this many times faster than eager, median of rounds
+# On the CPU tanh and sigmoid's arithmetic, not memory, sets the pace of one thread: fusing saves
+# the passes over memory only (measured 1.18x to 1.27x on a loaded 2-core CI machine)
+MARGIN_CPU = 1.1
 ROUNDS = 7
 MAX_GRAPHS = 2  # one for the first size, one more once torch.compile marks the size dynamic
 CPU_THREADS = 1  # the same thread setting for both sides of every round (see exercises.md)
@@ -114,7 +117,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
                 f(x, w)
             for _ in range(ROUNDS):
                 rounds.append((_time(fn, x, w, gpu, calls), _time(_eager, x, w, gpu, calls)))
-        return {"rounds": rounds}
+        return {"rounds": rounds, "gpu": gpu}
     graphs, breaks = _counts()
     with _threads(ctx.device):  # compiled with the thread count it is timed with
         got = fn(x, w)
@@ -161,10 +164,11 @@ def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismat
     speedup = statistics.median(ratios) if ratios else 0.0
     yours = statistics.median(r[0] for r in got["rounds"]) * 1e3
     eager = statistics.median(r[1] for r in got["rounds"]) * 1e3
-    if speedup < MARGIN:
+    margin = MARGIN if got.get("gpu") else MARGIN_CPU
+    if speedup < margin:
         return api.Mismatch(
             f"your compiled call takes {yours:.3f} ms, eager {eager:.3f} ms: {speedup:.2f}x, "
-            f"not the {MARGIN}x a fused chain gives (median of {ROUNDS} interleaved rounds; "
+            f"not the {margin}x a fused chain gives (median of {ROUNDS} interleaved rounds; "
             "is the compiled function the one that runs?)"
         )
     return None
