@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import torch
 
+_made: list[torch.cuda.Stream] = []  # the side stream, made once: only the mistake below differs
+
+
+def _side_stream() -> torch.cuda.Stream:
+    if not _made:
+        _made.append(torch.cuda.Stream())
+    return _made[0]
+
 
 def overlapped(chunks: list[torch.Tensor], step) -> list[torch.Tensor]:
-    main, side = torch.cuda.current_stream(), torch.cuda.Stream()
+    main, side = torch.cuda.current_stream(), _side_stream()
     with torch.cuda.stream(side):
         nxt = chunks[0].to("cuda", non_blocking=True)
     outs = []
