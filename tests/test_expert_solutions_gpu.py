@@ -1,6 +1,10 @@
 """The expert solutions and the teaching references on a real GPU, graded as `gpulab ex check`
 grades them (the whole check: cases, guards, every timed call checked, timing against this
-GPU's calibrated ceiling): each expert is graded gold, each reference silver or better.
+GPU's calibrated ceiling): each expert is graded gold, each reference silver or better, on the
+card the anchors were measured on (an H100). Elsewhere the fractions differ (on an H200, whose
+copy ceiling is 4.2 TB/s against the H100's 3.0, simple kernels reach a smaller share of it:
+bench/results/experts-h200-1seed.json), so there every check must still pass and each grade be
+bronze or better, and the figures are printed for re-anchoring.
 
 Three checks of each (fresh seeds): every one must pass, and the median fraction of the ceiling
 decides the grade, so one check disturbed by another process cannot decide it. The figures are
@@ -24,6 +28,8 @@ from gpulab.exercises.speed import grade_for
 
 pytestmark = pytest.mark.gpu
 SEEDS = (31, 32, 33)
+ANCHOR_CARD = "H100"  # where every `expert:` anchor but 18's and 36's was measured
+GRADED = ("bronze", "silver", "gold")
 _FIGURES: dict[str, dict[str, object]] = {}
 
 
@@ -31,6 +37,14 @@ _FIGURES: dict[str, dict[str, object]] = {}
 def _needs_cupy() -> None:
     if not cupy_available():
         pytest.skip("needs CuPy on a GPU")
+
+
+def _anchor_card() -> bool:
+    """Whether this GPU is the card the statements' `expert:` figures were measured on."""
+    import cupy
+
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+    return ANCHOR_CARD in (name.decode() if isinstance(name, bytes) else str(name))
 
 
 def _median_grade(folder, name: str) -> tuple[str, float, list[float]]:
@@ -60,10 +74,12 @@ def _median_grade(folder, name: str) -> tuple[str, float, list[float]]:
 def test_gpu_expert_is_graded_gold(folder) -> None:
     grade, median, fractions = _median_grade(folder, "expert.py")
     gold = _EXERCISES[folder.name].grades["gold"]
-    assert grade == "gold", f"{folder.name}: expert median {median:.3f} < gold {gold} {fractions}"
+    want = ("gold",) if _anchor_card() else GRADED
+    assert grade in want, f"{folder.name}: expert {grade} {median:.3f} (gold {gold}) {fractions}"
 
 
 @pytest.mark.parametrize("folder", KERNELS, ids=IDS)
 def test_gpu_reference_is_silver_or_better(folder) -> None:
     grade, median, fractions = _median_grade(folder, "solution.py")
-    assert grade in ("silver", "gold"), f"{folder.name}: reference {grade} {median:.3f} {fractions}"
+    want = ("silver", "gold") if _anchor_card() else GRADED
+    assert grade in want, f"{folder.name}: reference {grade} {median:.3f} {fractions}"
