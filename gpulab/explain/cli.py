@@ -146,6 +146,23 @@ def graded_fraction(exercise_id: str) -> float | None:
     return None
 
 
+def _arch_and_card(args: Any, gpu: dict[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
+    """The architecture to compile for (`--arch`, else this card's when known) and the card's
+    name and SM count for the explainer; an unknown `--arch` is bad input."""
+    from gpulab.core.errors import BadInput  # deferred: loaded when the command runs
+    from gpulab.explain import arch as arches  # deferred: loaded when the command runs
+
+    arch = args.arch or (gpu["arch"] if gpu and gpu["arch"] in arches.ARCHS else None)
+    try:
+        arches.get(arch)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    kwargs: dict[str, Any] = {}
+    if gpu:
+        kwargs |= {"card": gpu["name"], "sms": gpu["sms"]}
+    return arch, kwargs
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     """Run `gpulab explain`: compile the learner's kernels and print what limits them."""
     from gpulab.core.errors import BadInput  # deferred: loaded when the command runs
@@ -154,7 +171,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
         catalog,
         emit_json,
     )
-    from gpulab.explain import arch as arches  # deferred: loaded when the command runs
     from gpulab.explain.explainer import explain_file  # deferred: loaded when the command runs
 
     if args.experiment:
@@ -166,14 +182,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise BadInput(f"no file {path}")
     gpu = None if args.gpu else nvml_gpu(getattr(args, "device", None) or 0)
-    arch = args.arch or (gpu["arch"] if gpu and gpu["arch"] in arches.ARCHS else None)
-    try:
-        arches.get(arch)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-    kwargs: dict[str, Any] = {}
-    if gpu:
-        kwargs |= {"card": gpu["name"], "sms": gpu["sms"]}
+    arch, kwargs = _arch_and_card(args, gpu)
     if ex.metric in ("GB/s", "TFLOP/s") and not args.file:
         fraction = None
         with contextlib.suppress(Exception):  # a store another process holds: no figure
@@ -221,7 +230,6 @@ def cmd_explain_experiment(args: argparse.Namespace) -> int:
     from gpulab.core.errors import BadInput  # deferred: loaded when the command runs
     from gpulab.core.params import parse_assignments  # deferred: loaded when the command runs
     from gpulab.ex.commands import emit_json  # deferred: loaded when the command runs
-    from gpulab.explain import arch as arches  # deferred: loaded when the command runs
     from gpulab.explain.experiment_kernels import explain_experiment  # deferred: as above
 
     if args.name:
@@ -233,14 +241,7 @@ def cmd_explain_experiment(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     gpu = nvml_gpu(getattr(args, "device", None) or 0)
-    arch = args.arch or (gpu["arch"] if gpu and gpu["arch"] in arches.ARCHS else None)
-    try:
-        arches.get(arch)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-    kwargs: dict[str, Any] = {}
-    if gpu:
-        kwargs |= {"card": gpu["name"], "sms": gpu["sms"]}
+    arch, kwargs = _arch_and_card(args, gpu)
     peaks = calibration(gpu["name"] if gpu else None)
     if peaks is not None:
         from gpulab.core.peaks import peak_for  # deferred: loaded when the command runs
