@@ -249,6 +249,7 @@ def test_bench_part_targets_and_table():
                 "value": 1500.0,
                 "library": "cupy.add",
                 "metric": "GB/s",
+                "prepare_s": 6.25,
                 "first_check_s": 1.8,
                 "repeat_check_s": 0.4,
                 "repeat_phases": {"runs": 0.05, "compare": 0.21, "timing: yours": 0.1},
@@ -262,13 +263,17 @@ def test_bench_part_targets_and_table():
     assert by["exercises: known-wrong solutions rejected with their message"]["value"] == 2
     assert by["exercises: known-wrong solutions rejected with their message"]["status"] == "miss"
     assert by["exercises: reference grade silver or better"]["value"] == 1
-    first = by["exercises: first check, worst of the kernel exercises (s)"]
+    first = by[
+        "exercises: first check after the exercise's preparation, worst of the kernel exercises (s)"
+    ]
     assert first["value"] == 1.8 and first["status"] == "miss"
     assert by["exercises: repeat check, worst of the kernel exercises (s)"]["status"] == "pass"
     table = "\n".join(ex_bench.markdown_lines(part))
-    row = "| k | pass | bronze | 1500 GB/s | 45% | 80% | - | 1.80 s | 0.40 s | "
+    # the one-time preparation is its own column, beside the first check it speeds up
+    row = "| k | pass | bronze | 1500 GB/s | 45% | 80% | - | 6.25 s | 1.80 s | 0.40 s | "
     # reference checks passed (2 of 2 when a bench before --repeat recorded none), wrong, right
     assert row + "compare 0.21, timing: yours 0.10 | 2/2 | 1/2 | 0/0 |" in table
-    assert "| 0.90 s | 0.30 s | - | 2/2 | 1/1 | 0/0 |" in table  # no phases recorded: a dash
+    # no phases and no preparation recorded (a bench before either): dashes
+    assert "| - | - | 0.90 s | 0.30 s | - | 2/2 | 1/1 | 0/0 |" in table
     assert "| g | not run: needs a GPU: none |" in table
     assert "k/x: expected 'never written'" in table

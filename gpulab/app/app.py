@@ -191,6 +191,10 @@ class GpuLabApp(App[None]):
         """A lesson's exercise link: open that exercise."""
         self.open_exercise(message.exercise)
 
+    def on_exercises_pane_opened(self, message: Any) -> None:
+        """An exercise was opened: its check's compilations run in the worker while it is read."""
+        self.worker_link.prepare_exercise(message.exercise_id)
+
     def on_exercises_pane_progress_changed(self, message: Any) -> None:
         """An exercise's progress changed: refresh the lesson tree's marks."""
         for lessons in self.screen_stack[0].query("#lessons"):

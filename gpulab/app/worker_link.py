@@ -66,6 +66,8 @@ class WorkerLink:
         self.loop_thread: int | None = None  # the event loop's thread, set on mount
         self.quitting = False  # from here on a failure is the shutdown's, not news
         self.calibration_tried = False  # once per session: a failed one is not retried in a loop
+        self.opened: str | None = None  # the exercise open now, prepared once the worker is up
+        self.prepared: set[tuple[Any, str]] = set()  # (worker pid, exercise): asked once each
 
     def begin(self) -> None:
         """Start the worker in the background (after the first frame)."""
@@ -121,6 +123,43 @@ class WorkerLink:
             status = f"worker pid {pid}{took}"
             self.app.run_worker(
                 self._calibrate(status), name="calibrate", group="calibrate", exit_on_error=False
+            )
+        if self.opened is not None:
+            # Queued after the calibration: the preparation times nothing that must be exact,
+            # but it reads the ceilings a check reads.
+            self.prepare_exercise(self.opened)
+
+    def prepare_exercise(self, exercise_id: str) -> None:
+        """Have the worker compile what `exercise_id`'s check needs (the `exercise-prepare`
+        job) while the learner reads the statement, once per worker process."""
+        self.opened = exercise_id
+        handshake = self.handshake
+        if self.runner is None or handshake is None or self.quitting:
+            return  # the handshake prepares the exercise open by then
+        key = (handshake.get("pid"), exercise_id)
+        if key in self.prepared:
+            return
+        self.prepared.add(key)
+        self.app.run_worker(
+            self._prepare(exercise_id, handshake.get("pid")),
+            name=f"prepare {exercise_id}",
+            group="prepare",
+            exit_on_error=False,
+        )
+
+    async def _prepare(self, exercise_id: str, pid: Any) -> None:
+        try:
+            job = await self.runner.submit("exercise-prepare", {"exercise": exercise_id})
+            async for _event in job:
+                pass
+        except Exception:  # noqa: BLE001 - an optimisation only: the first check compiles itself
+            return
+        final = job.final or {}
+        summary = (final.get("result") or {}).get("summary") or {}
+        if final.get("type") == ev.RESULT and summary.get("prepared"):
+            seconds = float(summary.get("seconds") or 0.0)
+            self.host.panel.set_worker_status(
+                f"worker pid {pid} · {exercise_id}'s check prepared in {seconds:.1f} s"
             )
 
     async def _calibrate(self, status: str) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from gpulab.core import events as ev
 from gpulab.exercises.job import EXPERIMENT_ID, check_inline, outcome
 from gpulab.exercises.loader import Exercise
+from gpulab.exercises.prewarm import EXPERIMENT_ID as PREPARE_ID
 from gpulab.exercises.run_check import FAIL, CheckResult
 
 EventCallback = Callable[[dict[str, Any]], None]
@@ -80,6 +81,18 @@ class Checker:
             return False
         await self.client.cancel(job)
         return True
+
+    async def prepare(self, ex: Exercise) -> float:
+        """Have the worker compile what `ex`'s check needs (the `exercise-prepare` job, as the
+        TUI does when an exercise is opened); the seconds it took (0 inline)."""
+        if self.inline:
+            return 0.0
+        t0 = time.perf_counter()
+        job = await self.client.submit(PREPARE_ID, {"exercise": ex.id}, device=self.device)
+        async for _event in job:
+            pass
+        self.last_final = job.final or {}
+        return time.perf_counter() - t0
 
     async def check(self, ex: Exercise, path: Path, seed: int) -> tuple[CheckResult, float]:
         """(the verdict, seconds from submitting to the verdict)."""

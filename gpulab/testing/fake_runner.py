@@ -17,6 +17,7 @@ from typing import Any
 from gpulab.core import events as ev
 from gpulab.core.devices import Backend, Inventory
 from gpulab.core.results import Result
+from gpulab.exercises.prewarm import EXPERIMENT_ID as PREPARE_ID
 from gpulab.experiments.montecarlo import standard_error
 from gpulab.experiments.registry import get
 
@@ -204,6 +205,9 @@ class FakeRunner:
         self._ids = itertools.count(1)
         self._ready = asyncio.Event()
         self.jobs: list[FakeJob] = []
+        # `exercise-prepare` jobs (the TUI asks for one per opened exercise) are kept apart and
+        # answered at once, so a script written for checks never sees them.
+        self.preparations: list[FakeJob] = []
         self.shut_down = False
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -247,12 +251,19 @@ class FakeRunner:
         exp = get(experiment)
         clean = exp.params.validate(params or {})
         job = FakeJob(str(next(self._ids)), experiment, clean, device)
-        self.jobs.append(job)
 
         def emit(event: dict[str, Any]) -> None:
             job._put(event)
             if self.on_event:
                 self.on_event(event)
+
+        if experiment == PREPARE_ID:
+            self.preparations.append(job)
+            emit(frozen(ev.ACCEPTED, job.id, experiment=job.experiment, params=job.params))
+            summary = {"exercise": clean["exercise"], "prepared": False, "why": "a fake runner"}
+            emit(frozen(ev.RESULT, job.id, result={"summary": summary}))
+            return job
+        self.jobs.append(job)
 
         script = self.script
         if script is None:

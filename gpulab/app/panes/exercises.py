@@ -100,6 +100,13 @@ class ExercisesPane(Widget):
             super().__init__()
             self.exercise_id = exercise_id
 
+    class Opened(Message):
+        """An exercise was opened: the worker can compile what its check needs meanwhile."""
+
+        def __init__(self, exercise_id: str) -> None:
+            super().__init__()
+            self.exercise_id = exercise_id
+
     def __init__(
         self,
         *,
@@ -260,6 +267,8 @@ class ExercisesPane(Widget):
             "editor: a change made outside shows up here)."
         )
         self.call_after_refresh(self.editor.focus)
+        if not (self.inventory is not None and ex.unavailable(self.inventory)):
+            self.post_message(self.Opened(ex.id))
         return True
 
     def _show_head(self) -> None:

@@ -23,6 +23,9 @@ import numpy as np
 from gpulab.exercises import api
 
 ENTRY = "train"
+# Not compiled ahead when opened (gpulab.exercises.prewarm): its check starts two processes of
+# its own, so nothing it pays for on the first check would be left in the worker.
+PREPARE = False
 WORLD = 2
 EPOCHS = 3
 BATCH = 16  # global: 8 per rank
