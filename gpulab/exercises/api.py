@@ -72,7 +72,7 @@ class Context:
     # so that a check answers in a fraction of a second; still millions of elements, thousands
     # of blocks, many waves over every SM. `phase` is "cases" while cases() runs, "timing" while
     # timing() runs (the grader sets it), and big() picks the budget by it.
-    check_bytes: int = 64 << 20
+    check_bytes: int = 32 << 20
     phase: str = "timing"
     # What the learner's code launched (gpulab.exercises.own_work.Watch, set by the grader):
     # `watch.calls[-1].launches` are the learner's kernel launches of the last call, with their
