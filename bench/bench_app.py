@@ -303,6 +303,19 @@ def run_check_latency(repeats: int) -> dict[str, Any]:
     }
 
 
+def device_label() -> str:
+    """The machine the worker ran on, as its inventory names it (the GPU where there is one).
+    Asked last: detecting imports torch and CuPy, which no timed app start may find loaded."""
+    from gpulab.core.devices import detect
+
+    inv = detect()
+    return (
+        inv.label()
+        if inv.has_gpu
+        else "CPU (no GPU): " + (platform.processor() or platform.machine())
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=9, help="interleaved starts of each app")
@@ -357,7 +370,7 @@ def main() -> int:
 
     report = {
         "benchmark": "app",
-        "device": "CPU (no GPU): " + (platform.processor() or platform.machine()),
+        "device": device_label(),
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "textual": textual.__version__,

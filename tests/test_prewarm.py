@@ -30,10 +30,10 @@ def _fresh_process_state(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prewarm, "_PREPARED", set())
 
 
-def test_worth_preparing_gpu_exercises_only_and_not_ddp() -> None:
+def test_worth_preparing_every_exercise_but_ddp() -> None:
     assert prewarm.worth_preparing(find("histogram"))  # CuPy: its check compiles kernels
     assert prewarm.worth_preparing(find("honest-timing"))  # torch on the GPU
-    assert not prewarm.worth_preparing(find("device-agnostic"))  # runs on the CPU as well
+    assert prewarm.worth_preparing(find("tree-reduction"))  # needs: cpu, on the GPU if there
     assert not prewarm.worth_preparing(find("ddp"))  # PREPARE = False: it starts processes
 
 
