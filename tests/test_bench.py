@@ -344,3 +344,45 @@ def test_multi_gpu_targets_judge_allreduce_against_the_peer_copy_and_ddp_efficie
     assert ar["status"] == "pass" and ar["value"] == pytest.approx(0.848, abs=1e-3)
     ddp = by["ddp-scaling: efficiency at 2 ranks (samples/s over 2x one rank's)"]
     assert ddp["status"] == "miss" and ddp["goal"] == 0.9
+
+
+async def test_exercise_bench_grades_an_expert_on_the_median_of_three_checks():
+    """One disturbed check cannot decide the expert's grade, and each check's timing is kept
+    (with the library's figure from the same check) to tell a slow GPU from a slow call."""
+    from gpulab.benchmark import exercises as ex_bench
+    from gpulab.exercises.loader import find
+    from gpulab.exercises.run_check import CheckResult
+
+    ex = find("histogram")  # gold 0.58 of the copy ceiling
+
+    class Checks:
+        def __init__(self, fractions, verdicts=None):
+            self.fractions = list(fractions)
+            self.verdicts = list(verdicts or ["pass"] * len(self.fractions))
+            self.seeds = []
+
+        async def check(self, exercise, path, seed):
+            assert path == exercise.expert_path
+            self.seeds.append(seed)
+            f, verdict = self.fractions.pop(0), self.verdicts.pop(0)
+            timing = {
+                "fraction": f,
+                "library_fraction": 0.1,
+                "learner": {"value": 3000.0 * f, "median_s": 1e-4 / f, "min_s": 9e-5 / f,
+                            "max_s": 2e-4 / f, "runs": 15},
+            }  # fmt: skip
+            result = CheckResult(exercise.id, verdict, "why" if verdict != "pass" else "ok", seed,
+                                 str(path), timing=timing)  # fmt: skip
+            return result, 0.2
+
+    burst = Checks([0.66, 0.13, 0.65])
+    got = await ex_bench._expert(burst, ex)
+    assert got["grade"] == "gold" and got["fraction"] == 0.65 and got["passed"]
+    assert got["fractions"] == [0.66, 0.13, 0.65] and len(set(burst.seeds)) == 3
+    assert [c["runs"] for c in got["checks"]] == [15, 15, 15]
+    assert got["checks"][1]["library_fraction"] == 0.1 and got["checks"][1]["max_s"] > 1e-3
+    slow = await ex_bench._expert(Checks([0.66, 0.13, 0.3]), ex)
+    assert slow["grade"] == "bronze" and slow["fraction"] == 0.3  # two slow checks of three
+    one_fails = await ex_bench._expert(Checks([0.66, 0.66, 0.66], ["pass", "fail", "pass"]), ex)
+    assert not one_fails["passed"] and one_fails["grade"] is None
+    assert one_fails["message"] == "why"

@@ -141,6 +141,24 @@ async def _expert(checker: Checker, ex: Any) -> dict[str, Any]:
         "fractions": fractions,
         "value": statistics.median(values) if values else None,
         "anchor": ex.expert,
+        "checks": [check_timing(t) for t in timings],
+    }
+
+
+def check_timing(timing: dict[str, Any]) -> dict[str, Any]:
+    """What one check's timing says beyond its fraction: the learner's median, fastest and
+    slowest call, how many, and the library's fraction timed in the same check. A check that
+    comes out low with its library low too saw a slow GPU; with the library at its usual figure,
+    something in the learner's calls."""
+    learner = timing.get("learner") or {}
+    return {
+        "fraction": timing.get("fraction"),
+        "library_fraction": timing.get("library_fraction"),
+        "median_s": learner.get("median_s"),
+        "min_s": learner.get("min_s"),
+        "max_s": learner.get("max_s"),
+        "runs": learner.get("runs"),
+        "device_state": timing.get("device_state"),
     }
 
 

@@ -169,6 +169,7 @@ def time_and_grade(
         "learner": {
             "median_s": learner_t.median_s,
             "min_s": learner_t.min_s,
+            "max_s": learner_t.max_s,
             "runs": learner_t.runs,
             "cold_s": learner_t.cold_s,
             "value": value,
