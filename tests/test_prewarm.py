@@ -152,3 +152,27 @@ def checker_final(checker: Checker) -> dict[str, Any] | None:
     """The result of the checker's last preparation."""
     final = checker.last_final
     return final.get("result") if final else None
+
+
+async def test_a_check_pressed_during_the_preparation_says_what_it_waits_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = fake_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        ex = await open_vector_add(pilot)
+        link = app.worker_link
+        await wait_for(pilot, lambda: not link.ahead, 5, "the fake preparation's end")
+        assert link.waiting_for() == ""
+        link.ahead["prepare vector-add"] = (
+            "vector-add's preparation (its check's kernels compile once)"
+        )
+        shown: list[str] = []
+        real = ex.verdict.show_progress
+        monkeypatch.setattr(
+            ex.verdict, "show_progress", lambda f, m: (shown.append(m), real(f, m))[1]
+        )
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: bool(shown), 5, "the first progress line")
+        assert (
+            shown[0] == "waiting for vector-add's preparation (its check's kernels compile once)…"
+        )

@@ -68,6 +68,8 @@ class WorkerLink:
         self.calibration_tried = False  # once per session: a failed one is not retried in a loop
         self.opened: str | None = None  # the exercise open now, prepared once the worker is up
         self.prepared: set[tuple[Any, str]] = set()  # (worker pid, exercise): asked once each
+        # What the worker does before a job submitted now can start (a check waits behind it).
+        self.ahead: dict[str, str] = {}
 
     def begin(self) -> None:
         """Start the worker in the background (after the first frame)."""
@@ -147,13 +149,22 @@ class WorkerLink:
             exit_on_error=False,
         )
 
+    def waiting_for(self) -> str:
+        """What a job submitted now waits for, in words ('' when the worker is free of our
+        own warm-up work): the calibration, or an opened exercise's preparation."""
+        return " and ".join(self.ahead.values())
+
     async def _prepare(self, exercise_id: str, pid: Any) -> None:
+        key = f"prepare {exercise_id}"
+        self.ahead[key] = f"{exercise_id}'s preparation (its check's kernels compile once)"
         try:
             job = await self.runner.submit("exercise-prepare", {"exercise": exercise_id})
             async for _event in job:
                 pass
         except Exception:  # noqa: BLE001 - an optimisation only: the first check compiles itself
             return
+        finally:
+            self.ahead.pop(key, None)
         final = job.final or {}
         summary = (final.get("result") or {}).get("summary") or {}
         if final.get("type") == ev.RESULT and summary.get("prepared"):
@@ -169,6 +180,7 @@ class WorkerLink:
         runner = self.runner
         t0 = time.monotonic()
         panel.set_worker_status(f"{status} · calibrating this device's ceilings (once)…")
+        self.ahead["calibrate"] = "the device's calibration (once per machine)"
         try:
             job = await runner.submit("calibrate", {"remeasure": False})
             async for event in job:
@@ -180,6 +192,8 @@ class WorkerLink:
         except Exception as exc:  # noqa: BLE001 - the lab works uncalibrated; the check calibrates
             panel.set_worker_status(f"{status} · calibration failed: {exc}")
             return
+        finally:
+            self.ahead.pop("calibrate", None)
         final = job.final or {}
         if final.get("type") == ev.RESULT:
             took = time.monotonic() - t0

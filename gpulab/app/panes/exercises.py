@@ -323,7 +323,11 @@ class ExercisesPane(Widget):
             return  # not saved: checking the old file would grade the wrong code
         self.pressed_at = time.perf_counter()
         self.checking = True
-        self.verdict.show_progress(0.0, "submitting to the worker…")
+        link = getattr(self.app, "worker_link", None)
+        ahead = link.waiting_for() if link is not None else ""
+        self.verdict.show_progress(
+            0.0, f"waiting for {ahead}…" if ahead else "submitting to the worker…"
+        )
         self.remove_class("-side-max")
         self.query_one("#ex-side", VerticalScroll).scroll_home(animate=False)
         self.run_worker(self._check(ex, runner), group="ex-check", exit_on_error=False)
