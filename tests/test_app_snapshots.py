@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from textual.widgets import Tabs
 
 from gpulab.app import GpuLabApp
 from gpulab.testing.fake_nvml import fake_sampler
@@ -33,6 +34,12 @@ async def after_a_run(pilot) -> None:
     await settle(pilot, lambda: app.handshake is not None and app.focused is not None)
     await pilot.press("r")
     await settle(pilot, lambda: app.panel.live is not None and app.panel.live.finished)
+    # A finished run focuses the result tabs, and the focus scrolls them into view after a
+    # refresh: wait for that scroll, or the picture is taken before it (at 80x24) on a fast
+    # machine and after it on a loaded one.
+    await settle(pilot, lambda: isinstance(app.focused, Tabs))
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause(0.2)
     app.clear_notifications()
     app.set_focus(None)  # no blinking cursor in the picture
     await pilot.pause()
