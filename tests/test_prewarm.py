@@ -131,8 +131,8 @@ async def test_gpu_preparation_compiles_then_is_kept() -> None:
         pytest.skip("needs CuPy on a GPU")
     ex = find("histogram")
     async with Checker() as checker:
-        await checker.client.wait_ready(600)
-        if not (await checker.client.wait_ready(1)).get("calibrated"):
+        hello = await checker.client.wait_ready(600)
+        if not hello.get("calibrated"):
             job = await checker.client.submit("calibrate", {"remeasure": False})
             async for _event in job:
                 pass
