@@ -91,7 +91,12 @@ def test_comparisons_compute_ratios():
     assert abs(by["montecarlo: cupy-fused / torch recipe"]["value"] - 720 / 52) < 1e-9
     assert by["montecarlo: torch device memory, largest / smallest samples"]["status"] == "pass"
     assert by["blur: our kernel GB/s / device copy GB/s"]["value"] == 0.5
+    assert by["blur: our kernel GB/s / device copy GB/s"]["status"] == "miss"  # target 0.85
     assert by["blur: our kernel speedup over torch conv2d"]["status"] == "pass"
+    blur_run["result"]["measurements"][0]["throughput"] = 2600.0
+    again = bench.comparisons([blur_run], peaks, Inventory(), quick=False)
+    near = {c["name"]: c for c in again}["blur: our kernel GB/s / device copy GB/s"]
+    assert near["status"] == "pass" and abs(near["value"] - 2600 / 3000) < 1e-9
 
 
 def test_syllabus_comparisons_judge_reduction_and_pinned_copies():

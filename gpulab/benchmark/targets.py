@@ -86,6 +86,12 @@ def montecarlo_targets(mc: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+# Issue 25: the blur, a stencil that reads and writes each pixel about once, within 15% of a plain
+# copy. Both are timed back to back (the calibration's copy is one 0.7 ms call), so the host's
+# launch latency is in neither.
+BLUR_OF_COPY = 0.85
+
+
 def blur_targets(bl: list[dict[str, Any]], peaks: Any) -> list[dict[str, Any]]:
     """The blur targets from the blur runs that finished (at least one)."""
     out: list[dict[str, Any]] = []
@@ -107,12 +113,13 @@ def blur_targets(bl: list[dict[str, Any]], peaks: Any) -> list[dict[str, Any]]:
     out.append(
         judge(
             "blur: our kernel GB/s / device copy GB/s",
-            ">= 0.5",
+            ">= 0.85",
             frac,
-            0.5,
+            BLUR_OF_COPY,
             kernel_gbs=ours[0]["throughput"] if ours else None,
             copy_gbs=None if peaks is None else peaks.copy_gbs,
             bytes="image read once + written once",
+            regime=ours[0].get("extra", {}).get("regime") if ours else None,
         )
     )
     return out

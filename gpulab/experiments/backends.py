@@ -47,6 +47,14 @@ def sustained(ctx: Context, fn: Any, backend: str, *, always: bool = False) -> d
     return kw
 
 
+def sustained_timing(ctx: Context, fn: Any, backend: str) -> tuple[Any, dict[str, Any]]:
+    """(`fn`'s Timing, the kwargs it was timed with) in the sustained regime on a GPU: for a row
+    judged against the calibrated copy or matmul, where the host's launch latency between the
+    events of a lone call would be billed to the kernel. Single calls on a CPU backend."""
+    kw = sustained(ctx, fn, backend, always=True)
+    return ctx.timer.measure(fn, sync=sync_kind(backend), **kw), kw
+
+
 def regime(kw: dict[str, Any]) -> str:
     """How a row was timed, for its `regime` column: what `sustained` chose."""
     if kw.get("inner"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.experiments import backends
 from gpulab.experiments.base import Context
 from gpulab.experiments.blur_filters import weights_1d
 
@@ -60,10 +61,10 @@ def run_cupyx(ctx: Context, planes: Any, kind: str, radius: int) -> tuple[Any, A
             return _combine(kind, x, smooth())
 
         out = cp.asnumpy(call())
-        timing = ctx.timer.measure(call, sync="cupy")
+        timing, kw = backends.sustained_timing(ctx, call, "cupy")
     if kind != base:
         impl += f" ({'2x - it' if kind == 'sharpen' else 'x - it'})"
-    return timing, out, {"impl": impl}
+    return timing, out, {"impl": impl, "regime": backends.regime(kw)}
 
 
 def run_torch_separable(ctx: Context, planes: Any, kind: str, radius: int) -> tuple[Any, Any, dict]:
@@ -88,7 +89,14 @@ def run_torch_separable(ctx: Context, planes: Any, kind: str, radius: int) -> tu
     torch.backends.cudnn.allow_tf32 = False  # fp32 means fp32: TF32 would miss 1e-5
     try:
         out = call()[0].cpu().numpy()
-        timing = ctx.timer.measure(call, sync="torch")
+        timing, kw = backends.sustained_timing(ctx, call, "torch-cuda")
     finally:
         torch.backends.cudnn.allow_tf32 = saved
-    return timing, out, {"impl": "two depthwise conv2d passes (1 x 2r+1, then 2r+1 x 1)"}
+    return (
+        timing,
+        out,
+        {
+            "impl": "two depthwise conv2d passes (1 x 2r+1, then 2r+1 x 1)",
+            "regime": backends.regime(kw),
+        },
+    )
