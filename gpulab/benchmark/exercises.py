@@ -159,6 +159,7 @@ def check_timing(timing: dict[str, Any]) -> dict[str, Any]:
         "max_s": learner.get("max_s"),
         "runs": learner.get("runs"),
         "device_state": timing.get("device_state"),
+        "lead_us": timing.get("lead_us"),
     }
 
 

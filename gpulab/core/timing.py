@@ -88,8 +88,12 @@ class _EventClock:
     def sync(self) -> None:
         self._sync()
 
-    def time(self, fn: Callable[[], Any], inner: int) -> float:
+    def time(
+        self, fn: Callable[[], Any], inner: int, lead: Callable[[], Any] | None = None
+    ) -> float:
         start, end = self._new(), self._new()
+        if lead is not None:
+            lead()  # device work queued ahead of the start event: see Timer.measure
         start.record()
         for _ in range(inner):
             fn()
@@ -146,6 +150,7 @@ class Timer:
         min_runs: int | None = None,
         inner: int = 1,
         cold: bool = True,
+        lead: Callable[[], Any] | None = None,
     ) -> Timing:
         """Time `fn`. `sync` is "torch" or "cupy" for device work (CUDA events), else "none".
 
@@ -153,6 +158,11 @@ class Timer:
         untimed once each call's device work has finished (cold, warm-up and timed calls alike:
         an exercise checks the output of every timed call there). `inner` calls `fn` that many
         times between one pair of events and divides, for work shorter than a launch.
+
+        `lead` (events only) queues device work just ahead of each start event, such as a short
+        spin kernel: the GPU is then still busy with it while the host launches `fn`'s work, so
+        the events bracket the device's time for that work, not the host's launch latency too
+        (what triton.testing.do_bench gets from the cache flush it queues before each call).
         """
         if sync not in SYNC_KINDS:
             raise ValueError(f"sync must be one of {SYNC_KINDS}, got {sync!r}")
@@ -195,7 +205,7 @@ class Timer:
                 if before:
                     before()
                 if clock is not None:
-                    times.append(clock.time(fn, inner))
+                    times.append(clock.time(fn, inner, lead))
                 else:
                     t0 = _now()
                     for _ in range(inner):

@@ -155,6 +155,9 @@ class TimingSpec:
     # random sample of the repeated ones on a CPU, where a check costs as much as the call.
     prepare: Callable[[Any], None] | None = None
     check_call: Callable[[Any, Any], Mismatch | str | None] | None = None
+    # Optional: False where the host's cost of a call is part of what the exercise measures
+    # (side streams, graphs): no spin is queued ahead of the start events (gpulab.core.lead).
+    lead: bool = True
 
 
 def tolerance(dtype: Any) -> tuple[float, float]:

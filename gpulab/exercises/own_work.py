@@ -232,17 +232,29 @@ class Watch:
                 if real is not None:
                     self._patch(cp, kind, self._factory(kind, real))
             cuda = getattr(cp, "cuda", None)
-            stream_cls = getattr(cuda, "Stream", None)
-            if isinstance(stream_cls, type):
-                self._patch(cuda, "Stream", self._cupy_stream_class(stream_cls))
+            # Each stream class under both names CuPy exports it by (cupy.cuda.Stream and
+            # cupy.cuda.stream.Stream are one class): a stream made under either is recorded.
+            for name in ("Stream", "ExternalStream"):
+                stream_cls = getattr(cuda, name, None)
+                if isinstance(stream_cls, type):
+                    wrapped = self._cupy_stream_class(stream_cls, name == "ExternalStream")
+                    self._patch(cuda, name, wrapped)
+                    module = getattr(cuda, "stream", None)
+                    if getattr(module, name, None) is stream_cls:
+                        self._patch(module, name, wrapped)
         triton = sys.modules.get("triton")
         if triton is not None:
             self._install_triton(triton)
         torch = sys.modules.get("torch")
         tcuda = getattr(torch, "cuda", None) if torch is not None else None
-        tstream = getattr(tcuda, "Stream", None)
-        if isinstance(tstream, type):
-            self._patch(tcuda, "Stream", self._torch_stream_class(tstream))
+        for name in ("Stream", "ExternalStream"):
+            tstream = getattr(tcuda, name, None)
+            if isinstance(tstream, type):
+                wrapped = self._torch_stream_class(tstream, name == "ExternalStream")
+                self._patch(tcuda, name, wrapped)
+                module = getattr(tcuda, "streams", None)
+                if getattr(module, name, None) is tstream:
+                    self._patch(module, name, wrapped)
 
     def _install_triton(self, triton: Any) -> None:
         """Count launches of jitted Triton functions and record the learner's definitions."""
@@ -359,7 +371,7 @@ class Watch:
         make.__doc__ = getattr(real, "__doc__", None)
         return make
 
-    def _cupy_stream_class(self, base: type) -> type:
+    def _cupy_stream_class(self, base: type, external: bool = False) -> type:
         watch = self
 
         class Stream(base):
@@ -367,6 +379,9 @@ class Watch:
 
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
+                if external:  # a stream made elsewhere (a raw handle): its flags are unknown
+                    watch.streams.append(("cupy", self, True))
+                    return
                 null = kwargs.get("null", args[0] if args else False)
                 non_blocking = kwargs.get("non_blocking", args[1] if len(args) > 1 else False)
                 if not null:
@@ -375,7 +390,7 @@ class Watch:
         Stream.__name__ = Stream.__qualname__ = base.__name__
         return Stream
 
-    def _torch_stream_class(self, base: type) -> type:
+    def _torch_stream_class(self, base: type, external: bool = False) -> type:
         watch = self
 
         class Stream(base):
@@ -383,9 +398,10 @@ class Watch:
 
             def __new__(cls, *args: Any, **kwargs: Any) -> Any:
                 made = super().__new__(cls, *args, **kwargs)
-                # A new stream from torch's pool (created non-blocking); not the wrapper torch
-                # builds around an existing stream id (current_stream() and friends).
-                if "stream_id" not in kwargs and "stream_ptr" not in kwargs:
+                # A new stream from torch's pool (created non-blocking), or one made elsewhere
+                # (ExternalStream); not the wrapper torch builds around an existing stream id
+                # (current_stream() and friends).
+                if external or ("stream_id" not in kwargs and "stream_ptr" not in kwargs):
                     watch.streams.append(("torch", made, True))
                 return made
 

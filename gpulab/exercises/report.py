@@ -112,6 +112,11 @@ def timing_lines(timing: dict[str, Any] | None) -> list[str]:
         )
     else:
         lines.append(f"    GPU temperature and clock: n/a ({state.get('na') or 'not read'})")
+    if timing.get("lead_us"):
+        lines.append(
+            f"    timed on the GPU: a {timing['lead_us']:.0f} us spin ahead of each call hides "
+            "its launch"
+        )
     if timing.get("quick"):
         lines.append("    (quick mode: small inputs, few runs; not a real grade)")
     return lines

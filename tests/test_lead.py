@@ -1,0 +1,228 @@
+"""The spin queued ahead of each timed call's start event (gpulab.core.lead): where the grader
+uses it, where it must not, and on a GPU that it hides the host's launch latency and nothing
+else."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from gpulab.core import timing
+from gpulab.core.timing import Timer
+from gpulab.exercises import report, speed
+from gpulab.exercises.own_work import Watch
+
+
+class _Clock:
+    """Stands in for the CUDA-event clock: records the order of lead, start and call."""
+
+    log: list[str] = []
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def sync(self) -> None:
+        pass
+
+    def time(self, fn, inner, lead=None):
+        if lead is not None:
+            lead()
+        self.log.append("start")
+        for _ in range(inner):
+            fn()
+        self.log.append("end")
+        return 1e-4
+
+
+@pytest.fixture
+def fake_events(monkeypatch):
+    _Clock.log = []
+    monkeypatch.setattr(timing, "_EventClock", _Clock)
+    monkeypatch.setattr(timing, "_sync_for", lambda kind: lambda: None)
+    return _Clock.log
+
+
+def test_timer_queues_the_lead_ahead_of_every_start_event_and_never_in_warmup(fake_events):
+    log = fake_events
+    t = Timer(warmup=2, repeats=5, budget_s=10, min_runs=5).measure(
+        lambda: log.append("call"), sync="cupy", lead=lambda: log.append("lead")
+    )
+    assert t.runs == 5
+    timed = log[log.index("lead") :]
+    # the cold and warm-up calls come first, with no lead; then lead, start, call, end each run
+    assert log[: log.index("lead")] == ["call", "call"]
+    assert timed == ["lead", "start", "call", "end"] * 5
+
+
+def test_timer_without_a_lead_queues_none(fake_events):
+    log = fake_events
+    Timer(warmup=0, repeats=3, min_runs=3).measure(
+        lambda: log.append("call"), sync="torch", cold=False
+    )
+    assert log == ["start", "call", "end"] * 3
+
+
+def _spec(lead=True, sync="cupy"):
+    return SimpleNamespace(lead=lead, sync=sync)
+
+
+def test_lead_is_chosen_only_on_a_device_with_no_stream_of_the_learners(monkeypatch):
+    made = []
+    monkeypatch.setattr(speed, "lead_spin", lambda sync, dev: made.append((sync, dev)) or "spin")
+    gpu = SimpleNamespace(gpu=True, cupy=True, device_index=1)
+    cpu = SimpleNamespace(gpu=False, cupy=False, device_index=0)
+    quiet = SimpleNamespace(streams=[])
+    assert speed._lead(_spec(), gpu, quiet) == "spin"
+    assert made == [("cupy", 1)]
+    assert speed._lead(_spec(), cpu, quiet) is None  # perf_counter timing: nothing to queue
+    assert speed._lead(_spec(lead=False), gpu, quiet) is None  # the spec opted out
+    streamy = SimpleNamespace(streams=[("cupy", object(), True)])
+    assert speed._lead(_spec(), gpu, streamy) is None  # its work would not wait for a spin
+    assert speed._lead(_spec(), gpu, None) == "spin"  # no watch (the library's own timing)
+
+
+class _RecordingTimer:
+    def __init__(self) -> None:
+        self.leads: list[object] = []
+
+    def measure(self, fn, *, sync, before, after, lead=None):
+        self.leads.append(lead)
+        fn()
+        return SimpleNamespace(median_s=1.0)
+
+
+def test_a_stream_made_during_a_led_timing_has_it_taken_again_without_the_lead():
+    watch = SimpleNamespace(streams=[])
+    calls = SimpleNamespace(
+        call=lambda: watch.streams.append(("torch", object(), True)),
+        before=lambda rotate: rotate,
+        after=lambda: None,
+    )
+    timer = _RecordingTimer()
+    _, lead = speed.time_learner(timer, calls, lambda: None, _spec(), "spin", watch)
+    assert timer.leads == ["spin", None] and lead is None
+    # with no stream made, one timing, and the lead kept
+    timer, watch.streams = _RecordingTimer(), []
+    calls.call = lambda: None
+    _, lead = speed.time_learner(timer, calls, lambda: None, _spec(), "spin", watch)
+    assert timer.leads == ["spin"] and lead == "spin"
+
+
+def test_report_says_when_the_launch_was_hidden():
+    block = {
+        "metric": "GB/s",
+        "note": "n",
+        "learner": {"runs": 15, "value": 2.0e3},
+        "ceiling": {"name": "copy", "value": 3.0e3, "device": "d"},
+        "fraction": 0.66,
+        "device_state": {},
+    }
+    assert not any("spin" in line for line in report.timing_lines(block))
+    block["lead_us"] = 200.0
+    assert any("200 us spin" in line for line in report.timing_lines(block))
+
+
+def test_watch_patches_torch_streams_under_both_names_and_restores_them():
+    torch = pytest.importorskip("torch")
+    names = ("Stream", "ExternalStream")
+    before = {n: (getattr(torch.cuda, n), getattr(torch.cuda.streams, n)) for n in names}
+    w = Watch()
+    w.install()
+    try:
+        for n in names:
+            patched = getattr(torch.cuda, n)
+            assert patched is not before[n][0] and issubclass(patched, before[n][0])
+            assert getattr(torch.cuda.streams, n) is patched  # the other name a learner may use
+    finally:
+        w.uninstall()
+    for n in names:
+        assert (getattr(torch.cuda, n), getattr(torch.cuda.streams, n)) == before[n]
+
+
+# ---------------------------------------------------------------------------------- on a GPU
+
+
+def _need_cupy() -> None:
+    from conftest import cupy_available
+
+    if not cupy_available():
+        pytest.skip("needs CuPy")
+
+
+@pytest.mark.gpu
+def test_gpu_lead_hides_a_slow_host_launch_and_nothing_more():
+    """A call whose host side takes 100 us before it launches a ~40 us kernel: timed alone the
+    events see both; with the lead they see the kernel."""
+    _need_cupy()
+    import cupy
+
+    from gpulab.core.lead import spin
+
+    k = cupy.RawKernel(
+        r"""extern "C" __global__ void k(long long cycles) {
+            long long t0 = clock64(); while (clock64() - t0 < cycles) {} }""",
+        "k",
+    )
+    cycles = cupy.int64(80_000)  # ~40 us at 2 GHz
+
+    def slow_host_call():
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 100e-6:
+            pass
+        k((1,), (1,), (cycles,))
+
+    timer = Timer(warmup=2, repeats=15, budget_s=2)
+    plain = timer.measure(slow_host_call, sync="cupy")
+    led = timer.measure(slow_host_call, sync="cupy", lead=spin("cupy"))
+    bare = timer.measure(lambda: k((1,), (1,), (cycles,)), sync="cupy", lead=spin("cupy"))
+    assert plain.median_s > 120e-6, plain  # the host's 100 us are inside a lone call's events
+    assert led.median_s < 0.6 * plain.median_s, (led, plain)
+    assert abs(led.median_s - bare.median_s) < 10e-6, (led, bare)  # the kernel's own time
+
+
+_STREAM_SOLUTION = '''
+"""add_ten on a non-blocking stream made through cupy.cuda.stream (joined before returning)."""
+import cupy as cp
+import numpy as np
+
+_k = cp.RawKernel(r"""
+extern "C" __global__ void add_ten(const float* a, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + 10.0f;
+}
+""", "add_ten")
+_side = None
+
+
+def add_ten(a, out):
+    global _side
+    if _side is None:
+        _side = cp.cuda.stream.Stream(non_blocking=True)
+    here = cp.cuda.get_current_stream()
+    _side.wait_event(here.record())
+    n = a.size
+    _k(((n + 255) // 256,), (256,), (a, out, np.int32(n)), stream=_side)
+    here.wait_event(_side.record())
+'''
+
+
+@pytest.mark.gpu
+def test_gpu_a_check_is_led_unless_the_learner_made_a_stream(tmp_path):
+    _need_cupy()
+    from gpulab.exercises.job import check_inline
+    from gpulab.exercises.loader import find
+
+    ex = find("map-add-ten")
+    plain, _ = check_inline(ex.id, str(ex.solution_path), 7)
+    assert plain.passed, plain.message
+    assert plain.timing["lead_us"] == 200.0
+    path = tmp_path / "solution.py"
+    path.write_text(textwrap.dedent(_STREAM_SOLUTION))
+    streamy, _ = check_inline(ex.id, str(path), 7)
+    assert streamy.passed, streamy.message  # right code on its own stream still passes
+    assert streamy.timing["lead_us"] == 0.0  # but is timed without a spin ahead of it
+    assert "cupy" in sys.modules
