@@ -15,6 +15,7 @@ import dataclasses
 import numpy as np
 import pytest
 from conftest import cupy_available
+from test_expert_solutions_gpu import _anchor_card
 from test_kernel_track import _EXERCISES, IDS, KERNELS, _front, _header, _load
 
 from gpulab.exercises import api
@@ -62,12 +63,18 @@ def _name(p) -> str:
 
 
 def _median_s(call, inputs, repeats: int = 10) -> float:
+    """Timed as the grader times a check: a spin queued ahead of each start event, so the host's
+    launch latency is not billed to the kernel (gpulab.core.lead)."""
     import cupy as cp
 
+    from gpulab.core.lead import spin
+
+    lead = spin("cupy")
     call(inputs)
     times = []
     for _ in range(repeats):
         start, end = cp.cuda.Event(), cp.cuda.Event()
+        lead()
         start.record()
         call(inputs)
         end.record()
@@ -117,7 +124,8 @@ def test_gpu_only_wrong_solutions_fail_with_their_message(path, seed) -> None:
 
 @pytest.mark.parametrize("folder", KERNELS, ids=IDS)
 def test_gpu_speed_of_reference_and_slow_versions(folder) -> None:
-    """Prints figure / ceiling for the reference (must reach silver) and each slow/ example.
+    """Prints figure / ceiling for the reference (silver on the anchor card, bronze elsewhere) and
+    each slow/ example.
     The ceiling is measured here the way gpulab calibrates it (torch copy_ / cupy.matmul)."""
     import cupy as cp
 
@@ -145,4 +153,7 @@ def test_gpu_speed_of_reference_and_slow_versions(folder) -> None:
         print(
             f"{folder.name}: {name}: {value / scale:.3g} {spec.metric} = {value / ceiling:.2f} of {spec.ceiling}"
         )
-    assert results["solution.py"] / ceiling >= meta["grades"]["silver"], results
+    # Silver on the card the grades were anchored on; elsewhere (an H200's 4.2 TB/s copy, where
+    # simple kernels reach a smaller share) bronze, as test_expert_solutions_gpu asks.
+    floor = meta["grades"]["silver" if _anchor_card() else "bronze"]
+    assert results["solution.py"] / ceiling >= floor, results
