@@ -24,7 +24,8 @@ def _app() -> GpuLabApp:
     return GpuLabApp(runner_factory=lambda **kw: FakeRunner(**kw))
 
 
-async def _until(pilot: Any, condition: Any, what: str, tries: int = 400) -> None:
+async def _until(pilot: Any, condition: Any, what: str, tries: int = 1500) -> None:
+    # 30 s at least: a loaded 2-core CI machine once took more than 8 s to show the next lesson.
     for _ in range(tries):
         if condition():
             return

@@ -86,7 +86,7 @@ def montecarlo_targets(mc: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-# Issue 25: the blur, a stencil that reads and writes each pixel about once, within 15% of a plain
+# The blur, a stencil that reads and writes each pixel about once, within 15% of a plain
 # copy. Both are timed back to back (the calibration's copy is one 0.7 ms call), so the host's
 # launch latency is in neither.
 BLUR_OF_COPY = 0.85
