@@ -83,10 +83,7 @@ class ExerciseCheck(Experiment):
 
     def check(self, params: dict[str, Any], inventory: Any) -> None:
         """Refuse an exercise this machine cannot run (e.g. a CuPy one without a GPU)."""
-        ex = self._exercise(params["exercise"])
-        why = ex.unavailable(inventory)
-        if why:
-            raise ExperimentError(f"{ex.id} {why}")
+        require_runnable(self._exercise(params["exercise"]), inventory)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
         """Check, time and grade the exercise file in `params`; the Result carries the
@@ -177,6 +174,14 @@ def outcome(final: dict[str, Any], exercise: str, path: str, seed: int) -> Any:
     elif final.get("kind") in (ev.KIND_BAD_PARAMS, ev.KIND_EXPERIMENT):
         why = "unavailable" if "needs" in message else "internal"
     return CheckResult(exercise, FAIL, message, seed, path, kind=why)
+
+
+def require_runnable(ex: Any, inventory: Any) -> None:
+    """ExperimentError, before any work, where this machine cannot run `ex` (a CuPy exercise
+    without a GPU): the check, the profile and the preparation refuse alike."""
+    why = ex.unavailable(inventory)
+    if why:
+        raise ExperimentError(f"{ex.id} {why}")
 
 
 def check_inline(

@@ -231,30 +231,27 @@ class Watch:
                 real = getattr(cp, kind, None)
                 if real is not None:
                     self._patch(cp, kind, self._factory(kind, real))
-            cuda = getattr(cp, "cuda", None)
-            # Each stream class under both names CuPy exports it by (cupy.cuda.Stream and
-            # cupy.cuda.stream.Stream are one class): a stream made under either is recorded.
-            for name in ("Stream", "ExternalStream"):
-                stream_cls = getattr(cuda, name, None)
-                if isinstance(stream_cls, type):
-                    wrapped = self._cupy_stream_class(stream_cls, name == "ExternalStream")
-                    self._patch(cuda, name, wrapped)
-                    module = getattr(cuda, "stream", None)
-                    if getattr(module, name, None) is stream_cls:
-                        self._patch(module, name, wrapped)
+            self._patch_streams(getattr(cp, "cuda", None), "stream", self._cupy_stream_class)
         triton = sys.modules.get("triton")
         if triton is not None:
             self._install_triton(triton)
         torch = sys.modules.get("torch")
         tcuda = getattr(torch, "cuda", None) if torch is not None else None
+        self._patch_streams(tcuda, "streams", self._torch_stream_class)
+
+    def _patch_streams(self, cuda: Any, submodule: str, wrap: Callable[..., type]) -> None:
+        """Wrap `cuda.Stream` and `cuda.ExternalStream` (CuPy's or torch's) so each stream made
+        is recorded, under both names the library exports each class by (`cupy.cuda.Stream`
+        is `cupy.cuda.stream.Stream`, `torch.cuda.Stream` is `torch.cuda.streams.Stream`)."""
+        module = getattr(cuda, submodule, None)
         for name in ("Stream", "ExternalStream"):
-            tstream = getattr(tcuda, name, None)
-            if isinstance(tstream, type):
-                wrapped = self._torch_stream_class(tstream, name == "ExternalStream")
-                self._patch(tcuda, name, wrapped)
-                module = getattr(tcuda, "streams", None)
-                if getattr(module, name, None) is tstream:
-                    self._patch(module, name, wrapped)
+            real = getattr(cuda, name, None)
+            if not isinstance(real, type):
+                continue
+            wrapped = wrap(real, name == "ExternalStream")
+            self._patch(cuda, name, wrapped)
+            if getattr(module, name, None) is real:
+                self._patch(module, name, wrapped)
 
     def _install_triton(self, triton: Any) -> None:
         """Count launches of jitted Triton functions and record the learner's definitions."""

@@ -23,7 +23,7 @@ from typing import Any
 from gpulab.core import peaks
 from gpulab.core.params import ParamSet, Text
 from gpulab.core.results import Result
-from gpulab.exercises.job import exercise_context
+from gpulab.exercises.job import exercise_context, require_runnable
 from gpulab.exercises.loader import UnknownExercise, find
 from gpulab.exercises.run_check import load_check, run_check
 from gpulab.experiments.base import Context, Experiment, ExperimentError
@@ -59,9 +59,7 @@ class ExercisePrepare(Experiment):
             ex = find(params["exercise"])
         except UnknownExercise as exc:
             raise ExperimentError(str(exc)) from None
-        why = ex.unavailable(inventory)
-        if why:
-            raise ExperimentError(f"{ex.id} {why}")
+        require_runnable(ex, inventory)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
         """Prepare the exercise (once per process); the summary says what was done and why."""

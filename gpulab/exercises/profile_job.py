@@ -24,7 +24,7 @@ from typing import Any
 from gpulab.core import step_trace as st
 from gpulab.core.params import Int, ParamSet, Text
 from gpulab.core.results import Artifact, Result
-from gpulab.exercises.job import exercise_context
+from gpulab.exercises.job import exercise_context, require_runnable
 from gpulab.exercises.loader import find
 from gpulab.exercises.run_check import load_check
 from gpulab.exercises.sandbox import Guard, LearnerError, forget, load_learner
@@ -48,10 +48,7 @@ class ExerciseProfile(Experiment):
     )
 
     def check(self, params: dict[str, Any], inventory: Any) -> None:
-        ex = find(params["exercise"])
-        why = ex.unavailable(inventory)
-        if why:
-            raise ExperimentError(f"{ex.id} {why}")
+        require_runnable(find(params["exercise"]), inventory)
 
     def run(self, ctx: Context, params: dict[str, Any]) -> Result:
         ex = find(params["exercise"])

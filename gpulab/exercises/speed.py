@@ -26,15 +26,6 @@ from gpulab.experiments.base import Context
 from gpulab.telemetry.nvml import NvmlSession
 from gpulab.telemetry.values import NA
 
-# The same for a matrix product: the calibration times 8192-size products back to back, at the
-# clock the power limit settles to; a check's product is one short call at a time, which can run
-# at the boost clock (an 8192 bf16 product ran 17% faster in single calls on an H200).
-BEYOND_FLOPS = (
-    "above the re-measured ceiling, though every timed call was checked and waited for: the "
-    "calibration times large products back to back at the clock the power limit settles to, "
-    "and a call this short runs on the boost clock before the limit pulls it down (the SM "
-    "clock below is read right after the timing)"
-)
 IMPLAUSIBLE = 1.5  # a figure this far above the device's own ceiling earns no grade
 # Why a figure can still stand above its ceiling once every timed call was checked (no skipped
 # work) and waited for on every stream (no bare launch time): what is left to suspect.
@@ -44,6 +35,15 @@ BEYOND = (
     "counts bytes the kernel did not move from memory (inputs served from the L2 cache, reused "
     "in registers, or smaller than the statement says), or the ceiling was measured low "
     "(re-calibrate: gpulab run calibrate)"
+)
+# The same for a matrix product: the calibration times 8192-size products back to back, at the
+# clock the power limit settles to; a check's product is one short call at a time, which can run
+# at the boost clock (an 8192 bf16 product ran 17% faster in single calls on an H200).
+BEYOND_FLOPS = (
+    "above the re-measured ceiling, though every timed call was checked and waited for: the "
+    "calibration times large products back to back at the clock the power limit settles to, "
+    "and a call this short runs on the boost clock before the limit pulls it down (the SM "
+    "clock below is read right after the timing)"
 )
 
 

@@ -22,7 +22,6 @@ from gpulab.core.params import Choice, Int, ParamSet, Text
 from gpulab.core.peaks import data_dir
 from gpulab.core.results import Artifact, Result, Verdict
 from gpulab.experiments import backends, blur_library, fits
-from gpulab.experiments.backends import sustained_timing
 from gpulab.experiments.base import Contender, Context, Experiment
 from gpulab.experiments.blur_filters import (
     KERNELS,
@@ -249,8 +248,8 @@ class Blur(Experiment):
             "It is limited by memory bandwidth, which is why it is judged against a plain copy "
             "of the image. Every GPU row is timed back to back, like the calibration's copy, so "
             "the host's launch latency is in none of them (our kernel's row keeps a lone call's "
-            "time beside it, single_call_ms). torch's depthwise conv2d needs a padded copy first and a general "
-            "convolution algorithm after it. The library rows are what you would write "
+            "time beside it, single_call_ms). torch's depthwise conv2d needs a padded copy "
+            "first and a general convolution algorithm after it. The library rows are what you would write "
             "without a kernel of your own: two 1-D torch passes, and cupyx.scipy.ndimage "
             "(SciPy's API on the GPU); each is judged against the same copy ceiling."
         )
@@ -276,7 +275,7 @@ class Blur(Experiment):
                 return F.conv2d(F.pad(x, (radius,) * 4, mode="replicate"), w, groups=x.shape[1])
 
             out = call()[0].cpu().numpy()
-            timing, kw = sustained_timing(ctx, call, "torch-cuda")
+            timing, kw = backends.sustained_timing(ctx, call, "torch-cuda")
         finally:
             torch.backends.cudnn.allow_tf32 = saved
         return (
@@ -298,7 +297,7 @@ class Blur(Experiment):
             launch()
             cp.cuda.Device().synchronize()
             out = cp.asnumpy(dst)
-            timing, kw = sustained_timing(ctx, launch, "cupy")
+            timing, kw = backends.sustained_timing(ctx, launch, "cupy")
             # One launch at a time: what the host's launch latency adds to a lone call.
             single = ctx.timer.measure(launch, sync="cupy", cold=False)
 
@@ -306,7 +305,7 @@ class Blur(Experiment):
                 cp.copyto(dst, src)
 
             # The same-run ceiling for this exact image: a plain device copy of it, timed alike.
-            copy_t, _ = sustained_timing(ctx, copy, "cupy")
+            copy_t, _ = backends.sustained_timing(ctx, copy, "cupy")
         return (
             timing,
             out,
