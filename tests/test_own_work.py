@@ -176,6 +176,34 @@ def test_a_launch_outside_a_call_is_not_counted(tmp_path: Path, cupy_fake: Modul
         watch.uninstall()
 
 
+def test_a_stream_made_through_cupys_module_alias_is_watched_too(
+    tmp_path: Path, cupy_fake: ModuleType
+) -> None:
+    path = _learner(
+        tmp_path,
+        """
+        import cupy as cp
+        S = cp.cuda.stream.Stream(non_blocking=True)
+        def f(x):
+            return S
+        """,
+    )
+    real = cupy_fake.cuda.stream.Stream
+    watch = Watch(source=path)
+    watch.install()
+    try:
+        assert cupy_fake.cuda.stream.Stream is cupy_fake.cuda.Stream is not real
+        fn = watch.call(_load(watch, path)["f"])
+        side = fn(None)
+        assert [(lib, nb) for lib, _, nb in watch.streams] == [("cupy", True)]
+        side.done = False
+        with pytest.raises(OwnWorkError, match="returned before its kernel finished"):
+            fn(None)
+    finally:
+        watch.uninstall()
+    assert cupy_fake.cuda.stream.Stream is real
+
+
 def test_a_busy_non_blocking_stream_at_return_is_an_early_return(
     tmp_path: Path, cupy_fake: ModuleType
 ) -> None:

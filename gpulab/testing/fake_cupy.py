@@ -198,7 +198,12 @@ def make() -> types.ModuleType:
         ReductionKernel=ReductionKernel,
         ndarray=np.ndarray,
         cuda=types.SimpleNamespace(
-            Device=_Device, Stream=_Stream, Event=_Event, get_current_stream=get_current_stream
+            Device=_Device,
+            Stream=_Stream,
+            Event=_Event,
+            get_current_stream=get_current_stream,
+            # CuPy exports the class under its module's name too: a learner may spell it so
+            stream=types.SimpleNamespace(Stream=_Stream),
         ),
         __gpulab_fake__=True,
     )
