@@ -5,11 +5,17 @@ an event frame (`on_event`), the hello handshake checked and filled in on the wo
 (`on_hello`, or `on_refused` for another protocol), the spare's `guarded` / `standby` notes and a
 worker's `retiring` notice, and each raw output line (`on_line`); stderr's last lines are kept on
 the worker for a crash report. What an event or a line belongs to is the caller's to decide.
+
+One kind of line is dropped: the start and stop notes PyTorch's profiler (kineto) writes straight
+to the process's stderr each time a torch.profiler session opens or closes. The checks that
+profile a learner's call would otherwise show them in the learner's output as if the learner's
+code had printed them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +24,10 @@ from gpulab.runner.client.handle import WorkerProcess
 from gpulab.runner.protocol import PROTOCOL, ProtocolError, read_frame_async
 
 WorkerCallback = Callable[[WorkerProcess], None]
+# "USDT:2026-11-26 09:16:55 17664:17664 SyncActivityProfilerHandler.cpp:52] profiler_start"
+PROFILER_NOTE = re.compile(
+    r"USDT:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \w+\.cpp:\d+\] profiler_(start|stop)"
+)
 
 
 class FrameReader:
@@ -75,6 +85,8 @@ class FrameReader:
             if not data:
                 return
             line = data.decode(errors="replace").rstrip("\r\n")
+            if name == "stderr" and PROFILER_NOTE.fullmatch(line):
+                continue
             if name == "stderr":
                 worker.stderr_tail.append(line)
             self.on_line(worker, name, line)
