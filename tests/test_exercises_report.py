@@ -34,3 +34,21 @@ def test_the_lists_name_sets_briefly_and_the_failed_one_in_full():
     failed = verdict_text(result(False)).plain
     assert f"✗ n=12295 {ODD}" in failed  # the set to look at keeps its description
     assert "✓ n=31 · n=33 · n=1023 · n=1025\n" in failed
+
+
+def test_the_tui_says_a_gpu_timing_ran_behind_the_spin_without_a_line_more() -> None:
+    from gpulab.app.widgets.verdict import speed_text
+
+    timing = {
+        "metric": "GB/s",
+        "learner": {"value": 2700.0, "runs": 20},
+        "fraction": 0.9,
+        "ceiling": {"name": "copy", "value": 3000.0, "device": "d"},
+        "grades": {"gold": 0.82, "silver": 0.6, "bronze": 0.3},
+    }
+    on_cpu = speed_text(timing).plain
+    assert "spin" not in on_cpu
+    shown = speed_text({**timing, "lead_us": 200.0}).plain
+    assert "timed behind a 200 us spin" in shown
+    assert len(shown.splitlines()) == len(on_cpu.splitlines())
+    assert max(len(line) for line in shown.splitlines()) <= 76  # inside an 80-column pane

@@ -112,7 +112,9 @@ def speed_text(timing: dict[str, Any] | None) -> Text:
     if grades and ceiling.get("value"):
         out.append(f" {'':<10} {grade_ruler(grades)}\n", style="dim")
         steps = " ".join(f"{g[0]}={100 * v:.0f}%" for g, v in grades.items())
-        out.append(f" grades: {steps}\n", style="dim")
+        # how the GPU was timed, on the grades' line: the verdict keeps its height at 80x24
+        lead = f" · timed behind a {timing['lead_us']:.0f} us spin" if timing.get("lead_us") else ""
+        out.append(f" grades: {steps}{lead}\n", style="dim")
     if ceiling.get("note"):
         out.append(f" above 100%: {ceiling['note']}\n", style="yellow")
     if timing.get("suspect"):
