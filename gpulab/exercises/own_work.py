@@ -206,6 +206,10 @@ class Watch:
         # check's REFUSE, see gpulab.exercises.refuse); a call that made one fails.
         self.around: Callable[[], Any] | None = None
         self.watched = False  # while timing: this call is the watched one (refusals on)
+        # Run as each untimed call returns, before the check looks at anything: the grader's
+        # Guard puts back what the call rebound (a torch.equal patched inside the call must not
+        # judge that call's inputs). Timed calls leave it to the timing's untimed `after`.
+        self.after_call: Callable[[], Any] | None = None
         self.calls: list[CallRecord] = []
         self._patched: list[tuple[Any, str, Any]] = []
         self._active = False  # learner code is running: its import or a call
@@ -457,6 +461,8 @@ class Watch:
                 watch._active = was_active
                 watch._current = outer
                 _restore_streams(before)
+                if watch.after_call is not None and not watch.timing:
+                    watch.after_call()
             watch.calls.append(record)
             if refused:
                 raise OwnWorkError(refused[0])

@@ -290,7 +290,9 @@ _ATEN = (
     "batch_norm_stats nll_loss_forward nll_loss2d_forward mse_loss smooth_l1_loss huber_loss "
     "soft_margin_loss multi_margin_loss binary_cross_entropy binary_cross_entropy_with_logits "
     "_coalesce _to_dense _sparse_sum _sparse_mm _sparse_addmm index_put index_put_ "
-    "_index_put_impl_ put put_ scatter scatter_"
+    "_index_put_impl_ put put_ scatter scatter_ _foreach_norm dist _cdist_forward "
+    "_pdist_forward _euclidean_dist embedding_dense_backward _embedding_bag_backward renorm "
+    "renorm_"
 )
 
 

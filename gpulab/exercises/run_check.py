@@ -29,6 +29,7 @@ from gpulab.core.results import json_safe
 from gpulab.exercises import api
 from gpulab.exercises.loader import Exercise
 from gpulab.exercises.own_work import OwnWorkError, Watch
+from gpulab.exercises.reach import reaches_for_the_grader
 from gpulab.exercises.refuse import refusing
 from gpulab.exercises.sandbox import (
     Guard,
@@ -194,6 +195,9 @@ def run_check(
     refuse = getattr(check, "REFUSE", None)
     if refuse:
         watch.around = _refusing(refuse)
+    reaching = _reaching(path, refusing=bool(refuse))
+    if reaching:
+        return _fail(result, "wrong", reaching, t0)
     try:
         # Bound now: a learner who rebinds api.compare_arrays or NumPy later changes nothing here.
         compare = getattr(check, "compare", None) or _default_compare
@@ -217,6 +221,7 @@ def run_check(
             return _fail(result, "error", str(exc), t0)
         result.restored = guard.restore()
         fn = watch.call(fn)
+        watch.after_call = guard.restore  # what each call rebinds, put back as it returns
         laps.lap("load")
         for i, (case, want) in enumerate(zip(cases, wants, strict=True)):
             if exp_ctx is not None:
@@ -307,6 +312,7 @@ def run_check(
                     result.verdict, result.grade = FAIL, None
                     return _fail(result, "wrong", f"timed run: {timing['wrong']}", t0)
                 result.grade = timing.get("grade") or "pass"
+        result.restored = sorted(set(result.restored) | guard.changed)
         result.seconds = _now() - t0
         _rest_as_other(result)
         return result
@@ -316,6 +322,16 @@ def run_check(
         watch.uninstall()
         forget(learner)
         forget(check)
+
+
+def _reaching(path: Path, *, refusing: bool) -> str | None:
+    """The source's first name that reaches for the grader (gpulab.exercises.reach), read before
+    any input is made; a file that cannot be read is left to the load, which says why."""
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return reaches_for_the_grader(source, refusing=refusing)
 
 
 def _refusing(names: Any) -> Any:
@@ -331,9 +347,9 @@ def _default_compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> a
 
 
 def _restore(result: CheckResult, guard: Guard) -> None:
-    changed = guard.restore()
-    if changed:
-        result.restored = sorted(set(result.restored) | set(changed))
+    guard.restore()
+    if guard.changed:  # what this restore and the ones after each call put back
+        result.restored = sorted(set(result.restored) | guard.changed)
 
 
 def _mark(result: CheckResult, row: CaseRow, name: str, why: api.Mismatch | str) -> None:

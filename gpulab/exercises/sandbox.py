@@ -119,6 +119,7 @@ class Guard:
 
     def __init__(self) -> None:
         self._saved: list[tuple[Any, dict[str, Any]]] = []
+        self.changed: set[str] = set()  # every name any restore() put back, for the verdict
         for name in self.MODULES:
             mod = sys.modules.get(name)
             if mod is not None:
@@ -154,6 +155,7 @@ class Guard:
                     with contextlib.suppress(AttributeError, TypeError):
                         setattr(obj, key, value)
                         changed.append(f"{label}.{key}")
+        self.changed.update(changed)
         return changed
 
 

@@ -10,7 +10,8 @@ temperature and SM clock are read from NVML right after, so a slow run can be ex
 
 from __future__ import annotations
 
-import random
+import os
+from collections.abc import Callable
 from typing import Any
 
 from gpulab.core import peaks as pk
@@ -25,6 +26,8 @@ from gpulab.exercises.loader import Exercise
 from gpulab.experiments.base import Context
 from gpulab.telemetry.nvml import NvmlSession
 from gpulab.telemetry.values import NA
+
+_urandom = os.urandom  # bound before any learner code exists (see _CallChecks.after)
 
 IMPLAUSIBLE = 1.5  # a figure this far above the device's own ceiling earns no grade
 # Why a figure can still stand above its ceiling once every timed call was checked (no skipped
@@ -107,7 +110,14 @@ def time_and_grade(
     def rotate() -> None:  # untimed: the next call gets the next input set
         turn[0] = (turn[0] + 1) % n_sets
 
-    calls = _CallChecks(spec, sets, turn, n_sets, every=bool(actx.gpu or actx.cupy))
+    calls = _CallChecks(
+        spec,
+        sets,
+        turn,
+        n_sets,
+        every=bool(actx.gpu or actx.cupy),
+        restore=guard.restore if guard is not None else None,
+    )
     watch = getattr(actx, "watch", None)
     try:
         learner_t, lead = time_learner(timer, calls, rotate, spec, _lead(spec, actx, watch), watch)
@@ -284,14 +294,20 @@ class _CallChecks:
     that skips work it has done before shows."""
 
     def __init__(
-        self, spec: api.TimingSpec, sets: list[Any], turn: list[int], n_sets: int, every: bool
+        self,
+        spec: api.TimingSpec,
+        sets: list[Any],
+        turn: list[int],
+        n_sets: int,
+        every: bool,
+        restore: Callable[[], Any] | None = None,
     ) -> None:
         self.spec, self.sets, self.turn, self.n_sets = spec, sets, turn, n_sets
         self.every = every
+        self.restore = restore  # the Guard's: what a timed call rebound, put back untimed
         self.index = -1  # calls made so far, less one
         self.checked = 0
         self.returned: Any = None
-        self._rng = random.Random()  # not the check's seed: nothing a learner can predict
 
     def before(self, rotate: Any) -> Any:
         def prepare() -> None:
@@ -307,11 +323,15 @@ class _CallChecks:
 
     def after(self, force: bool = False) -> None:
         returned, self.returned = self.returned, None
+        if self.restore is not None:  # before the check and the next call's prepare run
+            self.restore()
         check = self.spec.check_call
         if check is None:
             return
         k = self.index
-        sampled = k == self.n_sets or (k > self.n_sets and self._rng.random() < 1 / 3)
+        # A third of the later calls, from the OS's entropy through a function bound at import:
+        # the learner's code can rebind random.Random's methods, not this
+        sampled = k == self.n_sets or (k > self.n_sets and _urandom(1)[0] < 85)
         if not (force or self.every or sampled):
             return
         self.checked += 1

@@ -51,9 +51,21 @@ NOT_WORK = frozenset(
         "_to_copy",
         "copy_",
         "lift_fresh",
+        "select",
+        "narrow",
+        "unsqueeze",
+        "squeeze",
+        "expand",
+        "t",
+        "transpose",
+        "permute",
+        "flatten",
+        "contiguous",
+        "_unsafe_view",
     )
 )
 ROUNDS = 7
+KEPT = "does run keep an answer from an earlier call?"
 SMALL = 4096  # an eager operation on fewer elements than this is no pass over the input
 MAX_GRAPHS = 2  # one for the first size, one more once torch.compile marks the size dynamic
 CPU_THREADS = 1  # the same thread setting for both sides of every round (see exercises.md)
@@ -120,17 +132,37 @@ def _threads(device: str) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _time(f: Any, x: Any, w: Any, gpu: bool, calls: int) -> float:
+def _time(f: Any, x: Any, w: Any, gpu: bool, calls: int) -> tuple[float, Any]:
+    """Seconds a call of f, over `calls` calls back to back, and what the last one returned."""
     import torch
 
     if gpu:
         torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(calls):
-        f(x, w)
+        out = f(x, w)
     if gpu:
         torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / calls
+    return (time.perf_counter() - t0) / calls, out
+
+
+def _differs(got: Any, want: Any) -> str | None:
+    """Why the learner's output on the large input is not the eager chain's, or None. Compared on
+    the device, with room for a fused kernel's own rounding of tanh and sigmoid."""
+    import torch
+
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+        shape = tuple(getattr(got, "shape", ()))
+        return (
+            f"run returned {type(got).__name__} {shape}, expected a tensor of {tuple(want.shape)}"
+        )
+    if got.device != want.device:
+        return f"run returned a tensor on {got.device}, the input is on {want.device}"
+    close = torch.isclose(got.float(), want, rtol=1e-3, atol=1e-3)
+    if bool(close.all()):
+        return None
+    bad = int((~close).sum())
+    return f"{bad:,} of {want.numel():,} elements differ from the chain's value"
 
 
 def _eager_ops(fn: Any, x: Any, w: Any) -> list[str]:
@@ -159,12 +191,31 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
         gpu = ctx.device.startswith("cuda")
         rounds = []
         with _threads(ctx.device):
-            for f in (fn, _eager, fn, _eager):  # warm: compiles for this size happen here
-                f(x, w)
+            # warm (compiles for this size happen here), and the answer on this input checked
+            wrong = _differs(fn(x, w), _eager(x, w))
+            if wrong:
+                return {"gpu": gpu, "wrong": f"on the large input: {wrong}"}
+            x.neg_()  # the same buffer, new values: an answer kept from the last call is wrong
+            wrong = _differs(fn(x, w), _eager(x, w))
+            if wrong:
+                return {
+                    "gpu": gpu,
+                    "wrong": f"on the large input, called again after its values changed: {wrong}"
+                    f" ({KEPT})",
+                }
             if not gpu:
                 return {"gpu": False, "eager_ops": _eager_ops(fn, x, w)}
-            for _ in range(ROUNDS):
-                rounds.append((_time(fn, x, w, gpu, 20), _time(_eager, x, w, gpu, 20)))
+            for k in range(ROUNDS):
+                x.neg_()  # new values each round, untimed: an answer kept from before is wrong
+                yours, got = _time(fn, x, w, gpu, 20)
+                eager, want = _time(_eager, x, w, gpu, 20)
+                wrong = _differs(got, want)
+                if wrong:
+                    return {
+                        "gpu": True,
+                        "wrong": f"timed round {k + 1}, after the input changed: {wrong} ({KEPT})",
+                    }
+                rounds.append((yours, eager))
         return {"rounds": rounds, "gpu": True}
     graphs, breaks = _counts()
     with _threads(ctx.device):  # compiled with the thread count it is timed with
@@ -208,6 +259,8 @@ def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismat
             "recompiled for every new shape (dynamic=False?). Let the size be dynamic "
             "(the default marks it after the second shape, or torch._dynamo.mark_dynamic(x, 0))"
         )
+    if got.get("wrong"):
+        return api.Mismatch(got["wrong"])
     if not got["gpu"]:
         return _work_outside_the_graph(got["eager_ops"])
     return _speed(got)
@@ -218,8 +271,9 @@ def _work_outside_the_graph(ops: list[str]) -> api.Mismatch | None:
         return None
     names = ", ".join(dict.fromkeys(op.removeprefix("aten::") for op in ops))
     return api.Mismatch(
-        f"on the large input your run dispatched {len(ops)} operations one by one ({names}) "
-        "outside the compiled graph: the chain must run inside the compiled function"
+        f"on the large input your run dispatched {len(ops)} operations one by one ({names}), "
+        "outside the compiled graph or unfused in it: the chain must run as the compiled "
+        "function's generated code"
     )
 
 

@@ -1,0 +1,120 @@
+"""The learner's source, read before it runs, for the names only code looking for the grader needs.
+
+The learner's code shares the grader's interpreter (docs/exercises.md says why), so it can find
+what the grader watches with: the torch modes that refuse a library's one-call answer, the
+profiler that reads where work ran, dynamo's counters of graphs and breaks, the grader's own
+frames. A solution that reads or switches those off can behave one way when watched and another
+when timed, or answer from the grader's locals. None of these names has a use in an exercise's
+answer, so a file that names one fails at once with the line, before any input is made.
+
+This is a speed bump, not a wall: a name built at run time (`getattr(torch._C, "_len_" + ...)`)
+is not seen. It stops the two-line versions of these shortcuts, which is what a learner who
+wants gold without the work writes first.
+
+Names are matched as identifiers in the syntax tree (attributes, names, imported names), so a
+comment or a string that mentions one is no match.
+"""
+
+from __future__ import annotations
+
+import ast
+
+# identifier -> what it reaches for (the message's tail)
+_GRADER = "the check watches through it"
+REACHING: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "_len_torch_function_stack",
+            "_pop_torch_function_stack",
+            "_push_on_torch_function_stack",
+            "_get_function_stack_at",
+            "_is_torch_function_mode_enabled",
+            "_get_current_function_mode",
+            "_get_current_function_mode_stack",
+            "DisableTorchFunction",
+            "DisableTorchFunctionSubclass",
+            "_len_torch_dispatch_stack",
+            "_pop_torch_dispatch_stack",
+            "_push_on_torch_dispatch_stack",
+            "_get_dispatch_stack_at",
+            "_get_current_dispatch_mode",
+            "_get_current_dispatch_mode_stack",
+            "_disable_current_modes",
+            "_pop_mode",
+            "_pop_mode_temporarily",
+            "_get_dispatch_mode",
+            "_unset_dispatch_mode",
+            "_set_dispatch_mode",
+        ),
+        f"reads or switches off torch's function and dispatch modes: {_GRADER}",
+    ),
+    **dict.fromkeys(
+        ("_is_profiler_enabled", "_profiler_enabled", "_profiler_type"),
+        f"asks whether torch's profiler is on: {_GRADER}",
+    ),
+    **dict.fromkeys(
+        ("_getframe", "currentframe", "getouterframes", "f_back", "f_locals", "f_globals"),
+        "reads the callers' frames: the grader's references live there",
+    ),
+    **dict.fromkeys(
+        ("get_referrers", "get_referents", "get_objects", "_current_frames"),
+        "walks the interpreter's objects: the grader's references live there",
+    ),
+}
+# Names harmless alone but not beside the module they come from
+_DYNAMO = "torch._dynamo.utils"
+_FROM_MODULE = {(_DYNAMO, "counters"): f"edits dynamo's counters: {_GRADER}"}
+# For a check that refuses a library's one-call answer: the exits its torch modes cannot see
+EXITS = {
+    "to_dlpack": "hands the tensor to another library through DLPack, past the check's watch",
+    "_to_dlpack": "hands the tensor to another library through DLPack, past the check's watch",
+}
+
+
+def reaches_for_the_grader(source: str, *, refusing: bool = False) -> str | None:
+    """One line naming the first such name and its line, or None. `refusing`: the check has a
+    REFUSE table, so the exits past its modes count too. A file that does not parse is left to
+    the load, which reports the syntax error."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    table = {**REACHING, **EXITS} if refusing else REACHING
+    hits = [
+        (getattr(node, "lineno", 0), name, why)
+        for node in ast.walk(tree)
+        for name, why in _names(node, table)
+    ]
+    if not hits:
+        return None
+    line, name, why = min(hits)
+    return f"line {line}: your code uses {name}, which {why}; leave it out"
+
+
+def _names(node: ast.AST, table: dict[str, str]) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    ident = None
+    if isinstance(node, ast.Attribute):
+        ident = node.attr
+        if ident == "counters" and _dotted(node.value) == _DYNAMO:
+            found.append(("torch._dynamo.utils.counters", _FROM_MODULE[(_DYNAMO, "counters")]))
+    elif isinstance(node, ast.Name):
+        ident = node.id
+    elif isinstance(node, ast.ImportFrom):
+        for alias in node.names:
+            why = _FROM_MODULE.get((node.module or "", alias.name)) or table.get(alias.name)
+            if why:
+                found.append((alias.name, why))
+    if ident is not None and ident in table:
+        found.append((ident, table[ident]))
+    return found
+
+
+def _dotted(node: ast.AST) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
