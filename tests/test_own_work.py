@@ -7,6 +7,7 @@ calls (work skipped on a repeated call fails, and says so).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import textwrap
 from pathlib import Path
@@ -320,6 +321,60 @@ def test_a_repeated_call_that_skips_work_fails_naming_it() -> None:
         _time(_cpu_spec(lazy), calls=9, every=False)  # a CPU: the first repeat is always checked
     text = str(err.value)
     assert text.startswith("timed call 3: ") and "skip work it has done before" in text
+
+
+def test_the_cpus_sampled_checks_ignore_a_patched_random_module(monkeypatch) -> None:
+    """A third of a CPU's later timed calls are checked: a learner who makes random.Random never
+    pick one (always 1.0) still has them picked, and a call that skips work is caught."""
+    import random
+
+    monkeypatch.setattr(random.Random, "random", lambda self: 1.0)
+    visits: dict[int, int] = {}
+
+    def skips_later(a, out):
+        visits[id(out)] = visits.get(id(out), 0) + 1
+        if visits[id(out)] >= 3:  # the first repeat is always checked: skip after it
+            return
+        out[...] = a * 2
+
+    with pytest.raises(_TimedCallWrong, match="skip work it has done before"):
+        _time(_cpu_spec(skips_later), calls=60, every=False)  # 1 in 1.4e10 to miss all 55
+
+
+def test_a_timed_calls_patch_is_put_back_before_its_check(monkeypatch) -> None:
+    """What a timed call rebinds (numpy.array_equal, here) is put back before the grader's check
+    of that call runs, through the restore the timing is given."""
+    import numpy
+
+    from gpulab.exercises.sandbox import Guard
+
+    guard = Guard()
+    real = numpy.array_equal
+    seen: list[object] = []
+    spec = _cpu_spec(lambda a, out: out.__setitem__(Ellipsis, a * 2))
+    checks = _CallChecks(spec, [spec.setup(i) for i in range(spec.sets)], [0], spec.sets,
+                         every=True, restore=guard.restore)  # fmt: skip
+    original_check = spec.check_call
+
+    def check_call(io, returned):
+        seen.append(numpy.array_equal)
+        return original_check(io, returned)
+
+    checks.spec = dataclasses.replace(spec, check_call=check_call)
+
+    def patching_call() -> None:
+        a, out = checks.sets[0]
+        out[...] = a * 2
+        numpy.array_equal = lambda *a, **k: True
+
+    checks.call = patching_call  # type: ignore[method-assign]
+    try:
+        checks.before(lambda: None)()
+        checks.call()
+        checks.after()
+    finally:
+        numpy.array_equal = real
+    assert seen == [real] and "numpy.array_equal" in guard.changed
 
 
 def test_torchs_own_lazy_wrap_is_not_the_learners_patch() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import linecache
+import random
 import sys
 import traceback
 import types
@@ -108,6 +109,7 @@ class Guard:
         "numpy.testing",
         "builtins",
         "math",
+        "random",
         "time",
         "gpulab.exercises.api",
         "gpulab.core.timing",
@@ -133,6 +135,8 @@ class Guard:
         np = sys.modules.get("numpy")
         if np is not None:
             self._saved.append((np.random.Generator, dict(vars(np.random.Generator))))
+        # random.Random's methods: a patch there would outlive the check in the worker
+        self._saved.append((random.Random, dict(vars(random.Random))))
 
     def restore(self) -> list[str]:
         """Put back every function and class that was rebound or added; returns their names

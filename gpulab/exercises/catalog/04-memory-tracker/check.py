@@ -15,6 +15,7 @@ temporary.
 
 from __future__ import annotations
 
+import numbers
 import tracemalloc
 from typing import Any
 
@@ -162,7 +163,8 @@ def compare(want: dict, got: dict, case: api.Case, ctx: api.Context) -> api.Mism
                     got=g,
                 )
             continue
-        if not isinstance(g, (int, float)) or isinstance(g, bool):
+        # numbers.Real: NumPy's integers count too (a tracker may do its arithmetic in NumPy)
+        if not isinstance(g, numbers.Real) or isinstance(g, bool):
             return api.Mismatch(f"{name} = {g!r}, expected a number of bytes")
         if name == "reserved_delta":
             # How much the cache grows depends on what it already held (a warm process may

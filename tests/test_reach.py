@@ -1,0 +1,73 @@
+"""The source scan that refuses code reaching for the grader (gpulab.exercises.reach)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpulab.exercises.loader import load_catalog
+from gpulab.exercises.reach import reaches_for_the_grader
+
+
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [
+        ("import torch\nn = torch._C._len_torch_function_stack()\n", "_len_torch_function_stack"),
+        (
+            "from torch.utils._python_dispatch import _disable_current_modes\n",
+            "_disable_current_modes",
+        ),
+        ("import torch\nwith torch._C.DisableTorchFunction():\n    pass\n", "DisableTorchFunction"),
+        (
+            "import torch\non = torch.autograd.profiler._is_profiler_enabled\n",
+            "_is_profiler_enabled",
+        ),
+        ("import sys\nf = sys._getframe(1).f_locals\n", "_getframe"),
+        ("import inspect\nf = inspect.currentframe().f_back\n", "currentframe"),
+        ("import gc\nobjs = gc.get_objects()\n", "get_objects"),
+        ("from torch._dynamo.utils import counters\n", "counters"),
+        ("import torch._dynamo.utils\ntorch._dynamo.utils.counters.clear()\n", "counters"),
+    ],
+)
+def test_each_way_of_reaching_for_the_grader_is_named_with_its_line(source, named):
+    why = reaches_for_the_grader(source)
+    assert why is not None and named in why and why.startswith("line ")
+    assert "\n" not in why
+
+
+def test_the_first_line_is_named_when_there_are_several():
+    source = (
+        "import sys\n\n\ndef f():\n    return sys._getframe(1)\n\nimport gc\ngc.get_objects()\n"
+    )
+    assert reaches_for_the_grader(source).startswith("line 5:")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "# sys._getframe would read the grader's frames; we do not\nx = 1\n",
+        "doc = 'no _len_torch_function_stack here, only a string'\n",
+        "import torch\ncounters = {'calls': 0}\ntorch._dynamo.mark_dynamic\n",
+        "import torch\nexplained = torch._dynamo.explain\n",
+        "def broken(:\n",  # left to the load, which says where the syntax error is
+    ],
+)
+def test_comments_strings_our_own_names_and_broken_files_are_not_matched(source):
+    assert reaches_for_the_grader(source) is None
+
+
+def test_dlpack_exits_count_only_where_a_check_refuses_library_calls():
+    source = "from torch.utils.dlpack import to_dlpack\n"
+    assert reaches_for_the_grader(source) is None  # CuPy interop elsewhere is fair
+    assert "DLPack" in reaches_for_the_grader(source, refusing=True)
+
+
+def test_no_solution_starter_or_right_variant_in_the_catalog_is_refused():
+    for ex in load_catalog():
+        refusing = "REFUSE" in ex.check_path.read_text(encoding="utf-8")
+        files = [ex.solution_path, ex.starter_path, *sorted((ex.folder / "right").glob("*.py"))]
+        files += sorted(ex.folder.glob("expert*.py"))
+        for path in files:
+            why = reaches_for_the_grader(Path(path).read_text(encoding="utf-8"), refusing=refusing)
+            assert why is None, f"{path}: {why}"
