@@ -644,7 +644,7 @@ def library_calls(path: Path) -> list[tuple[str, int]]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        dotted = _dotted(node.func)
+        dotted = dotted_name(node.func)
         if not dotted:
             continue
         head, _, rest = dotted.partition(".")
@@ -659,7 +659,8 @@ def library_calls(path: Path) -> list[tuple[str, int]]:
     return sorted(found, key=lambda item: item[1])
 
 
-def _dotted(node: ast.AST) -> str:
+def dotted_name(node: ast.AST) -> str:
+    """`a.b.c` for an attribute chain on a name; "" for any other expression."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ast
 
+from gpulab.exercises.own_work import dotted_name
+
 # identifier -> what it reaches for (the message's tail)
 _GRADER = "the check watches through it"
 REACHING: dict[str, str] = {
@@ -96,7 +98,7 @@ def _names(node: ast.AST, table: dict[str, str]) -> list[tuple[str, str]]:
     ident = None
     if isinstance(node, ast.Attribute):
         ident = node.attr
-        if ident == "counters" and _dotted(node.value) == _DYNAMO:
+        if ident == "counters" and dotted_name(node.value) == _DYNAMO:
             found.append(("torch._dynamo.utils.counters", _FROM_MODULE[(_DYNAMO, "counters")]))
     elif isinstance(node, ast.Name):
         ident = node.id
@@ -108,13 +110,3 @@ def _names(node: ast.AST, table: dict[str, str]) -> list[tuple[str, str]]:
     if ident is not None and ident in table:
         found.append((ident, table[ident]))
     return found
-
-
-def _dotted(node: ast.AST) -> str:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
