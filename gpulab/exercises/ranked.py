@@ -8,6 +8,7 @@ and the check's file itself, then calls the check's `rank(rc, fn, case)`.
 from __future__ import annotations
 
 import linecache
+import multiprocessing
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,10 @@ def launch(check_file: str, fn: Any, entry: str, case: Any, world_size: int) -> 
 def _rank_entry(
     rc: Any, check_file: str, check_text: str, path: str, text: str, entry: str, case: Any
 ) -> Any:
+    # A rank inherits the fork server's start method, and a process started that way cannot import
+    # the learner's module: a DataLoader worker (num_workers > 0) whose collate_fn the learner
+    # wrote would die unpickling it. Fork, as torchrun's ranks do on Linux.
+    multiprocessing.set_start_method("fork", force=True)
     check = load_text(check_text, Path(check_file), fresh_name("check", "ranked"))
     learner = load_text(text, Path(path), fresh_name("learner", "ranked"))
     return check.rank(rc, getattr(learner, entry), case)

@@ -261,8 +261,29 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     ref_model = _model(weights, torch.float32, device)
     amp_opt = torch.optim.SGD(amp_model.parameters(), lr=1e-4)
     ref_opt = torch.optim.SGD(ref_model.parameters(), lr=1e-4)
-    scaler = torch.amp.GradScaler(device.type)
+    # The same counting scaler as the checked steps: a timed call cannot tell it is timed by the
+    # scaler it is given, and each one is checked to have made the whole step
+    scaler = _spy_scaler(device.type)
     gen = torch.Generator(device=device).manual_seed(ctx.seed)
+    seen: list[Any] = []
+    for m in amp_model:
+        if isinstance(m, torch.nn.Linear):
+            m.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+
+    def prepare(s: Any) -> None:
+        seen.clear()
+        for key in scaler.calls:
+            scaler.calls[key] = 0
+
+    def check_call(s: Any, returned: Any) -> str | None:
+        missing = _missing_calls(scaler.calls)
+        if missing:
+            return missing
+        if not seen:
+            return "the model was never called"
+        if any(d != torch.float16 for d in seen):
+            return "a Linear layer ran outside torch.autocast's float16"
+        return None
 
     def setup(i: int) -> Any:
         x = torch.randn(batch, width, device=device, generator=gen)
@@ -286,6 +307,8 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         ceiling="matmul:fp16" if ctx.gpu else "matmul:fp32",
         sync="torch" if ctx.gpu else "none",
         sets=2,
+        prepare=prepare,
+        check_call=check_call,
         note=f"MLP {depth} x {width}x{width}, batch {batch}: 6 flops per weight per sample "
         "(forward 2, backward 4)",
     )

@@ -1,0 +1,37 @@
+# why: its own collate_fn, run in a DataLoader worker process (num_workers=1) inside each rank
+"""A collate function of its own, batches built in a DataLoader worker."""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def collate(batch):
+    xs, ys = zip(*batch, strict=True)
+    return torch.stack(xs), torch.stack(ys)
+
+
+def train(model, dataset, *, epochs: int, batch_size: int, lr: float, log) -> torch.nn.Module:
+    rank, world = dist.get_rank(), dist.get_world_size()
+    ddp = DDP(model)
+    sampler = DistributedSampler(dataset, shuffle=True, seed=0)
+    loader = DataLoader(
+        dataset, batch_size=batch_size // world, sampler=sampler, collate_fn=collate, num_workers=1
+    )
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=lr)
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)  # a new shuffle each epoch, the same on every rank
+        for x, y in loader:
+            loss = F.mse_loss(ddp(x), y)
+            optimizer.zero_grad()
+            loss.backward()  # DDP averages the gradients over the ranks here
+            optimizer.step()
+        if rank == 0:
+            log(f"epoch {epoch}: loss {loss.item():.4f}")
+    dist.destroy_process_group()
+    return model
