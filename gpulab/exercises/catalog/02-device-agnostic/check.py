@@ -15,6 +15,7 @@ unchanged.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -91,7 +92,17 @@ def _same(a: Any, b: Any) -> bool:
     return a.type == b.type and (a.index or 0) == (b.index or 0)
 
 
-_MOVES = ("torch.Tensor.to", "torch.Tensor.cuda", "torch.Tensor.type", "torch.Tensor.copy_")
+_MOVES = (
+    "torch.Tensor.to",
+    "torch.Tensor.cuda",
+    "torch.Tensor.type",
+    "torch.Tensor.copy_",
+    # a CPU tensor handed to a factory with device=, or assigned into a device tensor
+    "torch.as_tensor",
+    "torch.tensor",
+    "torch.asarray",
+    "torch.Tensor.__setitem__",
+)
 
 
 @contextlib.contextmanager
@@ -126,6 +137,11 @@ def _watching_moves(want: Any) -> Iterator[list[str]]:
                     src = args[1] if len(args) > 1 else (kwargs or {}).get("src")
                     if on_want(args[0]) and on_cpu(src):
                         moves.append(f"{name} from a CPU tensor of shape {tuple(src.shape)}")
+                elif name == "Tensor.__setitem__":
+                    src = args[2] if len(args) > 2 else None
+                    # a CPU tensor of one element is a value, as a Python number would be
+                    if on_want(args[0]) and on_cpu(src) and src.numel() > 1:
+                        moves.append(f"an assignment from a CPU tensor of shape {tuple(src.shape)}")
                 elif on_cpu(args[0]) and on_want(out):
                     moves.append(f"{name} of a CPU tensor of shape {tuple(args[0].shape)}")
             return out
@@ -135,6 +151,23 @@ def _watching_moves(want: Any) -> Iterator[list[str]]:
         return
     with _Moves():
         yield moves
+
+
+def _pick_device_wrong(fn: Any, want: Any) -> str | None:
+    """What is wrong with the learner's pick_device(), read from the module `fn` came from."""
+    import torch
+
+    module = sys.modules.get(getattr(fn, "__module__", ""))
+    pick = getattr(module, "pick_device", None)
+    if not callable(pick):
+        return "your file has no pick_device(): write it, and use it when device is None"
+    got = pick()
+    if not isinstance(got, torch.device) or not _same(got, want):
+        return (
+            f"pick_device() returned {got!r}, expected {want!r}: the GPU when "
+            "torch.cuda.is_available(), else the CPU"
+        )
+    return None
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
@@ -171,6 +204,10 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
         raise api.CheckError(f"{label}, but the result is on {got.device}, expected {want}")
     if got.dtype != torch.float32:
         raise api.CheckError(f"{label}: the result has dtype {got.dtype}, expected torch.float32")
+    if asked is None:  # last: the mistakes above are the lesson's, named first
+        wrong = _pick_device_wrong(fn, want)
+        if wrong:
+            raise api.CheckError(wrong)
     if want.type == "meta":
         return {"shape": tuple(got.shape)}
     return got.detach().cpu().numpy()

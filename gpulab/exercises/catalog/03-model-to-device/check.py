@@ -138,6 +138,15 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     model = _model(case.args["weights"])  # on the CPU, as a freshly built model is
     batches = [torch.from_numpy(x.copy()) for x in case.args["batches"]]  # CPU, as a loader gives
     given = list(batches)
+    # What each Linear layer saw: where its input lived, and whether its output joined an
+    # autograd graph. The outputs alone cannot tell a forward run on the CPU and moved after,
+    # or a graph built and then detached, from the real thing.
+    ran: list[tuple[Any, Any]] = []
+    hooks = [
+        m.register_forward_hook(lambda _m, args, out: ran.append((args[0].device, out.grad_fn)))
+        for m in model
+        if isinstance(m, torch.nn.Linear)
+    ]
     try:
         with _full_float32():
             outs = fn(model, batches, device)
@@ -153,6 +162,20 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
         else:
             raise  # any other error: the grader names it and the learner's line
         raise api.CheckError(f"device={str(device)!r}: {why}{type(exc).__name__}: {text}") from None
+    finally:
+        for h in hooks:
+            h.remove()
+    elsewhere = next((where for where, _ in ran if not _same(where, device)), None)
+    if elsewhere is not None:
+        raise api.CheckError(
+            f"the model ran a forward pass on {elsewhere}, not on {device}: move the model and "
+            "each batch to the device before the forward, not the outputs after it"
+        )
+    if any(graph is not None for _, graph in ran):
+        raise api.CheckError(
+            "the forward pass recorded an autograd graph (detaching the outputs after does not "
+            "undo its cost): run inference under torch.no_grad() or torch.inference_mode()"
+        )
     for i, (now, before, host) in enumerate(zip(batches, given, case.args["batches"], strict=True)):
         if now is not before:
             raise api.CheckError(

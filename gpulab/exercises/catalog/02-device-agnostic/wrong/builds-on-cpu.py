@@ -11,3 +11,7 @@ def features(values: np.ndarray, degree: int, device=None):
     x = torch.as_tensor(values, dtype=torch.float32).to(device)
     powers = torch.arange(degree + 1, dtype=torch.float32).to(device)
     return x.unsqueeze(1) ** powers
+
+
+def pick_device():
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -1,4 +1,4 @@
-# expect: requires grad
+# expect: requires grad | recorded an autograd graph
 """Wrong: no torch.no_grad(), so every output drags an autograd graph along."""
 
 
