@@ -43,7 +43,13 @@ def run(fn, case, ctx):
     b = torch.from_numpy(case.args["b"]).to(ctx.device)
     keep_a, keep_b = a.clone(), b.clone()
     out = torch.full_like(a, float("nan"))
+    storage = out.untyped_storage().data_ptr()  # the caller's buffer
     returned = fn(a, b, out)
+    if out.untyped_storage().data_ptr() != storage:
+        raise CheckError(
+            "vector_add pointed `out` at new memory (out.set_ or out.data = ...): the caller's "
+            "buffer was never written; write the sum into it (torch.add(a, b, out=out))"
+        )
     if isinstance(returned, torch.Tensor) and returned is not out and bool(out.isnan().all()):
         raise CheckError(
             "vector_add returned a new tensor and left `out` unwritten: write the sum into out"

@@ -133,6 +133,12 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         if device == "cpu":
             if we_trace and not tracemalloc.is_tracing():
                 raise api.CheckError("the tracker stopped tracemalloc that somebody else started")
+            if we_trace and tracemalloc.get_object_traceback(baseline) is None:
+                # traced before the block, so only a restart forgets it
+                raise api.CheckError(
+                    "the tracker restarted tracemalloc that somebody else started, throwing away "
+                    "everything it had traced: leave it running and use tracemalloc.reset_peak()"
+                )
             if not we_trace and tracemalloc.is_tracing():
                 raise api.CheckError(
                     "the tracker left tracemalloc running (stop it if you started it: "
