@@ -384,7 +384,11 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             return
         from textual.widgets import Tabs
 
-        self.query_one("#exp-tabs").query_one(Tabs).focus()
+        tabs = self.query_one("#exp-tabs").query_one(Tabs)
+        # Scrolled into view once the finished run's lines are laid out: focus's own scroll
+        # reads the layout before that and, on a busy machine, centred the tabs on a stale one
+        tabs.focus(scroll_visible=False)
+        self.call_after_refresh(tabs.scroll_visible, animate=False)
 
     async def cancel_run(self) -> bool:
         """Ask the runner to cancel the run; False when none runs."""
