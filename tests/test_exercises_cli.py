@@ -252,7 +252,7 @@ def test_bench_part_targets_and_table():
                 "prepare_s": 6.25,
                 "first_check_s": 1.8,
                 "repeat_check_s": 0.4,
-                "repeat_phases": {"runs": 0.05, "compare": 0.21, "timing: yours": 0.1},
+                "repeat_phases": {"runs": 0.05, "compare": 0.21, "timing: rounds": 0.1},
                 "wrong": [wrong, {**wrong, "name": "x", "rejected": False, "message_ok": False}],
             },
             {"exercise": "g", "order": 30, "skipped": "needs a GPU: none"},
@@ -272,7 +272,7 @@ def test_bench_part_targets_and_table():
     # the one-time preparation is its own column, beside the first check it speeds up
     row = "| k | pass | bronze | 1500 GB/s | 45% | 80% | - | 6.25 s | 1.80 s | 0.40 s | "
     # reference checks passed (2 of 2 when a bench before --repeat recorded none), wrong, right
-    assert row + "compare 0.21, timing: yours 0.10 | 2/2 | 1/2 | 0/0 |" in table
+    assert row + "compare 0.21, timing: rounds 0.10 | 2/2 | 1/2 | 0/0 |" in table
     # no phases and no preparation recorded (a bench before either): dashes
     assert "| - | - | 0.90 s | 0.30 s | - | 2/2 | 1/1 | 0/0 |" in table
     assert "| g | not run: needs a GPU: none |" in table
