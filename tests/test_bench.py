@@ -255,7 +255,7 @@ def test_claims_comparisons_judge_issue_16s_measurements():
 
 def _series(grades, figure, passed=True, messages=()):
     return {"checks": len(grades), "passed": passed, "messages": list(messages),
-            "grades": list(grades), "flips": sum(a != b for a, b in zip(grades, grades[1:])),
+            "grades": list(grades), "flips": sum(a != b for a, b in zip(grades, grades[1:], strict=False)),
             "figure": figure, "figures": [figure] * len(grades), "fraction": figure,
             "fractions": [], "value": 1.0, "timings": []}  # fmt: skip
 
