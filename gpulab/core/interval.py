@@ -32,14 +32,14 @@ def median_ranks(n: int, level: float = LEVEL) -> tuple[int, int, float]:
     reaches 95%: the extremes are returned with their (lower) coverage."""
     if n <= 0:
         raise ValueError("no samples")
-    best = 0  # k: the interval is [x_(k), x_(n-1-k)]
-    for k in range((n - 1) // 2 + 1):
-        coverage = 1.0 - 2.0 * _binom_cdf(k - 1, n)
-        if coverage >= level:
-            best = k
+    best = 0  # i: the interval is [x_(i), x_(n-1-i)], 0-based
+    for i in range((n - 1) // 2 + 1):
+        # the median lies outside when i or fewer samples fall below it, or above it
+        if 1.0 - 2.0 * _binom_cdf(i, n) >= level:
+            best = i
         else:
             break
-    return best, n - 1 - best, 1.0 - 2.0 * _binom_cdf(best - 1, n)
+    return best, n - 1 - best, 1.0 - 2.0 * _binom_cdf(best, n)
 
 
 @dataclass(frozen=True)

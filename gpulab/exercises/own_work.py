@@ -495,6 +495,25 @@ class Watch:
         # rank through fn.__module__ (gpulab.exercises.ranked)
         return functools.update_wrapper(learner, fn)
 
+    def ours(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` (the check's yardstick) wrapped at the same per-call cost as a learner's timed
+        call (the current streams read and put back, the learner's streams joined) so the two
+        are timed alike, with nothing recorded: it runs aside, its streams are not theirs."""
+        watch = self
+
+        def yardstick(*args: Any, **kwargs: Any) -> Any:
+            before = _current_streams()
+            try:
+                with watch.aside():
+                    out = fn(*args, **kwargs)
+            finally:
+                _restore_streams(before)
+            if watch.timing:
+                watch.join()
+            return out
+
+        return functools.update_wrapper(yardstick, fn)
+
     def join(self) -> None:
         """Make the current streams wait for every stream the learner created (no host wait)."""
         for lib, stream, _ in self.streams:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -572,7 +571,8 @@ class _YardCalls:
     """Around each call of the yardstick: the next of its input sets, prepared as the learner's
     are (poisoned outputs, a changed element), so both sides do the same work under the same
     conditions; its first timed output is checked (ours must be right, or the grade means
-    nothing). Its calls run aside from the learner's watch: streams it makes are not theirs."""
+    nothing). The function inside its spec is wrapped by the grader (Watch.ours): timed at the
+    learner's per-call cost, aside from their record."""
 
     def __init__(self, spec: api.TimingSpec, sets: list[Any], watch: Any) -> None:
         self.spec, self.sets, self.watch = spec, sets, watch
@@ -586,8 +586,7 @@ class _YardCalls:
             self.spec.prepare(self.sets[self.turn])
 
     def call(self) -> None:
-        with self.watch.aside() if self.watch is not None else nullcontext():
-            self.returned = self.spec.learner(self.sets[self.turn])
+        self.returned = self.spec.learner(self.sets[self.turn])
 
     def after(self) -> None:
         returned, self.returned = self.returned, None

@@ -182,3 +182,20 @@ def words(ex: Exercise, key: str) -> str:
     gold = ex.grades.get("gold")
     tail = f"; gold is from {gold * value:,.4g} {unit}" if gold else ""
     return f"{choice.words} reached {value:,.4g} {unit} on this device{share}{tail}"
+
+
+_LOADED: dict[tuple[str, str], Any] = {}
+
+
+def reference_entry(ex: Exercise) -> Any:
+    """Our reference solution's ENTRY function, loaded once per process for each version of the
+    file (what it compiles, torch.compile's graphs above all, then lasts as long as the worker)."""
+    path = ex.solution_path
+    text = path.read_bytes()
+    key = (str(path), hashlib.sha256(text).hexdigest())
+    if key not in _LOADED:
+        from gpulab.exercises.sandbox import load_learner  # deferred: the UI reads records only
+
+        _, fn = load_learner(path, f"{ex.id}-reference", ex.entry)
+        _LOADED[key] = fn
+    return _LOADED[key]
