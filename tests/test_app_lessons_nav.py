@@ -70,12 +70,15 @@ async def test_next_and_previous_after_a_lesson_with_run_links():
         pane = await _lessons(pilot)
         app.open_lesson(first.id)
         await _settled(pilot, pane, first.id)
-        # The lesson text has the keyboard before each key: since the merge of main at
-        # 17:25 UTC the first `n` leaves the focus on the (hidden) filter at 80x24; reported.
+        # Opening a lesson puts the keyboard on its text, however late the screen's focus comes
+        # after the layout (it once landed on the hidden filter on a loaded machine, and `n`
+        # was typed there): no test-side focus before the keys
+        scroll = pane.query_one("#lesson-scroll")
+        await _until(pilot, lambda: app.focused is scroll, "the keyboard on the lesson's text")
         for key, lesson in (("n", second), ("n", third), ("p", second)):
-            pane.query_one("#lesson-scroll").focus()
             await pilot.press(key)
             await _settled(pilot, pane, lesson.id)
+            assert app.focused is scroll
         # the run buttons work after the switch: `e` reaches the open lesson's first link
         await pilot.press("e")
         assert app.focused is pane.run_links()[0]

@@ -296,6 +296,15 @@ class LessonsPane(Widget):
     def _fill_tree(self, text: str = "") -> None:
         self.lesson_tree.fill(self.catalog, self.store, text, self.current)
 
+    def focus_target(self) -> Widget:
+        """Where the keyboard lands when the pane is shown (the screen asks after the next
+        layout): the open lesson's text while reading, else the syllabus tree. Left to the focus
+        chain, it landed on whichever widget came first at that moment: at 80 columns, where the
+        text covers the tree, sometimes the hidden filter, so the next `n` was typed there."""
+        if self.has_class("-reading") and self.current is not None:
+            return self.query_one("#lesson-scroll", VerticalScroll)
+        return self.lesson_tree
+
     def _sync_covered(self) -> None:
         """The reader is covered by the list when the pane is narrow and not reading."""
         self.reader.covered = self.has_class("-narrow") and not self.has_class("-reading")
