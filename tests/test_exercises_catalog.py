@@ -152,6 +152,24 @@ def test_every_exercise_links_a_real_lesson():
         assert ex.lesson in lessons, f"{ex.folder}/exercise.md: unknown lesson {ex.lesson!r}"
 
 
+def test_every_graded_statement_says_what_its_grades_ask():
+    """A timed exercise's statement gives the learner its grade lines as its front matter does
+    ("bronze from 0.35, silver from 0.6, gold from 0.85"), as fractions of our own solution's
+    speed, naming the expert where the yardstick is one. No statement grades against a share of
+    the ceiling any more: that rule was tuned on one card."""
+    lines = re.compile(r"\b(bronze|silver|gold) (?:is )?from (\d+(?:\.\d+)?)")
+    for ex in CATALOG:
+        text = " ".join(ex.statement.split())
+        for stale in ("fractions of the ceiling", "Gold asks for", "gold at 0.", "MARGIN"):
+            assert stale not in text, f"{ex.folder}: {stale!r}"
+        if not ex.timed:
+            continue
+        said = {grade: float(v) for grade, v in lines.findall(text)}
+        assert said == dict(ex.grades), f"{ex.folder}: statement {said}, front matter {ex.grades}"
+        assert "as a fraction of" in text, ex.folder
+        assert ("our expert solution" in text) == ex.has_expert, ex.folder
+
+
 def test_every_exercise_has_wrong_solutions_and_hints():
     for ex in CATALOG:
         assert len(ex.wrong) >= 2, f"{ex.folder}: at least two known-wrong solutions"
