@@ -315,7 +315,7 @@ def test_timing_learner_and_library_agree(folder: Path, cupy_fake: ModuleType) -
     spec.prepare(inputs)
     spec.learner(inputs)
     assert spec.check_call(inputs, None) is None
-    spec.prepare(inputs)  # fresh poison, and one input element changed: a call that skips work
+    spec.prepare(inputs)  # fresh poison, and every input element rewritten: a call that skips work
     assert "differs from" in spec.check_call(inputs, None)
     spec.learner(inputs)
     assert spec.check_call(inputs, None) is None

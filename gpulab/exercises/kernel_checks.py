@@ -12,7 +12,6 @@ GPU (the catalog, the UI).
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from gpulab.exercises import api
+from gpulab.exercises.fresh import Refresher
 
 GUARD_MIN = 4096  # elements on each side of an array that a correct kernel never touches
 
@@ -221,24 +221,18 @@ def spec(
 ) -> api.TimingSpec:
     """A TimingSpec whose inputs are a tuple passed to fn as positional arguments, the output
     last. Every timed call is checked on the device: before it, the output is poisoned and (with
-    `mutate`) one element of the first input array is overwritten with another of its elements,
-    so an answer kept from an earlier call goes stale; after it, the output is compared with the
-    library's on the same inputs (`library(io)` writes io[-1] or returns its answer), and only a
-    mismatch is copied to the host to be described."""
+    `mutate`) every element of every input array is rewritten (gpulab.exercises.fresh), so no
+    answer or part of one kept from an earlier call is right; after it, the output is compared
+    with the library's on the same inputs (`library(io)` writes io[-1] or returns its answer),
+    and only a mismatch is copied to the host to be described."""
     scratch: dict[int, Any] = {}
-    rng = random.Random()  # positions no learner can predict; the verdict does not depend on them
+    refresh = Refresher()
 
     def prepare(io: Any) -> None:
         out = io[-1]
         out.fill(api.poison(1, out.dtype)[0])
-        if not mutate:
-            return
-        for x in io[:-1]:
-            if hasattr(x, "shape") and getattr(x, "size", 0) > 1:
-                flat = x.reshape(-1)
-                j, k = rng.randrange(flat.size), rng.randrange(flat.size)
-                flat[j : j + 1] = flat[k : k + 1]
-                break
+        if mutate:
+            refresh(*(x for x in io[:-1] if hasattr(x, "shape") and getattr(x, "size", 0) > 1))
 
     def reference(io: Any) -> Any:
         mine = io[-1]

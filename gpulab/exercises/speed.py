@@ -558,13 +558,15 @@ class _CallChecks:
         if isinstance(why, api.Mismatch):
             why = why.message
         if why:
-            repeat = (
-                " (a repeated call on the same buffers, after the checked calls were right: "
-                "does your code skip work it has done before?)"
+            # Every input was rewritten before this call (gpulab.exercises.fresh) and the
+            # checked calls were right: what is left is work kept from before, or skipped
+            family = (
+                "work kept from an earlier call? every input was rewritten before this call, "
+                "after the checked calls were right"
                 if k >= self.n_sets
-                else ""
+                else "work skipped at this size? the checked calls were right"
             )
-            raise _TimedCallWrong(f"timed call {k + 1}: {why}{repeat}")
+            raise _TimedCallWrong(f"timed call {k + 1}: {why} ({family})")
 
 
 class _YardCalls:

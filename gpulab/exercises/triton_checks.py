@@ -19,7 +19,6 @@ never touch either (the catalog, the UI).
 from __future__ import annotations
 
 import os
-import random
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,6 +27,7 @@ import numpy as np
 
 from gpulab.exercises import api
 from gpulab.exercises import kernel_checks as kc
+from gpulab.exercises.fresh import Refresher
 
 UNTIMED = "interpreter: correctness only, no speed grade (Triton's interpreter on the CPU)"
 REFUSE_WHY = "does the work in one library call: this exercise is about writing the Triton kernel"
@@ -139,19 +139,18 @@ def spec(
     atol: float = 1e-6,
 ) -> api.TimingSpec:
     """kernel_checks.spec for torch tensors: io is a tuple passed to fn positionally, the output
-    last. Before each timed call the output is poisoned and one input element overwritten with
-    another (a kept answer goes stale); after it the output is compared on the device with
-    `library` on the same inputs (`library(io)` writes io[-1] or returns its answer)."""
+    last. Before each timed call the output is poisoned and every element of every input
+    rewritten (gpulab.exercises.fresh: nothing kept from an earlier call is right); after it the
+    output is compared on the device with `library` on the same inputs (`library(io)` writes
+    io[-1] or returns its answer)."""
     import torch  # deferred: see the module doc
 
     scratch: dict[int, Any] = {}
-    rng = random.Random()  # positions no learner can predict; the verdict does not depend on them
+    refresh = Refresher()
 
     def prepare(io: tuple) -> None:
         io[-1].fill_(float("nan"))
-        flat = io[0].view(-1)
-        j, k = rng.randrange(flat.numel()), rng.randrange(flat.numel())
-        flat[j : j + 1] = flat[k : k + 1]
+        refresh(*(x for x in io[:-1] if isinstance(x, torch.Tensor) and x.numel() > 1))
 
     def check_call(io: tuple, returned: Any) -> str | None:
         mine = io[-1]

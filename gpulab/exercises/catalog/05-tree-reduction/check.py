@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from gpulab.exercises import api, refuse
+from gpulab.exercises.fresh import Refresher
 
 ENTRY = "tree_sum"
 EPS32 = 2.0**-24
@@ -118,39 +119,18 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         # uniform_ in place: one pass, no temporaries (a third of the time on a CPU)
         return torch.empty(n, device=ctx.device).uniform_(-100.0, 100.0, generator=gen)
 
-    picks = np.random.default_rng()  # which element changes: nothing a learner can predict
-    sums: dict[int, list[float]] = {}  # id(x) -> [exact sum, sum of |x|, changed index]
-    changes = [0]
+    refresh = Refresher()
 
     def prepare(x: Any) -> None:
-        # One element of x becomes +-1e6 before each timed call (the last one changed goes
-        # back first), so a call that skips the work or returns a sum it kept is off by far
-        # more than the float32 tolerance; the exact sum follows the change
-        if id(x) not in sums:
-            sums[id(x)] = [
-                float(x.sum(dtype=torch.float64)),
-                float(x.abs().sum(dtype=torch.float64)),
-                -1.0,
-            ]
-        state = sums[id(x)]
-        if state[2] >= 0:
-            j = int(state[2])
-            state[0] -= float(x[j])
-            state[1] -= abs(float(x[j]))
-            x[j] = 0.5
-            state[0] += 0.5
-            state[1] += 0.5
-        # A new magnitude every call: two changes never cancel, so no kept sum can match
-        changes[0] += 1
-        j = int(picks.integers(0, n))
-        new = float(picks.choice((-1.0, 1.0))) * (1e6 + 1e5 * changes[0])
-        state[0] += new - float(x[j])
-        state[1] += abs(new) - abs(float(x[j]))
-        x[j] = new
-        state[2] = float(j)
+        # Every element rewritten before each timed call (gpulab.exercises.fresh): a sum kept
+        # from an earlier call, whole or by parts, is off by far more than the tolerance
+        refresh(x)
 
     def check_call(x: Any, returned: Any) -> str | None:
-        total, size, _ = sums[id(x)]
+        # The exact sum of what this call was given, in float64, read after the call (its
+        # inputs are checked unchanged): nothing kept between calls on the check's side either
+        total = float(x.sum(dtype=torch.float64))
+        size = float(x.abs().sum(dtype=torch.float64))
         got = _number(returned)
         if got is None:
             return f"tree_sum returned {type(returned).__name__}, expected one number"

@@ -1,4 +1,4 @@
-# expect: skip work
+# expect: work kept from an earlier call
 """Remembers which outputs it has written and skips a call on one it has seen: every correctness
 case hands it a fresh `out`, the timed calls come back to theirs (poisoned in between)."""
 
