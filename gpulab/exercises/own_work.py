@@ -205,7 +205,9 @@ class Watch:
         # A context around each call that yields a list of refused library calls it saw (the
         # check's REFUSE, see gpulab.exercises.refuse); a call that made one fails.
         self.around: Callable[[], Any] | None = None
-        self.watched = False  # while timing: this call is the watched one (refusals on)
+        # Queued ahead of every untimed call on a GPU: the spin the timed calls run behind
+        # (gpulab.core.lead), so a call finds the device as busy whether it is timed or not
+        self.lead: Callable[[], Any] | None = None
         # Run as each untimed call returns, before the check looks at anything: the grader's
         # Guard puts back what the call rebound (a torch.equal patched inside the call must not
         # judge that call's inputs). Timed calls leave it to the timing's untimed `after`.
@@ -461,11 +463,12 @@ class Watch:
             before = _current_streams()
             refused: list[str] = []
             try:
-                # The refusals cost microseconds an operation: a timed call runs without them,
-                # and the grader makes one watched call at the timing size afterwards instead
+                # Refusals are on in every call, timed ones too: no call can tell it is timed by
+                # asking whether a mode is active (the yardstick runs under the same mode)
                 around = watch.around
-                refuse = around is not None and (not watch.timing or watch.watched)
-                with around() if around is not None and refuse else nullcontext(refused) as seen:
+                if not watch.timing and watch.lead is not None:
+                    watch.lead()
+                with around() if around is not None else nullcontext(refused) as seen:
                     refused = seen
                     out = fn(*args, **kwargs)
             except Exception:
@@ -481,6 +484,9 @@ class Watch:
             watch.calls.append(record)
             if refused:
                 raise OwnWorkError(refused[0])
+            lazy = not_plain(out)
+            if lazy:
+                raise OwnWorkError(lazy)
             if watch.timing:
                 watch.join()
             else:
@@ -497,17 +503,21 @@ class Watch:
 
     def ours(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` (the check's yardstick) wrapped at the same per-call cost as a learner's timed
-        call (the current streams read and put back, the learner's streams joined) so the two
-        are timed alike, with nothing recorded: it runs aside, its streams are not theirs."""
+        call (the current streams read and put back, the check's refusals on, the learner's
+        streams joined) so the two are timed alike, with nothing recorded: it runs aside, its
+        streams are not theirs."""
         watch = self
 
         def yardstick(*args: Any, **kwargs: Any) -> Any:
             before = _current_streams()
+            around = watch.around
             try:
-                with watch.aside():
+                with watch.aside(), around() if around is not None else nullcontext([]) as seen:
                     out = fn(*args, **kwargs)
             finally:
                 _restore_streams(before)
+            if seen:
+                raise RuntimeError(f"our yardstick made a call this check refuses: {seen[0]}")
             if watch.timing:
                 watch.join()
             return out
@@ -613,6 +623,63 @@ def _real_cupy() -> Any:
     to their end on the CPU: no stream to gate, save or wait for); else None."""
     cp = sys.modules.get("cupy")
     return None if cp is None or getattr(cp, "__gpulab_fake__", False) else cp
+
+
+_ARRAY_HOOKS = (
+    "__torch_function__",
+    "__torch_dispatch__",
+    "__array__",
+    "__array_function__",
+    "__cuda_array_interface__",
+    "__dlpack__",
+    "__float__",
+    "__index__",
+)
+
+
+def _plain_types() -> tuple[type, ...]:
+    plain: list[type] = [bool, int, float, complex, str, bytes]
+    np = sys.modules.get("numpy")
+    if np is not None:
+        plain += [np.ndarray, np.generic]
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        plain += [torch.Tensor, torch.nn.Parameter]
+    cp = sys.modules.get("cupy")
+    if cp is not None and isinstance(getattr(cp, "ndarray", None), type):
+        plain.append(cp.ndarray)
+    return tuple(plain)
+
+
+def not_plain(value: Any, depth: int = 0) -> str:
+    """Why `value`, returned by the learner's code, is not a plain result ('' when it is): a
+    tensor or array subclass, or an object that acts as an array or a number, can compute when
+    the check reads it, after the call and outside its timing. Plain: Python numbers, NumPy
+    scalars, and exactly torch.Tensor (or Parameter), numpy.ndarray and cupy.ndarray, also
+    inside lists, tuples and dicts; anything else that does not act as an array or number (a
+    function, a module, None) is no result the check reads as one."""
+    if depth > 4:
+        return ""
+    if isinstance(value, list | tuple):
+        return next((w for v in value if (w := not_plain(v, depth + 1))), "")
+    if isinstance(value, dict):
+        return next((w for v in value.values() if (w := not_plain(v, depth + 1))), "")
+    kind = type(value)
+    plain = _plain_types()
+    if kind in plain:
+        return ""
+    generic = getattr(sys.modules.get("numpy"), "generic", None)
+    if generic is not None and isinstance(value, generic):
+        return ""
+    acts = [h for h in _ARRAY_HOOKS if getattr(kind, h, None) is not None]
+    if acts or any(isinstance(value, p) for p in plain):
+        return (
+            f"your function returned a {kind.__name__}, which acts as an array or a number "
+            f"({acts[0] if acts else 'a subclass'}): a result that computes when it is read "
+            "does its work after the call, outside the check and the timing. Return a plain "
+            "tensor, array or number"
+        )
+    return ""
 
 
 def _current_streams() -> tuple[Any, Any]:

@@ -1,4 +1,15 @@
-"""Refusing the library's one-call answer in an exercise that teaches the algorithm itself.
+"""Refusing the library's one-call answer in an exercise that teaches the algorithm itself, or
+allowing only what the exercise permits.
+
+A list of refused calls is a denylist: any library call not on it does the work (a partial
+decoy: the learner's kernel does one part, torch does the rest). So a check may instead declare
+what it allows, as an `Allow` of ATen operators (allocation, views, the metadata a launch
+reads, and for an algorithm exercise the few elementwise operations the algorithm is made of):
+
+    ALLOW = Allow(frozenset({"aten.empty", "aten.view", ...}), "writing the Triton kernel")
+
+and any other operator dispatched inside the learner's call is refused, naming the call it came
+through and its line. A REFUSE table (below) still works for what a check wants to name.
 
 An exercise such as tree-reduction asks for the levels of a tree written out; `x.sum()` would
 pass every comparison and teach nothing. A check declares what it refuses:
@@ -34,11 +45,170 @@ by processes that must not import torch.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gpulab.exercises.api import CheckError
+
+
+@dataclass(frozen=True)
+class Allow:
+    """What a learner's call may dispatch: ATen operator names ("aten.empty", ...), the
+    Tensor methods it may call that leave torch (data_ptr for a Triton launch), and what the
+    exercise is about, for the message."""
+
+    ops: frozenset[str]
+    about: str
+    calls: frozenset[str] = frozenset()
+    # Packages whose own code may do anything inside the call: Triton's launcher and its CPU
+    # interpreter move tensors and read their storage on the learner's behalf
+    exempt: tuple[str, ...] = ()
+
+    def why(self, name: str) -> str:
+        """The refusal's reason for `name`, an operator outside the allowed ones."""
+        return (
+            f"is not among the operations this exercise allows ({self.about}: allocation, "
+            "views and your own kernels do the work)"
+        )
+
+
+# Allocation, views and the metadata a launch reads: what any kernel exercise's call may do to
+# the tensors it was given (and to new ones) besides launching the learner's own kernels.
+ALLOCATION_AND_VIEWS = frozenset(
+    "aten." + op
+    for op in [
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "new_empty",
+        "new_empty_strided",
+        "zeros",
+        "zeros_like",
+        "new_zeros",
+        "ones",
+        "ones_like",
+        "new_ones",
+        "full",
+        "full_like",
+        "new_full",
+        "fill_",
+        "zero_",
+        "view",
+        "_unsafe_view",
+        "_reshape_alias",
+        "reshape",
+        "as_strided",
+        "slice",
+        "select",
+        "narrow",
+        "unsqueeze",
+        "squeeze",
+        "expand",
+        "expand_as",
+        "t",
+        "transpose",
+        "permute",
+        "alias",
+        "detach",
+        "lift_fresh",
+        "flatten",
+        "unflatten",
+        "unbind",
+        "split",
+        "split_with_sizes",
+        "chunk",
+        "view_as",
+        "movedim",
+        "contiguous",
+        "resize_",
+        "is_same_size",
+        "size",
+        "stride",
+        "numel",
+        "dim",
+        "is_contiguous",
+    ]
+)
+# The Tensor methods that leave torch without computing: a Triton launch reads the pointer.
+LAUNCH_CALLS = frozenset({"torch.Tensor.data_ptr"})
+# The ways out to NumPy or Python, refused where an Allow is given unless it names them.
+_EXITS = frozenset(
+    [
+        "torch.Tensor.numpy",
+        "torch.Tensor.tolist",
+        "torch.Tensor.__array__",
+        "torch.Tensor.__dlpack__",
+        "torch.Tensor.untyped_storage",
+        "torch.Tensor.storage",
+        "torch.Tensor.data_ptr",
+    ]
+)
+
+
+@contextlib.contextmanager
+def allowing(allow: Allow) -> Iterator[list[str]]:
+    """Watch the calls made inside the block: an ATen operator outside `allow.ops` (and the
+    metadata every tensor answers), or a way out to NumPy or Python outside `allow.calls`,
+    raises RefusedCall and is appended to the list this yields."""
+    calls: list[str] = []
+    import torch
+    from torch.overrides import TorchFunctionMode, resolve_name
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    state = threading.local()
+
+    def refuse(message: str) -> None:
+        calls.append(message)
+        raise RefusedCall(message)
+
+    def exempt() -> bool:
+        return bool(allow.exempt) and _called_from(allow.exempt)
+
+    class _Calls(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            name = resolve_name(func)
+            if name in _EXITS and name not in allow.calls and not exempt():
+                refuse(refusal(name, allow.why(name)))
+            outer = getattr(state, "via", None)
+            state.via = outer or name or getattr(func, "__qualname__", None)
+            try:
+                return func(*args, **(kwargs or {}))
+            finally:
+                state.via = outer
+
+    class _Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            name = str(func.overloadpacket)
+            if name not in allow.ops and not name.startswith("aten.sym_") and not exempt():
+                refuse(refusal(name, allow.why(name), getattr(state, "via", None)))
+            return func(*args, **(kwargs or {}))
+
+    calls_mode, ops_mode = _Calls(), _Ops()
+    f_depth = torch._C._len_torch_function_stack()
+    d_depth = torch._C._len_torch_dispatch_stack()
+    calls_mode.__enter__()
+    ops_mode.__enter__()
+    try:
+        yield calls
+    finally:
+        _unwind(torch, calls, calls_mode, ops_mode, f_depth, d_depth)
+
+
+def _called_from(packages: tuple[str, ...]) -> bool:
+    """Whether the nearest caller outside torch and this module belongs to one of `packages`
+    (a tensor operation Triton's own code makes, not the learner's)."""
+    frame = sys._getframe(2)
+    for _ in range(40):
+        if frame is None:
+            return False
+        module = str(frame.f_globals.get("__name__", ""))
+        if not module.startswith(("torch", "gpulab.exercises.refuse", "contextlib")):
+            return module.split(".")[0] in packages
+        frame = frame.f_back
+    return False
 
 
 class RefusedCall(CheckError):
@@ -211,11 +381,16 @@ def _unwind(torch: Any, calls: list[str], calls_mode: Any, ops_mode: Any, f: int
         calls.append("the code removed the check's watch on its torch calls (a TorchFunctionMode)")
 
 
-def call(names: Mapping[str, str], fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """fn(*args, **kwargs) inside refusing(names): its result, or RefusedCall with the first
-    refusal when anything was refused, even where the learner's code caught the exception and
-    went on (or raised something else)."""
-    with refusing(names) as calls:
+def watching(rule: Mapping[str, str] | Allow) -> Any:
+    """The context that enforces a check's rule: allowing(ALLOW) or refusing(REFUSE)."""
+    return allowing(rule) if isinstance(rule, Allow) else refusing(rule)
+
+
+def call(rule: Mapping[str, str] | Allow, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """fn(*args, **kwargs) inside the rule's watch (an Allow, or a REFUSE table): its result, or
+    RefusedCall with the first refusal when anything was refused, even where the learner's code
+    caught the exception and went on (or raised something else)."""
+    with watching(rule) as calls:
         try:
             out = fn(*args, **kwargs)
         except Exception:

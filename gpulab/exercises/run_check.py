@@ -25,13 +25,14 @@ from typing import Any
 from gpulab.core import events as ev
 from gpulab.core.errors import Cancelled
 from gpulab.core.failures import classify
+from gpulab.core.lead import spin as lead_spin
 from gpulab.core.results import json_safe
 from gpulab.exercises import api
 from gpulab.exercises import yardstick as ys
 from gpulab.exercises.loader import Exercise
 from gpulab.exercises.own_work import OwnWorkError, Watch
 from gpulab.exercises.reach import reaches_for_the_grader
-from gpulab.exercises.refuse import refusing
+from gpulab.exercises.refuse import watching
 from gpulab.exercises.sandbox import (
     Guard,
     LearnerError,
@@ -195,7 +196,7 @@ def run_check(
     actx.watch = watch
     actx.reference = lambda: watch.ours(ys.reference_entry(ex))
     actx.notes = []
-    refuse = getattr(check, "REFUSE", None)
+    refuse = getattr(check, "ALLOW", None) or getattr(check, "REFUSE", None)
     if refuse:
         watch.around = _refusing(refuse)
     reaching = _reaching(path, refusing=bool(refuse))
@@ -217,6 +218,7 @@ def run_check(
         # installed: its kernels are the check's own, and nothing the learner's import patches
         # changes how it was built
         yard_module, yard_fn, yard_choice = _load_yardstick(ex) if ex.timed else (None, None, None)
+        watch.lead = _untimed_lead(actx)
         watch.install()
         guard = Guard()
         result.cases = [CaseRow(c.name, None) for c in cases]
@@ -343,6 +345,14 @@ def run_check(
         forget(check)
 
 
+def _untimed_lead(actx: api.Context) -> Any:
+    """The spin the timed calls run behind, for the untimed ones too (on a GPU): a call that
+    finds the device idle would know it is not timed."""
+    if not (actx.gpu or actx.cupy):
+        return None
+    return lead_spin("cupy" if actx.cupy else "torch", actx.device_index)
+
+
 def _load_yardstick(ex: Exercise) -> tuple[Any, Any, ys.Choice]:
     """(module, entry function, which file) of the exercise's yardstick (gpulab.exercises.
     yardstick): ours, so a file that does not load is a bug of the exercise."""
@@ -364,9 +374,10 @@ def _reaching(path: Path, *, refusing: bool) -> str | None:
     return reaches_for_the_grader(source, refusing=refusing)
 
 
-def _refusing(names: Any) -> Any:
-    """The library calls a check refuses (its REFUSE), as a context around each learner call."""
-    return lambda: refusing(names)
+def _refusing(rule: Any) -> Any:
+    """What a check allows (its ALLOW) or refuses (its REFUSE), as a context around each
+    learner call."""
+    return lambda: watching(rule)
 
 
 _compare_arrays = api.compare_arrays  # bound at import, long before any learner's code

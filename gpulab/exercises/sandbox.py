@@ -112,9 +112,17 @@ class Guard:
         "random",
         "time",
         "gpulab.exercises.api",
+        "gpulab.exercises.fresh",
+        "gpulab.exercises.saving",
         "gpulab.core.timing",
+        "gpulab.core.rounds",
+        "gpulab.core.lead",
+        "gpulab.core.step_trace",
         "torch",
         "torch.cuda",
+        # what profile-step and compile-fused read: a patch here also outlived the check
+        "torch.profiler",
+        "torch.autograd.profiler",
         "cupy",
         "cupy.cuda",
     )
@@ -132,6 +140,10 @@ class Guard:
             event = getattr(getattr(torch, "cuda", None), "Event", None)
             if isinstance(event, type):  # the timer's clock on a GPU
                 self._saved.append((event, dict(vars(event))))
+            for profiler in ("torch.profiler", "torch.autograd.profiler"):
+                cls = getattr(sys.modules.get(profiler), "profile", None)
+                if isinstance(cls, type):  # the profile a check reads events from
+                    self._saved.append((cls, dict(vars(cls))))
         np = sys.modules.get("numpy")
         if np is not None:
             self._saved.append((np.random.Generator, dict(vars(np.random.Generator))))

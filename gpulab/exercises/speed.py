@@ -166,7 +166,6 @@ def time_and_grade(
             extended += _certify(rounds, grade_lines, plan, yspec is not None)
             window = taken.close()
             retimed = True
-        watched_call(calls, rotate, watch)
     except _TimedCallWrong as exc:
         if guard is not None:
             guard.restore()
@@ -483,21 +482,6 @@ def _lead(spec: api.TimingSpec, actx: api.Context, watch: Any) -> Any:
     if not (actx.gpu or actx.cupy) or not spec.lead or _streams(watch):
         return None
     return lead_spin(spec.sync, actx.device_index)
-
-
-def watched_call(calls: _CallChecks, rotate: Any, watch: Any) -> None:
-    """One more call at the timing size, untimed, with the check's refusals on (they cost
-    microseconds an operation, so the timed calls ran without them) and its output checked:
-    code that calls the library only at sizes the correctness cases never reach fails here."""
-    if watch is None or watch.around is None:
-        return
-    watch.watched = True
-    try:
-        calls.before(rotate)()
-        calls.call()
-        calls.after(force=True)
-    finally:
-        watch.watched = False
 
 
 class _TimedCallWrong(Exception):

@@ -25,12 +25,20 @@ from typing import Any
 
 import numpy as np
 
-from gpulab.exercises import api
+from gpulab.exercises import api, refuse
 from gpulab.exercises import kernel_checks as kc
 from gpulab.exercises.fresh import Refresher
 
 UNTIMED = "interpreter: correctness only, no speed grade (Triton's interpreter on the CPU)"
-REFUSE_WHY = "does the work in one library call: this exercise is about writing the Triton kernel"
+# What a Triton exercise's call may do besides launching the learner's kernels: allocate, view,
+# and hand a launch its pointers. Any other torch operation on any tensor is refused (a partial
+# decoy: the learner's kernel on one part, torch on the rest, fails by name).
+ALLOW = refuse.Allow(
+    refuse.ALLOCATION_AND_VIEWS,
+    "writing the Triton kernel",
+    calls=refuse.LAUNCH_CALLS,
+    exempt=("triton",),
+)
 
 
 def use_interpreter(ctx: api.Context) -> bool:

@@ -6,11 +6,12 @@ sensible float32 order of additions, tight enough that a dropped element or a fl
 at the edge sizes. The speed grade counts n * 4 bytes per call (each value read once) against
 the device's copy bandwidth, beside torch.sum on the same tensors.
 
-The library's one-call answers are refused (REFUSE, gpulab.exercises.refuse): torch.sum and
-x.sum() (over pairs too), a mean, a cumsum, a matmul or dot with ones, x.numpy().sum(), a loss
-with reduction="sum", and the ATen reductions underneath any other wrapper. Every call into the
-learner's code runs under that watch, here in run() and, once the grader wraps learner calls
-itself, in the timed calls too.
+What the learner's code may dispatch is an allowlist (ALLOW, gpulab.exercises.refuse): the
+operators a tree of pairwise adds is made of (slices and views, add, cat or a pad for an odd
+level, allocation, copies, the final number read out), and nothing else: a sum, a mean, a
+cumsum, a matmul or dot with ones, a norm, x.numpy() and any reduction not on a list the check
+keeps are all refused, whatever wrapper they come through. Every call into the learner's code
+runs under that watch, the timed ones too.
 """
 
 from __future__ import annotations
@@ -25,7 +26,29 @@ from gpulab.exercises.fresh import Refresher
 
 ENTRY = "tree_sum"
 EPS32 = 2.0**-24
-REFUSE = refuse.one_call_sums("write the levels yourself (pairwise adds)")
+# A tree of pairwise adds, and what it takes to build one: allocation and views, the adds, cat
+# or a pad for a level of odd length, copies and dtype changes, the final value read out
+ALLOW = refuse.Allow(
+    refuse.ALLOCATION_AND_VIEWS
+    | frozenset(
+        "aten." + op
+        for op in (
+            "add",
+            "add_",
+            "cat",
+            "stack",
+            "constant_pad_nd",
+            "pad",
+            "copy_",
+            "clone",
+            "_to_copy",
+            "index",
+            "index_select",
+            "_local_scalar_dense",
+        )
+    ),
+    "a tree of pairwise adds: write the levels yourself",
+)
 
 
 def _values(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -62,7 +85,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> float:
 
     host = case.args["x"]
     x = torch.from_numpy(host.copy()).to(ctx.device)
-    got = refuse.call(REFUSE, fn, x)  # RefusedCall is a CheckError: its one line is the verdict
+    got = refuse.call(ALLOW, fn, x)  # RefusedCall is a CheckError: its one line is the verdict
     if isinstance(got, torch.Tensor) and got.numel() != 1:
         raise api.CheckError(
             f"tree_sum returned a tensor of shape {tuple(got.shape)}, expected one number"

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from gpulab.exercises import api, saving
+from gpulab.exercises.own_work import not_plain
 
 ENTRY = "make_graphed"
 LAYERS = 24  # rounds of x = x + 0.1 * tanh(x * a + b): 96 kernel launches a step
@@ -132,6 +133,9 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
                 y = runner(x)
                 if not isinstance(y, torch.Tensor) or y.device.type != "cuda":
                     raise api.CheckError("run(x) must return the output tensor, on the GPU")
+                lazy = not_plain(y)
+                if lazy:
+                    raise api.CheckError(lazy.replace("your function", "run(x)"))
                 # the next replay overwrites a graph's static output: copy it out now
                 outs.append(y.detach().clone())
         torch.cuda.synchronize()

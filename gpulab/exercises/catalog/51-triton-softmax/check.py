@@ -16,17 +16,7 @@ from gpulab.exercises import triton_checks as tc
 
 ENTRY = "softmax"
 OWN_KERNEL = True  # the work must be done by a Triton kernel of the learner's file
-REFUSE = {
-    name: tc.REFUSE_WHY
-    for name in (
-        "torch.softmax",
-        "torch.Tensor.softmax",
-        "torch.nn.functional.softmax",
-        "torch.special.softmax",
-        "aten._softmax",
-        "aten.exp",
-    )
-}
+ALLOW = tc.ALLOW  # allocation, views and launches: your kernel does the work
 
 COLS = 4096  # the timed rows: one program each, the whole row in registers
 

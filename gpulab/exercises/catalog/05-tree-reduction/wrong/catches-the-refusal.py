@@ -1,4 +1,4 @@
-# expect: torch.sum does the whole reduction in one call
+# expect: is not among the operations this exercise allows
 """Wrong: tries the library first and falls back to a tree only when the check refuses it."""
 
 import torch

@@ -1,4 +1,4 @@
-# expect: does the whole reduction in one call
+# expect: is not among the operations this exercise allows
 """Writes the tree for the calls it expects to be checked, then lets torch.sum do the timed ones
 (the grader makes one more call at the timing size with its refusals on, and checks it)."""
 

@@ -1,4 +1,4 @@
-# expect: torch.Tensor.sum does the whole reduction in one call
+# expect: is not among the operations this exercise allows
 """Wrong: the library's one call. Correct to the last bit, and it teaches nothing."""
 
 import torch

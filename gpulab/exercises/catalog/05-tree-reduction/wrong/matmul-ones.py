@@ -1,4 +1,4 @@
-# expect: sums products in one call
+# expect: is not among the operations this exercise allows
 """Wrong: a dot product with a vector of ones is a sum, done by the library in one call."""
 
 import torch

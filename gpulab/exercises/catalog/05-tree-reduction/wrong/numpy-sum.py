@@ -1,4 +1,4 @@
-# expect: hands the values to NumPy or Python
+# expect: is not among the operations this exercise allows
 """Wrong: leaves torch for NumPy, whose sum does the whole reduction in one call."""
 
 import numpy as np

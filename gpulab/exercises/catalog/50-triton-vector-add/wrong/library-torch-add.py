@@ -1,4 +1,4 @@
-# expect: torch.add does the work in one library call
+# expect: is not among the operations this exercise allows
 """torch.add in the wrapper: right answer, no kernel of the learner's."""
 
 import torch

@@ -1,4 +1,4 @@
-# expect: does the work in one library call | no kernel of yours ran
+# expect: is not among the operations this exercise allows
 """x + y copied into out: torch did the work (the + operator is aten.add underneath)."""
 
 

@@ -1,4 +1,4 @@
-# expect: torch.softmax does the work in one library call
+# expect: is not among the operations this exercise allows
 """torch.softmax copied into out: right answer, no kernel of the learner's."""
 
 import torch
