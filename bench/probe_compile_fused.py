@@ -1,4 +1,4 @@
-"""Why compile-fused's compiled chain ran slower than eager on an H200 (bench note, issue 31).
+"""Why compile-fused's compiled chain read slower than eager on an H200.
 
     python bench/probe_compile_fused.py [--out FILE]
 

@@ -67,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
     exercises = [o.strip() for arg in getattr(args, "exercise", []) or [] for o in arg.split(",")]
     exercises = [o for o in exercises if o]
     if exercises:
-        from gpulab.exercises.loader import load_catalog
+        from gpulab.exercises.loader import load_catalog  # deferred: read when the flag is used
 
         known = load_catalog().ids()
         bad = [e for e in exercises if e not in known]

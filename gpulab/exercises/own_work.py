@@ -39,6 +39,7 @@ process, the catalog).
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import os
 import sys
@@ -47,6 +48,8 @@ from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from gpulab.exercises import kernel_trace
 
 GATE_MS = 20.0  # how long a gate holds a learner's non-blocking stream (a check's call only)
 _GATE = r"""
@@ -208,6 +211,9 @@ class Watch:
         # Queued ahead of every untimed call on a GPU: the spin the timed calls run behind
         # (gpulab.core.lead), so a call finds the device as busy whether it is timed or not
         self.lead: Callable[[], Any] | None = None
+        # The kernels that ran inside each untimed call (gpulab.exercises.kernel_trace), where
+        # the device can record them: a library kernel there is work the learner's is not doing
+        self.trace: Any = None
         # Run as each untimed call returns, before the check looks at anything: the grader's
         # Guard puts back what the call rebound (a torch.equal patched inside the call must not
         # judge that call's inputs). Timed calls leave it to the timing's untimed `after`.
@@ -462,16 +468,21 @@ class Watch:
             was_active, watch._active = watch._active, True
             before = _current_streams()
             refused: list[str] = []
+            ran: list[str] = []
+            traced = contextlib.ExitStack()
             try:
                 # Refusals are on in every call, timed ones too: no call can tell it is timed by
                 # asking whether a mode is active (the yardstick runs under the same mode)
                 around = watch.around
                 if not watch.timing and watch.lead is not None:
                     watch.lead()
+                if not watch.timing and watch.trace is not None:
+                    ran = traced.enter_context(watch.trace.call())
                 with around() if around is not None else nullcontext(refused) as seen:
                     refused = seen
                     out = fn(*args, **kwargs)
             except Exception:
+                traced.close()
                 if refused:  # the refusal, not what the learner's code made of it
                     raise OwnWorkError(refused[0]) from None
                 raise
@@ -483,18 +494,24 @@ class Watch:
                     watch.after_call()
             watch.calls.append(record)
             if refused:
+                traced.close()
                 raise OwnWorkError(refused[0])
             lazy = not_plain(out)
             if lazy:
+                traced.close()
                 raise OwnWorkError(lazy)
             if watch.timing:
                 watch.join()
             else:
                 record.early = watch._early_return()
+            traced.close()  # after the early-return probe: the trace ends with a synchronize
             if record.early:
                 raise OwnWorkError(record.early)
             if watch.require_kernel and not record.launches:
                 raise OwnWorkError(watch.no_kernel_message())
+            foreign = kernel_trace.foreign_message(ran, [n for n, _ in watch.compiled])
+            if foreign:
+                raise OwnWorkError(watch.with_source(foreign))
             return out
 
         # The learner's name and module: a multi-process check finds the file to load in each
@@ -587,6 +604,14 @@ class Watch:
 
     # -- what the check reads --------------------------------------------------------------
 
+    def with_source(self, message: str) -> str:
+        """`message` and the library calls in the learner's source that may have done it."""
+        library = library_calls(self.source) if self.source is not None else []
+        if not library:
+            return message
+        where = ", ".join(f"{name} (line {line})" for name, line in library[:3])
+        return f"{message}: {where}?"
+
     def no_kernel_message(self) -> str:
         """Why no kernel of the learner's own ran: the library calls that did the work, if any."""
         library = library_calls(self.source) if self.source is not None else []
@@ -648,6 +673,7 @@ def _plain_types() -> tuple[type, ...]:
     cp = sys.modules.get("cupy")
     if cp is not None and isinstance(getattr(cp, "ndarray", None), type):
         plain.append(cp.ndarray)
+    plain += list(getattr(cp, "__gpulab_plain__", ()))  # the CPU tests' fake device array
     return tuple(plain)
 
 

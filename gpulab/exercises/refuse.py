@@ -200,7 +200,7 @@ def allowing(allow: Allow) -> Iterator[list[str]]:
 def _called_from(packages: tuple[str, ...]) -> bool:
     """Whether the nearest caller outside torch and this module belongs to one of `packages`
     (a tensor operation Triton's own code makes, not the learner's)."""
-    frame = sys._getframe(2)
+    frame: Any = sys._getframe(2)
     for _ in range(40):
         if frame is None:
             return False

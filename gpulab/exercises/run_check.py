@@ -16,6 +16,7 @@ import contextlib
 import copy
 import functools
 import secrets
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -29,6 +30,7 @@ from gpulab.core.lead import spin as lead_spin
 from gpulab.core.results import json_safe
 from gpulab.exercises import api
 from gpulab.exercises import yardstick as ys
+from gpulab.exercises.kernel_trace import KernelTrace
 from gpulab.exercises.loader import Exercise
 from gpulab.exercises.own_work import OwnWorkError, Watch
 from gpulab.exercises.reach import reaches_for_the_grader
@@ -219,6 +221,7 @@ def run_check(
         # changes how it was built
         yard_module, yard_fn, yard_choice = _load_yardstick(ex) if ex.timed else (None, None, None)
         watch.lead = _untimed_lead(actx)
+        watch.trace = _kernel_trace(ex, check, actx)
         watch.install()
         guard = Guard()
         result.cases = [CaseRow(c.name, None) for c in cases]
@@ -343,6 +346,26 @@ def run_check(
         forget(learner)
         forget(yard_module)
         forget(check)
+
+
+_TRACE: dict[str, Any] = {}
+
+
+def _kernel_trace(ex: Exercise, check: Any, actx: api.Context) -> Any:
+    """The record of the kernels each call ran (gpulab.exercises.kernel_trace), for a kernel
+    exercise: the emulator's own where CuPy is the tests' fake, CUPTI's on a GPU (started once a
+    process), None elsewhere."""
+    if not getattr(check, "OWN_KERNEL", False) or "cupy" not in ex.needs:
+        return None
+    cp = sys.modules.get("cupy")
+    fake = getattr(cp, "__gpulab_trace__", None)
+    if fake is not None:
+        return fake
+    if not actx.cupy:
+        return None
+    if "gpu" not in _TRACE:
+        _TRACE["gpu"] = KernelTrace.make()
+    return _TRACE["gpu"]
 
 
 def _untimed_lead(actx: api.Context) -> Any:

@@ -9,8 +9,10 @@ one that notices.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -20,12 +22,87 @@ from gpulab.testing.cuda_emu import RawKernel
 PAD_BYTES = 64 << 10  # more than a block of 1024 threads can reach past the end with 16-byte loads
 
 
+# The library's own work done inside a traced block (a stack: one list per open block), the
+# emulator's stand-in for the kernels CUPTI records on a GPU (gpulab.exercises.kernel_trace)
+_TRACE: list[list[str]] = []
+# NumPy functions that allocate, view or move data: what a learner's call may do on the device
+_NOT_WORK = frozenset(
+    [
+        "empty",
+        "empty_like",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "copy",
+        "copyto",
+        "reshape",
+        "ravel",
+        "shape",
+        "ndim",
+        "size",
+        "result_type",
+        "can_cast",
+        "broadcast_to",
+        "ascontiguousarray",
+        "asarray",
+        "concatenate",
+        "stack",
+        "atleast_1d",
+        "atleast_2d",
+        "squeeze",
+        "expand_dims",
+        "transpose",
+        "moveaxis",
+    ]
+)
+
+
+class DeviceArray(np.ndarray):
+    """The fake's device array: a NumPy array that tells an open trace which library operations
+    ran on it (a ufunc, a reduction, a NumPy function), as a GPU's record names the kernels."""
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if _TRACE:
+            suffix = "" if method == "__call__" else f"_{method}"
+            _TRACE[-1].append(f"cupy_{ufunc.__name__}{suffix}")
+        args = [x.view(np.ndarray) if isinstance(x, DeviceArray) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(
+                o.view(np.ndarray) if isinstance(o, DeviceArray) else o for o in kwargs["out"]
+            )
+        result = getattr(ufunc, method)(*args, **kwargs)
+        if isinstance(result, np.ndarray) and not isinstance(result, DeviceArray):
+            return result.view(DeviceArray)
+        return result
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if _TRACE and func.__name__ not in _NOT_WORK:
+            _TRACE[-1].append(f"cupy_{func.__name__}")
+        return super().__array_function__(func, types, args, kwargs)
+
+
+class _Trace:
+    """The kernel_trace.KernelTrace interface over the fake's record."""
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[list[str]]:
+        names: list[str] = []
+        _TRACE.append(names)
+        try:
+            yield names
+        finally:
+            _TRACE.remove(names)
+
+
 def _padded(shape: Any, dtype: Any) -> np.ndarray:
     dt = np.dtype(dtype)
     shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
     n = int(np.prod(shape, dtype=np.int64))
     extra = -(-PAD_BYTES // dt.itemsize)
-    return np.empty(n + extra, dtype=dt)[:n].reshape(shape)
+    return np.empty(n + extra, dtype=dt)[:n].reshape(shape).view(DeviceArray)
 
 
 def empty(shape: Any, dtype: Any = np.float64) -> np.ndarray:
@@ -165,11 +242,27 @@ class RawModule:
         return RawKernel(self.code, name)
 
 
+def _one_kernel(f: Any) -> Any:
+    """`f` run by NumPy as one fused kernel: on a GPU CuPy compiles it into a single kernel of
+    the learner's, so its NumPy steps are no library work for an open trace."""
+
+    def fused(*args: Any, **kwargs: Any) -> Any:
+        held = list(_TRACE)
+        _TRACE.clear()
+        try:
+            return f(*args, **kwargs)
+        finally:
+            _TRACE.extend(held)
+
+    fused.__name__ = getattr(f, "__name__", "fuse")
+    return fused
+
+
 def fuse(*args: Any, **kwargs: Any) -> Any:
     """`cupy.fuse`: the function itself, run by NumPy (no kernel to emulate: NumPy is exact)."""
     if args and callable(args[0]) and not kwargs:
-        return args[0]
-    return lambda f: f
+        return _one_kernel(args[0])
+    return _one_kernel
 
 
 def make() -> types.ModuleType:
@@ -206,6 +299,8 @@ def make() -> types.ModuleType:
             stream=types.SimpleNamespace(Stream=_Stream),
         ),
         __gpulab_fake__=True,
+        __gpulab_trace__=_Trace(),
+        __gpulab_plain__=(DeviceArray,),
     )
     return mod
 

@@ -1,4 +1,4 @@
-# expect: same bits every run
+# expect: same bits every run | a library kernel ran inside your call
 """Wrong: sorting the input first fixes the order of the values, not the order in which the
 blocks' atomicAdds land, so the sum still changes from run to run."""
 

@@ -1,5 +1,7 @@
-# why: two passes: the learner's kernel writes one partial sum per block, and cupy.sum adds those few hundred partials (no atomics); the kernel does all the reading, the library only the last step
-"""Dot product in two passes: a block reduction per block into partials, then their sum."""
+# expect: a library kernel ran inside your call | cupy.sum
+"""Wrong, a partial decoy: the learner's kernel writes one partial sum per block and cupy.sum adds
+the partials. The library does the last step of the reduction inside the call; in this exercise
+the second pass is a launch of your own kernel too (or one atomic per block)."""
 
 import cupy as cp
 import numpy as np

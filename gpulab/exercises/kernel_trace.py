@@ -1,0 +1,109 @@
+"""Which kernels ran inside a learner's call, from the GPU's own record of them (CUPTI).
+
+A kernel exercise asks for the learner's own kernel to do the work. CuPy offers no hook on its
+launches (its ufuncs, reductions and operators launch from compiled code), so a call that runs
+the learner's kernel on one part and `cupy.add` on the rest (a partial decoy) looked like the
+learner's work to every rule that reads the source or counts the learner's launches. The GPU
+knows better: CUPTI records every kernel that ran, by name, whoever launched it. So each
+checked call of a kernel exercise (and one call at the timing's size after the timed rounds) runs
+inside torch.profiler with CUDA activity only, and any kernel in it that is neither one of the
+learner's own (by the names their kernels were compiled under) nor allocation, data movement or
+the grader's own (a memset, a copy, a fill, gpulab's spin) fails the call, naming the kernel.
+
+Where torch has no CUDA (CuPy without torch's CUDA build) or the profiler cannot start, there is
+no trace and the check says nothing more than it did before; the emulator of the CPU tests has
+its own record (gpulab.testing.fake_cupy), read through the same `KernelTrace` interface.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+# Kernels that are allocation, data movement or the grader's own: allowed inside a call.
+_INFRA = re.compile(
+    r"^(memset|memcpy|gpulab_)|cupy_(fill|copy|memset|astype|concatenate)|"
+    r"^(void )?(at::native::)?(vectorized_elementwise_kernel.*FillFunctor|elementwise_kernel.*fill)",
+    re.IGNORECASE,
+)
+
+
+def allowed(name: str, own: list[str]) -> bool:
+    """Whether a kernel that ran inside a call is the learner's own (its name contains one of
+    `own`, the names their kernels were compiled under) or allocation, a copy, or the
+    grader's."""
+    if _INFRA.search(name.strip()):
+        return True
+    return any(o and o in name for o in own)
+
+
+class KernelTrace:
+    """Records the kernels that run inside `with trace.call() as names:` (filled when the block
+    ends). `make()` gives one where the device can record, else None."""
+
+    def __init__(self, collect: Callable[[], Any]) -> None:
+        self._collect = collect
+
+    @classmethod
+    def make(cls) -> KernelTrace | None:
+        """A CUPTI trace through torch.profiler, or None (no CUDA build of torch, no GPU, or the
+        profiler cannot start here)."""
+        try:
+            import torch
+            from torch.profiler import ProfilerActivity, profile
+        except ImportError:
+            return None
+        if not torch.cuda.is_available():
+            return None
+
+        @contextlib.contextmanager
+        def collect() -> Iterator[list[str]]:
+            names: list[str] = []
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                yield names
+                torch.cuda.synchronize()
+            names.extend(kernels(prof))
+
+        try:  # one empty session: CUPTI's first start costs a second, and may not be allowed
+            with collect():
+                pass
+        except Exception:  # noqa: BLE001 - no trace is a check without this rule, not a failure
+            return None
+        return cls(collect)
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[list[str]]:
+        """The names of the kernels that ran in the block, appended when it ends."""
+        with self._collect() as names:
+            yield names
+
+
+def kernels(prof: Any) -> list[str]:
+    """The names of the GPU kernels (and memsets and copies) a finished profile recorded."""
+    out: list[str] = []
+    results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    if results is not None:
+        for e in results.events():
+            if str(e.device_type()).endswith("CUDA"):
+                out.append(str(e.name()))
+        return out
+    for e in prof.events():
+        if str(getattr(e, "device_type", "")).endswith("CUDA"):
+            out.append(str(e.name))
+    return out
+
+
+def foreign_message(names: list[str], own: list[str]) -> str:
+    """'' when every kernel in `names` is allowed, else the one line that names the first that
+    is not: the library did work inside the call."""
+    others = [n for n in names if not allowed(n, own)]
+    if not others:
+        return ""
+    shown = others[0] if len(others[0]) <= 80 else others[0][:77] + "..."
+    more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
+    return (
+        f"a library kernel ran inside your call: {shown}{more}. In this exercise your own "
+        "kernel does the work; the library may allocate and copy, not compute"
+    )
