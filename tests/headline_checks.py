@@ -105,6 +105,8 @@ def _gpu_figures(exp_id: str, s: dict[str, Any], rows: dict[str, Any]) -> list[s
         return [_fmt_time(rows[c]["time_median_s"]) for c in ("in-place-gpu", "out-of-place-gpu")]
     if exp_id == "memory" and s.get("context_bytes_nvml") is not None:
         return [f"held {s['context_bytes_nvml'] / 2**20:.0f} MiB"]
+    if exp_id == "memory" and "reserved_after_del" in s:
+        return [f"{s['reserved_after_del'] / 2**20:.0f} MiB stayed reserved"]
     return None
 
 

@@ -21,7 +21,12 @@ TIMING = {
     "ceiling": {"name": "copy", "value": 9.8, "device": "CPU", "why": ""},
     "fraction": 6.7 / 9.8,
     "library_fraction": 7.4 / 9.8,
-    "grades": {"bronze": 0.4, "silver": 0.6, "gold": 0.8},
+    "grades": {"bronze": 0.35, "silver": 0.6, "gold": 0.85},
+    "yardstick": {"label": "reference", "file": "solution.py", "value": 9.0, "fraction": 9.0 / 9.8},
+    "of_yardstick": {"figure": 0.744, "lo": 0.731, "hi": 0.752, "n": 15, "basis": "rounds"},
+    "rounds": 15,
+    "window": {"na": "CPU mode: no GPU to read", "throttled": False},
+    "grade": "silver",
     "quick": False,
 }
 

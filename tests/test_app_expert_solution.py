@@ -43,7 +43,9 @@ async def test_expert_solution_opens_at_gold_and_e_switches():
         screen = await _open_solution(pilot, "matmul-tiled", "gold")
         head, code = _shown(screen)
         assert "Reference solution" in head and "e shows the expert's" in head
-        assert f"{100 * ex.expert:.0f}% of the ceiling on an H100" in head
+        # no figure from one card: the expert is timed beside the learner on this device
+        assert "our expert solution is timed beside yours in every check" in head
+        assert "H100" not in head
         assert code == ex.solution_path.read_text()
         await pilot.press("e")
         head, code = _shown(screen)

@@ -253,6 +253,13 @@ def test_claims_comparisons_judge_issue_16s_measurements():
     assert set(by) <= set(names)
 
 
+def _series(grades, figure, passed=True, messages=()):
+    return {"checks": len(grades), "passed": passed, "messages": list(messages),
+            "grades": list(grades), "flips": sum(a != b for a, b in zip(grades, grades[1:], strict=False)),
+            "figure": figure, "figures": [figure] * len(grades), "fraction": figure,
+            "fractions": [], "value": 1.0, "timings": []}  # fmt: skip
+
+
 def _exercise_entry(**kw):
     entry = {
         "exercise": "zip-add",
@@ -270,6 +277,7 @@ def _exercise_entry(**kw):
         "repeat_check_s": 0.4,
         "reference_checks": 5,
         "false_rejections": [],
+        "reference": _series(["silver"] * 5, 0.7),
         "right": [{"name": "rawmodule", "why": "x", "passed": True, "message": "ok"}],
         "wrong": [{"name": "w", "expect": "x", "rejected": True, "message_ok": True}],
     }
@@ -299,27 +307,24 @@ def test_exercise_bench_counts_false_rejections_and_right_solutions():
     assert "right/rawmodule rejected: no kernel" in text
 
 
-def test_exercise_bench_wants_every_expert_solution_graded_gold():
+def test_exercise_bench_wants_every_expert_solution_gold_in_every_repeat():
     from gpulab.benchmark import exercises as ex_bench
 
-    gold = {"passed": True, "message": "ok", "grade": "gold", "fraction": 0.9, "value": 1.0,
-            "anchor": 0.91}  # fmt: skip
-    silver = dict(gold, grade="silver", fraction=0.7)
-    failed = dict(gold, passed=False, grade=None, message="wrote past the end")
+    gold = _series(["gold"] * 3, 0.99)
+    once_silver = _series(["gold", "silver", "gold"], 0.9)
+    failed = _series(["gold", "gold"], 0.99, passed=False, messages=["wrote past the end"])
+    name = "exercises: expert solutions gold in every repeat"
     part = {"exercises": [_exercise_entry(expert=gold), _exercise_entry(exercise="a", expert=None)]}
     by = {c["name"]: c for c in ex_bench.comparisons(part, gpu=True)}
-    assert by["exercises: expert solutions graded gold"]["status"] == "pass"
-    assert by["exercises: expert solutions graded gold"]["target"] == "all 1"
-    part = {"exercises": [_exercise_entry(expert=gold), _exercise_entry(expert=silver),
+    assert by[name]["status"] == "pass" and by[name]["target"] == "all 1"
+    part = {"exercises": [_exercise_entry(expert=gold), _exercise_entry(expert=once_silver),
                           _exercise_entry(expert=failed)]}  # fmt: skip
     by = {c["name"]: c for c in ex_bench.comparisons(part, gpu=True)}
-    assert by["exercises: expert solutions graded gold"]["value"] == 1
-    assert by["exercises: expert solutions graded gold"]["status"] == "miss"
-    assert "exercises: expert solutions graded gold" not in {
-        c["name"] for c in ex_bench.comparisons(part, gpu=False)
-    }
+    assert by[name]["value"] == 1 and by[name]["status"] == "miss"
+    assert by["exercises: grade flips between repeats (references and experts)"]["value"] == 2
+    assert name not in {c["name"] for c in ex_bench.comparisons(part, gpu=False)}
     text = "\n".join(ex_bench.markdown_lines(part))
-    assert "| gold 90% (91%) |" in text and "| silver 70% (91%) |" in text
+    assert "| gold/gold/gold (0.99) |" in text and "| gold/silver/gold (0.90) |" in text
     assert "expert.py rejected: wrote past the end" in text
 
 
@@ -351,43 +356,42 @@ def test_multi_gpu_targets_judge_allreduce_against_the_peer_copy_and_ddp_efficie
     assert ddp["status"] == "miss" and ddp["goal"] == 0.9
 
 
-async def test_exercise_bench_grades_an_expert_on_the_median_of_three_checks():
-    """One disturbed check cannot decide the expert's grade, and each check's timing is kept
-    (with the library's figure from the same check) to tell a slow GPU from a slow call."""
+def test_exercise_bench_counts_grade_flips_between_repeats():
+    """A solution checked again and again must keep its grade: each change from one repeat to
+    the next is a flip, counted, and every check's figures are kept (the fraction of the
+    yardstick timed in the same rounds, the fraction of the ceiling, the library's)."""
     from gpulab.benchmark import exercises as ex_bench
-    from gpulab.exercises.loader import find
     from gpulab.exercises.run_check import CheckResult
 
-    ex = find("histogram")  # gold 0.82 of the copy ceiling, bronze 0.2
+    def result(grade, figure, verdict="pass"):
+        timing = {
+            "fraction": 0.9 * figure,
+            "library_fraction": 0.1,
+            "of_yardstick": {"figure": figure, "lo": figure - 0.01, "hi": figure + 0.01},
+            "learner": {"value": 3000.0 * figure, "median_s": 1e-4, "min_s": 9e-5,
+                        "max_s": 2e-4, "runs": 15},
+        }  # fmt: skip
+        return CheckResult("x", verdict, "why" if verdict != "pass" else "ok", 1, "p",
+                           timing=timing, grade=grade if verdict == "pass" else None)  # fmt: skip
 
-    class Checks:
-        def __init__(self, fractions, verdicts=None):
-            self.fractions = list(fractions)
-            self.verdicts = list(verdicts or ["pass"] * len(self.fractions))
-            self.seeds = []
-
-        async def check(self, exercise, path, seed):
-            assert path == exercise.expert_path
-            self.seeds.append(seed)
-            f, verdict = self.fractions.pop(0), self.verdicts.pop(0)
-            timing = {
-                "fraction": f,
-                "library_fraction": 0.1,
-                "learner": {"value": 3000.0 * f, "median_s": 1e-4 / f, "min_s": 9e-5 / f,
-                            "max_s": 2e-4 / f, "runs": 15},
-            }  # fmt: skip
-            result = CheckResult(exercise.id, verdict, "why" if verdict != "pass" else "ok", seed,
-                                 str(path), timing=timing)  # fmt: skip
-            return result, 0.2
-
-    burst = Checks([0.96, 0.13, 0.95])
-    got = await ex_bench._expert(burst, ex)
-    assert got["grade"] == "gold" and got["fraction"] == 0.95 and got["passed"]
-    assert got["fractions"] == [0.96, 0.13, 0.95] and len(set(burst.seeds)) == 3
-    assert [c["runs"] for c in got["checks"]] == [15, 15, 15]
-    assert got["checks"][1]["library_fraction"] == 0.1 and got["checks"][1]["max_s"] > 1e-3
-    slow = await ex_bench._expert(Checks([0.96, 0.13, 0.3]), ex)
-    assert slow["grade"] == "bronze" and slow["fraction"] == 0.3  # two slow checks of three
-    one_fails = await ex_bench._expert(Checks([0.96, 0.96, 0.96], ["pass", "fail", "pass"]), ex)
-    assert not one_fails["passed"] and one_fails["grade"] is None
-    assert one_fails["message"] == "why"
+    steady = ex_bench.series([result("gold", 0.97), result("gold", 0.99), result("gold", 0.98)])
+    assert steady["passed"] and steady["flips"] == 0 and steady["figure"] == 0.98
+    assert steady["grades"] == ["gold"] * 3 and len(steady["timings"]) == 3
+    flipping = ex_bench.series([result("gold", 0.86), result("silver", 0.84), result("gold", 0.86)])
+    assert flipping["flips"] == 2 and flipping["grades"] == ["gold", "silver", "gold"]
+    one_fails = ex_bench.series([result("gold", 0.9), result(None, 0, "fail")])
+    assert not one_fails["passed"] and one_fails["messages"] == ["why"]
+    part = {
+        "exercises": [
+            {"exercise": "x", "wrong": [], "right": [], "passed": True, "metric": "GB/s",
+             "reference": flipping, "expert": steady, "first_check_s": 0.3,
+             "repeat_check_s": 0.2, "needs": ["cupy"], "grade": "gold"}
+        ],
+        "soak": [{"exercise": "x", **one_fails}],
+    }  # fmt: skip
+    judged = {c["name"]: c for c in ex_bench.comparisons(part, gpu=True)}
+    flips = judged["exercises: grade flips between repeats (references and experts)"]
+    assert flips["value"] == 2.0 and flips["status"] == "miss"
+    assert judged["exercises: expert solutions gold in every repeat"]["status"] == "pass"
+    soak = next(c for n, c in judged.items() if n.startswith("exercises: soak, rejections"))
+    assert soak["value"] == 1.0 and soak["status"] == "miss"

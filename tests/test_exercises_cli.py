@@ -208,6 +208,11 @@ async def test_watch_rechecks_on_save_and_moves_on(tmp_path):
     assert not stopped_by_test
 
 
+def _series(grades, figure=0.7):
+    return {"checks": len(grades), "passed": True, "messages": [], "grades": grades,
+            "flips": 0, "figure": figure, "figures": [figure] * len(grades)}  # fmt: skip
+
+
 def test_bench_part_targets_and_table():
     from gpulab.benchmark import exercises as ex_bench
 
@@ -235,6 +240,7 @@ def test_bench_part_targets_and_table():
                 "metric": "GB/s",
                 "first_check_s": 0.9,
                 "repeat_check_s": 0.3,
+                "reference": _series(["silver", "silver"]),
                 "wrong": [wrong],
             },
             {
@@ -252,7 +258,8 @@ def test_bench_part_targets_and_table():
                 "prepare_s": 6.25,
                 "first_check_s": 1.8,
                 "repeat_check_s": 0.4,
-                "repeat_phases": {"runs": 0.05, "compare": 0.21, "timing: yours": 0.1},
+                "repeat_phases": {"runs": 0.05, "compare": 0.21, "timing: rounds": 0.1},
+                "reference": _series(["bronze", "bronze"], figure=0.45),
                 "wrong": [wrong, {**wrong, "name": "x", "rejected": False, "message_ok": False}],
             },
             {"exercise": "g", "order": 30, "skipped": "needs a GPU: none"},
@@ -262,7 +269,7 @@ def test_bench_part_targets_and_table():
     assert by["exercises: reference solutions pass"]["status"] == "pass"
     assert by["exercises: known-wrong solutions rejected with their message"]["value"] == 2
     assert by["exercises: known-wrong solutions rejected with their message"]["status"] == "miss"
-    assert by["exercises: reference grade silver or better"]["value"] == 1
+    assert by["exercises: reference silver or better in every repeat"]["value"] == 1
     first = by[
         "exercises: first check after the exercise's preparation, worst of the kernel exercises (s)"
     ]
@@ -270,10 +277,10 @@ def test_bench_part_targets_and_table():
     assert by["exercises: repeat check, worst of the kernel exercises (s)"]["status"] == "pass"
     table = "\n".join(ex_bench.markdown_lines(part))
     # the one-time preparation is its own column, beside the first check it speeds up
-    row = "| k | pass | bronze | 1500 GB/s | 45% | 80% | - | 6.25 s | 1.80 s | 0.40 s | "
+    row = "| k | pass | bronze/bronze (0.45) | - | 1500 GB/s | 45% | 80% | 6.25 s | 1.80 s | 0.40 s | "
     # reference checks passed (2 of 2 when a bench before --repeat recorded none), wrong, right
-    assert row + "compare 0.21, timing: yours 0.10 | 2/2 | 1/2 | 0/0 |" in table
+    assert row + "compare 0.21, timing: rounds 0.10 | 2/2 | 1/2 | 0/0 |" in table
     # no phases and no preparation recorded (a bench before either): dashes
-    assert "| - | - | 0.90 s | 0.30 s | - | 2/2 | 1/1 | 0/0 |" in table
+    assert "| 80% | - | 0.90 s | 0.30 s | - | 2/2 | 1/1 | 0/0 |" in table
     assert "| g | not run: needs a GPU: none |" in table
     assert "k/x: expected 'never written'" in table

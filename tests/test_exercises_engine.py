@@ -103,7 +103,7 @@ def _replace(path: Path, old: str, new: str) -> None:
             "needs 'tpu'",
         ),
         (
-            lambda d: _replace(d / "exercise.md", "bronze: 0.05", "bronze: 0.5"),
+            lambda d: _replace(d / "exercise.md", "bronze: 0.3", "bronze: 0.7"),
             "exercise.md",
             "must rise",
         ),
@@ -403,13 +403,13 @@ def test_find_reads_one_folder_and_agrees_with_the_catalog(monkeypatch, cat):
 )
 def test_gpu_state_reads_nvml_or_says_why_not(variant, has_temp, words):
     from gpulab.core.devices import DeviceInfo, Inventory
-    from gpulab.exercises.speed import gpu_state
     from gpulab.telemetry.nvml import NvmlSession
+    from gpulab.telemetry.window import gpu_state
     from gpulab.testing.fake_nvml import FakeNvml
 
     fake = FakeNvml(variant)
     inv = Inventory(devices=[DeviceInfo(index=0, name="fake", kind="cuda")])
-    state = gpu_state(inv, 0, session=NvmlSession(nvml=fake))
+    state = gpu_state(inv, 0, nvml=NvmlSession(nvml=fake))
     assert (state["temperature_c"] is not None) == has_temp
     assert (state["sm_clock_mhz"] is not None) == has_temp
     assert words in state["na"] and (has_temp or state["na"])

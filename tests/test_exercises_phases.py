@@ -23,18 +23,18 @@ def test_the_phases_sum_to_the_seconds_and_find_the_slow_learner(tmp_path, doubl
     assert result.passed, result.message
     ph = result.phases
     assert list(ph)[:5] == ["inputs", "references", "load", "runs", "compare"]
-    assert {"timing: inputs", "timing: yours", "timing: ceiling"} <= set(ph)
+    assert {"timing: inputs", "timing: rounds", "timing: ceiling"} <= set(ph)
     assert sum(ph.values()) == pytest.approx(result.seconds, abs=1e-6)
     assert all(v >= 0 for v in ph.values())
     cases = len(result.cases)
     assert ph["runs"] >= 0.15 * cases  # every case slept once
-    assert ph["timing: yours"] >= 0.15 * 3  # at least the quick timer's three runs
+    assert ph["timing: rounds"] >= 0.15 * 3  # at least the quick timer's three runs
     assert ph["references"] < 0.15 and ph["compare"] < 0.15  # not billed for the sleeps
     assert result.seconds >= SLOW_CHECK_S
     line = phases_line(result)
     assert line.startswith(f"where the {result.seconds:.2f} s went: ")
     named = [part.rsplit(" ", 2)[0] for part in line.split(": ", 1)[1].split(", ")]
-    assert set(named[:2]) == {"runs", "timing: yours"}, line
+    assert set(named[:2]) == {"runs", "timing: rounds"}, line
     assert f"  {line}" in verdict_lines(result, name="double")
     # The TUI's verdict ends with it (last: the verdict itself stays in view in a short pane).
     assert verdict_text(result).plain.rstrip().endswith(phases_line(result, top=3))
@@ -53,7 +53,7 @@ def test_a_failed_check_still_accounts_for_its_time(tmp_path, double):  # noqa: 
     result = check(double, learner(tmp_path, text))
     assert not result.passed and result.kind == "error"
     assert result.phases["runs"] >= 0.1
-    assert "timing: yours" not in result.phases  # never timed
+    assert "timing: rounds" not in result.phases  # never timed
     assert sum(result.phases.values()) == pytest.approx(result.seconds, abs=1e-6)
 
 

@@ -165,7 +165,7 @@ def test_bandwidth_compare_rejects_figures_above_the_link():
     ctx = _ctx()
     case = check.cases(ctx)[0]
     want = {"ceiling": 55.0}
-    ours = {"pageable": 8.0, "pinned": 50.0}
+    ours = {"pageable": 8.0, "pinned": 50.0, "pageable_low": 8.0, "pageable_high": 8.0}
 
     def rounds(pageable, pinned):
         return {"rounds": [{"yours": {"pageable": pageable, "pinned": pinned}, "ours": ours}] * 3}
@@ -176,13 +176,23 @@ def test_bandwidth_compare_rejects_figures_above_the_link():
     # swapped: pinned below pageable where the check measured pinned 6x faster
     swapped = check.compare(want, rounds(20.0, 16.0), case, ctx).message
     assert "are the two figures swapped?" in swapped and swapped.startswith("pinned = 16.0")
+    # pageable: from 0.25x the slower of the check's two ways of copying to 2.5x the faster. A
+    # fresh buffer at a third of a kept one's rate (an H200 host) passes; a total of 7 runs,
+    # a seventh of the figure, does not (and the pinned figure, with its tight bounds, shows
+    # the same mistake whichever way the pageable copy went)
+    ours.update(pageable=11.9, pageable_low=4.0, pageable_high=11.9)
+    assert check.compare(want, rounds(3.98, 52.0), case, ctx) is None
+    assert "pinned = " in check.compare(want, rounds(11.9 / 7, 52.0 / 7), case, ctx).message
+    seventh = check.compare(want, rounds(3.98 / 7, 52.0), case, ctx).message
+    assert "measured 4.00 to 11.90 GB/s" in seventh and "0.25x the slower" in seventh
 
 
 def test_bandwidth_compares_interleaved_rounds_and_draws_its_sizes():
     check = _check("bandwidth")
     ctx = _ctx()
     case = check.cases(ctx)[0]
-    calm, busy = {"pageable": 8.0, "pinned": 50.0}, {"pageable": 4.0, "pinned": 25.0}
+    calm = {"pageable": 8.0, "pinned": 50.0, "pageable_low": 8.0, "pageable_high": 8.0}
+    busy = {"pageable": 4.0, "pinned": 25.0, "pageable_low": 4.0, "pageable_high": 4.0}
     # A load that halves the link for a round halves both figures of that round: no verdict.
     got = {
         "rounds": [

@@ -44,11 +44,14 @@ def test_the_tui_says_a_gpu_timing_ran_behind_the_spin_without_a_line_more() -> 
         "learner": {"value": 2700.0, "runs": 20},
         "fraction": 0.9,
         "ceiling": {"name": "copy", "value": 3000.0, "device": "d"},
-        "grades": {"gold": 0.82, "silver": 0.6, "bronze": 0.3},
+        "grades": {"bronze": 0.3, "silver": 0.6, "gold": 0.85},
+        "yardstick": {"label": "expert", "file": "expert.py", "value": 2850.0, "fraction": 0.95},
+        "of_yardstick": {"figure": 0.947, "lo": 0.941, "hi": 0.953, "n": 15},
     }
     on_cpu = speed_text(timing).plain
     assert "spin" not in on_cpu
     shown = speed_text({**timing, "lead_us": 200.0}).plain
-    assert "timed behind a 200 us spin" in shown
+    assert "behind a 200 us spin" in shown
+    assert "you/expert 0.95 [0.94-0.95]" in shown  # the grade's figure, with its interval
     assert len(shown.splitlines()) == len(on_cpu.splitlines())
     assert max(len(line) for line in shown.splitlines()) <= 76  # inside an 80-column pane

@@ -286,3 +286,21 @@ def test_kernel_fusion_poisons_an_output_it_writes_in_place(cpu_inventory, monke
     assert final == "result"
     # Every CPU contender allocates a fresh output on each call: nothing to poison.
     assert seen and all(dest is None for _, dest in seen)
+
+
+def test_memory_headline_when_nvml_sees_no_process():
+    """In a container NVML often attributes no memory to a process: the GPU run's headline then
+    gives what torch saw, with NVML's reason, and the headline check reads that figure."""
+    from types import SimpleNamespace
+
+    exp = registry.get("memory")
+    result = SimpleNamespace(
+        summary={
+            "context_bytes_nvml": None,
+            "nvml_reason": "not supported in this container",
+            "reserved_after_del": 1024 * 2**20,
+        }
+    )
+    line = exp.headline(result)
+    assert "1024 MiB stayed reserved" in line and "not supported in this container" in line
+    assert_headline("memory", {"headline": line, "summary": result.summary, "measurements": []})

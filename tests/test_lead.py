@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import textwrap
 import time
+from contextlib import nullcontext
 from types import SimpleNamespace
 
 import pytest
@@ -41,8 +42,8 @@ class _Clock:
 @pytest.fixture
 def fake_events(monkeypatch):
     _Clock.log = []
-    monkeypatch.setattr(timing, "_EventClock", _Clock)
-    monkeypatch.setattr(timing, "_sync_for", lambda kind: lambda: None)
+    monkeypatch.setattr(timing, "EventClock", _Clock)
+    monkeypatch.setattr(timing, "sync_for", lambda kind: lambda: None)
     return _Clock.log
 
 
@@ -95,21 +96,34 @@ class _RecordingTimer:
         return SimpleNamespace(median_s=1.0)
 
 
-def test_a_stream_made_during_a_led_timing_has_it_taken_again_without_the_lead():
-    watch = SimpleNamespace(streams=[])
+def test_a_stream_made_during_led_rounds_has_them_taken_again_without_the_lead(
+    fake_events, monkeypatch
+):
+    log = fake_events
+    monkeypatch.setattr(speed, "_lead", lambda spec, actx, watch: lambda: log.append("lead"))
+    watch = SimpleNamespace(streams=[], aside=nullcontext)
     calls = SimpleNamespace(
-        call=lambda: watch.streams.append(("torch", object(), True)),
+        call=lambda: watch.streams.append(("torch", object(), True)) or log.append("call"),
         before=lambda rotate: rotate,
         after=lambda: None,
     )
-    timer = _RecordingTimer()
-    _, lead = speed.time_learner(timer, calls, lambda: None, _spec(), "spin", watch)
-    assert timer.leads == ["spin", None] and lead is None
-    # with no stream made, one timing, and the lead kept
-    timer, watch.streams = _RecordingTimer(), []
-    calls.call = lambda: None
-    _, lead = speed.time_learner(timer, calls, lambda: None, _spec(), "spin", watch)
-    assert timer.leads == ["spin"] and lead == "spin"
+    spec = SimpleNamespace(sync="cupy", library=None, lead=True)
+    actx = SimpleNamespace(gpu=False, cupy=False, device_index=0)
+    taken = speed._take_rounds(
+        spec, None, ([0], [], []), calls, lambda: None, speed.QUICK, actx, SimpleNamespace(), watch
+    )
+    assert taken.lead is None and taken.rounds.done == speed.QUICK.min_rounds
+    # the first rounds ran behind the lead; the kept ones, taken after, without it
+    assert log.count("lead") == speed.QUICK.min_rounds
+    assert log[-3:] == ["start", "call", "end"]
+    # with no stream made, one set of rounds, and the lead kept
+    log.clear()
+    watch.streams = []
+    calls.call = lambda: log.append("call")
+    taken = speed._take_rounds(
+        spec, None, ([0], [], []), calls, lambda: None, speed.QUICK, actx, SimpleNamespace(), watch
+    )
+    assert taken.lead is not None and log.count("lead") == speed.QUICK.min_rounds
 
 
 def test_report_says_when_the_launch_was_hidden():

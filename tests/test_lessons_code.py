@@ -7,7 +7,9 @@ on a GPU machine every block runs, plain and `runnable gpu` alike, so the
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -35,14 +37,26 @@ def _env() -> dict[str, str]:
 
 
 def _run(block: CodeBlock, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    """The block in a child process of its own session, so a hang (a profiler that never
+    returns, a grandchild holding the pipes) is ended whole, by the child's process group, and
+    fails this test alone instead of stopping the rest of the run."""
+    proc = subprocess.Popen(
         [sys.executable, "-c", block.code],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=TIMEOUT_S,
         cwd=cwd,
         env=_env(),
+        start_new_session=True,
     )
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the group this test started, by its pid
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def _check(where: str, block: CodeBlock, cwd: Path) -> None:

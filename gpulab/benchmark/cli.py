@@ -27,7 +27,22 @@ def add_parser(sub: Any) -> None:
         "--repeat",
         type=int,
         default=3,
-        help="exercises: check each reference solution this many times in a row (default 3)",
+        help="exercises: check each reference (and expert) solution this many times in a row "
+        "(default 3)",
+    )
+    bench.add_argument(
+        "--exercise",
+        action="append",
+        default=[],
+        help="exercises: just these exercise ids (a,b or repeated), e.g. to split the suite "
+        "over GPUs",
+    )
+    bench.add_argument(
+        "--soak",
+        type=int,
+        default=0,
+        help="exercises: then check every GPU exercise's reference this many times more with a "
+        "CPU core kept busy (opt-in, long)",
     )
 
 
@@ -49,6 +64,18 @@ def main(args: argparse.Namespace) -> int:
     unknown = [o for o in only if o not in all_experiments()]
     if unknown:
         raise BadInput(f"unknown experiment(s) for --only: {', '.join(unknown)}")
+    exercises = [o.strip() for arg in getattr(args, "exercise", []) or [] for o in arg.split(",")]
+    exercises = [o for o in exercises if o]
+    if exercises:
+        from gpulab.exercises.loader import load_catalog
+
+        known = load_catalog().ids()
+        bad = [e for e in exercises if e not in known]
+        if bad:
+            raise BadInput(f"unknown exercise(s) for --exercise: {', '.join(bad)}")
+    soak = int(getattr(args, "soak", 0) or 0)
+    if soak < 0:
+        raise BadInput(f"--soak {soak}: a number of checks, 0 or more")
     quick = bool(getattr(args, "quick", False))
     repeat = int(getattr(args, "repeat", 3) or 3)
     if repeat < 2:
@@ -67,7 +94,9 @@ def main(args: argparse.Namespace) -> int:
         paths[0].write_text(json.dumps(clean, indent=2))
         paths[1].write_text(markdown(clean))
 
-    report = json_safe(run_bench(suite, only, quick, on_run=write, repeat=repeat))
+    report = json_safe(
+        run_bench(suite, only, quick, on_run=write, repeat=repeat, exercises=exercises, soak=soak)
+    )
     write(report)
     json_path, md_path = paths
     print(f"device: {report['device']}")

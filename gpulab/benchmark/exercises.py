@@ -1,15 +1,19 @@
 """`gpulab bench --suite exercises` (also part of `full`): every exercise this machine can run,
 through a warm worker exactly as `gpulab ex check` runs it.
 
-Per exercise: our solution's verdict, grade and % of the ceiling (and the library's), the
-expert solution's (kernel exercises: checked three times with fresh seeds, the median fraction
-graded, as `python -m gpulab.benchmark.experts` and the GPU tests grade it; gold means the gold
-threshold, 0.85 of the expert's own anchor figure, still holds on this GPU), the check
-latency from submitting to the verdict (the first check of the exercise in this worker, and a
-repeat), every known-wrong solution: rejected, and with the
-message its `# expect:` line names, and every unusual correct one (right/): passed. The reference
-is checked `repeat` times in a row with fresh seeds (`gpulab bench --repeat N`); each time it
-fails is a false rejection, counted and kept with its message: noise must never decide a verdict.
+Per exercise: our reference solution checked `repeat` times in a row with fresh seeds
+(`gpulab bench --repeat N`), and the expert solution as many times where there is one; each
+check's verdict, grade, the learner's speed as a fraction of the yardstick timed in the same
+rounds (with its interval) and of the ceiling, and the library's; how often the grade changed
+from one repeat to the next (a flip: noise deciding a grade); the check latency from submitting
+to the verdict (the first check of the exercise in this worker, and a repeat); every known-wrong
+solution: rejected, and with the message its `# expect:` line names; every unusual correct one
+(right/): passed. A reference check that fails is a false rejection, counted and kept with its
+message: noise must never decide a verdict.
+
+`--soak N` (opt-in, long): every GPU exercise's reference checked N times more in a row while
+another process keeps one CPU core busy (the learner's editor, a build, a notebook beside the
+lab): every rejection and grade flip is counted.
 
 Before its first check each exercise is prepared (`exercise-prepare`, what the TUI runs when a
 learner opens the exercise: its check's own kernels compiled while the statement is read); that
@@ -19,35 +23,94 @@ one-time cost is reported beside the first check (`prepare_s`), not hidden in it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
+import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from gpulab.benchmark.targets import judge
 from gpulab.core.devices import Inventory
 from gpulab.ex.session import Checker
 from gpulab.exercises.loader import load_catalog
-from gpulab.exercises.speed import grade_for
 
 FIRST_CHECK_S = 1.5  # a small kernel exercise, compilation included
 REPEAT_CHECK_S = 0.5
 SEED = 20260101
-REPEAT = 3  # reference checks per exercise by default: the first, the timed repeat, one more
-EXPERT_CHECKS = 3
+REPEAT = 3  # checks of the reference (and the expert) per exercise by default
+SOAK_SEED = 20270000
+_GPU_NEEDS = ("gpu", "cupy", "triton")
 
 
-def exercises_part(quick: bool = False, device: int = 0, repeat: int = REPEAT) -> dict[str, Any]:
-    """Check every exercise's reference, wrong and right solutions through a warm worker,
-    `repeat` times."""
-    return asyncio.run(_run(quick, device, max(2, repeat)))
+def exercises_part(
+    quick: bool = False,
+    device: int = 0,
+    repeat: int = REPEAT,
+    only: list[str] | None = None,
+    soak: int = 0,
+) -> dict[str, Any]:
+    """Check every exercise's reference, expert, wrong and right solutions through a warm
+    worker, the reference and expert `repeat` times; `only`: these exercise ids; `soak`: that
+    many more reference checks of every GPU exercise with a core kept busy."""
+    return asyncio.run(_run(quick, device, max(2, repeat), only or [], max(0, soak)))
 
 
-async def _run(quick: bool, device: int, repeat: int) -> dict[str, Any]:
+def series(results: list[Any]) -> dict[str, Any]:
+    """One solution's repeated checks: every one must pass, its grade must not change from one
+    repeat to the next (`flips`), and its figures (fraction of the yardstick, of the ceiling)
+    are kept per check with their medians."""
+    passed = [r for r in results if r.passed]
+    grades = [r.grade for r in passed]
+    flips = sum(1 for a, b in zip(grades, grades[1:], strict=False) if a != b)
+    timings = [r.timing or {} for r in passed]
+    figures = [
+        float(t["of_yardstick"]["figure"])
+        for t in timings
+        if (t.get("of_yardstick") or {}).get("figure") is not None
+    ]
+    fractions = [float(t["fraction"]) for t in timings if t.get("fraction") is not None]
+    values = [v for t in timings if (v := (t.get("learner") or {}).get("value")) is not None]
+    return {
+        "checks": len(results),
+        "passed": len(passed) == len(results),
+        "messages": [r.message for r in results if not r.passed],
+        "grades": grades,
+        "flips": flips,
+        "figure": statistics.median(figures) if figures else None,
+        "figures": figures,
+        "fraction": statistics.median(fractions) if fractions else None,
+        "fractions": fractions,
+        "value": statistics.median(values) if values else None,
+        "timings": [check_timing(t) for t in timings],
+    }
+
+
+async def _checks(checker: Checker, ex: Any, path: Any, seed: int, n: int) -> list[Any]:
+    return [(await checker.check(ex, path, seed + k))[0] for k in range(n)]
+
+
+@contextlib.contextmanager
+def busy_core() -> Iterator[int]:
+    """A process that keeps one CPU core busy for as long as the block runs; yields its pid.
+    Ended by its pid, which this started."""
+    proc = subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"])
+    try:
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+async def _run(quick: bool, device: int, repeat: int, only: list[str], soak: int) -> dict[str, Any]:
     entries: list[dict[str, Any]] = []
+    soaked: list[dict[str, Any]] = []
     async with Checker(device=device, quick=quick) as checker:
         hello = await checker.client.wait_ready(600)
         inv = Inventory.from_dict(hello["inventory"])
-        for ex in load_catalog():
+        gpu = any(d.kind == "cuda" for d in inv.devices)
+        catalog = [ex for ex in load_catalog() if not only or ex.id in only]
+        for ex in catalog:
             why = ex.unavailable(inv)
             if why:
                 entries.append({"exercise": ex.id, "order": ex.order, "skipped": why})
@@ -56,11 +119,9 @@ async def _run(quick: bool, device: int, repeat: int) -> dict[str, Any]:
             prepare_s = await checker.prepare(ex)
             first, first_s = await checker.check(ex, ex.solution_path, SEED)
             again, repeat_s = await checker.check(ex, ex.solution_path, SEED + 1)
-            false = [r.message for r in (first, again) if not r.passed]
-            for k in range(2, repeat):
-                more, _ = await checker.check(ex, ex.solution_path, SEED + k)
-                if not more.passed:
-                    false.append(more.message)
+            refs = [first, again] + await _checks(
+                checker, ex, ex.solution_path, SEED + 2, repeat - 2
+            )
             rights = []
             for r in ex.right:
                 got, seconds = await checker.check(ex, r.path, SEED)
@@ -88,19 +149,20 @@ async def _run(quick: bool, device: int, repeat: int) -> dict[str, Any]:
                 )
             expert = None
             if ex.has_expert:
-                expert = await _expert(checker, ex)
-            repeat_ = again
-            timing = repeat_.timing or first.timing or {}
+                expert = series(await _checks(checker, ex, ex.expert_path, SEED + 100, repeat))
+            reference = series(refs)
+            timing = again.timing or first.timing or {}
             entries.append(
                 {
                     "exercise": ex.id,
                     "order": ex.order,
                     "needs": list(ex.needs),
-                    "passed": first.passed and repeat_.passed,
-                    "message": (first if not first.passed else repeat_).message,
-                    "grade": repeat_.grade if repeat_.passed else None,
+                    "passed": reference["passed"],
+                    "message": (next((r for r in refs if not r.passed), again)).message,
+                    "grade": again.grade if again.passed else None,
                     "reference_checks": repeat,
-                    "false_rejections": false,
+                    "false_rejections": reference["messages"],
+                    "reference": reference,
                     "right": rights,
                     "fraction": timing.get("fraction"),
                     "library_fraction": timing.get("library_fraction"),
@@ -119,30 +181,15 @@ async def _run(quick: bool, device: int, repeat: int) -> dict[str, Any]:
                     "expert": expert,
                 }
             )
-    return {"quick": quick, "exercises": entries}
-
-
-async def _expert(checker: Checker, ex: Any) -> dict[str, Any]:
-    """The expert solution checked EXPERT_CHECKS times with fresh seeds: every check must pass,
-    and the median fraction of the ceiling is graded (one disturbed check cannot decide it)."""
-    results = [
-        (await checker.check(ex, ex.expert_path, SEED + 100 + k))[0] for k in range(EXPERT_CHECKS)
-    ]
-    failed = [r for r in results if not r.passed]
-    timings = [r.timing or {} for r in results]
-    fractions = [float(t["fraction"]) for t in timings if t.get("fraction") is not None]
-    values = [v for t in timings if (v := (t.get("learner") or {}).get("value")) is not None]
-    fraction = statistics.median(fractions) if fractions else None
-    return {
-        "passed": not failed,
-        "message": (failed[0] if failed else results[-1]).message,
-        "grade": grade_for(fraction, ex.grades) if not failed and fraction is not None else None,
-        "fraction": fraction,
-        "fractions": fractions,
-        "value": statistics.median(values) if values else None,
-        "anchor": ex.expert,
-        "checks": [check_timing(t) for t in timings],
-    }
+        if soak and gpu:
+            with busy_core():
+                for ex in catalog:
+                    if ex.unavailable(inv) or not set(ex.needs) & set(_GPU_NEEDS):
+                        continue
+                    sys.stderr.write(f"  soak {ex.id} x{soak}\n")
+                    done = await _checks(checker, ex, ex.solution_path, SOAK_SEED, soak)
+                    soaked.append({"exercise": ex.id, **series(done)})
+    return {"quick": quick, "repeat": repeat, "exercises": entries, "soak": soaked}
 
 
 def check_timing(timing: dict[str, Any]) -> dict[str, Any]:
@@ -219,27 +266,63 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
             )
         )
     if gpu:
+        timed = [e for e in ran if e["metric"] not in (None, "none")]
         silver = [
-            e for e in ran if e["grade"] in ("silver", "gold") or e["metric"] in (None, "none")
+            e
+            for e in timed
+            if e["reference"]["grades"]
+            and all(g in ("silver", "gold") for g in e["reference"]["grades"])
         ]
         out.append(
             judge(
-                "exercises: reference grade silver or better",
-                f"all {len(ran)}",
+                "exercises: reference silver or better in every repeat",
+                f"all {len(timed)}",
                 float(len(silver)),
-                float(len(ran)),
+                float(len(timed)),
             )
         )
         experts = [e["expert"] for e in ran if e.get("expert")]
         if experts:
             out.append(
                 judge(
-                    "exercises: expert solutions graded gold",
+                    "exercises: expert solutions gold in every repeat",
                     f"all {len(experts)}",
-                    float(sum(x["passed"] and x["grade"] == "gold" for x in experts)),
+                    float(sum(x["passed"] and set(x["grades"]) == {"gold"} for x in experts)),
                     float(len(experts)),
                 )
             )
+        flips = sum(e["reference"]["flips"] + (e.get("expert") or {}).get("flips", 0) for e in ran)
+        out.append(
+            judge(
+                "exercises: grade flips between repeats (references and experts)",
+                "0",
+                float(flips),
+                0.0,
+                higher=False,
+            )
+        )
+    soak = part.get("soak") or []
+    if soak:
+        checks = sum(s["checks"] for s in soak)
+        rejected = sum(len(s["messages"]) for s in soak)
+        out.append(
+            judge(
+                f"exercises: soak, rejections in {checks} reference checks with a core busy",
+                "0",
+                float(rejected),
+                0.0,
+                higher=False,
+            )
+        )
+        out.append(
+            judge(
+                "exercises: soak, grade flips",
+                "0",
+                float(sum(s["flips"] for s in soak)),
+                0.0,
+                higher=False,
+            )
+        )
     kernels = [e for e in ran if "cupy" in e.get("needs", [])] or ran
     which = "kernel exercises" if kernels is not ran else "exercises"
     out.append(
@@ -278,11 +361,22 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{100 * v:.0f}%"
 
+    def grades(x: dict[str, Any] | None) -> str:
+        if not x:
+            return "-"
+        if not x["passed"]:
+            return "FAIL"
+        fig = "-" if x.get("figure") is None else f"{x['figure']:.2f}"
+        return f"{'/'.join(g or '-' for g in x['grades'])} ({fig})"
+
     lines = [
         "",
         "## Exercises (reference solutions through the worker)",
         "",
-        "| exercise | verdict | grade | your code | % ceiling | library % | expert (anchor) | prepared (once) | first check | repeat | repeat's slowest phases (s) | reference checks passed | wrong rejected | right passed |",
+        "Grades per repeat, with the median of the learner's speed over the yardstick's (the "
+        "expert, or the reference itself) timed in the same rounds.",
+        "",
+        "| exercise | verdict | reference grades (/ yardstick) | expert grades (/ itself) | your code | % ceiling | library % | prepared (once) | first check | repeat | repeat's slowest phases (s) | reference checks passed | wrong rejected | right passed |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in part["exercises"]:
@@ -295,20 +389,19 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
         right = e.get("right", [])
         rights = f"{sum(r['passed'] for r in right)}/{len(right)}"
         value = "-" if e["value"] is None else f"{e['value']:.4g} {e['metric']}"
-        x = e.get("expert")
-        if not x:
-            expert = "-"
-        elif not x["passed"]:
-            expert = "FAIL"
-        else:
-            expert = f"{x['grade']} {pct(x['fraction'])} ({pct(x['anchor'])})"
         prep = e.get("prepare_s")
         prepared = "-" if prep is None else f"{prep:.2f} s"
         lines.append(
-            f"| {e['exercise']} | {'pass' if e['passed'] else 'FAIL'} | {e['grade'] or '-'} | "
-            f"{value} | {pct(e['fraction'])} | {pct(e['library_fraction'])} | {expert} | "
+            f"| {e['exercise']} | {'pass' if e['passed'] else 'FAIL'} | "
+            f"{grades(e.get('reference'))} | {grades(e.get('expert'))} | "
+            f"{value} | {pct(e['fraction'])} | {pct(e['library_fraction'])} | "
             f"{prepared} | {e['first_check_s']:.2f} s | {e['repeat_check_s']:.2f} s | "
             f"{slowest(e.get('repeat_phases'))} | {refs} | {ok}/{len(e['wrong'])} | {rights} |"
+        )
+    for s in part.get("soak") or []:
+        lines.append(
+            f"\nsoak {s['exercise']}: {s['checks']} checks, {len(s['messages'])} rejected, "
+            f"{s['flips']} grade flips, grades {sorted(set(s['grades']))}"
         )
     bad = [
         (e["exercise"], w)
@@ -325,6 +418,6 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
             if not r["passed"]:
                 lines.append(f"\n{e['exercise']}/right/{r['name']} rejected: {r['message']}")
         x = e.get("expert")
-        if x and not x["passed"]:
-            lines.append(f"\n{e['exercise']}/expert.py rejected: {x['message']}")
+        for message in (x or {}).get("messages", []):
+            lines.append(f"\n{e['exercise']}/expert.py rejected: {message}")
     return lines

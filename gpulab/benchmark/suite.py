@@ -233,6 +233,8 @@ def run_bench(
     quick: bool = False,
     on_run: Any = None,
     repeat: int = 3,
+    exercises: list[str] | None = None,
+    soak: int = 0,
 ) -> dict[str, Any]:
     """The suite's report; `on_run(report)` after each run, so a killed bench keeps its rows."""
     inventory = detect()
@@ -276,7 +278,9 @@ def run_bench(
     report["over_ceiling"] = over_ceiling(runs)
     if suite in ("exercises", "full") and not only:
         sys.stderr.write("  exercises (through a warm worker)\n")
-        report["exercises"] = ex_bench.exercises_part(quick, repeat=repeat)
+        report["exercises"] = ex_bench.exercises_part(
+            quick, repeat=repeat, only=exercises, soak=soak
+        )
         report["comparisons"] += ex_bench.comparisons(report["exercises"], not peaks.cpu)
     report["finished_at"] = time.time()
     return report

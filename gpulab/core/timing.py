@@ -69,7 +69,7 @@ class Timing:
         }
 
 
-class _EventClock:
+class EventClock:
     """Times one call with a pair of CUDA events; returns seconds."""
 
     def __init__(self, kind: str) -> None:
@@ -108,7 +108,7 @@ class _EventClock:
         return ms / 1e3 / inner
 
 
-def _sync_for(kind: str) -> Callable[[], None]:
+def sync_for(kind: str) -> Callable[[], None]:
     if kind == "torch":
         import torch
 
@@ -170,8 +170,8 @@ class Timer:
         repeats = self.repeats if repeats is None else repeats
         budget_s = self.budget_s if budget_s is None else budget_s
         min_runs = self.min_runs if min_runs is None else min_runs
-        device_sync = _sync_for(sync)
-        clock = _EventClock(sync) if sync != "none" else None
+        device_sync = sync_for(sync)
+        clock = EventClock(sync) if sync != "none" else None
 
         cold_s = None
         if cold:

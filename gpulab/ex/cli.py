@@ -320,6 +320,15 @@ def cmd_solution(args: argparse.Namespace) -> int:
     return 0
 
 
+def _device_key() -> str:
+    """This machine's yardstick record key (GPU 0, or the CPU without one)."""
+    from gpulab.exercises import yardstick as ys  # deferred: the CLI's start-up stays light
+
+    inv = machine()
+    gpu = any(d.kind == "cuda" for d in inv.devices)
+    return ys.key_for(inv, 0, cpu=not gpu)
+
+
 def _show_expert(args: argparse.Namespace, ex: Any, best: str | None) -> int:
     if not ex.has_expert:
         raise BadInput(f"{ex.id} has no expert solution (the kernel exercises have one)")
@@ -328,23 +337,21 @@ def _show_expert(args: argparse.Namespace, ex: Any, best: str | None) -> int:
             f"{ex.id}: the expert solution opens at gold (yours: {best or 'not passed'}); "
             "--force to look now"
         )
+    from gpulab.exercises import yardstick  # deferred: the CLI's start-up stays light
+
     text = ex.expert_path.read_text(encoding="utf-8")
     if args.json:
         emit_json(
             {
                 "exercise": ex.id,
                 "best_grade": best,
-                "expert": ex.expert,
+                "yardstick": yardstick.last(ex.id, _device_key()),
                 "path": str(ex.expert_path),
                 "text": text,
             }
         )
         return 0
-    if ex.expert is not None:
-        print(
-            f"# {ex.id}: an expert's solution, {100 * ex.expert:.0f}% of the ceiling on an H100; "
-            f"gold is {100 * ex.grades['gold']:.0f}%"
-        )
+    print(f"# {ex.id}: {yardstick.words(ex, _device_key())}")
     print(text, end="" if text.endswith("\n") else "\n")
     return 0
 

@@ -35,7 +35,8 @@ the comparison.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,31 @@ class Context:
     # `watch.calls[-1].launches` are the learner's kernel launches of the last call, with their
     # grid, block and shared memory, for a check whose rule is about the launch itself.
     watch: Any = None
+    # Our reference solution's ENTRY function, loaded once per process (set by the grader): a
+    # check whose rule is a ratio ("faster than eager by what our solution gains") times it in
+    # the same rounds as the learner's, on this GPU, instead of asking for a constant
+    reference: Callable[[], Any] | None = None
+    # Lines the grader adds to a passing verdict: what this machine could not show (a ratio
+    # rule our own solution cannot meet here, so only correctness was graded)
+    notes: list[str] = field(default_factory=list)
+
+    @contextmanager
+    def timed_calls(self) -> Iterator[None]:
+        """Calls of the learner's function inside this block are timed: the grader's per-call
+        bookkeeping (putting back what a call rebinds, the early-return probe) waits for the
+        block's end, as for the grader's own timed calls, so a check that times the learner's
+        function against its own code times both bare."""
+        watch = self.watch
+        if watch is None:
+            yield
+            return
+        was, watch.timing = watch.timing, True
+        try:
+            yield
+        finally:
+            watch.timing = was
+            if watch.after_call is not None:
+                watch.after_call()
 
     def big(self, bytes_per_element: int, arrays: int = 1, cap: int = 1 << 28) -> int:
         """An element count that fills the device: `arrays` arrays of that element size, about

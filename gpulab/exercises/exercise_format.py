@@ -1,11 +1,11 @@
 """What an exercise's `exercise.md` front matter must hold: the keys, what each may be, and the
-grades as rising fractions of this device's ceiling.
+grades as rising fractions of the exercise's yardstick.
 
-`expert` (kernel exercises) is the fraction of the ceiling the folder's expert solution
-(`expert.py`) reached on an H100, median of a check's timed calls. A fraction of this GPU's own
-calibrated ceiling is the portable unit: on another GPU the same fraction is what an expert
-kernel gets there, so the grades need no table per GPU. Gold must ask for at least
-EXPERT_GOLD of it.
+The grades are fractions of the speed of the exercise's yardstick, our own solution timed in the
+same check on the same GPU (gpulab.exercises.yardstick: the expert solution where the folder has
+one, else the reference). A fraction of what our code reaches on the learner's own GPU, now, is
+the portable unit; a fraction of a calibrated ceiling is not (an expert reduction reached 0.96 of
+the copy on an H100 and 0.62 on an H200). Gold asks for at least EXPERT_GOLD of the yardstick.
 
 Separate from the catalog, which finds and loads exercise folders, because this is the format's
 rulebook: every message a writer sees about a broken exercise header comes from here. Strict on
@@ -14,14 +14,12 @@ purpose (a grade out of order is a broken exercise); every error names the file.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gpulab.core.front_matter import FormatError
-from gpulab.core.peaks import OVER_CEILING
 
 # "triton": Triton importable; with a GPU it compiles, without one its interpreter runs the
 # kernels (correctness only).
@@ -29,7 +27,7 @@ NEEDS = ("cpu", "gpu", "cupy", "triton")
 METRICS = ("GB/s", "TFLOP/s", "none")
 GRADES = ("bronze", "silver", "gold")
 DEFAULT_TIME_LIMIT_S = 60.0
-EXPERT_GOLD = 0.85  # gold needs this share of the expert solution's fraction of the ceiling
+EXPERT_GOLD = 0.85  # gold needs at least this share of the yardstick's speed
 _KEYS = {
     "id",
     "title",
@@ -38,7 +36,6 @@ _KEYS = {
     "needs",
     "metric",
     "grades",
-    "expert",
     "hints",
     "time_limit",
     "summary",
@@ -79,7 +76,6 @@ def validate_meta(meta: Mapping[str, Any], src: Path) -> dict[str, Any]:
     if metric not in METRICS:
         raise fail(f"metric {metric!r} must be one of {', '.join(METRICS)}")
     grades = _grades(meta.get("grades"), metric, fail)
-    expert = _expert(meta.get("expert"), grades, fail)
     hints = meta["hints"]
     if (
         not isinstance(hints, list)
@@ -101,7 +97,6 @@ def validate_meta(meta: Mapping[str, Any], src: Path) -> dict[str, Any]:
         "needs": tuple(dict.fromkeys(needs)),
         "metric": metric,
         "grades": grades,
-        "expert": expert,
         "hints": tuple(h.strip() for h in hints),
         "time_limit": float(limit),
         "summary": summary.strip(),
@@ -114,38 +109,18 @@ def _grades(raw: Any, metric: str, fail: Any) -> dict[str, float]:
             raise fail(f"metric {metric} needs grades: {{bronze, silver, gold}} as fractions")
         return {}
     if not isinstance(raw, Mapping) or sorted(raw) != sorted(GRADES):
-        raise fail("grades must be {bronze, silver, gold}, fractions of this device's ceiling")
+        raise fail("grades must be {bronze, silver, gold}, fractions of the yardstick's speed")
     values = []
     for g in GRADES:
         v = raw[g]
-        if not isinstance(v, int | float) or isinstance(v, bool) or not 0 < v <= 2:
-            raise fail(f"grades.{g} {v!r} must be a fraction of the ceiling above 0 (e.g. 0.5)")
+        if not isinstance(v, int | float) or isinstance(v, bool) or not 0 < v <= 1:
+            raise fail(f"grades.{g} {v!r} must be a fraction of the yardstick's speed, 0 to 1")
         values.append(float(v))
     if not values[0] <= values[1] <= values[2]:
         raise fail("grades must rise: bronze <= silver <= gold")
+    if values[2] < EXPERT_GOLD:
+        raise fail(
+            f"grades.gold {values[2]} is below {EXPERT_GOLD}: gold means close to what our "
+            "solution reaches on this GPU"
+        )
     return dict(zip(GRADES, values, strict=True))
-
-
-def gold_for(expert: float) -> float:
-    """The gold threshold an expert figure asks for: EXPERT_GOLD of it, rounded up to 0.01."""
-    return math.ceil(round(100 * EXPERT_GOLD * expert, 6)) / 100
-
-
-def _expert(raw: Any, grades: dict[str, float], fail: Any) -> float | None:
-    if raw is None:
-        return None
-    # Up to the 5% band in which two measurements of one figure differ: a read-only stream
-    # graded against the read-and-write copy can sit just above it (reduction-kernel: 1.01).
-    if not isinstance(raw, int | float) or isinstance(raw, bool) or not 0 < raw <= OVER_CEILING:
-        raise fail(
-            f"expert {raw!r} must be a fraction of the ceiling above 0 and at most "
-            f"{OVER_CEILING} (e.g. 0.92)"
-        )
-    if not grades:
-        raise fail("expert needs grades: it anchors gold")
-    if grades["gold"] < gold_for(raw):
-        raise fail(
-            f"grades.gold {grades['gold']} is below {EXPERT_GOLD} of expert {raw} "
-            f"({gold_for(raw)}): gold means close to what an expert gets on this GPU"
-        )
-    return float(raw)

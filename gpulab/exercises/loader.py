@@ -95,8 +95,6 @@ class Exercise:
     time_limit: float = DEFAULT_TIME_LIMIT_S
     summary: str = ""
     timed: bool = field(default=False)  # check.py defines timing()
-    # the expert solution's fraction of the ceiling on an H100 (gold is 0.85 of it), if any
-    expert: float | None = None
 
     @property
     def name(self) -> str:
@@ -147,7 +145,6 @@ class Exercise:
             "needs": list(self.needs),
             "metric": self.metric,
             "grades": dict(self.grades),
-            "expert": self.expert,
             "has_expert": self.has_expert,
             "hints": len(self.hints),
             "file": self.file_name,
@@ -309,8 +306,6 @@ def load_exercise(folder: Path) -> Exercise:
     if missing:
         raise ExerciseFormatError(folder / "check.py", f"does not define {', '.join(missing)}")
     entry = _entry(folder / "check.py")
-    if fields["expert"] is not None and not (folder / "expert.py").is_file():
-        raise ExerciseFormatError(md, "expert: gives a figure, but there is no expert.py")
     experts = ["expert.py"] if (folder / "expert.py").is_file() else []
     for name in ("starter.py", "solution.py", *experts):
         if entry not in _top_level_names(folder / name):

@@ -213,6 +213,7 @@ class Watch:
         self.calls: list[CallRecord] = []
         self._patched: list[tuple[Any, str, Any]] = []
         self._active = False  # learner code is running: its import or a call
+        self._aside = False  # the check's own code (the yardstick) is running: not theirs
         self._current: CallRecord | None = None
         self._gate_kernel: Any = None  # (the gate RawKernel, its cycles), made on first use
         self._gated: set[int] = set()  # ids of the streams a gate was ever queued on
@@ -325,6 +326,16 @@ class Watch:
         self._patched.append((obj, name, old))
 
     @contextmanager
+    def aside(self) -> Iterator[None]:
+        """The check's own code runs (the yardstick timed beside the learner's calls): the
+        streams it makes are not the learner's."""
+        was, self._aside = self._aside, True
+        try:
+            yield
+        finally:
+            self._aside = was
+
+    @contextmanager
     def loading(self) -> Iterator[None]:
         """The learner's module is being imported: kernels created now are theirs."""
         self._active = True
@@ -380,6 +391,8 @@ class Watch:
 
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
+                if watch._aside:
+                    return
                 if external:  # a stream made elsewhere (a raw handle): its flags are unknown
                     watch.streams.append(("cupy", self, True))
                     return
@@ -399,6 +412,8 @@ class Watch:
 
             def __new__(cls, *args: Any, **kwargs: Any) -> Any:
                 made = super().__new__(cls, *args, **kwargs)
+                if watch._aside:
+                    return made
                 # A new stream from torch's pool (created non-blocking), or one made elsewhere
                 # (ExternalStream); not the wrapper torch builds around an existing stream id
                 # (current_stream() and friends).
@@ -479,6 +494,25 @@ class Watch:
         # The learner's name and module: a multi-process check finds the file to load in each
         # rank through fn.__module__ (gpulab.exercises.ranked)
         return functools.update_wrapper(learner, fn)
+
+    def ours(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` (the check's yardstick) wrapped at the same per-call cost as a learner's timed
+        call (the current streams read and put back, the learner's streams joined) so the two
+        are timed alike, with nothing recorded: it runs aside, its streams are not theirs."""
+        watch = self
+
+        def yardstick(*args: Any, **kwargs: Any) -> Any:
+            before = _current_streams()
+            try:
+                with watch.aside():
+                    out = fn(*args, **kwargs)
+            finally:
+                _restore_streams(before)
+            if watch.timing:
+                watch.join()
+            return out
+
+        return functools.update_wrapper(yardstick, fn)
 
     def join(self) -> None:
         """Make the current streams wait for every stream the learner created (no host wait)."""

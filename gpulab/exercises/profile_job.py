@@ -24,6 +24,7 @@ from typing import Any
 from gpulab.core import step_trace as st
 from gpulab.core.params import Int, ParamSet, Text
 from gpulab.core.results import Artifact, Result
+from gpulab.exercises import yardstick
 from gpulab.exercises.job import exercise_context, require_runnable
 from gpulab.exercises.loader import find
 from gpulab.exercises.run_check import load_check
@@ -65,6 +66,7 @@ class ExerciseProfile(Experiment):
         ctx.progress(0.1, f"profiling {ex.id}: {case.name}")
         guard = Guard()
         learner = None
+        actx.reference = lambda: yardstick.reference_entry(ex)
         try:
             learner, fn = load_learner(Path(params["path"]), ex.id, ex.entry)
             if marked:
@@ -105,7 +107,12 @@ def _marked_view(got: dict[str, Any], said: Any, gpu: bool) -> tuple[list[str], 
     timing = got.get("timing")
     if timing:
         y, s = timing["yours"]["median_s"], timing["slow"]["median_s"]
-        text += ["", f"time per step: yours {y * 1e3:.3g} ms, slow {s * 1e3:.3g} ms ({s / y:.3g}x)"]
+        o = timing["ours"]["median_s"]
+        text += [
+            "",
+            f"time per step: yours {y * 1e3:.3g} ms, slow {s * 1e3:.3g} ms ({s / y:.3g}x), "
+            f"ours {o * 1e3:.3g} ms ({s / o:.3g}x)",
+        ]
     elif not gpu:
         text += ["", "no GPU here: no time per step and no device syncs (they need a GPU)"]
     return text, {"yours": got["trace"], "slow": got["slow_trace"], "timing": timing}

@@ -69,18 +69,93 @@ def phases_line(result: CheckResult, *, top: int = 4) -> str:
     return f"where the {result.seconds:.2f} s went: {parts}"
 
 
+def yardstick_name(timing: dict[str, Any]) -> str:
+    """'expert' or 'reference': what the grade was a fraction of ('' without one)."""
+    return str((timing.get("yardstick") or {}).get("label") or "")
+
+
+def ratio_text(timing: dict[str, Any]) -> str:
+    """'0.84 [0.82-0.86]': the learner's speed as a fraction of the yardstick's, with its 95%
+    interval ('' without a yardstick)."""
+    r = timing.get("of_yardstick") or {}
+    if r.get("figure") is None:
+        return ""
+    text = f"{r['figure']:.2f}"
+    if r.get("lo") is not None and r.get("hi") is not None:
+        text += f" [{r['lo']:.2f}-{r['hi']:.2f}]"
+    return text
+
+
+def grade_basis_lines(timing: dict[str, Any]) -> list[str]:
+    """Why the grade is what it is, beyond the figure: a slowed yardstick graded against its
+    record, an interval still holding a grade line after the extra rounds, a throttled window."""
+    out = []
+    yard = timing.get("yardstick") or {}
+    if yard.get("slowed"):
+        out.append(str(yard["slowed"]))
+    r = timing.get("of_yardstick") or {}
+    if r.get("straddles"):
+        lines = ", ".join(f"{v:.2f}" for v in r["straddles"])
+        out.append(
+            f"after {timing.get('rounds')} rounds the interval still holds the grade line "
+            f"{lines}: graded by the median"
+        )
+    window = timing.get("window") or {}
+    if window.get("throttled"):
+        how = ", ".join(window.get("throttle") or [])
+        again = " (timed again; it held)" if timing.get("retimed") else ""
+        out.append(
+            f"the GPU was held back while timed: {how}{again}; yours and the "
+            f"{yardstick_name(timing) or 'yardstick'} ran in the same rounds, so the ratio stands"
+        )
+    return out
+
+
+def clocks_text(timing: dict[str, Any]) -> str:
+    """'SM 1980 MHz, memory 2619 MHz, 412 W, 45 C, no throttling': the window's readings."""
+    w = timing.get("window") or {}
+    if w.get("na") or not w:
+        state = timing.get("device_state") or {}
+        return f"n/a ({w.get('na') or state.get('na') or 'not read'})"
+
+    def span(d: Any, unit: str) -> str:
+        if not d:
+            return "n/a"
+        return f"{d['min']} {unit}" if d["min"] == d["max"] else f"{d['min']}-{d['max']} {unit}"
+
+    parts = [
+        f"SM {span(w.get('sm_clock_mhz'), 'MHz')}",
+        f"memory {span(w.get('mem_clock_mhz'), 'MHz')}",
+    ]
+    if w.get("power_w") is not None:
+        parts.append(f"{w['power_w']:.0f} W")
+    if w.get("temperature_c") is not None:
+        parts.append(f"{w['temperature_c']} C")
+    parts.append(", ".join(w.get("throttle") or []) or "no throttling")
+    return ", ".join(parts)
+
+
 def timing_lines(timing: dict[str, Any] | None) -> list[str]:
-    """The timing block for the terminal: the figure, its ceiling and the peer it was compared
-    with."""
+    """The timing block for the terminal: the figure, the yardstick it is graded against, the
+    library and the ceiling, the ratio with its interval, and the GPU's clocks while timed."""
     if not timing:
         return []
     unit = timing["metric"]
     ceiling = timing.get("ceiling") or {}
-    lines = [f"  speed ({timing.get('note', '')}, median of {timing['learner']['runs']} runs):"]
+    yard = timing.get("yardstick") or {}
+    label = yardstick_name(timing)
+    rounds = timing.get("rounds") or timing["learner"]["runs"]
+    beside = f", interleaved with our {label} solution" if label else ""
+    lines = [f"  speed ({timing.get('note', '')}; {rounds} rounds{beside}):"]
     lines.append(
         f"    your code   {_num(timing['learner']['value'], unit):>16}   "
         f"{_pct(timing.get('fraction'))} of the {ceiling.get('name', '')} ceiling"
     )
+    if yard:
+        lines.append(
+            f"    {label:<11} {_num(yard.get('value'), unit):>16}   {_pct(yard.get('fraction'))}"
+            f"   (our {yard.get('file')}, same rounds)"
+        )
     lib = timing.get("library")
     if lib:
         lines.append(
@@ -98,20 +173,15 @@ def timing_lines(timing: dict[str, Any] | None) -> list[str]:
     if timing.get("suspect"):
         lines.append(f"    {timing['suspect']}")
     grades = timing.get("grades") or {}
-    if grades:
-        steps = ", ".join(f"{g} {100 * v:.0f}%" for g, v in grades.items())
-        lines.append(f"    grades: {steps} of the ceiling")
-    state = timing.get("device_state") or {}
-    if state.get("temperature_c") is not None or state.get("sm_clock_mhz") is not None:
-        temp = state.get("temperature_c")
-        clock = state.get("sm_clock_mhz")
+    if grades and label:
+        steps = ", ".join(f"{g} {v:.2f}" for g, v in grades.items())
         lines.append(
-            f"    GPU: {'n/a' if temp is None else f'{temp} C'}, SM clock "
-            f"{'n/a' if clock is None else f'{clock} MHz'}"
-            + (f" ({state['na']})" if state.get("na") else "")
+            f"    yours / {label}: {ratio_text(timing)} (median and 95% interval over the rounds)"
+            f" -> {timing.get('grade')}; grades: {steps} of the {label}"
         )
-    else:
-        lines.append(f"    GPU temperature and clock: n/a ({state.get('na') or 'not read'})")
+    for line in grade_basis_lines(timing):
+        lines.append(f"    {line}")
+    lines.append(f"    GPU while timed: {clocks_text(timing)}")
     if timing.get("lead_us"):
         lines.append(
             f"    timed on the GPU: a {timing['lead_us']:.0f} us spin ahead of each call hides "

@@ -27,6 +27,7 @@ from gpulab.core.errors import Cancelled
 from gpulab.core.failures import classify
 from gpulab.core.results import json_safe
 from gpulab.exercises import api
+from gpulab.exercises import yardstick as ys
 from gpulab.exercises.loader import Exercise
 from gpulab.exercises.own_work import OwnWorkError, Watch
 from gpulab.exercises.reach import reaches_for_the_grader
@@ -40,7 +41,7 @@ from gpulab.exercises.sandbox import (
     load_learner,
     load_text,
 )
-from gpulab.exercises.speed import time_and_grade
+from gpulab.exercises.speed import YardRun, YardstickWrong, time_and_grade
 
 SEED_MAX = 2**32 - 1  # seeds travel as JSON numbers and job params: keep them exact everywhere
 PASS, FAIL = "pass", "fail"
@@ -188,10 +189,12 @@ def run_check(
     result = CheckResult(ex.id, FAIL, "", seed, str(path), device=actx.device)
     laps = Laps(result.phases, t0)
     check = load_check(ex)
-    learner = None
+    learner = yard_module = None
     # Installed before the Guard's snapshot, so restoring what the learner patched keeps it.
     watch = Watch(require_kernel=bool(getattr(check, "OWN_KERNEL", False)), source=path)
     actx.watch = watch
+    actx.reference = lambda: watch.ours(ys.reference_entry(ex))
+    actx.notes = []
     refuse = getattr(check, "REFUSE", None)
     if refuse:
         watch.around = _refusing(refuse)
@@ -210,6 +213,10 @@ def run_check(
             for c in cases
         ]
         laps.lap("references")
+        # Our yardstick is loaded before the learner's file exists and before the watch is
+        # installed: its kernels are the check's own, and nothing the learner's import patches
+        # changes how it was built
+        yard_module, yard_fn, yard_choice = _load_yardstick(ex) if ex.timed else (None, None, None)
         watch.install()
         guard = Guard()
         result.cases = [CaseRow(c.name, None) for c in cases]
@@ -279,6 +286,8 @@ def run_check(
             return _fail(result, "wrong", f"your kernel uses no shared memory: {shared}", t0)
         result.verdict, result.grade = PASS, "pass"
         result.message = f"all {len(cases)} input sets correct (seed {seed})"
+        for note in actx.notes:  # what this machine could not show: said with the pass
+            result.message += f"; {note}"
         if ex.timed:
             spec = _ours("timing()", ex, lambda: check.timing(fn, actx))
             untimed = getattr(check, "untimed", None)
@@ -289,9 +298,18 @@ def run_check(
                 if why:
                     result.message += f"; {why}"
             if spec is not None:
+                yard = None
+                if yard_fn is not None:
+                    ours = watch.ours(yard_fn)  # timed at the learner's per-call cost
+                    yspec = _ours("timing() of the yardstick", ex, lambda: check.timing(ours, actx))
+                    yard = YardRun(yard_choice, yspec) if yspec is not None else None
                 watch.timing = True
                 try:
-                    timing = time_and_grade(spec, ex, actx, exp_ctx, guard=guard, laps=laps)
+                    timing = time_and_grade(
+                        spec, ex, actx, exp_ctx, guard=guard, laps=laps, yard=yard
+                    )
+                except YardstickWrong as exc:
+                    raise ExerciseBug(f"{ex.id}: {exc}") from None
                 except OwnWorkError as exc:
                     _restore(result, guard)
                     return _fail(result, "wrong", f"timed run: {exc}", t0)
@@ -321,7 +339,19 @@ def run_check(
             watch.settle()
         watch.uninstall()
         forget(learner)
+        forget(yard_module)
         forget(check)
+
+
+def _load_yardstick(ex: Exercise) -> tuple[Any, Any, ys.Choice]:
+    """(module, entry function, which file) of the exercise's yardstick (gpulab.exercises.
+    yardstick): ours, so a file that does not load is a bug of the exercise."""
+    choice = ys.choose(ex)
+    try:
+        module, fn = load_learner(choice.path, f"{ex.id}-yardstick", ex.entry)
+    except LearnerError as exc:
+        raise ExerciseBug(f"{ex.id}'s yardstick {choice.path.name} failed to load: {exc}") from None
+    return module, fn, choice
 
 
 def _reaching(path: Path, *, refusing: bool) -> str | None:

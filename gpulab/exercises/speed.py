@@ -11,23 +11,27 @@ temperature and SM clock are read from NVML right after, so a slow run can be ex
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from gpulab.core import peaks as pk
 from gpulab.core.devices import detect
+from gpulab.core.interval import median_interval
 from gpulab.core.judging import over_note
 from gpulab.core.lead import LEAD_US
 from gpulab.core.lead import spin as lead_spin
-from gpulab.core.timing import Timer
+from gpulab.core.rounds import Contender, Rounds
 from gpulab.exercises import api
+from gpulab.exercises import yardstick as ys
 from gpulab.exercises.exercise_format import GRADES
 from gpulab.exercises.loader import Exercise
 from gpulab.experiments.base import Context
-from gpulab.telemetry.nvml import NvmlSession
-from gpulab.telemetry.values import NA
+from gpulab.telemetry.window import ClockWindow, cpu_state, gpu_state
 
 _urandom = os.urandom  # bound before any learner code exists (see _CallChecks.after)
+_now = time.perf_counter  # bound at import, like the timer's own clock
 
 IMPLAUSIBLE = 1.5  # a figure this far above the device's own ceiling earns no grade
 # Why a figure can still stand above its ceiling once every timed call was checked (no skipped
@@ -61,11 +65,32 @@ def grade_for(fraction: float | None, grades: dict[str, float] | Any) -> str:
     return best
 
 
-def _timer(actx: api.Context, exp_ctx: Any) -> Any:
-    check = getattr(exp_ctx, "check_cancelled", None)
-    if actx.quick:
-        return Timer(warmup=1, repeats=3, budget_s=0.05, min_runs=3, cancel_check=check)
-    return Timer(warmup=2, repeats=15, budget_s=0.4, min_runs=3, cancel_check=check)
+@dataclass(frozen=True)
+class Plan:
+    """How many rounds a check times: at least `min_rounds`, then more up to `rounds` or
+    `budget_s`; while the interval straddles a grade line, `batch` more at a time, up to
+    `max_rounds` or `extra_s` more seconds."""
+
+    warmup: int
+    min_rounds: int
+    rounds: int
+    budget_s: float
+    max_rounds: int
+    extra_s: float
+    batch: int
+
+
+QUICK = Plan(warmup=1, min_rounds=3, rounds=3, budget_s=0.05, max_rounds=3, extra_s=0.0, batch=0)
+FULL = Plan(warmup=2, min_rounds=9, rounds=15, budget_s=0.4, max_rounds=60, extra_s=1.0, batch=6)
+
+
+@dataclass
+class YardRun:
+    """The yardstick a check grades against: which file it is and its TimingSpec (built by the
+    exercise's own timing() around the yardstick's function, so it does the same work)."""
+
+    choice: Any  # yardstick.Choice
+    spec: api.TimingSpec
 
 
 def _experiment_context(actx: api.Context, exp_ctx: Any) -> Any:
@@ -88,22 +113,32 @@ def time_and_grade(
     *,
     guard: Any = None,
     laps: Any = None,
+    yard: YardRun | None = None,
 ) -> dict[str, Any]:
-    """The timing block of a CheckResult (plain JSON values). `laps` (grader.Laps) is told
-    where the time went: "timing: inputs", "timing: yours", "timing: verify", "timing: library",
-    "timing: ceiling"."""
+    """The timing block of a CheckResult (plain JSON values). `yard`: the yardstick timed in
+    the same rounds, whose speed the grade is a fraction of (without one the learner's code is
+    its own yardstick: tests of the timing alone). `laps` (run_check.Laps) is told where the
+    time went: "timing: inputs", "timing: rounds", "timing: verify", "timing: ceiling"."""
 
     def lap(name: str) -> None:
         if laps is not None:
             laps.lap(f"timing: {name}")
 
     ctx = _experiment_context(actx, exp_ctx)
-    timer = _timer(actx, ctx)
+    plan = QUICK if actx.quick else FULL
+    on_device = bool(actx.gpu or actx.cupy)
     n_sets = max(1, int(spec.sets))
     if actx.quick:
-        # The quick timer calls 4 times: with 2 sets some calls are repeats, so skipped work shows.
+        # The quick plan calls 4 times: with 2 sets some calls are repeats, so skipped work shows.
         n_sets = min(n_sets, 2)
     sets = [spec.setup(i) for i in range(n_sets)]
+    yspec = yard.spec if yard is not None else None
+    # Two sets for the yardstick: at the timing size each is far beyond any L2, and its calls
+    # alternate between them
+    ysets = [yspec.setup(i) for i in range(min(n_sets, 2))] if yspec is not None else []
+    # The library gets sets of its own too: its answer written into a set of the learner's
+    # would stand in for a call of theirs that wrote nothing
+    lsets = [spec.setup(n_sets + i) for i in range(min(n_sets, 2))] if spec.library else []
     turn = [0]
     lap("inputs")
 
@@ -111,78 +146,71 @@ def time_and_grade(
         turn[0] = (turn[0] + 1) % n_sets
 
     calls = _CallChecks(
-        spec,
-        sets,
-        turn,
-        n_sets,
-        every=bool(actx.gpu or actx.cupy),
-        restore=guard.restore if guard is not None else None,
+        spec, sets, turn, n_sets, every=on_device, restore=guard.restore if guard else None
     )
     watch = getattr(actx, "watch", None)
     try:
-        learner_t, lead = time_learner(timer, calls, rotate, spec, _lead(spec, actx, watch), watch)
+        taken = _take_rounds(
+            spec, yspec, (sets, ysets, lsets), calls, rotate, plan, actx, ctx, watch
+        )
+        rounds, lead, window = taken.rounds, taken.lead, None
+        grade_lines = list(ex.grades.values()) if ex.grades and yspec is not None else []
+        extended = _certify(rounds, grade_lines, plan, yspec is not None)
+        window = taken.close()
+        retimed = False
+        if window.get("throttled") and not actx.quick:
+            # Timed again once: a window at the power limit or under a thermal slowdown is not
+            # the figure the code earns on a calm GPU; a second one is named in the verdict
+            taken.again()
+            rounds = taken.rounds
+            extended += _certify(rounds, grade_lines, plan, yspec is not None)
+            window = taken.close()
+            retimed = True
         watched_call(calls, rotate, watch)
     except _TimedCallWrong as exc:
         if guard is not None:
             guard.restore()
-        lap("yours")
-        sets.clear()
+        lap("rounds")
+        for kept in (sets, ysets, lsets):
+            kept.clear()
         return {"metric": spec.metric, "wrong": str(exc), "checked_calls": calls.checked}
     last = sets[turn[0]]
     if guard is not None:
         guard.restore()
-    lap("yours")
+    lap("rounds")
     wrong = None
     if spec.verify is not None:
         why = spec.verify(last)
         wrong = why.message if isinstance(why, api.Mismatch) else (why or None)
         lap("verify")
-    library = None
-    if spec.library is not None and wrong is None:
-        lib_t = timer.measure(
-            lambda: spec.library(sets[turn[0]]), sync=spec.sync, before=rotate, lead=lead
-        )
+    for kept in (sets, ysets, lsets):  # free the device memory the calibration may need
+        kept.clear()
+    last = None
+    learner_t = rounds.timing(YOU)
+    value = _rate(spec.work, learner_t.median_s, spec.metric)
+    library: dict[str, Any] | None = None
+    lib_value: float | None = None
+    if spec.library is not None:
+        lib_t = rounds.timing(LIBRARY)
+        lib_value = _rate(spec.work, lib_t.median_s, spec.metric)
         library = {
             "name": spec.library_name,
             "median_s": lib_t.median_s,
             "min_s": lib_t.min_s,
             "runs": lib_t.runs,
-            "value": _rate(spec.work, lib_t.median_s, spec.metric),
+            "value": lib_value,
         }
-        lap("library")
-    sets.clear()  # free the device memory before the calibration below may need it
-    last = None
-    state = gpu_state(ctx.inventory, actx.device_index) if (actx.gpu or actx.cupy) else cpu_state()
-    use_cpu = not (actx.gpu or actx.cupy)
-    value = _rate(spec.work, learner_t.median_s, spec.metric)
-    lib_value = library["value"] if library else None
-    ceiling_value, ceiling_why, device = None, "", ""
-    ceiling_note, remeasured = "", False
-    if pk.cached(ctx.inventory, actx.device_index, cpu=use_cpu) is None:
-        # Said before the seconds it takes: a learner watching a spinner deserves the reason.
-        ctx.progress(0.95, "calibrating this device's ceilings (once; later checks reuse them)")
-    try:
-        peaks = pk.load_or_measure(ctx, quick=actx.quick, cpu=use_cpu)
-        device = peaks.device
-        found = pk.peak_for(peaks, spec.ceiling)
-        best = max((v for v in (value, lib_value) if v), default=None)
-        if found is not None and best is not None and best > found * pk.OVER_CEILING:
-            # As for an experiment's row: a figure past the ceiling has the ceiling measured
-            # again (once per process), and one still past it says why beside the figure.
-            remeasured = pk.remeasure(ctx, peaks, spec.ceiling)
-            found = pk.peak_for(peaks, spec.ceiling)
-        ceiling_value = float(found) if found is not None else None
-        if ceiling_value is None:
-            ceiling_why = f"this device has no calibrated {spec.ceiling} figure"
-        elif best is not None and found is not None:
-            ceiling_note = over_note(100.0 * best / ceiling_value, found, "the timed code")
-            if remeasured and best > ceiling_value * pk.OVER_CEILING:
-                why = BEYOND_FLOPS if spec.metric == "TFLOP/s" else BEYOND
-                ceiling_note = f"{100.0 * best / ceiling_value:.0f}% of {spec.ceiling}: {why}"
-    except Exception as exc:  # noqa: BLE001 - a calibration that cannot run must not sink a check
-        ceiling_why = f"calibration failed: {type(exc).__name__}: {exc}"
+    yard_t = rounds.timing(YARD) if yspec is not None else None
+    yard_value = _rate(spec.work, yard_t.median_s, spec.metric) if yard_t else None
+    state = gpu_state(ctx.inventory, actx.device_index) if on_device else cpu_state()
+    ceiling = _ceiling(ctx, actx, spec, [value, lib_value, yard_value])
     lap("ceiling")
-    fraction = value / ceiling_value if value is not None and ceiling_value else None
+    ceiling_value = ceiling["value"]
+
+    def of_ceiling(v: float | None) -> float | None:
+        return v / ceiling_value if v is not None and ceiling_value else None
+
+    fraction = of_ceiling(value)
     out: dict[str, Any] = {
         "metric": spec.metric,
         "work": spec.work,
@@ -201,23 +229,24 @@ def time_and_grade(
             "value": value,
         },
         "library": library,
-        "ceiling": {
-            "name": spec.ceiling,
-            "value": ceiling_value,
-            "device": device,
-            "why": ceiling_why,
-            "note": ceiling_note,  # why a figure here is above 100% of it
-            "remeasured": remeasured,
-        },
+        "ceiling": ceiling,
         "fraction": fraction,
-        "library_fraction": lib_value / ceiling_value if lib_value and ceiling_value else None,
+        "library_fraction": of_ceiling(lib_value),
         "vs_library": value / lib_value if value and lib_value else None,
         "grades": dict(ex.grades),
-        "grade": grade_for(fraction, ex.grades) if ex.grades else "pass",
         "device_state": state,
+        "window": window,
+        "rounds": rounds.done,
+        "extended_rounds": extended,
+        "retimed": retimed,
         "quick": actx.quick,
         "checked_calls": calls.checked,  # timed calls whose output was checked (see api)
     }
+    if yard is not None and yard_t is not None:
+        out["yardstick"] = _yardstick_block(yard, yard_t, yard_value, of_ceiling(yard_value))
+        _grade_by_yardstick(out, rounds, ex, yard, ctx, actx, value, yard_value, window)
+    else:
+        out["grade"] = "pass"
     if learner_t.min_s <= 0:
         out["suspect"] = "a timed call took no time at all: the timing is not trusted; not graded"
         out["grade"] = "pass"
@@ -234,6 +263,214 @@ def time_and_grade(
     return out
 
 
+YOU, YARD, LIBRARY = "you", "yardstick", "library"
+
+
+def _ceiling(ctx: Any, actx: api.Context, spec: api.TimingSpec, values: list[Any]) -> dict:
+    """This device's calibrated ceiling for the spec's figure, re-measured once where a figure
+    beats it by more than OVER_CEILING, with the note on any figure still above it."""
+    use_cpu = not (actx.gpu or actx.cupy)
+    ceiling_value, ceiling_why, device = None, "", ""
+    ceiling_note, remeasured = "", False
+    if pk.cached(ctx.inventory, actx.device_index, cpu=use_cpu) is None:
+        # Said before the seconds it takes: a learner watching a spinner deserves the reason.
+        ctx.progress(0.95, "calibrating this device's ceilings (once; later checks reuse them)")
+    try:
+        peaks = pk.load_or_measure(ctx, quick=actx.quick, cpu=use_cpu)
+        device = peaks.device
+        found = pk.peak_for(peaks, spec.ceiling)
+        best = max((v for v in values if v), default=None)
+        if found is not None and best is not None and best > found * pk.OVER_CEILING:
+            # As for an experiment's row: a figure past the ceiling has the ceiling measured
+            # again (once per process), and one still past it says why beside the figure.
+            remeasured = pk.remeasure(ctx, peaks, spec.ceiling)
+            found = pk.peak_for(peaks, spec.ceiling)
+        ceiling_value = float(found) if found is not None else None
+        if ceiling_value is None:
+            ceiling_why = f"this device has no calibrated {spec.ceiling} figure"
+        elif best is not None and found is not None:
+            ceiling_note = over_note(100.0 * best / ceiling_value, found, "the timed code")
+            if remeasured and best > ceiling_value * pk.OVER_CEILING:
+                why = BEYOND_FLOPS if spec.metric == "TFLOP/s" else BEYOND
+                ceiling_note = f"{100.0 * best / ceiling_value:.0f}% of {spec.ceiling}: {why}"
+    except Exception as exc:  # noqa: BLE001 - a calibration that cannot run must not sink a check
+        ceiling_why = f"calibration failed: {type(exc).__name__}: {exc}"
+    return {
+        "name": spec.ceiling,
+        "value": ceiling_value,
+        "device": device,
+        "why": ceiling_why,
+        "note": ceiling_note,  # why a figure here is above 100% of it
+        "remeasured": remeasured,
+    }
+
+
+def _yardstick_block(yard: YardRun, t: Any, value: Any, fraction: Any) -> dict[str, Any]:
+    return {
+        "label": yard.choice.label,
+        "file": yard.choice.path.name,
+        "median_s": t.median_s,
+        "min_s": t.min_s,
+        "max_s": t.max_s,
+        "runs": t.runs,
+        "value": value,
+        "fraction": fraction,
+    }
+
+
+def _grade_by_yardstick(
+    out: dict[str, Any],
+    rounds: Rounds,
+    ex: Exercise,
+    yard: YardRun,
+    ctx: Any,
+    actx: api.Context,
+    value: float | None,
+    yard_value: float | None,
+    window: dict[str, Any],
+) -> None:
+    """The grade: the learner's speed as a fraction of the yardstick's, paired by round, with
+    its interval; against the yardstick's record on this device where this check's yardstick
+    ran slowed. Keeps the yardstick's figure in the record when the window was calm."""
+    ratio = median_interval(rounds.ratios(YARD, YOU))
+    figure = ratio.median
+    basis = "rounds"
+    key = ys.key_for(ctx.inventory, actx.device_index, cpu=not (actx.gpu or actx.cupy))
+    kept = ys.record(ex, yard.choice, key)
+    slowed = ""
+    if kept and yard_value and value and float(kept.get("value") or 0) > 0:
+        best = float(kept["value"])
+        if yard_value < ys.SLOWED * best:
+            # Something slowed the yardstick in this check: grade against its record here
+            figure = min(figure, value / best)
+            basis = "record"
+            slowed = (
+                f"{yard.choice.words} ran at {yard_value:,.4g} {out['metric']} in this check, "
+                f"below its best here ({best:,.4g}): graded against that best"
+            )
+    if not actx.quick and yard_value and not window.get("throttled") and not slowed:
+        kept = ys.observe(
+            ex,
+            yard.choice,
+            key,
+            value=yard_value,
+            fraction=out["yardstick"]["fraction"],
+            metric=out["metric"],
+            ceiling=out["ceiling"]["name"],
+        )
+    out["of_yardstick"] = {**ratio.to_dict(), "figure": figure, "basis": basis}
+    out["yardstick"]["record"] = kept
+    if slowed:
+        out["yardstick"]["slowed"] = slowed
+    lines = ratio.straddles(ex.grades.values()) if ex.grades else []
+    if lines:
+        out["of_yardstick"]["straddles"] = lines
+    out["grade"] = grade_for(figure, ex.grades) if ex.grades else "pass"
+
+
+@dataclass
+class _Taken:
+    """The rounds of one check, with the lead they ran behind and the clock window around them;
+    `again` times a fresh set of rounds (a throttled window)."""
+
+    rounds: Rounds
+    lead: Any
+    window: Any
+    make: Any  # () -> (Rounds, window), for `again`
+    plan: Plan
+
+    def close(self) -> dict[str, Any]:
+        if self.window is None:
+            return {"na": "CPU mode: no GPU to read", "throttled": False}
+        self.window.close(_now())
+        return self.window.summary()
+
+    def again(self) -> None:
+        self.rounds, self.window = self.make()
+        _initial(self.rounds, self.window, self.plan)
+
+
+def _initial(rounds: Rounds, window: Any, plan: Plan) -> None:
+    if window is not None:
+        window.open(_now())
+    t0 = _now()
+    rounds.extend(plan.min_rounds)
+    while rounds.done < plan.rounds and _now() - t0 < plan.budget_s:
+        rounds.extend(1)
+
+
+def _take_rounds(
+    spec: api.TimingSpec,
+    yspec: api.TimingSpec | None,
+    all_sets: tuple[list[Any], list[Any], list[Any]],
+    calls: _CallChecks,
+    rotate: Any,
+    plan: Plan,
+    actx: api.Context,
+    ctx: Any,
+    watch: Any,
+) -> _Taken:
+    """Warm every contender, then time the first rounds; a stream of the learner's that appears
+    during rounds behind a lead has every round taken again without one (its work need not wait
+    for a spin on the current stream, so it could have run before the start event)."""
+    _, ysets, lsets = all_sets
+    ycalls = _YardCalls(yspec, ysets, watch) if yspec is not None else None
+    lib_turn = [0]
+
+    def lib_next() -> None:
+        lib_turn[0] = (lib_turn[0] + 1) % len(lsets)
+
+    def lib_call() -> None:
+        assert spec.library is not None
+        spec.library(lsets[lib_turn[0]])
+
+    contenders = [Contender(YOU, calls.call, calls.before(rotate), calls.after)]
+    if ycalls is not None:
+        contenders.append(Contender(YARD, ycalls.call, ycalls.before, ycalls.after))
+    if spec.library is not None:
+        contenders.append(Contender(LIBRARY, lib_call, lib_next))
+    cancel = getattr(ctx, "check_cancelled", None)
+    on_device = bool(actx.gpu or actx.cupy)
+
+    def make(lead: Any) -> Any:
+        def build() -> tuple[Rounds, Any]:
+            window = ClockWindow(ctx.inventory, actx.device_index) if on_device else None
+            mark = (lambda: window.mark(_now())) if window is not None else None
+            r = Rounds(contenders, sync=spec.sync, lead=lead, cancel_check=cancel, mark=mark)
+            return r, window
+
+        return build
+
+    lead = _lead(spec, actx, watch)
+    rounds, window = make(lead)()
+    rounds.warm(plan.warmup)
+    _initial(rounds, window, plan)
+    if lead is not None and _streams(watch):
+        lead = None
+        cold = rounds.cold
+        rounds, window = make(None)()
+        rounds.cold = cold
+        _initial(rounds, window, plan)
+    return _Taken(rounds, lead, window, make(lead), plan)
+
+
+def _certify(rounds: Rounds, lines: list[float], plan: Plan, paired: bool) -> int:
+    """More rounds, `plan.batch` at a time, while the interval of the learner's fraction of the
+    yardstick holds a grade line, up to `plan.max_rounds` or `plan.extra_s` seconds; returns how
+    many were added."""
+    if not paired or not lines or plan.batch <= 0:
+        return 0
+    t0 = _now()
+    added = 0
+    while rounds.done < plan.max_rounds and _now() - t0 < plan.extra_s:
+        if not median_interval(rounds.ratios(YARD, YOU)).straddles(lines):
+            break
+        n = min(plan.batch, plan.max_rounds - rounds.done)
+        rounds.extend(n)
+        added += n
+    return added
+
+
 def _streams(watch: Any) -> bool:
     """Whether the learner's code made a stream of its own (the Watch records each one)."""
     return bool(getattr(watch, "streams", None))
@@ -246,24 +483,6 @@ def _lead(spec: api.TimingSpec, actx: api.Context, watch: Any) -> Any:
     if not (actx.gpu or actx.cupy) or not spec.lead or _streams(watch):
         return None
     return lead_spin(spec.sync, actx.device_index)
-
-
-def time_learner(
-    timer: Any, calls: Any, rotate: Any, spec: api.TimingSpec, lead: Any, watch: Any
-) -> tuple[Any, Any]:
-    """(the learner's Timing, the lead it was timed with). A stream of the learner's that
-    appears during a timing with a lead has the timing taken again without one: that stream's
-    work need not wait for a spin on the current stream, so it could have run before the start
-    event."""
-    t = timer.measure(
-        calls.call, sync=spec.sync, before=calls.before(rotate), after=calls.after, lead=lead
-    )
-    if lead is not None and _streams(watch):
-        lead = None
-        t = timer.measure(
-            calls.call, sync=spec.sync, before=calls.before(rotate), after=calls.after
-        )
-    return t, lead
 
 
 def watched_call(calls: _CallChecks, rotate: Any, watch: Any) -> None:
@@ -348,54 +567,38 @@ class _CallChecks:
             raise _TimedCallWrong(f"timed call {k + 1}: {why}{repeat}")
 
 
-def cpu_state() -> dict[str, Any]:
-    """The device state of a CPU run: no temperature or clock to read, and why."""
-    return {"temperature_c": None, "sm_clock_mhz": None, "na": "CPU mode: no GPU to read"}
+class _YardCalls:
+    """Around each call of the yardstick: the next of its input sets, prepared as the learner's
+    are (poisoned outputs, a changed element), so both sides do the same work under the same
+    conditions; its first timed output is checked (ours must be right, or the grade means
+    nothing). The function inside its spec is wrapped by the grader (Watch.ours): timed at the
+    learner's per-call cost, aside from their record."""
+
+    def __init__(self, spec: api.TimingSpec, sets: list[Any], watch: Any) -> None:
+        self.spec, self.sets, self.watch = spec, sets, watch
+        self.turn = 0
+        self.returned: Any = None
+        self.checked = False
+
+    def before(self) -> None:
+        self.turn = (self.turn + 1) % len(self.sets)
+        if self.spec.prepare is not None:
+            self.spec.prepare(self.sets[self.turn])
+
+    def call(self) -> None:
+        self.returned = self.spec.learner(self.sets[self.turn])
+
+    def after(self) -> None:
+        returned, self.returned = self.returned, None
+        if self.checked or self.spec.check_call is None:
+            return
+        self.checked = True
+        why = self.spec.check_call(self.sets[self.turn], returned)
+        if isinstance(why, api.Mismatch):
+            why = why.message
+        if why:
+            raise YardstickWrong(f"the yardstick's timed call is wrong: {why}")
 
 
-def gpu_state(inventory: Any, device_index: int = 0, session: Any = None) -> dict[str, Any]:
-    """The GPU's temperature (C) and SM clock (MHz) from NVML, or None with the reason in `na`.
-    `session`: an NvmlSession (tests pass one over the fake NVML); default one per process."""
-    uuid = ""
-    for d in getattr(inventory, "devices", []):
-        if d.kind == "cuda" and d.index == device_index:
-            uuid = d.uuid or ""
-    global _SESSION
-    if session is None:
-        if _SESSION is None:  # nvmlInit costs tens of ms: once per process, not once per check
-            _SESSION = NvmlSession()
-        session = _SESSION
-    if not session.open():
-        why = session.error.reason if session.error else "NVML is not available"
-        return {"temperature_c": None, "sm_clock_mhz": None, "na": why}
-    index = device_index
-    if uuid:  # CUDA and NVML may number GPUs differently (CUDA_VISIBLE_DEVICES)
-        count = session.count()
-        for i in range(count if isinstance(count, int) else 0):
-            got = session.call(i, "nvmlDeviceGetUUID")
-            if not isinstance(got, NA) and _same_uuid(_text(got), uuid):
-                index = i
-                break
-    temp = session.call(index, "nvmlDeviceGetTemperature", 0)  # NVML_TEMPERATURE_GPU
-    clock = session.call(index, "nvmlDeviceGetClockInfo", 1)  # NVML_CLOCK_SM
-    reasons = [
-        f"{k}: {v.reason}"
-        for k, v in (("temperature", temp), ("clock", clock))
-        if isinstance(v, NA)
-    ]
-    return {
-        "temperature_c": None if isinstance(temp, NA) else int(temp),
-        "sm_clock_mhz": None if isinstance(clock, NA) else int(clock),
-        "na": "; ".join(reasons),
-    }
-
-
-_SESSION: Any = None
-
-
-def _same_uuid(a: str, b: str) -> bool:
-    return a.lower().removeprefix("gpu-") == b.lower().removeprefix("gpu-")
-
-
-def _text(value: Any) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+class YardstickWrong(Exception):
+    """Our own yardstick failed its check: a bug of the exercise, never the learner's."""

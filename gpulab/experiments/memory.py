@@ -386,6 +386,13 @@ class Memory(Experiment):
                 f"the CUDA context held {s['context_bytes_nvml'] / 2**20:.0f} MiB beyond PyTorch's "
                 f"cache; after del, {s.get('reserved_after_del', 0) / 2**20:.0f} MiB stayed reserved"
             )
+        if "reserved_after_del" in s:
+            # NVML cannot attribute memory to a process in some containers: what torch saw stands
+            why = s.get("nvml_reason") or "NVML gave no per-process figure"
+            return (
+                f"after del, {s['reserved_after_del'] / 2**20:.0f} MiB stayed reserved in "
+                f"PyTorch's cache; the CUDA context's own share is not shown ({why})"
+            )
         if "rss_after_fill" in s:
             mib = 2**20
             empty = (s["rss_after_empty"] - s["rss_baseline"]) / mib

@@ -91,6 +91,8 @@ class FakeGpu:
     util: tuple[int, int] = (0, 0)
     clocks: tuple[int, int] = (345, 2619)
     reasons: int = 0x1  # idle
+    energy_mj: int = 1_000_000  # nvmlDeviceGetTotalEnergyConsumption: mJ since the driver loaded
+    violation_ns: dict[int, int] = field(default_factory=dict)  # perf policy -> ns held back
     pcie_kbs: tuple[int, int] = (1_200, 800)
     mig: tuple[int, int] | None = None  # (current, pending), None: no MIG on this model
     mig_slots: list[tuple[str, int, int]] = field(default_factory=list)  # uuid, total, used
@@ -353,6 +355,15 @@ class FakeNvml:
         """Percent of time a kernel ran (`gpu`) and memory was busy (`memory`)."""
         gpu = self._gpu(h, "nvmlDeviceGetUtilizationRates")
         return SimpleNamespace(gpu=gpu.util[0], memory=gpu.util[1])
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h: Any) -> int:
+        """Energy since the driver loaded, in millijoules."""
+        return self._gpu(h, "nvmlDeviceGetTotalEnergyConsumption").energy_mj
+
+    def nvmlDeviceGetViolationStatus(self, h: Any, policy: int) -> SimpleNamespace:
+        """Time (ns) the clocks were held back by a power (0) or thermal (1) policy."""
+        gpu = self._gpu(h, "nvmlDeviceGetViolationStatus")
+        return SimpleNamespace(referenceTime=0, violationTime=gpu.violation_ns.get(policy, 0))
 
     def nvmlDeviceGetCurrentClocksEventReasons(self, h: Any) -> int:
         """Bit mask of why the clocks are held down (newer NVML name)."""

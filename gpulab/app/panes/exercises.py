@@ -39,6 +39,8 @@ from gpulab.core.devices import Inventory
 from gpulab.exercises.loader import Catalog, Exercise, load_catalog
 from gpulab.exercises.progress import NOT_STARTED, PASSING, ExerciseProgress, Progress
 from gpulab.exercises.workspace import Workspace, WorkspaceError
+from gpulab.exercises.yardstick import key_for
+from gpulab.exercises.yardstick import words as yardstick_words
 
 NARROW_BELOW = 100  # columns: below this the verdict goes under the code
 TITLE_MAX = 44  # the list's title column, so state and grade fit in 80 columns
@@ -536,6 +538,15 @@ class ExercisesPane(Widget):
 
         self.app.push_screen(ConfirmReset(ex.title, str(where)), answered)
 
+    def _yardstick_key(self) -> str:
+        """The record key of the device checks run on (the yardstick's figure there)."""
+        device = getattr(self.checker, "device", None)
+        index = device if isinstance(device, int) else 0
+        gpu = self.inventory is not None and any(
+            d.kind == "cuda" for d in getattr(self.inventory, "devices", [])
+        )
+        return key_for(self.inventory, index, cpu=not gpu)
+
     def action_solution(self) -> None:
         """Show the reference solution, once the learner's code has passed."""
         # deferred: a screen loads when it first opens
@@ -553,13 +564,11 @@ class ExercisesPane(Widget):
         expert, note = None, ""
         if ex.has_expert:
             best = Progress(self.store).get(ex.id).best_grade
-            figure = f"{100 * ex.expert:.0f}% of the ceiling on an H100" if ex.expert else ""
             if best == "gold":
                 expert = ex.expert_path.read_text(encoding="utf-8")
-                note = f"The expert solution reaches {figure}." if figure else ""
+                note = f"The expert solution: {yardstick_words(ex, self._yardstick_key())}."
             else:
-                note = f"An expert solution ({figure}) opens at gold." if figure else ""
-                note = note or "An expert solution opens at gold."
+                note = "An expert solution opens at gold."
         self.app.push_screen(
             SolutionScreen(ex.title, code, python_language(), expert=expert, expert_note=note)
         )

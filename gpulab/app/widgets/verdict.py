@@ -12,7 +12,14 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from gpulab.exercises.report import _num, phases_line, short_case
+from gpulab.exercises.report import (
+    _num,
+    grade_basis_lines,
+    phases_line,
+    ratio_text,
+    short_case,
+    yardstick_name,
+)
 
 BAR_WIDTH = 20
 GRADE_STYLE = {"gold": "bold yellow", "silver": "bold white", "bronze": "bold #cd7f32"}
@@ -86,7 +93,8 @@ def verdict_text(result: Any) -> Text:
 
 
 def speed_text(timing: dict[str, Any] | None) -> Text:
-    """The check's timing: the learner's figure, the reference's, and the ratio."""
+    """The check's timing: the learner's figure, the yardstick's (the grade is a fraction of
+    it, with its interval) and the library's, as bars against this device's ceiling."""
     out = Text()
     if not timing:
         return out
@@ -99,22 +107,32 @@ def speed_text(timing: dict[str, Any] | None) -> Text:
     else:
         out.append(f"\n ceiling n/a: {ceiling.get('why') or 'not calibrated'}\n", style="yellow")
     rows = [("you", timing.get("learner") or {}, timing.get("fraction"))]
+    yard = timing.get("yardstick") or {}
+    label = yardstick_name(timing)
+    if yard:
+        rows.append((label, yard, yard.get("fraction")))
     lib = timing.get("library")
     if lib:
         rows.append((str(lib.get("name") or "library"), lib, timing.get("library_fraction")))
+    styles = {"you": "bold cyan", label: "yellow"}
     for who, block, fraction in rows:
         pct = "  n/a" if fraction is None else f"{100 * fraction:4.0f}%"
-        style = "bold cyan" if who == "you" else "magenta"
         out.append(f" {who[:10]:<10} ")
-        out.append(bar(fraction), style=style)
+        out.append(bar(fraction), style=styles.get(who, "magenta"))
         out.append(f" {pct} {_num(block.get('value'), unit)}\n")
     grades = timing.get("grades") or {}
-    if grades and ceiling.get("value"):
-        out.append(f" {'':<10} {grade_ruler(grades)}\n", style="dim")
-        steps = " ".join(f"{g[0]}={100 * v:.0f}%" for g, v in grades.items())
+    yard_fraction = yard.get("fraction")
+    if grades and label:
+        if yard_fraction and ceiling.get("value"):
+            # the grade lines are fractions of the yardstick: drawn where they fall on its bar
+            scaled = {g: v * float(yard_fraction) for g, v in grades.items()}
+            out.append(f" {'':<10} {grade_ruler(scaled)}\n", style="dim")
+        steps = " ".join(f"{g[0]}={v:.2f}" for g, v in grades.items())
         # how the GPU was timed, on the grades' line: the verdict keeps its height at 80x24
-        lead = f" · timed behind a {timing['lead_us']:.0f} us spin" if timing.get("lead_us") else ""
-        out.append(f" grades: {steps}{lead}\n", style="dim")
+        lead = f" · behind a {timing['lead_us']:.0f} us spin" if timing.get("lead_us") else ""
+        out.append(f" you/{label} {ratio_text(timing)} · {steps}{lead}\n", style="dim")
+    for line in grade_basis_lines(timing):
+        out.append(f" {line}\n", style="yellow")
     if ceiling.get("note"):
         out.append(f" above 100%: {ceiling['note']}\n", style="yellow")
     if timing.get("suspect"):

@@ -32,7 +32,14 @@ ROUNDS = 3
 # The mistakes this catches are far outside (milliseconds for seconds 1000x, a total of the
 # runs 7x, a timer stopped before the copy ended: above the link itself).
 PINNED_BOUNDS = (0.25, 1.6)
-PAGEABLE_BOUNDS = (0.4, 2.5)
+# A pageable copy goes through the driver's staging of host pages, so its rate follows the
+# host memory (NUMA node, huge pages, first touch) more than the code: on one H200 host every
+# way of copying measured 5.4-5.6 GB/s (bench/results/pageable-probe-h200.json), on another a
+# learner's fresh buffer copied at 3.98 GB/s beside the check's kept one at 11.92. So the check
+# measures pageable two ways itself, into a kept buffer and into a new tensor, and accepts the
+# learner's figure from PAGEABLE_BOUNDS[0] of the slower to PAGEABLE_BOUNDS[1] of the faster;
+# the mistakes it is there for are 7x and more out.
+PAGEABLE_BOUNDS = (0.25, 2.5)
 ORDER_MARGIN = 1.2  # pinned this much faster than pageable in the check's rounds: the order holds
 CEILING_SLACK = 1.10
 SIZES_MIB = ((48, 80), (192, 320))  # each case's size: whole MiB drawn in this range
@@ -56,6 +63,20 @@ def _copy_gbs(src: Any, dst: Any, repeats: int = 7) -> float:
         t0 = _now()
         dst.copy_(src, non_blocking=True)
         sync(dst.device)  # the copy is done, not merely queued
+        if i:
+            times.append(_now() - t0)
+    return src.numel() * src.element_size() / statistics.median(times) / 1e9
+
+
+def _to_gbs(src: Any, repeats: int = 7) -> float:
+    """Median GB/s of `src.to(device)` into a new tensor each time (the other correct way)."""
+    sync = _BOUND["sync"]
+    times = []
+    for i in range(repeats + 1):
+        sync()
+        t0 = _now()
+        src.to("cuda", non_blocking=True)
+        sync()
         if i:
             times.append(_now() - t0)
     return src.numel() * src.element_size() / statistics.median(times) / 1e9
@@ -164,6 +185,9 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
                     "measure the copies, do not write the figures down"
                 )
         ours = {"pageable": _copy_gbs(pageable, dst), "pinned": _copy_gbs(pinned, dst)}
+        fresh = _to_gbs(pageable)
+        ours["pageable_low"] = min(ours["pageable"], fresh)
+        ours["pageable_high"] = max(ours["pageable"], fresh)
         rounds.append({"yours": yours, "ours": ours})
     return {"rounds": rounds}
 
@@ -199,15 +223,18 @@ def compare(want: dict, got: dict, case: api.Case, ctx: api.Context) -> api.Mism
             got=y_pin,
         )
     for key, (low, high) in (("pinned", PINNED_BOUNDS), ("pageable", PAGEABLE_BOUNDS)):
-        ratio = statistics.median(r["yours"][key] / r["ours"][key] for r in rounds)
         g = statistics.median(r["yours"][key] for r in rounds)
-        w = statistics.median(r["ours"][key] for r in rounds)
-        if not low <= ratio <= high:
+        lo_key, hi_key = (f"{key}_low", f"{key}_high") if key == "pageable" else (key, key)
+        w_lo = statistics.median(r["ours"][lo_key] for r in rounds)
+        w_hi = statistics.median(r["ours"][hi_key] for r in rounds)
+        if not low * w_lo <= g <= high * w_hi:
+            measured = f"{w_lo:.2f} GB/s" if w_lo == w_hi else f"{w_lo:.2f} to {w_hi:.2f} GB/s"
             return api.Mismatch(
-                f"{key} = {g:.2f} GB/s, but the check measured {w:.2f} GB/s for the same copy "
-                f"in the same {len(rounds)} rounds ({ratio:.2f}x, accepted {low}x to {high}x)",
-                expected=w,
+                f"{key} = {g:.2f} GB/s, but the check measured {measured} for the same copy "
+                f"in the same {len(rounds)} rounds (accepted {low}x the slower to {high}x the "
+                "faster)",
+                expected=w_lo,
                 got=g,
-                max_error=abs(g - w),
+                max_error=min(abs(g - w_lo), abs(g - w_hi)),
             )
     return None

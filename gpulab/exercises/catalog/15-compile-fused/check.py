@@ -3,9 +3,16 @@
 The learner's `run(x, w)` must compute the chain below through a torch.compile'd function that
 (1) has no graph break, (2) compiles at most twice over six sizes (the first size, then once
 with the size dynamic: a compile per size means every new shape pays the compile again), and
-(3) on a GPU beats the same chain in eager PyTorch by MARGIN in interleaved rounds on a large
-input, and on the CPU does the work on that input inside the compiled graph: one call there,
-under torch.profiler, dispatches no eager operation over it.
+(3) on a GPU saves, against the same chain in eager PyTorch, at least half of what our own
+compiled solution saves, all three timed in interleaved rounds on a large input on this GPU
+(gpulab.exercises.saving; where even ours gains too little here, only correctness is graded and
+the verdict says so), and on the CPU does the work on that input inside the compiled graph: one
+call there, under torch.profiler, dispatches no eager operation over it.
+
+The learner's calls in the rounds are timed ones (`ctx.timed_calls()`): the grader's per-call
+bookkeeping waits for the end of the loop. Timed through it, a compiled call on an H200 carried
+about 0.6 ms of the grader's own work per call against eager's none, and a correct fused chain
+(0.10 ms, 6.6x eager in bench/results/compile-fused-probe-h200.json) read 0.91x eager.
 
 Graph breaks and compiled graphs are read from torch._dynamo's own counters (the numbers
 `torch._dynamo.explain` and TORCH_LOGS=graph_breaks report), before and after each call.
@@ -20,7 +27,6 @@ its operations one by one.
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,10 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from gpulab.exercises import api
+from gpulab.exercises import api, saving
 
 ENTRY = "run"
-MARGIN = 1.3  # on a GPU the compiled call must be this many times faster than eager
 # What a compiled graph's wrapper may still dispatch: allocating its outputs and viewing them
 NOT_WORK = frozenset(
     "aten::" + op
@@ -205,17 +210,21 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
                 }
             if not gpu:
                 return {"gpu": False, "eager_ops": _eager_ops(fn, x, w)}
+            ours = ctx.reference()
+            _differs(ours(x, w), _eager(x, w))  # warm: our chain compiles for this size here
             for k in range(ROUNDS):
                 x.neg_()  # new values each round, untimed: an answer kept from before is wrong
-                yours, got = _time(fn, x, w, gpu, 20)
+                with ctx.timed_calls():
+                    yours, got = _time(fn, x, w, gpu, 20)
                 eager, want = _time(_eager, x, w, gpu, 20)
+                mine, _ = _time(ours, x, w, gpu, 20)
                 wrong = _differs(got, want)
                 if wrong:
                     return {
                         "gpu": True,
                         "wrong": f"timed round {k + 1}, after the input changed: {wrong} ({KEPT})",
                     }
-                rounds.append((yours, eager))
+                rounds.append((eager, yours, mine))
         return {"rounds": rounds, "gpu": True}
     graphs, breaks = _counts()
     with _threads(ctx.device):  # compiled with the thread count it is timed with
@@ -263,7 +272,7 @@ def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismat
         return api.Mismatch(got["wrong"])
     if not got["gpu"]:
         return _work_outside_the_graph(got["eager_ops"])
-    return _speed(got)
+    return _speed(got, ctx)
 
 
 def _work_outside_the_graph(ops: list[str]) -> api.Mismatch | None:
@@ -277,15 +286,14 @@ def _work_outside_the_graph(ops: list[str]) -> api.Mismatch | None:
     )
 
 
-def _speed(got: dict[str, Any]) -> api.Mismatch | None:
-    ratios = [eager / yours for yours, eager in got["rounds"] if yours > 0]
-    speedup = statistics.median(ratios) if ratios else 0.0
-    yours = statistics.median(r[0] for r in got["rounds"]) * 1e3
-    eager = statistics.median(r[1] for r in got["rounds"]) * 1e3
-    if speedup < MARGIN:
-        return api.Mismatch(
-            f"your compiled call takes {yours:.3f} ms, eager {eager:.3f} ms: {speedup:.2f}x, "
-            f"not the {MARGIN}x a fused chain gives (median of {ROUNDS} interleaved rounds; "
-            "is the compiled function the one that runs?)"
-        )
-    return None
+def _speed(got: dict[str, Any], ctx: api.Context) -> api.Mismatch | None:
+    measured = saving.Saving.of(got["rounds"])
+    bad, note = saving.judge(
+        measured,
+        what="compiled call",
+        baseline="eager",
+        hint="is the compiled function the one that runs?",
+    )
+    if note:
+        ctx.notes.append(note)
+    return bad

@@ -1,4 +1,4 @@
-# expect: a tenth
+# expect: of what ours saves): a Python loop over the rows
 """Wrong: the norm stays a tensor (no sync), but the loss is still a loop over the rows."""
 
 from __future__ import annotations

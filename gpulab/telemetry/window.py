@@ -1,0 +1,218 @@
+"""What the GPU was doing while a figure was timed: clocks, power, temperature, throttling.
+
+A graded figure taken while the GPU held its power limit, or slowed for heat, is not the figure
+the learner's code earns on a calm GPU. So the grader opens a `ClockWindow` around its timed
+rounds and marks it after each round: the SM and memory clocks (lowest and highest seen), the
+power draw (from the energy counter across the window where the driver has one, else the mean
+of the readings), the temperature, the union of NVML's clock-event reasons seen at the marks,
+and the power and thermal violation time NVML accumulated over the window. `summary()` says
+whether the window was throttled and in which words, so the verdict can name it and the grader
+can retime it.
+
+One NVML session per process (nvmlInit costs tens of milliseconds). A mark costs a few NVML
+calls of about 0.04 ms each, made between rounds, outside the timed calls.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from gpulab.telemetry.nvml import NvmlSession
+from gpulab.telemetry.snapshot import decode_throttle
+from gpulab.telemetry.values import NA
+
+NVML_CLOCK_SM = 1
+NVML_CLOCK_MEM = 2
+NVML_TEMPERATURE_GPU = 0
+NVML_PERF_POLICY_POWER = 0
+NVML_PERF_POLICY_THERMAL = 1
+# Clock-event reasons that slow the clocks below what the card runs at when calm: power cap,
+# hardware slowdown, thermal (software and hardware), hardware power brake. Idle, application
+# clocks, sync boost and display settings are not the GPU being held back by its limits.
+SLOWING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+
+_SESSION: NvmlSession | None = None
+
+
+def session() -> NvmlSession:
+    """This process's NVML session, opened on first use."""
+    global _SESSION
+    if _SESSION is None:
+        _SESSION = NvmlSession()
+    return _SESSION
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _same_uuid(a: str, b: str) -> bool:
+    return a.lower().removeprefix("gpu-") == b.lower().removeprefix("gpu-")
+
+
+def nvml_index(inventory: Any, device_index: int, nvml: NvmlSession) -> int:
+    """NVML's index of CUDA device `device_index`: CUDA and NVML may number GPUs differently
+    (CUDA_VISIBLE_DEVICES), so the GPU is found by its UUID where the inventory has one."""
+    uuid = ""
+    for d in getattr(inventory, "devices", []):
+        if d.kind == "cuda" and d.index == device_index:
+            uuid = d.uuid or ""
+    if not uuid:
+        return device_index
+    count = nvml.count()
+    for i in range(count if isinstance(count, int) else 0):
+        got = nvml.call(i, "nvmlDeviceGetUUID")
+        if not isinstance(got, NA) and _same_uuid(_text(got), uuid):
+            return i
+    return device_index
+
+
+def cpu_state() -> dict[str, Any]:
+    """The device state of a CPU run: no temperature or clock to read, and why."""
+    return {"temperature_c": None, "sm_clock_mhz": None, "na": "CPU mode: no GPU to read"}
+
+
+def gpu_state(inventory: Any, device_index: int = 0, nvml: NvmlSession | None = None) -> dict:
+    """The GPU's temperature (C) and SM clock (MHz) from NVML now, or None with the reason in
+    `na`. `nvml`: an NvmlSession (tests pass one over the fake NVML); default one per process."""
+    nvml = nvml or session()
+    if not nvml.open():
+        why = nvml.error.reason if nvml.error else "NVML is not available"
+        return {"temperature_c": None, "sm_clock_mhz": None, "na": why}
+    index = nvml_index(inventory, device_index, nvml)
+    temp = nvml.call(index, "nvmlDeviceGetTemperature", NVML_TEMPERATURE_GPU)
+    clock = nvml.call(index, "nvmlDeviceGetClockInfo", NVML_CLOCK_SM)
+    reasons = [
+        f"{k}: {v.reason}"
+        for k, v in (("temperature", temp), ("clock", clock))
+        if isinstance(v, NA)
+    ]
+    return {
+        "temperature_c": None if isinstance(temp, NA) else int(temp),
+        "sm_clock_mhz": None if isinstance(clock, NA) else int(clock),
+        "na": "; ".join(reasons),
+    }
+
+
+def _violation_ns(nvml: NvmlSession, index: int, policy: int) -> int | None:
+    got = nvml.call(index, "nvmlDeviceGetViolationStatus", policy)
+    if isinstance(got, NA):
+        return None
+    value = getattr(got, "violationTime", None)
+    return int(value) if value is not None else None
+
+
+class ClockWindow:
+    """Readings of one GPU across a timed window: `open()`, `mark()` after each round, then
+    `summary()`. Without NVML (a CPU, no permission, MIG) every reading is None and `na` says
+    why; the window is then never called throttled."""
+
+    def __init__(self, inventory: Any, device_index: int = 0, nvml: NvmlSession | None = None):
+        self.inventory, self.device_index = inventory, device_index
+        self.nvml = nvml or session()
+        self.index = device_index
+        self.na = ""
+        self.sm: list[int] = []
+        self.mem: list[int] = []
+        self.power_mw: list[int] = []
+        self.temps: list[int] = []
+        self.reasons = 0
+        self.reasons_read = False
+        self._energy0: int | None = None
+        self._energy1: int | None = None
+        self._violation0: dict[int, int | None] = {}
+        self._violation1: dict[int, int | None] = {}
+        self._t0 = 0.0
+        self._t1 = 0.0
+
+    def open(self, now: float) -> ClockWindow:
+        """Start the window at host time `now` (seconds): the counters' first readings."""
+        if not self.nvml.open():
+            self.na = self.nvml.error.reason if self.nvml.error else "NVML is not available"
+            return self
+        self.index = nvml_index(self.inventory, self.device_index, self.nvml)
+        self._t0 = now
+        self._energy0 = self._energy()
+        self._violation0 = {p: _violation_ns(self.nvml, self.index, p) for p in self._policies}
+        self.mark(now)
+        return self
+
+    _policies = (NVML_PERF_POLICY_POWER, NVML_PERF_POLICY_THERMAL)
+
+    def _energy(self) -> int | None:
+        got = self.nvml.call(self.index, "nvmlDeviceGetTotalEnergyConsumption")
+        return None if isinstance(got, NA) else int(got)
+
+    def mark(self, now: float) -> None:
+        """Read the clocks, power, temperature and clock-event reasons once more (between
+        rounds, never inside a timed call)."""
+        if self.na or not self.nvml.ok:
+            return
+        self._t1 = now
+        i, call = self.index, self.nvml.call
+        for name, args, into in (
+            ("nvmlDeviceGetClockInfo", (NVML_CLOCK_SM,), self.sm),
+            ("nvmlDeviceGetClockInfo", (NVML_CLOCK_MEM,), self.mem),
+            ("nvmlDeviceGetPowerUsage", (), self.power_mw),
+            ("nvmlDeviceGetTemperature", (NVML_TEMPERATURE_GPU,), self.temps),
+        ):
+            got = call(i, name, *args)
+            if not isinstance(got, NA):
+                into.append(int(got))
+        name = "nvmlDeviceGetCurrentClocksEventReasons"
+        if getattr(self.nvml.nvml, name, None) is None:
+            name = "nvmlDeviceGetCurrentClocksThrottleReasons"
+        mask = call(i, name)
+        if not isinstance(mask, NA):
+            self.reasons |= int(mask)
+            self.reasons_read = True
+
+    def close(self, now: float) -> None:
+        """End the window: the counters' last readings."""
+        if self.na or not self.nvml.ok:
+            return
+        self.mark(now)
+        self._energy1 = self._energy()
+        self._violation1 = {p: _violation_ns(self.nvml, self.index, p) for p in self._policies}
+
+    def _violated_ms(self, policy: int) -> float | None:
+        a, b = self._violation0.get(policy), self._violation1.get(policy)
+        return None if a is None or b is None else max(0, b - a) / 1e6
+
+    def summary(self) -> dict[str, Any]:
+        """What the window saw, JSON-ready: clocks (MHz, lowest and highest), power (W),
+        temperature (C), the clock-event reasons seen, the violation time (ms) and whether the
+        window was throttled (`throttled`, with `throttle` in words)."""
+        if self.na:
+            return {"na": self.na, "throttled": False}
+        seconds = max(0.0, self._t1 - self._t0)
+        power_w = None
+        if self._energy0 is not None and self._energy1 is not None and seconds > 0.05:
+            power_w = (self._energy1 - self._energy0) / 1e3 / seconds  # mJ over the window
+        elif self.power_mw:
+            power_w = statistics.mean(self.power_mw) / 1e3
+        power_ms = self._violated_ms(NVML_PERF_POLICY_POWER)
+        thermal_ms = self._violated_ms(NVML_PERF_POLICY_THERMAL)
+        slowing = self.reasons & SLOWING
+        words = decode_throttle(slowing) if slowing else []
+        if thermal_ms and "thermal limit (software)" not in words:
+            words.append(f"thermal limit for {thermal_ms:.0f} ms")
+        if power_ms and "power cap" not in words:
+            words.append(f"power cap for {power_ms:.0f} ms")
+        return {
+            "seconds": round(seconds, 4),
+            "sm_clock_mhz": _span(self.sm),
+            "mem_clock_mhz": _span(self.mem),
+            "power_w": None if power_w is None else round(power_w, 1),
+            "temperature_c": max(self.temps) if self.temps else None,
+            "reasons": decode_throttle(self.reasons) if self.reasons_read else None,
+            "power_violation_ms": power_ms,
+            "thermal_violation_ms": thermal_ms,
+            "throttled": bool(words),
+            "throttle": words,
+        }
+
+
+def _span(values: list[int]) -> dict[str, int] | None:
+    return {"min": min(values), "max": max(values)} if values else None
