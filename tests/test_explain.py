@@ -292,6 +292,28 @@ def test_cli_explain_puts_the_graded_figure_on_the_roofline(tmp_path, capsys, mo
     assert "* your figure" in out and "(132 SMs)" in out
 
 
+def test_float4_advice_is_quiet_when_the_figure_is_near_the_copy():
+    """ "try float4" is printed for a memory-bound kernel short of the copy, and dropped (the
+    line stays, unmarked, saying why) once the graded figure is 0.8 of it or more."""
+    text = (PLANTED_DIR / "scalar_loads.py").read_text()
+
+    def loads(fraction: float):
+        e = explain(
+            text,
+            metric="GB/s",
+            figure=fraction * 3000.0,
+            bandwidth_gbs=3000.0,
+            compute_tflops=50.0,
+            exercise="map-add-ten",
+        )
+        (k,) = e.kernels
+        return next(f for f in k.findings if f.kind == "vector-loads")
+
+    low, high = loads(0.5), loads(0.9)
+    assert low.advice == "try float4" and low.severity >= 1
+    assert high.advice == "" and high.severity == 0 and "0.90 of the copy" in high.detail
+
+
 def test_explain_imports_neither_torch_nor_cupy_nor_textual():
     code = (
         "import sys\nfrom gpulab.explain.explainer import explain_file\n"

@@ -100,6 +100,20 @@ def test_the_flaw_and_its_fix_differ_where_they_should():
     assert cols.get(key) == pytest.approx(12.5, abs=0.5) and rows.get(key) > 75
 
 
+def test_high_occupancy_short_of_the_roof_reads_as_bytes_in_flight():
+    """Little's law: with warps enough, DRAM under its roof and loads waited on, the occupancy
+    line names the bytes in flight (unmarked advice: the fixed transpose keeps no suspect);
+    a grid too small to fill the GPU, or a kernel at the roof, is not told so."""
+    (padded,) = recorded("transpose-padded")
+    occ = next(f for f in ncu.findings(padded) if f.kind == "occupancy")
+    assert occ.verdict == "few bytes in flight" and occ.severity == 0
+    assert "Little's law" in occ.detail and len(occ.card_line()) <= 80
+    for label in ("small_grid", "strided", "divergent"):
+        (k,) = recorded(label)
+        line = next(f for f in ncu.findings(k) if f.kind == "occupancy")
+        assert line.verdict == "not a goal in itself", (label, line.card_line())
+
+
 def test_ncu_rules_are_advice_first_and_at_most_three():
     (k,) = recorded("strided")
     picked = ncu.pick_rules(k.rules)

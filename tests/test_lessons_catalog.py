@@ -541,6 +541,59 @@ def test_no_correct_answer_stands_out_by_length(content):
     assert shortest <= len(questions) / 3, f"correct choice shortest in {shortest}"
 
 
+def _length_guess_rate(questions, pick) -> dict[int, tuple[float, int]]:
+    """Per number of choices k: how often a learner who always takes the longest (or shortest)
+    choice is right, and over how many questions. A tie at the extreme counts as a guess among
+    the tied choices, so four choices of one length give 1/4, which is chance."""
+    credit: dict[int, float] = {}
+    count: dict[int, int] = {}
+    for q in questions:
+        lengths = [len(c.replace("`", "")) for c in q.choices]
+        extreme = pick(lengths)
+        tied = [i for i, n in enumerate(lengths) if n == extreme]
+        k = len(lengths)
+        credit[k] = credit.get(k, 0.0) + (1.0 / len(tied) if q.answer in tied else 0.0)
+        count[k] = count.get(k, 0) + 1
+    return {k: (credit[k] / count[k], count[k]) for k in count}
+
+
+def test_picking_the_longest_or_shortest_choice_is_no_better_than_chance(content):
+    """Over every lesson, a learner who always picks the longest choice is right in no more than
+    1/k + 10% of the questions with k choices, and the same for the shortest; and in no fewer
+    than 1/k - 10%, or ruling out the longest (or shortest) would beat chance. The length of the
+    right answer predicts nothing. (The new chapters once had the right answer longest in 21 of
+    31 questions.)"""
+    questions = [q for lesson in content for q in lesson.quiz]
+    for name, pick in (("longest", max), ("shortest", min)):
+        for k, (rate, n) in _length_guess_rate(questions, pick).items():
+            assert 1 / k - 0.10 <= rate <= 1 / k + 0.10, (
+                f"the {name} choice is right in {rate:.0%} of {n} questions with {k} choices"
+            )
+
+
+def test_no_lesson_leans_on_a_long_right_answer(content):
+    """Per lesson: the right choice is longer than every other by more than 10% in at most a
+    third of its questions, so no one chapter teaches that the long answer wins."""
+    for lesson in content:
+        long_by_far = 0
+        for q in lesson.quiz:
+            lengths = [len(c.replace("`", "")) for c in q.choices]
+            others = lengths[: q.answer] + lengths[q.answer + 1 :]
+            long_by_far += lengths[q.answer] > 1.1 * max(others)
+        assert long_by_far <= len(lesson.quiz) / 3, f"{lesson.source}: {long_by_far} questions"
+
+
+def test_the_length_guess_rate_counts_ties_as_a_shared_guess():
+    from gpulab.lessons.lesson_format import Question
+
+    equal = Question("Q?", ("aaaa", "bbbb", "cccc", "dddd"), 2, "E.")
+    longest = Question("Q?", ("a", "bb", "cccccc", "dd"), 2, "E.")
+    shortest = Question("Q?", ("a", "bb", "cccccc", "dd"), 0, "E.")
+    assert _length_guess_rate([equal], max) == {4: (0.25, 1)}
+    assert _length_guess_rate([longest, shortest], max) == {4: (0.5, 2)}
+    assert _length_guess_rate([longest, shortest], min) == {4: (0.5, 2)}
+
+
 STOPWORDS = frozenset(
     re.findall(
         r"\w+",

@@ -549,7 +549,9 @@ def findings(k: KernelProfile) -> list[Finding]:
         )
 
     # Occupancy: achieved against theoretical, and what limits the theoretical. Not a goal in
-    # itself: it matters when too few warps leave memory latency uncovered.
+    # itself: warps are one factor of the bytes in flight (Little's law), the bytes each warp
+    # has outstanding the other. With warps enough, DRAM short of its roof and warps waiting on
+    # loads, the line says so, unmarked: it is advice, not the suspect for a kernel's figure.
     achieved = k.get("sm__warps_active.avg.pct_of_peak_sustained_active")
     theory = k.get("sm__maximum_warps_per_active_cycle_pct")
     if achieved is not None and theory is not None:
@@ -559,18 +561,40 @@ def findings(k: KernelProfile) -> list[Finding]:
         if not low and w is not None and w >= 1.0 and achieved < 0.6 * theory and not at_roof:
             score = 1.0
         why = f"{limiter}: {blocks:.0f} blocks/SM" if limiter and theory < 100 else ""
+        top_stall = stalls(k)[:1]
+        starved = (
+            not low
+            and dram is not None
+            and not at_roof
+            and (w is None or w >= 1.0)
+            and achieved >= 0.6 * theory
+            and bool(top_stall)
+            and top_stall[0][0] == "long_scoreboard"
+        )
+        verdict, advice = "not a goal in itself", ""
+        if low:
+            verdict, advice = why or "too few warps", ADVICE.get(limiter, "")
+        elif starved:
+            verdict, advice = "few bytes in flight", "more loads/thread"
         out.append(
             Finding(
                 "occupancy",
                 "occupancy",
                 f"{achieved:.0f}% of {theory:.0f}% max",
-                (why or "too few warps") if low else "not a goal in itself",
-                ADVICE.get(limiter, "") if low else "",
+                verdict,
+                advice,
                 "measured",
                 score,
                 kernel=name,
                 detail="sm__warps_active (achieved) and sm__maximum_warps_per_active_cycle_pct"
-                " (theoretical); the limiter is the launch__occupancy_limit_* that binds.",
+                " (theoretical); the limiter is the launch__occupancy_limit_* that binds."
+                + (
+                    " DRAM is short of its roof while warps wait on loads: the SM has too few"
+                    " bytes in flight (bandwidth x latency, Little's law) and more warps cannot"
+                    " be added; more independent loads a thread (several elements, float4) can."
+                    if starved
+                    else ""
+                ),
                 data={"achieved": achieved, "theoretical": theory, "limiter": limiter},
             )
         )
