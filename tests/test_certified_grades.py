@@ -241,7 +241,7 @@ def test_the_grade_is_the_ratio_to_the_yardstick_with_its_interval_and_record(
     out = speed.time_and_grade(you, ex, _actx(), ctx, yard=speed.YardRun(choice, yard))
     r = out["of_yardstick"]
     assert r["lo"] <= r["figure"] <= r["hi"] and 0.8 < r["figure"] < 1.25
-    assert out["yardstick"]["label"] == "reference" and out["rounds"] >= 9
+    assert out["yardstick"]["label"] == "reference" and out["rounds"] >= speed.CPU.min_rounds
     assert out["window"]["na"] and not out["retimed"]
     kept = ys.last(ex.id, ys.key_for(ctx.inventory, 0, cpu=True))
     assert kept and kept["value"] == pytest.approx(out["yardstick"]["value"])
