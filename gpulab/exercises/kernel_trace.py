@@ -63,7 +63,9 @@ class KernelTrace:
             names: list[str] = []
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 yield names
-                torch.cuda.synchronize()
+                # The current stream only: a learner's non-blocking stream held back by the
+                # watch's gate must still be busy when the check reads the output
+                torch.cuda.current_stream().synchronize()
             names.extend(kernels(prof))
 
         try:  # one empty session: CUPTI's first start costs a second, and may not be allowed
