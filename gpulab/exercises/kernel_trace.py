@@ -22,21 +22,53 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-# Kernels that are allocation, data movement or the grader's own: allowed inside a call.
+# What may run inside a call besides the learner's own kernels: allocation (a memset, CuPy's
+# and torch's fills of a new buffer) and the grader's own kernels. A copy is not allocation: a
+# transpose written as `out[...] = a.T` is a copy kernel, and the whole exercise.
 _INFRA = re.compile(
-    r"^(memset|memcpy|gpulab_)|cupy_(fill|copy|memset|astype|concatenate)|"
-    r"^(void )?(at::native::)?(vectorized_elementwise_kernel.*FillFunctor|elementwise_kernel.*fill)",
+    r"^(memset|gpulab_)|^cupy_fill|(FillFunctor|fill_kernel)",
     re.IGNORECASE,
 )
+# Names no kernel of the learner's may take, or the library's kernels would pass for theirs
+_LIBRARY = re.compile(r"^(cupy_|cub|cutlass|gemm|sm\d+_|ampere_|volta_|void at::)", re.IGNORECASE)
 
 
 def allowed(name: str, own: list[str]) -> bool:
-    """Whether a kernel that ran inside a call is the learner's own (its name contains one of
-    `own`, the names their kernels were compiled under) or allocation, a copy, or the
-    grader's."""
-    if _INFRA.search(name.strip()):
-        return True
-    return any(o and o in name for o in own)
+    """Whether a kernel that ran inside a call is allocation or the grader's (the learner's own
+    are counted by `foreign`, launch by launch)."""
+    return bool(_INFRA.search(name.strip()))
+
+
+def _is_own(name: str, own: str) -> bool:
+    """Whether kernel `name` (as the GPU records it: a C name, or a demangled C++ signature)
+    is the kernel compiled under the learner's name `own`."""
+    if not own or _LIBRARY.match(own):
+        return False
+    return name == own or re.search(rf"(^|[\s:*&]){re.escape(own)}(\(|<|$)", name) is not None
+
+
+_COPY = re.compile(r"^cupy_copy|^memcpy", re.IGNORECASE)
+
+
+def foreign(names: list[str], launches: list[str], copies: int = 0) -> list[str]:
+    """The kernels in `names` that neither allocation nor one of the learner's `launches` (the
+    names of their launches in this call, one each) accounts for. `copies`: how many of those
+    launches returned a new array, whose copy into the output (`out[...] = fused(x)`) is
+    theirs too, one copy each."""
+    left = list(launches)
+    others = []
+    for name in names:
+        if allowed(name, left):
+            continue
+        if copies and _COPY.search(name.strip()):
+            copies -= 1
+            continue
+        mine = next((i for i, own in enumerate(left) if _is_own(name, own)), None)
+        if mine is None:
+            others.append(name)
+        else:
+            left.pop(mine)
+    return others
 
 
 class KernelTrace:
@@ -97,15 +129,16 @@ def kernels(prof: Any) -> list[str]:
     return out
 
 
-def foreign_message(names: list[str], own: list[str]) -> str:
-    """'' when every kernel in `names` is allowed, else the one line that names the first that
-    is not: the library did work inside the call."""
-    others = [n for n in names if not allowed(n, own)]
+def foreign_message(names: list[str], launches: list[str], copies: int = 0) -> str:
+    """'' when every kernel in `names` is accounted for, else the one line that names the first
+    that is not: the library did work inside the call (copies included: a copy kernel is a
+    computed layout, not allocation)."""
+    others = foreign(names, launches, copies)
     if not others:
         return ""
     shown = others[0] if len(others[0]) <= 80 else others[0][:77] + "..."
     more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
     return (
         f"a library kernel ran inside your call: {shown}{more}. In this exercise your own "
-        "kernel does the work; the library may allocate and copy, not compute"
+        "kernel does the work; the library may allocate, not compute or copy"
     )

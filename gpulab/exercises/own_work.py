@@ -120,6 +120,7 @@ class Launch:
     block: Any = None
     shared_dynamic: int = 0
     wrapper: Any = None  # the _Kernel, to read its static shared memory when a check asks
+    returned: bool = False  # the launch returned a new array (ElementwiseKernel, fuse)
 
     def shared_static(self) -> int | None:
         """Bytes of static shared memory the kernel declares (None: not knowable here)."""
@@ -153,8 +154,11 @@ class _Kernel:
         self._watch = watch
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self._watch._launched(self, args, kwargs)
-        return self.inner(*args, **kwargs)
+        launch = self._watch._launched(self, args, kwargs)
+        out = self.inner(*args, **kwargs)
+        if launch is not None and hasattr(out, "shape"):
+            launch.returned = True  # a new array: the copy into `out` that follows is theirs
+        return out
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
@@ -251,6 +255,29 @@ class Watch:
         torch = sys.modules.get("torch")
         tcuda = getattr(torch, "cuda", None) if torch is not None else None
         self._patch_streams(tcuda, "streams", self._torch_stream_class)
+        if self.around is not None and torch is not None:
+            self._guard_exits(torch)
+
+    def _guard_exits(self, torch: Any) -> None:
+        """Where a check rules what a call may do (ALLOW or REFUSE), DLPack's exports refuse to
+        run inside a learner's call, whatever name reaches them: installed before the learner's
+        file is imported, so a reference to them kept at import is ours too."""
+        watch = self
+        dlpack = getattr(getattr(torch, "utils", None), "dlpack", None)
+        for owner, name in ((torch._C, "_to_dlpack"), (dlpack, "to_dlpack")):
+            real = getattr(owner, name, None)
+            if real is None:
+                continue
+
+            def guarded(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+                if watch._current is not None and not watch._aside:
+                    raise OwnWorkError(
+                        f"{_name} hands the tensor to another library through DLPack, past "
+                        "the check's watch: in this exercise your own code does the work"
+                    )
+                return _real(*args, **kwargs)
+
+            self._patch(owner, name, guarded)
 
     def _patch_streams(self, cuda: Any, submodule: str, wrap: Callable[..., type]) -> None:
         """Wrap `cuda.Stream` and `cuda.ExternalStream` (CuPy's or torch's) so each stream made
@@ -436,9 +463,9 @@ class Watch:
         if (name, kind) not in self.compiled:
             self.compiled.append((name, kind))
 
-    def _launched(self, kernel: _Kernel, args: tuple, kwargs: dict[str, Any]) -> None:
+    def _launched(self, kernel: _Kernel, args: tuple, kwargs: dict[str, Any]) -> Launch | None:
         if self._current is None:
-            return  # a launch outside any call into the learner's code (the check's own)
+            return None  # a launch outside any call into the learner's code (the check's own)
         shared = kwargs.get("shared_mem", args[3] if len(args) > 3 else 0)
         launch = Launch(
             kernel._name,
@@ -453,6 +480,7 @@ class Watch:
             launch.shared_dynamic = 0
         self._current.launches.append(launch)
         self.launches.append(launch)
+        return launch
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -509,7 +537,11 @@ class Watch:
                 raise OwnWorkError(record.early)
             if watch.require_kernel and not record.launches:
                 raise OwnWorkError(watch.no_kernel_message())
-            foreign = kernel_trace.foreign_message(ran, [n for n, _ in watch.compiled])
+            foreign = kernel_trace.foreign_message(
+                ran,
+                [la.kernel for la in record.launches],
+                copies=sum(la.returned for la in record.launches),
+            )
             if foreign:
                 raise OwnWorkError(watch.with_source(foreign))
             return out

@@ -55,7 +55,20 @@ REACHING: dict[str, str] = {
         f"asks whether torch's profiler is on: {_GRADER}",
     ),
     **dict.fromkeys(
-        ("_getframe", "currentframe", "getouterframes", "f_back", "f_locals", "f_globals"),
+        (
+            "_getframe",
+            "currentframe",
+            "getouterframes",
+            "f_back",
+            "f_locals",
+            "f_globals",
+            "extract_stack",
+            "format_stack",
+            "print_stack",
+            "walk_stack",
+            "getinnerframes",
+            "tb_frame",
+        ),
         "reads the callers' frames: the grader's references live there",
     ),
     **dict.fromkeys(

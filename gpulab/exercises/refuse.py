@@ -192,7 +192,8 @@ def allowing(allow: Allow) -> Iterator[list[str]]:
     calls_mode.__enter__()
     ops_mode.__enter__()
     try:
-        yield calls
+        with one_thread(calls, exits=True, exempt=allow.exempt):
+            yield calls
     finally:
         _unwind(torch, calls, calls_mode, ops_mode, f_depth, d_depth)
 
@@ -209,6 +210,57 @@ def _called_from(packages: tuple[str, ...]) -> bool:
             return module.split(".")[0] in packages
         frame = frame.f_back
     return False
+
+
+_THREADS = "starts another thread or process: the check watches the thread that called you"
+_DLPACK = "hands the tensor to another library through DLPack, past the check's watch"
+
+
+@contextlib.contextmanager
+def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> Iterator[None]:
+    """Inside the block, starting a thread or a process (where torch's modes do not follow)
+    and, with `exits`, handing a tensor out through DLPack by any name, are refused: recorded
+    in `calls` and raised. Calls made by the code of `exempt` packages (Triton's own) pass."""
+    import concurrent.futures
+    import multiprocessing
+    import threading as _threading
+
+    originals: dict[str, Any] = {}  # what each patch stands in for, by its label
+
+    def refuse(what: str, why: str) -> Any:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            if exempt and _called_from(exempt):
+                return originals[what](*args, **kwargs)
+            message = _one_line(f"{what} {why}")
+            calls.append(message)
+            raise RefusedCall(message)
+
+        return refused
+
+    patches: list[tuple[Any, str, Any]] = [
+        (_threading.Thread, "start", refuse("threading.Thread.start", _THREADS)),
+        (concurrent.futures.ThreadPoolExecutor, "submit", refuse("a thread pool", _THREADS)),
+        (concurrent.futures.ProcessPoolExecutor, "submit", refuse("a process pool", _THREADS)),
+        (multiprocessing.Process, "start", refuse("multiprocessing.Process.start", _THREADS)),
+    ]
+    if exits:
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            for owner, name in ((torch._C, "_to_dlpack"), (torch.utils.dlpack, "to_dlpack")):
+                if hasattr(owner, name):
+                    patches.append((owner, name, refuse(f"{name}", _DLPACK)))
+    saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+    labels = ["threading.Thread.start", "a thread pool", "a process pool"]
+    labels += ["multiprocessing.Process.start", "_to_dlpack", "to_dlpack"]
+    for label, (_, _, old) in zip(labels, saved, strict=False):
+        originals[label] = old
+    for obj, name, new in patches:
+        setattr(obj, name, new)
+    try:
+        yield
+    finally:
+        for obj, name, old in saved:
+            setattr(obj, name, old)
 
 
 class RefusedCall(CheckError):
@@ -338,7 +390,8 @@ def refusing(names: Mapping[str, str]) -> Iterator[list[str]]:
     if ops_mode is not None:
         ops_mode.__enter__()
     try:
-        yield calls
+        with one_thread(calls, exits=bool(aten)):
+            yield calls
     finally:
         stack.pop()
         _unwind(torch, calls, calls_mode, ops_mode, f_depth, d_depth)

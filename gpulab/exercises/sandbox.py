@@ -127,13 +127,24 @@ class Guard:
         "cupy.cuda",
     )
 
+    # gpulab's own modules, every one loaded: a check reads through their functions, private
+    # ones too (the comparison's scan, the kernel trace's verdict, the rule a call runs under)
+    OWN = ("gpulab.exercises", "gpulab.core", "gpulab.telemetry")
+
     def __init__(self) -> None:
         self._saved: list[tuple[Any, dict[str, Any]]] = []
+        self._private: set[int] = set()  # ids of the namespaces whose private names count too
         self.changed: set[str] = set()  # every name any restore() put back, for the verdict
         for name in self.MODULES:
             mod = sys.modules.get(name)
             if mod is not None:
                 self._saved.append((mod, dict(vars(mod))))
+        for name, mod in list(sys.modules.items()):
+            if name.startswith(self.OWN) and name not in self.MODULES and mod is not None:
+                self._saved.append((mod, dict(vars(mod))))
+        for obj, _ in self._saved:
+            if getattr(obj, "__name__", "").startswith(self.OWN):
+                self._private.add(id(obj))
         torch = sys.modules.get("torch")
         if torch is not None:
             self._saved.append((torch.Tensor, dict(vars(torch.Tensor))))
@@ -144,6 +155,7 @@ class Guard:
                 cls = getattr(sys.modules.get(profiler), "profile", None)
                 if isinstance(cls, type):  # the profile a check reads events from
                     self._saved.append((cls, dict(vars(cls))))
+                    self._private.add(id(cls))  # its _parse_kineto_results is what a check reads
         np = sys.modules.get("numpy")
         if np is not None:
             self._saved.append((np.random.Generator, dict(vars(np.random.Generator))))
@@ -158,7 +170,8 @@ class Guard:
         for obj, saved in self._saved:
             now = vars(obj)
             label = getattr(obj, "__name__", repr(obj))
-            added = [k for k, v in now.items() if k not in saved and _patchable(k, v)]
+            private = id(obj) in self._private
+            added = [k for k, v in now.items() if k not in saved and _patchable(k, v, private)]
             for key in added:
                 with contextlib.suppress(AttributeError, TypeError):
                     delattr(obj, key)
@@ -167,7 +180,7 @@ class Guard:
                 current = now.get(key, _MISSING)
                 if current is not value and _library_wrap(current, value):
                     continue  # torch wrapped its own function, lazily, during the check
-                if current is not value and _patchable(key, value):
+                if current is not value and _patchable(key, value, private):
                     with contextlib.suppress(AttributeError, TypeError):
                         setattr(obj, key, value)
                         changed.append(f"{label}.{key}")
@@ -190,9 +203,12 @@ def _library_wrap(new: Any, old: Any) -> bool:
     )
 
 
-def _patchable(key: str, value: Any) -> bool:
-    """A public function or class: what a check or the timer calls. Not a submodule imported
-    since (numpy.linalg, torch.fx: legitimate newcomers), not private state, not data."""
-    if isinstance(value, types.ModuleType) or (key.startswith("_") and not key.startswith("__")):
+def _patchable(key: str, value: Any, private: bool = False) -> bool:
+    """A public function or class: what a check or the timer calls (in gpulab's own modules and
+    the profiler's class, private ones too). Not a submodule imported since (numpy.linalg,
+    torch.fx: legitimate newcomers), not state, not data."""
+    if isinstance(value, types.ModuleType):
+        return False
+    if key.startswith("_") and not key.startswith("__") and not private:
         return False
     return callable(value) and key not in ("__dict__", "__weakref__")

@@ -78,6 +78,11 @@ class DeviceArray(np.ndarray):
             return result.view(DeviceArray)
         return result
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if _TRACE and isinstance(value, np.ndarray) and value.size > 1:
+            _TRACE[-1].append("cupy_copy")  # on a GPU an array assigned is a copy kernel
+        super().__setitem__(key, value)
+
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         if _TRACE and func.__name__ not in _NOT_WORK:
             _TRACE[-1].append(f"cupy_{func.__name__}")
