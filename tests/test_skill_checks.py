@@ -1,0 +1,157 @@
+"""The mechanisms that make a check test the skill, not a proxy of it, each on its own: fresh
+data element by element, the kernel trace's accounting, the one-thread rule and the DLPack
+guard, results that must be plain, and the Guard over gpulab's own private functions.
+
+The catalog's wrong/ and right/ solutions exercise them end to end (test_exercises_catalog,
+test_kernel_track); these tests pin each rule's edges.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from gpulab.exercises import api, kernel_trace, refuse
+from gpulab.exercises.fresh import Refresher
+from gpulab.exercises.own_work import not_plain
+from gpulab.exercises.sandbox import Guard
+
+# ----------------------------------------------------------------------------------- fresh data
+
+
+def test_every_element_changes_by_its_own_factor_and_no_call_repeats_another():
+    refresh = Refresher()
+    x = np.random.default_rng(1).standard_normal(10_000).astype(np.float32)
+    seen = [x.copy()]
+    for _ in range(6):
+        refresh(x)
+        assert (x != seen[-1]).all()
+        ratio = x / seen[-1]
+        # not one map for the array: a kept sum cannot be scaled or shifted into the new one
+        assert ratio.std() > 1e-3 and 0.94 < ratio.min() and ratio.max() < 1.06
+        seen.append(x.copy())
+    assert len({a.tobytes() for a in seen}) == len(seen)
+    assert abs(float(x.mean())) < 0.05  # the distribution's centre stays where it was drawn
+
+
+def test_integers_stay_in_their_range_and_whole_floats_stay_whole():
+    refresh = Refresher()
+    bins = np.random.default_rng(2).integers(0, 256, 5000).astype(np.int32)
+    before = bins.copy()
+    refresh(bins)
+    assert (bins != before).all() and bins.min() >= 0 and bins.max() <= 255
+    whole = np.random.default_rng(3).integers(-4, 5, 5000).astype(np.float32)
+    before = whole.copy()
+    refresh(whole)
+    assert (whole != before).all() and (whole == np.round(whole)).all()
+    assert whole.min() >= -4 and whole.max() <= 4  # exact sums stay exact
+
+
+def test_torch_tensors_are_refreshed_in_place():
+    torch = pytest.importorskip("torch")
+    refresh = Refresher()
+    t = torch.randn(4096)
+    ptr, before = t.data_ptr(), t.clone()
+    refresh(t)
+    assert t.data_ptr() == ptr and bool((t != before).all())
+
+
+# --------------------------------------------------------------------------------- kernel trace
+
+
+def test_the_trace_counts_the_learners_kernels_launch_by_launch():
+    ran = ["add_ten", "memset", "cupy_fill", "gpulab_lead"]
+    assert kernel_trace.foreign(ran, ["add_ten"]) == []
+    # a library kernel beside the learner's: the partial decoy
+    assert kernel_trace.foreign([*ran, "cupy_add__float32"], ["add_ten"]) == ["cupy_add__float32"]
+    # a library kernel that shares the learner's name is one kernel too many
+    assert kernel_trace.foreign(["add", "add"], ["add"]) == ["add"]
+    # a learner's kernel named like the library's is not theirs
+    assert kernel_trace.foreign(["cupy_add"], ["cupy_add"]) == ["cupy_add"]
+    # a demangled C++ signature is matched by the function's name, not a substring
+    assert kernel_trace.foreign(["void scan<256>(float*, int)"], ["scan"]) == []
+    assert kernel_trace.foreign(["void rescan(float*)"], ["scan"]) == ["void rescan(float*)"]
+
+
+def test_a_copy_counts_only_after_a_learner_kernel_that_returned_an_array():
+    # out[...] = a.T alone is a copy kernel doing the whole transpose
+    assert kernel_trace.foreign(["cupy_copy"], []) == ["cupy_copy"]
+    # out[...] = fused(x, y): the fused kernel made a new array, its copy into out is theirs
+    assert kernel_trace.foreign(["fused", "cupy_copy"], ["fused"], copies=1) == []
+    assert kernel_trace.foreign(["fused", "cupy_copy", "cupy_copy"], ["fused"], copies=1) == [
+        "cupy_copy"
+    ]
+    message = kernel_trace.foreign_message(["cupy_copy"], [])
+    assert message.startswith("a library kernel ran inside your call: cupy_copy")
+
+
+# --------------------------------------------------------------------- one thread, no exits
+
+
+def test_a_thread_started_inside_a_watched_call_is_refused():
+    pytest.importorskip("torch")
+    allow = refuse.Allow(refuse.ALLOCATION_AND_VIEWS, "testing")
+    with pytest.raises(refuse.RefusedCall, match="starts another thread or process"):  # noqa: SIM117
+        with refuse.allowing(allow):
+            threading.Thread(target=lambda: None).start()
+    # and outside the block threads start as ever
+    t = threading.Thread(target=lambda: None)
+    t.start()
+    t.join()
+
+
+def test_dlpack_is_refused_inside_a_watched_call_by_any_name():
+    torch = pytest.importorskip("torch")
+    from gpulab.exercises.own_work import OwnWorkError, Watch
+
+    kept = torch._C._to_dlpack  # a name bound before the watch exists is refused too
+    watch = Watch()
+    watch.around = lambda: refuse.allowing(refuse.Allow(frozenset(), "testing"))
+    watch.install()
+    try:
+        export = torch._C._to_dlpack  # as a learner's file would bind it at import
+
+        def learner(x: object) -> object:
+            return export(x)
+
+        with pytest.raises(OwnWorkError, match="DLPack"):
+            watch.call(learner)(torch.ones(3))
+    finally:
+        watch.uninstall()
+    assert torch._C._to_dlpack is kept
+
+
+# ---------------------------------------------------------------------------- plain results
+
+
+def test_results_that_compute_when_read_are_not_plain():
+    torch = pytest.importorskip("torch")
+
+    class Later(torch.Tensor):
+        pass
+
+    class Number:
+        def __float__(self) -> float:
+            return 1.0
+
+    assert not_plain(torch.zeros(2)) == "" and not_plain((np.float32(1), [np.zeros(2)])) == ""
+    assert not_plain(lambda x: x) == "" and not_plain(None) == ""
+    assert "acts as an array or a number" in not_plain(torch.zeros(2).as_subclass(Later))
+    assert "__float__" in not_plain(Number())
+    assert not_plain({"out": Number()})  # inside containers too
+
+
+# ----------------------------------------------------------------------------------- the Guard
+
+
+def test_the_guard_puts_back_gpulab_private_functions():
+    real = api._scan
+    guard = Guard()
+    api._scan = lambda *a, **k: (0, 0)  # every comparison would pass
+    try:
+        assert "gpulab.exercises.api._scan" in guard.restore()
+        assert api._scan is real
+    finally:
+        api._scan = real
