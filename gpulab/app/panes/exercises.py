@@ -368,7 +368,7 @@ class ExercisesPane(Widget):
             self.explained, self.explanation = None, None
             self._show_head()
             self.call_after_refresh(self._verdict_painted)
-            if result.passed and result.timing and ex.metric in ("GB/s", "TFLOP/s"):
+            if result.passed and result.timing and ex.graded_by_speed:
                 self.run_worker(
                     lambda: self._explain_thread(ex, path, result),
                     thread=True,
@@ -449,7 +449,7 @@ class ExercisesPane(Widget):
     def _profile_thread(self, ex: Exercise, path: Any, e: Any) -> None:
         """Tier 1 in a worker thread: ncu runs a fresh process (never this one's GPU work)."""
         from gpulab.explain import card, tools  # deferred: loaded on use
-        from gpulab.explain.cli import tier1  # deferred: loaded on use
+        from gpulab.explain.explainer import tier1  # deferred: loaded on use
 
         def progress(message: str) -> None:
             self.app.call_from_thread(self.card.show_progress, message)
