@@ -56,7 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         " this GPU's, else sm_90)"
     )  # fmt: skip
     p.add_argument(
-        "--gpu", action="store_true", help="ask this GPU's driver too (imports CuPy: slower)"
+        "--gpu",
+        action="store_true",
+        help="ask this GPU's driver too (in your warm worker, which has CuPy loaded)",
     )
     p.add_argument("--file", metavar="PATH", help="explain this file instead of yours")
     p.add_argument(
@@ -91,7 +93,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         given.exercise = ex
     else:
         given = inputs.for_attempt(ex, index, args.arch, ask_nvml=not args.gpu)
-    e = explain_file(path, gpu=args.gpu, plot=args.plot, **given.kwargs())
+    device = inputs.device_answers(path, index, say=_say) if args.gpu else None
+    e = explain_file(path, gpu=args.gpu, device=device, plot=args.plot, **given.kwargs())
     if args.ncu:
         tier1(e, ex.id, path, quiet=args.json)
     if args.json:
@@ -101,6 +104,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if not args.ncu:
             print(tier1_hint(ex.id))
     return 0
+
+
+def _say(line: str) -> None:
+    import sys  # deferred: loaded when the command runs
+
+    sys.stderr.write(f"gpulab: {line}\n")
 
 
 def cmd_explain_experiment(args: argparse.Namespace) -> int:

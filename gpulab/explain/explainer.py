@@ -9,6 +9,7 @@ from typing import Any
 
 from gpulab.exercises.exercise_format import SPEED_METRICS
 from gpulab.exercises.intensity import Intensity
+from gpulab.experiments import kernel_device
 from gpulab.explain import arch as arches
 from gpulab.explain import cubin, diagnose, nvrtc, ptx, roofline
 from gpulab.explain.findings import Explanation, Finding, KernelReport
@@ -77,6 +78,7 @@ def explain(
     sms: int | None = None,
     card: str | None = None,
     gpu: bool = False,
+    device: kernel_device.Answers | None = None,
     plot: bool = False,
 ) -> Explanation:
     """Explain every RawKernel / RawModule kernel in a learner's file.
@@ -86,16 +88,17 @@ def explain(
     is the exercise's (GB/s or TFLOP/s). `figure` on this GPU's `roof`, at the exercise's
     `intensity`, is the roofline point. `sms`/`card`: the GPU, when known; else the
     architecture's usual card. gpulab.explain.inputs gathers all of these for an exercise.
+    `gpu`: ask the GPU's driver too, through `device` (the warm worker's answers) or in this
+    process (CuPy).
     """
     t0 = time.perf_counter()
     dev = device_for(arch, sms, card)
     gpu_info: Any = None
     note = ""
-    if gpu:
-        from gpulab.explain import device  # deferred: device.py imports CuPy, only when asked
-
+    answers = (device or kernel_device.LOCAL) if gpu else None
+    if answers is not None:
         try:
-            gpu_info = device.probe()
+            gpu_info = answers.probe()
         except Exception as exc:  # noqa: BLE001 - no CuPy, no GPU: the static tier still answers
             gpu_info = None
             note = f"--gpu: could not ask the GPU ({type(exc).__name__}: {exc}); static figures"
@@ -138,7 +141,15 @@ def explain(
                 out.notes.append(str(exc))
                 break
         out.kernels.append(
-            kernel_report(ks, compiled[key], dev, found.launches, launches, metric, gpu_info)
+            kernel_report(
+                ks,
+                compiled[key],
+                dev,
+                found.launches,
+                launches,
+                metric,
+                answers if gpu_info is not None else None,
+            )
         )
     out.seconds = time.perf_counter() - t0
     return out
@@ -172,7 +183,7 @@ def kernel_report(
     sites: list[LaunchSite],
     records: Sequence[Any] | None,
     metric: str | None,
-    gpu_info: Any,
+    answers: kernel_device.Answers | None,
 ) -> KernelReport:
     """One compiled kernel's report: its resources, launch, occupancy and every rule's
     findings (diagnose.RULES); a kernel that does not compile gets the reason instead."""
@@ -194,16 +205,14 @@ def kernel_report(
     facts = ptx.facts(fn, ptx.kernel_params(ks.code, ks.name)) if fn is not None else None
     launch = _pick_launch(ks.name, records, sites)
     driver_blocks = None
-    if gpu_info is not None:
-        from gpulab.explain import device  # deferred: device.py imports CuPy
-
-        attrs = device.attributes(ks.code, ks.name, ks.options)
+    if answers is not None:
+        attrs = answers.attributes(ks.code, ks.name, ks.options)
         if attrs is not None:
             res.registers = attrs.get("num_regs", res.registers)
             res.shared_static = attrs.get("shared_size_bytes", res.shared_static)
             res.local_bytes = attrs.get("local_size_bytes", res.local_bytes)
         if launch is not None and launch.threads:
-            driver_blocks = device.occupancy(
+            driver_blocks = answers.occupancy(
                 ks.code, ks.name, ks.options, launch.threads, launch.shared_dynamic
             )
     rep.resources = {
@@ -212,7 +221,7 @@ def kernel_report(
         "local_bytes": res.local_bytes,
         "launch_bounds": res.max_threads,
         "maxreg": res.maxreg,
-        "source": "driver" if gpu_info is not None else f"nvrtc {comp.version} {comp.arch}",
+        "source": "driver" if answers is not None else f"nvrtc {comp.version} {comp.arch}",
     }
     info = comp.ptxas.get(ks.name)
     if info is not None:
@@ -227,6 +236,25 @@ def kernel_report(
             rep.occupancy = subject.occupancy.to_dict()
     rep.findings += diagnose.findings(subject)
     return rep
+
+
+def device_questions(text: str) -> list[dict[str, Any]]:
+    """What `--gpu` asks the driver about the kernels of a learner's file: each kernel's code,
+    name and options, and the block and shared memory of its launch in the source."""
+    found = scan(text)
+    out = []
+    for ks in found.kernels:
+        launch = _pick_launch(ks.name, None, found.launches)
+        out.append(
+            {
+                "code": ks.code,
+                "name": ks.name,
+                "options": list(ks.options),
+                "block": launch.threads if launch else None,
+                "shared_dynamic": launch.shared_dynamic if launch else 0,
+            }
+        )
+    return out
 
 
 def explain_file(path: Path | str, **kwargs: Any) -> Explanation:

@@ -4,7 +4,9 @@
 - this machine's calibrated ceilings, from the JSON cache of gpulab.core.peaks;
 - the graded figure: a check's own timing (the TUI, after a check), or the learner's latest
   graded attempt in the progress store (the CLI);
-- the exercise's facts (metric, ceiling, intensity: gpulab.exercises.loader.Exercise).
+- the exercise's facts (metric, ceiling, intensity: gpulab.exercises.loader.Exercise);
+- with `--gpu`, the driver's own figures of the learner's kernels, asked in the learner's warm
+  worker (gpulab.runner.warm), which has CuPy loaded already.
 
 `CardInputs.kwargs()` is what `explainer.explain_file` takes, so the two front ends cannot drift.
 """
@@ -12,12 +14,17 @@
 from __future__ import annotations
 
 import contextlib
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from gpulab.core import events as ev
 from gpulab.core import peaks as pk
 from gpulab.core.errors import BadInput
 from gpulab.exercises.loader import Exercise
+from gpulab.experiments.kernel_device import EXPERIMENT_ID, Answers, Recorded
 from gpulab.explain import arch as arches
 from gpulab.explain.roofline import Roof
 
@@ -165,3 +172,32 @@ def for_check(ex: Exercise, timing: dict[str, Any]) -> CardInputs:
     if roof is not None:
         out.figure, out.roof = float(value), roof
     return out
+
+
+def device_answers(
+    path: Path, index: int = 0, say: Callable[[str], None] | None = None
+) -> Answers | None:
+    """The driver's figures of the kernels in `path` (`--gpu`), asked in the learner's warm
+    worker, which is started (and `say` told so) when there is none; None when commands start
+    no warm worker (GPULAB_WARM_WORKER=0): the explainer then asks in this process."""
+    import asyncio  # deferred: loaded when used
+
+    from gpulab.explain.explainer import device_questions  # deferred: loaded when used
+    from gpulab.runner.warm.remote import warm_client  # deferred: loaded when used
+
+    client = warm_client(index, say)
+    if client is None:
+        return None
+    questions = device_questions(path.read_text(encoding="utf-8"))
+
+    async def ask() -> dict[str, Any]:
+        job = await client.submit(EXPERIMENT_ID, {"questions": json.dumps(questions)}, device=index)
+        return await job.wait()
+
+    try:
+        final = asyncio.run(ask())
+    except (ConnectionError, FileNotFoundError) as exc:
+        return Recorded(None, f"the warm worker did not answer ({exc})")
+    if final.get("type") == ev.RESULT:
+        return Recorded((final.get("result") or {}).get("summary"))
+    return Recorded(None, str(final.get("message") or final.get("type")))
