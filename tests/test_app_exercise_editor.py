@@ -8,6 +8,7 @@ import time
 
 from textual.app import App, ComposeResult
 
+from gpulab.app.app import WIDGETS_CSS
 from gpulab.app.widgets.code_editor import SAVE_MAX_S, ExerciseEditor
 from gpulab.app.widgets.verdict import bar, grade_ruler, verdict_text
 from gpulab.exercises.loader import load_catalog
@@ -17,6 +18,8 @@ from tests.test_app import wait_for
 
 
 class EditorApp(App[None]):
+    CSS_PATH = WIDGETS_CSS  # the lab's rules for its own widgets
+
     def __init__(self, ws: Workspace) -> None:
         super().__init__()
         self.ws = ws

@@ -8,6 +8,8 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.widgets import Button, Input, Markdown, OptionList, Static, Tree
 
+from gpulab.app import messages
+from gpulab.app.app import WIDGETS_CSS
 from gpulab.app.panes.lessons import LessonsPane
 from gpulab.app.screens.quiz import LETTERS, QuizScreen
 from gpulab.lessons.catalog import load_catalog
@@ -18,6 +20,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "lessons"
 
 
 class LessonsApp(App[None]):
+    CSS_PATH = WIDGETS_CSS  # the lab's rules for its own widgets
     """LessonsPane alone, recording what it asks the app to do."""
 
     def __init__(self, data_dir: Path, **kw: Any) -> None:
@@ -34,7 +37,7 @@ class LessonsApp(App[None]):
             **self.kw,
         )
 
-    def on_lessons_pane_run_experiment(self, message: LessonsPane.RunExperiment) -> None:
+    def on_run_experiment(self, message: messages.RunExperiment) -> None:
         self.runs.append((message.experiment, message.params))
 
 
@@ -538,6 +541,8 @@ async def test_quiz_shows_inline_code_as_code(tmp_path):
     )
 
     class QuizApp(App[None]):
+        CSS_PATH = WIDGETS_CSS  # the lab's rules for its own widgets
+
         def on_mount(self) -> None:
             screen = QuizScreen(lesson, Store(tmp_path / "p.db"))
             self.push_screen(screen)
@@ -586,6 +591,8 @@ async def test_each_attempt_shows_the_choices_in_a_new_order(tmp_path):
     store = Store(tmp_path / "p.db")
 
     class QuizApp(App[None]):
+        CSS_PATH = WIDGETS_CSS  # the lab's rules for its own widgets
+
         def on_mount(self) -> None:
             self.push_screen(QuizScreen(lesson, store, seed=4))
 

@@ -73,54 +73,6 @@ class QuizResult:
 class QuizScreen(OnceModal[QuizResult | None]):
     """A lesson's quiz, one question at a time, each answer explained and recorded."""
 
-    DEFAULT_CSS = """
-    QuizScreen {
-        align: center middle;
-    }
-    QuizScreen #quiz-box {
-        width: 90%;
-        max-width: 96;
-        height: auto;
-        max-height: 90%;
-        border: round $accent;
-        background: $surface;
-        padding: 0 1;
-    }
-    QuizScreen #quiz-title {
-        text-style: bold;
-        color: $accent;
-    }
-    QuizScreen #quiz-count {
-        color: $text-muted;
-        margin-bottom: 1;
-    }
-    QuizScreen #quiz-question {
-        text-style: bold;
-        margin-bottom: 1;
-    }
-    QuizScreen #quiz-choices {
-        height: auto;
-        max-height: 12;
-        margin-bottom: 1;
-    }
-    QuizScreen #quiz-feedback {
-        height: auto;
-        margin-bottom: 1;
-    }
-    QuizScreen #quiz-feedback.-right {
-        color: $success;
-    }
-    QuizScreen #quiz-feedback.-wrong {
-        color: $warning;
-    }
-    QuizScreen #quiz-buttons {
-        height: auto;
-    }
-    QuizScreen #quiz-buttons Button {
-        margin-right: 1;
-    }
-    """
-
     BINDINGS = [
         Binding("escape", "close", "Close quiz", id="quiz.close"),
         *[

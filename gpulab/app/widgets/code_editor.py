@@ -46,10 +46,6 @@ def python_language() -> str | None:
 class ExerciseEditor(TextArea):
     """`ExerciseEditor.code_editor(...)`, then `attach(workspace, exercise)` to open a file."""
 
-    DEFAULT_CSS = """
-    ExerciseEditor { height: 1fr; }
-    """
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         grammar = cuda_grammar()
         # Before TextArea's __init__, which builds the first highlight map.
