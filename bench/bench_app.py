@@ -46,7 +46,7 @@ t0 = time.perf_counter()
 import sys
 kind = sys.argv[1]
 if kind == "gpulab":
-    from gpulab.app import GpuLabApp as AppClass
+    from gpulab.app.app import GpuLabApp as AppClass
     kw = {"watch_terminal": False}
 else:
     from textual.app import App as Base
@@ -156,7 +156,7 @@ async def lag_during_run(
     target_s: float, tolerance_s: float, samples: int = 0, max_tries: int = 5
 ) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
-    from gpulab.app import GpuLabApp
+    from gpulab.app.app import GpuLabApp
     from gpulab.experiments.montecarlo import CPU_CAP
     from gpulab.experiments.registry import get
 
@@ -219,7 +219,7 @@ async def check_latency(repeats: int, quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["GPULAB_DATA_DIR"] = str(Path(tmp) / "data")  # never the learner's progress
         os.environ["GPULAB_WORKDIR"] = str(Path(tmp) / "work")
-        from gpulab.app import GpuLabApp
+        from gpulab.app.app import GpuLabApp
         from gpulab.exercises.loader import load_catalog
 
         ex = load_catalog().exercises[0]

@@ -13,7 +13,8 @@ import pytest
 from textual.binding import Binding
 from textual.widgets import Button, DataTable, Input, OptionList, Static, TextArea
 
-from gpulab.app import GpuLabApp, messages
+from gpulab.app import messages
+from gpulab.app.app import GpuLabApp
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.panes.lessons import LessonsPane
 from gpulab.app.screens.help import HelpScreen

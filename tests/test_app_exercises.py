@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from textual.widgets.text_area import Selection
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.panes.exercises import ExercisesPane
 from gpulab.app.screens.exercise_dialogs import ConfirmReset, SolutionScreen

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.app.panes.exercises import ExercisesPane
 from gpulab.core import events as ev
 from gpulab.exercises.loader import load_catalog

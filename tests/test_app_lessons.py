@@ -341,7 +341,7 @@ async def _panes_ready(pilot: Any) -> None:
 
 
 def _full_app() -> Any:
-    from gpulab.app import GpuLabApp
+    from gpulab.app.app import GpuLabApp
     from gpulab.testing.fake_runner import FakeRunner
 
     return GpuLabApp(runner_factory=lambda **kw: FakeRunner(**kw))
@@ -667,7 +667,7 @@ async def test_a_bandwidth_run_fills_the_transfers_lesson(tmp_path, monkeypatch)
         }
         emit(frozen(ev.RESULT, job.id, result=result))
 
-    from gpulab.app import GpuLabApp
+    from gpulab.app.app import GpuLabApp
 
     app = GpuLabApp(runner_factory=lambda **kw: FakeRunner(script=bandwidth_script, **kw))
     async with app.run_test(size=(160, 48)) as pilot:

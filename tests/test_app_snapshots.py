@@ -12,7 +12,7 @@ import time
 import pytest
 from textual.widgets import Tabs
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.testing.fake_nvml import fake_sampler
 from gpulab.testing.fake_runner import FakeRunner
 

@@ -116,7 +116,7 @@ async def test_a_store_that_cannot_be_written_keeps_the_result_on_screen(monkeyp
 
 
 async def test_a_tui_run_keeps_the_clock_and_temperature_of_its_gpu():
-    from gpulab.app import GpuLabApp
+    from gpulab.app.app import GpuLabApp
     from gpulab.store.database import Store
     from gpulab.testing.fake_nvml import fake_sampler, worker_inventory
     from gpulab.testing.fake_runner import FakeRunner

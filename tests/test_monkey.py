@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from textual import events
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.app.main_screen import MainScreen
 
 PANES = ("gpu-info", "lessons", "experiments", "memory-gauge")

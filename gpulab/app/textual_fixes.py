@@ -33,7 +33,7 @@ def _page_before_layout() -> None:
             return
         move_page(self, direction)
 
-    OptionList._move_page = _move_page  # type: ignore[method-assign]
+    OptionList._move_page = _move_page  # type: ignore[method-assign]  # the patch itself
 
 
 _page_before_layout()

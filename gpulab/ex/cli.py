@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from gpulab.core.errors import EXIT_BAD_INPUT, BadInput
+from gpulab.core.params import SEED_MAX
 from gpulab.ex.commands import (
     _file,
     catalog,
@@ -23,7 +24,6 @@ from gpulab.ex.commands import (
 )
 
 EXIT_FAILED = 1
-SEED_MAX = 2**32 - 1
 
 
 def _seed(text: str) -> int:
@@ -54,6 +54,7 @@ def add_parser(sub: Any) -> None:
     _common(ex, top=True)
     acts = ex.add_subparsers(dest="ex_command", parser_class=type(ex))
     acts.add_parser("list", help="the exercises, in order, with your progress")
+    # its --sanitize option is explain's (gpulab.explain.cli.register adds it, and runs it)
     check = acts.add_parser("check", help="check, time and grade your file")
     check.add_argument("name", help="exercise id, folder name or number")
     check.add_argument("--seed", type=_seed, help="replay the input sets of this seed")

@@ -218,7 +218,7 @@ def call(names: Mapping[str, str], fn: Any, *args: Any, **kwargs: Any) -> Any:
     with refusing(names) as calls:
         try:
             out = fn(*args, **kwargs)
-        except Exception:
+        except Exception:  # re-raised unless a refusal explains it
             if not calls:
                 raise
     if calls:

@@ -1,6 +1,6 @@
 """`gpulab ex explain NAME [--json] [--plot] [--arch sm_90] [--gpu] [--file PATH]`.
 
-Registered by gpulab/cli.py on `gpulab ex` (`register`, through exercises.cli.add_verb). Without `--gpu` it
+Registered by gpulab/cli.py on `gpulab ex` (`register`, through gpulab.ex.cli.add_verb). Without `--gpu` it
 imports neither torch nor CuPy: the GPU, when there is one, is named by NVML (its SM count and
 compute capability), the graded figure comes from the progress store, and the ceilings from the
 calibration cache (JSON), so the answer takes well under a second.
@@ -16,7 +16,8 @@ from gpulab.ex.cli import add_verb
 
 
 def register(sub: Any) -> None:
-    """`gpulab ex explain`, on the `ex` parser gpulab/cli.py registered (exercises.cli.add_verb)."""
+    """`gpulab ex explain`, on the `ex` parser gpulab/cli.py registered (gpulab.ex.cli.add_verb),
+    and `ex check --sanitize`, whose run is this package's (sanitize_cli.py)."""
     ex = sub.choices["exercises"]
     add_arguments(add_verb(ex, "explain", "why your kernel runs at its speed", cmd_explain))
     check = ex.get_default("ex_verbs").choices["check"]
@@ -145,11 +146,11 @@ def cmd_explain_experiment(args: argparse.Namespace) -> int:
 
 def tier1_hint(exercise: str) -> str:
     """One line: what --ncu adds, or what to install for it."""
-    from gpulab.explain import tools  # deferred: loaded when the command runs
+    from gpulab.core import nvtools  # deferred: loaded when the command runs
 
-    if tools.find("ncu") is None:
+    if nvtools.find("ncu") is None:
         return (
             "Tier 1 (measured coalescing, bank conflicts, divergence, stalls) needs ncu: "
-            + (tools.FIX["ncu"])
+            + (nvtools.FIX["ncu"])
         )
     return f"measure it: gpulab ex explain {exercise} --ncu (Nsight Compute, about 10 s)"

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpulab.core import nvtools
 from gpulab.explain import tools
 from gpulab.explain.findings import Finding, gather
 
@@ -256,10 +257,10 @@ def profile(
     timeout: float = 120.0,
 ) -> Profile:
     """One ncu pass over `kernels` in the process `target` (tools.target_argv); NoPermission,
-    NcuError (in one line) or tools.Cancelled."""
-    exe = ncu or tools.find("ncu")
+    NcuError (in one line) or gpulab.core.errors.Cancelled."""
+    exe = ncu or nvtools.find("ncu")
     if exe is None:
-        raise NcuError("ncu not found: " + tools.FIX["ncu"])
+        raise NcuError("ncu not found: " + nvtools.FIX["ncu"])
     if not kernels:
         raise NcuError("no kernel to profile: your file compiles no RawKernel or RawModule")
     if report is None:

@@ -44,6 +44,7 @@ from gpulab.app.widgets.explain_card import ExplainCard
 from gpulab.app.widgets.verdict import VerdictView
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
+from gpulab.core.errors import Cancelled
 from gpulab.exercises.loader import Catalog, Exercise, load_catalog
 from gpulab.exercises.progress import NOT_STARTED, PASSING, ExerciseProgress, Progress
 from gpulab.exercises.workspace import Workspace, WorkspaceError
@@ -431,7 +432,7 @@ class ExercisesPane(Widget):
     def _profile(self, ex: Exercise, path: Any, e: Any, width: int) -> None:
         """Tier 1 in a thread worker (ncu runs a fresh process, never this one's GPU work);
         escape cancels the worker, which the pass reads as its cancel."""
-        from gpulab.explain import card, tools  # deferred: loaded on use
+        from gpulab.explain import card  # deferred: loaded on use
         from gpulab.explain.explainer import tier1  # deferred: loaded on use
 
         worker = get_current_worker()
@@ -446,7 +447,7 @@ class ExercisesPane(Widget):
             )
             lines = card.card_lines(e, width)
             lines += [f"  note: {n}"[:width] for n in e.notes if n.startswith("Tier 1")]
-        except tools.Cancelled:
+        except Cancelled:
             lines = card.card_lines(e, width) + ["  Nsight Compute: cancelled"]
         self.post_message(self.ProfileDone(lines))
 

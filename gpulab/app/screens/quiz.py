@@ -262,7 +262,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
             try:
                 best = self.store.record_quiz(self.lesson.id, self.score, total)
                 best_score, best_total = best.best_score, best.total
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - an unsaved score is a notice, the quiz ends
                 self.app.notify(f"Could not save the score: {exc}", severity="warning")
         self.result = QuizResult(self.lesson.id, self.score, total, best_score, best_total)
         self.query_one("#quiz-count", Static).update(Content("Finished"))
