@@ -4,7 +4,7 @@ Declared in `exercise.md` as `intensity: {flops: F, bytes: B, counted: "what is 
 element of the output unless `counted` says otherwise. The bytes are the ones the check's timing
 counts for the figure (its TimingSpec's `work` and `note`), the FLOPs the arithmetic the
 statement asks for; only the ratio F / B places the figure on the roofline (gpulab.explain).
-Every exercise graded by speed declares one (tests/test_exercises_catalog.py).
+Every exercise graded by speed declares one (tests/exercises/test_exercises_catalog.py).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from gpulab.exercises.run_check import run_check
 from gpulab.exercises.workspace import Workspace
 from gpulab.store.database import Store
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "exercises"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "exercises"
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 
+from test_app import wait_for
 from textual.app import App, ComposeResult
 
 from gpulab.app.app import WIDGETS_CSS
@@ -14,7 +15,6 @@ from gpulab.app.widgets.verdict import bar, grade_ruler, verdict_text
 from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.run_check import CaseRow, CheckResult
 from gpulab.exercises.workspace import Workspace
-from tests.test_app import wait_for
 
 
 class EditorApp(App[None]):

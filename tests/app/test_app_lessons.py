@@ -16,7 +16,7 @@ from gpulab.lessons.catalog import load_catalog
 from gpulab.lessons.measured import Measured
 from gpulab.store.database import Store
 
-FIXTURES = Path(__file__).parent / "fixtures" / "lessons"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "lessons"
 
 
 class LessonsApp(App[None]):

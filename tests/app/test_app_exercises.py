@@ -7,6 +7,7 @@ the progress. Every wait is for a condition with a deadline.
 
 from __future__ import annotations
 
+from test_app import ready, wait_for
 from textual.widgets.text_area import Selection
 
 from gpulab.app.app import GpuLabApp
@@ -17,7 +18,6 @@ from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.progress import Progress
 from gpulab.exercises.workspace import Workspace
 from gpulab.testing.fake_runner import FakeRunner
-from tests.test_app import ready, wait_for
 
 FIX = "torch.add(a, b, out=out)"
 TIMEOUT = 120

@@ -43,7 +43,7 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
         env = dict(os.environ, TERM="xterm-256color", CUDA_VISIBLE_DEVICES="")
         env["GPULAB_DATA_DIR"] = str(tmp_path / "data")
-        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         self.proc = subprocess.Popen(
             [sys.executable, "-c", LAUNCH],
             stdin=slave,
