@@ -21,6 +21,7 @@
    this part and updates the check entry of an existing `--json` file. The first check of the
    session is reported apart (`first_s`, target < 2 s): the data dir is fresh, so the app
    calibrates the device at warm-up first (`warm_up_calibration_s`), as on a learner's first start.
+   `--only startup` runs just the first-frame part and updates its entry.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ t0 = time.perf_counter()
 import sys
 kind = sys.argv[1]
 if kind == "gpulab":
-    from gpulab.app import GpuLabApp as AppClass
+    from gpulab.app.app import GpuLabApp as AppClass
     kw = {"watch_terminal": False}
 else:
     from textual.app import App as Base
@@ -155,7 +156,7 @@ async def lag_during_run(
     target_s: float, tolerance_s: float, samples: int = 0, max_tries: int = 5
 ) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
-    from gpulab.app import GpuLabApp
+    from gpulab.app.app import GpuLabApp
     from gpulab.experiments.montecarlo import CPU_CAP
     from gpulab.experiments.registry import get
 
@@ -218,7 +219,7 @@ async def check_latency(repeats: int, quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["GPULAB_DATA_DIR"] = str(Path(tmp) / "data")  # never the learner's progress
         os.environ["GPULAB_WORKDIR"] = str(Path(tmp) / "work")
-        from gpulab.app import GpuLabApp
+        from gpulab.app.app import GpuLabApp
         from gpulab.exercises.loader import load_catalog
 
         ex = load_catalog().exercises[0]
@@ -316,36 +317,22 @@ def device_label() -> str:
     )
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=9, help="interleaved starts of each app")
-    ap.add_argument("--run-seconds", type=float, default=10.0, help="length of the lag run")
-    ap.add_argument("--tolerance", type=float, default=0.5, help="seconds either side")
-    ap.add_argument("--samples", type=int, default=0, help="skip the sizing: this many samples")
-    ap.add_argument("--json", dest="json_path", default="")
-    ap.add_argument("--only", choices=("check",), default="", help="run one part")
-    ap.add_argument("--check-repeats", type=int, default=5)
-    args = ap.parse_args()
-    if args.only == "check":
-        check = run_check_latency(args.check_repeats)
-        if args.json_path:
-            path = Path(args.json_path)
-            old = json.loads(path.read_text()) if path.exists() else {"benchmark": "app"}
-            old["check_latency"] = check
-            path.write_text(json.dumps(old, indent=2) + "\n")
-        return 0
-
-    load_before = os.getloadavg()[0]
+def run_startup(runs: int) -> dict[str, Any]:
+    """The first-frame part: interleaved starts of the bare app and gpulab, their medians."""
     times: dict[str, list[float]] = {"bare": [], "gpulab": []}
     first_frame("bare")  # warm the OS file cache for both, untimed
     first_frame("gpulab")
-    for _ in range(args.runs):
+    for _ in range(runs):
         for kind in ("bare", "gpulab"):
             times[kind].append(first_frame(kind))
     bare = statistics.median(times["bare"])
     lab = statistics.median(times["gpulab"])
-    startup = {
-        "runs": args.runs,
+    print(
+        f"first frame: bare {bare * 1e3:.0f} ms, gpulab {lab * 1e3:.0f} ms, "
+        f"ratio {lab / bare:.2f} (target <= 2)"
+    )
+    return {
+        "runs": runs,
         "bare_s": [round(t, 4) for t in times["bare"]],
         "gpulab_s": [round(t, 4) for t in times["gpulab"]],
         "bare_median_s": round(bare, 4),
@@ -356,10 +343,37 @@ def main() -> int:
         "of the first refresh; bare and gpulab alternate, after one untimed start of each; "
         "ratio of the medians",
     }
-    print(
-        f"first frame: bare {bare * 1e3:.0f} ms, gpulab {lab * 1e3:.0f} ms, "
-        f"ratio {lab / bare:.2f} (target <= 2)"
-    )
+
+
+def _update(json_path: str, key: str, part: dict[str, Any]) -> None:
+    """Replace one part of an existing report (`--only`), keeping the others."""
+    if not json_path:
+        return
+    path = Path(json_path)
+    old = json.loads(path.read_text()) if path.exists() else {"benchmark": "app"}
+    old[key] = part
+    path.write_text(json.dumps(old, indent=2) + "\n")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=9, help="interleaved starts of each app")
+    ap.add_argument("--run-seconds", type=float, default=10.0, help="length of the lag run")
+    ap.add_argument("--tolerance", type=float, default=0.5, help="seconds either side")
+    ap.add_argument("--samples", type=int, default=0, help="skip the sizing: this many samples")
+    ap.add_argument("--json", dest="json_path", default="")
+    ap.add_argument("--only", choices=("check", "startup"), default="", help="run one part")
+    ap.add_argument("--check-repeats", type=int, default=5)
+    args = ap.parse_args()
+    if args.only == "check":
+        _update(args.json_path, "check_latency", run_check_latency(args.check_repeats))
+        return 0
+    load_before = os.getloadavg()[0]
+    startup = run_startup(args.runs)
+    if args.only == "startup":
+        startup["load_average_1m"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+        _update(args.json_path, "startup", startup)
+        return 0
     lag = asyncio.run(lag_during_run(args.run_seconds, args.tolerance, args.samples))
     print(
         f"event-loop lag during a {lag['run_s']} s run: p50 {lag['lag_ms_p50']} ms, "

@@ -34,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gpulab.app.panes.gpu_info as info  # noqa: E402
-from gpulab.app import GpuLabApp  # noqa: E402
+from gpulab.app.app import GpuLabApp  # noqa: E402
 from gpulab.app.panes.memory_gauge import MemoryGauge  # noqa: E402
 from gpulab.telemetry.sampler import Sampler, TelemetryReader  # noqa: E402
 from gpulab.testing.fake_nvml import GiB, MiB, fake_sampler, worker_inventory  # noqa: E402

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from textual.app import App, ComposeResult  # noqa: E402
 from textual.containers import Horizontal  # noqa: E402
 
+from gpulab.app.app import WIDGETS_CSS
 from gpulab.app.panes.gpu_info import GpuInfoPane  # noqa: E402
 from gpulab.app.panes.memory_gauge import MemoryGauge  # noqa: E402
 from gpulab.telemetry.sampler import Frame, Sampler, TelemetryReader  # noqa: E402
@@ -37,6 +38,7 @@ CHILD = (
 
 
 class CheckApp(App):
+    CSS_PATH = WIDGETS_CSS  # the lab's rules for its own widgets
     CSS = "Horizontal > * { width: 1fr; border: round $accent; }"
 
     def __init__(self, sampler: Sampler) -> None:

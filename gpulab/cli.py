@@ -144,7 +144,7 @@ def sample_period(flag: str | None) -> float | None | str:
 
 
 def _tui(period: float | None = None) -> int:
-    from gpulab.app import GpuLabApp  # deferred: textual, which no other command needs
+    from gpulab.app.app import GpuLabApp  # deferred: textual, which no other command needs
 
     app = GpuLabApp(sample_period=period)
     app.run()

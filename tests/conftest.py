@@ -43,8 +43,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _isolated_data_dir(tmp_path, monkeypatch):
-    """No test touches the user's real progress database."""
+    """No test touches the user's real progress database, and no check leaves a warm worker
+    behind (tests/test_runner_warm.py turns it on, and stops it)."""
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "gpulab-data"))
+    monkeypatch.setenv("GPULAB_WARM_WORKER", "0")
 
 
 @pytest.fixture(scope="module")

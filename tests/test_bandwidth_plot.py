@@ -93,7 +93,7 @@ def test_the_tui_legend_shows_the_ceiling_in_red():
 async def test_the_panel_plots_the_ceiling_from_a_bandwidth_result():
     from textual.widgets import Static
 
-    from gpulab.app import GpuLabApp
+    from gpulab.app.app import GpuLabApp
     from gpulab.app.widgets.plots import SeriesPlot
     from gpulab.core import events as ev
     from gpulab.testing.fake_runner import FakeRunner, frozen

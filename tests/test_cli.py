@@ -113,7 +113,7 @@ def test_bad_sample_period_exits_2_naming_flag_value_and_range(args, env, needle
 
 
 def test_sample_period_reaches_the_app(monkeypatch):
-    import gpulab.app
+    import gpulab.app.app
     from gpulab import cli
     from gpulab.telemetry.sampler import MAX_INTERVAL, MIN_INTERVAL
 
@@ -129,7 +129,7 @@ def test_sample_period_reaches_the_app(monkeypatch):
         def run(self):
             pass
 
-    monkeypatch.setattr(gpulab.app, "GpuLabApp", App)
+    monkeypatch.setattr(gpulab.app.app, "GpuLabApp", App)
     monkeypatch.delenv("GPULAB_SAMPLE_PERIOD", raising=False)
     assert cli.main(["--sample-period", "1.5"]) == 0
     assert cli.main([]) == 0

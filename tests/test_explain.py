@@ -283,7 +283,7 @@ def test_cli_explain_puts_the_graded_figure_on_the_roofline(tmp_path, capsys, mo
     pk._write(peaks)
     with Store() as st:
         Progress(st).record("map-add-ten", "pass", grade="gold", fraction=0.85, seed=1)
-    monkeypatch.setattr("gpulab.explain.cli.nvml_gpu", lambda index=0: None)
+    monkeypatch.setattr("gpulab.explain.inputs.gpu", lambda index=0: None)
     assert main(["ex", "reset", "map-add-ten"]) == 0
     capsys.readouterr()
     assert main(["ex", "explain", "map-add-ten", "--plot"]) == 0
@@ -312,6 +312,28 @@ def test_float4_advice_is_quiet_when_the_figure_is_near_the_copy():
     low, high = loads(0.5), loads(0.9)
     assert low.advice == "try float4" and low.severity >= 1
     assert high.advice == "" and high.severity == 0 and "0.90 of the copy" in high.detail
+
+
+@pytest.mark.parametrize("name", ["grid-2d", "conv2d", "deterministic-sum", "warp-reduce"])
+def test_every_graded_kernel_exercise_gets_its_roofline_point(name, capsys, monkeypatch):
+    from gpulab.cli import main
+    from gpulab.core import peaks as pk
+    from gpulab.exercises.progress import Progress
+    from gpulab.store.database import Store
+
+    pk._write(
+        pk.Peaks(key="gpu-test", device="NVIDIA H100 80GB HBM3", cpu=False, copy_gbs=3000.0,
+                 matmul_tflops={"fp32": 50.0}, measured_at=1.0)
+    )  # fmt: skip
+    with Store() as st:
+        Progress(st).record(name, "pass", grade="silver", fraction=0.5, seed=1)
+    monkeypatch.setattr("gpulab.explain.inputs.gpu", lambda index=0: None)
+    assert main(["ex", "reset", name]) == 0
+    capsys.readouterr()
+    assert main(["ex", "explain", name, "--json"]) == 0
+    figure = json.loads(capsys.readouterr().out)["explain"]["figure"]
+    assert figure is not None and figure["kind"] == "roofline"
+    assert figure["data"]["figure"] == 1500.0 and figure["data"]["bound"] == "memory"
 
 
 def test_explain_imports_neither_torch_nor_cupy_nor_textual():

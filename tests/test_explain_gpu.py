@@ -16,8 +16,9 @@ import pytest
 from conftest import cupy_available
 from test_explain import CATALOG, PLANTED, PLANTED_DIR, SLOW
 
+from gpulab.experiments import kernel_device as device
 from gpulab.explain import arch as arches
-from gpulab.explain import cubin, device, nvrtc
+from gpulab.explain import cubin, nvrtc
 from gpulab.explain import occupancy as occ
 from gpulab.explain.explainer import explain_file
 from gpulab.explain.source import scan
@@ -121,3 +122,26 @@ def test_gpu_mode_slow_variants(rel):
     e = explain_file(Path(CATALOG / rel), exercise=SLOW[rel][0], gpu=True)
     (k,) = e.kernels
     assert k.top is not None and k.top.kind == SLOW[rel][1], "\n".join(e.card())
+
+
+def test_the_warm_worker_answers_as_this_process_does(tmp_path, monkeypatch):
+    """`gpulab ex explain --gpu` asks the driver in the learner's warm worker: the same figures
+    as asking in this process."""
+    from gpulab.explain.inputs import device_answers
+    from gpulab.runner.warm.place import place
+    from gpulab.runner.warm.remote import ask
+
+    monkeypatch.setenv("GPULAB_WARM_WORKER", "1")
+    monkeypatch.setenv("GPULAB_WARM_IDLE_S", "60")
+    path = PLANTED_DIR / "tiny_blocks.py"
+    try:
+        answers = device_answers(path)
+        assert answers is not None
+        remote = explain_file(path, gpu=True, device=answers).to_dict()
+    finally:
+        ask(place(), "stop")
+    local = explain_file(path, gpu=True).to_dict()
+    for d in (remote, local):
+        d.pop("seconds")
+    assert remote == local
+    assert remote["kernels"][0]["resources"]["source"] == "driver"

@@ -7,6 +7,8 @@ import math
 
 import pytest
 
+from gpulab.exercises.intensity import Intensity
+from gpulab.exercises.loader import load_catalog
 from gpulab.explain import arch as arches
 from gpulab.explain import occupancy as occ
 from gpulab.explain import ptx, roofline, source
@@ -195,31 +197,47 @@ def test_ptx_dataflow_follows_thread_strides():
 
 
 def test_roofline_point_and_plot():
-    p = roofline.point("map-add-ten", "GB/s", 2600.0, 3000.0, 50.0)
+    cat = load_catalog()
+    roof = roofline.Roof(3000.0, 50.0)
+    p = roofline.point("map-add-ten", "GB/s", 2600.0, roof, cat.get("map-add-ten").intensity)
     assert p.intensity == 1 / 8 and p.bound == "memory"
     assert math.isclose(p.ridge, 50e12 / 3000e9) and math.isclose(p.of_roof, 2600 / 3000)
-    m = roofline.point("matmul-tiled", "TFLOP/s", 20.0, 3000.0, 50.0)
+    m = roofline.point("matmul-tiled", "TFLOP/s", 20.0, roof, cat.get("matmul-tiled").intensity)
     assert m.bound == "compute" and math.isclose(m.of_roof, 0.4)
     lines = roofline.plot(p)
     assert sum(line.count("*") for line in lines[:-2]) == 1 and len(lines) == 16
-    assert roofline.point("no-such-exercise", "GB/s", 1, 1, 1) is None
+    assert roofline.point("no-intensity", "GB/s", 1, roof, None) is None
+    assert roofline.point("ungraded", "none", 1, roof, Intensity(1, 8, "x")) is None
 
 
-def test_intensity_declared_in_a_check_wins(tmp_path):
-    check = tmp_path / "check.py"
-    check.write_text('INTENSITY = (3, 6, "three ops on 6 bytes")\n')
-    assert roofline.declared("map-add-ten", check) == (3.0, 6.0, "three ops on 6 bytes")
-    assert roofline.declared("map-add-ten", tmp_path / "none.py")[:2] == (1, 8)
+def test_a_transfer_sits_under_the_bandwidth_it_is_graded_against():
+    from gpulab.core.peaks import Peaks
+    from gpulab.explain.inputs import roof_for
+
+    cat = load_catalog()
+    peaks = Peaks(
+        key="k", device="d", cpu=False, copy_gbs=3000.0, h2d_pinned_gbs=50.0,
+        matmul_tflops={"fp32": 50.0, "fp16": 700.0},
+    )  # fmt: skip
+    ceiling, roof = roof_for(cat.get("streams-overlap"), peaks)
+    assert ceiling == 50.0 and roof == roofline.Roof(50.0, 50.0, "h2d", "matmul:fp32")
+    ceiling, roof = roof_for(cat.get("triton-matmul"), peaks)
+    assert ceiling == 700.0 and roof == roofline.Roof(3000.0, 700.0, "copy", "matmul:fp16")
+    assert roof_for(cat.get("device-agnostic"), peaks) == (None, None)
 
 
 def test_card_lines_fit_and_the_top_suspect_comes_first():
     long = "x" * 200
     rep = KernelReport("k", 3)
     rep.findings = [
-        Finding("vector-loads", "loads", "1 load", "no 128-bit", "try float4", "static", 1.2),
-        Finding("spills", "spills", long, long, long, "static", 3.6),
-        Finding("resources", "resources", "10 regs", "fine", "", "static", 0.0),
-    ]
+        Finding(
+            kind="vector-loads", what="loads", value="1 load", verdict="no 128-bit",
+            advice="try float4", tag="static", score=1.2,
+        ),
+        Finding(kind="spills", what="spills", value=long, verdict=long, advice=long, tag="static",
+                score=3.6),
+        Finding(kind="resources", what="resources", value="10 regs", verdict="fine", tag="static"),
+    ]  # fmt: skip
     e = Explanation("ex", "f.py", "sm_90", "assumed H100 SXM (132 SMs)", kernels=[rep])
     e.notes = ["a note " * 30]
     card = e.card()
@@ -234,4 +252,4 @@ def test_card_lines_fit_and_the_top_suspect_comes_first():
         "resources",
     ]
     with pytest.raises(ValueError):
-        Finding("x", "x", "", "", "", "guessed")
+        Finding(kind="x", what="x", value="", verdict="", tag="guessed")

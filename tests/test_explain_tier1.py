@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.cli import main
+from gpulab.core.errors import Cancelled
 from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.workspace import Workspace
 from gpulab.explain import ncu, nvrtc, sanitize, tools
@@ -192,7 +193,7 @@ def test_cancel_ends_the_tool_and_its_process_group(monkeypatch, tmp_path):
     flag = threading.Event()
     threading.Timer(0.5, flag.set).start()
     t0 = time.perf_counter()
-    with pytest.raises(tools.Cancelled):
+    with pytest.raises(Cancelled):
         ncu.profile(["k"], ["python"], cancel=flag.is_set)
     assert time.perf_counter() - t0 < 5.0
     # The fake (a shell wrapper, then Python) was started with the log's path in its

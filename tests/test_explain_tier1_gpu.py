@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import cupy_available
 
+from gpulab.core import nvtools
 from gpulab.explain import ncu, sanitize, tools
 from gpulab.explain.explainer import add_profile, explain_file
 from gpulab.explain.source import scan
@@ -32,7 +33,7 @@ RECORD = os.environ.get("GPULAB_EXPLAIN_RECORD")
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not cupy_available(), reason="needs CuPy on a GPU"),
-    pytest.mark.skipif(tools.find("ncu") is None, reason="needs Nsight Compute (ncu)"),
+    pytest.mark.skipif(nvtools.find("ncu") is None, reason="needs Nsight Compute (ncu)"),
 ]
 
 # label -> (file, exercise or None for the planted driver, the measured top suspect)

@@ -116,7 +116,7 @@ async def test_a_store_that_cannot_be_written_keeps_the_result_on_screen(monkeyp
 
 
 async def test_a_tui_run_keeps_the_clock_and_temperature_of_its_gpu():
-    from gpulab.app import GpuLabApp
+    from gpulab.app.app import GpuLabApp
     from gpulab.store.database import Store
     from gpulab.testing.fake_nvml import fake_sampler, worker_inventory
     from gpulab.testing.fake_runner import FakeRunner
@@ -149,13 +149,13 @@ async def test_a_run_that_ends_before_the_kept_runs_load_is_listed_once(monkeypa
     final = {"type": "cancelled", "how": "cooperative", "message": "x"}
     save(entry("montecarlo", {"samples": 1000}, final, source="cli"))
     hold = threading.Event()
-    real = RunHistory._load_kept
+    real = RunHistory._read_kept
 
-    def slow(self):
+    def slow(self):  # in the loading thread
         hold.wait(10)
-        real(self)
+        return real(self)
 
-    monkeypatch.setattr(RunHistory, "_load_kept", slow)
+    monkeypatch.setattr(RunHistory, "_read_kept", slow)
     app = fake_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)

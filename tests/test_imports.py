@@ -47,7 +47,7 @@ def test_registry_loads_without_torch_or_cupy():
 
 
 def test_app_never_imports_torch_or_cupy():
-    mods = _modules_after("import gpulab.app\nfrom gpulab.app import GpuLabApp")
+    mods = _modules_after("import gpulab.app\nfrom gpulab.app.app import GpuLabApp")
     assert "textual" in mods
     assert "torch" not in mods, "the UI process imported torch"
     assert "cupy" not in mods, "the UI process imported cupy"

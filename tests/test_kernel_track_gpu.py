@@ -5,7 +5,7 @@ calibrated ceiling is printed (run with -s to read it).
 
 The same check modules as tests/test_kernel_track.py, but no emulator: real NVRTC, real streams,
 real races. race/ solutions are run too and only reported, since a race may pass by luck on a
-given GPU. Every wrong/ file also runs through a worker in tests/test_exercises_catalog.py.
+given GPU. Every wrong/ file also runs through a worker in tests/exercises/test_exercises_catalog.py.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _check(folder, solution, seed: int = 11, timed: bool = False) -> str | None:
 RIGHT = [p for f in KERNELS for p in sorted(f.glob("right/*.py"))]
 # GPU-only wrong files that stay inside their buffers, so they can run in this process (a write
 # far out of bounds may fault and spoil the CUDA context: those run in a worker, in
-# tests/test_exercises_catalog.py).
+# tests/exercises/test_exercises_catalog.py).
 GPU_ONLY = [
     p
     for f in KERNELS
@@ -69,7 +69,7 @@ def _needs_cupy() -> None:
 
 @pytest.mark.parametrize("folder", KERNELS, ids=IDS)
 def test_gpu_reference_passes_and_the_starter_fails(folder) -> None:
-    """wrong/ is tests/test_exercises_catalog.py's, through a worker: a write past the end can
+    """wrong/ is tests/exercises/test_exercises_catalog.py's, through a worker: a write past the end can
     fault, and an illegal address ruins this process's CUDA context for every later test. race/
     and slow/ files stay in bounds; their verdicts are printed (-s)."""
     bad = _check(folder, folder / "solution.py")

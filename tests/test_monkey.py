@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from textual import events
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.app.main_screen import MainScreen
 
 PANES = ("gpu-info", "lessons", "experiments", "memory-gauge")
@@ -94,7 +94,7 @@ class MonkeyApp(GpuLabApp):
     async def action_quit(self) -> None:
         self.quits += 1
 
-    def on_lessons_pane_lesson_opened(self, message: Any) -> None:
+    def on_lesson_opened(self, message: Any) -> None:
         self.lessons_opened.append(message.lesson_id)
 
 

@@ -30,7 +30,7 @@ def test_every_element_changes_by_its_own_factor_and_no_call_repeats_another():
         assert (x != seen[-1]).all()
         ratio = x / seen[-1]
         # not one map for the array: a kept sum cannot be scaled or shifted into the new one
-        assert ratio.std() > 1e-3 and 0.94 < ratio.min() and ratio.max() < 1.06
+        assert ratio.std() > 1e-3 and ratio.min() > 0.94 and ratio.max() < 1.06
         seen.append(x.copy())
     assert len({a.tobytes() for a in seen}) == len(seen)
     assert abs(float(x.mean())) < 0.05  # the distribution's centre stays where it was drawn

@@ -8,7 +8,6 @@ from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from gpulab.app.main_screen import PANES
 from gpulab.experiments.registry import all_experiments
 
 # The syllabus's fixed ids, in chapter order (the lesson catalog may add titles).
@@ -62,8 +61,10 @@ class GpuLabCommands(Provider):
             out.append((f"Open lesson: {title}", partial(app.open_lesson, lesson_id), lesson_id))
         for ex_id, title in exercise_titles():
             out.append((f"Open exercise: {title}", partial(app.open_exercise, ex_id), ex_id))
-        for pane_id, label in PANES:
-            out.append((f"Focus pane: {label}", partial(app.focus_pane, pane_id), f"#{pane_id}"))
+        for pane in app.main.PANES:
+            out.append(
+                (f"Focus pane: {pane.title}", partial(app.focus_pane, pane.id), f"#{pane.id}")
+            )
         for theme in sorted(app.available_themes):
             out.append((f"Theme: {theme}", partial(setattr, app, "theme", theme), "colours"))
         out.append(("Help: keys and how to use gpulab", app.action_help, "F1"))

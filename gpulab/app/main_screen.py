@@ -1,12 +1,16 @@
-"""The one screen: header, five panes, footer. Below 100x30 the panes take turns (tab bar).
+"""The one screen: header, the panes of the pane table, footer. Below 100x30 the panes take
+turns (tab bar).
 
 On a wide screen the right column holds the experiment panel or the exercises, whichever was
 shown last: both want the room, and the GPU figures, lessons and memory gauge stay in view.
+The tabs, the shells, the grid and the panes all come from `pane_table.PANES` (the class
+attribute `PANES`, which a test may extend); each pane gets the shared state its entry names
+(`takes`) from the app's `LabState`, kept current by a watch: attributes down.
 """
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from textual import events, on
@@ -18,16 +22,8 @@ from textual.widget import MountError, Widget
 from textual.widgets import Footer, Header, Static, Tab, Tabs
 from textual.widgets._footer import FooterKey
 
-PANES = (
-    ("gpu-info", "GPU info"),
-    ("lessons", "Lessons"),
-    ("exercises", "Exercises"),
-    ("experiments", "Experiments"),
-    ("memory-gauge", "Memory gauge"),
-)
-PANE_IDS = tuple(p for p, _ in PANES)
-START_PANE = "experiments"
-
+from gpulab.app import messages
+from gpulab.app.pane_table import PANES, START_PANE, PaneSpec
 
 # The lab's own footer keys, most important first: when the footer is too narrow for every
 # key, these stay and the focused pane's keys give way (F1 lists every key).
@@ -106,6 +102,15 @@ class LabFooter(Footer):
             self.call_after_refresh(self.recompose)
 
 
+def _setter(pane: Widget, name: str) -> Callable[[Any], None]:
+    """A watcher that gives `pane` the state's new value of `name`."""
+
+    def give(value: Any) -> None:
+        setattr(pane, name, value)
+
+    return give
+
+
 def _declared(cls: type) -> list[Binding]:
     out: list[Binding] = []
     for klass in cls.__mro__:
@@ -126,10 +131,20 @@ class MainScreen(Screen[None]):
         Binding("x", "exercises", "Exercises", id="exercises", show=False),
     ]
 
+    PANES: tuple[PaneSpec, ...] = PANES  # the table the screen is built from
+
     def __init__(
-        self, *, sampler: Any = None, sample_period: float | None = None, **kw: Any
+        self,
+        *,
+        sampler: Any = None,
+        sample_period: float | None = None,
+        before_panes: Callable[[], None] | None = None,
+        **kw: Any,
     ) -> None:
+        """`before_panes`: the app's, called once the first frame is up, before the panes mount
+        (it opens the store they share)."""
         super().__init__(**kw)
+        self.before_panes = before_panes
         self.current = START_PANE
         # Telemetry panes take a sampler; tests hand them a fake so the screen is reproducible.
         self.telemetry: dict[str, Any] = {"sampler": sampler} if sampler is not None else {}
@@ -144,61 +159,78 @@ class MainScreen(Screen[None]):
         self.set_class(height < 30, "-short")
         self.set_class(height >= 30, "-tall")
 
+    @property
+    def pane_ids(self) -> tuple[str, ...]:
+        """The panes' ids, in the table's order (the tabs', and tab's)."""
+        return tuple(p.id for p in self.PANES)
+
     def compose(self) -> ComposeResult:
         """Header, pane tabs, a shell per pane and the footer; the panes mount after the first
         frame."""
         self._breakpoint_classes()
         yield Header(icon="▣")
         tabs = Tabs(
-            *[Tab(label, id=f"tab-{pid}") for pid, label in PANES],
+            *[Tab(p.title, id=f"tab-{p.id}") for p in self.PANES],
             active=f"tab-{self.current}",
             id="pane-tabs",
         )
         tabs.can_focus = False
         yield tabs
-        with Container(id="panes"):
+        left = [p for p in self.PANES if p.column == "left"]
+        right = [p for p in self.PANES if p.column == "right"]
+        panes = Container(id="panes")
+        # The wide grid: a row per left pane; a right pane spans them all (one shows at a time)
+        panes.styles.grid_size_rows = len(left)
+        panes.styles.grid_rows = " ".join(["1fr"] * len(left))
+        with panes:
             # Shells first: they paint the layout at once; the panes (and their imports)
-            # mount right after the first frame. Grid order: experiments (or exercises) span the
-            # right column; the grid places only the one displayed.
-            for pane_id in ("gpu-info", "experiments", "exercises", "lessons", "memory-gauge"):
-                with Container(id=f"shell-{pane_id}", classes=self._classes_for(pane_id)):
+            # mount right after the first frame. Grid order: the first left pane, then the
+            # right column's (the starting one first), then the other left panes; the grid
+            # places only those displayed.
+            right.sort(key=lambda p: p.id != START_PANE)
+            for spec in [*left[:1], *right, *left[1:]]:
+                shell = Container(
+                    id=f"shell-{spec.id}", classes=self._classes_for(spec, spec is right[0])
+                )
+                if spec.column == "right":
+                    shell.styles.row_span = len(left)
+                with shell:
                     yield Static("loading…", classes="pane-loading")
         yield LabFooter(show_command_palette=False)
 
-    def _classes_for(self, pane_id: str) -> str:
-        return "pane -current" if pane_id == self.current else "pane"
+    def _classes_for(self, spec: PaneSpec, shown: bool) -> str:
+        classes = ["pane"]
+        if spec.id == self.current:
+            classes.append("-current")
+        if spec.column == "right":
+            classes.append("-right -shown" if shown else "-right")
+        return " ".join(classes)
 
     def on_mount(self) -> None:
         """Title each pane's shell and mount the panes once the first frame is up."""
-        for pane_id, label in PANES:
-            self.shell(pane_id).border_title = label
+        for spec in self.PANES:
+            self.shell(spec.id).border_title = spec.title
         self.call_after_refresh(self._mount_panes)
 
     async def _mount_panes(self) -> None:
-        # deferred: the panes (NumPy, YAML) load after the first frame
-        from gpulab.app.panes.exercises import ExercisesPane
-        from gpulab.app.panes.experiments import ExperimentPanel
-        from gpulab.app.panes.gpu_info import GpuInfoPane
-        from gpulab.app.panes.lessons import LessonsPane
-        from gpulab.app.panes.memory_gauge import MemoryGauge
-
         if self.sample_period is not None:
             # deferred: the sampler's thread starts with the panes, after the first frame
             from gpulab.telemetry.sampler import shared_sampler
 
             sampler = self.telemetry.setdefault("sampler", shared_sampler())
             sampler.set_interval(self.sample_period)
-        panes: dict[str, Widget] = {
-            "gpu-info": GpuInfoPane(id="gpu-info", **self.telemetry),
-            "experiments": ExperimentPanel(id="experiments"),
-            "exercises": ExercisesPane(id="exercises"),
-            "lessons": LessonsPane(id="lessons"),
-            "memory-gauge": MemoryGauge(id="memory-gauge", **self.telemetry),
-        }
-        for pane_id, pane in panes.items():
-            shell = self.shell(pane_id)
+        if self.before_panes is not None:
+            self.before_panes()
+        # In the grid's order, as before the table: the panes' mount order is what the first
+        # frames after it show.
+        order = [s.id for s in self.query("#panes > .pane")]
+        for spec in sorted(self.PANES, key=lambda s: order.index(f"shell-{s.id}")):
+            shell = self.shell(spec.id)
             if not shell.is_attached:  # the app is already exiting
                 return
+            pane = spec.load()(id=spec.id, **(self.telemetry if spec.telemetry else {}))
+            for name in spec.takes:  # before the pane mounts: its on_mount reads them
+                self.watch(self.app, name, _setter(pane, name), init=True)
             await shell.query(".pane-loading").remove()
             try:
                 await shell.mount(pane)
@@ -207,10 +239,7 @@ class MainScreen(Screen[None]):
                     raise
                 return
         self.call_after_refresh(self.show_pane, self.current)
-        ready = getattr(self.app, "main_ready", None)
-        if ready is None:
-            ready = self.app.main_ready = asyncio.Event()  # type: ignore[attr-defined]
-        ready.set()
+        self.post_message(messages.PanesMounted())
 
     @property
     def compact(self) -> bool:
@@ -228,9 +257,10 @@ class MainScreen(Screen[None]):
     def show_pane(self, pane_id: str, *, focus: bool = True) -> None:
         """Make `pane_id` current: shown (when panes take turns), highlighted, and focused."""
         self.current = pane_id
-        if pane_id in ("exercises", "experiments"):
-            self.set_class(pane_id == "exercises", "-exercises")
-        for pid in PANE_IDS:
+        if self.shell(pane_id).has_class("-right"):  # the right column shows it from now on
+            for shell in self.query(".pane.-right"):
+                shell.set_class(shell.id == f"shell-{pane_id}", "-shown")
+        for pid in self.pane_ids:
             shell = self.shell(pid)
             if shell.has_class("-current") != (pid == pane_id):  # each change restyles a pane
                 shell.set_class(pid == pane_id, "-current")
@@ -268,8 +298,9 @@ class MainScreen(Screen[None]):
         self._step(-1)
 
     def _step(self, delta: int) -> None:
-        i = PANE_IDS.index(self.current) if self.current in PANE_IDS else 0
-        self.show_pane(PANE_IDS[(i + delta) % len(PANE_IDS)])
+        ids = self.pane_ids
+        i = ids.index(self.current) if self.current in ids else 0
+        self.show_pane(ids[(i + delta) % len(ids)])
 
     @on(Tabs.TabActivated, "#pane-tabs")
     def _tab_clicked(self, event: Tabs.TabActivated) -> None:

@@ -1,7 +1,7 @@
 """Workarounds for Textual bugs that crash the app, applied once when gpulab.app is imported.
 
 Each one names the bug, how the monkey test (tests/test_monkey.py) or a person hit it, and what
-the workaround does; tests/test_app_textual_fixes.py keeps each one honest. Remove a workaround
+the workaround does; tests/app/test_app_textual_fixes.py keeps each one honest. Remove a workaround
 when the Textual that pyproject.toml asks for has fixed its bug (its test then still passes).
 """
 
@@ -33,7 +33,7 @@ def _page_before_layout() -> None:
             return
         move_page(self, direction)
 
-    OptionList._move_page = _move_page  # type: ignore[method-assign]
+    OptionList._move_page = _move_page  # type: ignore[method-assign]  # the patch itself
 
 
 _page_before_layout()

@@ -2,10 +2,10 @@
 replace it when it dies, stop it on the way out.
 
 `WorkerLink` is an object `GpuLabApp` (`app.py`) owns and hands itself to: the app owns the
-screen, the keys and what the panes ask for; the link owns the runner client, its handshake and
-the worker's log, and everything that happens because the worker started, spoke, crashed or was
-killed. It speaks to the app only through the app's public Textual API (notify, run_worker,
-call_from_thread, sub_title, the main screen's panes), so the worker's life reads in one place.
+screen, the keys and what the panes ask for; the link keeps the lab's worker state current (the
+runner, the handshake, the inventory, the worker's status and log lines: `state.LabState`), and
+everything that happens because the worker started, spoke, crashed or was killed. The panes
+show that state as the main screen hands it down; the link never touches a pane.
 """
 
 from __future__ import annotations
@@ -15,28 +15,23 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from textual.app import App
+from textual.message import Message
 from textual.worker import WorkType
 
-from gpulab.app.gauge import MemoryReading, WorkerPid, tell_gauge
+from gpulab.app.state import LabState
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
 
-if TYPE_CHECKING:
-    from gpulab.app.panes.experiments import ExperimentPanel
 
+class RunnerEventArrived(Message):
+    """A runner event that arrived on another thread than the app's (a test's runner): the app
+    hands it back to the link on its own loop."""
 
-class Host(Protocol):
-    """What the link needs of its app beyond Textual's App: `GpuLabApp` is one."""
-
-    main_ready: asyncio.Event | None
-
-    @property
-    def panel(self) -> ExperimentPanel:
-        """The experiments panel."""
-        ...
+    def __init__(self, event: dict[str, Any]) -> None:
+        self.event = event
+        super().__init__()
 
 
 RunnerFactory = Callable[..., Any]
@@ -55,13 +50,11 @@ def default_runner_factory(**kw: Any) -> Any:
 class WorkerLink:
     """Starts, follows and replaces the app's worker; the app reads `runner` and `handshake`."""
 
-    def __init__(self, app: App[None], runner_factory: RunnerFactory, device_index: int) -> None:
+    def __init__(self, app: LabState, runner_factory: RunnerFactory, device_index: int) -> None:
         self.app = app
-        self.host: Host = app  # type: ignore[assignment]  # GpuLabApp: App plus the Host's two
         self.runner_factory = runner_factory
         self.device_index = device_index
-        self.runner: Any = None  # the RunnerClient (or a test's fake), once started
-        self.handshake: dict[str, Any] | None = None  # the worker's hello, once it is ready
+        self.main_ready: asyncio.Event | None = None  # the app's, set once the panes mount
         self.worker_log: list[str] = []  # the worker's own log lines, the last 500
         self.loop_thread: int | None = None  # the event loop's thread, set on mount
         self.quitting = False  # from here on a failure is the shutdown's, not news
@@ -70,6 +63,22 @@ class WorkerLink:
         self.prepared: set[tuple[Any, str]] = set()  # (worker pid, exercise): asked once each
         # What the worker does before a job submitted now can start (a check waits behind it).
         self.ahead: dict[str, str] = {}
+
+    @property
+    def runner(self) -> Any:
+        """The RunnerClient (or a test's fake) the lab submits to, once started."""
+        return self.app.runner
+
+    @property
+    def handshake(self) -> dict[str, Any] | None:
+        """The worker's hello, once it is ready."""
+        return self.app.handshake
+
+    def _status(self, text: str) -> None:
+        self.app.worker_status = text
+
+    def _ahead_changed(self) -> None:
+        self.app.waiting_for = " and ".join(self.ahead.values())
 
     def begin(self) -> None:
         """Start the worker in the background (after the first frame)."""
@@ -80,15 +89,16 @@ class WorkerLink:
 
     async def _start_runner(self) -> None:
         try:
-            self.runner = self.runner_factory(
+            runner = self.runner_factory(
                 device_index=self.device_index, on_event=self.on_runner_event
             )
-            await self.runner.start()
-            handshake = await self.runner.wait_ready(timeout=READY_TIMEOUT_S)
+            self.app.runner = runner
+            await runner.start()
+            handshake = await runner.wait_ready(timeout=READY_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - shown, and the lab stays usable to read
             await self._main_mounted()
             self.app.sub_title = "worker failed to start"
-            self.host.panel.set_worker_status("worker failed to start")
+            self._status("worker failed to start")
             self.app.notify(
                 f"{type(exc).__name__}: {exc}",
                 title=ev.KIND_WORKER_START,
@@ -101,25 +111,20 @@ class WorkerLink:
 
     async def _main_mounted(self) -> None:
         """The worker may answer before the screen has mounted its panes: wait for them."""
-        if self.host.main_ready is not None:
-            await self.host.main_ready.wait()
+        if self.main_ready is not None:
+            await self.main_ready.wait()
 
     def apply_handshake(self, handshake: dict[str, Any]) -> None:
-        """Take the worker's hello: the sub-title, the panes' inventory and the gauge's pid."""
-        self.handshake = handshake
+        """Take the worker's hello: the sub-title, and the state the panes show (its inventory,
+        its pid and status)."""
         inventory = handshake.get("inventory") or {}
         self.app.sub_title = Inventory.from_dict(inventory).label()
         pid = handshake.get("pid")
         ready = handshake.get("ready_s")
         took = f" · ready in {ready:.1f} s" if isinstance(ready, int | float) else ""
-        self.host.panel.set_worker_status(f"worker pid {pid}{took}")
-        self.host.panel.set_inventory(inventory)
-        gpu = self.app.screen_stack[0].query_one("#gpu-info")
-        if hasattr(gpu, "set_worker_info"):
-            gpu.set_worker_info(handshake)
-        tell_gauge(self.app, WorkerPid(pid))
-        for pane in self.app.screen_stack[0].query("#exercises"):
-            pane.set_inventory(inventory)  # type: ignore[attr-defined]
+        self._status(f"worker pid {pid}{took}")
+        self.app.handshake = handshake
+        self.app.inventory = inventory
         if handshake.get("calibrated") is False and not self.calibration_tried:
             self.calibration_tried = True
             status = f"worker pid {pid}{took}"
@@ -149,14 +154,10 @@ class WorkerLink:
             exit_on_error=False,
         )
 
-    def waiting_for(self) -> str:
-        """What a job submitted now waits for, in words ('' when the worker is free of our
-        own warm-up work): the calibration, or an opened exercise's preparation."""
-        return " and ".join(self.ahead.values())
-
     async def _prepare(self, exercise_id: str, pid: Any) -> None:
         key = f"prepare {exercise_id}"
         self.ahead[key] = f"{exercise_id}'s preparation (its check's kernels compile once)"
+        self._ahead_changed()
         try:
             job = await self.runner.submit("exercise-prepare", {"exercise": exercise_id})
             async for _event in job:
@@ -165,53 +166,53 @@ class WorkerLink:
             return
         finally:
             self.ahead.pop(key, None)
+            self._ahead_changed()
         final = job.final or {}
         summary = (final.get("result") or {}).get("summary") or {}
         if final.get("type") == ev.RESULT and summary.get("prepared"):
             seconds = float(summary.get("seconds") or 0.0)
-            self.host.panel.set_worker_status(
-                f"worker pid {pid} · {exercise_id}'s check prepared in {seconds:.1f} s"
-            )
+            self._status(f"worker pid {pid} · {exercise_id}'s check prepared in {seconds:.1f} s")
 
     async def _calibrate(self, status: str) -> None:
         """Measure this device's ceilings now, while the learner reads, so their first check
         reads them from the cache instead of spending seconds calibrating inside the check."""
-        panel = self.host.panel
         runner = self.runner
         t0 = time.monotonic()
-        panel.set_worker_status(f"{status} · calibrating this device's ceilings (once)…")
+        self._status(f"{status} · calibrating this device's ceilings (once)…")
         self.ahead["calibrate"] = "the device's calibration (once per machine)"
+        self._ahead_changed()
         try:
             job = await runner.submit("calibrate", {"remeasure": False})
             async for event in job:
                 if event.get("type") == ev.PROGRESS:
                     pct = 100 * float(event.get("fraction") or 0.0)
-                    panel.set_worker_status(
+                    self._status(
                         f"{status} · calibrating this device's ceilings (once): {pct:.0f}%"
                     )
         except Exception as exc:  # noqa: BLE001 - the lab works uncalibrated; the check calibrates
-            panel.set_worker_status(f"{status} · calibration failed: {exc}")
+            self._status(f"{status} · calibration failed: {exc}")
             return
         finally:
             self.ahead.pop("calibrate", None)
+            self._ahead_changed()
         final = job.final or {}
         if final.get("type") == ev.RESULT:
             took = time.monotonic() - t0
-            panel.set_worker_status(f"{status} · ceilings calibrated in {took:.1f} s")
+            self._status(f"{status} · ceilings calibrated in {took:.1f} s")
         else:
             why = final.get("message") or final.get("type") or "stopped"
-            panel.set_worker_status(f"{status} · calibration {why}: the first check calibrates")
+            self._status(f"{status} · calibration {why}: the first check calibrates")
 
     def on_runner_event(self, event: dict[str, Any]) -> None:
         """The client's tap on every event; job events are also read by the panel's job loop."""
         if self.loop_thread is not None and threading.get_ident() != self.loop_thread:
-            self.app.call_from_thread(self.on_runner_event, event)
+            self.app.post_message(RunnerEventArrived(event))  # thread-safe; handled on the loop
             return
         kind = event.get("type")
         if kind == ev.MEMORY:
             reading = event.get("reading")
             if isinstance(reading, dict):
-                tell_gauge(self.app, MemoryReading(reading))
+                self.app.memory_reading = reading
             return
         if kind == ev.FAILED and event.get("kind") == ev.KIND_CRASHED:
             self._worker_crashed(event)
@@ -222,9 +223,7 @@ class WorkerLink:
             line = f"[worker] {event.get('line', '')}"
             self.worker_log.append(line)
             del self.worker_log[:-500]
-            live = self.host.panel.live
-            if live is not None and not live.finished:
-                live.add_log(line)
+            self.app.worker_line = line  # a live run's log shows it
         elif kind == ev.FAILED:
             self.app.notify(
                 str(event.get("message", "")), title=str(event.get("kind")), severity="error"
@@ -237,7 +236,7 @@ class WorkerLink:
             severity="error",
             timeout=10,
         )
-        self.host.panel.set_worker_status("worker crashed · starting a new one…")
+        self._status("worker crashed · starting a new one…")
         self.app.run_worker(
             self._await_new_worker(),
             name="worker restart",
@@ -252,7 +251,7 @@ class WorkerLink:
         # A crash arrives through on_event (`_worker_crashed`); a kill after cancel does not.
         if self.runner is None or final.get("how") != "killed":
             return
-        self.host.panel.set_worker_status("starting a new worker…")
+        self._status("starting a new worker…")
         self.app.run_worker(
             self._await_new_worker(announce=False),
             name="worker restart",
@@ -279,7 +278,8 @@ class WorkerLink:
     async def shutdown(self, grace_s: float = 2.0) -> None:
         """Stop the workers; `grace_s`: the worker's time to leave before it is killed."""
         self.quitting = True  # what fails from here on is the shutdown, not news
-        runner, self.runner = self.runner, None
+        runner = self.runner
+        self.app.runner = None
         if runner is None:
             return
         with contextlib.suppress(Exception):

@@ -16,7 +16,9 @@ def add_parser(sub: Any) -> None:
     """Register `gpulab bench` on the subcommands."""
     bench = sub.add_parser("bench", help="run the benchmark suite, write JSON and Markdown")
     bench.add_argument(
-        "--suite", default="core", help="core (default), full, exercises or multi-gpu"
+        "--suite",
+        default="core",
+        help="core (default), full, exercises, multi-gpu or cli (`gpulab ex check` from the shell)",
     )
     bench.add_argument("--json", dest="json_path", help="write the JSON results here")
     bench.add_argument("--markdown", dest="md_path", help="write the Markdown table here")

@@ -169,6 +169,9 @@ async def _run(quick: bool, device: int, repeat: int, only: list[str], soak: int
                     "value": (timing.get("learner") or {}).get("value"),
                     "library": (timing.get("library") or {}).get("name"),
                     "metric": timing.get("metric"),
+                    # the exercise's own facts: where the figure sits on this GPU's roofline
+                    "ceiling": ex.ceiling or None,
+                    "intensity": ex.intensity.per_byte if ex.intensity else None,
                     "device_state": timing.get("device_state"),
                     "prepare_s": prepare_s,
                     "first_check_s": first_s,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from gpulab.benchmark import cli_check
 from gpulab.benchmark.exercises import markdown_lines
 from gpulab.render.results import fmt_num, fmt_pct, fmt_time
 
@@ -134,6 +135,8 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"\n{cid}: not run: {why}")
     if report.get("exercises"):
         lines += markdown_lines(report["exercises"])
+    if report.get("cli"):
+        lines += cli_check.markdown_lines(report["cli"])
     return "\n".join(lines) + "\n"
 
 

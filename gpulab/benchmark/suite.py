@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab import __version__
+from gpulab.benchmark import cli_check
 from gpulab.benchmark import exercises as ex_bench
 from gpulab.benchmark.claims import claims_comparisons
 from gpulab.benchmark.targets import (
@@ -67,8 +68,9 @@ def device_slug(name: str, cpu: bool) -> str:
 
 
 # core and full: one GPU; exercises: the catalog through a worker; multi-gpu: the experiments
-# that need two or more GPUs (all-reduce, DDP scaling, peer copies)
-SUITES = ("core", "full", "exercises", "multi-gpu")
+# that need two or more GPUs (all-reduce, DDP scaling, peer copies); cli: `gpulab ex check` from
+# the shell with the learner's warm worker
+SUITES = ("core", "full", "exercises", "multi-gpu", "cli")
 
 
 def default_paths(suite: str, slug: str) -> tuple[Path, Path]:
@@ -241,7 +243,8 @@ def run_bench(
     started = time.time()
     ctx = Context(inventory=inventory, quick=quick)
     sys.stderr.write("calibrating this device...\n")
-    peaks = pk.load_or_measure(ctx, remeasure=not quick, quick=quick)
+    # cli times the shell's checks, which calibrate in their own data dir: the cached one will do
+    peaks = pk.load_or_measure(ctx, remeasure=not quick and suite != "cli", quick=quick)
     cpu_peaks = peaks if peaks.cpu else pk.load_or_measure(ctx, quick=quick, cpu=True)
     runs: list[dict[str, Any]] = []
     report: dict[str, Any] = {
@@ -276,6 +279,10 @@ def run_bench(
     report["comparisons"] = comparisons(runs, peaks, inventory, quick)
     final_report_peaks(report, pk, inventory)
     report["over_ceiling"] = over_ceiling(runs)
+    if suite == "cli":
+        sys.stderr.write("  gpulab ex check from the shell (a warm worker)\n")
+        report["cli"] = cli_check.cli_part(not peaks.cpu)
+        report["comparisons"] += cli_check.comparisons(report["cli"])
     if suite in ("exercises", "full") and not only:
         sys.stderr.write("  exercises (through a warm worker)\n")
         report["exercises"] = ex_bench.exercises_part(

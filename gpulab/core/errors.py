@@ -5,7 +5,7 @@
     │   ├── ParamError        (core.params; UnknownParam)
     │   ├── FormatError       (core.front_matter; LessonFormatError, ExerciseFormatError)
     │   ├── UnknownExperiment (experiments.registry)
-    │   ├── UnknownExercise   (exercises.catalog)
+    │   ├── UnknownExercise   (exercises.loader)
     │   └── NotAHistory       (history.transfer: a file `gpulab history import` cannot read)
     ├── ExperimentError       (experiments.base: the run explains itself in one line; DoesNotFit)
     ├── StoreError            (store.connection: the progress file cannot be used)
@@ -35,4 +35,5 @@ class BadInput(GpulabError):
 
 
 class Cancelled(GpulabError):
-    """Raised by `Context.check_cancelled()` once a cancel was asked for."""
+    """A person asked to stop: raised by `Context.check_cancelled()` in a job, and by the run of
+    an NVIDIA tool (gpulab.explain.tools) whose cancel was asked for."""

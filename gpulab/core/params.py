@@ -48,6 +48,11 @@ def shown(value: Any) -> str:
     return text[: SHOWN_CHARS - 4] + "..." + quote
 
 
+# The largest seed a check or a profile takes: seeds travel as JSON numbers and job params, and
+# a learner types them back (`--seed`), so they stay exact everywhere.
+SEED_MAX = 2**32 - 1
+
+
 class ParamError(BadInput, ValueError):
     """A parameter value that cannot be accepted; str() is the one-line message to show."""
 

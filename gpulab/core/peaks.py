@@ -145,6 +145,25 @@ def cached(inventory: Any, device_index: int = 0, *, cpu: bool | None = None) ->
     return _read(device_key(inventory, device_index, cpu=cpu))
 
 
+def latest_gpu(card: str | None = None) -> Peaks | None:
+    """A GPU calibration from the cache without knowing the device key (the explain card reads
+    it without torch): the one measured on `card`, else the most recent GPU one; None when
+    there is none. A quick (test) or CPU calibration never counts."""
+    folder = data_dir() / "peaks"
+    best: tuple[tuple[bool, float], Peaks] | None = None
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            p = Peaks.from_dict(json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            continue
+        if p.cpu or p.quick:
+            continue
+        rank = (bool(card) and p.device == card, p.measured_at)
+        if best is None or rank > best[0]:
+            best = (rank, p)
+    return best[1] if best else None
+
+
 def ready(inventory: Any, device_index: int = 0) -> bool:
     """Whether a check on this device can read every ceiling from the cache (JSON only), so a
     front end knows to calibrate at warm-up instead of inside the learner's first check."""

@@ -32,11 +32,12 @@ def json_safe(value: Any) -> Any:
 
 class _Serial:
     def to_dict(self) -> dict[str, Any]:
-        return json_safe(dataclasses.asdict(self))  # type: ignore[call-overload]
+        # self is the dataclass that inherits this (mypy sees only the plain base class)
+        return json_safe(dataclasses.asdict(self))  # type: ignore[call-overload]  # as said
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]):
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # as above
         return cls(**{k: v for k, v in data.items() if k in names})
 
 

@@ -40,7 +40,7 @@ def cupy_dists() -> list[tuple[str, str]]:
     for dist in metadata.distributions():
         # The object is an email.message.Message, which has get(); typeshed declares
         # PackageMetadata.get only from Python 3.12.
-        meta = dist.metadata.get("Name")  # type: ignore[attr-defined]
+        meta = dist.metadata.get("Name")  # type: ignore[attr-defined]  # get(): see above
         name = (meta or "").strip().lower()
         if name == "cupy" or name.startswith("cupy-cuda") or name.startswith("cupy-rocm"):
             found[name] = dist.version

@@ -1,4 +1,4 @@
-"""`gpulab exercises` / `gpulab ex`: list, check, watch, hint, reset, solution, explain.
+"""`gpulab exercises` / `gpulab ex`: list, check, watch, hint, reset, solution, explain, worker.
 
 Exit codes: 0 done (a check passed), 1 a check failed, 2 bad input (unknown exercise, a missing
 file, a bad seed, an exercise this machine cannot run), one line on stderr, never a traceback;
@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from gpulab.core.errors import EXIT_BAD_INPUT, BadInput
+from gpulab.core.params import SEED_MAX
 from gpulab.ex.commands import (
     _file,
     catalog,
@@ -23,7 +24,6 @@ from gpulab.ex.commands import (
 )
 
 EXIT_FAILED = 1
-SEED_MAX = 2**32 - 1
 
 
 def _seed(text: str) -> int:
@@ -54,12 +54,15 @@ def add_parser(sub: Any) -> None:
     _common(ex, top=True)
     acts = ex.add_subparsers(dest="ex_command", parser_class=type(ex))
     acts.add_parser("list", help="the exercises, in order, with your progress")
+    # its --sanitize option is explain's (gpulab.explain.cli.register adds it, and runs it)
     check = acts.add_parser("check", help="check, time and grade your file")
     check.add_argument("name", help="exercise id, folder name or number")
     check.add_argument("--seed", type=_seed, help="replay the input sets of this seed")
     watch = acts.add_parser("watch", help="check on every save; move on when it passes")
     watch.add_argument("name", nargs="?", help="start here (default: the first not passing)")
     watch.add_argument("--debounce", type=int, default=300, help=argparse.SUPPRESS)
+    worker = acts.add_parser("worker", help="your warm worker for checks: is it there (--stop)")
+    worker.add_argument("--stop", action="store_true", help="stop it now")
     for verb, text in (
         ("hint", "reveal the next hint"),
         ("reset", "restore the starter (your version is backed up)"),
@@ -134,6 +137,8 @@ def main(args: argparse.Namespace) -> int:
             return cmd_solution(args)
         if verb == "show":
             return cmd_show(args)
+        if verb == "worker":
+            return cmd_worker(args)
         handler = getattr(args, "ex_handler", None)
         if handler is not None:  # a verb another package owns (add_verb)
             return int(handler(args))
@@ -193,33 +198,94 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """`gpulab ex check NAME`: grade the learner's file in a worker and record the attempt."""
+    """`gpulab ex check NAME`: grade the learner's file in a worker and record the attempt.
+
+    The worker is the learner's warm one when there is one (started, and said so, when there is
+    none; gpulab.runner.warm), so a repeat check costs the check, not a worker's start; with
+    GPULAB_WARM_WORKER=0 each check starts and stops its own."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     import asyncio
 
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.ex.session import Checker, record
+
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.exercises.loader import find
     from gpulab.exercises.run_check import new_seed
 
-    ex = runnable(args, args.name)
-    path = _file(args, ex)
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.runner.warm.remote import warm_client
+
+    client = None if args.inline else warm_client(args.device, say=_say)
+    ex = find(args.name)  # its own folder only: a check from the shell pays for no other
     seed = args.seed if args.seed is not None else new_seed()
 
-    async def go() -> Any:
+    async def check(client: Any) -> Any:
+        if client is None:
+            runnable(args, ex.id)  # what this machine runs, asked here (torch, on a GPU box)
+        else:
+            # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+            from gpulab.core.devices import Inventory
+
+            hello = await client.hello(args.device)  # the warm worker knows what runs here
+            why = ex.unavailable(Inventory.from_dict(hello["inventory"]))
+            if why:
+                raise BadInput(f"{ex.id} {why}")
+        path = _file(args, ex).resolve()
         async with Checker(
             device=args.device,
             standby=False,
             quick=args.quick,
             inline=args.inline,
             on_event=None if args.json else _progress_line,
+            client=client,
         ) as checker:
             return await checker.check(ex, path, seed)
+
+    async def go() -> Any:
+        if client is not None:
+            try:
+                return await check(client)
+            except (ConnectionError, FileNotFoundError) as exc:  # it stopped since we found it
+                _say(f"the warm worker did not answer ({exc}); this check starts its own")
+        return await check(None)
 
     result, _ = asyncio.run(go())
     with store() as st:
         progress = record(st, result)
     workspace(args).mark_seen(ex)
     return show_result(args, ex, result, progress)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"gpulab: {line}\n")
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """`gpulab ex worker [--stop]`: the learner's warm worker, if one runs (or stop it)."""
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.runner.warm.place import place
+    from gpulab.runner.warm.remote import ask
+
+    where = place()
+    answer = ask(where, "stop" if args.stop else "status")
+    if args.json:
+        emit_json({"socket": str(where.socket), "running": answer is not None, **(answer or {})})
+        return 0
+    if answer is None:
+        print(f"no warm worker ({where.socket}); the next `gpulab ex check` starts one")
+    elif args.stop:
+        print("the warm worker is stopping")
+    else:
+        st = answer["status"]
+        workers = ", ".join(
+            f"GPU {d}: pid {w['pid']}{' (busy)' if w['busy'] else ''}"
+            for d, w in st["workers"].items()
+        )
+        print(f"warm worker: server pid {st['pid']}, {st['jobs']} jobs; {workers or 'no worker'}")
+        left = max(0.0, st["stops_after_idle_s"] - st["idle_for_s"])
+        print(f"idle {st['idle_for_s']:.0f} s; stops after {left:.0f} s more without work")
+    return 0
 
 
 def show_result(args: argparse.Namespace, ex: Any, result: Any, progress: Any) -> int:

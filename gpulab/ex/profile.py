@@ -35,10 +35,11 @@ def cmd(args: argparse.Namespace) -> int:
     # deferred: keeps `gpulab`'s start-up light: the job, asyncio and the runner load when the verb runs
     from gpulab.core import events as ev
     from gpulab.core.errors import BadInput
-    from gpulab.ex.commands import _file, runnable, workspace
 
     # deferred: keeps `gpulab`'s start-up light: the job, asyncio and the runner load when the verb runs
-    from gpulab.exercises.profile_job import EXPERIMENT_ID, SEED_MAX
+    from gpulab.core.params import SEED_MAX
+    from gpulab.ex.commands import _file, runnable, workspace
+    from gpulab.exercises.profile_job import EXPERIMENT_ID
 
     ex = runnable(args, args.name)
     if not args.file:

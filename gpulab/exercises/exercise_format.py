@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core.front_matter import FormatError
+from gpulab.exercises.intensity import intensity_from
 
 # "triton": Triton importable; with a GPU it compiles, without one its interpreter runs the
 # kernels (correctness only).
 NEEDS = ("cpu", "gpu", "cupy", "triton")
-METRICS = ("GB/s", "TFLOP/s", "none")
+SPEED_METRICS = ("GB/s", "TFLOP/s")  # an exercise with one of these is graded by speed
+METRICS = (*SPEED_METRICS, "none")
 GRADES = ("bronze", "silver", "gold")
 DEFAULT_TIME_LIMIT_S = 60.0
 EXPERT_GOLD = 0.85  # gold needs at least this share of the yardstick's speed
@@ -39,6 +41,7 @@ _KEYS = {
     "hints",
     "time_limit",
     "summary",
+    "intensity",
 }
 
 
@@ -100,6 +103,7 @@ def validate_meta(meta: Mapping[str, Any], src: Path) -> dict[str, Any]:
         "hints": tuple(h.strip() for h in hints),
         "time_limit": float(limit),
         "summary": summary.strip(),
+        "intensity": intensity_from(meta.get("intensity"), metric in SPEED_METRICS, fail),
     }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpulab.core import events as ev
 from gpulab.core.devices import detect
-from gpulab.core.params import Bool, Int, ParamError, ParamSet, Text
+from gpulab.core.params import SEED_MAX, Bool, Int, ParamError, ParamSet, Text
 from gpulab.core.results import Measurement, Result, Verdict
 from gpulab.exercises import api
 from gpulab.exercises.loader import UnknownExercise, find
@@ -25,7 +25,6 @@ from gpulab.experiments.inline import run_job
 from gpulab.experiments.registry import register_hidden
 
 EXPERIMENT_ID = "exercise-check"
-SEED_MAX = 2**32 - 1
 CPU_FILL_BYTES = 64 << 20  # past any CPU's last-level cache, small enough for a laptop
 GPU_FILL_BYTES = 256 << 20  # several times an H100's or H200's L2; launch overhead ~5% of a call
 CPU_CHECK_BYTES = 16 << 20  # the correctness cases' big size (see api.Context.check_bytes)

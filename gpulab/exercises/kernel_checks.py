@@ -1,4 +1,5 @@
-"""Pieces the kernel track's checks share (catalog 20..33): guarded outputs, repeats, timing.
+"""Pieces the checks of the catalog's CUDA C exercises (through CuPy) share:
+guarded outputs, repeats, timing.
 
 A kernel without a bounds check writes past the end of its output. On a GPU that lands in memory
 the pool rounded the allocation up to, so the output itself looks right. So every output here is a

@@ -2,6 +2,10 @@
 
 Headless and light: nothing here imports torch, CuPy or the exercise's own `check.py` (checks are
 read with `ast`, not imported), so the UI process and `gpulab ex` list exercises in milliseconds.
+An `Exercise` carries every fact about the exercise that code outside the grader asks for: the
+metric and whether it is graded by speed, the ceiling it is graded against (read here, once,
+from check.py's timing spec), its arithmetic intensity, whether the check times it; the
+grader, the explain card, the bench and the TUI all read them from it.
 Loading is strict, because a typo in a folder (a grade out of order, a wrong solution without its
 `# expect:` line) is a broken exercise, not a cosmetic problem; every error names the file.
 The folder format is documented in api.py and docs/exercises.md.
@@ -24,9 +28,11 @@ from gpulab.core.errors import BadInput
 from gpulab.core.front_matter import read_front_matter
 from gpulab.exercises.exercise_format import (
     DEFAULT_TIME_LIMIT_S,
+    SPEED_METRICS,
     ExerciseFormatError,
     validate_meta,
 )
+from gpulab.exercises.intensity import Intensity
 
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 # More exercise folders (a contributor's work in progress, tests): a path list like PATH.
@@ -35,6 +41,11 @@ REQUIRED_CHECK_NAMES = ("ENTRY", "cases", "expected", "run")
 _FOLDER = re.compile(r"^(\d{2,3})-([a-z0-9][a-z0-9-]*)$")
 _EXPECT = re.compile(r"^#\s*expect:\s*(.+?)\s*$")
 _WHY = re.compile(r"^#\s*why:\s*(.+?)\s*$")
+_CEILING = re.compile(r"^(copy|h2d|d2h|matmul:[a-z0-9]+)$")
+# The ceiling a check grades against when its timing spec names none (kernel_checks.spec's).
+DEFAULT_CEILING = {"GB/s": "copy", "TFLOP/s": "matmul:fp32"}
+# The calls of a check.py that build its timing spec (api.TimingSpec, kernel_checks.spec, ...).
+_SPEC_CALLS = ("TimingSpec", "spec")
 
 
 class UnknownExercise(BadInput, KeyError):
@@ -95,6 +106,13 @@ class Exercise:
     time_limit: float = DEFAULT_TIME_LIMIT_S
     summary: str = ""
     timed: bool = field(default=False)  # check.py defines timing()
+    intensity: Intensity | None = None  # FLOPs and bytes of the graded work (exercise.md)
+    ceiling: str = ""  # the calibrated figure a GPU grades against: copy, h2d, matmul:fp16...
+
+    @property
+    def graded_by_speed(self) -> bool:
+        """Whether a passing check is graded by its speed (metric GB/s or TFLOP/s)."""
+        return self.metric in SPEED_METRICS
 
     @property
     def name(self) -> str:
@@ -149,6 +167,8 @@ class Exercise:
             "hints": len(self.hints),
             "file": self.file_name,
             "time_limit_s": self.time_limit,
+            "ceiling": self.ceiling or None,
+            "intensity": self.intensity.to_dict() if self.intensity else None,
         }
 
 
@@ -301,14 +321,16 @@ def load_exercise(folder: Path) -> Exercise:
     for name in ("starter.py", "solution.py", "check.py"):
         if not (folder / name).is_file():
             raise ExerciseFormatError(folder / name, "missing")
-    names = _top_level_names(folder / "check.py")
+    check = _parse(folder / "check.py")
+    names = _top_level_names(check)
     missing = [n for n in REQUIRED_CHECK_NAMES if n not in names]
     if missing:
         raise ExerciseFormatError(folder / "check.py", f"does not define {', '.join(missing)}")
-    entry = _entry(folder / "check.py")
+    entry = _entry(check, folder / "check.py")
+    ceiling = _ceiling(check, folder / "check.py", fields["metric"])
     experts = ["expert.py"] if (folder / "expert.py").is_file() else []
     for name in ("starter.py", "solution.py", *experts):
-        if entry not in _top_level_names(folder / name):
+        if entry not in _top_level_names(_parse(folder / name)):
             raise ExerciseFormatError(folder / name, f"does not define {entry}(), the ENTRY")
     wrong = tuple(_wrong(p) for p in sorted((folder / "wrong").glob("*.py")))
     right = tuple(_right(p) for p in sorted((folder / "right").glob("*.py")))
@@ -320,6 +342,7 @@ def load_exercise(folder: Path) -> Exercise:
         right=right,
         entry=entry,
         timed="timing" in names,
+        ceiling=ceiling,
     )
 
 
@@ -344,9 +367,9 @@ def _parse(path: Path) -> ast.Module:
         raise ExerciseFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
 
 
-def _top_level_names(path: Path) -> set[str]:
+def _top_level_names(tree: ast.Module) -> set[str]:
     names: set[str] = set()
-    for node in _parse(path).body:
+    for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign):
@@ -358,8 +381,8 @@ def _top_level_names(path: Path) -> set[str]:
     return names
 
 
-def _entry(check: Path) -> str:
-    for node in _parse(check).body:
+def _entry(tree: ast.Module, check: Path) -> str:
+    for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else []
         if isinstance(node, ast.AnnAssign):
             targets = [node.target]
@@ -370,6 +393,37 @@ def _entry(check: Path) -> str:
             if isinstance(value, ast.Constant) and str(value.value).isidentifier():
                 return str(value.value)
     raise ExerciseFormatError(check, "ENTRY must be a function name in quotes, e.g. ENTRY = 'add'")
+
+
+def _ceiling(tree: ast.Module, check: Path, metric: str) -> str:
+    """The ceiling the check's timing spec grades against ("" for an exercise not graded by
+    speed); a spec whose metric differs from exercise.md's is a broken exercise. A ceiling chosen
+    by a condition (`"matmul:fp16" if ctx.gpu else "matmul:fp32"`) is the first, the GPU's."""
+    if metric not in SPEED_METRICS:
+        return ""
+    found = DEFAULT_CEILING[metric]
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name not in _SPEC_CALLS:
+            continue
+        for kw in node.keywords:
+            value = kw.value.body if isinstance(kw.value, ast.IfExp) else kw.value
+            if not isinstance(value, ast.Constant) or not isinstance(value.value, str):
+                continue
+            if kw.arg == "metric" and value.value != metric:
+                raise ExerciseFormatError(
+                    check, f"times in {value.value}, but exercise.md's metric is {metric}"
+                )
+            if kw.arg == "ceiling":
+                if not _CEILING.match(value.value):
+                    raise ExerciseFormatError(
+                        check, f"ceiling {value.value!r} is not copy, h2d, d2h or matmul:<dtype>"
+                    )
+                found = value.value
+    return found
 
 
 def _wrong(path: Path) -> Wrong:

@@ -509,7 +509,7 @@ class Watch:
                 with around() if around is not None else nullcontext(refused) as seen:
                     refused = seen
                     out = fn(*args, **kwargs)
-            except Exception:
+            except Exception:  # re-raised: the refusal replaces what the learner's code raised
                 traced.close()
                 if refused:  # the refusal, not what the learner's code made of it
                     raise OwnWorkError(refused[0]) from None

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core import step_trace as st
-from gpulab.core.params import Int, ParamSet, Text
+from gpulab.core.params import SEED_MAX, Int, ParamSet, Text
 from gpulab.core.results import Artifact, Result
 from gpulab.exercises import yardstick
 from gpulab.exercises.job import exercise_context, require_runnable
@@ -33,7 +33,6 @@ from gpulab.experiments.base import Context, Experiment, ExperimentError
 from gpulab.experiments.registry import register_hidden
 
 EXPERIMENT_ID = "exercise-profile"
-SEED_MAX = 2**32 - 1
 
 
 class ExerciseProfile(Experiment):

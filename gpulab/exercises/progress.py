@@ -1,8 +1,8 @@
 """Exercise progress in the SQLite store: state, best grade, attempts and revealed hints.
 
-Tables `exercise_state` and `exercise_attempts` (migration 2 in gpulab/store.py). Kept out of
-store.py so that file stays about the connection; this module only goes through its `_write`
-(one transaction) and `_query` (rows) like the store's own methods.
+Tables `exercise_state` and `exercise_attempts` (migration 2 in gpulab/store/database.py). Kept
+out of the store's module so it stays about the tables and the connection; this module only goes
+through its `_write` (one transaction) and `_query` (rows) like the store's own methods.
 
 State per exercise: "not started" (no attempt), "failing" (the last check failed), "passing"
 (the last check passed). `passed_ever` stays set once an exercise passed, so the solution can be

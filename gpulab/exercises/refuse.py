@@ -446,7 +446,7 @@ def call(rule: Mapping[str, str] | Allow, fn: Any, *args: Any, **kwargs: Any) ->
     with watching(rule) as calls:
         try:
             out = fn(*args, **kwargs)
-        except Exception:
+        except Exception:  # re-raised unless a refusal explains it
             if not calls:
                 raise
     if calls:

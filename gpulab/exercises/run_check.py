@@ -27,6 +27,7 @@ from gpulab.core import events as ev
 from gpulab.core.errors import Cancelled
 from gpulab.core.failures import classify
 from gpulab.core.lead import spin as lead_spin
+from gpulab.core.params import SEED_MAX
 from gpulab.core.results import json_safe
 from gpulab.exercises import api
 from gpulab.exercises import yardstick as ys
@@ -46,7 +47,6 @@ from gpulab.exercises.sandbox import (
 )
 from gpulab.exercises.speed import YardRun, YardstickWrong, time_and_grade
 
-SEED_MAX = 2**32 - 1  # seeds travel as JSON numbers and job params: keep them exact everywhere
 PASS, FAIL = "pass", "fail"
 _now = time.perf_counter  # bound before any learner's code could rebind it
 # Added to a wrong output when the call ran on a gated non-blocking stream (own_work's doc)
@@ -164,14 +164,14 @@ def load_check(ex: Exercise) -> Any:
     path = ex.check_path
     try:
         return load_text(path.read_text(encoding="utf-8"), path, fresh_name("check", ex.id))
-    except Exception as exc:
+    except Exception as exc:  # re-raised as ours: a check that will not load is our bug
         raise ExerciseBug(f"{path} failed to load: {type(exc).__name__}: {exc}") from exc
 
 
 def _ours(what: str, ex: Exercise, fn: Callable[[], Any]) -> Any:
     try:
         return fn()
-    except Exception as exc:
+    except Exception as exc:  # re-raised as ours: the check's own code failed
         raise ExerciseBug(
             f"the check of {ex.id} failed in {what}: {describe(exc, ex.check_path)}"
         ) from exc

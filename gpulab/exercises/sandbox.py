@@ -50,7 +50,7 @@ def load_text(text: str, path: Path, name: str) -> types.ModuleType:
     sys.modules[name] = module
     try:
         exec(code, module.__dict__)
-    except BaseException:
+    except BaseException:  # re-raised: a module that failed to load is not left behind
         sys.modules.pop(name, None)
         raise
     return module

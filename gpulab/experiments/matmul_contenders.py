@@ -207,7 +207,7 @@ class MatmulContenders:
         err = verification.product_error(out[:k], a[:k], b)
         # Freed before the cache is emptied. Not `del`: `call` closes over these cells, and a
         # Tensor-typed cell that ends as None is what mypy cannot follow.
-        a = b = out = None  # type: ignore[assignment]
+        a = b = out = None  # type: ignore[assignment]  # freed: see above
         if cuda:
             torch.cuda.empty_cache()
         return timing, err, k, kw, b2b

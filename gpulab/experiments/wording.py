@@ -95,7 +95,8 @@ def streaming(exp: Any, result: Result) -> str:
     text += of_peak(best, "the copy bandwidth")
     numpy = next((m for m in rows if m.contender == "numpy" and m.size == best.size), None)
     if numpy is not None and numpy is not best and numpy.throughput:
-        text += f"; {times(best.throughput / numpy.throughput)} NumPy's rate"  # type: ignore[operator]
+        ratio = best.throughput / numpy.throughput  # type: ignore[operator]  # best has one
+        text += f"; {times(ratio)} NumPy's rate"
     return text
 
 

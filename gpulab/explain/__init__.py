@@ -9,11 +9,13 @@ NVRTC for the target architecture (nvrtc.py, cached by source hash) and reads
   the grader recorded or, failing that, the one written in the source;
 - the PTX's memory instructions: vector width, coalescing and bank conflicts from the
   address arithmetic, atomics in the main loop, an inner loop's FMAs per shared load
-  (ptx.py, access.py, diagnose.py);
+  (ptx.py, access.py; the rules, one small function each, in diagnose.RULES);
 - the graded figure as a point on this GPU's roofline (roofline.py).
 
-With `gpu=True` (a GPU and CuPy in this process) the driver's figures replace the computed ones
-where it has them (device.py). Entry points: `explainer.explain()` for a file's text, `explainer.explain_file()`.
+With `gpu=True` the driver's figures replace the computed ones where it has them: asked in the
+learner's warm worker (inputs.device_answers) or in this process (gpulab.experiments.
+kernel_device). What a card is drawn from is gathered by inputs.py. Entry points:
+`explainer.explain()` for a file's text, `explainer.explain_file()`.
 
 Import cost: this package imports neither torch nor CuPy (the UI may call it), and no textual.
 """

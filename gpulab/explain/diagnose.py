@@ -1,13 +1,17 @@
-"""Findings for one kernel, from its compiled code, its launch and the GPU's shape.
+"""The static tier's rules: findings for one kernel, from its compiled code, its launch and the
+GPU's shape.
 
-Each rule below turns facts into at most a few findings; explain() (__init__.py) gathers them.
-The scores (findings.py) rank the suspects: a 32-way bank conflict or an uncoalesced store
-outranks an occupancy of 50%, which outranks scalar loads.
+A rule is a small function of a `Subject` (everything known about one compiled kernel) that
+returns a Finding, a list of them (one per source line), or None; `RULES` lists them in the order
+the card shows ties, and `findings()` runs them all. A new rule is one function and one entry in
+the list. The scores (findings.py) rank the suspects: a 32-way bank conflict or an uncoalesced
+store outranks an occupancy of 50%, which outranks scalar loads.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +19,7 @@ from gpulab.explain import access
 from gpulab.explain import occupancy as occ
 from gpulab.explain.arch import Arch
 from gpulab.explain.cubin import Resources
-from gpulab.explain.findings import Finding
+from gpulab.explain.findings import Finding, Tag, gather
 from gpulab.explain.nvrtc import PtxasInfo
 from gpulab.explain.ptx import Access, Facts, pconst, pformat
 from gpulab.explain.source import Big, KernelSource
@@ -72,7 +76,47 @@ class Device:
 SHORT = {"load": "ld", "store": "st", "atomic": "atom"}
 
 
-def _tag(*sources: str) -> str:
+@dataclass
+class Subject:
+    """One compiled kernel as the rules see it."""
+
+    ks: KernelSource
+    res: Resources
+    info: PtxasInfo | None  # ptxas's own report (spills), when it printed one
+    dev: Device
+    facts: Facts | None  # read from the PTX; None when the kernel's PTX could not be read
+    launch: Launch | None
+    metric: str | None  # the exercise's: GB/s, TFLOP/s or None
+    occupancy: occ.Occupancy | None = None  # of the launch (occupancy_of), None without one
+    driver_blocks: int | None = None  # blocks per SM the driver computed (--gpu)
+
+    @property
+    def arch(self) -> Arch:
+        """The architecture the kernel was compiled for."""
+        return self.dev.arch
+
+    @property
+    def max_threads(self) -> int:
+        """The largest block the kernel can launch with: launch bounds, then registers."""
+        return min(
+            self.res.max_threads or 1024, occ.max_threads_for_regs(self.arch, self.res.registers)
+        )
+
+    @property
+    def block(self) -> tuple[int, ...]:
+        """The launch's block shape, or 256 threads when the launch is not known."""
+        return (self.launch.block if self.launch else None) or (256,)
+
+    @property
+    def access_tag(self) -> Tag:
+        """static under a recorded launch; estimated under a launch read from the source."""
+        return "static" if self.launch and self.launch.source == "measured" else "estimated"
+
+
+Rule = Callable[[Subject], "Finding | list[Finding] | None"]
+
+
+def _tag(*sources: str) -> Tag:
     return "estimated" if "estimated" in sources else "static"
 
 
@@ -80,117 +124,14 @@ def _kb(n: int) -> str:
     return f"{n / 1024:.1f} KB" if n >= 1024 else f"{n} B"
 
 
-def resources_findings(
-    ks: KernelSource, res: Resources, info: PtxasInfo | None, arch: Arch, facts: Facts | None
-) -> list[Finding]:
-    """Findings from the compiled resources: registers, spills, local memory and shared memory."""
-    out: list[Finding] = []
-    max_threads = min(res.max_threads or 1024, occ.max_threads_for_regs(arch, res.registers))
-    out.append(
-        Finding(
-            "resources",
-            "resources",
-            f"{res.registers} regs, {_kb(res.shared_static)} shared, {res.local_bytes} B local",
-            f"up to {max_threads} threads/block",
-            "",
-            "static",
-            0.0,
-            ks.line,
-            ks.name,
-            detail=(
-                f"ptxas for {arch.name}: {res.registers} registers a thread,"
-                f" {res.shared_static} bytes of static shared memory a block,"
-                f" {res.local_bytes} bytes of local memory (stack) a thread; a block may have"
-                f" at most {max_threads} threads"
-                + (f" (__launch_bounds__ {res.max_threads})" if res.max_threads else "")
-            ),
-            data={
-                "registers": res.registers,
-                "shared_static": res.shared_static,
-                "local_bytes": res.local_bytes,
-                "max_threads": max_threads,
-                "launch_bounds": res.max_threads,
-                "maxreg": res.maxreg,
-            },
-        )
-    )
-    spills = (info.spill_stores + info.spill_loads) if info else 0
-    local_lines = sorted(
-        {a.line for a in (facts.accesses if facts else []) if a.space == "local" and a.line}
-    )
-    if info is not None and spills:
-        capped = res.maxreg is not None and res.maxreg < arch.max_regs_per_thread
-        why = f"regs capped at {res.maxreg}" if capped else f"{res.registers} regs not enough"
-        advice = "loosen launch bounds" if capped else "fewer live values"
-        out.append(
-            Finding(
-                "spills",
-                "spills",
-                f"st/ld {info.spill_stores}/{info.spill_loads} B",
-                why,
-                advice,
-                "static",
-                3.6,
-                ks.line,
-                ks.name,
-                detail=(
-                    "ptxas ran out of registers and keeps values in local memory: per thread"
-                    f" {info.spill_stores} bytes of spill stores and {info.spill_loads} of spill"
-                    " loads in the code (each executed as often as its loop runs), through L1 to"
-                    " DRAM. "
-                    + (
-                        f"__launch_bounds__ caps registers at {res.maxreg}: allow fewer blocks"
-                        " per SM (its second argument) or smaller blocks."
-                        if capped
-                        else "Keep fewer values alive at once (smaller unrolled arrays)."
-                    )
-                ),
-                data={"spill_stores": info.spill_stores, "spill_loads": info.spill_loads},
-            )
-        )
-    elif res.local_bytes or local_lines:
-        line = ks.file_line(local_lines[0]) if local_lines else None
-        out.append(
-            Finding(
-                "local-memory",
-                "local mem",
-                f"{res.local_bytes} B/thread stack",
-                "an array in local memory" if local_lines else "a stack frame",
-                "constant indices, or shared" if local_lines else "inline the calls",
-                "static",
-                2.5,
-                line or ks.line,
-                ks.name,
-                detail=(
-                    (
-                        "A per-thread array indexed with a run-time value cannot live in"
-                        " registers: it goes to local memory (cached in L1, backed by DRAM)."
-                        f" Kernel lines {local_lines} read or write it (ld.local / st.local)."
-                    )
-                    if local_lines
-                    else "ptxas gave the kernel a stack frame in local memory (cached in L1,"
-                    " backed by DRAM) without spilling: calls that were not inlined, or"
-                    " printf."
-                ),
-                data={"local_bytes": res.local_bytes, "kernel_lines": local_lines},
-            )
-        )
-    return out
-
-
-def occupancy_findings(
-    ks: KernelSource,
-    res: Resources,
-    launch: Launch,
-    dev: Device,
-    driver_blocks: int | None = None,
-    metric: str | None = None,
-) -> tuple[list[Finding], occ.Occupancy | None]:
-    """Occupancy findings for the launch, and the occupancy they came from (None without a block
-    size)."""
-    block = launch.threads
+def occupancy_of(
+    ks: KernelSource, res: Resources, launch: Launch | None, dev: Device, driver_blocks: int | None
+) -> occ.Occupancy | None:
+    """The occupancy of `launch` (None without a block size); the driver's count of blocks per
+    SM, when it gave one, replaces the calculator's."""
+    block = launch.threads if launch else None
     if not block:
-        return [], None
+        return None
     arch = dev.arch
     max_threads = min(res.max_threads or 1024, occ.max_threads_for_regs(arch, res.registers))
     o = occ.compute(
@@ -198,30 +139,148 @@ def occupancy_findings(
         block,
         res.registers,
         res.shared_static,
-        launch.shared_dynamic or 0,
+        (launch.shared_dynamic if launch else 0) or 0,
         max_threads=max_threads,
     )
-    tag = "measured" if driver_blocks is not None else _tag(launch.source)
     if driver_blocks is not None and driver_blocks != o.blocks_per_sm:
         o.limits["driver"] = driver_blocks
         o.blocks_per_sm = driver_blocks
         o.warps_per_sm = driver_blocks * math.ceil(block / arch.warp)
-    if o.blocks_per_sm == 0:
-        return [
-            Finding(
-                "launch-fails",
-                "launch",
-                f"block of {block}",
-                "cannot launch",
-                f"at most {max_threads} threads/block",
-                tag,
-                5.0,
-                launch.line or ks.line,
-                ks.name,
-                detail=o.why_none or "no block of this size fits on an SM",
-                data=o.to_dict(),
+    return o
+
+
+def findings(s: Subject) -> list[Finding]:
+    """Every static rule's findings for one kernel, in the order of RULES."""
+    return gather(RULES, s)
+
+
+# -- resources ---------------------------------------------------------------------------------
+
+
+def resources(s: Subject) -> Finding:
+    """What ptxas gave the kernel: registers, shared and local memory, the largest block."""
+    res, arch, max_threads = s.res, s.arch, s.max_threads
+    return Finding(
+        kind="resources",
+        what="resources",
+        value=f"{res.registers} regs, {_kb(res.shared_static)} shared, {res.local_bytes} B local",
+        verdict=f"up to {max_threads} threads/block",
+        tag="static",
+        line=s.ks.line,
+        kernel=s.ks.name,
+        detail=(
+            f"ptxas for {arch.name}: {res.registers} registers a thread,"
+            f" {res.shared_static} bytes of static shared memory a block,"
+            f" {res.local_bytes} bytes of local memory (stack) a thread; a block may have"
+            f" at most {max_threads} threads"
+            + (f" (__launch_bounds__ {res.max_threads})" if res.max_threads else "")
+        ),
+        data={
+            "registers": res.registers,
+            "shared_static": res.shared_static,
+            "local_bytes": res.local_bytes,
+            "max_threads": max_threads,
+            "launch_bounds": res.max_threads,
+            "maxreg": res.maxreg,
+        },
+    )
+
+
+def _spilled(s: Subject) -> int:
+    return (s.info.spill_stores + s.info.spill_loads) if s.info else 0
+
+
+def spills(s: Subject) -> Finding | None:
+    """Registers spilled to local memory, by ptxas's own count."""
+    info, res, arch = s.info, s.res, s.arch
+    if info is None or not _spilled(s):
+        return None
+    capped = res.maxreg is not None and res.maxreg < arch.max_regs_per_thread
+    return Finding(
+        kind="spills",
+        what="spills",
+        value=f"st/ld {info.spill_stores}/{info.spill_loads} B",
+        verdict=f"regs capped at {res.maxreg}" if capped else f"{res.registers} regs not enough",
+        advice="loosen launch bounds" if capped else "fewer live values",
+        tag="static",
+        score=3.6,
+        line=s.ks.line,
+        kernel=s.ks.name,
+        detail=(
+            "ptxas ran out of registers and keeps values in local memory: per thread"
+            f" {info.spill_stores} bytes of spill stores and {info.spill_loads} of spill"
+            " loads in the code (each executed as often as its loop runs), through L1 to"
+            " DRAM. "
+            + (
+                f"__launch_bounds__ caps registers at {res.maxreg}: allow fewer blocks"
+                " per SM (its second argument) or smaller blocks."
+                if capped
+                else "Keep fewer values alive at once (smaller unrolled arrays)."
             )
-        ], o
+        ),
+        data={"spill_stores": info.spill_stores, "spill_loads": info.spill_loads},
+    )
+
+
+def local_memory(s: Subject) -> Finding | None:
+    """Local memory that is not a spill: a run-time indexed array, or a stack frame."""
+    ks, res = s.ks, s.res
+    local_lines = sorted(
+        {a.line for a in (s.facts.accesses if s.facts else []) if a.space == "local" and a.line}
+    )
+    if (s.info is not None and _spilled(s)) or not (res.local_bytes or local_lines):
+        return None
+    line = ks.file_line(local_lines[0]) if local_lines else None
+    return Finding(
+        kind="local-memory",
+        what="local mem",
+        value=f"{res.local_bytes} B/thread stack",
+        verdict="an array in local memory" if local_lines else "a stack frame",
+        advice="constant indices, or shared" if local_lines else "inline the calls",
+        tag="static",
+        score=2.5,
+        line=line or ks.line,
+        kernel=ks.name,
+        detail=(
+            (
+                "A per-thread array indexed with a run-time value cannot live in"
+                " registers: it goes to local memory (cached in L1, backed by DRAM)."
+                f" Kernel lines {local_lines} read or write it (ld.local / st.local)."
+            )
+            if local_lines
+            else "ptxas gave the kernel a stack frame in local memory (cached in L1,"
+            " backed by DRAM) without spilling: calls that were not inlined, or"
+            " printf."
+        ),
+        data={"local_bytes": res.local_bytes, "kernel_lines": local_lines},
+    )
+
+
+# -- the launch --------------------------------------------------------------------------------
+
+
+def occupancy(s: Subject) -> Finding | None:
+    """Resident warps over the SM's maximum for the launch, and what limits them."""
+    o, launch, ks, arch = s.occupancy, s.launch, s.ks, s.arch
+    if o is None or launch is None or not launch.threads:
+        return None
+    block = launch.threads
+    tag: Tag = "measured" if s.driver_blocks is not None else _tag(launch.source)
+    line = launch.line or ks.line
+    if o.blocks_per_sm == 0:
+        return Finding(
+            kind="launch-fails",
+            what="launch",
+            value=f"block of {block}",
+            verdict="cannot launch",
+            advice=f"at most {s.max_threads} threads/block",
+            tag=tag,
+            score=5.0,
+            line=line,
+            kernel=ks.name,
+            detail=o.why_none or "no block of this size fits on an SM",
+            data=o.to_dict(),
+        )
     pct = f"{o.fraction:.0%} ({o.warps_per_sm}/{o.max_warps_per_sm} warps)"
     wpb = math.ceil(block / arch.warp)
     src = "a launch the grader recorded" if launch.source == "measured" else "your source"
@@ -232,151 +291,133 @@ def occupancy_findings(
         + ". Occupancy is resident warps over the SM's maximum."
     )
     if o.fraction >= 1.0:
-        return [
-            Finding(
-                "occupancy",
-                "occupancy",
-                pct,
-                "full",
-                "",
-                tag,
-                0.0,
-                launch.line or ks.line,
-                ks.name,
-                detail=detail,
-                data=o.to_dict(),
-            )
-        ], o
+        return Finding(
+            kind="occupancy",
+            what="occupancy",
+            value=pct,
+            verdict="full",
+            tag=tag,
+            line=line,
+            kernel=ks.name,
+            detail=detail,
+            data=o.to_dict(),
+        )
     lim = o.limiter
     if lim == "blocks per SM":
         need = math.ceil(arch.max_warps_per_sm / arch.max_blocks_per_sm) * arch.warp
         verdict = f"{arch.max_blocks_per_sm} blocks/SM cap"
         advice = f"{need}+ threads/block"
     elif lim == "registers":
-        verdict = f"{res.registers} regs/thread"
+        verdict = f"{s.res.registers} regs/thread"
         advice = "fewer live values"
     elif lim == "shared memory":
-        used = res.shared_static + (launch.shared_dynamic or 0)
+        used = s.res.shared_static + (launch.shared_dynamic or 0)
         verdict = f"{_kb(used)} shared/block"
         advice = "less shared/block"
     else:
         verdict = f"{o.blocks_per_sm} blocks of {block} fit"
         advice = f"a block size dividing {arch.max_threads_per_sm}"
     # A compute-bound kernel hides latency with independent instructions as well as warps.
-    score = (2.5 if metric == "TFLOP/s" else 4.0) * (1.0 - o.fraction)
-    return [
-        Finding(
-            "occupancy",
-            "occupancy",
-            pct,
-            verdict,
-            advice,
-            tag,
-            score,
-            launch.line or ks.line,
-            ks.name,
-            detail=detail,
-            data={**o.to_dict(), "limiter": lim},
-        )
-    ], o
+    score = (2.5 if s.metric == "TFLOP/s" else 4.0) * (1.0 - o.fraction)
+    return Finding(
+        kind="occupancy",
+        what="occupancy",
+        value=pct,
+        verdict=verdict,
+        advice=advice,
+        tag=tag,
+        score=score,
+        line=line,
+        kernel=ks.name,
+        detail=detail,
+        data={**o.to_dict(), "limiter": lim},
+    )
 
 
-def wave_findings(
-    ks: KernelSource, launch: Launch, o: occ.Occupancy | None, dev: Device
-) -> list[Finding]:
-    """Findings on how the grid fills the GPU: waves and the tail."""
-    blocks = launch.blocks
-    if blocks is None or o is None or o.blocks_per_sm == 0:
-        return []
+def waves(s: Subject) -> Finding | None:
+    """How the grid fills the GPU: the waves of blocks, and the last one's tail."""
+    launch, o, dev, ks = s.launch, s.occupancy, s.dev, s.ks
+    blocks = launch.blocks if launch else None
+    if launch is None or blocks is None or o is None or o.blocks_per_sm == 0:
+        return None
     tag = _tag(launch.source, dev.sms_source)
     line = launch.line or ks.line
     if isinstance(blocks, Big):
-        return [
-            Finding(
-                "waves",
-                "waves",
-                "grid grows with the input",
-                "many waves at the timed size",
-                "",
-                "estimated",
-                0.0,
-                line,
-                ks.name,
-                detail="The grid is sized from the input (n / block), so a large input makes"
-                " many waves and the last, partial one costs little.",
-            )
-        ]
+        return Finding(
+            kind="waves",
+            what="waves",
+            value="grid grows with the input",
+            verdict="many waves at the timed size",
+            tag="estimated",
+            line=line,
+            kernel=ks.name,
+            detail="The grid is sized from the input (n / block), so a large input makes"
+            " many waves and the last, partial one costs little.",
+        )
     w = occ.Waves(int(blocks), dev.sms * o.blocks_per_sm, dev.sms)
     data = w.to_dict()
     sms_note = f" ({dev.sms} SMs: {dev.name})"
     if w.blocks < dev.sms:
         idle = dev.sms - w.blocks
-        return [
-            Finding(
-                "waves",
-                "grid",
-                f"{w.blocks} block{'s' * (w.blocks > 1)} for {dev.sms} SMs",
-                f"{idle} SMs idle",
-                f"use {w.per_wave}+ blocks",
-                tag,
-                4.0 * idle / dev.sms,
-                line,
-                ks.name,
-                detail=f"A block runs on one SM; {w.blocks} blocks keep {w.blocks} SMs busy"
-                f" and leave {idle} idle{sms_note}. The GPU holds {w.per_wave} blocks at once"
-                f" ({o.blocks_per_sm} per SM).",
-                data=data,
-            )
-        ]
-    if w.waves < 1.0:
-        return [
-            Finding(
-                "waves",
-                "grid",
-                f"{w.waves:.2f} waves ({w.blocks}/{w.per_wave} blocks)",
-                f"{w.waves:.0%} of the warp slots used",
-                f"{w.per_wave} blocks, or more per SM",
-                tag,
-                2.0 * (1.0 - w.waves),
-                line,
-                ks.name,
-                detail=f"Every SM has a block but the GPU holds {w.per_wave} at once"
-                f"{sms_note}: fewer warps in flight than it can hide latency with.",
-                data=data,
-            )
-        ]
-    if w.waves < 4.0 and w.efficiency < 0.8:
-        return [
-            Finding(
-                "waves",
-                "waves",
-                f"{w.waves:.2f} waves",
-                f"last wave {w.tail / w.per_wave:.0%} full",
-                "whole waves, or a grid-stride loop",
-                tag,
-                2.0 * (1.0 - w.efficiency),
-                line,
-                ks.name,
-                detail=f"{w.blocks} blocks in waves of {w.per_wave}{sms_note}: the last wave"
-                f" has {w.tail} blocks, and the GPU is {w.efficiency:.0%} busy over the run.",
-                data=data,
-            )
-        ]
-    return [
-        Finding(
-            "waves",
-            "waves",
-            f"{w.waves:.2f} waves",
-            "the tail costs little" if w.tail else "whole waves",
-            "",
-            tag,
-            0.0,
-            line,
-            ks.name,
-            detail=f"{w.blocks} blocks in waves of {w.per_wave}{sms_note}.",
+        return Finding(
+            kind="waves",
+            what="grid",
+            value=f"{w.blocks} block{'s' * (w.blocks > 1)} for {dev.sms} SMs",
+            verdict=f"{idle} SMs idle",
+            advice=f"use {w.per_wave}+ blocks",
+            tag=tag,
+            score=4.0 * idle / dev.sms,
+            line=line,
+            kernel=ks.name,
+            detail=f"A block runs on one SM; {w.blocks} blocks keep {w.blocks} SMs busy"
+            f" and leave {idle} idle{sms_note}. The GPU holds {w.per_wave} blocks at once"
+            f" ({o.blocks_per_sm} per SM).",
             data=data,
         )
-    ]
+    if w.waves < 1.0:
+        return Finding(
+            kind="waves",
+            what="grid",
+            value=f"{w.waves:.2f} waves ({w.blocks}/{w.per_wave} blocks)",
+            verdict=f"{w.waves:.0%} of the warp slots used",
+            advice=f"{w.per_wave} blocks, or more per SM",
+            tag=tag,
+            score=2.0 * (1.0 - w.waves),
+            line=line,
+            kernel=ks.name,
+            detail=f"Every SM has a block but the GPU holds {w.per_wave} at once"
+            f"{sms_note}: fewer warps in flight than it can hide latency with.",
+            data=data,
+        )
+    if w.waves < 4.0 and w.efficiency < 0.8:
+        return Finding(
+            kind="waves",
+            what="waves",
+            value=f"{w.waves:.2f} waves",
+            verdict=f"last wave {w.tail / w.per_wave:.0%} full",
+            advice="whole waves, or a grid-stride loop",
+            tag=tag,
+            score=2.0 * (1.0 - w.efficiency),
+            line=line,
+            kernel=ks.name,
+            detail=f"{w.blocks} blocks in waves of {w.per_wave}{sms_note}: the last wave"
+            f" has {w.tail} blocks, and the GPU is {w.efficiency:.0%} busy over the run.",
+            data=data,
+        )
+    return Finding(
+        kind="waves",
+        what="waves",
+        value=f"{w.waves:.2f} waves",
+        verdict="the tail costs little" if w.tail else "whole waves",
+        tag=tag,
+        line=line,
+        kernel=ks.name,
+        detail=f"{w.blocks} blocks in waves of {w.per_wave}{sms_note}.",
+        data=data,
+    )
+
+
+# -- the instructions --------------------------------------------------------------------------
 
 
 def _lines(ks: KernelSource, accesses: list[Access]) -> tuple[int | None, str]:
@@ -386,78 +427,79 @@ def _lines(ks: KernelSource, accesses: list[Access]) -> tuple[int | None, str]:
     return first, ", ".join(str(x) for x in (fl if all(fl) else kl))
 
 
-def instruction_findings(
-    ks: KernelSource, facts: Facts, metric: str | None, launch: Launch, arch: Arch
-) -> list[Finding]:
-    """Findings from the PTX: uncoalesced loads, bank conflicts, missed vector loads and the
-    like."""
-    out: list[Finding] = []
-    loads = [a for a in facts.accesses if a.space in ("global", "generic") and a.kind == "load"]
+def vector_loads(s: Subject) -> Finding | None:
+    """Whether the global loads that vary per thread are 128 bits wide."""
+    if s.facts is None:
+        return None
+    ks = s.ks
+    loads = [a for a in s.facts.accesses if a.space in ("global", "generic") and a.kind == "load"]
     varying = [a for a in loads if not (a.addr is not None and a.addr.uniform)]
-    memory_bound = metric != "TFLOP/s"
-    if varying:
-        wide = [a for a in varying if a.width >= 16]
-        widths = sorted({a.width * 8 for a in varying})
-        line, lines = _lines(ks, varying)
-        if not wide:
-            out.append(
-                Finding(
-                    "vector-loads",
-                    "loads",
-                    f"{len(varying)} global load{'s' * (len(varying) > 1)},"
-                    f" {'/'.join(map(str, widths))}-bit",
-                    "no 128-bit loads",
-                    "try float4",
-                    "static",
-                    1.2 if memory_bound else 0.4,
-                    line,
-                    ks.name,
-                    detail=(
-                        "Every global load is narrower than 128 bits (ld.global.v4 in PTX,"
-                        f" LDG.E.128 in SASS); kernel lines {lines}. A float4 load moves 16"
-                        " bytes a thread with one instruction: fewer instructions and more bytes"
-                        " in flight, which can lift a memory-bound kernel toward the copy."
-                    ),
-                    data={"loads": len(varying), "wide": 0, "bits": widths},
-                )
-            )
-        else:
-            out.append(
-                Finding(
-                    "vector-loads",
-                    "loads",
-                    f"{len(wide)} of {len(varying)} global loads 128-bit",
-                    "vector loads",
-                    "",
-                    "static",
-                    0.0,
-                    line,
-                    ks.name,
-                    detail="ld.global.v4 in PTX (LDG.E.128 in SASS).",
-                    data={"loads": len(varying), "wide": len(wide), "bits": widths},
-                )
-            )
-    if facts.barriers:
-        kl = sorted({b.line for b in facts.barriers if b.line})
-        in_loops = [b for b in facts.barriers if facts.loop_of(b.index) is not None]
-        line = ks.file_line(kl[0]) if kl else None
-        sites = f" from {len(kl)} line{'s' * (len(kl) > 1)}" if kl else ""
-        out.append(
-            Finding(
-                "barriers",
-                "barriers",
-                f"{len(facts.barriers)} bar.sync{sites}",
-                f"{len(in_loops)} inside loops" if in_loops else "none in a loop",
-                "",
-                "static",
-                0.0,
-                line or ks.line,
-                ks.name,
-                detail=f"Barriers at kernel lines {kl}: every warp of the block waits there.",
-                data={"barriers": len(facts.barriers), "in_loops": len(in_loops)},
-            )
+    if not varying:
+        return None
+    wide = [a for a in varying if a.width >= 16]
+    widths = sorted({a.width * 8 for a in varying})
+    line, lines = _lines(ks, varying)
+    if wide:
+        return Finding(
+            kind="vector-loads",
+            what="loads",
+            value=f"{len(wide)} of {len(varying)} global loads 128-bit",
+            verdict="vector loads",
+            tag="static",
+            line=line,
+            kernel=ks.name,
+            detail="ld.global.v4 in PTX (LDG.E.128 in SASS).",
+            data={"loads": len(varying), "wide": len(wide), "bits": widths},
         )
-    # Global atomics in a loop that streams global memory: one atomic per element.
+    return Finding(
+        kind="vector-loads",
+        what="loads",
+        value=f"{len(varying)} global load{'s' * (len(varying) > 1)},"
+        f" {'/'.join(map(str, widths))}-bit",
+        verdict="no 128-bit loads",
+        advice="try float4",
+        tag="static",
+        score=1.2 if s.metric != "TFLOP/s" else 0.4,
+        line=line,
+        kernel=ks.name,
+        detail=(
+            "Every global load is narrower than 128 bits (ld.global.v4 in PTX,"
+            f" LDG.E.128 in SASS); kernel lines {lines}. A float4 load moves 16"
+            " bytes a thread with one instruction: fewer instructions and more bytes"
+            " in flight, which can lift a memory-bound kernel toward the copy."
+        ),
+        data={"loads": len(varying), "wide": 0, "bits": widths},
+    )
+
+
+def barriers(s: Subject) -> Finding | None:
+    """Where the block waits for all its warps (bar.sync), and whether inside a loop."""
+    facts, ks = s.facts, s.ks
+    if facts is None or not facts.barriers:
+        return None
+    kl = sorted({b.line for b in facts.barriers if b.line})
+    in_loops = [b for b in facts.barriers if facts.loop_of(b.index) is not None]
+    line = ks.file_line(kl[0]) if kl else None
+    sites = f" from {len(kl)} line{'s' * (len(kl) > 1)}" if kl else ""
+    return Finding(
+        kind="barriers",
+        what="barriers",
+        value=f"{len(facts.barriers)} bar.sync{sites}",
+        verdict=f"{len(in_loops)} inside loops" if in_loops else "none in a loop",
+        tag="static",
+        line=line or ks.line,
+        kernel=ks.name,
+        detail=f"Barriers at kernel lines {kl}: every warp of the block waits there.",
+        data={"barriers": len(facts.barriers), "in_loops": len(in_loops)},
+    )
+
+
+def global_atomics(s: Subject) -> Finding | None:
+    """Global atomics, and whether one sits in the loop that streams the input (one atomic per
+    element)."""
+    facts, ks = s.facts, s.ks
+    if facts is None:
+        return None
     atomics = [a for a in facts.accesses if a.kind == "atomic" and a.space in ("global", "generic")]
     shared_atomics = [a for a in facts.accesses if a.kind == "atomic" and a.space == "shared"]
     streaming = []
@@ -470,120 +512,114 @@ def instruction_findings(
             for b in facts.accesses
         ):
             streaming.append(a)
+    data = {"atomics": len(streaming or atomics), "shared_atomics": len(shared_atomics)}
     if streaming:
         line, lines = _lines(ks, streaming)
-        out.append(
-            Finding(
-                "global-atomics",
-                "atomics",
-                f"L{line or lines} atomic per element",
-                "L2 contention",
-                "privatise in shared",
-                "static",
-                3.4,
-                line,
-                ks.name,
-                detail=(
-                    "A global atomic sits in the loop that reads the input, so every element"
-                    " costs an atomic in L2, and elements that hit the same address serialise."
-                    " Accumulate per block in shared memory (shared atomics), then add each"
-                    " block's result to global memory once."
-                ),
-                data={"atomics": len(streaming), "shared_atomics": len(shared_atomics)},
-            )
+        return Finding(
+            kind="global-atomics",
+            what="atomics",
+            value=f"L{line or lines} atomic per element",
+            verdict="L2 contention",
+            advice="privatise in shared",
+            tag="static",
+            score=3.4,
+            line=line,
+            kernel=ks.name,
+            detail=(
+                "A global atomic sits in the loop that reads the input, so every element"
+                " costs an atomic in L2, and elements that hit the same address serialise."
+                " Accumulate per block in shared memory (shared atomics), then add each"
+                " block's result to global memory once."
+            ),
+            data=data,
         )
-    elif atomics:
-        line, lines = _lines(ks, atomics)
-        out.append(
-            Finding(
-                "global-atomics",
-                "atomics",
-                f"{len(atomics)} global atomic{'s' * (len(atomics) > 1)}",
-                "not per element",
-                "",
-                "static",
-                0.0,
-                line,
-                ks.name,
-                detail=f"Global atomics at kernel lines {lines}, not in a loop over the input.",
-                data={"atomics": len(atomics), "shared_atomics": len(shared_atomics)},
-            )
-        )
-    if facts.calls:
-        out.append(
-            Finding(
-                "calls",
-                "calls",
-                f"{len(facts.calls)} calls not inlined",
-                "call overhead",
-                "__forceinline__",
-                "static",
-                0.8,
-                ks.line,
-                ks.name,
-                detail=f"PTX calls {sorted(set(facts.calls))}: arguments go through the stack.",
-            )
-        )
-    return out
+    if not atomics:
+        return None
+    line, lines = _lines(ks, atomics)
+    return Finding(
+        kind="global-atomics",
+        what="atomics",
+        value=f"{len(atomics)} global atomic{'s' * (len(atomics) > 1)}",
+        verdict="not per element",
+        tag="static",
+        line=line,
+        kernel=ks.name,
+        detail=f"Global atomics at kernel lines {lines}, not in a loop over the input.",
+        data=data,
+    )
 
 
-def access_findings(
-    ks: KernelSource, facts: Facts, launch: Launch, arch: Arch, metric: str | None
-) -> list[Finding]:
-    """Coalescing of global accesses, bank conflicts of shared ones, and the shared-memory
-    cap of an inner loop's FMAs; under the launch's block shape (or 256 threads)."""
-    out: list[Finding] = []
-    block = launch.block or (256,)
-    tag = "static" if launch.source == "measured" else "estimated"
-    bad_global: dict[tuple[int | None, str], list[tuple[Access, access.Pattern]]] = {}
-    bad_shared: dict[tuple[int | None, str], list[tuple[Access, access.Pattern]]] = {}
-    for a in facts.accesses:
-        if a.addr is None or not a.addr.known:
+def calls(s: Subject) -> Finding | None:
+    """Calls the compiler did not inline: their arguments go through the stack."""
+    if s.facts is None or not s.facts.calls:
+        return None
+    return Finding(
+        kind="calls",
+        what="calls",
+        value=f"{len(s.facts.calls)} calls not inlined",
+        verdict="call overhead",
+        advice="__forceinline__",
+        tag="static",
+        score=0.8,
+        line=s.ks.line,
+        kernel=s.ks.name,
+        detail=f"PTX calls {sorted(set(s.facts.calls))}: arguments go through the stack.",
+    )
+
+
+# -- the access patterns -----------------------------------------------------------------------
+
+
+def coalescing(s: Subject) -> list[Finding]:
+    """Global accesses whose warp touches more 32-byte sectors than its bytes need, one finding
+    per kernel line, under the launch's block shape (or 256 threads)."""
+    if s.facts is None:
+        return []
+    ks, block = s.ks, s.block
+    by_kind: dict[tuple[int | None, str], list[tuple[Access, access.Pattern]]] = {}
+    for a in s.facts.accesses:
+        if a.addr is None or not a.addr.known or a.space not in ("global", "generic"):
             continue
-        if a.space in ("global", "generic"):
-            p = access.global_pattern(a.addr, a.width, block)
-            if p is not None and not p.broadcast and p.efficiency < 0.5:
-                bad_global.setdefault((a.line, a.kind), []).append((a, p))
-        elif a.space == "shared":
-            p = access.shared_pattern(a.addr, a.width, block)
-            if p is not None and p.units > p.ideal:
-                bad_shared.setdefault((a.line, a.kind), []).append((a, p))
+        p = access.global_pattern(a.addr, a.width, block)
+        if p is not None and not p.broadcast and p.efficiency < 0.5:
+            by_kind.setdefault((a.line, a.kind), []).append((a, p))
+    bad: dict[int | None, list[tuple[Access, access.Pattern]]] = {}
+    for (kline, _kind), found in by_kind.items():
+        bad.setdefault(kline, []).extend(found)
     good_loads = {
         a.line
-        for a in facts.accesses
+        for a in s.facts.accesses
         if a.space == "global" and a.kind == "load" and a.addr is not None and a.addr.known
     }
-    by_line: dict[int | None, list[tuple[Access, access.Pattern]]] = {}
-    for (kline, _kind), items in bad_global.items():
-        by_line.setdefault(kline, []).extend(items)
-    for kline, items in by_line.items():
+    out = []
+    for kline, items in bad.items():
         a, p = min(items, key=lambda t: t[1].efficiency)
+        addr = a.addr
+        assert addr is not None  # kept above only with a known address
         line = ks.file_line(kline)
-        stride = access.stride_elements(a.addr, a.width, block)  # type: ignore[arg-type]
+        stride = access.stride_elements(addr, a.width, block)
         kinds = sorted({x.kind for x, _ in items})
         transposing = kinds == ["store"] and kline in good_loads
         names = {"load": "loads", "store": "stores", "atomic": "atomics"}
         what = "+".join(SHORT[k] for k in kinds) if len(kinds) > 1 else names[kinds[0]]
-        advice = "stage in shared mem" if transposing else "make x contiguous"
         runtime = " (a run-time stride)" if p.symbolic else ""
         score = 4.0 * (1.0 - p.efficiency)
-        cx = pconst(a.addr.cx) if a.addr is not None else None
-        opaque = a.addr is not None and "<runtime>" in pformat(a.addr.cx)
-        if (cx is not None and abs(cx) <= 8 * a.width) or opaque:
+        cx = pconst(addr.cx)
+        if (cx is not None and abs(cx) <= 8 * a.width) or "<runtime>" in pformat(addr.cx):
             # A short stride whose gaps other accesses may fill from L1, or a stride the
             # analysis only knows as "some run-time value": worth fixing, not the likely cause.
             score = min(score, 2.0)
         out.append(
             Finding(
-                "coalescing",
-                "coalesce",
-                f"L{line or kline} {what} stride {stride}",
-                f"{p.units / p.ideal:.0f}x the sectors",
-                advice,
-                tag,
-                score,
-                line,
-                ks.name,
+                kind="coalescing",
+                what="coalesce",
+                value=f"L{line or kline} {what} stride {stride}",
+                verdict=f"{p.units / p.ideal:.0f}x the sectors",
+                advice="stage in shared mem" if transposing else "make x contiguous",
+                tag=s.access_tag,
+                score=score,
+                line=line,
+                kernel=ks.name,
                 detail=(
                     f"Neighbouring threads (threadIdx.x) of a {tuple(block)} block are"
                     f" {stride} elements of {a.width} bytes apart{runtime}, so one warp's"
@@ -603,26 +639,45 @@ def access_findings(
                 },
             )
         )
-    for (kline, kind), items in bad_shared.items():
+    return out
+
+
+def bank_conflicts(s: Subject) -> list[Finding]:
+    """Shared accesses whose warp needs more wavefronts than one (lanes in the same bank), one
+    finding per kernel line and kind of access."""
+    if s.facts is None:
+        return []
+    ks, block, facts = s.ks, s.block, s.facts
+    bad: dict[tuple[int | None, str], list[tuple[Access, access.Pattern]]] = {}
+    for a in facts.accesses:
+        if a.addr is None or not a.addr.known or a.space != "shared":
+            continue
+        p = access.shared_pattern(a.addr, a.width, block)
+        if p is not None and p.units > p.ideal:
+            bad.setdefault((a.line, a.kind), []).append((a, p))
+    out = []
+    for (kline, kind), items in bad.items():
         a, p = max(items, key=lambda t: t[1].units / t[1].ideal)
+        addr = a.addr
+        assert addr is not None  # kept above only with a known address
         line = ks.file_line(kline)
         degree = p.units / p.ideal
-        words = access.stride_elements(a.addr, 4, block)  # type: ignore[arg-type]
-        k = pconst(a.addr.cx) if a.addr is not None else None
+        words = access.stride_elements(addr, 4, block)
+        k = pconst(addr.cx)
         pad = k is not None and (k // 4) % 32 == 0 and k != 0
         what = "stores" if kind == "store" else ("atomics" if kind == "atomic" else "loads")
         in_loop = facts.loop_of(a.index) is not None
         out.append(
             Finding(
-                "bank-conflicts",
-                "banks",
-                f"L{line or kline} shared {SHORT[kind]} stride {words}",
-                f"{degree:.0f}-way conflict",
-                "pad rows by 1" if pad else "spread lanes over banks",
-                tag,
-                3.0 * (1.0 - 1.0 / degree) + (0.2 if in_loop else 0.0),
-                line,
-                ks.name,
+                kind="bank-conflicts",
+                what="banks",
+                value=f"L{line or kline} shared {SHORT[kind]} stride {words}",
+                verdict=f"{degree:.0f}-way conflict",
+                advice="pad rows by 1" if pad else "spread lanes over banks",
+                tag=s.access_tag,
+                score=3.0 * (1.0 - 1.0 / degree) + (0.2 if in_loop else 0.0),
+                line=line,
+                kernel=ks.name,
                 detail=(
                     f"A warp's {what[:-1]} ({a.op}) needs {p.units} shared-memory wavefronts"
                     f" where {p.ideal} would do: threads {words} 4-byte words apart land in the"
@@ -631,23 +686,16 @@ def access_findings(
                 data={"wavefronts": p.units, "ideal": p.ideal, "kernel_line": kline},
             )
         )
-    out += _shared_cap(ks, facts, block, arch, metric, tag)
     return out
 
 
-def _shared_cap(
-    ks: KernelSource,
-    facts: Facts,
-    block: tuple[int, ...],
-    arch: Arch,
-    metric: str | None,
-    tag: str,
-) -> list[Finding]:
+def shared_bound(s: Subject) -> Finding | None:
     """The innermost loop with FMAs and shared loads: an SM starts 4 warp FMAs a clock per 128
     FP32 lanes but serves one shared wavefront a clock, so the loop's FMAs run at most at
-    (FMAs / (lanes/32)) / wavefronts of the FMA peak."""
-    if metric == "GB/s":
-        return []
+    (FMAs / (lanes/32)) / wavefronts of the FMA peak. Not asked of a kernel graded in GB/s."""
+    facts, arch, block = s.facts, s.arch, s.block
+    if facts is None or s.metric == "GB/s":
+        return None
     best = None
     for lp in facts.loops:
         fmas = [f for f in facts.fmas if facts.loop_of(f.index) is lp]
@@ -658,43 +706,54 @@ def _shared_cap(
         ]
         if len(fmas) < 4 or not lds:
             continue
-        waves = 0
+        wavefronts = 0
         for a in lds:
             p = access.shared_pattern(a.addr, a.width, block) if a.addr is not None else None
-            waves += p.units if p is not None else max(1, a.width // 4)
+            wavefronts += p.units if p is not None else max(1, a.width // 4)
         fma_clocks = len(fmas) / (arch.fp32_lanes_per_sm / 32)
-        cap = min(1.0, fma_clocks / waves) if waves else 1.0
+        cap = min(1.0, fma_clocks / wavefronts) if wavefronts else 1.0
         if best is None or len(fmas) > best[1]:
-            best = (lp, len(fmas), len(lds), waves, cap)
+            best = (lp, len(fmas), len(lds), wavefronts, cap)
     if best is None:
-        return []
-    lp, nf, nl, waves, cap = best
-    if metric is None and nf < 8:
-        return []
-    line = ks.file_line(lp.line)
-    score = 3.3 if cap < 0.25 else 1.5 if cap < 0.6 else 0.0
-    return [
-        Finding(
-            "shared-bound",
-            "loop",
-            f"L{line or lp.line}: {nl} LDS/{nf} FMA",
-            f"FMA <= {cap:.0%} of peak",
-            "more outputs/thread" if cap < 0.6 else "",
-            tag,
-            score,
-            line,
-            ks.name,
-            detail=(
-                f"The loop at kernel line {lp.line} issues {nf} FMAs and {nl} shared loads"
-                f" ({waves} wavefronts) per iteration. An SM does"
-                f" {arch.fp32_lanes_per_sm // 32} warp FMAs a clock but serves one shared"
-                f" wavefront a clock, so the FMAs run at most {cap:.0%} of the time. Each value"
-                " loaded from shared memory should feed several FMAs: compute a small block of"
-                " outputs per thread, kept in registers."
-            ),
-            data={"fmas": nf, "shared_loads": nl, "wavefronts": waves, "cap": round(cap, 4)},
-        )
-    ]
+        return None
+    lp, nf, nl, wavefronts, cap = best
+    if s.metric is None and nf < 8:
+        return None
+    line = s.ks.file_line(lp.line)
+    return Finding(
+        kind="shared-bound",
+        what="loop",
+        value=f"L{line or lp.line}: {nl} LDS/{nf} FMA",
+        verdict=f"FMA <= {cap:.0%} of peak",
+        advice="more outputs/thread" if cap < 0.6 else "",
+        tag=s.access_tag,
+        score=3.3 if cap < 0.25 else 1.5 if cap < 0.6 else 0.0,
+        line=line,
+        kernel=s.ks.name,
+        detail=(
+            f"The loop at kernel line {lp.line} issues {nf} FMAs and {nl} shared loads"
+            f" ({wavefronts} wavefronts) per iteration. An SM does"
+            f" {arch.fp32_lanes_per_sm // 32} warp FMAs a clock but serves one shared"
+            f" wavefront a clock, so the FMAs run at most {cap:.0%} of the time. Each value"
+            " loaded from shared memory should feed several FMAs: compute a small block of"
+            " outputs per thread, kept in registers."
+        ),
+        data={"fmas": nf, "shared_loads": nl, "wavefronts": wavefronts, "cap": round(cap, 4)},
+    )
 
 
-__all__ = ["Device", "Launch", "pformat"]
+# The static tier's rules, in the order the card lists findings of equal weight.
+RULES: list[Rule] = [
+    resources,
+    spills,
+    local_memory,
+    occupancy,
+    waves,
+    vector_loads,
+    barriers,
+    global_atomics,
+    calls,
+    coalescing,
+    bank_conflicts,
+    shared_bound,
+]

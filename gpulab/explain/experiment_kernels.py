@@ -28,7 +28,7 @@ from gpulab.experiments import reduction as reduction_mod
 from gpulab.experiments.blur_filters import SEPARABLE
 from gpulab.experiments.registry import get as get_experiment
 from gpulab.explain import cubin, nvrtc
-from gpulab.explain.explainer import _device, _kernel
+from gpulab.explain.explainer import device_for, kernel_report
 from gpulab.explain.findings import Explanation, Finding
 from gpulab.explain.source import KernelSource, LaunchSite
 
@@ -168,15 +168,12 @@ def roofline_finding(
         verdict = f">= ridge {ridge:.3g}: compute-bound" if work.bytes else "compute-bound"
         advice = f"count {work.element}s/s, not GB/s"
     return Finding(
-        "roofline",
-        "roofline",
-        ai_text,
-        verdict,
-        advice,
-        "estimated",
-        0.0,
-        None,
-        "",
+        kind="roofline",
+        what="roofline",
+        value=ai_text,
+        verdict=verdict,
+        advice=advice,
+        tag="estimated",
         detail=(
             f"Per {work.element}: {work.counted}. Ridge {ridge:.3g} FLOP/B from {roof}"
             + ("" if measured else " (estimated: no calibration on this machine)")
@@ -213,7 +210,7 @@ def explain_experiment(
     if exp.id not in EXPERIMENTS:
         plan(exp.id, {}, 0)  # raises NoKernel with the list
     values = exp.params.validate(params or {})
-    dev = _device(arch, sms, card)
+    dev = device_for(arch, sms, card)
     first = plan(exp.id, values, dev.sms)
     code = first.path.read_text(encoding="utf-8")
     where = (
@@ -243,7 +240,7 @@ def explain_experiment(
         p.kernel, code, p.options, "RawModule", kernel_line(code, p.kernel), 1, variable=exp.id
     )
     site = LaunchSite(p.kernel, p.grid, p.block, 0, 0, str(p.grid), str(p.block))
-    out.kernels.append(_kernel(ks, comp, dev, [site], None, None, None))
+    out.kernels.append(kernel_report(ks, comp, dev, [site], None, None, None))
     out.figure = roofline_finding(
         p.work, dev.arch.name, bandwidth_gbs, compute_tflops, card=dev.name
     )

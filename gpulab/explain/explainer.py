@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpulab.exercises.exercise_format import SPEED_METRICS
+from gpulab.exercises.intensity import Intensity
+from gpulab.experiments import kernel_device
 from gpulab.explain import arch as arches
-from gpulab.explain import cubin, diagnose, nvrtc, ptx
-from gpulab.explain import roofline as roof
+from gpulab.explain import cubin, diagnose, nvrtc, ptx, roofline
 from gpulab.explain.findings import Explanation, Finding, KernelReport
 from gpulab.explain.source import KernelSource, LaunchSite, scan
 
@@ -49,7 +51,9 @@ def _pick_launch(
     return None
 
 
-def _device(arch_name: str | None, sms: int | None, card: str | None) -> diagnose.Device:
+def device_for(arch_name: str | None, sms: int | None, card: str | None) -> diagnose.Device:
+    """The device the findings assume: `arch_name` with the GPU's SM count when known, else the
+    count of `card`, else the architecture's usual card (estimated)."""
     a = arches.get(arch_name)
     if sms:
         return diagnose.Device(a, sms, card or "this GPU", "measured")
@@ -69,31 +73,32 @@ def explain(
     launches: Sequence[Any] | None = None,
     metric: str | None = None,
     figure: float | None = None,
-    bandwidth_gbs: float | None = None,
-    compute_tflops: float | None = None,
-    compute_name: str = "matmul:fp32",
+    roof: roofline.Roof | None = None,
+    intensity: Intensity | None = None,
     sms: int | None = None,
     card: str | None = None,
     gpu: bool = False,
+    device: kernel_device.Answers | None = None,
     plot: bool = False,
-    check_path: Path | None = None,
 ) -> Explanation:
     """Explain every RawKernel / RawModule kernel in a learner's file.
 
     `launches`: the grader's records (objects with kernel, grid, block, shared_dynamic, like
     own_work.Launch); without them the launch in the source is used ("estimated"). `metric`
-    is the exercise's (GB/s or TFLOP/s). `figure` with the two ceilings puts the graded figure on
-    the roofline. `sms`/`card`: the GPU, when known; else the architecture's usual card.
+    is the exercise's (GB/s or TFLOP/s). `figure` on this GPU's `roof`, at the exercise's
+    `intensity`, is the roofline point. `sms`/`card`: the GPU, when known; else the
+    architecture's usual card. gpulab.explain.inputs gathers all of these for an exercise.
+    `gpu`: ask the GPU's driver too, through `device` (the warm worker's answers) or in this
+    process (CuPy).
     """
     t0 = time.perf_counter()
-    dev = _device(arch, sms, card)
+    dev = device_for(arch, sms, card)
     gpu_info: Any = None
     note = ""
-    if gpu:
-        from gpulab.explain import device  # deferred: device.py imports CuPy, only when asked
-
+    answers = (device or kernel_device.LOCAL) if gpu else None
+    if answers is not None:
         try:
-            gpu_info = device.probe()
+            gpu_info = answers.probe()
         except Exception as exc:  # noqa: BLE001 - no CuPy, no GPU: the static tier still answers
             gpu_info = None
             note = f"--gpu: could not ask the GPU ({type(exc).__name__}: {exc}); static figures"
@@ -116,23 +121,15 @@ def explain(
     out.notes += found.notes
     if not found.kernels and not found.notes:
         out.notes.append("no RawKernel or RawModule in this file: nothing to compile")
-    if figure is not None and metric and bandwidth_gbs and compute_tflops:
-        p = roof.point(
-            exercise,
-            metric,
-            figure,
-            bandwidth_gbs,
-            compute_tflops,
-            compute_name=compute_name,
-            check_path=check_path,
-        )
+    if figure is not None and metric and roof is not None:
+        p = roofline.point(exercise, metric, figure, roof, intensity)
         if p is not None:
             out.figure = _figure_finding(p)
             if plot:
-                out.plot = roof.plot(p)
+                out.plot = roofline.plot(p)
         else:
             out.notes.append(f"no declared FLOPs and bytes for {exercise or 'this exercise'}")
-    elif metric in ("GB/s", "TFLOP/s"):
+    elif metric in SPEED_METRICS:
         out.notes.append("no graded figure yet: check it on a GPU to place it on the roofline")
     compiled: dict[tuple[str, tuple[str, ...]], Any] = {}
     for ks in found.kernels:
@@ -144,7 +141,15 @@ def explain(
                 out.notes.append(str(exc))
                 break
         out.kernels.append(
-            _kernel(ks, compiled[key], dev, found.launches, launches, metric, gpu_info)
+            kernel_report(
+                ks,
+                compiled[key],
+                dev,
+                found.launches,
+                launches,
+                metric,
+                answers if gpu_info is not None else None,
+            )
         )
     _quiet_vector_advice_near_the_copy(out)
     out.seconds = time.perf_counter() - t0
@@ -174,40 +179,38 @@ def _quiet_vector_advice_near_the_copy(out: Explanation) -> None:
                 )
 
 
-def _figure_finding(p: roof.Point) -> Finding:
+def _figure_finding(p: roofline.Point) -> Finding:
     unit = p.metric
     fig = f"{p.figure:,.0f} {unit}" if unit == "GB/s" else f"{p.figure:.1f} {unit}"
-    ceiling = "copy" if p.bound == "memory" else p.compute_name
+    ceiling = p.bandwidth_name if p.bound == "memory" else p.compute_name
     return Finding(
-        "roofline",
-        "figure",
-        f"{fig}, {p.of_roof:.2f} of roof",
-        f"AI {p.intensity:.3g} {'<' if p.bound == 'memory' else '>='} {p.ridge:.3g}:"
+        kind="roofline",
+        what="figure",
+        value=f"{fig}, {p.of_roof:.2f} of roof",
+        verdict=f"AI {p.intensity:.3g} {'<' if p.bound == 'memory' else '>='} {p.ridge:.3g}:"
         f" {p.bound}-bound",
-        "",
-        "measured",
-        0.0,
-        None,
-        "",
+        tag="measured",
         detail=(
             f"{p.of_roof:.2f} of the {ceiling} roof at this intensity. Arithmetic intensity"
             f" {p.intensity:.3g} FLOP per byte ({p.counted}). This GPU's"
-            f" roof: {p.bandwidth_gbs:,.0f} GB/s (copy) up to {p.compute_tflops:.1f} TFLOP/s"
-            f" ({p.compute_name}), meeting at {p.ridge:.3g} FLOP/B."
+            f" roof: {p.bandwidth_gbs:,.0f} GB/s ({p.bandwidth_name}) up to"
+            f" {p.compute_tflops:.1f} TFLOP/s ({p.compute_name}), meeting at {p.ridge:.3g} FLOP/B."
         ),
         data=p.to_dict(),
     )
 
 
-def _kernel(
+def kernel_report(
     ks: KernelSource,
     comp: nvrtc.Compiled,
     dev: diagnose.Device,
     sites: list[LaunchSite],
     records: Sequence[Any] | None,
     metric: str | None,
-    gpu_info: Any,
+    answers: kernel_device.Answers | None,
 ) -> KernelReport:
+    """One compiled kernel's report: its resources, launch, occupancy and every rule's
+    findings (diagnose.RULES); a kernel that does not compile gets the reason instead."""
     rep = KernelReport(ks.name, ks.line)
     if not comp.ok:
         first = next((ln for ln in comp.log.splitlines() if "error" in ln), comp.log.strip())
@@ -226,16 +229,14 @@ def _kernel(
     facts = ptx.facts(fn, ptx.kernel_params(ks.code, ks.name)) if fn is not None else None
     launch = _pick_launch(ks.name, records, sites)
     driver_blocks = None
-    if gpu_info is not None:
-        from gpulab.explain import device  # deferred: device.py imports CuPy
-
-        attrs = device.attributes(ks.code, ks.name, ks.options)
+    if answers is not None:
+        attrs = answers.attributes(ks.code, ks.name, ks.options)
         if attrs is not None:
             res.registers = attrs.get("num_regs", res.registers)
             res.shared_static = attrs.get("shared_size_bytes", res.shared_static)
             res.local_bytes = attrs.get("local_size_bytes", res.local_bytes)
         if launch is not None and launch.threads:
-            driver_blocks = device.occupancy(
+            driver_blocks = answers.occupancy(
                 ks.code, ks.name, ks.options, launch.threads, launch.shared_dynamic
             )
     rep.resources = {
@@ -244,27 +245,40 @@ def _kernel(
         "local_bytes": res.local_bytes,
         "launch_bounds": res.max_threads,
         "maxreg": res.maxreg,
-        "source": "driver" if gpu_info is not None else f"nvrtc {comp.version} {comp.arch}",
+        "source": "driver" if answers is not None else f"nvrtc {comp.version} {comp.arch}",
     }
     info = comp.ptxas.get(ks.name)
     if info is not None:
         rep.resources |= {"spill_stores": info.spill_stores, "spill_loads": info.spill_loads}
-    rep.findings += diagnose.resources_findings(ks, res, info, dev.arch, facts)
+    subject = diagnose.Subject(
+        ks, res, info, dev, facts, launch, metric, driver_blocks=driver_blocks
+    )
+    subject.occupancy = diagnose.occupancy_of(ks, res, launch, dev, driver_blocks)
     if launch is not None:
         rep.launch = launch.to_dict()
-        found, o = diagnose.occupancy_findings(ks, res, launch, dev, driver_blocks, metric)
-        rep.findings += found
-        if o is not None:
-            rep.occupancy = o.to_dict()
-        rep.findings += diagnose.wave_findings(ks, launch, o, dev)
-    if facts is not None:
-        rep.findings += diagnose.instruction_findings(
-            ks, facts, metric, launch or diagnose.Launch(None, None), dev.arch
-        )
-        rep.findings += diagnose.access_findings(
-            ks, facts, launch or diagnose.Launch(None, None), dev.arch, metric
-        )
+        if subject.occupancy is not None:
+            rep.occupancy = subject.occupancy.to_dict()
+    rep.findings += diagnose.findings(subject)
     return rep
+
+
+def device_questions(text: str) -> list[dict[str, Any]]:
+    """What `--gpu` asks the driver about the kernels of a learner's file: each kernel's code,
+    name and options, and the block and shared memory of its launch in the source."""
+    found = scan(text)
+    out = []
+    for ks in found.kernels:
+        launch = _pick_launch(ks.name, None, found.launches)
+        out.append(
+            {
+                "code": ks.code,
+                "name": ks.name,
+                "options": list(ks.options),
+                "block": launch.threads if launch else None,
+                "shared_dynamic": launch.shared_dynamic if launch else 0,
+            }
+        )
+    return out
 
 
 def explain_file(path: Path | str, **kwargs: Any) -> Explanation:
@@ -293,3 +307,36 @@ def add_profile(e: Explanation, prof: Any) -> Explanation:
     e.report = prof.report
     e.profile_seconds = prof.seconds
     return e
+
+
+def tier1(
+    e: Explanation,
+    exercise: str,
+    path: Path,
+    *,
+    quiet: bool = False,
+    on_progress: Callable[[str], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> Explanation:
+    """Run the ncu pass over the kernels Tier 0 found in `path` and add it to `e` (a note says
+    why not, and Tier 0 stays, when there is no ncu or no permission)."""
+    import sys  # deferred: loaded when used
+
+    from gpulab.explain import ncu, tools  # deferred: only for a pass
+
+    kernels = [k.name for k in e.kernels if not k.error]
+    if not kernels:
+        e.notes.append("Tier 1: no kernel of yours compiles, so there is nothing to profile")
+        return e
+    say = on_progress or (None if quiet else (lambda s: print(f"  {s}", file=sys.stderr)))
+    try:
+        prof = ncu.profile(
+            kernels, tools.target_argv(path, exercise=exercise), on_progress=say, cancel=cancel
+        )
+    except ncu.NoPermission as exc:  # one line: what an admin changes; Tier 0 stands
+        e.notes.append(str(exc))
+        return e
+    except (ncu.NcuError, TimeoutError) as exc:
+        e.notes.append(f"Tier 1: {exc}")
+        return e
+    return add_profile(e, prof)

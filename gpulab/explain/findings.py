@@ -15,10 +15,12 @@ band: 3 a likely cause of a slow figure, 2 worth fixing, 1 worth trying, 0 infor
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeVar, get_args
 
-TAGS = ("measured", "static", "estimated")
+Tag = Literal["measured", "static", "estimated"]
+TAGS: tuple[str, ...] = get_args(Tag)
 MARKS = {3: "!!", 2: "! ", 1: "? ", 0: "  "}
 SHORT_TAG = {"measured": "[m]", "static": "[s]", "estimated": "[e]"}
 WIDTH = 80
@@ -35,17 +37,17 @@ def severity_of(score: float) -> int:
     return 0
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Finding:
     """One thing explain found about a kernel: what, the measured value, the verdict and the
-    advice."""
+    advice. Built with keywords only: a rule reads as what it says."""
 
     kind: str  # spills, occupancy, waves, coalescing, bank-conflicts, vector-loads, ...
-    what: str  # a short label
+    what: str  # the card's short label
     value: str
     verdict: str
-    advice: str
-    tag: str
+    advice: str = ""
+    tag: Tag  # where the number comes from
     score: float = 0.0
     line: int | None = None  # in the learner's file
     kernel: str = ""
@@ -92,6 +94,24 @@ class Finding:
             "detail": self.detail,
             "data": self.data,
         }
+
+
+S = TypeVar("S")
+
+
+def gather(
+    rules: Iterable[Callable[[S], Finding | list[Finding] | None]], subject: S
+) -> list[Finding]:
+    """Every rule's findings about `subject`, in the rules' order. A rule is a function of what
+    is known about one kernel that returns a Finding, a list of them, or None."""
+    out: list[Finding] = []
+    for rule in rules:
+        found = rule(subject)
+        if isinstance(found, Finding):
+            out.append(found)
+        elif found:
+            out += found
+    return out
 
 
 @dataclass
@@ -168,7 +188,7 @@ class Explanation:
 
     def card(self, width: int = WIDTH) -> list[str]:
         """The text card: a header, the figure, then each kernel's findings, worst first."""
-        lines = [_fit(f"explain {self.exercise or self.file}: {self.arch}, {self.device}", width)]
+        lines = [fit(f"explain {self.exercise or self.file}: {self.arch}, {self.device}", width)]
         if self.figure is not None:
             lines.append(self.figure.card_line(width))
         lines += self.plot
@@ -180,21 +200,21 @@ class Explanation:
                     f": {res.get('registers', '?')} regs, {res.get('shared_static', 0)} B shared,"
                     f" {res.get('local_bytes', 0)} B local"
                 )
-            lines.append(_fit(head, width))
+            lines.append(fit(head, width))
             if k.error:
-                lines.append(_fit("   " + k.error, width))
+                lines.append(fit("   " + k.error, width))
                 continue
             ranked = k.ranked()
             for f in ranked:
                 lines.append(f.card_line(width))
             if ranked and all(f.severity == 0 for f in ranked):
-                lines.append(_fit("   nothing stands out in the static tier", width))
+                lines.append(fit("   nothing stands out in the static tier", width))
         for note in self.notes:
             lines += textwrap.wrap("note: " + note, width, subsequent_indent="  ")
         if self.report:
-            lines.append(_fit(f"ncu report: {self.report}", width))
+            lines.append(fit(f"ncu report: {self.report}", width))
         lines.append(
-            _fit("[s] static: the compiled code (PTX, ptxas)  [e] estimated  [m] measured", width)
+            fit("[s] static: the compiled code (PTX, ptxas)  [e] estimated  [m] measured", width)
         )
         return lines
 
@@ -216,14 +236,15 @@ class Explanation:
                 line = line[:3] + name + " " + line[3:]
             out.append(line)
         errors = [f"kernel {k.name}: {k.error}" for k in self.kernels if k.error]
-        out += [_fit(e, width) for e in errors[:1]]
+        out += [fit(e, width) for e in errors[:1]]
         if not ranked and not errors:
             what = "nothing stands out" + (" (measured)" if self.tier else " in the static tier")
-            out.append(_fit("   " + what, width))
+            out.append(fit("   " + what, width))
         if self.report:
-            out.append(_fit(f"ncu report: {self.report}", width))
+            out.append(fit(f"ncu report: {self.report}", width))
         return out
 
 
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
+def fit(text: str, width: int, mark: str = "...") -> str:
+    """`text` cut to `width` characters, ending in `mark` when it was cut."""
+    return text if len(text) <= width else text[: width - len(mark)].rstrip() + mark

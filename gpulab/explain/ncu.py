@@ -28,8 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpulab.core import nvtools
 from gpulab.explain import tools
-from gpulab.explain.findings import Finding
+from gpulab.explain.findings import Finding, gather
 
 PERMISSION = "ERR_NVGPUCTRPERM"
 PERMISSION_FIX = "GPU counters locked: an admin sets NVreg_RestrictProfilingToAdminUsers=0"
@@ -256,10 +257,10 @@ def profile(
     timeout: float = 120.0,
 ) -> Profile:
     """One ncu pass over `kernels` in the process `target` (tools.target_argv); NoPermission,
-    NcuError (in one line) or tools.Cancelled."""
-    exe = ncu or tools.find("ncu")
+    NcuError (in one line) or gpulab.core.errors.Cancelled."""
+    exe = ncu or nvtools.find("ncu")
     if exe is None:
-        raise NcuError("ncu not found: " + tools.FIX["ncu"])
+        raise NcuError("ncu not found: " + nvtools.FIX["ncu"])
     if not kernels:
         raise NcuError("no kernel to profile: your file compiles no RawKernel or RawModule")
     if report is None:
@@ -379,65 +380,69 @@ def stalls(k: KernelProfile) -> list[tuple[str, float]]:
     return sorted(out, key=lambda r: -r[1])
 
 
-def findings(k: KernelProfile) -> list[Finding]:
-    """What the pass measured about one kernel, as findings tagged measured (see findings.py)."""
-    out: list[Finding] = []
-    name = k.name
+def _dram(k: KernelProfile) -> float | None:
     dram = k.get("dram__throughput.avg.pct_of_peak_sustained_elapsed")
     if dram is None:
         dram = k.get("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")
-    at_roof = dram is not None and dram >= 70.0
+    return dram
 
-    if dram is not None:
-        verdict = "not the limit"
-        if at_roof:
-            wasted = _wasted(k)
-            verdict = "DRAM busy, partly with wasted bytes" if wasted else "at the memory roof"
-        out.append(
-            Finding(
-                "dram",
-                "dram",
-                f"{dram:.0f}% of peak",
-                verdict,
-                "",
-                "measured",
-                0.0,
-                kernel=name,
-                detail="DRAM throughput during the profiled launch, as % of the peak ncu knows"
-                " for this GPU (ncu locks clocks: not your graded figure).",
-                data={"dram_pct": dram},
-            )
-        )
 
-    # Coalescing: bytes of each 32-byte sector a warp's global access uses.
+def _at_roof(k: KernelProfile) -> bool:
+    dram = _dram(k)
+    return dram is not None and dram >= 70.0
+
+
+def dram(k: KernelProfile) -> Finding | None:
+    """DRAM throughput as % of peak, and whether the bytes it moves are all of use."""
+    pct = _dram(k)
+    if pct is None:
+        return None
+    verdict = "not the limit"
+    if _at_roof(k):
+        verdict = "DRAM busy, partly with wasted bytes" if _wasted(k) else "at the memory roof"
+    return Finding(
+        kind="dram",
+        what="dram",
+        value=f"{pct:.0f}% of peak",
+        verdict=verdict,
+        tag="measured",
+        kernel=k.name,
+        detail="DRAM throughput during the profiled launch, as % of the peak ncu knows"
+        " for this GPU (ncu locks clocks: not your graded figure).",
+        data={"dram_pct": pct},
+    )
+
+
+def coalescing(k: KernelProfile) -> list[Finding]:
+    """Bytes of each 32-byte sector a warp's global loads and stores use."""
+    out = []
     for op, word in (("ld", "loads"), ("st", "stores")):
         pct = k.get(f"smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.pct")
         sectors = k.get(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum")
-        if pct is None or not sectors:
+        if pct is None or not sectors or pct >= 80.0:
             continue
-        used = 32.0 * pct / 100.0
-        if pct >= 80.0:
-            continue
-        score = 1.0 + 4.0 * (1.0 - pct / 100.0)
         out.append(
             Finding(
-                "coalescing",
-                "coalesce",
-                f"{word} {used:.3g}/32 B a sector",
-                "uncoalesced",
-                "lane i reads element i",
-                "measured",
-                score,
-                kernel=name,
+                kind="coalescing",
+                what="coalesce",
+                value=f"{word} {32.0 * pct / 100.0:.3g}/32 B a sector",
+                verdict="uncoalesced",
+                advice="lane i reads element i",
+                tag="measured",
+                score=1.0 + 4.0 * (1.0 - pct / 100.0),
+                kernel=k.name,
                 detail="smsp__sass_average_data_bytes_per_sector_mem_global_op_"
                 f"{op}.pct: the share of each 32-byte sector fetched that the warp used.",
                 data={"op": op, "pct": pct, "sectors": sectors},
             )
         )
+    return out
 
-    # Bank conflicts: shared-memory wavefronts against the ideal for the same accesses (ncu's
-    # own ideal where it gives one, else one wavefront per shared instruction, right for 32-bit
-    # accesses). The bank-conflict counter alone over-counts on sm_90: not used for the verdict.
+
+def bank_conflicts(k: KernelProfile) -> Finding | None:
+    """Shared-memory wavefronts against the ideal for the same accesses (ncu's own ideal where it
+    gives one, else one wavefront per shared instruction, right for 32-bit accesses). The
+    bank-conflict counter alone over-counts on sm_90: not used for the verdict."""
     waves = k.get("memory_l1_wavefronts_shared")
     ideal = k.get("memory_l1_wavefronts_shared_ideal")
     source = "memory_l1_wavefronts_shared against memory_l1_wavefronts_shared_ideal"
@@ -453,189 +458,212 @@ def findings(k: KernelProfile) -> list[Finding]:
             "smsp__sass_inst_executed_op_shared_st.sum",
         )
         source = "shared wavefronts (ld+st) against shared instructions"
-    if waves and ideal:
-        ratio = waves / ideal
-        excess = max(0.0, waves - ideal)
-        if ratio >= 1.5:
-            score = min(4.8, 1.5 + 1.0 * math.log2(ratio))
-            out.append(
-                Finding(
-                    "bank-conflicts",
-                    "banks",
-                    f"{ratio:.1f}x ideal wavefronts",
-                    "bank conflicts",
-                    "pad: [32][33]",
-                    "measured",
-                    score,
-                    kernel=name,
-                    detail=f"{source}: {waves:,.0f} wavefronts, {ideal:,.0f} ideal"
-                    f" ({excess / waves:.0%} excess).",
-                    data={"ratio": ratio, "wavefronts": waves, "ideal": ideal},
-                )
-            )
+    if not waves or not ideal or waves / ideal < 1.5:
+        return None
+    ratio = waves / ideal
+    excess = max(0.0, waves - ideal)
+    return Finding(
+        kind="bank-conflicts",
+        what="banks",
+        value=f"{ratio:.1f}x ideal wavefronts",
+        verdict="bank conflicts",
+        advice="pad: [32][33]",
+        tag="measured",
+        score=min(4.8, 1.5 + 1.0 * math.log2(ratio)),
+        kernel=k.name,
+        detail=f"{source}: {waves:,.0f} wavefronts, {ideal:,.0f} ideal"
+        f" ({excess / waves:.0%} excess).",
+        data={"ratio": ratio, "wavefronts": waves, "ideal": ideal},
+    )
 
-    # Spills and other local memory.
+
+def local_memory(k: KernelProfile) -> Finding | None:
+    """Spills and other local-memory traffic, as a share of the bytes through L1."""
     local = _sum(
         k,
         "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
         "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
     )
+    if not local:
+        return None
     glob_bytes = _sum(
         k,
         "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
         "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
     )
-    if local:
-        share = local / (local + (glob_bytes or 0.0))
-        score = 2.0 + 2.5 * min(1.0, share * 2.0)
-        regs = k.get("launch__registers_per_thread")
-        out.append(
-            Finding(
-                "local-memory",
-                "local",
-                f"{_bytes(local)} local ({share:.0%} of L1 bytes)",
-                "spills",
-                "fewer live values",
-                "measured",
-                score,
-                kernel=name,
-                detail="l1tex__t_bytes_pipe_lsu_mem_local_op_{ld,st}.sum against the global"
-                " bytes through L1" + (f"; {regs:.0f} registers a thread." if regs else "."),
-                data={"local_bytes": local, "global_bytes": glob_bytes, "share": share},
-            )
-        )
+    share = local / (local + (glob_bytes or 0.0))
+    regs = k.get("launch__registers_per_thread")
+    return Finding(
+        kind="local-memory",
+        what="local",
+        value=f"{_bytes(local)} local ({share:.0%} of L1 bytes)",
+        verdict="spills",
+        advice="fewer live values",
+        tag="measured",
+        score=2.0 + 2.5 * min(1.0, share * 2.0),
+        kernel=k.name,
+        detail="l1tex__t_bytes_pipe_lsu_mem_local_op_{ld,st}.sum against the global"
+        " bytes through L1" + (f"; {regs:.0f} registers a thread." if regs else "."),
+        data={"local_bytes": local, "global_bytes": glob_bytes, "share": share},
+    )
 
-    # Divergence: threads that ran each warp instruction.
+
+def divergence(k: KernelProfile) -> Finding | None:
+    """Threads that ran each warp instruction (32 when no lane is idle)."""
     threads = k.get("smsp__thread_inst_executed_per_inst_executed.ratio")
-    if threads is not None and threads < 28.0:
-        score = min(4.5, 8.0 * (32.0 - threads) / 32.0)
-        out.append(
-            Finding(
-                "divergence",
-                "diverge",
-                f"{threads:.1f} of 32 threads active",
-                "warps diverge",
-                "branch per warp",
-                "measured",
-                score,
-                kernel=name,
-                detail="smsp__thread_inst_executed_per_inst_executed.ratio: threads active"
-                " per executed warp instruction (32 when no lane is idle).",
-                data={"threads": threads},
-            )
-        )
+    if threads is None or threads >= 28.0:
+        return None
+    return Finding(
+        kind="divergence",
+        what="diverge",
+        value=f"{threads:.1f} of 32 threads active",
+        verdict="warps diverge",
+        advice="branch per warp",
+        tag="measured",
+        score=min(4.5, 8.0 * (32.0 - threads) / 32.0),
+        kernel=k.name,
+        detail="smsp__thread_inst_executed_per_inst_executed.ratio: threads active"
+        " per executed warp instruction (32 when no lane is idle).",
+        data={"threads": threads},
+    )
 
-    # The grid's waves.
+
+def waves(k: KernelProfile) -> Finding | None:
+    """A grid of less than one wave: SMs left idle."""
     w = k.get("launch__waves_per_multiprocessor")
+    if w is None or w >= 1.0:
+        return None
     grid = k.get("launch__grid_size")
     sms = k.get("device__attribute_multiprocessor_count")
-    if w is not None and w < 1.0:
-        score = 4.6 if w < 0.5 else 3.2
-        idle = f", {sms - grid:.0f} SMs idle" if sms and grid is not None and grid < sms else ""
-        idle = idle or (f", {grid:.0f} blocks" if grid is not None else "")
-        out.append(
-            Finding(
-                "waves",
-                "waves",
-                f"{w:.2f} waves{idle}",
-                "grid too small",
-                "more blocks",
-                "measured",
-                score,
-                kernel=name,
-                detail="launch__waves_per_multiprocessor: blocks / (SMs x blocks per SM).",
-                data={"waves": w, "grid": grid, "sms": sms},
-            )
-        )
+    idle = f", {sms - grid:.0f} SMs idle" if sms and grid is not None and grid < sms else ""
+    idle = idle or (f", {grid:.0f} blocks" if grid is not None else "")
+    return Finding(
+        kind="waves",
+        what="waves",
+        value=f"{w:.2f} waves{idle}",
+        verdict="grid too small",
+        advice="more blocks",
+        tag="measured",
+        score=4.6 if w < 0.5 else 3.2,
+        kernel=k.name,
+        detail="launch__waves_per_multiprocessor: blocks / (SMs x blocks per SM).",
+        data={"waves": w, "grid": grid, "sms": sms},
+    )
 
-    # Occupancy: achieved against theoretical, and what limits the theoretical. Not a goal in
-    # itself: warps are one factor of the bytes in flight (Little's law), the bytes each warp
-    # has outstanding the other. With warps enough, DRAM short of its roof and warps waiting on
-    # loads, the line says so, unmarked: it is advice, not the suspect for a kernel's figure.
+
+def occupancy(k: KernelProfile) -> Finding | None:
+    """Achieved against theoretical occupancy, and what limits the theoretical. Not a goal in
+    itself: warps are one factor of the bytes in flight (Little's law), the bytes each warp has
+    outstanding the other. With warps enough, DRAM short of its roof and warps waiting on
+    loads, the line says so, unmarked: it is advice, not the suspect for a kernel's figure."""
     achieved = k.get("sm__warps_active.avg.pct_of_peak_sustained_active")
     theory = k.get("sm__maximum_warps_per_active_cycle_pct")
-    if achieved is not None and theory is not None:
-        limiter, blocks = _limiter(k)
-        low = theory < 60.0 and not at_roof and (w is None or w >= 1.0)
-        score = 3.0 + (60.0 - theory) / 40.0 if low else 0.0
-        if not low and w is not None and w >= 1.0 and achieved < 0.6 * theory and not at_roof:
-            score = 1.0
-        why = f"{limiter}: {blocks:.0f} blocks/SM" if limiter and theory < 100 else ""
-        top_stall = stalls(k)[:1]
-        starved = (
-            not low
-            and dram is not None
-            and not at_roof
-            and (w is None or w >= 1.0)
-            and achieved >= 0.6 * theory
-            and bool(top_stall)
-            and top_stall[0][0] == "long_scoreboard"
-        )
-        verdict, advice = "not a goal in itself", ""
-        if low:
-            verdict, advice = why or "too few warps", ADVICE.get(limiter, "")
-        elif starved:
-            verdict, advice = "few bytes in flight", "more loads/thread"
-        out.append(
-            Finding(
-                "occupancy",
-                "occupancy",
-                f"{achieved:.0f}% of {theory:.0f}% max",
-                verdict,
-                advice,
-                "measured",
-                score,
-                kernel=name,
-                detail="sm__warps_active (achieved) and sm__maximum_warps_per_active_cycle_pct"
-                " (theoretical); the limiter is the launch__occupancy_limit_* that binds."
-                + (
-                    " DRAM is short of its roof while warps wait on loads: the SM has too few"
-                    " bytes in flight (bandwidth x latency, Little's law) and more warps cannot"
-                    " be added; more independent loads a thread (several elements, float4) can."
-                    if starved
-                    else ""
-                ),
-                data={"achieved": achieved, "theoretical": theory, "limiter": limiter},
-            )
-        )
+    if achieved is None or theory is None:
+        return None
+    w = k.get("launch__waves_per_multiprocessor")
+    at_roof = _at_roof(k)
+    limiter, blocks = _limiter(k)
+    low = theory < 60.0 and not at_roof and (w is None or w >= 1.0)
+    score = 3.0 + (60.0 - theory) / 40.0 if low else 0.0
+    if not low and w is not None and w >= 1.0 and achieved < 0.6 * theory and not at_roof:
+        score = 1.0
+    why = f"{limiter}: {blocks:.0f} blocks/SM" if limiter and theory < 100 else ""
+    top_stall = stalls(k)[:1]
+    starved = (
+        not low
+        and _dram(k) is not None
+        and not at_roof
+        and (w is None or w >= 1.0)
+        and achieved >= 0.6 * theory
+        and bool(top_stall)
+        and top_stall[0][0] == "long_scoreboard"
+    )
+    verdict, advice = "not a goal in itself", ""
+    if low:
+        verdict, advice = why or "too few warps", ADVICE.get(limiter, "")
+    elif starved:
+        verdict, advice = "few bytes in flight", "more loads/thread"
+    return Finding(
+        kind="occupancy",
+        what="occupancy",
+        value=f"{achieved:.0f}% of {theory:.0f}% max",
+        verdict=verdict,
+        advice=advice,
+        tag="measured",
+        score=score,
+        kernel=k.name,
+        detail="sm__warps_active (achieved) and sm__maximum_warps_per_active_cycle_pct"
+        " (theoretical); the limiter is the launch__occupancy_limit_* that binds."
+        + (
+            " DRAM is short of its roof while warps wait on loads: the SM has too few"
+            " bytes in flight (bandwidth x latency, Little's law) and more warps cannot"
+            " be added; more independent loads a thread (several elements, float4) can."
+            if starved
+            else ""
+        ),
+        data={"achieved": achieved, "theoretical": theory, "limiter": limiter},
+    )
 
-    top = stalls(k)[:2]
-    if top:
-        total = sum(v for _, v in stalls(k)) or 1.0
-        parts = [f"{r} {v / total:.0%}" for r, v in top]
-        meaning, advice = STALLS.get(top[0][0], (top[0][0].replace("_", " "), ""))
-        out.append(
-            Finding(
-                "stalls",
-                "stalls",
-                ", ".join(parts),
-                meaning,
-                advice,
-                "measured",
-                0.5,
-                kernel=name,
-                detail="smsp__average_warps_issue_stalled_<reason>_per_issue_active: cycles a"
-                " warp spends in each state per issued instruction, as a share of all.",
-                data={"top": top},
-            )
-        )
 
-    for r in pick_rules(k.rules):
-        out.append(
-            Finding(
-                "ncu-rule",
-                "ncu",
-                r.name,
-                _first_sentence(r.message),
-                "",
-                "measured",
-                0.0,
-                kernel=name,
-                detail=r.message,
-                data={"type": r.kind, "speedup": r.speedup},
-            )
+def stall_reasons(k: KernelProfile) -> Finding | None:
+    """The two reasons warps waited most, as shares of all stalled cycles."""
+    every = stalls(k)
+    top = every[:2]
+    if not top:
+        return None
+    total = sum(v for _, v in every) or 1.0
+    meaning, advice = STALLS.get(top[0][0], (top[0][0].replace("_", " "), ""))
+    return Finding(
+        kind="stalls",
+        what="stalls",
+        value=", ".join(f"{r} {v / total:.0%}" for r, v in top),
+        verdict=meaning,
+        advice=advice,
+        tag="measured",
+        score=0.5,
+        kernel=k.name,
+        detail="smsp__average_warps_issue_stalled_<reason>_per_issue_active: cycles a"
+        " warp spends in each state per issued instruction, as a share of all.",
+        data={"top": top},
+    )
+
+
+def rule_messages(k: KernelProfile) -> list[Finding]:
+    """Up to three of ncu's own rule messages (advice first)."""
+    return [
+        Finding(
+            kind="ncu-rule",
+            what="ncu",
+            value=r.name,
+            verdict=_first_sentence(r.message),
+            tag="measured",
+            kernel=k.name,
+            detail=r.message,
+            data={"type": r.kind, "speedup": r.speedup},
         )
-    return out
+        for r in pick_rules(k.rules)
+    ]
+
+
+MeasuredRule = Callable[[KernelProfile], "Finding | list[Finding] | None"]
+# Tier 1's rules, in the order the card lists findings of equal weight; a rule that measures
+# what a static rule guesses also names it in REPLACES below.
+RULES: list[MeasuredRule] = [
+    dram,
+    coalescing,
+    bank_conflicts,
+    local_memory,
+    divergence,
+    waves,
+    occupancy,
+    stall_reasons,
+    rule_messages,
+]
+
+
+def findings(k: KernelProfile) -> list[Finding]:
+    """What the pass measured about one kernel, as findings tagged measured (see findings.py)."""
+    return gather(RULES, k)
 
 
 def _wasted(k: KernelProfile) -> bool:

@@ -1,42 +1,31 @@
 """The learner's graded figure as a point on this GPU's roofline.
 
-Arithmetic intensity (FLOP per byte of DRAM traffic) is declared per exercise: the bytes are the
-ones its check counts for the figure (`work` in check.py's TimingSpec, whose note says "4 bytes
-read + 4 written per element"), the FLOPs are the arithmetic the statement asks for. A check.py
-may declare its own as `INTENSITY = (flops, bytes, "what is counted")` per element (read with
-`ast`, never imported); the table below covers the kernel track. The roof is this GPU's
-calibrated ceilings (gpulab.core.peaks): the device-to-device copy in GB/s and cuBLAS's fp32
-matmul in TFLOP/s (or the dtype the exercise names); the ridge is where they meet.
+Arithmetic intensity (FLOP per byte of memory traffic) is a fact of the exercise, declared in its
+exercise.md (gpulab.exercises.intensity): the bytes are the ones its check counts for the
+figure, the FLOPs the arithmetic the statement asks for. The roof is this GPU's calibrated
+ceilings (gpulab.core.peaks): the bandwidth the exercise is graded against in GB/s (the
+device-to-device copy, or the host-to-device copy for a transfer) and cuBLAS's matmul in TFLOP/s
+(in the dtype the exercise names, else fp32); the ridge is where they meet.
 """
 
 from __future__ import annotations
 
-import ast
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-# exercise id -> (FLOPs, bytes, what is counted), per element of the output unless it says.
-INTENSITY: dict[str, tuple[float, float, str]] = {
-    "first-kernel": (2, 12, "saxpy: a multiply and an add; 8 bytes read + 4 written"),
-    "map-add-ten": (1, 8, "one add; 4 bytes read + 4 written"),
-    "zip-add": (1, 12, "one add; 8 bytes read + 4 written"),
-    "guards": (1, 8, "a compare-and-scale; 4 bytes read + 4 written"),
-    "map-2d": (1, 8, "one add; 4 bytes read + 4 written"),
-    "broadcast-outer": (1, 4, "one add; 4 bytes written (the inputs are tiny)"),
-    "grid-stride": (2, 12, "a multiply and an add; 8 bytes read + 4 written"),
-    "stencil-shared": (6, 8, "6 adds (a 7-wide window); 4 bytes read + 4 written"),
-    "dot-reduction": (2, 8, "a multiply and an add; 8 bytes read"),
-    "histogram": (1, 4, "one integer add (counted as an operation); 4 bytes read"),
-    "scan": (1, 8, "one add; 4 bytes read + 4 written"),
-    "transpose-tiled": (0, 8, "no arithmetic; 4 bytes read + 4 written"),
-    "matmul-tiled": (2 * 4096**3, 3 * 4 * 4096**2, "2 n^3 FLOPs, n = 4096; a, b and out once"),
-    "softmax-rows": (5, 8, "max, subtract, exp, sum, divide; 4 bytes read + 4 written"),
-    "conv1d": (14, 8, "7 multiply-adds (K = 7); 4 bytes read + 4 written"),
-    "elementwise-fused": (3, 12, "multiply, add, max; 8 bytes read + 4 written"),
-    "reduction-kernel": (2, 4, "a multiply and an add; 4 bytes read"),
-}
+from gpulab.exercises.exercise_format import SPEED_METRICS
+from gpulab.exercises.intensity import Intensity
+
+
+@dataclass(frozen=True)
+class Roof:
+    """This GPU's two roofs: the bandwidth a figure is graded against and the matmul ceiling."""
+
+    bandwidth_gbs: float
+    compute_tflops: float
+    bandwidth_name: str = "copy"  # copy, h2d or d2h
+    compute_name: str = "matmul:fp32"
 
 
 @dataclass
@@ -49,9 +38,10 @@ class Point:
     flops: float
     bytes: float
     counted: str
-    bandwidth_gbs: float  # the copy ceiling
+    bandwidth_gbs: float  # the bandwidth ceiling
     compute_tflops: float  # the matmul ceiling
     compute_name: str  # matmul:fp32
+    bandwidth_name: str = "copy"  # or h2d, d2h: the bandwidth the figure is graded against
 
     @property
     def intensity(self) -> float:
@@ -109,57 +99,32 @@ class Point:
             "bandwidth_gbs": self.bandwidth_gbs,
             "compute_tflops": self.compute_tflops,
             "compute_ceiling": self.compute_name,
+            "bandwidth_ceiling": self.bandwidth_name,
         }
-
-
-def declared(exercise_id: str, check_path: Path | None = None) -> tuple[float, float, str] | None:
-    """(FLOPs, bytes, what) for an exercise: its check.py's INTENSITY, else the table."""
-    if check_path is not None and check_path.is_file():
-        try:
-            tree = ast.parse(check_path.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError):
-            tree = None
-        for node in tree.body if tree else ():
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id == "INTENSITY"
-            ):
-                try:
-                    value = ast.literal_eval(node.value)
-                    return float(value[0]), float(value[1]), str(value[2])
-                except (ValueError, TypeError, IndexError, SyntaxError):
-                    break
-    return INTENSITY.get(exercise_id)
 
 
 def point(
     exercise_id: str,
     metric: str,
     figure: float,
-    bandwidth_gbs: float,
-    compute_tflops: float,
-    *,
-    compute_name: str = "matmul:fp32",
-    check_path: Path | None = None,
+    roof: Roof,
+    intensity: Intensity | None,
 ) -> Point | None:
-    """The roofline Point of an exercise's figure, or None when the exercise declares no work and
-    bytes."""
-    found = declared(exercise_id, check_path)
-    if found is None or metric not in ("GB/s", "TFLOP/s"):
+    """The roofline Point of an exercise's figure, or None when the exercise declares no
+    intensity or is not graded by speed."""
+    if intensity is None or metric not in SPEED_METRICS:
         return None
-    flops, nbytes, counted = found
     return Point(
-        exercise_id,
-        metric,
-        figure,
-        flops,
-        nbytes,
-        counted,
-        bandwidth_gbs,
-        compute_tflops,
-        compute_name,
+        exercise=exercise_id,
+        metric=metric,
+        figure=figure,
+        flops=intensity.flops,
+        bytes=intensity.bytes,
+        counted=intensity.counted,
+        bandwidth_gbs=roof.bandwidth_gbs,
+        compute_tflops=roof.compute_tflops,
+        compute_name=roof.compute_name,
+        bandwidth_name=roof.bandwidth_name,
     )
 
 

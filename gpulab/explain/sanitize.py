@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpulab.core import nvtools
 from gpulab.explain import tools
 
 PREFIX = re.compile(r"^=========\s?")
@@ -287,10 +288,10 @@ def sanitize(
     timeout: float = 180.0,
 ) -> Sanitized:
     """memcheck, then racecheck, around `target` (tools.target_argv with a small fill).
-    RuntimeError (one line) when compute-sanitizer is missing; tools.Cancelled on cancel."""
-    path = exe or tools.find("compute-sanitizer")
+    RuntimeError (one line) when compute-sanitizer is missing; gpulab.core.errors.Cancelled on cancel."""
+    path = exe or nvtools.find("compute-sanitizer")
     if path is None:
-        raise RuntimeError("compute-sanitizer not found: " + tools.FIX["compute-sanitizer"])
+        raise RuntimeError("compute-sanitizer not found: " + nvtools.FIX["compute-sanitizer"])
     out = Sanitized()
     say = on_progress or (lambda _s: None)
     env = tools.python_env()

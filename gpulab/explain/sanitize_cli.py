@@ -2,7 +2,8 @@
 
 memcheck, then racecheck, on a small case with the memory pools off (see sanitize.py), and the
 first error in one line: kernel, thread, block, address and the line of the learner's file.
-exercises/cli.py hands `check --sanitize` here instead of grading.
+gpulab.ex.cli hands `check --sanitize` here instead of grading (the option is registered by
+gpulab.explain.cli.register).
 """
 
 from __future__ import annotations

@@ -327,9 +327,9 @@ def scan(text: str, *, sms: int = 132, filename: str = "your file") -> Scan:
             out.notes.append(f"line {call.lineno}: a kernel factory without its code")
             return None
         env.local = local
-        node = arg
-        while isinstance(node, ast.Name) and env.lookup(node.id) is not None:
-            node = env.lookup(node.id)  # type: ignore[assignment]
+        node: ast.AST = arg
+        while isinstance(node, ast.Name) and (bound := env.lookup(node.id)) is not None:
+            node = bound
         try:
             code = env.value(arg, strings=True)
         except (Unknown, TypeError, ValueError, IndexError, KeyError) as exc:
@@ -341,8 +341,9 @@ def scan(text: str, *, sms: int = 132, filename: str = "your file") -> Scan:
             return None
         if not isinstance(code, str):
             return None
-        exact = isinstance(node, ast.Constant) and isinstance(node.value, str)
-        return code, (node.lineno if exact else None)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return code, node.lineno  # the literal itself: its line is the code's
+        return code, None
 
     def options_of(call: ast.Call) -> tuple[str, ...]:
         for kw in call.keywords:

@@ -38,11 +38,11 @@ def with_lineinfo(cp: Any) -> None:
         opts = tuple(options or ())
         return opts if LINEINFO in opts else (*opts, LINEINFO)
 
-    class RawKernel(base_kernel):  # type: ignore[misc,valid-type]
+    class RawKernel(base_kernel):  # type: ignore[misc,valid-type]  # CuPy's, at run time
         def __init__(self, code: str, name: str, options: Any = (), *args: Any, **kw: Any):
             super().__init__(code, name, _opts(options), *args, **kw)
 
-    class RawModule(base_module):  # type: ignore[misc,valid-type]
+    class RawModule(base_module):  # type: ignore[misc,valid-type]  # CuPy's, at run time
         def __init__(self, *args: Any, **kw: Any):  # CuPy's RawModule takes keywords only
             if kw.get("code") is not None:
                 kw["options"] = _opts(kw.get("options"))

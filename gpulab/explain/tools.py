@@ -14,15 +14,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulab.core.nvtools import FIX, find  # noqa: F401 - where the tools are found, for callers here
-
-
-class Cancelled(Exception):
-    """The person cancelled the run."""
+from gpulab.core.errors import Cancelled
 
 
 @dataclass
@@ -58,8 +54,8 @@ def run(
     )
     chunks: dict[str, list[str]] = {"out": [], "err": []}
 
-    def pump(stream: object, key: str) -> None:
-        for line in stream:  # type: ignore[attr-defined]
+    def pump(stream: Iterable[str], key: str) -> None:
+        for line in stream:
             chunks[key].append(line)
             if on_line is not None:
                 with contextlib.suppress(Exception):  # a progress callback never breaks a run
@@ -80,7 +76,7 @@ def run(
                 _end(proc)
                 raise TimeoutError(f"{Path(argv[0]).name} ran past {timeout:.0f} s")
             time.sleep(0.1)
-    except BaseException:  # deferred: loaded when used
+    except BaseException:  # re-raised: Ctrl-C or a cancel must not leave the tool running
         if proc.poll() is None:  # Ctrl-C in the caller: the tool must not outlive it
             _end(proc)
         raise

@@ -518,7 +518,8 @@ def _dims(v: Any) -> tuple[int, int, int]:
     t = tuple(int(x) for x in (v if isinstance(v, tuple | list) else (v,)))
     if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
         raise EmulatorError(f"grid and block must be 1 to 3 positive sizes, got {v!r}")
-    return (t + (1, 1))[:3]  # type: ignore[return-value]
+    x, y, z = (*t, 1, 1)[:3]
+    return (x, y, z)
 
 
 class RawKernel:

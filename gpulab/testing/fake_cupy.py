@@ -343,7 +343,8 @@ _CTYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "lo
 
 def _params(spec: str) -> list[tuple[str, str]]:
     """'float32 x, T y' -> [('float32', 'x'), ('T', 'y')]."""
-    return [tuple(p.split()) for p in (q.strip() for q in spec.split(",")) if p]  # type: ignore[misc]
+    pairs = [p.split() for p in (q.strip() for q in spec.split(",")) if p]
+    return [(kind, name) for kind, name in pairs]
 
 
 def _bind(params: list[tuple[str, str]], args: list[Any]) -> dict[str, str]:

@@ -1,1 +1,1 @@
-"""The four panes of the main screen; each module is owned by the engineer of that pane."""
+"""The panes of the main screen (listed in `gpulab.app.pane_table`), a pane's pieces beside it."""

@@ -9,9 +9,14 @@ editor's text is on disk before the job starts). The verdict shows beside the co
 when the pane is narrow) and the attempt goes into the progress store.
 
 Under the verdict of a graded kernel check, and on f4 (Explain), a compact card says why the
-kernel runs at its speed (gpulab.explain.card, computed in a thread: it reads the file, compiles
-with NVRTC and imports no GPU library). f4 on a card already shown runs one Nsight Compute pass
-(a subprocess, from a thread) with its progress in the card; escape cancels it.
+kernel runs at its speed (gpulab.explain.card, computed in a thread worker: it reads the file,
+compiles with NVRTC and imports no GPU library; the card comes back as a Message). f4 on a card
+already shown runs one Nsight Compute pass (a subprocess, from a thread worker) with its
+progress in the card; escape cancels the worker, and with it the pass.
+
+The lab's state (the store, the worker's inventory, the runner, the chosen device, what a job
+waits for) arrives as attributes the main screen sets; what the pane has to say goes up as
+Messages (`gpulab.app.messages`).
 """
 
 from __future__ import annotations
@@ -20,22 +25,26 @@ import time
 from typing import Any
 
 from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.events import Resize
 from textual.message import Message
+from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import DataTable, Markdown, Static
+from textual.worker import get_current_worker
 
-from gpulab.app.gauge import JobFinished, JobStarted, tell_gauge
+from gpulab.app import messages
 from gpulab.app.store_access import open_store
 from gpulab.app.widgets.code_editor import ExerciseEditor, python_language
 from gpulab.app.widgets.explain_card import ExplainCard
 from gpulab.app.widgets.verdict import VerdictView
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
+from gpulab.core.errors import Cancelled
 from gpulab.exercises.loader import Catalog, Exercise, load_catalog
 from gpulab.exercises.progress import NOT_STARTED, PASSING, ExerciseProgress, Progress
 from gpulab.exercises.workspace import Workspace, WorkspaceError
@@ -64,26 +73,6 @@ def track_line(catalog: Catalog, progress: dict[str, ExerciseProgress], inventor
 class ExercisesPane(Widget):
     """The exercise track as a table, and one open exercise: statement, editor, hints, verdict."""
 
-    DEFAULT_CSS = """
-    ExercisesPane { layout: vertical; }
-    ExercisesPane #ex-list-view, ExercisesPane #ex-detail { height: 1fr; }
-    ExercisesPane #ex-detail { display: none; }
-    ExercisesPane.-open #ex-detail { display: block; }
-    ExercisesPane.-open #ex-list-view { display: none; }
-    ExercisesPane #ex-track { height: auto; color: $text-muted; }
-    ExercisesPane #ex-head { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
-    ExercisesPane #ex-table { height: 1fr; }
-    ExercisesPane #ex-body { layout: horizontal; height: 1fr; }
-    ExercisesPane #ex-side { width: 2fr; padding: 0 0 0 1; }
-    ExercisesPane #ex-editor { width: 3fr; }
-    ExercisesPane.-narrow #ex-body { layout: vertical; }
-    ExercisesPane.-narrow #ex-side { width: 1fr; height: 4fr; padding: 0; }
-    ExercisesPane.-narrow #ex-editor { width: 1fr; height: 5fr; }
-    ExercisesPane.-side-max #ex-editor { display: none; }
-    ExercisesPane.-side-max #ex-side { height: 1fr; width: 1fr; }
-    ExercisesPane #ex-hints { height: auto; color: $warning; }
-    ExercisesPane #ex-statement { height: auto; margin: 0; }
-    """
     BINDINGS = [
         Binding("ctrl+r,f5", "check", "Check", id="exercises.check"),
         Binding("ctrl+g", "hint", "Hint", id="exercises.hint"),
@@ -95,19 +84,41 @@ class ExercisesPane(Widget):
         Binding("escape", "back", "Back", id="exercises.back"),
     ]
 
-    class ProgressChanged(Message):
-        """An attempt or a hint changed an exercise's progress (the lesson tree redraws)."""
+    store: var[Any] = var(None)
+    """The progress store (the app's; a bare app's pane opens its own)."""
+    inventory: var[dict[str, Any] | None] = var(None)
+    """What the worker can run here (its handshake's inventory)."""
+    runner: var[Any] = var(None)
+    """The runner client a check is submitted to."""
+    device: var[int | None] = var(None)
+    """The CUDA device a person chose; None: the worker's default."""
+    waiting_for: var[str] = var("")
+    """What a check submitted now waits for (the calibration, a preparation)."""
 
-        def __init__(self, exercise_id: str) -> None:
-            super().__init__()
+    class CardReady(Message):
+        """The card's lines for exercise `exercise_id` (built from `text`, with explanation
+        `explanation`), from the explain thread."""
+
+        def __init__(self, exercise_id: str, text: str, explanation: Any, lines: list[str]):
             self.exercise_id = exercise_id
-
-    class Opened(Message):
-        """An exercise was opened: the worker can compile what its check needs meanwhile."""
-
-        def __init__(self, exercise_id: str) -> None:
+            self.text = text
+            self.explanation = explanation
+            self.lines = lines
             super().__init__()
-            self.exercise_id = exercise_id
+
+    class ProfileProgress(Message):
+        """A line of Nsight Compute's progress, from the profile thread."""
+
+        def __init__(self, line: str) -> None:
+            self.line = line
+            super().__init__()
+
+    class ProfileDone(Message):
+        """The card after the Nsight Compute pass (or its end: cancelled, not possible)."""
+
+        def __init__(self, lines: list[str]) -> None:
+            self.lines = lines
+            super().__init__()
 
     def __init__(
         self,
@@ -120,8 +131,9 @@ class ExercisesPane(Widget):
         super().__init__(**kwargs)
         self._catalog = catalog
         self.workspace = workspace or Workspace()
-        self._store = store
-        self.inventory: Any = None
+        if store is not None:
+            self.set_reactive(ExercisesPane.store, store)
+        self.machine: Inventory | None = None  # `inventory`, read
         self.current: Exercise | None = None
         self.checking = False
         self.checker: Any = None
@@ -132,7 +144,6 @@ class ExercisesPane(Widget):
         self.explained: tuple[str, str] | None = None  # (exercise, file text) the card is about
         self.explanation: Any = None  # the card's gpulab.explain Explanation
         self.profiling = False
-        self._cancel_profile = False
 
     # ---- building -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -161,17 +172,6 @@ class ExercisesPane(Widget):
         return self._catalog
 
     @property
-    def store(self) -> Any:
-        """The progress store: the lessons pane's connection when there is one, else our own."""
-        if self._store is None:
-            lessons = list(self.screen.query("#lessons"))
-            if lessons and hasattr(lessons[0], "store"):
-                self._store = lessons[0].store  # one connection, one fallback and notice path
-            else:
-                self._store = open_store(self.app)
-        return self._store
-
-    @property
     def editor(self) -> ExerciseEditor:
         """The editor on the open exercise's file."""
         return self.query_one("#ex-editor", ExerciseEditor)
@@ -191,14 +191,12 @@ class ExercisesPane(Widget):
         return self.editor if self.current is not None else self.query_one("#ex-table")
 
     def on_mount(self) -> None:
-        """Fill the table, with the handshake's inventory when the worker has already spoken."""
+        """Fill the table (with what runs here, when the worker has already said)."""
+        if self.store is None:  # a pane on its own (a test's app): a connection of its own
+            self.store = open_store(self.app)
         table = self.query_one("#ex-table", DataTable)
         table.add_columns("#", "Exercise", "State", "Best")
-        handshake = getattr(self.app, "handshake", None) or {}
-        if handshake.get("inventory"):
-            self.set_inventory(handshake["inventory"])
-        else:
-            self.refresh_list()
+        self.refresh_list()
 
     def on_resize(self, event: Resize) -> None:
         """Stack the side (statement, hints, verdict) and the editor when the pane is narrow."""
@@ -206,8 +204,12 @@ class ExercisesPane(Widget):
 
     def set_inventory(self, inventory: dict[str, Any]) -> None:
         """Take the worker's inventory (which backends run here) and redraw the list."""
-        self.inventory = Inventory.from_dict(inventory)
-        self.refresh_list()
+        self.inventory = inventory
+
+    def watch_inventory(self, inventory: dict[str, Any] | None) -> None:
+        self.machine = Inventory.from_dict(inventory) if inventory else None
+        if self.is_mounted:
+            self.refresh_list()
 
     # ---- the list -------------------------------------------------------------------------
     def progress(self) -> dict[str, ExerciseProgress]:
@@ -222,7 +224,7 @@ class ExercisesPane(Widget):
         progress = self.progress()
         for ex in self.catalog:
             p = progress.get(ex.id, ExerciseProgress(ex.id))
-            why = ex.unavailable(self.inventory) if self.inventory is not None else ""
+            why = ex.unavailable(self.machine) if self.machine is not None else ""
             if why:  # the whole reason shows when it is opened; here, what is missing
                 why = "needs CuPy" if "cupy" in ex.needs else "needs a GPU"
             state = Text(why or p.state, style="dim" if why else STATE_STYLE.get(p.state, ""))
@@ -232,7 +234,7 @@ class ExercisesPane(Widget):
         if self.catalog.exercises:
             table.move_cursor(row=min(max(keep, 0), len(self.catalog) - 1))
         self.query_one("#ex-track", Static).update(
-            Text(track_line(self.catalog, progress, self.inventory) + " · enter opens one")
+            Text(track_line(self.catalog, progress, self.machine) + " · enter opens one")
         )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -269,8 +271,8 @@ class ExercisesPane(Widget):
             "editor: a change made outside shows up here)."
         )
         self.call_after_refresh(self.editor.focus)
-        if not (self.inventory is not None and ex.unavailable(self.inventory)):
-            self.post_message(self.Opened(ex.id))
+        if not (self.machine is not None and ex.unavailable(self.machine)):
+            self.post_message(messages.ExerciseOpened(ex.id))
         return True
 
     def _show_head(self) -> None:
@@ -279,18 +281,19 @@ class ExercisesPane(Widget):
             return
         p = Progress(self.store).get(ex.id)
         best = f" · best {p.best_grade}" if p.best_grade else ""
-        why = ex.unavailable(self.inventory) if self.inventory is not None else ""
+        why = ex.unavailable(self.machine) if self.machine is not None else ""
         line = Text(f"{ex.order}. {ex.title}", style="bold")
         line.append(f" · {why or p.state}{best} · {ex.file_name}", style="dim")
         self.query_one("#ex-head", Static).update(line)
 
     def _show_hints(self) -> None:
         ex = self.current
-        shown = Progress(self.store).get(ex.id).hints_revealed if ex else 0
         text = Text()
-        for i, hint in enumerate(ex.hints[:shown] if ex else ()):
-            text.append(f"Hint {i + 1}/{len(ex.hints)}: ", style="bold")  # type: ignore[union-attr]
-            text.append(f"{hint}\n")
+        if ex is not None:
+            shown = Progress(self.store).get(ex.id).hints_revealed
+            for i, hint in enumerate(ex.hints[:shown]):
+                text.append(f"Hint {i + 1}/{len(ex.hints)}: ", style="bold")
+                text.append(f"{hint}\n")
         self.query_one("#ex-hints", Static).update(text)
 
     def close_exercise(self) -> None:
@@ -315,7 +318,7 @@ class ExercisesPane(Widget):
         if self.checking:
             self.app.notify("A check is running: escape cancels it.", severity="warning")
             return
-        runner = getattr(self.app, "runner", None)
+        runner = self.runner
         if runner is None:
             self.app.notify(
                 "The worker is not ready yet; try again in a moment.", severity="warning"
@@ -325,8 +328,7 @@ class ExercisesPane(Widget):
             return  # not saved: checking the old file would grade the wrong code
         self.pressed_at = time.perf_counter()
         self.checking = True
-        link = getattr(self.app, "worker_link", None)
-        ahead = link.waiting_for() if link is not None else ""
+        ahead = self.waiting_for
         self.verdict.show_progress(
             0.0, f"waiting for {ahead}…" if ahead else "submitting to the worker…"
         )
@@ -345,9 +347,9 @@ class ExercisesPane(Widget):
                 self.verdict.show_progress(fraction, str(event.get("message", "")))
 
         self.checker = Checker(client=runner, on_event=on_event, quick=self.quick)
-        self.checker.device = getattr(self.app, "device", None)
+        self.checker.device = self.device
         path = self.workspace.path(ex)
-        tell_gauge(self.app, JobStarted())
+        self.post_message(messages.JobStarted())
         try:
             result, self.last_job_s = await self.checker.check(ex, path, new_seed())
         except Exception as exc:  # noqa: BLE001 - a dead runner is a verdict, not a crash
@@ -355,11 +357,7 @@ class ExercisesPane(Widget):
                                  str(path), kind="internal")  # fmt: skip
         finally:
             self.checking = False
-            tell_gauge(self.app, JobFinished())
-        final = self.checker.last_final
-        check_worker = getattr(self.app, "check_worker", None)
-        if check_worker is not None:
-            check_worker(final)
+        self.post_message(messages.JobEnded(self.checker.last_final))
         try:
             record(self.store, result)
         except Exception as exc:  # noqa: BLE001 - the verdict still shows
@@ -370,15 +368,10 @@ class ExercisesPane(Widget):
             self.explained, self.explanation = None, None
             self._show_head()
             self.call_after_refresh(self._verdict_painted)
-            if result.passed and result.timing and ex.metric in ("GB/s", "TFLOP/s"):
-                self.run_worker(
-                    lambda: self._explain_thread(ex, path, result),
-                    thread=True,
-                    group="ex-explain",
-                    exit_on_error=False,
-                )
+            if result.passed and result.timing and ex.graded_by_speed:
+                self._explain(ex, path, result, self._card_width())
         self.refresh_list()
-        self.post_message(self.ProgressChanged(ex.id))
+        self.post_message(messages.ProgressChanged(ex.id))
 
     def _verdict_painted(self) -> None:
         self.last_latency = time.perf_counter() - self.pressed_at
@@ -387,8 +380,9 @@ class ExercisesPane(Widget):
     def _card_width(self) -> int:
         return max(40, self.query_one("#ex-side", VerticalScroll).content_size.width - 1)
 
-    def _explain_thread(self, ex: Exercise, path: Any, result: Any = None) -> None:
-        """Tier 0 in a worker thread; the card is drawn back on the event loop."""
+    @work(thread=True, group="ex-explain", exit_on_error=False)
+    def _explain(self, ex: Exercise, path: Any, result: Any = None, width: int = 80) -> None:
+        """Tier 0 in a thread worker; the card comes back as a CardReady message."""
         from gpulab.explain import card  # deferred: NVRTC and the explain package load on use
 
         text = path.read_text(encoding="utf-8") if path.is_file() else ""
@@ -396,7 +390,7 @@ class ExercisesPane(Widget):
             e = card.for_check(ex, path, result) if result is not None else card.for_file(ex, path)
         except Exception as exc:  # noqa: BLE001 - a card that cannot be made says why, in one line
             lines = ["Why this speed:", f"  could not explain it: {type(exc).__name__}: {exc}"]
-            self.app.call_from_thread(self._show_card, ex, text, None, lines)
+            self.post_message(self.CardReady(ex.id, text, None, lines))
             return
         if e is None:
             lines = (
@@ -405,14 +399,16 @@ class ExercisesPane(Widget):
                 else []
             )
         else:
-            lines = card.card_lines(e, self._card_width())
-        self.app.call_from_thread(self._show_card, ex, text, e, lines)
+            lines = card.card_lines(e, width)
+        self.post_message(self.CardReady(ex.id, text, e, lines))
 
-    def _show_card(self, ex: Exercise, text: str, e: Any, lines: list[str]) -> None:
-        if self.current is not ex:
-            return
-        self.explained, self.explanation = (ex.id, text), e
-        self.card.show_lines(lines)
+    @on(CardReady)
+    def _card_ready(self, message: CardReady) -> None:
+        ex = self.current
+        if ex is None or ex.id != message.exercise_id:
+            return  # another exercise is open by now
+        self.explained, self.explanation = (ex.id, message.text), message.explanation
+        self.card.show_lines(message.lines)
 
     def action_explain(self) -> None:
         """f4: the static card; f4 again on the same code: one Nsight Compute pass."""
@@ -427,59 +423,54 @@ class ExercisesPane(Widget):
         text = path.read_text(encoding="utf-8") if path.is_file() else ""
         if self.explanation is not None and self.explained == (ex.id, text):
             if not self.explanation.tier:
-                self._start_profile(ex, path)
+                self.profiling = True
+                self.card.show_progress("starting Nsight Compute…")
+                self._profile(ex, path, self.explanation, self._card_width())
             return
         self.card.show_lines(["Why this speed:", "  reading your kernel…"])
-        self.run_worker(
-            lambda: self._explain_thread(ex, path),
-            thread=True,
-            group="ex-explain",
-            exit_on_error=False,
-        )
+        self._explain(ex, path, None, self._card_width())
 
-    def _start_profile(self, ex: Exercise, path: Any) -> None:
-        self.profiling, self._cancel_profile = True, False
-        self.card.show_progress("starting Nsight Compute…")
-        e = self.explanation
-        self.run_worker(
-            lambda: self._profile_thread(ex, path, e),
-            thread=True,
-            group="ex-profile",
-            exit_on_error=False,
-        )
+    @work(thread=True, group="ex-profile", exit_on_error=False)
+    def _profile(self, ex: Exercise, path: Any, e: Any, width: int) -> None:
+        """Tier 1 in a thread worker (ncu runs a fresh process, never this one's GPU work);
+        escape cancels the worker, which the pass reads as its cancel."""
+        from gpulab.explain import card  # deferred: loaded on use
+        from gpulab.explain.explainer import tier1  # deferred: loaded on use
 
-    def _profile_thread(self, ex: Exercise, path: Any, e: Any) -> None:
-        """Tier 1 in a worker thread: ncu runs a fresh process (never this one's GPU work)."""
-        from gpulab.explain import card, tools  # deferred: loaded on use
-        from gpulab.explain.cli import tier1  # deferred: loaded on use
-
-        def progress(message: str) -> None:
-            self.app.call_from_thread(self.card.show_progress, message)
-
+        worker = get_current_worker()
         try:
             tier1(
                 e,
                 ex.id,
                 path,
                 quiet=True,
-                on_progress=progress,
-                cancel=lambda: self._cancel_profile,
+                on_progress=self._say_progress,
+                cancel=lambda: worker.is_cancelled,
             )
-            lines = card.card_lines(e, self._card_width())
-            lines += [
-                f"  note: {n}"[: self._card_width()] for n in e.notes if n.startswith("Tier 1")
-            ]
-        except tools.Cancelled:
-            lines = card.card_lines(e, self._card_width()) + ["  Nsight Compute: cancelled"]
-        finally:
-            self.profiling = False
-        self.app.call_from_thread(self.card.show_lines, lines)
+            lines = card.card_lines(e, width)
+            lines += [f"  note: {n}"[:width] for n in e.notes if n.startswith("Tier 1")]
+        except Cancelled:
+            lines = card.card_lines(e, width) + ["  Nsight Compute: cancelled"]
+        self.post_message(self.ProfileDone(lines))
+
+    def _say_progress(self, line: str) -> None:
+        self.post_message(self.ProfileProgress(line))  # from the thread: post is thread-safe
+
+    @on(ProfileProgress)
+    def _profile_progress(self, message: ProfileProgress) -> None:
+        if self.profiling:
+            self.card.show_progress(message.line)
+
+    @on(ProfileDone)
+    def _profile_done(self, message: ProfileDone) -> None:
+        self.profiling = False
+        self.card.show_lines(message.lines)
 
     # ---- the other keys -------------------------------------------------------------------
     async def action_back(self) -> None:
         """Cancel a running explain pass or check, else close the open exercise."""
         if self.profiling:
-            self._cancel_profile = True
+            self.workers.cancel_group(self, "ex-profile")
             self.card.show_progress("cancelling…")
         elif self.checking and self.checker is not None:
             self.verdict.show_progress(0.0, "cancelling…")
@@ -499,7 +490,7 @@ class ExercisesPane(Widget):
         self._show_hints()
         self.remove_class("-side-max")
         self.query_one("#ex-hints", Static).scroll_visible(animate=False)
-        self.post_message(self.ProgressChanged(ex.id))
+        self.post_message(messages.ProgressChanged(ex.id))
 
     def action_toggle_side(self) -> None:
         """Give the statement and verdict the whole pane, or the editor its place back."""
@@ -509,9 +500,7 @@ class ExercisesPane(Widget):
     def action_lesson(self) -> None:
         """Open the lesson the exercise practises."""
         if self.current is not None:
-            opener = getattr(self.app, "open_lesson", None)
-            if opener is not None:
-                opener(self.current.lesson)
+            self.post_message(messages.OpenLesson(self.current.lesson))
 
     def action_reset(self) -> None:
         """After a confirmation, put the starter back (the learner's version kept in a backup)."""
@@ -540,8 +529,7 @@ class ExercisesPane(Widget):
 
     def _yardstick_key(self) -> str:
         """The record key of the device checks run on (the yardstick's figure there)."""
-        device = getattr(self.checker, "device", None)
-        index = device if isinstance(device, int) else 0
+        index = self.device if isinstance(self.device, int) else 0
         gpu = self.inventory is not None and any(
             d.kind == "cuda" for d in getattr(self.inventory, "devices", [])
         )

@@ -1,7 +1,9 @@
 """The experiment panel: pick, set parameters, run through the runner, watch, read results.
 
 This module holds the layout, the form and a run's life (submit, follow its events, finish,
-cancel) and the history; `experiment_display.py` draws the run on screen.
+cancel) and the history; `experiment_display.py` draws the run on screen. The lab's state (the
+runner, the chosen device, the worker's inventory, status and log lines) arrives as attributes
+the main screen sets; what happened goes up as Messages (`gpulab.app.messages`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
+from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import (
     Button,
@@ -29,7 +31,7 @@ from textual.widgets import (
     TabPane,
 )
 
-from gpulab.app.gauge import JobFinished, JobStarted, tell_gauge
+from gpulab.app import messages
 from gpulab.app.panes.experiment_display import COLUMNS, RunDisplay
 from gpulab.app.runs import RunState
 from gpulab.app.widgets.history import RunHistory, state_from_entry
@@ -46,7 +48,7 @@ FLUSH_S = 0.1  # redraw at most 10x a second however fast events arrive
 
 
 class ExperimentPanel(VerticalScroll, can_focus=False):
-    """Owns the runs of this session; the app gives it the runner and the chosen device.
+    """Owns the runs of this session; the screen gives it the runner and the chosen device.
 
     How a run is drawn (progress, tabs, error box, headline) is its `RunDisplay`'s (`drawing`).
     """
@@ -56,21 +58,29 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         Binding("up", "field(-1)", "Previous field", show=False),
     ]
 
-    class RunFinished(Message):
-        """Posted when a run has its final event."""
+    inventory: var[dict[str, Any] | None] = var(None)
+    """What the worker can run here: which contenders are unavailable."""
+    runner: var[Any] = var(None)
+    """The runner client a run is submitted to."""
+    device: var[int | None] = var(None)
+    """The CUDA device a person chose; None: the worker's default."""
+    device_index: var[int] = var(0)
+    """The worker's default CUDA device (a run's telemetry follows it when none is chosen)."""
+    worker_status: var[str] = var("worker: starting…")
+    """The worker's state, shown beside the run button."""
+    worker_line: var[str] = var("", always_update=True)
+    """The worker's latest own log line: a live run's log shows it."""
 
-        def __init__(self, state: RunState) -> None:
-            self.state = state
-            super().__init__()
-
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, *, sampler: Any = None, **kw: Any) -> None:
+        """`sampler`: the telemetry sampler a run's history entry reads clocks from (None: no
+        telemetry in the entry)."""
         super().__init__(**kw)
+        self.sampler = sampler
         self.experiments = all_experiments()
         self.experiment_id = next(iter(self.experiments), "")
         self.runs: list[RunState] = []
         self.live: RunState | None = None
         self.job: Any = None
-        self.inventory: dict[str, Any] | None = None
         self.drawing = RunDisplay(self)
         self._flusher: Any = None
         self._form_serial = 0
@@ -169,6 +179,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             table.add_column(name, key=name)
         self.query_one("#run-error-box").display = False
         self.query_one("#open-lesson").display = False
+        self.set_worker_status(self.worker_status)
         self.show_headline("")
         self._build_form(self.experiment_id, {})
 
@@ -220,7 +231,19 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
     def set_inventory(self, inventory: dict[str, Any]) -> None:
         """Take the worker's inventory and show which contenders can run."""
         self.inventory = inventory
-        self._show_contenders()
+
+    def watch_inventory(self) -> None:
+        if self.is_mounted:
+            self._show_contenders()
+
+    def watch_worker_status(self, text: str) -> None:
+        if self.is_mounted:
+            self.set_worker_status(text)
+
+    def watch_worker_line(self, line: str) -> None:
+        live = self.live
+        if line and live is not None and not live.finished:
+            live.add_log(line)
 
     def _show_contenders(self) -> None:
         exp = get(self.experiment_id)
@@ -286,7 +309,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         if self.running:
             self.app.notify("A run is in progress: cancel it first (escape).", severity="warning")
             return None
-        runner = getattr(self.app, "runner", None)
+        runner = self.runner
         errors = self.form.errors()
         if errors:
             self.show_error(ev.KIND_BAD_PARAMS, errors[0])
@@ -304,13 +327,14 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         state = RunState(len(self.runs) + 1, self.experiment_id, params, started=time.time())
         self.runs.append(state)
         self.live = state
-        self.query_one(RunHistory).follow(state)  # telemetry during the run, for the history
+        device = self.device if self.device is not None else self.device_index
+        inventory = self.inventory
+        # telemetry during the run, for the history
+        self.query_one(RunHistory).follow(state, device, inventory, self.sampler)
         self.show_run(state)
         self._set_running(True)
         try:
-            job = await runner.submit(
-                self.experiment_id, raw, device=getattr(self.app, "device", None)
-            )
+            job = await runner.submit(self.experiment_id, raw, device=self.device)
         except (ParamError, UnknownExperiment) as exc:
             self._fail_locally(state, ev.KIND_BAD_PARAMS, str(exc))
             return state
@@ -319,7 +343,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             return state
         state.job_id = str(job.id)
         self.job = job
-        tell_gauge(self.app, JobStarted())
+        self.post_message(messages.JobStarted())
         self.run_worker(self._follow(job, state), group="job", exit_on_error=False)
         return state
 
@@ -351,13 +375,10 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
 
     def _finish(self, state: RunState) -> None:
         state.ended = state.ended or time.time()
-        checker = getattr(self.app, "check_worker", None)
-        if checker is not None:
-            checker(state.final)
         if state is self.live:
             self._set_running(False)
             self.job = None
-            tell_gauge(self.app, JobFinished())
+        self.post_message(messages.JobEnded(state.final))  # a worker killed by a cancel goes
         self.drawing.dirty = True
         self.flush()
         self.query_one(RunHistory).record(state)  # shown first (flush above), kept after
@@ -374,7 +395,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         else:
             self.app.notify(f"{state.experiment} finished", title="Result")
             self._focus_results()
-        self.post_message(self.RunFinished(state))
+        self.post_message(messages.RunFinished(state))
 
     def _focus_results(self) -> None:
         """After a run the keyboard moves to the result tabs (left/right picks one), unless
@@ -394,7 +415,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
         """Ask the runner to cancel the run; False when none runs."""
         if not self.running or self.job is None:
             return False
-        runner = getattr(self.app, "runner", None)
+        runner = self.runner
         self.query_one("#step", Static).update("cancelling…")
         self.query_one("#cancel", Button).disabled = True
         if runner is not None:
@@ -427,9 +448,8 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
     def _open_lesson(self, event: Button.Pressed) -> None:
         event.stop()
         lesson = ((self.shown.result if self.shown else None) or {}).get("lesson", "")
-        opener = getattr(self.app, "open_lesson", None)
-        if lesson and opener:
-            opener(lesson)
+        if lesson:
+            self.post_message(messages.OpenLesson(lesson))
 
     # ---- history ------------------------------------------------------------------------
     @on(OptionList.OptionSelected, "#history")

@@ -3,7 +3,8 @@
 Static facts come from NVML once (cached by the sampler) and are joined with what the worker's
 handshake reports (SM count, L2, CUDA index, torch / CUDA runtime / CuPy versions); live readings
 arrive as frames from the telemetry thread. Up/down (or the mouse) move the highlight and show
-that GPU's figures; Enter or a click selects it for experiments and posts `Selected`.
+that GPU's figures; Enter or a click selects it for experiments and posts
+`messages.GpuChosen`; NVML's list, once read, goes up as `messages.GpusRead`.
 Without NVML the pane explains CPU mode and what to install instead of showing a blank.
 
 Which GPU starts selected is the worker's: its CUDA device 0 (the default device of a run),
@@ -27,8 +28,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
+from textual.reactive import var
 from textual.widgets import OptionList, Static
 
+from gpulab.app import messages
 from gpulab.app.panes.gpu_glance import History, glance, processes
 from gpulab.app.panes.gpu_tables import (
     backends_table,
@@ -56,44 +59,10 @@ class GpuInfoPane(Vertical):
     """Every GPU in a list, the highlighted one's facts and live figures, and the processes on it."""
 
     BINDINGS = [Binding("i", "facts", "GPU facts", id="gpu-info.facts")]
-    DEFAULT_CSS = """
-    GpuInfoPane { height: 1fr; }
-    GpuInfoPane > #gpu-list { height: auto; max-height: 6; border: none; padding: 0; }
-    GpuInfoPane > #gpu-scroll { height: 1fr; }
-    GpuInfoPane > #gpu-glance-box { height: 1fr; }
-    GpuInfoPane.-facts > #gpu-glance-box, GpuInfoPane.-cpu > #gpu-glance-box { display: none; }
-    GpuInfoPane > #gpu-scroll { display: none; }
-    GpuInfoPane.-facts > #gpu-scroll, GpuInfoPane.-cpu > #gpu-scroll { display: block; }
-    GpuInfoPane #gpu-procs { margin-top: 1; }
-    GpuInfoPane #gpu-keys { color: $text-muted; }
-    GpuInfoPane #gpu-status { color: $text-muted; }
-    GpuInfoPane #gpu-stale { color: $error; text-style: bold; height: auto; }
-    """
-
-    class Selected(Message):
-        """A GPU is selected for experiments. `index` is the CUDA index the worker uses.
-
-        `initial` is True for the selection the pane makes itself when the worker reports its
-        CUDA device 0 (nothing a person did: the app follows it quietly); `gpus` is how many
-        GPUs NVML lists."""
-
-        def __init__(
-            self,
-            index: int,
-            nvml_index: int,
-            uuid: str = "",
-            name: str = "",
-            *,
-            initial: bool = False,
-            gpus: int = 1,
-        ) -> None:
-            self.index = index
-            self.nvml_index = nvml_index
-            self.uuid = uuid
-            self.name = name
-            self.initial = initial
-            self.gpus = gpus
-            super().__init__()
+    handshake: var[dict[str, Any] | None] = var(None)
+    """The worker's hello: CUDA indices, SM counts and versions to join to NVML's list."""
+    device_index: var[int] = var(0)
+    """The CUDA device the worker runs on by default: selected until a person chooses."""
 
     class FrameArrived(Message, bubble=False):
         """A telemetry frame, posted from the sampler's thread."""
@@ -164,7 +133,11 @@ class GpuInfoPane(Vertical):
             self._unsubscribe()
             self._unsubscribe = None
 
-    # the app's interface --------------------------------------------------------------------
+    # the lab's state, as the screen hands it down ---------------------------------------------
+    def watch_handshake(self, handshake: dict[str, Any] | None) -> None:
+        if handshake is not None:
+            self.set_worker_info(handshake)
+
     def set_worker_info(self, handshake: dict[str, Any]) -> None:
         """Join the worker's handshake (CUDA indices, SM count, versions) to NVML's list."""
         self.worker = dict(handshake or {})
@@ -236,6 +209,7 @@ class GpuInfoPane(Vertical):
             return
         inv = self.frame.inventory
         self.inventory = inv.with_worker((self.worker or {}).get("inventory"))
+        self.post_message(messages.GpusRead(self.inventory))  # the lessons' figures use it
         self._default_selection()
 
     def _default_selection(self) -> None:
@@ -243,8 +217,7 @@ class GpuInfoPane(Vertical):
         inv = self.inventory
         if self.chosen or inv is None or not inv.gpus:
             return
-        device = getattr(self.app, "device_index", 0) if self.is_attached else 0
-        g = next((g for g in inv.gpus if g.cuda_index == device), None)
+        g = next((g for g in inv.gpus if g.cuda_index == self.device_index), None)
         if g is None:
             return
         if g.nvml_index != self.selected_nvml:
@@ -254,15 +227,13 @@ class GpuInfoPane(Vertical):
             self._initial_posted = g.nvml_index
             self.post_message(self._selected_message(g, initial=True))
 
-    def _selected_message(self, g: GpuInventory, *, initial: bool = False) -> Selected:
+    def _selected_message(self, g: GpuInventory, *, initial: bool = False) -> messages.GpuChosen:
         assert isinstance(g.cuda_index, int)
-        return self.Selected(
+        return messages.GpuChosen(
             g.cuda_index,
             g.nvml_index,
-            "" if isinstance(g.uuid, NA) else g.uuid,
-            "" if isinstance(g.name, NA) else g.name,
-            initial=initial,
             gpus=len(self.inventory.gpus) if self.inventory else 1,
+            initial=initial,
         )
 
     def _highlight_option(self, nvml_index: int) -> None:

@@ -11,6 +11,7 @@ below it) and tracks when it counts as read. It talks to the pane through Messag
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from textual import on
@@ -19,6 +20,7 @@ from textual.await_complete import AwaitComplete
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Button, Markdown, Static
 
@@ -43,7 +45,19 @@ class RunLink(Button):
 
 
 class LessonReader(Vertical):
-    """The open lesson (`#lesson-reader`); the pane gives it the catalog and store (`attach`)."""
+    """The open lesson (`#lesson-reader`); the pane gives it the catalog and store (`attach`)
+    and binds the figures' sources to it (`data_bind`)."""
+
+    inventory: var[dict[str, Any] | None] = var(None)
+    """What the worker says the GPU is."""
+    gpus: var[Any] = var(None)
+    """NVML's inventory of the GPUs."""
+    device: var[int | None] = var(None)
+    """The CUDA device a person chose (None: `device_index`)."""
+    device_index: var[int] = var(0)
+    """The worker's default CUDA device."""
+    runs: var[tuple[Any, ...]] = var(())
+    """This session's finished runs, oldest first."""
 
     class LinkClicked(Message):
         """A link in the lesson's text, or a run button (its `experiment:` href), was followed."""
@@ -72,7 +86,6 @@ class LessonReader(Vertical):
         self.store: Store | Any = None
         self.current: str | None = None
         self.covered = False  # the lesson list is shown in its place (a narrow pane)
-        self._inventory: Any = None
         self._measured_fixed: Measured | None = None
         self._links: list[ExperimentLink] = []
         self._shown_values: dict[str, Any] | None = None  # the figures the open lesson shows
@@ -124,33 +137,19 @@ class LessonReader(Vertical):
         if isinstance(event.button, ExerciseButton) and event.button in self._run_widgets:
             self.post_message(self.ExerciseChosen(event.button.link.exercise))
 
-    def set_inventory(self, inventory: Any) -> None:
-        """What the GPU is (the worker's Inventory dict), for the lesson's measured figures.
-
-        Optional: without it the pane asks the app for its handshake and the GPU info pane
-        for its NVML inventory each time a lesson opens.
-        """
-        self._inventory = inventory
-        if self.current is not None:
+    def watch_inventory(self) -> None:
+        """A new worker's inventory: the open lesson's figures may change."""
+        if self.is_mounted and self.current is not None and self.catalog is not None:
             self._show_lesson(self.catalog.get(self.current))
 
     def measured(self) -> Measured:
         """The figures measured on this machine that the lessons' text fills in."""
         if self._measured_fixed is not None:
             return self._measured_fixed
-        app: Any = self.app
-        inventory = self._inventory
-        if inventory is None:
-            inventory = (getattr(app, "handshake", None) or {}).get("inventory")
-        telemetry = None
-        for pane in self.screen.query("#gpu-info"):
-            telemetry = getattr(pane, "inventory", None)
-        device = getattr(app, "device", None)
-        if device is None:
-            device = getattr(app, "device_index", 0)
+        device = self.device if self.device is not None else self.device_index
         return Measured.collect(
-            inventory,
-            telemetry=telemetry,
+            self.inventory,
+            telemetry=self.gpus,
             device_index=int(device or 0),
             runs=self._finished_runs(),
         )
@@ -158,11 +157,9 @@ class LessonReader(Vertical):
     def _finished_runs(self) -> list[Any]:
         """Runs that may hold a figure (a bandwidth sweep's pageable rate), newest first.
 
-        This session's runs from the experiment panel, then the progress store's run history.
+        This session's finished runs, then the progress store's run history.
         """
-        runs: list[Any] = []
-        for panel in self.screen.query("#experiments"):
-            runs.extend(reversed(list(getattr(panel, "runs", None) or [])))
+        runs: list[Any] = list(reversed(self.runs))
         with contextlib.suppress(Exception):  # a figure the lesson cannot show is no error
             runs.extend(self.store.list_runs("bandwidth", limit=20))
         return runs
@@ -263,7 +260,7 @@ class LessonReader(Vertical):
     def _replace_run_links(
         self,
         links: list[ExperimentLink],
-        exercises: list[ExerciseLink] = (),  # type: ignore[assignment]
+        exercises: Sequence[ExerciseLink] = (),
     ) -> AwaitComplete:
         """The lesson's run buttons in place of the last lesson's.
 

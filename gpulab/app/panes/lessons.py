@@ -5,9 +5,11 @@ one that fits the pane. Opening it is not reading it. The tree has one row per l
 of several lessons gets a row of its own above them); the filter lists the lessons whose title
 or headings match first.
 
-Links `experiment:ID?k=v` in a lesson post `LessonsPane.RunExperiment`; the app opens the
+Links `experiment:ID?k=v` in a lesson post `messages.RunExperiment`; the app opens the
 experiment panel with those values filled in. The same links are also buttons under the
-lesson, so they work from the keyboard.
+lesson, so they work from the keyboard. The lab's state the lessons' figures use (the store,
+the worker's and NVML's inventories, the device, this session's runs) arrives as attributes
+the main screen sets; the pane binds them down to its reader.
 
 When the pane is narrow the tree and the lesson take turns (`l` toggles); `m` maximizes it.
 
@@ -27,10 +29,11 @@ from textual.await_complete import AwaitComplete
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.events import Key, Resize
-from textual.message import Message
+from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Button, Input
 
+from gpulab.app import messages
 from gpulab.app.panes.lesson_exercises import ExerciseButton
 from gpulab.app.panes.lesson_reader import LessonReader, RunLink
 from gpulab.app.panes.lesson_tree import LessonTree
@@ -47,86 +50,6 @@ class LessonsPane(Widget):
     """Chapters and lessons; the open lesson; next / previous; quiz; progress marks."""
 
     ALLOW_MAXIMIZE = True
-    DEFAULT_CSS = """
-    LessonsPane {
-        layout: horizontal;
-        height: 1fr;
-    }
-    LessonsPane #lesson-nav {
-        width: 34;
-        height: 1fr;
-        padding-right: 1;
-    }
-    LessonsPane #lesson-filter {
-        height: 1;
-        border: none;
-        padding: 0 1;
-        margin-top: 1;
-    }
-    LessonsPane #lesson-tree {
-        height: 1fr;
-        padding: 0;
-    }
-    LessonsPane #lesson-reader {
-        width: 1fr;
-        height: 1fr;
-    }
-    LessonsPane #lesson-heading {
-        height: auto;
-        text-style: bold;
-        color: $accent;
-    }
-    LessonsPane #lesson-marks {
-        height: auto;
-        color: $text-muted;
-    }
-    LessonsPane #lesson-scroll {
-        height: 1fr;
-        scrollbar-size-vertical: 1;
-    }
-    LessonsPane #lesson-body {
-        margin: 0;
-        padding: 0;
-    }
-    LessonsPane #lesson-runs {
-        height: auto;
-    }
-    LessonsPane #lesson-runs Button {
-        margin-bottom: 1;
-    }
-    LessonsPane #lesson-bar {
-        height: 1;
-    }
-    LessonsPane #lesson-bar Button {
-        width: auto;
-        min-width: 0;
-        margin-right: 2;
-    }
-    LessonsPane #lesson-runs Button {
-        width: auto;
-        min-width: 0;
-    }
-    LessonsPane.-narrow #lesson-nav {
-        width: 1fr;
-        padding-right: 0;
-    }
-    LessonsPane.-narrow.-reading #lesson-nav {
-        display: none;
-    }
-    LessonsPane.-narrow #lesson-reader {
-        display: none;
-    }
-    LessonsPane.-narrow.-reading #lesson-reader {
-        display: block;
-    }
-    LessonsPane #show-contents {
-        display: none;
-    }
-    LessonsPane.-narrow #show-contents {
-        display: block;
-    }
-    """
-
     BINDINGS = [
         Binding("n", "next_lesson", "Next lesson", id="lessons.next"),
         Binding("p", "previous_lesson", "Previous", id="lessons.previous"),
@@ -137,27 +60,18 @@ class LessonsPane(Widget):
         Binding("m", "maximize", "Maximize", id="lessons.maximize", show=False),
     ]
 
-    class RunExperiment(Message):
-        """A lesson's Run link: open `experiment` with `params` (strings, as typed) filled in."""
-
-        def __init__(self, experiment: str, params: dict[str, str]) -> None:
-            self.experiment = experiment
-            self.params = params
-            super().__init__()
-
-    class OpenExercise(Message):
-        """An `exercise:` link was followed: the app opens the exercise."""
-
-        def __init__(self, exercise: str) -> None:
-            super().__init__()
-            self.exercise = exercise
-
-    class LessonOpened(Message):
-        """Posted when a lesson opens in the reader."""
-
-        def __init__(self, lesson_id: str) -> None:
-            self.lesson_id = lesson_id
-            super().__init__()
+    store: var[Any] = var(None)
+    """The progress store (the app's; a bare app's pane opens its own)."""
+    inventory: var[dict[str, Any] | None] = var(None)
+    """What the worker says the GPU is: the lessons' figures."""
+    gpus: var[Any] = var(None)
+    """NVML's inventory of the GPUs: the lessons' figures."""
+    device: var[int | None] = var(None)
+    """The CUDA device a person chose (None: the worker's default, `device_index`)."""
+    device_index: var[int] = var(0)
+    """The worker's default CUDA device."""
+    runs: var[tuple[Any, ...]] = var(())
+    """This session's finished runs: a figure a run measured (a bandwidth sweep's)."""
 
     def __init__(
         self,
@@ -169,7 +83,8 @@ class LessonsPane(Widget):
     ) -> None:
         super().__init__(**kwargs)
         self._catalog = catalog
-        self._store = store
+        if store is not None:
+            self.set_reactive(LessonsPane.store, store)
         self._owns_store = False
         self._measured_fixed = measured  # tests pin the figures; otherwise read on each open
 
@@ -181,7 +96,13 @@ class LessonsPane(Widget):
             # first focusable widget is where the keyboard lands.
             yield LessonTree("Syllabus", id="lesson-tree")
             yield Input(placeholder="Filter lessons (/)", id="lesson-filter")
-        yield LessonReader(id="lesson-reader")
+        yield LessonReader(id="lesson-reader").data_bind(
+            LessonsPane.inventory,
+            LessonsPane.gpus,
+            LessonsPane.device,
+            LessonsPane.device_index,
+            LessonsPane.runs,
+        )
 
     @property
     def lesson_tree(self) -> LessonTree:
@@ -210,24 +131,19 @@ class LessonsPane(Widget):
             self._catalog = default_catalog()
         return self._catalog
 
-    @property
-    def store(self) -> Store:
-        """The progress store (read marks, quiz scores), opened on first use."""
-        if self._store is None:
-            self._store = open_store(self.app, self._store_notice)
-            self._owns_store = True
-        if self._store.on_notice is None:
-            self._store.on_notice = self._store_notice
-            for text in self._store.notices:
-                self._store_notice(text)
-        return self._store
-
     def _store_notice(self, text: str) -> None:
         """A read or write of the progress file failed: say so; the lab goes on."""
         self.app.notify(text, title="Progress", severity="warning", timeout=10)
 
     def on_mount(self) -> None:
         """Report broken lesson files, fill the tree and show the overview."""
+        if self.store is None:  # a pane on its own (a test's app): a connection of its own
+            self.store = open_store(self.app, self._store_notice)
+            self._owns_store = True
+        if self.store.on_notice is None:
+            self.store.on_notice = self._store_notice
+            for text in self.store.notices:
+                self._store_notice(text)
         for problem in self.catalog.problems:
             self.app.notify(problem, title="A lesson file is broken", severity="error", timeout=15)
         self.reader.attach(self.catalog, self.store, self._measured_fixed)
@@ -236,8 +152,8 @@ class LessonsPane(Widget):
 
     def on_unmount(self) -> None:
         """Close the store if this pane opened it."""
-        if self._owns_store and self._store is not None:
-            self._store.close()
+        if self._owns_store and self.store is not None:
+            self.store.close()
 
     def on_resize(self, event: Resize) -> None:
         """Cover the tree with the reader when narrow, and mark the lesson read if its end now
@@ -320,7 +236,7 @@ class LessonsPane(Widget):
         self.reader.attach(self.catalog, self.store, self._measured_fixed)
         done = self.reader.open_lesson(lesson_id)
         self.lesson_tree.refresh_marks(self.catalog, self.store)
-        self.post_message(self.LessonOpened(lesson_id))
+        self.post_message(messages.LessonOpened(lesson_id))
         return done
 
     def refresh_marks(self) -> None:
@@ -331,9 +247,9 @@ class LessonsPane(Widget):
         self.lesson_tree.refresh_marks(self.catalog, self.store)
         self.reader.show_marks()
 
-    def set_inventory(self, inventory: Any) -> None:
+    def set_inventory(self, inventory: dict[str, Any] | None) -> None:
         """What the GPU is (the worker's Inventory dict), for the lesson's measured figures."""
-        self.reader.set_inventory(inventory)
+        self.inventory = inventory
 
     def refresh_measured(self) -> AwaitComplete:
         """Redraw the open lesson's text if the figures it shows have changed."""
@@ -355,7 +271,7 @@ class LessonsPane(Widget):
     @on(LessonReader.ExerciseChosen)
     def _exercise_chosen(self, event: LessonReader.ExerciseChosen) -> None:
         event.stop()
-        self.post_message(self.OpenExercise(event.exercise))
+        self.post_message(messages.OpenExercise(event.exercise))
 
     # ---- links ---------------------------------------------------------------------------
     @on(LessonReader.LinkClicked)
@@ -365,7 +281,7 @@ class LessonsPane(Widget):
         if href.startswith("experiment:"):
             self.follow_link(href)
         elif href.startswith("exercise:"):
-            self.post_message(self.OpenExercise(href.partition(":")[2].strip().strip("/")))
+            self.post_message(messages.OpenExercise(href.partition(":")[2].strip().strip("/")))
         elif href.startswith(("http://", "https://")):
             self.app.open_url(href)
         else:
@@ -382,7 +298,7 @@ class LessonsPane(Widget):
         if problem:
             self.app.notify(problem, title="Cannot run this link", severity="error")
             return False
-        self.post_message(self.RunExperiment(experiment, dict(params)))
+        self.post_message(messages.RunExperiment(experiment, dict(params)))
         return True
 
     # ---- navigation and actions ----------------------------------------------------------

@@ -1,8 +1,10 @@
 """The live memory gauge (#memory-gauge): the device bar, the worker's layers, a history.
 
 It joins two streams: NVML frames from the telemetry sampler thread (device used/total and
-per-process memory) and the worker's allocator readings the app forwards from runner `memory`
-events (`MemoryReading`, one of the Messages of `gpulab.app.gauge` it hears). The arithmetic lives headless in `gpulab.telemetry.gauge`.
+per-process memory) and the worker's allocator readings from runner `memory` events. The lab's
+state reaches it as attributes the main screen sets (`handshake`: the worker's pid;
+`memory_reading`; `job_running`; `gauge_gpu`: the GPU to follow). The arithmetic lives headless
+in `gpulab.telemetry.gauge`.
 
 Idle cost: frames arrive at the sampler's rate, but the widget repaints only when the text it
 would show has changed, so a quiet GPU costs a comparison, not a render.
@@ -15,9 +17,9 @@ from typing import Any
 from rich.text import Text
 from textual import on
 from textual.message import Message
+from textual.reactive import var
 from textual.widget import Widget
 
-from gpulab.app import gauge as said
 from gpulab.app.panes.stale import WATCH_S, StaleWatch, marker
 from gpulab.telemetry.gauge import Layers, MemoryModel
 from gpulab.telemetry.sampler import Frame, Sampler, shared_sampler
@@ -29,9 +31,14 @@ LABEL = 18
 class MemoryGauge(Widget):
     """The device's memory bar, the worker's allocator layers and a history of both."""
 
-    DEFAULT_CSS = """
-    MemoryGauge { height: auto; min-height: 10; }
-    """
+    handshake: var[dict[str, Any] | None] = var(None)
+    """The worker's hello: its pid is the worker's layer."""
+    memory_reading: var[dict[str, Any] | None] = var(None, always_update=True)
+    """The worker's latest allocator reading."""
+    job_running: var[bool] = var(False)
+    """A run or a check is in progress: sample fast and track its peak."""
+    gauge_gpu: var[tuple[int, str] | None] = var(None)
+    """(NVML index, label) of the GPU to follow."""
 
     class FrameArrived(Message, bubble=False):
         """A telemetry frame, posted from the sampler's thread."""
@@ -88,7 +95,7 @@ class MemoryGauge(Widget):
         self._update()
 
     def select_gpu(self, nvml_index: int, label: str = "") -> None:
-        """Follow another GPU (the app wires GpuInfoPane.Selected here). `label` (the GPU's
+        """Follow another GPU (the one chosen in the GPU info pane). `label` (the GPU's
         CUDA name, "cuda:1") replaces "Device" on the bar when NVML lists several GPUs."""
         self.label = label
         if nvml_index != self.model.nvml_index:
@@ -100,26 +107,23 @@ class MemoryGauge(Widget):
         self._key = None
         self._update()
 
-    # what the app and the panes tell it ------------------------------------------------------
-    @on(said.WorkerPid)
-    def _worker_pid(self, message: said.WorkerPid) -> None:
-        self.set_worker_pid(message.pid)
+    # the lab's state, as the screen hands it down ---------------------------------------------
+    def watch_handshake(self, handshake: dict[str, Any] | None) -> None:
+        self.set_worker_pid((handshake or {}).get("pid"))
 
-    @on(said.MemoryReading)
-    def _memory_reading(self, message: said.MemoryReading) -> None:
-        self.add_reading(message.reading)
+    def watch_memory_reading(self, reading: dict[str, Any] | None) -> None:
+        if reading is not None:
+            self.add_reading(reading)
 
-    @on(said.JobStarted)
-    def _job_started(self, message: said.JobStarted) -> None:
-        self.job_started()
+    def watch_job_running(self, running: bool) -> None:
+        if running:
+            self.job_started()
+        else:
+            self.job_finished()
 
-    @on(said.JobFinished)
-    def _job_finished(self, message: said.JobFinished) -> None:
-        self.job_finished()
-
-    @on(said.GpuSelected)
-    def _gpu_selected(self, message: said.GpuSelected) -> None:
-        self.select_gpu(message.nvml_index, message.label)
+    def watch_gauge_gpu(self, gpu: tuple[int, str] | None) -> None:
+        if gpu is not None:
+            self.select_gpu(*gpu)
 
     # frames ---------------------------------------------------------------------------------
     def on_mount(self) -> None:

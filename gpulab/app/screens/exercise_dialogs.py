@@ -8,21 +8,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static, TextArea
 
-DIALOG_CSS = """
-ConfirmReset, SolutionScreen { align: center middle; }
-#dialog { width: 90%; max-width: 100; height: auto; max-height: 90%;
-          border: round $accent; background: $surface; padding: 0 1; }
-#dialog-buttons { height: auto; align-horizontal: right; }
-#dialog-buttons Button { margin-left: 1; }
-#solution-code { height: 1fr; min-height: 8; }
-SolutionScreen #dialog { height: 90%; }
-"""
-
 
 class ConfirmReset(ModalScreen[bool]):
     """Reset an exercise's file to the starter? The learner's version goes to .backups/."""
 
-    DEFAULT_CSS = DIALOG_CSS
     BINDINGS = [
         Binding("y", "answer(True)", "Reset", id="reset.yes"),
         Binding("n,escape", "answer(False)", "Keep my code", id="reset.no"),
@@ -64,7 +53,6 @@ class SolutionScreen(ModalScreen[None]):
     has an expert solution, `e` switches to it once the learner's best grade is gold (until then
     the header says what opens it)."""
 
-    DEFAULT_CSS = DIALOG_CSS
     BINDINGS = [
         Binding("escape,q", "close", "Close", id="solution.close"),
         Binding("e", "toggle_expert", "Expert / reference", id="solution.expert"),

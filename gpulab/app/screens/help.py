@@ -10,6 +10,7 @@ screen, so the widget's is not listed there.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Markdown
 
+from gpulab.app.pane_table import PaneSpec
 from gpulab.app.screens.modal import OnceModal
 
 INTRO = """\
@@ -84,13 +86,6 @@ WINDOWS = [
     ("Solution", "gpulab.app.screens.exercise_dialogs", "SolutionScreen"),
     ("Command palette", "gpulab.app.screens.modal", "Palette"),
 ]
-PANE_TITLES = {
-    "gpu-info": "GPU info pane",
-    "lessons": "Lessons pane",
-    "exercises": "Exercises pane",
-    "experiments": "Experiments pane",
-    "memory-gauge": "Memory gauge",
-}
 
 
 # Widgets whose (many, standard) keys are listed once, in a section of their own.
@@ -147,13 +142,13 @@ def _reachable(node: Widget) -> bool:
     return any(w.can_focus for w in node.walk_children(Widget))
 
 
-def _place(node: Widget) -> str:
+def _place(node: Widget, pane_ids: Sequence[str]) -> str:
     if node.id in PLACES_BY_ID:
         return PLACES_BY_ID[node.id]
     name = type(node).__name__
     if name in PLACES_BY_CLASS:
         return PLACES_BY_CLASS[name]
-    if node.has_class("pane") or node.id in PANE_TITLES:
+    if node.has_class("pane") or node.id in pane_ids:
         return "anywhere in the pane"
     return (node.id or name).replace("-", " ")
 
@@ -165,8 +160,9 @@ def _add(rows: dict[str, KeyRow], where: str, keys: list[tuple[str, str]]) -> No
             row.keys.append(k)
 
 
-def help_sections(app: Any) -> list[KeySection]:
-    """The keys of the app, of each pane's widgets and of the windows on top, as shown."""
+def help_sections(app: Any, panes: Sequence[PaneSpec]) -> list[KeySection]:
+    """The keys of the app, of each of the main screen's `panes` (its pane table) and of the
+    windows on top, as shown."""
     main = app.screen_stack[0]
     shadowed = {b.key for b in bindings_of(app) if b.priority}
     declared = [
@@ -185,8 +181,11 @@ def help_sections(app: Any) -> list[KeySection]:
             everywhere.append(row)
     sections = [KeySection("Everywhere", [KeyRow("", everywhere)])]
     shared: dict[str, KeySection] = {}
-    pane_ids = [p for p in PANE_TITLES if main.query(f"#shell-{p}")]
-    for pane_id in pane_ids:
+    pane_ids = [p.id for p in panes]
+    for spec in panes:
+        pane_id = spec.id
+        if not main.query(f"#shell-{pane_id}"):
+            continue
         shell = main.query_one(f"#shell-{pane_id}")
         rows: dict[str, KeyRow] = {}
         for node in shell.walk_children(Widget):
@@ -201,9 +200,10 @@ def help_sections(app: Any) -> list[KeySection]:
                 continue
             title = SHARED.get(type(node).__name__)
             if title is None:
-                _add(rows, _place(node), keys)
+                _add(rows, _place(node, pane_ids), keys)
                 continue
-            rows.setdefault(_place(node), KeyRow(_place(node), see=title))
+            where = _place(node, pane_ids)
+            rows.setdefault(where, KeyRow(where, see=title))
             section = shared.setdefault(title, KeySection(title, [KeyRow("")]))
             _add({"": section.rows[0]}, "", keys)
         for module, name in MAY_APPEAR.get(pane_id, []):
@@ -211,7 +211,7 @@ def help_sections(app: Any) -> list[KeySection]:
             keys = [(_display(app, b.key), _describe(b)) for b in _class_bindings(cls)]
             _add(rows, PLACES_BY_CLASS.get(name, name), keys)
         if rows:
-            sections.append(KeySection(PANE_TITLES[pane_id], list(rows.values())))
+            sections.append(KeySection(spec.help_section, list(rows.values())))
     sections += shared.values()
     for title, module, name in WINDOWS:
         cls = getattr(importlib.import_module(module), name)

@@ -73,54 +73,6 @@ class QuizResult:
 class QuizScreen(OnceModal[QuizResult | None]):
     """A lesson's quiz, one question at a time, each answer explained and recorded."""
 
-    DEFAULT_CSS = """
-    QuizScreen {
-        align: center middle;
-    }
-    QuizScreen #quiz-box {
-        width: 90%;
-        max-width: 96;
-        height: auto;
-        max-height: 90%;
-        border: round $accent;
-        background: $surface;
-        padding: 0 1;
-    }
-    QuizScreen #quiz-title {
-        text-style: bold;
-        color: $accent;
-    }
-    QuizScreen #quiz-count {
-        color: $text-muted;
-        margin-bottom: 1;
-    }
-    QuizScreen #quiz-question {
-        text-style: bold;
-        margin-bottom: 1;
-    }
-    QuizScreen #quiz-choices {
-        height: auto;
-        max-height: 12;
-        margin-bottom: 1;
-    }
-    QuizScreen #quiz-feedback {
-        height: auto;
-        margin-bottom: 1;
-    }
-    QuizScreen #quiz-feedback.-right {
-        color: $success;
-    }
-    QuizScreen #quiz-feedback.-wrong {
-        color: $warning;
-    }
-    QuizScreen #quiz-buttons {
-        height: auto;
-    }
-    QuizScreen #quiz-buttons Button {
-        margin-right: 1;
-    }
-    """
-
     BINDINGS = [
         Binding("escape", "close", "Close quiz", id="quiz.close"),
         *[
@@ -310,7 +262,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
             try:
                 best = self.store.record_quiz(self.lesson.id, self.score, total)
                 best_score, best_total = best.best_score, best.total
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - an unsaved score is a notice, the quiz ends
                 self.app.notify(f"Could not save the score: {exc}", severity="warning")
         self.result = QuizResult(self.lesson.id, self.score, total, best_score, best_total)
         self.query_one("#quiz-count", Static).update(Content("Finished"))

@@ -1,1 +1,2 @@
-"""Widgets the experiment panel is built from."""
+"""Widgets the panes are built from: the experiment panel's (form, race, plots, images, history)
+and the exercises pane's (code editor, verdict, explain card)."""

@@ -46,10 +46,6 @@ def python_language() -> str | None:
 class ExerciseEditor(TextArea):
     """`ExerciseEditor.code_editor(...)`, then `attach(workspace, exercise)` to open a file."""
 
-    DEFAULT_CSS = """
-    ExerciseEditor { height: 1fr; }
-    """
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         grammar = cuda_grammar()
         # Before TextArea's __init__, which builds the first highlight map.
@@ -74,7 +70,7 @@ class ExerciseEditor(TextArea):
         fills `self._highlights` (row -> [(start byte, end byte or None, name)]) from the Python
         tree. There is no public way to colour a part of a document in another language, so the
         CUDA colours are laid over that map right after it is built
-        (tests/test_app_exercise_editor.py fails if a Textual update moves the hook)."""
+        (tests/app/test_app_exercise_editor.py fails if a Textual update moves the hook)."""
         super()._build_highlight_map()
         if self.cuda is None or self.language != "python":
             return

@@ -6,6 +6,8 @@ progress of an Nsight Compute pass; it never computes anything itself.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.widgets import Static
 
@@ -15,13 +17,8 @@ MARK_STYLE = {"!!": "bold red", "! ": "yellow", "? ": "cyan"}
 class ExplainCard(Static):
     """Hidden until there is something to show."""
 
-    DEFAULT_CSS = """
-    ExplainCard { height: auto; display: none; margin: 1 0 0 0; }
-    ExplainCard.-shown { display: block; }
-    """
-
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.lines: list[str] = []
 
     def show_lines(self, lines: list[str]) -> None:

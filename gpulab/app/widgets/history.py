@@ -12,9 +12,11 @@ import contextlib
 from datetime import datetime
 from typing import Any
 
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
@@ -50,6 +52,16 @@ class HistoryList(OptionList):
 
 class RunHistory(Vertical):
     """Owns the store connection the panel keeps its runs with (opened on first use)."""
+
+    class KeptRead(Message):
+        """The kept runs, read by the loading thread with its own connection to the store (or
+        why there is none: `store` None and `why` set)."""
+
+        def __init__(self, store: Any, kept: list[dict[str, Any]], why: str = "") -> None:
+            self.store = store
+            self.kept = kept
+            self.why = why
+            super().__init__()
 
     def __init__(self, store: Any = None, **kw: Any) -> None:
         super().__init__(**kw)
@@ -94,22 +106,33 @@ class RunHistory(Vertical):
         """Load the kept runs in a thread, off the event loop."""
         # Off the event loop: opening the file and reading up to KEPT_LIMIT runs must not
         # delay the lab's first frame.
-        self.run_worker(self._load_kept, thread=True, name="run history", exit_on_error=False)
+        self._load_kept()
 
+    @work(thread=True, name="run history", exit_on_error=False)
     def _load_kept(self) -> None:
+        """Read the kept runs in a thread worker; they come back as a KeptRead message."""
+        self.post_message(self._read_kept())
+
+    def _read_kept(self) -> KeptRead:
+        """The kept runs, read with a connection of this thread's own."""
         try:
             store = Store()
         except StoreError as exc:
-            self.app.call_from_thread(self._no_store, str(exc))
-            return
+            return self.KeptRead(None, [], str(exc))
         try:
             kept = store.run_entries(limit=KEPT_LIMIT)
         except Exception as exc:  # noqa: BLE001 - an unreadable history is shown, not raised
-            kept = []
-            self.app.call_from_thread(
-                self.app.notify, str(exc), title="Run history unreadable", severity="warning"
-            )
-        self.app.call_from_thread(self._show_kept, store, kept)
+            return self.KeptRead(store, [], f"unreadable: {exc}")
+        return self.KeptRead(store, kept)
+
+    @on(KeptRead)
+    def _kept_read(self, message: KeptRead) -> None:
+        if message.store is None:
+            self._no_store(message.why)
+            return
+        if message.why:
+            self.app.notify(message.why, title="Run history unreadable", severity="warning")
+        self._show_kept(message.store, message.kept)
 
     def _show_kept(self, store: Any, kept: list[dict[str, Any]]) -> None:
         """Kept runs first (oldest first), then this session's runs that finished meanwhile."""
@@ -131,13 +154,12 @@ class RunHistory(Vertical):
         if self._owns_store and self._store is not None:
             self._store.close()
 
-    def follow(self, state: RunState) -> None:
-        """Take telemetry frames while `state` runs, for its clock and temperature."""
-        app: Any = self.app
-        device = app.device if getattr(app, "device", None) is not None else app.device_index
-        inventory = (getattr(app, "handshake", None) or {}).get("inventory")
+    def follow(
+        self, state: RunState, device: int, inventory: dict[str, Any] | None, sampler: Any
+    ) -> None:
+        """Take telemetry frames from `sampler` (None: none) while `state` runs on CUDA
+        `device`, for its clock and temperature; `inventory`: the worker's."""
         watch = RunWatch(inventory, int(device or 0))
-        sampler = (getattr(self.screen, "telemetry", None) or {}).get("sampler")
         stop = None
         if sampler is not None:
             with contextlib.suppress(Exception):  # no telemetry is a reason in the entry

@@ -22,8 +22,6 @@ class ImageView(Widget):
     """A run's images in half-block characters, two side by side, scaled to the width (with a
     1:1 centre crop when scaled far down), and their notes."""
 
-    DEFAULT_CSS = "ImageView { height: auto; }"
-
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.images: list[tuple[str, Any]] = []  # (name, rgb array)

@@ -150,12 +150,6 @@ class SeriesPlot(PlotWidget):
 class ResultPlots(Vertical):
     """All the plots of one result, stacked; empty when the result has no series."""
 
-    DEFAULT_CSS = """
-    ResultPlots { height: auto; }
-    ResultPlots SeriesPlot { height: 16; min-width: 30; }
-    ResultPlots .plot-caption { color: $text-muted; margin-top: 1; }
-    """
-
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._shown: list[Any] = []

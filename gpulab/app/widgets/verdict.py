@@ -145,10 +145,6 @@ def speed_text(timing: dict[str, Any] | None) -> Text:
 class VerdictView(Static):
     """Idle text, a check's progress, or its verdict; `shown` says which (tests read it)."""
 
-    DEFAULT_CSS = """
-    VerdictView { height: auto; }
-    """
-
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("", **kwargs)
         self.shown = "idle"

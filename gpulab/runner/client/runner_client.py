@@ -36,27 +36,13 @@ from gpulab.core.processes import describe_exit
 from gpulab.experiments.registry import get
 from gpulab.runner.client.frames import FrameReader
 from gpulab.runner.client.jobs import Job
-from gpulab.runner.client.spare import NO_STANDBY_ENV, SPARE_DELAY_S, SparePool, standby_wanted
+from gpulab.runner.client.spare import SparePool, standby_wanted
 from gpulab.runner.client.supervisor import (
     MAX_START_FAILURES,
-    STDERR_TAIL,
     WorkerProcess,
     WorkerStartError,
     WorkerSupervisor,
 )
-
-__all__ = [
-    "CANCEL_GRACE_S",
-    "MAX_START_FAILURES",
-    "NO_STANDBY_ENV",
-    "SPARE_DELAY_S",
-    "STDERR_TAIL",
-    "EventCallback",
-    "Job",
-    "RunnerClient",
-    "WorkerStartError",
-    "standby_wanted",
-]
 
 CANCEL_GRACE_S = 1.0  # a job that ignores a cancel this long gets its worker killed
 

@@ -22,7 +22,7 @@ from gpulab.exercises.run_check import run_check
 from gpulab.exercises.workspace import Workspace
 from gpulab.store.database import Store
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "exercises"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "exercises"
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +58,9 @@ def test_fixture_catalog_loads(cat):
     assert [e.id for e in cat] == ["double", "gpu-only"]
     ex = cat.get("double")
     assert ex.entry == "double" and ex.timed and ex.time_limit == 20
+    assert ex.graded_by_speed and ex.ceiling == "copy"
+    assert ex.intensity is not None and ex.intensity.per_byte == 1 / 8
+    assert not cat.get("gpu-only").graded_by_speed and cat.get("gpu-only").ceiling == ""
     assert {w.name: w.expect for w in ex.wrong} == {
         "skips-last": "never written",
         "triples": "expected",
@@ -139,6 +142,28 @@ def _replace(path: Path, old: str, new: str) -> None:
             lambda d: _replace(d / "wrong" / "triples.py", "# expect: expected", "# wrong"),
             "triples.py",
             "# expect:",
+        ),
+        (
+            lambda d: _replace(d / "check.py", 'metric="GB/s"', 'metric="TFLOP/s"'),
+            "check.py",
+            "times in TFLOP/s, but exercise.md's metric is GB/s",
+        ),
+        (
+            lambda d: _replace(d / "check.py", 'ceiling="copy"', 'ceiling="hbm"'),
+            "check.py",
+            "ceiling 'hbm' is not",
+        ),
+        (
+            lambda d: _replace(
+                d / "exercise.md", "intensity: {flops: 1, bytes: 8", "intensity: 1 #"
+            ),
+            "exercise.md",
+            "intensity must be {flops",
+        ),
+        (
+            lambda d: _replace(d / "exercise.md", "bytes: 8,", "bytes: 0,"),
+            "exercise.md",
+            "intensity.bytes must be above 0",
         ),
     ],
 )

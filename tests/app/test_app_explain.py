@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_app import ready, wait_for
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.app.panes.exercises import ExercisesPane
 from gpulab.core import events as ev
 from gpulab.exercises.loader import load_catalog
@@ -20,11 +21,10 @@ from gpulab.exercises.workspace import Workspace
 from gpulab.explain import nvrtc
 from gpulab.testing import fake_nvtools
 from gpulab.testing.fake_runner import FakeRunner, frozen
-from tests.test_app import ready, wait_for
 
 pytestmark = pytest.mark.skipif(nvrtc.library() is None, reason="needs NVRTC (nvidia-cuda-nvrtc)")
 
-CATALOG = Path(__file__).resolve().parents[1] / "gpulab" / "exercises" / "catalog"
+CATALOG = Path(__file__).resolve().parents[2] / "gpulab" / "exercises" / "catalog"
 NO_PADDING = CATALOG / "30-transpose-tiled" / "slow" / "no-padding.py"
 
 
@@ -131,7 +131,7 @@ async def test_a_failed_check_gets_no_card():
         assert pane.card.lines == [] and not pane.card.has_class("-shown")
 
 
-FIX = Path(__file__).resolve().parent / "fixtures" / "explain"
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "explain"
 
 
 async def test_f4_again_measures_with_nsight_compute(monkeypatch, tmp_path):

@@ -13,7 +13,8 @@ import pytest
 from textual.binding import Binding
 from textual.widgets import Button, DataTable, Input, OptionList, Static, TextArea
 
-from gpulab.app import GpuLabApp
+from gpulab.app import messages
+from gpulab.app.app import GpuLabApp
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.panes.lessons import LessonsPane
 from gpulab.app.screens.help import HelpScreen
@@ -293,7 +294,7 @@ async def test_lesson_link_opens_the_experiment_with_its_params():
         await pilot.press("tab", "tab", "tab")  # away to the lessons pane
         assert app.screen.current == "lessons"
         app.query_one(LessonsPane).post_message(
-            LessonsPane.RunExperiment("montecarlo", {"samples": 5000, "seed": 7})
+            messages.RunExperiment("montecarlo", {"samples": 5000, "seed": 7})
         )
         await wait_for(pilot, lambda: app.screen.current == "experiments", 5)
         assert app.panel.form.raw() == {"samples": "5000", "seed": "7"}

@@ -13,7 +13,7 @@ from typing import Any
 from test_app import ready, wait_for
 from textual.widgets import DataTable, Static
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.core import events as ev
 from gpulab.core import peaks as pk
 from gpulab.core.devices import detect

@@ -92,6 +92,13 @@ def test_the_catalog_has_exercises():
     assert CATALOG.get("vector-add").order == 1
 
 
+def test_every_graded_exercise_declares_its_intensity():
+    # Without one its explain card has no roofline point: intensity in exercise.md.
+    missing = [ex.id for ex in CATALOG if ex.graded_by_speed and ex.intensity is None]
+    assert not missing, f"graded by speed without an intensity in exercise.md: {missing}"
+    assert all(ex.ceiling for ex in CATALOG if ex.graded_by_speed)
+
+
 @pytest.mark.parametrize("ex", SOLUTIONS)
 def test_solution_passes(ex):
     why = ex.unavailable(_inventory())

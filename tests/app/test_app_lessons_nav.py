@@ -11,7 +11,7 @@ from typing import Any
 
 from textual.widgets import Input, Tree
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.app.panes.lesson_reader import RunLink
 from gpulab.app.panes.lessons import LessonsPane
 from gpulab.lessons.catalog import default_catalog

@@ -6,17 +6,20 @@ from __future__ import annotations
 import os
 import time
 
+from test_app import wait_for
 from textual.app import App, ComposeResult
 
+from gpulab.app.app import WIDGETS_CSS
 from gpulab.app.widgets.code_editor import SAVE_MAX_S, ExerciseEditor
 from gpulab.app.widgets.verdict import bar, grade_ruler, verdict_text
 from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.run_check import CaseRow, CheckResult
 from gpulab.exercises.workspace import Workspace
-from tests.test_app import wait_for
 
 
 class EditorApp(App[None]):
+    CSS_PATH = WIDGETS_CSS  # the lab's rules for its own widgets
+
     def __init__(self, ws: Workspace) -> None:
         super().__init__()
         self.ws = ws

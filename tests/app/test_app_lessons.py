@@ -8,16 +8,19 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.widgets import Button, Input, Markdown, OptionList, Static, Tree
 
+from gpulab.app import messages
+from gpulab.app.app import WIDGETS_CSS
 from gpulab.app.panes.lessons import LessonsPane
 from gpulab.app.screens.quiz import LETTERS, QuizScreen
 from gpulab.lessons.catalog import load_catalog
 from gpulab.lessons.measured import Measured
 from gpulab.store.database import Store
 
-FIXTURES = Path(__file__).parent / "fixtures" / "lessons"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "lessons"
 
 
 class LessonsApp(App[None]):
+    CSS_PATH = WIDGETS_CSS  # the lab's rules for its own widgets
     """LessonsPane alone, recording what it asks the app to do."""
 
     def __init__(self, data_dir: Path, **kw: Any) -> None:
@@ -34,7 +37,7 @@ class LessonsApp(App[None]):
             **self.kw,
         )
 
-    def on_lessons_pane_run_experiment(self, message: LessonsPane.RunExperiment) -> None:
+    def on_run_experiment(self, message: messages.RunExperiment) -> None:
         self.runs.append((message.experiment, message.params))
 
 
@@ -338,7 +341,7 @@ async def _panes_ready(pilot: Any) -> None:
 
 
 def _full_app() -> Any:
-    from gpulab.app import GpuLabApp
+    from gpulab.app.app import GpuLabApp
     from gpulab.testing.fake_runner import FakeRunner
 
     return GpuLabApp(runner_factory=lambda **kw: FakeRunner(**kw))
@@ -538,6 +541,8 @@ async def test_quiz_shows_inline_code_as_code(tmp_path):
     )
 
     class QuizApp(App[None]):
+        CSS_PATH = WIDGETS_CSS  # the lab's rules for its own widgets
+
         def on_mount(self) -> None:
             screen = QuizScreen(lesson, Store(tmp_path / "p.db"))
             self.push_screen(screen)
@@ -586,6 +591,8 @@ async def test_each_attempt_shows_the_choices_in_a_new_order(tmp_path):
     store = Store(tmp_path / "p.db")
 
     class QuizApp(App[None]):
+        CSS_PATH = WIDGETS_CSS  # the lab's rules for its own widgets
+
         def on_mount(self) -> None:
             self.push_screen(QuizScreen(lesson, store, seed=4))
 
@@ -660,7 +667,7 @@ async def test_a_bandwidth_run_fills_the_transfers_lesson(tmp_path, monkeypatch)
         }
         emit(frozen(ev.RESULT, job.id, result=result))
 
-    from gpulab.app import GpuLabApp
+    from gpulab.app.app import GpuLabApp
 
     app = GpuLabApp(runner_factory=lambda **kw: FakeRunner(script=bandwidth_script, **kw))
     async with app.run_test(size=(160, 48)) as pilot:

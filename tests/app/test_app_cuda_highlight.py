@@ -11,6 +11,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import TextArea
 from textual.widgets.text_area import TextAreaTheme
 
+from gpulab.app.app import WIDGETS_CSS
 from gpulab.app.widgets import cuda_highlight
 from gpulab.app.widgets.code_editor import ExerciseEditor
 from gpulab.exercises.loader import load_catalog
@@ -170,6 +171,8 @@ def test_a_failure_while_colouring_keeps_python_colours(monkeypatch):
 
 
 class KernelApp(App[None]):
+    CSS_PATH = WIDGETS_CSS  # the lab's rules for its own widgets
+
     def compose(self) -> ComposeResult:
         yield ExerciseEditor.code_editor(starter("map-add-ten"), language="python", id="ed")
 

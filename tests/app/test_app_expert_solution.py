@@ -3,13 +3,13 @@ says what opens it, and `e` switching between the reference and the expert's onc
 
 from __future__ import annotations
 
+from test_app import ready, wait_for
+from test_app_exercises import fake_app, pane
 from textual.widgets import Static, TextArea
 
 from gpulab.app.screens.exercise_dialogs import SolutionScreen
 from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.progress import Progress
-from tests.test_app import ready, wait_for
-from tests.test_app_exercises import fake_app, pane
 
 
 async def _open_solution(pilot, ex_id: str, grade: str | None) -> SolutionScreen:

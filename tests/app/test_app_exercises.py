@@ -7,9 +7,10 @@ the progress. Every wait is for a condition with a deadline.
 
 from __future__ import annotations
 
+from test_app import ready, wait_for
 from textual.widgets.text_area import Selection
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.panes.exercises import ExercisesPane
 from gpulab.app.screens.exercise_dialogs import ConfirmReset, SolutionScreen
@@ -17,7 +18,6 @@ from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.progress import Progress
 from gpulab.exercises.workspace import Workspace
 from gpulab.testing.fake_runner import FakeRunner
-from tests.test_app import ready, wait_for
 
 FIX = "torch.add(a, b, out=out)"
 TIMEOUT = 120

@@ -14,7 +14,7 @@ import pytest
 from gpulab.ex.session import Checker
 from gpulab.exercises.loader import load_catalog
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "exercises"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "exercises"
 
 
 async def test_loops_crashes_and_raises_are_survived(tmp_path):
@@ -110,7 +110,7 @@ def test_watch_ends_cleanly_on_ctrl_c(tmp_path):
         "GPULAB_EXERCISES_PATH": str(FIXTURES),
         "GPULAB_WORKDIR": str(tmp_path / "w"),
         "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")])
+            filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")])
         ),
     }
     proc = subprocess.Popen(

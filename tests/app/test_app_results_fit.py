@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 from rich.console import Console
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.app.panes.gpu_glance import History, glance, processes, sparkline
 from gpulab.app.runs import RunState
 from gpulab.app.widgets.images import ImageView

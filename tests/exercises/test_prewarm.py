@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from conftest import cupy_available
+from test_app import wait_for
+from test_app_exercises import fake_app, open_vector_add
 
 from gpulab.core.devices import Backend, Inventory
 from gpulab.ex.session import Checker
@@ -21,8 +23,6 @@ from gpulab.exercises.loader import find
 from gpulab.exercises.run_check import CheckResult
 from gpulab.experiments.base import Context
 from gpulab.testing.fake_runner import FakeRunner, cpu_inventory
-from tests.test_app import wait_for
-from tests.test_app_exercises import fake_app, open_vector_add
 
 
 @pytest.fixture(autouse=True)
@@ -162,10 +162,9 @@ async def test_a_check_pressed_during_the_preparation_says_what_it_waits_for(
         ex = await open_vector_add(pilot)
         link = app.worker_link
         await wait_for(pilot, lambda: not link.ahead, 5, "the fake preparation's end")
-        assert link.waiting_for() == ""
-        link.ahead["prepare vector-add"] = (
-            "vector-add's preparation (its check's kernels compile once)"
-        )
+        assert app.waiting_for == ""
+        # what the link's state says while the worker prepares an exercise
+        app.waiting_for = "vector-add's preparation (its check's kernels compile once)"
         shown: list[str] = []
         real = ex.verdict.show_progress
         monkeypatch.setattr(

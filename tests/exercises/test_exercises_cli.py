@@ -18,7 +18,7 @@ from gpulab.core.doc_tags import tag
 from gpulab.ex import cli as ex_cli
 from gpulab.ex import commands as ex_commands
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "exercises"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "exercises"
 
 
 @pytest.fixture(autouse=True)

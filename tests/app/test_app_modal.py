@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from test_monkey import type_fast
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.screens.help import HelpScreen
 from gpulab.app.screens.quiz import QuizScreen

@@ -43,7 +43,7 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
         env = dict(os.environ, TERM="xterm-256color", CUDA_VISIBLE_DEVICES="")
         env["GPULAB_DATA_DIR"] = str(tmp_path / "data")
-        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         self.proc = subprocess.Popen(
             [sys.executable, "-c", LAUNCH],
             stdin=slave,
@@ -160,10 +160,10 @@ def test_a_terminal_that_stalls_then_closes_mid_run(terminal):
 
 def test_a_crash_in_the_app_exits_non_zero(monkeypatch, capsys):
     """`gpulab` (cli._tui) returns the app's failure status and says so in one line."""
-    import gpulab.app
+    import gpulab.app.app
     from gpulab.testing.fake_runner import FakeRunner
 
-    class Crashing(gpulab.app.GpuLabApp):
+    class Crashing(gpulab.app.app.GpuLabApp):
         def __init__(self, **kw):
             super().__init__(runner_factory=lambda **rk: FakeRunner(**rk), **kw)
 
@@ -173,17 +173,17 @@ def test_a_crash_in_the_app_exits_non_zero(monkeypatch, capsys):
         def run(self, **kw):
             return super().run(headless=True, size=(80, 24), **kw)
 
-    monkeypatch.setattr(gpulab.app, "GpuLabApp", Crashing)
+    monkeypatch.setattr(gpulab.app.app, "GpuLabApp", Crashing)
     assert cli.main([]) == 1
     err = capsys.readouterr().err
     assert "gpulab: the lab stopped on an internal error" in err
 
 
 def test_a_normal_quit_exits_zero(monkeypatch, capsys):
-    import gpulab.app
+    import gpulab.app.app
     from gpulab.testing.fake_runner import FakeRunner
 
-    class Quitting(gpulab.app.GpuLabApp):
+    class Quitting(gpulab.app.app.GpuLabApp):
         def __init__(self, **kw):
             super().__init__(runner_factory=lambda **rk: FakeRunner(**rk), **kw)
 
@@ -193,6 +193,6 @@ def test_a_normal_quit_exits_zero(monkeypatch, capsys):
         def run(self, **kw):
             return super().run(headless=True, size=(80, 24), **kw)
 
-    monkeypatch.setattr(gpulab.app, "GpuLabApp", Quitting)
+    monkeypatch.setattr(gpulab.app.app, "GpuLabApp", Quitting)
     assert cli.main([]) == 0
     assert "internal error" not in capsys.readouterr().err

@@ -1,17 +1,17 @@
 """Snapshots of the Exercises view: the list, and an exercise open with a verdict beside the code.
 
-Frozen like tests/test_app_snapshots.py (a FakeRunner, a fake NVML): the verdict is a fixed
+Frozen like tests/app/test_app_snapshots.py (a FakeRunner, a fake NVML): the verdict is a fixed
 CheckResult handed to the verdict widget, the workspace a fixed folder name under the test's
 own data dir, so nothing timed or random reaches the picture. Regenerate deliberately:
-pytest tests/test_app_exercises_snapshots.py --snapshot-update
+pytest tests/app/test_app_exercises_snapshots.py --snapshot-update
 """
 
 from __future__ import annotations
 
 import pytest
+from test_app_snapshots import frozen_app, settle
 
 from gpulab.exercises.run_check import CaseRow, CheckResult
-from tests.test_app_snapshots import frozen_app, settle
 
 TIMING = {
     "metric": "GB/s",

@@ -13,6 +13,8 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import OptionList
 
+from gpulab.app import messages
+from gpulab.app.app import WIDGETS_CSS
 from gpulab.app.panes.gpu_info import GpuInfoPane
 from gpulab.app.panes.memory_gauge import MemoryGauge
 from gpulab.testing.fake_nvml import GiB, MiB, fake_sampler, worker_inventory
@@ -21,6 +23,7 @@ SIZE = (110, 32)
 
 
 class PanesApp(App):
+    CSS_PATH = WIDGETS_CSS  # the lab's rules for its own widgets
     CSS = """
     Horizontal > * { width: 1fr; border: round $accent; }
     """
@@ -37,7 +40,7 @@ class PanesApp(App):
         self.sampler, self.fake = fake_sampler(variant, manual=manual)
         self.worker = worker
         self.inventory = inventory
-        self.selected: list[GpuInfoPane.Selected] = []
+        self.selected: list[messages.GpuChosen] = []
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -51,11 +54,11 @@ class PanesApp(App):
             self.query_one(GpuInfoPane).set_worker_info(handshake)
             self.query_one(MemoryGauge).set_worker_pid(4242)
 
-    def on_gpu_info_pane_selected(self, message: GpuInfoPane.Selected) -> None:
+    def on_gpu_chosen(self, message: messages.GpuChosen) -> None:
         self.selected.append(message)
 
     @property
-    def chosen(self) -> list[GpuInfoPane.Selected]:
+    def chosen(self) -> list[messages.GpuChosen]:
         """What a person selected (not the pane's own initial selection)."""
         return [m for m in self.selected if not m.initial]
 

@@ -2,7 +2,7 @@
 
 Frozen on purpose: a FakeRunner plays fixed events with fixed timestamps, and the telemetry
 panes read a fake NVML ("no-library": a machine without the driver), so nothing live or timed
-reaches the picture. Regenerate deliberately: pytest tests/test_app_snapshots.py --snapshot-update
+reaches the picture. Regenerate deliberately: pytest tests/app/test_app_snapshots.py --snapshot-update
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 import pytest
 from textual.widgets import Tabs
 
-from gpulab.app import GpuLabApp
+from gpulab.app.app import GpuLabApp
 from gpulab.testing.fake_nvml import fake_sampler
 from gpulab.testing.fake_runner import FakeRunner
 
