@@ -8,15 +8,17 @@ set -u
 repeat=${1:-5}
 soak=${2:-50}
 out=${OUT:-/tmp}
-groups=(
+# GROUPS (a file of comma-separated exercise ids, one group a line) and GPUS (which GPUs, in
+# order) choose another split
+if [ -n "${GROUPS_FILE:-}" ]; then mapfile -t groups < "$GROUPS_FILE"; else groups=(
   "mixed-precision,profile-step,vector-add,model-to-device,conv2d,zip-add,grid-stride,transpose-tiled,reduction-kernel"
   "ddp,honest-timing,histogram,memory-tracker,cuda-graphs,guards,stencil-shared,softmax-rows,warp-reduce"
   "triton-matmul,streams-overlap,matmul-tiled,first-kernel,deterministic-sum,map-2d,dot-reduction,conv1d,triton-vector-add"
   "bandwidth,compile-fused,tree-reduction,device-agnostic,grid-2d,map-add-ten,broadcast-outer,scan,elementwise-fused,triton-softmax"
-)
-n=$(nvidia-smi -L | grep -c '^GPU')
+); fi
+IFS=, read -r -a gpus <<< "${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)}"
 for ((i = 0; i < ${#groups[@]}; i++)); do
-  gpu=$((i % n))
+  gpu=${gpus[$((i % ${#gpus[@]}))]}
   ( CUDA_VISIBLE_DEVICES=$gpu GPULAB_DATA_DIR=/tmp/gpulab-bench-$i python3 -m gpulab bench \
       --suite exercises --repeat "$repeat" --soak "$soak" --exercise "${groups[$i]}" \
       --json "$out/ex-$i.json" --markdown "$out/ex-$i.md" > "$out/ex-$i.log" 2>&1
