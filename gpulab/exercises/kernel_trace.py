@@ -96,8 +96,13 @@ class KernelTrace:
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 yield names
                 # The current stream only: a learner's non-blocking stream held back by the
-                # watch's gate must still be busy when the check reads the output
+                # watch's gate must still be busy when the check reads the output. The
+                # profiler's own end synchronizes the whole device (its `use_device`), which
+                # let a side stream's early return pass on an H200: told not to, it ends here
                 torch.cuda.current_stream().synchronize()
+                inner = getattr(prof, "profiler", None)
+                if inner is not None and hasattr(inner, "use_device"):
+                    inner.use_device = None
             names.extend(kernels(prof))
 
         try:  # one empty session: CUPTI's first start costs a second, and may not be allowed

@@ -107,7 +107,7 @@ def _padded(shape: Any, dtype: Any) -> np.ndarray:
     shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
     n = int(np.prod(shape, dtype=np.int64))
     extra = -(-PAD_BYTES // dt.itemsize)
-    return np.empty(n + extra, dtype=dt)[:n].reshape(shape).view(DeviceArray)
+    return np.empty(n + extra, dtype=dt).view(DeviceArray)[:n].reshape(shape)
 
 
 def empty(shape: Any, dtype: Any = np.float64) -> np.ndarray:
