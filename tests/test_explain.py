@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from gpulab.exercises.loader import load_catalog
 from gpulab.explain import cubin, nvrtc
 from gpulab.explain.explainer import explain, explain_file
+from gpulab.explain.roofline import Roof
 
 pytestmark = pytest.mark.skipif(nvrtc.library() is None, reason="needs NVRTC (nvidia-cuda-nvrtc)")
 
@@ -302,8 +304,8 @@ def test_float4_advice_is_quiet_when_the_figure_is_near_the_copy():
             text,
             metric="GB/s",
             figure=fraction * 3000.0,
-            bandwidth_gbs=3000.0,
-            compute_tflops=50.0,
+            roof=Roof(bandwidth_gbs=3000.0, compute_tflops=50.0),
+            intensity=load_catalog().get("map-add-ten").intensity,
             exercise="map-add-ten",
         )
         (k,) = e.kernels

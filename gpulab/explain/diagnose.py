@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from gpulab.explain import access
+from gpulab.explain import access, frequency, inflight
 from gpulab.explain import occupancy as occ
 from gpulab.explain.arch import Arch
 from gpulab.explain.cubin import Resources
@@ -89,6 +90,7 @@ class Subject:
     metric: str | None  # the exercise's: GB/s, TFLOP/s or None
     occupancy: occ.Occupancy | None = None  # of the launch (occupancy_of), None without one
     driver_blocks: int | None = None  # blocks per SM the driver computed (--gpu)
+    bandwidth_gbs: float | None = None  # this GPU's calibrated copy, when known
 
     @property
     def arch(self) -> Arch:
@@ -111,6 +113,24 @@ class Subject:
     def access_tag(self) -> Tag:
         """static under a recorded launch; estimated under a launch read from the source."""
         return "static" if self.launch and self.launch.source == "measured" else "estimated"
+
+    @cached_property
+    def weights(self) -> frequency.Weights | None:
+        """How often each PTX instruction runs (frequency.py), or None without the PTX."""
+        if self.facts is None or self.facts.function is None:
+            return None
+        return frequency.weights(self.facts.function, self.facts, self.block)
+
+    def weight(self, accesses: list[Access], spaces: tuple[str, ...]) -> tuple[float, str]:
+        """How often the busiest of `accesses` runs against the kernel's busiest access to the
+        memory `spaces` (1.0: as often), and why it runs less ("" when it does not)."""
+        w = self.weights
+        if w is None or self.facts is None:
+            return 1.0, ""
+        among = [a.index for a in self.facts.accesses if a.space in spaces]
+        a = max(accesses, key=lambda x: w.of(x.index))
+        rel = w.relative(a.index, among)
+        return rel, (w.reason(a.index) if rel < 1.0 else "")
 
 
 Rule = Callable[[Subject], "Finding | list[Finding] | None"]
@@ -317,8 +337,20 @@ def occupancy(s: Subject) -> Finding | None:
     else:
         verdict = f"{o.blocks_per_sm} blocks of {block} fit"
         advice = f"a block size dividing {arch.max_threads_per_sm}"
-    # A compute-bound kernel hides latency with independent instructions as well as warps.
-    score = (2.5 if s.metric == "TFLOP/s" else 4.0) * (1.0 - o.fraction)
+    flight = _flight(s, o)
+    data = {**o.to_dict(), "limiter": lim}
+    if flight is None:
+        # Nothing to weigh the warps against: a compute-bound kernel hides latency with
+        # independent instructions as well as warps, so its missing warps count for less.
+        score = (2.5 if s.metric == "TFLOP/s" else 4.0) * (1.0 - o.fraction)
+    else:
+        data["in_flight"] = flight.to_dict()
+        detail += " " + _little(flight, s)
+        score = (2.5 if flight.unit == "FMA" else 4.0) * flight.loss
+        if flight.loss <= 0.0:
+            verdict = f"{flight.amount(flight.have)}/SM in flight, {flight.amount(flight.need)}"
+            verdict += " needed"
+            advice = ""
     return Finding(
         kind="occupancy",
         what="occupancy",
@@ -330,7 +362,57 @@ def occupancy(s: Subject) -> Finding | None:
         line=line,
         kernel=ks.name,
         detail=detail,
-        data={**o.to_dict(), "limiter": lim},
+        data=data,
+    )
+
+
+def _flight(s: Subject, o: occ.Occupancy) -> inflight.Flight | None:
+    """Little's law for the launch: the warp FMAs a compute-bound kernel keeps in flight, else
+    the bytes of loads, against what the SM needs; None when the PTX shows neither."""
+    facts, arch = s.facts, s.arch
+    if facts is None:
+        return None
+    warps, full = o.warps_per_sm, arch.max_warps_per_sm
+    if s.metric == "TFLOP/s":
+        chains = inflight.fma_chains(facts)
+        if chains:
+            need = arch.fp32_lanes_per_sm / arch.warp * inflight.FMA_LATENCY_CLOCKS
+            return inflight.Flight("FMA", chains, warps * chains, need, full * chains)
+    per_thread = inflight.load_bytes(facts, s.weights)
+    if not per_thread:
+        return None
+    bandwidth = s.bandwidth_gbs or arch.bandwidth_gbs
+    need = bandwidth * inflight.DRAM_LATENCY_NS / s.dev.sms  # GB/s x ns = bytes
+    threads = arch.warp * per_thread
+    return inflight.Flight("B", per_thread, warps * threads, need, full * threads)
+
+
+def _little(f: inflight.Flight, s: Subject) -> str:
+    """Little's law for the occupancy line's detail: what is in flight against what is needed."""
+    if f.unit == "FMA":
+        what = (
+            f"Each thread runs {f.per_thread:.0f} independent FMA chains in its busiest loop, so"
+            f" the resident warps keep {f.amount(f.have)} in flight an SM; by Little's law the"
+            f" SM needs {f.amount(f.need)}"
+            f" ({s.arch.fp32_lanes_per_sm // s.arch.warp} warp FMAs a clock x"
+            f" {inflight.FMA_LATENCY_CLOCKS} clocks of latency)."
+        )
+    else:
+        bw = s.bandwidth_gbs or s.arch.bandwidth_gbs
+        source = "the calibrated copy" if s.bandwidth_gbs else f"{s.arch.card}'s datasheet"
+        what = (
+            f"Each thread has {f.per_thread:.0f} B of global loads in flight on its busiest path"
+            f" (issued before the first is used), so the resident warps hold"
+            f" {f.amount(f.have)} an SM; by Little's law the SM needs {f.amount(f.need)}"
+            f" ({bw:,.0f} GB/s from {source} x {inflight.DRAM_LATENCY_NS:.0f} ns of assumed"
+            f" latency / {s.dev.sms} SMs)."
+        )
+    if f.loss <= 0.0:
+        return what + " More warps would not help: the occupancy is not the limit."
+    return (
+        what + " More warps would lift the share of the roof the work in flight can sustain"
+        f" from {f.reach:.0%} to {f.reach_full:.0%}; more of it a thread (several elements,"
+        " float4, more outputs a thread) does the same without them."
     )
 
 
@@ -569,6 +651,19 @@ def calls(s: Subject) -> Finding | None:
 
 # -- the access patterns -----------------------------------------------------------------------
 
+RARE_LINE = 0.25  # of the busiest access: a line that runs less is a rare path, not the suspect
+
+
+def _weighed(weight: float, why: str, memory: str) -> str:
+    """The sentence that says how a finding was weighed by how often its line runs."""
+    if weight >= 1.0:
+        return ""
+    return (
+        f" This line runs about {weight:.0%} as often as the kernel's busiest {memory}-memory"
+        f" access ({why or 'fewer loop trips'}), from the code's shape: its score is weighed"
+        " by that."
+    )
+
 
 def coalescing(s: Subject) -> list[Finding]:
     """Global accesses whose warp touches more 32-byte sectors than its bytes need, one finding
@@ -609,13 +704,20 @@ def coalescing(s: Subject) -> list[Finding]:
             # A short stride whose gaps other accesses may fill from L1, or a stride the
             # analysis only knows as "some run-time value": worth fixing, not the likely cause.
             score = min(score, 2.0)
+        weight, why = s.weight([x for x, _ in items], ("global", "generic"))
+        score *= weight
+        rare = weight < RARE_LINE
         out.append(
             Finding(
                 kind="coalescing",
                 what="coalesce",
                 value=f"L{line or kline} {what} stride {stride}",
-                verdict=f"{p.units / p.ideal:.0f}x the sectors",
-                advice="stage in shared mem" if transposing else "make x contiguous",
+                verdict=f"{p.units / p.ideal:.0f}x the sectors" + (", rare path" if rare else ""),
+                advice=""
+                if rare
+                else "stage in shared mem"
+                if transposing
+                else "make x contiguous",
                 tag=s.access_tag,
                 score=score,
                 line=line,
@@ -627,8 +729,10 @@ def coalescing(s: Subject) -> list[Finding]:
                     f" its bytes: {p.efficiency:.0%} of each request is used ({a.op}; lane 0"
                     " assumed sector-aligned). L1 and L2 may serve the rest of a sector to"
                     " another access, but every request moves them."
+                    + _weighed(weight, why, "global")
                 ),
                 data={
+                    "weight": round(weight, 4),
                     "sectors": p.units,
                     "ideal": p.ideal,
                     "efficiency": round(p.efficiency, 4),
@@ -667,23 +771,30 @@ def bank_conflicts(s: Subject) -> list[Finding]:
         pad = k is not None and (k // 4) % 32 == 0 and k != 0
         what = "stores" if kind == "store" else ("atomics" if kind == "atomic" else "loads")
         in_loop = facts.loop_of(a.index) is not None
+        weight, why = s.weight([x for x, _ in items], ("shared",))
+        rare = weight < RARE_LINE
         out.append(
             Finding(
                 kind="bank-conflicts",
                 what="banks",
                 value=f"L{line or kline} shared {SHORT[kind]} stride {words}",
-                verdict=f"{degree:.0f}-way conflict",
-                advice="pad rows by 1" if pad else "spread lanes over banks",
+                verdict=f"{degree:.0f}-way conflict" + (", rare path" if rare else ""),
+                advice="" if rare else "pad rows by 1" if pad else "spread lanes over banks",
                 tag=s.access_tag,
-                score=3.0 * (1.0 - 1.0 / degree) + (0.2 if in_loop else 0.0),
+                score=(3.0 * (1.0 - 1.0 / degree) + (0.2 if in_loop else 0.0)) * weight,
                 line=line,
                 kernel=ks.name,
                 detail=(
                     f"A warp's {what[:-1]} ({a.op}) needs {p.units} shared-memory wavefronts"
                     f" where {p.ideal} would do: threads {words} 4-byte words apart land in the"
-                    f" same bank of 32 (block {tuple(block)})."
+                    f" same bank of 32 (block {tuple(block)})." + _weighed(weight, why, "shared")
                 ),
-                data={"wavefronts": p.units, "ideal": p.ideal, "kernel_line": kline},
+                data={
+                    "wavefronts": p.units,
+                    "ideal": p.ideal,
+                    "kernel_line": kline,
+                    "weight": round(weight, 4),
+                },
             )
         )
     return out
