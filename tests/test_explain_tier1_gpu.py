@@ -81,6 +81,7 @@ def test_ncu_pass_names_the_planted_flaw(label, tmp_path):
     prof = ncu.profile(kernels, target, report=tmp_path / f"{label}.ncu-rep")
     _record(f"ncu/{label}.raw.csv", prof.raw)
     _record(f"ncu/{label}.details.csv", prof.details)
+    _record(f"ncu/{label}.source.csv", prof.source)
     _record(f"ncu/{label}.seconds", f"{prof.seconds:.2f}\n")
     assert Path(prof.report).is_file() and not prof.dropped, prof.dropped
     (k,) = prof.kernels

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from gpulab.explain import access, frequency, inflight
+from gpulab.explain import access, frequency, inflight, pressure
 from gpulab.explain import occupancy as occ
 from gpulab.explain.arch import Arch
 from gpulab.explain.cubin import Resources
@@ -216,6 +216,9 @@ def spills(s: Subject) -> Finding | None:
     if info is None or not _spilled(s):
         return None
     capped = res.maxreg is not None and res.maxreg < arch.max_regs_per_thread
+    fn = s.facts.function if s.facts is not None else None
+    peak = pressure.peak(fn) if fn is not None else pressure.Peak(0, None)
+    where = s.ks.file_line(peak.line)
     return Finding(
         kind="spills",
         what="spills",
@@ -224,7 +227,7 @@ def spills(s: Subject) -> Finding | None:
         advice="loosen launch bounds" if capped else "fewer live values",
         tag="static",
         score=3.6,
-        line=s.ks.line,
+        line=where or s.ks.line,
         kernel=s.ks.name,
         detail=(
             "ptxas ran out of registers and keeps values in local memory: per thread"
@@ -237,8 +240,19 @@ def spills(s: Subject) -> Finding | None:
                 if capped
                 else "Keep fewer values alive at once (smaller unrolled arrays)."
             )
+            + (
+                f" The most values are alive at kernel line {peak.line} (about"
+                f" {peak.registers} registers in the PTX): the spills start there."
+                if peak.line
+                else ""
+            )
         ),
-        data={"spill_stores": info.spill_stores, "spill_loads": info.spill_loads},
+        data={
+            "spill_stores": info.spill_stores,
+            "spill_loads": info.spill_loads,
+            "peak_registers": peak.registers,
+            "peak_kernel_line": peak.line,
+        },
     )
 
 

@@ -27,23 +27,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from gpulab.explain import cfg
 from gpulab.explain.access import lane_ids
+from gpulab.explain.cfg import Block
 from gpulab.explain.ptx import Access, Facts, Function, Insn
 
 TRIP = 8.0  # an assumed trip count for a loop whose count the PTX does not give
 RARE = 1.0 / 32  # a narrow path beside a 128-bit one: the edges of the array, once a call
 WIDE = 8  # bytes a thread: a 64- or 128-bit access is the vector path
-
-
-@dataclass
-class Block:
-    """A basic block: instructions start..end-1 and its successors with their shares."""
-
-    start: int
-    end: int
-    succ: list[tuple[int, float]] = field(default_factory=list)  # (block, share of its runs)
 
 
 @dataclass
@@ -73,66 +66,6 @@ class Weights:
         busiest; 1.0 when nothing is known)."""
         top = max((self.of(i) for i in among), default=0.0)
         return min(1.0, self.of(index) / top) if top > 0 else 1.0
-
-
-def _ends_block(op: str) -> bool:
-    return op.split(".")[0] in ("bra", "brx", "ret", "exit", "trap")
-
-
-def _blocks(fn: Function) -> tuple[list[Block], list[int]]:
-    n = len(fn.insns)
-    leaders = {0} | {i for i in fn.labels.values() if i < n}
-    for insn in fn.insns:
-        if _ends_block(insn.op) and insn.index + 1 < n:
-            leaders.add(insn.index + 1)
-    starts = sorted(leaders) if n else []
-    blocks = [Block(s, e) for s, e in zip(starts, starts[1:] + [n], strict=True)]
-    of_insn = [0] * n
-    for b, blk in enumerate(blocks):
-        for i in range(blk.start, blk.end):
-            of_insn[i] = b
-    for b, blk in enumerate(blocks):
-        last = fn.insns[blk.end - 1]
-        falls = b + 1 < len(blocks)
-        if last.base == "bra":
-            target = fn.labels.get(last.operands[0]) if last.operands else None
-            if target is not None and target < n:
-                blk.succ.append((of_insn[target], 1.0))
-            falls = falls and bool(last.pred)
-        elif last.base in ("ret", "exit", "trap", "brx"):
-            falls = falls and bool(last.pred) and last.base != "brx"
-        if falls:
-            blk.succ.append((b + 1, 1.0))
-    return blocks, of_insn
-
-
-def _dominated(
-    blocks: list[Block], preds: list[list[int]]
-) -> tuple[list[int | None], list[set[int]]]:
-    """Each block's immediate dominator and the blocks it dominates, over forward edges (text
-    order is topological)."""
-    idom: list[int | None] = [None] * len(blocks)
-
-    def up(x: int) -> int:
-        return idom[x] or 0
-
-    for b in range(1, len(blocks)):
-        fwd = [p for p in preds[b] if p < b and (p == 0 or idom[p] is not None)]
-        if not fwd:
-            continue
-        d = fwd[0]
-        for p in fwd[1:]:  # the nearest common dominator: walk the later one up
-            x, y = d, p
-            while x != y:
-                x, y = (up(x), y) if x > y else (x, up(y))
-            d = x
-        idom[b] = d
-    under: list[set[int]] = [{b} for b in range(len(blocks))]
-    for b in range(len(blocks) - 1, 0, -1):
-        parent = idom[b]
-        if parent is not None:
-            under[parent] |= under[b]
-    return idom, under
 
 
 def _origins(fn: Function, names: dict[str, str]) -> dict[str, set[str]]:
@@ -287,19 +220,16 @@ def _thread_shares(
 
 def weights(fn: Function, facts: Facts, block: tuple[int, ...] = (256,)) -> Weights:
     """Each instruction's estimated frequency (see the module's doc) under a launch of `block`."""
-    blocks, of_insn = _blocks(fn)
+    blocks, of_insn = cfg.blocks(fn)
     if not blocks:
         return Weights([], [], {}, [])
-    preds: list[list[int]] = [[] for _ in blocks]
-    for b, blk in enumerate(blocks):
-        for s, _ in blk.succ:
-            preds[s].append(b)
+    preds = cfg.predecessors(blocks)
     origins = _origins(fn, facts.dataflow.names if facts.dataflow else {})
     arrays = {a.index: _array(a, fn, origins) for a in facts.accesses}
     in_block: list[list[Access]] = [[] for _ in blocks]
     for a in facts.accesses:
         in_block[of_insn[a.index]].append(a)
-    idom, under = _dominated(blocks, preds)
+    idom, under = cfg.dominators(blocks, preds)
     evaluator = _ThreadEval(fn, block)
     reasons: dict[int, str] = {}
     rare_edges: dict[tuple[int, int], float] = {}
@@ -309,7 +239,7 @@ def weights(fn: Function, facts: Facts, block: tuple[int, ...] = (256,)) -> Weig
         return _moves([a for x in under[b] for a in in_block[x]], arrays)
 
     for b, blk in enumerate(blocks):
-        fwd = [s for s, _ in blk.succ if s > b]
+        fwd = [s for s in blk.succ if s > b]
         if len(fwd) != 2 or fwd[0] == fwd[1]:
             continue
         shares = _thread_shares(fn, blk.end - 1, block, evaluator)
