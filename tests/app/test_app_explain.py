@@ -83,6 +83,23 @@ async def test_f4_shows_the_static_card_that_fits_80x24():
         assert pane.card.display and pane.explanation is not None and pane.explanation.tier == 0
 
 
+async def test_f4_marks_the_lines_and_an_edit_clears_them():
+    app = GpuLabApp(watch_terminal=False, runner_factory=lambda **kw: FakeRunner(**kw))
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await _open(pilot, "transpose-tiled", NO_PADDING.read_text())
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: bool(pane.editor.marks), 30, "the gutter marks")
+        text = NO_PADDING.read_text().splitlines()
+        worst = max(pane.editor.marks, key=lambda row: pane.editor.marks[row])
+        assert pane.editor.marks[worst] == 3 and "tile[tx][j]" in text[worst]
+        sentence = pane.query_one("#ex-line")
+        assert sentence.has_class("-shown")
+        assert str(sentence.render()).startswith(f"line {worst + 1}: ")
+        pane.editor.insert(" ")
+        await wait_for(pilot, lambda: not pane.editor.marks, 5, "the marks cleared")
+        assert not sentence.has_class("-shown")
+
+
 async def test_a_file_without_a_kernel_says_so():
     app = GpuLabApp(watch_terminal=False, runner_factory=lambda **kw: FakeRunner(**kw))
     async with app.run_test(size=(80, 24)) as pilot:

@@ -52,6 +52,7 @@ from gpulab.exercises.yardstick import key_for
 from gpulab.exercises.yardstick import words as yardstick_words
 
 NARROW_BELOW = 100  # columns: below this the verdict goes under the code
+LINE_STYLE = {3: "bold red", 2: "yellow", 1: "cyan"}  # the worst line's sentence, by severity
 TITLE_MAX = 44  # the list's title column, so state and grade fit in 80 columns
 STATE_STYLE = {PASSING: "green", "failing": "red", NOT_STARTED: "dim"}
 
@@ -155,9 +156,11 @@ class ExercisesPane(Widget):
         with Vertical(id="ex-detail"):
             yield Static(id="ex-head")
             with Container(id="ex-body"):
-                yield ExerciseEditor.code_editor(
-                    "", language=python_language(), id="ex-editor", compact=True
-                )
+                with Vertical(id="ex-code"):
+                    yield ExerciseEditor.code_editor(
+                        "", language=python_language(), id="ex-editor", compact=True
+                    )
+                    yield Static(id="ex-line")
                 with VerticalScroll(id="ex-side"):
                     yield VerdictView(id="ex-verdict")
                     yield ExplainCard(id="ex-explain")
@@ -255,6 +258,7 @@ class ExercisesPane(Widget):
         self.current = ex
         self.explained, self.explanation = None, None
         self.card.clear()
+        self._show_lines(None)
         self.add_class("-open")
         self.remove_class("-side-max")
         self.query_one("#ex-statement", Markdown).update(ex.statement)
@@ -409,6 +413,25 @@ class ExercisesPane(Widget):
             return  # another exercise is open by now
         self.explained, self.explanation = (ex.id, message.text), message.explanation
         self.card.show_lines(message.lines)
+        self._show_lines(message.explanation)
+
+    def _show_lines(self, e: Any) -> None:
+        """The gutter marks and the worst line's sentence of explanation `e` (None: none)."""
+        marks = e.marks() if e is not None else {}
+        worst = e.worst_line() if e is not None else None
+        self.editor.marks = {line - 1: sev for line, sev in marks.items()}
+        line = self.query_one("#ex-line", Static)
+        line.update(
+            Text(worst.sentence(), style=LINE_STYLE.get(worst.severity, "")) if worst else ""
+        )
+        line.set_class(worst is not None, "-shown")
+
+    @on(ExerciseEditor.Changed, "#ex-editor")
+    def _code_changed(self) -> None:
+        """An edit: the marks and the sentence were worked out from the text before it."""
+        stale = self.explained is not None and self.editor.text != self.explained[1]
+        if stale and (self.editor.marks or self.query_one("#ex-line", Static).has_class("-shown")):
+            self._show_lines(None)
 
     def action_explain(self) -> None:
         """f4: the static card; f4 again on the same code: one Nsight Compute pass."""
@@ -465,6 +488,7 @@ class ExercisesPane(Widget):
     def _profile_done(self, message: ProfileDone) -> None:
         self.profiling = False
         self.card.show_lines(message.lines)
+        self._show_lines(self.explanation)  # the pass added its measured lines to it
 
     # ---- the other keys -------------------------------------------------------------------
     async def action_back(self) -> None:
