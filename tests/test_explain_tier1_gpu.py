@@ -157,3 +157,39 @@ def test_the_explain_command_with_ncu_on_a_kernel_track_exercise(tmp_path, capsy
     )
     print(f"\nexplain --ncu on transpose-tiled: {seconds:.1f} s in all")
     assert seconds < PASS_LIMIT_S
+
+
+# The planted-line kernels (tests/fixtures/explain/lines/, each flaw on a `// planted:` line) and
+# the three older planted kernels whose flaw sits on one line: with a pass, the worst line (the
+# measured per-line findings with the static ones ncu does not measure) is the planted line in at
+# least 9 of the 10, each pass under PASS_LIMIT_S. With GPULAB_EXPLAIN_RECORD every pass's pages
+# are kept under ncu/lines-<name>.* for the CPU tests.
+LINE_CASES = {
+    **{p.stem: (p, "// planted:") for p in sorted((PLANTED / "lines").glob("*.py"))},
+    "strided": (PLANTED / "strided.py", "a[(long long)i * STRIDE]"),
+    "divergent": (PLANTED / "divergent.py", "threadIdx.x & 1"),
+    "spills": (PLANTED / "spills.py", "acc[k] = x[(i + 977 * k) % n]"),
+}
+
+
+def test_a_pass_names_the_planted_line_in_nine_of_ten(tmp_path):
+    hits, report = 0, []
+    for label, (path, needle) in LINE_CASES.items():
+        kernels = [k.name for k in scan(path.read_text()).kernels]
+        target = tools.target_argv(path, driver=PLANTED / "planted_driver.py")
+        prof = ncu.profile(kernels, target, report=tmp_path / f"{label}.ncu-rep")
+        for page in ("raw", "details", "source"):
+            _record(f"ncu/lines-{label}.{page}.csv", getattr(prof, page))
+        e = add_profile(explain_file(path), prof)
+        worst = e.worst_line()
+        want = _line_of(path, needle)
+        hit = worst is not None and worst.line == want
+        hits += hit
+        report.append(
+            f"{label}: planted {want}, worst {worst.sentence() if worst else None}"
+            f" ({prof.seconds:.1f} s)"
+        )
+        assert prof.seconds < PASS_LIMIT_S, report[-1]
+    print("\n" + "\n".join(report))
+    _record("lines.json", json.dumps({"hits": hits, "of": len(LINE_CASES), "cases": report}))
+    assert len(LINE_CASES) == 10 and hits >= 9, report

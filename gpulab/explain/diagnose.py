@@ -867,6 +867,90 @@ def shared_bound(s: Subject) -> Finding | None:
     )
 
 
+def divergence(s: Subject) -> Finding | None:
+    """A branch on the thread's index that splits warps with work on both sides
+    (frequency.Split): each such warp runs one side, then the other."""
+    w = s.weights
+    if w is None or not w.splits:
+        return None
+    worst = max(w.splits, key=lambda x: x.extra)
+    if worst.extra < 0.05:
+        return None
+    line = s.ks.file_line(worst.line)
+    return Finding(
+        kind="divergence",
+        what="diverge",
+        value=f"L{line or worst.line} {worst.split:.0%} of warps split",
+        verdict="warps run both paths",
+        advice="branch per warp, not per lane",
+        tag=s.access_tag,
+        score=3.5 * min(1.0, worst.extra),
+        line=line,
+        kernel=s.ks.name,
+        detail=(
+            f"The branch at kernel line {worst.line} depends only on the thread's index, and"
+            f" {worst.split:.0%} of the warps of a {tuple(s.block)} block have threads on both"
+            " sides: such a warp runs one side with the other side's threads idle, then the"
+            f" other. From the code's shape that adds about {worst.extra:.0%} to the kernel's"
+            " instructions (loops assumed to run 8 times). Let a whole warp take one side:"
+            " branch on threadIdx.x / 32, or give each side's work to separate warps."
+        ),
+        data={"split": round(worst.split, 4), "extra": round(worst.extra, 4)},
+    )
+
+
+def rereads(s: Subject) -> Finding | None:
+    """A global load in a loop whose address no trip changes: the same value fetched again on
+    every trip (the compiler keeps it only when nothing the loop stores may alias it)."""
+    facts = s.facts
+    fn = facts.function if facts is not None else None
+    if facts is None or fn is None:
+        return None
+    defs: dict[str, list[int]] = {}
+    for insn in fn.insns:
+        if insn.operands and insn.operands[0].startswith("%"):
+            defs.setdefault(insn.operands[0], []).append(insn.index)
+    found = []
+    for a in facts.accesses:
+        lp = facts.loop_of(a.index)
+        insn = fn.insns[a.index]
+        if (
+            lp is None
+            or a.kind != "load"
+            or a.space not in ("global", "generic")
+            or any(m in insn.parts for m in ("volatile", "relaxed", "acquire"))
+        ):
+            continue
+        operand = next((o for o in insn.operands if o.startswith("[")), "")
+        reg = operand.strip("[]").split("+")[0].strip()
+        where = defs.get(reg, [])
+        if reg.startswith("%") and where and not any(lp.holds(i) for i in where):
+            found.append(a)
+    if not found:
+        return None
+    weight, _ = s.weight(found, ("global", "generic"))
+    line, lines = _lines(s.ks, found)
+    return Finding(
+        kind="rereads",
+        what="re-read",
+        value=f"L{line or lines} same address every trip",
+        verdict="a load per trip for one value",
+        advice="load it once, before the loop",
+        tag="static",
+        score=2.2 * weight,
+        line=line,
+        kernel=s.ks.name,
+        detail=(
+            f"Kernel lines {lines} load from global memory inside a loop at an address no trip"
+            " changes, so every trip fetches the same value again (from L1 at best, at the"
+            " latency of a load). The compiler keeps such a value in a register only when"
+            " nothing the loop stores could overwrite it: read it into a variable before the"
+            " loop, or mark the pointers __restrict__."
+        ),
+        data={"loads": len(found), "weight": round(weight, 4)},
+    )
+
+
 # The static tier's rules, in the order the card lists findings of equal weight.
 RULES: list[Rule] = [
     resources,
@@ -881,4 +965,6 @@ RULES: list[Rule] = [
     coalescing,
     bank_conflicts,
     shared_bound,
+    divergence,
+    rereads,
 ]

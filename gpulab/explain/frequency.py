@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpulab.explain import cfg
 from gpulab.explain.access import lane_ids
@@ -48,6 +48,7 @@ class Weights:
     freq: list[float]  # per block
     reasons: dict[int, str]  # block -> why it is rare
     of_insn: list[int]  # instruction -> block
+    splits: list[Split] = field(default_factory=list)  # divergent branches
 
     def of(self, index: int) -> float:
         """How often instruction `index` runs, against one run of the kernel's entry."""
@@ -200,22 +201,46 @@ class _ThreadEval:
         return None
 
 
+@dataclass(frozen=True)
+class Shares:
+    """How a branch on the thread's index splits a block: the share of its threads that take
+    it, of those that fall through, and of its warps that have threads on both sides."""
+
+    taken: float
+    falls: float
+    split: float
+
+
 def _thread_shares(
     fn: Function, index: int, block: tuple[int, ...], evaluator: _ThreadEval
-) -> tuple[float, float] | None:
-    """For `@p bra` at `index` where p depends on nothing but the thread's index: the share of
-    the block's threads that take the branch, and of those that fall through."""
+) -> Shares | None:
+    """For `@p bra` at `index` where p depends on nothing but the thread's index, how it splits
+    the block; None for any other branch."""
     insn = fn.insns[index]
     if not insn.pred:
         return None
     threads = math.prod(block) if block else 1
     taken = 0
-    for tid in lane_ids(block, threads):
+    sides: dict[int, set[bool]] = {}
+    for t, tid in enumerate(lane_ids(block, threads)):
         v = evaluator.value(insn.pred, tid)
         if v is None:
             return None
         taken += bool(v)
-    return taken / threads, (threads - taken) / threads
+        sides.setdefault(t // 32, set()).add(bool(v))
+    split = sum(1 for s in sides.values() if len(s) == 2) / max(1, len(sides))
+    return Shares(taken / threads, (threads - taken) / threads, split)
+
+
+@dataclass(frozen=True)
+class Split:
+    """A branch on the thread's index whose two sides both hold work: a warp with threads on
+    both runs one side, then the other."""
+
+    index: int  # the branch instruction
+    line: int | None  # its kernel line
+    split: float  # the share of warps with threads on both sides
+    extra: float  # the extra issue time it costs, against the whole kernel's (estimated)
 
 
 def weights(fn: Function, facts: Facts, block: tuple[int, ...] = (256,)) -> Weights:
@@ -234,6 +259,7 @@ def weights(fn: Function, facts: Facts, block: tuple[int, ...] = (256,)) -> Weig
     reasons: dict[int, str] = {}
     rare_edges: dict[tuple[int, int], float] = {}
     why: dict[tuple[int, int], str] = {}
+    splits: list[tuple[int, list[int], Shares]] = []
 
     def region(b: int) -> dict[tuple, int]:
         return _moves([a for x in under[b] for a in in_block[x]], arrays)
@@ -242,15 +268,17 @@ def weights(fn: Function, facts: Facts, block: tuple[int, ...] = (256,)) -> Weig
         fwd = [s for s in blk.succ if s > b]
         if len(fwd) != 2 or fwd[0] == fwd[1]:
             continue
+        arms = [s for s in fwd if [p for p in preds[s] if p < s] == [b]]
         shares = _thread_shares(fn, blk.end - 1, block, evaluator)
         if shares is not None:
             target = of_insn[fn.labels.get(fn.insns[blk.end - 1].operands[0], 0)]
-            for s, share in ((target, shares[0]), (b + 1, shares[1])):
+            for s, share in ((target, shares.taken), (b + 1, shares.falls)):
                 if share < 1.0:
                     rare_edges[(b, s)] = share
                     why[(b, s)] = f"run by {share:.1%} of the block's threads"
+            if shares.split and len(arms) == 2:
+                splits.append((b, arms, shares))
             continue
-        arms = [s for s in fwd if preds[s] == [b]]
         if len(arms) != 2:
             continue
         moved = [region(s) for s in arms]
@@ -292,7 +320,33 @@ def weights(fn: Function, facts: Facts, block: tuple[int, ...] = (256,)) -> Weig
             else:
                 f *= TRIP
         freq[b] = f
-    return Weights(blocks, freq, reasons, of_insn)
+    return Weights(blocks, freq, reasons, of_insn, _splits(fn, blocks, freq, under, splits))
+
+
+def _splits(
+    fn: Function,
+    blocks: list[Block],
+    freq: list[float],
+    under: list[set[int]],
+    found: list[tuple[int, list[int], Shares]],
+) -> list[Split]:
+    """The extra time of each divergent branch: a split warp runs both sides, so it pays the
+    cheaper side on top of the other (each side's cost per warp that enters it)."""
+    total = sum(freq[b] * (blk.end - blk.start) for b, blk in enumerate(blocks)) or 1.0
+    out = []
+    for b, arms, shares in found:
+        cost = []
+        for s in arms:
+            entered = freq[s] or 1.0
+            cost.append(
+                sum(freq[x] * (blocks[x].end - blocks[x].start) for x in under[s])
+                / entered
+                * freq[b]
+            )
+        branch = blocks[b].end - 1
+        extra = shares.split * min(cost) / total
+        out.append(Split(branch, fn.insns[branch].line, shares.split, extra))
+    return out
 
 
 def _tail_loops(

@@ -707,6 +707,7 @@ REPLACES = {
     "occupancy": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
     "waves": ("launch__waves_per_multiprocessor",),
     "local-memory": ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",),
+    "divergence": ("smsp__thread_inst_executed_per_inst_executed.ratio",),
 }
 
 
