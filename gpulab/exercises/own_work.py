@@ -719,7 +719,9 @@ def _made_by_a_library(frame: Any) -> bool:
     return False
 
 
-_SHARED_ACCESS = re.compile(r"\b(ld|st|atom|red|ldmatrix|stmatrix)(\.[a-z0-9]+)*\.shared\b|\bcp\.async\b")
+_SHARED_ACCESS = re.compile(
+    r"\b(ld|st|atom|red|ldmatrix|stmatrix)(\.[a-z0-9]+)*\.shared\b|\bcp\.async\b"
+)
 
 
 def _uses_shared(launch: Launch) -> bool | None:

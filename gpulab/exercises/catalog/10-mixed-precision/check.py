@@ -355,6 +355,7 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         sets=2,
         prepare=prepare,
         check_call=check_call,
+        check_every=True,  # counts from hooks: every timed call is checked, on a CPU too
         note=f"MLP {depth} x {width}x{width}, batch {batch}: 6 flops per weight per sample "
         "(forward 2, backward 4)",
     )

@@ -23,4 +23,6 @@ def saxpy(alpha, x, y, out):
     chunk = blocks * 256
     for start in range(0, max(n, 1), chunk):
         grid = min(blocks, (n - start + 255) // 256)
-        _kernel((max(grid, 1),), (256,), (np.float32(alpha), x, y, out, np.int64(start), np.int64(n)))
+        _kernel(
+            (max(grid, 1),), (256,), (np.float32(alpha), x, y, out, np.int64(start), np.int64(n))
+        )
