@@ -27,7 +27,7 @@ def train_step(params, momenta, x, y):
     total = sum(float(np.square(p.grad.detach().cpu().numpy()).sum()) for p in params)
     scale = min(1.0, MAX_NORM / (total**0.5 + 1e-6))
     with torch.no_grad():
-        for p, m in zip(params, momenta):
+        for p, m in zip(params, momenta, strict=True):
             m.mul_(MOMENTUM).add_(p.grad, alpha=scale)
             p.sub_(m, alpha=LR)
     return loss.detach()
