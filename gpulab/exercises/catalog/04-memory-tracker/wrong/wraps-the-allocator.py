@@ -1,8 +1,8 @@
 # expect: allocated_delta =
 """A shortcut (writing what the check reads): no memory is measured. __enter__ rebinds
 numpy.full, which the workload allocates with, and records the bytes each call asks for; its
-__exit__ puts it back. The check allocates through functions it bound before this file loaded. kept = the first allocation, peak = the first two. On the
-GPU path it would wrap torch.full the same way."""
+__exit__ puts it back. The check allocates through functions it bound before this file loaded.
+kept = the first allocation, peak = the first two; the GPU path would wrap torch.full alike."""
 
 import numpy as np
 
