@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from gpulab.core import nvrtc
 from gpulab.exercises.loader import load_catalog
-from gpulab.explain import cubin, nvrtc
+from gpulab.explain import cubin
 from gpulab.explain.explainer import explain, explain_file
 from gpulab.explain.roofline import Roof
 

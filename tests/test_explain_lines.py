@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.cli import main
-from gpulab.explain import nvrtc
+from gpulab.core import nvrtc
 from gpulab.explain.explainer import explain_file
 
 pytestmark = pytest.mark.skipif(nvrtc.library() is None, reason="needs NVRTC (nvidia-cuda-nvrtc)")

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from gpulab.core import nvrtc
 from gpulab.exercises.loader import load_catalog
-from gpulab.explain import frequency, inflight, ncu, nvrtc, ptx
+from gpulab.explain import frequency, inflight, ncu, ptx
 from gpulab.explain.explainer import explain, explain_file
 
 pytestmark = pytest.mark.skipif(nvrtc.library() is None, reason="needs NVRTC (nvidia-cuda-nvrtc)")

@@ -289,6 +289,13 @@ def run_check(
         shared = getattr(check, "SHARED_MEMORY", None)
         if shared and watch.shared_memory_used() is False:
             return _fail(result, "wrong", f"your kernel uses no shared memory: {shared}", t0)
+        without = watch.call_without_shared_memory() if shared else None
+        if without is not None:
+            why = (
+                f"call {without} of your kernel used no shared memory its code reads or writes "
+                f"(a shared_mem= or a __shared__ array no instruction touches is none): {shared}"
+            )
+            return _fail(result, "wrong", why, t0)
         result.verdict, result.grade = PASS, "pass"
         result.message = f"all {len(cases)} input sets correct (seed {seed})"
         for note in actx.notes:  # what this machine could not show: said with the pass

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from gpulab.core.nvrtc import PtxasInfo
 from gpulab.explain import access, frequency, inflight, pressure
 from gpulab.explain import occupancy as occ
 from gpulab.explain.arch import Arch
 from gpulab.explain.cubin import Resources
 from gpulab.explain.findings import Finding, Tag, gather
-from gpulab.explain.nvrtc import PtxasInfo
 from gpulab.explain.ptx import Access, Facts, pconst, pformat
 from gpulab.explain.source import Big, KernelSource
 
@@ -929,6 +929,10 @@ def rereads(s: Subject) -> Finding | None:
     if not found:
         return None
     weight, _ = s.weight(found, ("global", "generic"))
+    # A value every lane shares (a filter weight) comes back as one broadcast from L1; a value
+    # of each lane's own moves the warp's whole request again every trip.
+    own = [a for a in found if not (a.addr is not None and a.addr.uniform)]
+    found = own or found
     line, lines = _lines(s.ks, found)
     return Finding(
         kind="rereads",
@@ -937,17 +941,23 @@ def rereads(s: Subject) -> Finding | None:
         verdict="a load per trip for one value",
         advice="load it once, before the loop",
         tag="static",
-        score=2.2 * weight,
+        score=(2.2 if own else 0.9) * weight,
         line=line,
         kernel=s.ks.name,
         detail=(
             f"Kernel lines {lines} load from global memory inside a loop at an address no trip"
             " changes, so every trip fetches the same value again (from L1 at best, at the"
-            " latency of a load). The compiler keeps such a value in a register only when"
-            " nothing the loop stores could overwrite it: read it into a variable before the"
-            " loop, or mark the pointers __restrict__."
+            " latency of a load)"
+            + (
+                ", a whole request for the warp each time."
+                if own
+                else "; every lane reads the same one, so each is a single broadcast."
+            )
+            + " The compiler keeps such a value in a register only when nothing the loop"
+            " stores could overwrite it and registers allow: read it into a variable before"
+            " the loop, or mark the pointers __restrict__."
         ),
-        data={"loads": len(found), "weight": round(weight, 4)},
+        data={"loads": len(found), "weight": round(weight, 4), "per_lane": bool(own)},
     )
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_app_snapshots import frozen_app, settle
 
+from gpulab.core import nvrtc
 from gpulab.exercises.run_check import CaseRow, CheckResult
-from gpulab.explain import nvrtc
 
 CATALOG = Path(__file__).resolve().parents[2] / "gpulab" / "exercises" / "catalog"
 needs_nvrtc = pytest.mark.skipif(nvrtc.library() is None, reason="needs NVRTC (nvidia-cuda-nvrtc)")
