@@ -178,6 +178,24 @@ def hint(ladder: list[Rung], p: Placement | None) -> str:
     return f"The ladder's first rung that passes: {first.idea}." if first else ""
 
 
+def for_check(ex: Exercise, timing: dict[str, Any] | None, key: str) -> str:
+    """The ladder's sentence after a graded check on device `key` ("" when the exercise has no
+    ladder or it was not measured there): the check's own figure against the expert timed beside
+    it, where the expert is the yardstick, else its figure."""
+    if not timing or not (ex.folder / "ladder").is_dir():
+        return ""
+    measured = figures(ex, key)
+    if not measured:
+        return ""
+    yard = timing.get("yardstick") or {}
+    of_top = (
+        (timing.get("of_yardstick") or {}).get("figure") if yard.get("label") == "expert" else None
+    )
+    value = (timing.get("learner") or {}).get("value")
+    p = place(rungs(ex), measured, value=value, of_top=of_top)
+    return p.sentence() if p is not None else ""
+
+
 def lines(
     ex: Exercise,
     key: str,

@@ -129,6 +129,34 @@ async def test_a_graded_kernel_check_gets_the_card_under_its_grade():
         assert pane.card.region.y >= pane.verdict.region.y + pane.verdict.region.height
 
 
+async def test_a_graded_check_is_placed_on_the_ladder_measured_here():
+    from gpulab.exercises import ladder
+
+    ex_def = load_catalog().get("matmul-tiled")
+    path = str(Workspace().path(ex_def))
+    graded = _graded(ex_def.id, path)
+    graded["timing"] |= {
+        "metric": "TFLOP/s",
+        "yardstick": {"label": "expert", "file": "expert.py", "value": 40.0},
+        "of_yardstick": {"figure": 0.11, "lo": 0.1, "hi": 0.12, "n": 15, "basis": "rounds"},
+    }
+    app = GpuLabApp(watch_terminal=False, runner_factory=_runner_with(graded))
+    async with app.run_test(size=(120, 40)) as pilot:
+        rung3 = CATALOG / "31-matmul-tiled" / "ladder" / "03-shared-tiles.py"
+        pane = await _open(pilot, "matmul-tiled", rung3.read_text())
+        shares = [0.01, 0.05, 0.1, 0.25, 0.55, 0.75, 1.0]
+        rungs = ladder.rungs(ex_def)
+        measured = {
+            r.name: {"value": 40.0 * f, "of_top": f} for r, f in zip(rungs, shares, strict=True)
+        }
+        ladder.observe(ex_def, pane._yardstick_key(), measured, metric="TFLOP/s")
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: bool(pane.ladder_note), 30, "the ladder's sentence")
+        assert pane.ladder_note.startswith("You are on rung 3, shared tiles; rung 4 ran 2.3x")
+        hints = str(pane.query_one("#ex-hints").render())
+        assert "Ladder: You are on rung 3" in hints and rungs[3].idea[:40] in hints
+
+
 async def test_a_failed_check_gets_no_card():
     ex_def = load_catalog().get("transpose-tiled")
     path = str(Workspace().path(ex_def))

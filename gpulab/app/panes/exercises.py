@@ -45,6 +45,7 @@ from gpulab.app.widgets.verdict import VerdictView
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
 from gpulab.core.errors import Cancelled
+from gpulab.exercises import ladder
 from gpulab.exercises.loader import Catalog, Exercise, load_catalog
 from gpulab.exercises.progress import NOT_STARTED, PASSING, ExerciseProgress, Progress
 from gpulab.exercises.workspace import Workspace, WorkspaceError
@@ -144,6 +145,7 @@ class ExercisesPane(Widget):
         self.last_job_s = 0.0  # of which submitting to the job's final event
         self.explained: tuple[str, str] | None = None  # (exercise, file text) the card is about
         self.explanation: Any = None  # the card's gpulab.explain Explanation
+        self.ladder_note = ""  # the last graded check's place on the exercise's ladder
         self.profiling = False
 
     # ---- building -------------------------------------------------------------------------
@@ -257,6 +259,7 @@ class ExercisesPane(Widget):
             return False
         self.current = ex
         self.explained, self.explanation = None, None
+        self.ladder_note = ""
         self.card.clear()
         self._show_lines(None)
         self.add_class("-open")
@@ -298,6 +301,9 @@ class ExercisesPane(Widget):
             for i, hint in enumerate(ex.hints[:shown]):
                 text.append(f"Hint {i + 1}/{len(ex.hints)}: ", style="bold")
                 text.append(f"{hint}\n")
+            if self.ladder_note:  # the next rung's idea: `gpulab ex ladder` draws the rest
+                text.append("Ladder: ", style="bold")
+                text.append(f"{self.ladder_note}\n", style="cyan")
         self.query_one("#ex-hints", Static).update(text)
 
     def close_exercise(self) -> None:
@@ -374,6 +380,8 @@ class ExercisesPane(Widget):
             self.call_after_refresh(self._verdict_painted)
             if result.passed and result.timing and ex.graded_by_speed:
                 self._explain(ex, path, result, self._card_width())
+                self.ladder_note = ladder.for_check(ex, result.timing, self._yardstick_key())
+                self._show_hints()
         self.refresh_list()
         self.post_message(messages.ProgressChanged(ex.id))
 
