@@ -193,3 +193,33 @@ def test_a_pass_names_the_planted_line_in_nine_of_ten(tmp_path):
     print("\n" + "\n".join(report))
     _record("lines.json", json.dumps({"hits": hits, "of": len(LINE_CASES), "cases": report}))
     assert len(LINE_CASES) == 10 and hits >= 9, report
+
+
+# Every expert solution of the kernel track, measured: no finding a learner should act on (`!` or
+# `!!`, ncu's own rule messages aside) where the expert's design is the point. Recorded under
+# ncu/expert-<exercise>.* for tests/test_explain_weights.py, which reads them on the CPU.
+EXPERTS = sorted(
+    p
+    for p in CATALOG.glob("*/expert.py")
+    if "RawKernel" in p.read_text() or "RawModule" in p.read_text()
+)
+
+
+@pytest.mark.parametrize("path", EXPERTS, ids=[p.parent.name for p in EXPERTS])
+def test_a_pass_finds_nothing_to_fix_in_an_expert(path, tmp_path):
+    exercise = path.parent.name.split("-", 1)[1]
+    kernels = [k.name for k in scan(path.read_text()).kernels]
+    prof = ncu.profile(
+        kernels, tools.target_argv(path, exercise=exercise), report=tmp_path / "e.ncu-rep"
+    )
+    for page in ("raw", "details", "source"):
+        _record(f"ncu/expert-{exercise}.{page}.csv", getattr(prof, page))
+    e = add_profile(explain_file(path, exercise=exercise, metric="GB/s"), prof)
+    print(f"\n{exercise}:\n" + "\n".join(e.card()))
+    warned = [
+        f.card_line()
+        for k in e.kernels
+        for f in [*k.findings, *k.line_findings]
+        if f.severity >= 2 and f.tag == "measured" and f.kind != "ncu-rule"
+    ]
+    assert not warned, warned
