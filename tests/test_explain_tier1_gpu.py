@@ -214,7 +214,10 @@ def test_a_pass_finds_nothing_to_fix_in_an_expert(path, tmp_path):
     )
     for page in ("raw", "details", "source"):
         _record(f"ncu/expert-{exercise}.{page}.csv", getattr(prof, page))
-    e = add_profile(explain_file(path, exercise=exercise, metric="GB/s"), prof)
+    from gpulab.exercises.loader import load_catalog
+
+    metric = load_catalog().get(exercise).metric
+    e = add_profile(explain_file(path, exercise=exercise, metric=metric), prof)
     print(f"\n{exercise}:\n" + "\n".join(e.card()))
     warned = [
         f.card_line()
