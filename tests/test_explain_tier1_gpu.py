@@ -21,6 +21,7 @@ import pytest
 from conftest import cupy_available
 
 from gpulab.core import nvtools
+from gpulab.exercises.loader import load_catalog
 from gpulab.explain import ncu, sanitize, tools
 from gpulab.explain.explainer import add_profile, explain_file
 from gpulab.explain.source import scan
@@ -214,8 +215,6 @@ def test_a_pass_finds_nothing_to_fix_in_an_expert(path, tmp_path):
     )
     for page in ("raw", "details", "source"):
         _record(f"ncu/expert-{exercise}.{page}.csv", getattr(prof, page))
-    from gpulab.exercises.loader import load_catalog
-
     metric = load_catalog().get(exercise).metric
     e = add_profile(explain_file(path, exercise=exercise, metric=metric), prof)
     print(f"\n{exercise}:\n" + "\n".join(e.card()))
