@@ -142,62 +142,85 @@ _CMP: dict[str, Callable[[int, int], bool]] = {
 }  # fmt: skip
 
 
+Column = list[int]  # one value a thread of the block, in the order of access.lane_ids
+_IMMEDIATE = re.compile(r"-?(0[xX][0-9a-fA-F]+|\d+)[uU]?")
+
+
 class _ThreadEval:
-    """A branch predicate worked out thread by thread, where it depends on nothing but the
-    thread's index and constants (`lane == 0`, `warp == 0`, `t < 3`): each register's one
-    definition is followed back; a parameter, a load or a register defined twice (a loop's)
-    makes it unknown."""
+    """A branch predicate worked out for every thread of the block at once, where it depends on
+    nothing but the thread's index and constants (`lane == 0`, `warp == 0`, `t < 3`): each
+    register's one definition is followed back, a column of values a register, each column
+    computed once; a parameter, a load or a register defined twice (a loop's) makes it unknown."""
 
     def __init__(self, fn: Function, block: tuple[int, ...]) -> None:
         self.fn = fn
+        threads = math.prod(block) if block else 1
+        lanes = lane_ids(block, threads)
+        self.tids = {f"%tid.{x}": [t[i] for t in lanes] for i, x in enumerate("xyz")}
         self.dims = {f"%ntid.{x}": (block[i] if i < len(block) else 1) for i, x in enumerate("xyz")}
+        self.threads = threads
         self.defs: dict[str, list[int]] = {}
         for insn in fn.insns:
             if insn.operands and insn.base not in ("st", "bra", "bar", "red", "ret", "exit"):
                 for reg in insn.operands[0].split("|"):
                     self.defs.setdefault(reg.strip(), []).append(insn.index)
+        self.known: dict[str, Column | None] = {}
 
-    def value(self, text: str, tid: tuple[int, int, int], depth: int = 0) -> int | None:
+    def column(self, text: str, depth: int = 0) -> Column | None:
+        """Operand `text`'s value in every thread, or None when it is not a function of the
+        thread's index alone."""
         t = text.strip()
         negate = t.startswith("!")
         t = t.lstrip("!")
-        out: int | None
-        if t in ("%tid.x", "%tid.y", "%tid.z"):
-            out = tid["xyz".index(t[-1])]
+        out: Column | None
+        if t in self.tids:
+            out = self.tids[t]
         elif t in self.dims:
-            out = self.dims[t]
-        elif re.fullmatch(r"-?(0[xX][0-9a-fA-F]+|\d+)[uU]?", t):
-            out = int(t.rstrip("uU"), 0)
+            out = [self.dims[t]] * self.threads
+        elif _IMMEDIATE.fullmatch(t):
+            out = [int(t.rstrip("uU"), 0)] * self.threads
+        elif t in self.known:
+            out = self.known[t]
         elif t.startswith("%") and depth < 24 and len(self.defs.get(t, [])) == 1:
-            out = self._insn(self.fn.insns[self.defs[t][0]], tid, depth + 1)
+            out = self._insn(self.fn.insns[self.defs[t][0]], depth + 1)
+            self.known[t] = out
         else:
             return None
         if negate and out is not None:
-            out = int(not out)
+            out = [int(not v) for v in out]
         return out
 
-    def _insn(self, insn: Insn, tid: tuple[int, int, int], depth: int) -> int | None:
+    def _insn(self, insn: Insn, depth: int) -> Column | None:
         base, ops = insn.base, insn.operands
-        args = [self.value(o, tid, depth) for o in ops[1:]]
-        if any(x is None for x in args) or insn.pred:
+        if insn.pred:
             return None
-        vals = [int(x) for x in args if x is not None]
-        if base in ("mov", "cvt") and len(vals) == 1:
-            return vals[0]
-        if base == "not" and len(vals) == 1:
-            return int(not vals[0]) if insn.has("pred") else ~vals[0]
-        if base == "neg" and len(vals) == 1:
-            return -vals[0]
-        if base == "mad" and len(vals) == 3:
-            return vals[0] * vals[1] + vals[2]
-        if base == "selp" and len(vals) == 3:
-            return vals[0] if vals[2] else vals[1]
-        if base == "setp" and len(vals) == 2 and len(insn.parts) > 1:
-            cmp = _CMP.get(insn.parts[1])
-            return None if cmp is None else int(cmp(vals[0], vals[1]))
-        op = _INT_OPS.get(base)
-        if op is not None and len(vals) == 2:
-            return op(vals[0], vals[1])
+        args: list[Column] = []
+        for o in ops[1:]:
+            col = self.column(o, depth)
+            if col is None:
+                return None
+            args.append(col)
+        rows = list(zip(*args, strict=True))
+        try:
+            if base in ("mov", "cvt") and len(args) == 1:
+                return args[0]
+            if base == "not" and len(args) == 1:
+                return [int(not v) if insn.has("pred") else ~v for v in args[0]]
+            if base == "neg" and len(args) == 1:
+                return [-v for v in args[0]]
+            if base == "mad" and len(args) == 3:
+                return [x * y + z for x, y, z in rows]
+            if base == "selp" and len(args) == 3:
+                return [x if p else y for x, y, p in rows]
+            if base == "setp" and len(args) == 2 and len(insn.parts) > 1:
+                cmp = _CMP.get(insn.parts[1])
+                return None if cmp is None else [int(cmp(x, y)) for x, y in rows]
+            op = _INT_OPS.get(base)
+            if op is not None and len(args) == 2:
+                out = [op(x, y) for x, y in rows]
+                return None if any(v is None for v in out) else [int(v or 0) for v in out]
+        except (ValueError, OverflowError):  # a shift by a negative count: not a guard of ours
+            return None
         return None
 
 
@@ -211,22 +234,19 @@ class Shares:
     split: float
 
 
-def _thread_shares(
-    fn: Function, index: int, block: tuple[int, ...], evaluator: _ThreadEval
-) -> Shares | None:
+def _thread_shares(fn: Function, index: int, evaluator: _ThreadEval) -> Shares | None:
     """For `@p bra` at `index` where p depends on nothing but the thread's index, how it splits
     the block; None for any other branch."""
     insn = fn.insns[index]
     if not insn.pred:
         return None
-    threads = math.prod(block) if block else 1
-    taken = 0
+    col = evaluator.column(insn.pred)
+    if col is None:
+        return None
+    threads = len(col)
+    taken = sum(1 for v in col if v)
     sides: dict[int, set[bool]] = {}
-    for t, tid in enumerate(lane_ids(block, threads)):
-        v = evaluator.value(insn.pred, tid)
-        if v is None:
-            return None
-        taken += bool(v)
+    for t, v in enumerate(col):
         sides.setdefault(t // 32, set()).add(bool(v))
     split = sum(1 for s in sides.values() if len(s) == 2) / max(1, len(sides))
     return Shares(taken / threads, (threads - taken) / threads, split)
@@ -269,7 +289,7 @@ def weights(fn: Function, facts: Facts, block: tuple[int, ...] = (256,)) -> Weig
         if len(fwd) != 2 or fwd[0] == fwd[1]:
             continue
         arms = [s for s in fwd if [p for p in preds[s] if p < s] == [b]]
-        shares = _thread_shares(fn, blk.end - 1, block, evaluator)
+        shares = _thread_shares(fn, blk.end - 1, evaluator)
         if shares is not None:
             target = of_insn[fn.labels.get(fn.insns[blk.end - 1].operands[0], 0)]
             for s, share in ((target, shares.taken), (b + 1, shares.falls)):
