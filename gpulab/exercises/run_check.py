@@ -29,9 +29,8 @@ from gpulab.core.failures import classify
 from gpulab.core.lead import spin as lead_spin
 from gpulab.core.params import SEED_MAX
 from gpulab.core.results import json_safe
-from gpulab.exercises import api
+from gpulab.exercises import api, veil
 from gpulab.exercises import yardstick as ys
-from gpulab.exercises import veil
 from gpulab.exercises.kernel_trace import KernelTrace
 from gpulab.exercises.loader import Exercise
 from gpulab.exercises.own_work import OwnWorkError, Watch
