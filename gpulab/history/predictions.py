@@ -149,16 +149,19 @@ class Prediction:
             return None
         return str(self.predicted) == str(self.measured)
 
-    def words(self) -> str:
-        """"you predicted 2 ms, measured 3.1 ms (1.55x off: you guessed low)", or why there is no
-        measurement."""
-        said = show_value(self.quantity, self.predicted)
+    def said(self) -> str:
+        """What was predicted, in words: "you predicted 2 ms", "you predicted cupy wins"."""
+        value = show_value(self.quantity, self.predicted)
         if self.quantity == CHOICE:
-            head = f"you chose “{said}”"
-        elif self.quantity == WINNER:
-            head = f"you predicted {said} wins"
-        else:
-            head = f"you predicted {said}"
+            return f"you chose “{value}”"
+        if self.quantity == WINNER:
+            return f"you predicted {value} wins"
+        return f"you predicted {value}"
+
+    def words(self) -> str:
+        """ "you predicted 2 ms, measured 3.1 ms (1.55x off: you guessed low)", or why there is no
+        measurement."""
+        head = self.said()
         if self.measured is None:
             return f"{head}; not measured: {self.note or 'the run ended without a figure'}"
         got = show_value(self.quantity, self.measured)
