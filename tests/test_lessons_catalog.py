@@ -694,10 +694,7 @@ def test_no_two_questions_are_duplicates(content):
 def test_some_questions_ask_for_a_prediction_a_run_answers(content):
     """ "Predict, then run ..." questions name an experiment the lesson links."""
     predicting = [
-        (lesson, q)
-        for lesson in content
-        for q in _keyed(lesson.quiz)
-        if q.q.startswith("Predict")
+        (lesson, q) for lesson in content for q in _keyed(lesson.quiz) if q.q.startswith("Predict")
     ]
     assert len(predicting) >= 6
     for lesson, q in predicting:

@@ -80,7 +80,9 @@ def test_check_fails_then_passes_and_progress_is_listed(capsys, tmp_path):
 
 def test_check_predict_shows_the_prediction_beside_the_measurement(capsys, tmp_path):
     run(capsys, "ex")
-    code, data = run_json(capsys, "ex", "check", "double", "--inline", "--quick", "--predict", "1ms")
+    code, data = run_json(
+        capsys, "ex", "check", "double", "--inline", "--quick", "--predict", "1ms"
+    )
     assert code == 1 and data["prediction"]["measured"] is None  # the starter fails: no timing
     assert "not measured: the check" in data["prediction"]["words"]
     mine = tmp_path / "work" / "901_double.py"
