@@ -147,6 +147,7 @@ def chain_headroom(ctx: Context) -> Reading:
     fused chain must (torch.addcmul: reads x, w and b, writes once): chain time / that time."""
     import torch  # deferred: see copy_vs_compute
 
+    # deferred: another experiment's module, loaded when its chain is timed
     from gpulab.experiments.torch_compile import chain
 
     x, w, b = (torch.randn(4 * MIB, device=ctx.torch_device) for _ in range(3))
@@ -167,6 +168,7 @@ def row_loop(ctx: Context) -> Reading:
     step on the same batch: slow time / fixed time."""
     import torch  # deferred: see copy_vs_compute
 
+    # deferred: another experiment's module, loaded when its steps are timed
     from gpulab.experiments.profile_step import fast_step, make_batches, make_weights, slow_step
 
     dev = ctx.torch_device
