@@ -110,7 +110,7 @@ def test_the_figures_come_from_the_fastest_row_or_the_learners_call():
         "record": {"experiment": "vector-add", "params": {}},
         "measurements": [_row("numpy", 0.004, 1.0, 20.0), _row("torch-cpu", 0.002, 2.0, None)],
     }
-    assert experiment_figure(TIME, result) == (2.0, "torch-cpu, 1M")
+    assert experiment_figure(TIME, result) == (2.0, "the fastest row: torch-cpu at 1M")
     assert experiment_figure(WINNER, result)[0] == "torch-cpu"
     value, why = experiment_figure(PERCENT, result)
     assert value is None and "no percent of a calibrated ceiling" in why

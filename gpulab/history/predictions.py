@@ -187,14 +187,14 @@ def experiment_figure(quantity: str, result: Mapping[str, Any]) -> tuple[Any, st
     best = fastest(measured(Result.from_dict(dict(result))))
     if best is None:
         return None, "nothing was measured"
-    row = f"{best.contender}, {best.size}".rstrip(", ")
+    row = f"the fastest row: {best.contender}" + (f" at {best.size}" if best.size else "")
     if quantity == TIME:
         return best.time_median_s * 1e3, row
     if quantity == PERCENT:
         if best.percent_of_peak is None:
             return None, f"the fastest row ({row}) has no percent of a calibrated ceiling here"
         return best.percent_of_peak, f"{row}, of {best.peak_name or 'its ceiling'}"
-    return best.contender, f"at {best.size}" if best.size else ""
+    return best.contender, row
 
 
 def check_figure(quantity: str, timing: Mapping[str, Any] | None) -> tuple[Any, str]:
@@ -211,7 +211,8 @@ def check_figure(quantity: str, timing: Mapping[str, Any] | None) -> tuple[Any, 
         fraction = timing.get("fraction")
         if fraction is None:
             return None, "this device has no calibrated ceiling for it"
-        return 100.0 * float(fraction), f"of {(timing.get('ceiling') or {}).get('name', 'it')}"
+        name = (timing.get("ceiling") or {}).get("name", "calibrated")
+        return 100.0 * float(fraction), f"of the {name} ceiling"
     ratio = timing.get("vs_library")
     if ratio is None:
         return None, "this check times no library to race"

@@ -62,7 +62,7 @@ from gpulab.history.predictions import (
 NARROW_BELOW = 100  # columns: below this the verdict goes under the code
 TITLE_MAX = 44  # the list's title column, so state and grade fit in 80 columns
 STATE_STYLE = {PASSING: "green", "failing": "red", NOT_STARTED: "dim"}
-PREDICT_HINT = "optional: 2ms, 40%, you, library"
+PREDICT_HINT = "optional (f3): 2ms, 40%, you, library"
 
 
 def track_line(catalog: Catalog, progress: dict[str, ExerciseProgress], inventory: Any) -> str:
@@ -88,6 +88,7 @@ class ExercisesPane(Widget):
         Binding("f2", "toggle_side", "Statement", id="exercises.statement"),
         Binding("ctrl+o", "lesson", "Lesson", id="exercises.lesson"),
         Binding("f4", "explain", "Explain", id="exercises.explain"),
+        Binding("f3", "predict", "Predict", id="exercises.predict"),
         Binding("f8", "reset", "Reset", id="exercises.reset"),
         Binding("f9", "solution", "Solution", id="exercises.solution"),
         Binding("escape", "back", "Back", id="exercises.back"),
@@ -171,8 +172,8 @@ class ExercisesPane(Widget):
                     with Horizontal(id="ex-predict-row"):
                         yield Label("Predict ", id="ex-predict-label")
                         yield Input(placeholder=PREDICT_HINT, compact=True, id="ex-predict")
-                    yield VerdictView(id="ex-verdict")
                     yield Static(id="ex-prediction", markup=False)
+                    yield VerdictView(id="ex-verdict")
                     yield ExplainCard(id="ex-explain")
                     yield Static(id="ex-hints")
                     yield Markdown(id="ex-statement")
@@ -512,9 +513,19 @@ class ExercisesPane(Widget):
         self.card.show_lines(message.lines)
 
     # ---- the other keys -------------------------------------------------------------------
+    def action_predict(self) -> None:
+        """f3: type a prediction of the next check's figure (enter checks; escape goes back to
+        the code)."""
+        if self.current is not None:
+            self.remove_class("-side-max")
+            self.query_one("#ex-predict", Input).focus()
+
     async def action_back(self) -> None:
-        """Cancel a running explain pass or check, else close the open exercise."""
-        if self.profiling:
+        """Cancel a running explain pass or check, leave the prediction field, else close the
+        open exercise."""
+        if self.app.focused is self.query_one("#ex-predict", Input):
+            self.editor.focus()
+        elif self.profiling:
             self.workers.cancel_group(self, "ex-profile")
             self.card.show_progress("cancelling…")
         elif self.checking and self.checker is not None:

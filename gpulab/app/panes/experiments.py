@@ -47,10 +47,7 @@ from gpulab.experiments.registry import UnknownExperiment, all_experiments, get
 from gpulab.history.predictions import EXPERIMENT, Predictions, experiment_figure, parse
 
 FLUSH_S = 0.1  # redraw at most 10x a second however fast events arrive
-PREDICT_NOTE = (
-    "optional, before you run: the fastest row's time (2ms, 300us), its % of the ceiling "
-    "(40%) or which contender wins (its id); shown beside the measurement"
-)
+PREDICT_NOTE = "optional: the fastest row's time (2ms), % of ceiling (40%) or winner's id"
 
 
 class ExperimentPanel(VerticalScroll, can_focus=False):
