@@ -244,11 +244,14 @@ class QuizMeasure(Experiment):
         for r in reading.rows:
             ctx.measurement(r)
         result.measurements = list(reading.rows)
-        on = "GPU" if ctx.has_cuda else "CPU"
+        on, device = ("GPU" if ctx.has_cuda else "CPU"), ctx.device_name()
+        # "CPU (x86_64, 2 cores)" names itself; a GPU's name does not say it is one
+        where = device if device.startswith(on) else f"the {on} {device}".rstrip()
         result.summary.update(
-            probe=name, figure=reading.figure, words=reading.words, on=on, device=ctx.device_name()
-        )
-        result.headline = f"on the {on} ({ctx.device_name()}): {reading.words}"
+            probe=name, figure=reading.figure, words=reading.words, on=on, device=device,
+            where=where,
+        )  # fmt: skip
+        result.headline = f"on {where}: {reading.words}"
         return self.finish(result)
 
 

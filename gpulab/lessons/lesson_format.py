@@ -139,9 +139,12 @@ class Question:
         }
 
     def shuffled(self, rng: random.Random) -> ShuffledQuestion:
-        """This question with its choices in an order drawn from `rng` (one attempt's view)."""
+        """This question with its choices in an order drawn from `rng` (one attempt's view). A
+        measured question keeps its order: its choices are ranges of one figure, read in order,
+        and which is right depends on the machine, not on a letter to remember."""
         order = list(range(len(self.choices)))
-        rng.shuffle(order)
+        if self.measure is None:
+            rng.shuffle(order)
         return ShuffledQuestion(self, tuple(order))
 
 

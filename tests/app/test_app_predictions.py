@@ -73,7 +73,8 @@ def _probe_script(figure: float | None = None):
                 emit(event)
             return
         emit(frozen(ev.ACCEPTED, job.id, experiment=job.experiment, params=job.params))
-        summary = {"figure": figure, "words": f"figure {figure}", "on": "GPU", "device": "X"}
+        summary = {"figure": figure, "words": f"figure {figure}", "on": "GPU", "device": "X",
+                   "where": "the GPU X"}  # fmt: skip
         emit(frozen(ev.RESULT, job.id, result={"summary": summary}))
 
     return script
@@ -118,7 +119,8 @@ async def test_a_measured_question_runs_its_probe_and_grades_by_the_measurement(
         right = q.measure.judge(measured["figure"])  # the CPU's index_add_ gives the same bits
         assert q.question.choices[right].startswith("Yes") and measured["figure"] == 1.0
         feedback = _text(quiz.query_one("#quiz-feedback"))
-        assert "Measured on the CPU" in feedback and "the same bits in all 5 runs" in feedback
+        assert f"Measured on {measured['device']}: the same bits in all 5 runs" in feedback
+        assert measured["where"] == measured["device"]  # "CPU (...)": it says it is the CPU
         assert f"{LETTERS[q.right_position(measured['figure'])]}" in feedback
         picked_right = q.original(0) == right
         assert quiz.score == n + picked_right
@@ -165,3 +167,49 @@ async def test_without_a_worker_a_measured_question_is_not_scored(tmp_path):
         assert quiz.result is not None
         assert (quiz.result.score, quiz.result.total) == (len(lesson.quiz) - 1,) * 2
         assert quiz.query_one("#quiz-choices", OptionList).display is False
+
+
+async def _inline_check(job: Any, emit: Any) -> None:
+    """A fake runner's script for the exercise check: the real check, run in this process."""
+    from gpulab.exercises.job import check_inline
+
+    p = job.params
+    _, events = await asyncio.to_thread(
+        check_inline, p["exercise"], p["path"], p["seed"], quick=True
+    )
+    for event in events:
+        emit(event)
+
+
+async def test_an_exercise_check_shows_the_prediction_beside_its_measurement():
+    from test_app_exercises import open_vector_add
+
+    from gpulab.app.app import GpuLabApp
+    from gpulab.exercises.loader import load_catalog as exercises
+    from gpulab.exercises.workspace import Workspace
+
+    ex_def = exercises().get("vector-add")
+    mine = Workspace().path(ex_def)
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text(ex_def.solution_path.read_text())
+    app = GpuLabApp(
+        watch_terminal=False, runner_factory=lambda **kw: FakeRunner(script=_inline_check, **kw)
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        ex = await open_vector_add(pilot)
+        await pilot.press("f3")  # the prediction field
+        assert app.focused is ex.query_one("#ex-predict", Input)
+        await pilot.press("4", "0", "%", "enter")  # enter checks
+        await wait_for(pilot, lambda: ex.verdict.shown == "result", 120, "the verdict")
+        await pilot.pause()
+        result = ex.verdict.result
+        assert result.passed, result.message
+        shown = _text(ex.query_one("#ex-prediction", Static))
+        measured = 100 * result.timing["fraction"]
+        assert shown.startswith(f"You predicted 40%, measured {measured:.3g}%")
+        assert "of the copy ceiling" in shown and "Calibration: your one measured" in shown
+        (kept,) = Predictions(ex.store).all()
+        assert (kept.kind, kept.subject, kept.measured) == ("exercise", "vector-add", measured)
+        assert ex.query_one("#ex-predict", Input).value == ""  # the next check asks again
+        await pilot.press("escape")  # out of the field, back to the code
+        assert app.focused is ex.editor

@@ -5,7 +5,8 @@ the explanation shows: a second look teaches more than being told at once. Only 
 counts for the score and is saved, as it is given (so a quiz left half-way still counts as
 practice); the score of a quiz finished to the end updates the lesson's best score.
 
-Each attempt shows every question's choices in a fresh order (`shuffle_quiz`), so a retake asks
+Each attempt shows every question's choices in a fresh order (`shuffle_quiz`; a measured
+question's ranges stay in order), so a retake asks
 for the idea again, not for the letter remembered from the last time. Letters, keys and the
 struck-out choice are positions on the screen; what is saved is the choice's index in the lesson
 file, so saved answers mean the same thing whatever order showed them. `seed` fixes the orders
@@ -297,7 +298,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
                 kept = Predictions(self.store)
                 subject = f"{self.lesson.id} question {self.index + 1}"
                 pending = kept.predict(QUIZ, subject, Guess(CHOICE, q.choices[choice]))
-                where = f"on the {summary.get('on', '')}: {summary.get('words', '')}"
+                where = f"on {summary.get('where', 'this machine')}: {summary.get('words', '')}"
                 kept.measure(
                     pending,
                     q.choices[q.right_position(figure)],
@@ -330,8 +331,8 @@ class QuizScreen(OnceModal[QuizResult | None]):
             figure = float(self.measured["figure"])
             at = q.right_position(figure)
             said = (
-                f"Measured on the {self.measured.get('on', '')} "
-                f"({self.measured.get('device', '')}): {self.measured.get('words', '')}.\n"
+                f"Measured on {self.measured.get('where', 'this machine')}: "
+                f"{self.measured.get('words', '')}.\n"
             )
             verdict = (
                 f"✓ You predicted it: {LETTERS[at]}. "
