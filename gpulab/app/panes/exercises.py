@@ -62,7 +62,7 @@ from gpulab.history.predictions import (
 NARROW_BELOW = 100  # columns: below this the verdict goes under the code
 TITLE_MAX = 44  # the list's title column, so state and grade fit in 80 columns
 STATE_STYLE = {PASSING: "green", "failing": "red", NOT_STARTED: "dim"}
-PREDICT_HINT = "optional (f3): 2ms, 40%, you, library"
+PREDICT_HINT = "optional: 2ms, 40%, you, library"
 
 
 def track_line(catalog: Catalog, progress: dict[str, ExerciseProgress], inventory: Any) -> str:
