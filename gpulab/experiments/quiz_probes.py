@@ -94,11 +94,13 @@ def launch_cost(ctx: Context) -> Reading:
 
 
 def sum_vs_copy(ctx: Context) -> Reading:
-    """torch.sum of 64 MiB of float32 against a copy of it, in bytes moved per second (the sum
-    reads them; the copy reads and writes them): the sum's rate over the copy's."""
+    """torch.sum of float32 (256 MiB on a GPU, beyond its L2; 64 MiB on a CPU) against a copy of
+    it, in bytes moved per second (the sum reads them; the copy reads and writes them): the sum's
+    rate over the copy's."""
     import torch  # deferred: see copy_vs_compute
 
-    nbytes = 64 * MIB
+    nbytes = (256 if ctx.has_cuda else 64) * MIB
+    size = f"{nbytes // MIB} MiB"
     x = torch.rand(nbytes // 4, device=ctx.torch_device)
     dst = torch.empty_like(x)
     total = _time(ctx, lambda: torch.sum(x))
@@ -110,18 +112,21 @@ def sum_vs_copy(ctx: Context) -> Reading:
         f"at {times(ratio)} the copy's rate"
     )
     rows = [
-        row("torch.sum", "64 MiB", total, work=nbytes, unit="GB/s", scale=1e9),
-        row("copy", "64 MiB", copy, work=2 * nbytes, unit="GB/s", scale=1e9),
+        row("torch.sum", size, total, work=nbytes, unit="GB/s", scale=1e9),
+        row("copy", size, copy, work=2 * nbytes, unit="GB/s", scale=1e9),
     ]
     return Reading(ratio, words, rows)
 
 
 def softmax_fusion(ctx: Context) -> Reading:
     """Row softmax as five eager ops (max, subtract, exp, sum, divide) against torch.softmax,
-    one fused kernel, on 2048 x 2048 float32: eager time / fused time."""
+    one fused kernel, on float32 (8192 x 4096 on a GPU, beyond its L2; 2048 x 2048 on a CPU):
+    eager time / fused time."""
     import torch  # deferred: see copy_vs_compute
 
-    x = torch.randn(2048, 2048, device=ctx.torch_device)
+    shape = (8192, 4096) if ctx.has_cuda else (2048, 2048)
+    size = f"{shape[0]}x{shape[1]}"
+    x = torch.randn(*shape, device=ctx.torch_device)
 
     def eager() -> Any:
         m = x.max(dim=1, keepdim=True).values
@@ -136,21 +141,24 @@ def softmax_fusion(ctx: Context) -> Reading:
         f"softmax takes {times(ratio)} the fused one"
     )
     rows = [
-        row("softmax, 5 eager ops", "2048x2048", five),
-        row("torch.softmax", "2048x2048", fused),
+        row("softmax, 5 eager ops", size, five),
+        row("torch.softmax", size, fused),
     ]
     return Reading(ratio, words, rows)
 
 
 def chain_headroom(ctx: Context) -> Reading:
     """The lesson's elementwise chain(x, w, b) run eagerly against one kernel that moves what the
-    fused chain must (torch.addcmul: reads x, w and b, writes once): chain time / that time."""
+    fused chain must (torch.addcmul: reads x, w and b, writes once), on 64M floats on a GPU and
+    4M on a CPU: chain time / that time."""
     import torch  # deferred: see copy_vs_compute
 
     # deferred: another experiment's module, loaded when its chain is timed
     from gpulab.experiments.torch_compile import chain
 
-    x, w, b = (torch.randn(4 * MIB, device=ctx.torch_device) for _ in range(3))
+    n = (64 if ctx.has_cuda else 4) * MIB  # the lesson's table has 64M on a GPU
+    size = f"{n // MIB}M floats"
+    x, w, b = (torch.randn(n, device=ctx.torch_device) for _ in range(3))
     out = torch.empty_like(x)
     eager = _time(ctx, lambda: chain(x, w, b))
     one = _time(ctx, lambda: torch.addcmul(b, x, w, out=out))
@@ -159,7 +167,7 @@ def chain_headroom(ctx: Context) -> Reading:
         f"the eager chain {duration(eager.median_s)}, one kernel moving the same bytes "
         f"{duration(one.median_s)}: fusing could save up to {times(ratio)}"
     )
-    rows = [row("chain, eager", "4M floats", eager), row("addcmul", "4M floats", one)]
+    rows = [row("chain, eager", size, eager), row("addcmul", size, one)]
     return Reading(ratio, words, rows)
 
 
