@@ -8,6 +8,7 @@ One parser. Each command's CLI is the `cli.py` of the package that does its work
     run         runner/cli.py          exercises   ex/cli.py (alias ex)
     bench       benchmark/cli.py       doctor      doctor/cli.py
     lessons     lessons/cli.py         serve       serve/cli.py
+    predictions history/predictions_cli.py
 
 This module holds the parser, the TUI (no command) and `completion` (the parser is its input).
 Every start imports every command's cli.py, so those import their work when they run.
@@ -35,6 +36,7 @@ from gpulab.ex import profile as ex_profile
 from gpulab.experiments import cli as experiments_cli
 from gpulab.explain import cli as explain_cli
 from gpulab.history import cli as history_cli
+from gpulab.history import predictions_cli
 from gpulab.lessons import cli as lessons_cli
 from gpulab.runner import cli as runner_cli
 from gpulab.serve import cli as serve_cli
@@ -55,6 +57,7 @@ COMMANDS = (
     lessons_cli,
     store_cli,
     history_cli,
+    predictions_cli,
     ex_cli,
     doctor_cli,
     serve_cli,

@@ -399,15 +399,54 @@ def test_quiz_size(content):
     assert content.questions() >= 60
 
 
+def _figures(measure) -> list[float]:
+    """One figure inside each choice's range of a measured question, in the choices' order."""
+    b = measure.bounds
+    inner = [(lo + hi) / 2 for lo, hi in zip(b[:-1], b[1:], strict=True)]
+    return [b[0] - 1, *inner, b[-1] + 1]
+
+
 def test_every_question_has_one_correct_answer_and_an_explanation(content):
+    """A keyed question has one right choice; a measured one has none written down, and every
+    choice is the right one for some figure (each range of the probe's figure picks one)."""
     for lesson in content:
         for n, q in enumerate(lesson.quiz, 1):
             where = f"{lesson.source} question {n}"
             assert q.q.strip() and len(q.choices) >= 2, where
-            assert 0 <= q.answer < len(q.choices), where
             assert len({c.strip().lower() for c in q.choices}) == len(q.choices), where
-            assert sum(q.is_correct(i) for i in range(len(q.choices))) == 1, where
             assert len(q.explain.split()) >= 3, f"{where}: explanation too thin"
+            if q.measure is not None:
+                assert q.answer is None, where
+                figures = _figures(q.measure)
+                assert [q.right(f) for f in figures] == list(range(len(q.choices))), where
+                for f in figures:
+                    assert sum(q.is_correct(i, f) for i in range(len(q.choices))) == 1, where
+                continue
+            assert 0 <= q.answer < len(q.choices), where
+            assert sum(q.is_correct(i) for i in range(len(q.choices))) == 1, where
+
+
+NEW_CHAPTERS = range(18, 25)
+
+
+def test_each_new_chapter_has_a_question_measured_on_the_learners_device(content):
+    """Chapters 18 to 24 each ask one question whose answer is measured here, by a probe the
+    worker knows, and say so in the question."""
+    from gpulab.experiments.quiz_probes import PROBES
+
+    for chapter in NEW_CHAPTERS:
+        measured = [
+            q for lesson in content if lesson.chapter == chapter for q in lesson.quiz if q.measure
+        ]
+        assert measured, f"chapter {chapter}: no measured question"
+        for q in measured:
+            assert q.measure.probe in PROBES and q.q.startswith("Predict, then measure"), q.q
+
+
+def _keyed(questions):
+    """The questions with an answer written down (a measured one's right choice depends on the
+    machine, so its length, position or wording cannot give it away)."""
+    return [q for q in questions if q.measure is None]
 
 
 def test_every_experiment_link_resolves_with_valid_params(content):
@@ -467,7 +506,7 @@ def test_the_correct_answer_is_not_given_away_by_its_length(content):
     def length(choice):
         return len(choice.replace("`", ""))
 
-    questions = [q for lesson in content for q in lesson.quiz]
+    questions = _keyed(q for lesson in content for q in lesson.quiz)
     longest = 0
     ranks = Counter()
     for q in questions:
@@ -507,7 +546,12 @@ def test_measured_placeholders_use_known_keys(content):
 
 
 def _all_questions(content):
-    return [(f"{le.source} question {n}", q) for le in content for n, q in enumerate(le.quiz, 1)]
+    return [
+        (f"{le.source} question {n}", q)
+        for le in content
+        for n, q in enumerate(le.quiz, 1)
+        if q.measure is None
+    ]
 
 
 def test_the_correct_answer_is_not_given_away_by_its_position(content):
@@ -522,7 +566,7 @@ def test_the_correct_answer_is_not_given_away_by_its_position(content):
         share = positions[position] / len(four)
         assert 0.15 <= share <= 0.35, f"answer at position {position} in {share:.0%} of questions"
     for lesson in content:
-        answers = {q.answer for q in lesson.quiz}
+        answers = {q.answer for q in _keyed(lesson.quiz)}
         assert len(answers) > 1, f"{lesson.source}: every answer at position {answers.pop()}"
 
 
@@ -563,7 +607,7 @@ def test_picking_the_longest_or_shortest_choice_is_no_better_than_chance(content
     than 1/k - 10%, or ruling out the longest (or shortest) would beat chance. The length of the
     right answer predicts nothing. (The new chapters once had the right answer longest in 21 of
     31 questions.)"""
-    questions = [q for lesson in content for q in lesson.quiz]
+    questions = _keyed(q for lesson in content for q in lesson.quiz)
     for name, pick in (("longest", max), ("shortest", min)):
         for k, (rate, n) in _length_guess_rate(questions, pick).items():
             assert 1 / k - 0.10 <= rate <= 1 / k + 0.10, (
@@ -576,11 +620,11 @@ def test_no_lesson_leans_on_a_long_right_answer(content):
     third of its questions, so no one chapter teaches that the long answer wins."""
     for lesson in content:
         long_by_far = 0
-        for q in lesson.quiz:
+        for q in _keyed(lesson.quiz):
             lengths = [len(c.replace("`", "")) for c in q.choices]
             others = lengths[: q.answer] + lengths[q.answer + 1 :]
             long_by_far += lengths[q.answer] > 1.1 * max(others)
-        assert long_by_far <= len(lesson.quiz) / 3, f"{lesson.source}: {long_by_far} questions"
+        assert long_by_far <= len(_keyed(lesson.quiz)) / 3, f"{lesson.source}: {long_by_far}"
 
 
 def test_the_length_guess_rate_counts_ties_as_a_shared_guess():
@@ -650,7 +694,7 @@ def test_no_two_questions_are_duplicates(content):
 def test_some_questions_ask_for_a_prediction_a_run_answers(content):
     """ "Predict, then run ..." questions name an experiment the lesson links."""
     predicting = [
-        (lesson, q) for lesson in content for q in lesson.quiz if q.q.startswith("Predict")
+        (lesson, q) for lesson in content for q in _keyed(lesson.quiz) if q.q.startswith("Predict")
     ]
     assert len(predicting) >= 6
     for lesson, q in predicting:
@@ -714,9 +758,12 @@ def test_a_shuffled_question_tracks_its_answer(content):
         for q, shown in zip(lesson.quiz, shuffle_quiz(lesson.quiz, rng), strict=True):
             assert sorted(shown.order) == list(range(len(q.choices)))
             assert sorted(shown.choices) == sorted(q.choices)
-            assert shown.choices[shown.answer] == q.choices[q.answer]
-            assert [shown.is_correct(k) for k in range(len(q.choices))].count(True) == 1
-            assert shown.is_correct(shown.answer) and shown.q == q.q and shown.explain == q.explain
+            assert shown.q == q.q and shown.explain == q.explain
+            for figure in _figures(q.measure) if q.measure else [None]:
+                at = shown.right_position(figure)
+                assert shown.choices[at] == q.choices[q.right(figure)]
+                assert [shown.is_correct(k, figure) for k in range(len(q.choices))].count(True) == 1
+                assert shown.is_correct(at, figure)
             for k in range(len(q.choices)):
                 assert shown.position(shown.original(k)) == k
                 assert shown.choices[k] == q.choices[shown.original(k)]

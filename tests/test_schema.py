@@ -28,6 +28,7 @@ JSON_COMMANDS = {
     "doctor": (["doctor", "--json"], "doctor"),
     "run": (["run", "montecarlo", "--set", "samples=1e4", "--json"], "event"),
     "history": (["history", "--json"], "history"),
+    "predictions": (["predictions", "--json"], "predictions"),
 }
 # Commands whose --json writes a file, covered by their own tests.
 COVERED_ELSEWHERE = {"bench": "tests/test_bench.py::test_quick_bench_writes_json_and_markdown"}

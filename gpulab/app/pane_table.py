@@ -55,7 +55,7 @@ PANES: tuple[PaneSpec, ...] = (
         "lessons",
         "Lessons",
         "gpulab.app.panes.lessons:LessonsPane",
-        takes=("store", "inventory", "gpus", "device", "device_index", "runs"),
+        takes=("store", "inventory", "gpus", "device", "device_index", "runs", "runner"),
     ),
     PaneSpec(
         "exercises",
@@ -69,7 +69,15 @@ PANES: tuple[PaneSpec, ...] = (
         "Experiments",
         "gpulab.app.panes.experiments:ExperimentPanel",
         column="right",
-        takes=("inventory", "runner", "device", "device_index", "worker_status", "worker_line"),
+        takes=(
+            "inventory",
+            "runner",
+            "device",
+            "device_index",
+            "worker_status",
+            "worker_line",
+            "store",
+        ),
         telemetry=True,
     ),
     PaneSpec(

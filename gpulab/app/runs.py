@@ -47,6 +47,10 @@ class RunState:
     started: float = 0.0
     ended: float = 0.0
     kept_id: int | None = None  # its id in the kept history, once stored (or reopened from it)
+    # The learner's prediction (gpulab.history.predictions.Prediction), completed when the run
+    # ends, and the calibration's line then
+    prediction: Any = None
+    calibration: str = ""
 
     @property
     def finished(self) -> bool:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-# kind -> version. `event`: one line of `gpulab run --json` and `gpulab ex watch --json`.
+# kind -> version. `event`: one line of `gpulab run --json` and `gpulab ex watch --json`;
+# `prediction`: the last line of `gpulab run --predict --json`.
 VERSIONS: dict[str, int] = {
     "info": 1,
     "list": 1,
@@ -21,6 +22,8 @@ VERSIONS: dict[str, int] = {
     "history": 1,
     "doctor": 1,
     "store": 1,
+    "prediction": 1,
+    "predictions": 1,
 }
 KEY = "schema"
 

@@ -59,6 +59,12 @@ def add_parser(sub: Any) -> None:
     check = acts.add_parser("check", help="check, time and grade your file")
     check.add_argument("name", help="exercise id, folder name or number")
     check.add_argument("--seed", type=_seed, help="replay the input sets of this seed")
+    check.add_argument(
+        "--predict",
+        metavar="VALUE",
+        help="say first what your timed call will do: its time (2ms, 300us), its percent of "
+        "the ceiling (40%%) or who wins, you or the library; shown beside the measurement",
+    )
     watch = acts.add_parser("watch", help="check on every save; move on when it passes")
     watch.add_argument("name", nargs="?", help="start here (default: the first not passing)")
     watch.add_argument("--debounce", type=int, default=300, help=argparse.SUPPRESS)
@@ -227,9 +233,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     from gpulab.exercises.outcome import new_seed
     from gpulab.runner.warm.remote import warm_client
 
-    client = None if args.inline else warm_client(args.device, say=_say)
     ex = find(args.name)  # its own folder only: a check from the shell pays for no other
+    guess = _guess(args)
+    client = None if args.inline else warm_client(args.device, say=_say)
     seed = args.seed if args.seed is not None else new_seed()
+    pending: list[Any] = []  # the prediction, kept once the check is sure to run
 
     async def check(client: Any) -> Any:
         if client is None:
@@ -243,6 +251,11 @@ def cmd_check(args: argparse.Namespace) -> int:
             if why:
                 raise BadInput(f"{ex.id} {why}")
         path = _file(args, ex).resolve()
+        if guess is not None and not pending:  # kept once it will run: made before it is seen
+            # deferred: keeps `gpulab`'s start-up light: the store loads when a verb runs
+            from gpulab.history.predictions import EXERCISE, keep
+
+            pending.append(keep(EXERCISE, ex.id, guess, _say))
         async with Checker(
             device=args.device,
             standby=False,
@@ -265,7 +278,34 @@ def cmd_check(args: argparse.Namespace) -> int:
     with store() as st:
         progress = record(st, result)
     workspace(args).mark_seen(ex)
-    return show_result(args, ex, result, progress)
+    return show_result(args, ex, result, progress, _settle(pending[0] if pending else None, result))
+
+
+def _guess(args: argparse.Namespace) -> Any:
+    """The --predict of `check`, read (None: no prediction); BadInput names the flag."""
+    text = getattr(args, "predict", None)
+    if text is None:
+        return None
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.history.predictions import CHECK_CONTENDERS, parse
+
+    guess = parse(text, CHECK_CONTENDERS, flag="--predict")
+    if guess is None:
+        raise BadInput("--predict needs a value: a time (2ms), a percent (40%), you or library")
+    return guess
+
+
+def _settle(pending: Any, result: Any) -> Any:
+    """The prediction completed by the check's timing, and the calibration (None: none made)."""
+    if pending is None:
+        return None
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.history.predictions import check_figure, settle
+
+    value, note = check_figure(pending.quantity, result.timing)
+    if not result.passed and value is None:
+        note = f"the check failed: {result.message}"
+    return settle(pending, value, result.device, note, _say)
 
 
 def _say(line: str) -> None:
@@ -299,23 +339,36 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def show_result(args: argparse.Namespace, ex: Any, result: Any, progress: Any) -> int:
-    """Print a check's verdict (or its JSON); the exit code says whether it passed."""
+def show_result(
+    args: argparse.Namespace, ex: Any, result: Any, progress: Any, predicted: Any = None
+) -> int:
+    """Print a check's verdict (or its JSON), and the prediction beside it when one was made
+    (`predicted`: the completed prediction and the calibration); the exit code says whether it
+    passed."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.report import verdict_lines
 
     if args.json:
-        emit_json(
-            {
-                "exercise": ex.id,
-                "file": result.path,
-                "check": result.to_dict(),
-                "progress": progress.to_dict(),
-                "replay": f"gpulab ex check {ex.id} --seed {result.seed}",
-            }
-        )
+        doc = {
+            "exercise": ex.id,
+            "file": result.path,
+            "check": result.to_dict(),
+            "progress": progress.to_dict(),
+            "replay": f"gpulab ex check {ex.id} --seed {result.seed}",
+        }
+        if predicted is not None:
+            # deferred: keeps `gpulab`'s start-up light: the store loads when a verb runs
+            from gpulab.history.predictions import report
+
+            doc.update(report(*predicted))
+        emit_json(doc)
     else:
         print("\n".join(verdict_lines(result, name=ex.id)))
+        if predicted is not None:
+            # deferred: keeps `gpulab`'s start-up light: the store loads when a verb runs
+            from gpulab.history.predictions import report_lines
+
+            print("\n".join(report_lines(*predicted)))
     return 0 if result.passed else EXIT_FAILED
 
 

@@ -71,7 +71,7 @@ def _wrap(real: Any, off: Any) -> Any:
     veiled.__name__ = getattr(real, "__name__", "veiled")
     veiled.__qualname__ = veiled.__name__
     veiled.__doc__ = getattr(real, "__doc__", None)
-    veiled.__wrapped__ = real  # type: ignore[attr-defined]
+    veiled.__wrapped__ = real  # type: ignore[attr-defined]  # inspect.unwrap's attribute, set by hand
     return veiled
 
 
@@ -106,6 +106,6 @@ def install() -> bool:
     _state["on"] = bool(vars(prof).get("_is_profiler_enabled", False))
     prof.__class__ = _VeiledProfilerModule
     vars(prof)["_is_profiler_enabled"] = False  # what a read of the namespace itself finds
-    prof._set_is_profiler_enabled = _set_is_profiler_enabled  # type: ignore[attr-defined]
+    prof._set_is_profiler_enabled = _set_is_profiler_enabled  # type: ignore[attr-defined]  # private in torch's stubs
     _state["installed"] = True
     return True

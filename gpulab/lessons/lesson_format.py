@@ -8,6 +8,8 @@ lesson, not a cosmetic problem; every error names the file. Headless (no textual
 
 from __future__ import annotations
 
+import bisect
+import math
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.core.front_matter import FormatError
+from gpulab.experiments.quiz_probes import PROBES
 
 CHAPTERS: dict[int, str] = {
     1: "Why GPUs",
@@ -73,6 +76,8 @@ CHAPTER_LESSON_IDS: tuple[str, ...] = (
 
 _KEYS = ("id", "chapter", "order", "title", "objectives", "experiments", "quiz")
 _QUESTION_KEYS = ("q", "choices", "answer", "explain")
+_MEASURED_KEYS = ("q", "choices", "measure", "explain")  # a measured question has no fixed answer
+_MEASURE_KEYS = ("probe", "bounds")
 _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
@@ -81,17 +86,47 @@ class LessonFormatError(FormatError):
 
 
 @dataclass(frozen=True)
+class Measure:
+    """What grades a measured question: the probe the worker runs on the learner's device
+    (gpulab.experiments.quiz_probes) and the bounds that split its figure among the choices, in
+    the choices' order: choice i is right when bounds[i - 1] <= figure < bounds[i]."""
+
+    probe: str
+    bounds: tuple[float, ...]
+
+    def judge(self, figure: float) -> int:
+        """The index of the choice `figure` makes right."""
+        return bisect.bisect_right(self.bounds, figure)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The measurement as JSON-ready data."""
+        return {"probe": self.probe, "bounds": list(self.bounds)}
+
+
+@dataclass(frozen=True)
 class Question:
-    """One quiz question: the question, choices, the right one and why."""
+    """One quiz question: the question, choices, the right one and why. A measured question
+    (`measure` set) has no fixed answer: its probe's figure on the learner's device picks it."""
 
     q: str
     choices: tuple[str, ...]
-    answer: int
+    answer: int | None
     explain: str
+    measure: Measure | None = None
 
-    def is_correct(self, choice: int) -> bool:
-        """True when `choice` is the right one."""
-        return choice == self.answer
+    def right(self, figure: float | None = None) -> int:
+        """The index of the right choice: the fixed answer, or the one `figure` (the probe's
+        measurement) picks for a measured question."""
+        if self.measure is not None:
+            if figure is None:
+                raise ValueError("a measured question's answer needs its measurement")
+            return self.measure.judge(figure)
+        assert self.answer is not None  # validate_meta requires one when nothing is measured
+        return self.answer
+
+    def is_correct(self, choice: int, figure: float | None = None) -> bool:
+        """True when `choice` is the right one (measured by `figure`, for a measured question)."""
+        return choice == self.right(figure)
 
     def to_dict(self) -> dict[str, Any]:
         """The question as JSON-ready data."""
@@ -100,12 +135,16 @@ class Question:
             "choices": list(self.choices),
             "answer": self.answer,
             "explain": self.explain,
+            "measure": self.measure.to_dict() if self.measure else None,
         }
 
     def shuffled(self, rng: random.Random) -> ShuffledQuestion:
-        """This question with its choices in an order drawn from `rng` (one attempt's view)."""
+        """This question with its choices in an order drawn from `rng` (one attempt's view). A
+        measured question keeps its order: its choices are ranges of one figure, read in order,
+        and which is right depends on the machine, not on a letter to remember."""
         order = list(range(len(self.choices)))
-        rng.shuffle(order)
+        if self.measure is None:
+            rng.shuffle(order)
         return ShuffledQuestion(self, tuple(order))
 
 
@@ -138,9 +177,18 @@ class ShuffledQuestion:
         return tuple(self.question.choices[i] for i in self.order)
 
     @property
+    def measure(self) -> Measure | None:
+        """What grades it, when it is a measured question."""
+        return self.question.measure
+
+    @property
     def answer(self) -> int:
-        """The position at which the right choice is shown."""
-        return self.order.index(self.question.answer)
+        """The position at which the right choice is shown (a question with a fixed answer)."""
+        return self.order.index(self.question.right())
+
+    def right_position(self, figure: float | None = None) -> int:
+        """Where the right choice is shown (measured by `figure`, for a measured question)."""
+        return self.order.index(self.question.right(figure))
 
     def original(self, shown: int) -> int:
         """The index in the lesson file of the choice shown at position `shown`."""
@@ -150,9 +198,9 @@ class ShuffledQuestion:
         """Where the choice with index `original` in the lesson file is shown."""
         return self.order.index(original)
 
-    def is_correct(self, shown: int) -> bool:
-        """True when the choice shown at `shown` is the right one."""
-        return self.question.is_correct(self.order[shown])
+    def is_correct(self, shown: int, figure: float | None = None) -> bool:
+        """True when the choice shown at `shown` is the right one (by `figure`, if measured)."""
+        return self.question.is_correct(self.order[shown], figure)
 
 
 def shuffle_quiz(questions: Iterable[Question], rng: random.Random) -> tuple[ShuffledQuestion, ...]:
@@ -213,10 +261,12 @@ def _question(item: Any, n: int, fail: Callable[[str], Exception]) -> Question:
     where = f"quiz question {n}"
     if not isinstance(item, Mapping):
         raise fail(f"{where} must be a mapping with keys {', '.join(_QUESTION_KEYS)}")
-    unknown = [k for k in item if k not in _QUESTION_KEYS]
+    keys = _MEASURED_KEYS if "measure" in item else _QUESTION_KEYS
+    unknown = [k for k in item if k not in keys]
     if unknown:
-        raise fail(f"{where}: unknown key(s) {', '.join(map(str, unknown))}")
-    missing = [k for k in _QUESTION_KEYS if k not in item]
+        why = " (a measured question's answer is its measurement)" if "answer" in unknown else ""
+        raise fail(f"{where}: unknown key(s) {', '.join(map(str, unknown))}{why}")
+    missing = [k for k in keys if k not in item]
     if missing:
         raise fail(f"{where}: missing key(s) {', '.join(missing)}")
     if not _nonempty_str(item["q"]):
@@ -232,15 +282,36 @@ def _question(item: Any, n: int, fail: Callable[[str], Exception]) -> Question:
         raise fail(f"{where}: a choice is empty")
     if len({t.lower() for t in texts}) != len(texts):
         raise fail(f"{where}: two choices are the same")
+    if not _nonempty_str(item["explain"]):
+        raise fail(f"{where}: explain must be non-empty text")
+    if "measure" in item:
+        measure = _measure(item["measure"], len(texts), where, fail)
+        return Question(item["q"].strip(), texts, None, item["explain"].strip(), measure)
     answer = item["answer"]
     if not _is_int(answer) or not 0 <= answer < len(texts):
         raise fail(
             f"{where}: answer {answer!r} must be the 0-based index of one choice "
             f"(0 to {len(texts) - 1})"
         )
-    if not _nonempty_str(item["explain"]):
-        raise fail(f"{where}: explain must be non-empty text")
     return Question(item["q"].strip(), texts, answer, item["explain"].strip())
+
+
+def _measure(item: Any, choices: int, where: str, fail: Callable[[str], Exception]) -> Measure:
+    if not isinstance(item, Mapping) or set(item) != set(_MEASURE_KEYS):
+        raise fail(f"{where}: measure must be a mapping with keys {', '.join(_MEASURE_KEYS)}")
+    probe = item["probe"]
+    if probe not in PROBES:
+        raise fail(f"{where}: measure's probe {probe!r} is none of {', '.join(PROBES)}")
+    bounds = item["bounds"]
+    numbers = isinstance(bounds, list) and all(
+        isinstance(b, int | float) and not isinstance(b, bool) and math.isfinite(b) for b in bounds
+    )
+    if not numbers or len(bounds) != choices - 1 or sorted(set(bounds)) != bounds:
+        raise fail(
+            f"{where}: measure's bounds must be {choices - 1} increasing numbers, one between "
+            "each two neighbouring choices"
+        )
+    return Measure(str(probe), tuple(float(b) for b in bounds))
 
 
 def _is_int(value: Any) -> bool:

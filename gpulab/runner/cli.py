@@ -40,6 +40,12 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help=f"cancel after this many seconds (more than 0, at most {TIMEOUT_MAX_S:g})",
     )
+    run.add_argument(
+        "--predict",
+        metavar="VALUE",
+        help="say first what the fastest row will do: its time (2ms, 300us), its percent of "
+        "the ceiling (40%%) or which contender wins (its id); shown beside the measurement",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -54,8 +60,22 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a malformed NAME=VALUE, or a ParamError: one line either way
         raise BadInput(str(exc)) from None
     device, timeout = run_flags(args.device, args.timeout)
+    guess = None
+    if getattr(args, "predict", None) is not None:
+        # deferred: the command's work loads when it runs, not at every gpulab start
+        from gpulab.history.predictions import parse
+
+        guess = parse(args.predict, [c.id for c in exp.contenders], flag="--predict")
+        if guess is None:
+            raise BadInput("--predict needs a value: a time (2ms), a percent (40%) or a contender")
     return run_headless(
-        exp.id, params, as_json=args.json, device=device, timeout=timeout, plots=args.plot
+        exp.id,
+        params,
+        as_json=args.json,
+        device=device,
+        timeout=timeout,
+        plots=args.plot,
+        guess=guess,
     )
 
 
@@ -137,6 +157,7 @@ async def _run(
     device: int,
     timeout: float,
     plots: bool = False,
+    guess: Any = None,
 ) -> int:
     # deferred: the command's work loads when it runs, not at every gpulab start
     import asyncio
@@ -151,6 +172,8 @@ async def _run(
 
     async with RunnerClient(device_index=device, on_event=on_event) as client:
         job = await client.submit(experiment, params, device=device)  # BadInput: exit 2
+        # Kept before the run starts: a prediction is made before the figure is seen
+        pending = _predict(experiment, guess)
         watch = PolledWatch()
         started = time.time()
         cancels: list[asyncio.Task[None]] = []
@@ -182,7 +205,42 @@ async def _run(
         final = job.final or {}
         # Printed first, kept after: a history that cannot be written costs one line.
         keep(experiment, params, final, client.handshake, device, watch.stop(), started, as_json)
+        if pending is not None:
+            _settle(pending, final, as_json)
         return exit_code(final.get("type", ev.FAILED), final)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"gpulab: {line}\n")
+
+
+def _predict(experiment: str, guess: Any) -> Any:
+    """The learner's prediction kept before the run (None: none was made)."""
+    if guess is None:
+        return None
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.history.predictions import EXPERIMENT, keep
+
+    return keep(EXPERIMENT, experiment, guess, _say)
+
+
+def _settle(pending: Any, final: dict[str, Any], as_json: bool) -> None:
+    """The prediction beside the run's measurement, and the calibration: printed last (one
+    tagged JSON line with --json)."""
+    # deferred: the command's work loads when it runs, not at every gpulab start
+    from gpulab.history.predictions import experiment_figure, report, report_lines, settle
+
+    result = final.get("result") if final.get("type") == ev.RESULT else None
+    if result:
+        value, note = experiment_figure(pending.quantity, result)
+        device = str((result.get("record") or {}).get("device", ""))
+    else:
+        value, note, device = None, f"the run ended {final.get('type', 'without a result')}", ""
+    done, cal = settle(pending, value, device, note, _say)
+    if as_json:
+        sys.stdout.write(json.dumps(tagged("prediction", report(done, cal)), default=str) + "\n")
+    else:
+        print("\n".join(report_lines(done, cal)))
 
 
 def keep(
@@ -230,10 +288,20 @@ def run_headless(
     device: int = 0,
     timeout: float = 0,
     plots: bool = False,
+    guess: Any = None,
 ) -> int:
-    """Run `experiment` in a worker without the TUI and return its exit code."""
+    """Run `experiment` in a worker without the TUI and return its exit code; `guess` (a
+    history.predictions.Guess) is kept first and shown beside the measurement after."""
     import asyncio  # deferred: the event loop loads when a run starts, not at every gpulab start
 
     return asyncio.run(
-        _run(experiment, params, as_json=as_json, device=device, timeout=timeout, plots=plots)
+        _run(
+            experiment,
+            params,
+            as_json=as_json,
+            device=device,
+            timeout=timeout,
+            plots=plots,
+            guess=guess,
+        )
     )

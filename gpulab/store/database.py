@@ -97,6 +97,23 @@ _MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN entry_json TEXT;
     CREATE INDEX runs_started ON runs (started_at);
     """,
+    # 4: the learner's predictions, each beside its measurement (gpulab.history.predictions):
+    # predicted and measured are JSON values (a number of ms or percent, or a name).
+    """
+    CREATE TABLE predictions (
+        id           INTEGER PRIMARY KEY,
+        kind         TEXT NOT NULL,
+        subject      TEXT NOT NULL,
+        quantity     TEXT NOT NULL,
+        predicted    TEXT NOT NULL,
+        measured     TEXT,
+        device       TEXT NOT NULL DEFAULT '',
+        note         TEXT NOT NULL DEFAULT '',
+        predicted_at TEXT NOT NULL,
+        measured_at  TEXT
+    );
+    CREATE INDEX predictions_subject ON predictions (kind, subject, id);
+    """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

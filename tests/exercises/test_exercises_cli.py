@@ -78,6 +78,30 @@ def test_check_fails_then_passes_and_progress_is_listed(capsys, tmp_path):
     assert row["state"] == "passing" and row["attempts"] == 2 and row["best_grade"]
 
 
+def test_check_predict_shows_the_prediction_beside_the_measurement(capsys, tmp_path):
+    run(capsys, "ex")
+    code, data = run_json(
+        capsys, "ex", "check", "double", "--inline", "--quick", "--predict", "1ms"
+    )
+    assert code == 1 and data["prediction"]["measured"] is None  # the starter fails: no timing
+    assert "not measured: the check" in data["prediction"]["words"]
+    mine = tmp_path / "work" / "901_double.py"
+    mine.write_text((FIXTURES / "901-double" / "solution.py").read_text())
+    code, data = run_json(
+        capsys, "ex", "check", "double", "--inline", "--quick", "--predict", "40%"
+    )
+    assert code == 0
+    shown, timing = data["prediction"], data["check"]["timing"]
+    assert shown["quantity"] == "percent" and shown["predicted"] == 40.0
+    assert shown["measured"] == pytest.approx(100 * timing["fraction"])
+    assert shown["off"] == pytest.approx(max(shown["measured"] / 40, 40 / shown["measured"]))
+    assert data["calibration"]["numbers"] == 1
+    code, out, _ = run(capsys, "ex", "check", "double", "--inline", "--quick", "--predict", "you")
+    assert "Prediction: you predicted you wins;" in out and "Calibration:" in out
+    code, _, err = run(capsys, "ex", "check", "double", "--inline", "--predict", "soon")
+    assert code == 2 and "--predict 'soon' is not a prediction" in err and "you, library" in err
+
+
 def test_same_seed_same_failure(capsys, tmp_path):
     run(capsys, "ex")
     mine = tmp_path / "work" / "901_double.py"

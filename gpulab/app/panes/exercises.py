@@ -28,13 +28,13 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Container, Vertical, VerticalScroll
+from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.events import Resize
 from textual.message import Message
 from textual.reactive import var
 from textual.widget import Widget
-from textual.widgets import DataTable, Markdown, Static
+from textual.widgets import DataTable, Input, Label, Markdown, Static
 from textual.worker import get_current_worker
 
 from gpulab.app import messages
@@ -44,18 +44,27 @@ from gpulab.app.widgets.explain_card import ExplainCard
 from gpulab.app.widgets.verdict import VerdictView
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
-from gpulab.core.errors import Cancelled
+from gpulab.core.errors import BadInput, Cancelled
 from gpulab.exercises import ladder
 from gpulab.exercises.loader import Catalog, Exercise, load_catalog
 from gpulab.exercises.progress import NOT_STARTED, PASSING, ExerciseProgress, Progress
 from gpulab.exercises.workspace import Workspace, WorkspaceError
 from gpulab.exercises.yardstick import key_for
 from gpulab.exercises.yardstick import words as yardstick_words
+from gpulab.history.predictions import (
+    CHECK_CONTENDERS,
+    EXERCISE,
+    Prediction,
+    Predictions,
+    check_figure,
+    parse,
+)
 
 NARROW_BELOW = 100  # columns: below this the verdict goes under the code
 LINE_STYLE = {3: "bold red", 2: "yellow", 1: "cyan"}  # the worst line's sentence, by severity
 TITLE_MAX = 44  # the list's title column, so state and grade fit in 80 columns
 STATE_STYLE = {PASSING: "green", "failing": "red", NOT_STARTED: "dim"}
+PREDICT_HINT = "optional: 2ms, 40%, you, library"
 
 
 def track_line(catalog: Catalog, progress: dict[str, ExerciseProgress], inventory: Any) -> str:
@@ -81,6 +90,7 @@ class ExercisesPane(Widget):
         Binding("f2", "toggle_side", "Statement", id="exercises.statement"),
         Binding("ctrl+o", "lesson", "Lesson", id="exercises.lesson"),
         Binding("f4", "explain", "Explain", id="exercises.explain"),
+        Binding("f3", "predict", "Predict", id="exercises.predict"),
         Binding("f8", "reset", "Reset", id="exercises.reset"),
         Binding("f9", "solution", "Solution", id="exercises.solution"),
         Binding("escape", "back", "Back", id="exercises.back"),
@@ -164,6 +174,10 @@ class ExercisesPane(Widget):
                     )
                     yield Static(id="ex-line")
                 with VerticalScroll(id="ex-side"):
+                    with Horizontal(id="ex-predict-row"):
+                        yield Label("Predict ", id="ex-predict-label")
+                        yield Input(placeholder=PREDICT_HINT, compact=True, id="ex-predict")
+                    yield Static(id="ex-prediction", markup=False)
                     yield VerdictView(id="ex-verdict")
                     yield ExplainCard(id="ex-explain")
                     yield Static(id="ex-hints")
@@ -262,6 +276,7 @@ class ExercisesPane(Widget):
         self.ladder_note = ""
         self.card.clear()
         self._show_lines(None)
+        self.query_one("#ex-prediction", Static).display = False  # another exercise's
         self.add_class("-open")
         self.remove_class("-side-max")
         self.query_one("#ex-statement", Markdown).update(ex.statement)
@@ -334,9 +349,22 @@ class ExercisesPane(Widget):
                 "The worker is not ready yet; try again in a moment.", severity="warning"
             )
             return
+        predict = self.query_one("#ex-predict", Input)
+        try:
+            guess = parse(predict.value, CHECK_CONTENDERS)
+        except BadInput as exc:
+            self.app.notify(str(exc), title="Not a prediction", severity="warning", timeout=8)
+            return
         if not self.editor.flush():
             return  # not saved: checking the old file would grade the wrong code
         self.pressed_at = time.perf_counter()
+        line = self.query_one("#ex-prediction", Static)
+        pending = None
+        if guess is not None:  # kept before the check: a prediction is made before it is seen
+            pending = Predictions(self.store).predict(EXERCISE, ex.id, guess)
+            predict.value = ""  # the next check asks for a prediction of its own
+            line.update(pending.said()[:1].upper() + pending.said()[1:] + "; measuring…")
+        line.display = pending is not None
         self.checking = True
         ahead = self.waiting_for
         self.verdict.show_progress(
@@ -344,9 +372,25 @@ class ExercisesPane(Widget):
         )
         self.remove_class("-side-max")
         self.query_one("#ex-side", VerticalScroll).scroll_home(animate=False)
-        self.run_worker(self._check(ex, runner), group="ex-check", exit_on_error=False)
+        self.run_worker(self._check(ex, runner, pending), group="ex-check", exit_on_error=False)
 
-    async def _check(self, ex: Exercise, runner: Any) -> None:
+    @on(Input.Submitted, "#ex-predict")
+    async def _predicted(self, event: Input.Submitted) -> None:
+        """Enter in the prediction field checks, like ctrl+r."""
+        event.stop()
+        await self.action_check()
+
+    def _settle(self, pending: Prediction, result: Any) -> str:
+        """The prediction measured by the check's timing, kept; its line and the calibration's."""
+        value, note = check_figure(pending.quantity, result.timing)
+        if not result.passed and value is None:
+            note = f"the check failed: {result.message}"
+        kept = Predictions(self.store)
+        done = kept.measure(pending, value, device=result.device, note=note)
+        words = done.words()
+        return f"{words[:1].upper()}{words[1:]}\n{kept.calibration().words()}"
+
+    async def _check(self, ex: Exercise, runner: Any, pending: Prediction | None = None) -> None:
         # deferred: the grader (NumPy) loads with the first check
         from gpulab.ex.session import Checker, record
         from gpulab.exercises.outcome import FAIL, CheckResult, new_seed
@@ -372,8 +416,10 @@ class ExercisesPane(Widget):
             record(self.store, result)
         except Exception as exc:  # noqa: BLE001 - the verdict still shows
             self.app.notify(f"Could not save the attempt: {exc}", severity="warning")
+        said = self._settle(pending, result) if pending is not None else ""
         if self.current is ex:
             self.verdict.show_result(result)
+            self.query_one("#ex-prediction", Static).update(said)
             self.card.clear()
             self.explained, self.explanation = None, None
             self._show_head()
@@ -499,9 +545,19 @@ class ExercisesPane(Widget):
         self._show_lines(self.explanation)  # the pass added its measured lines to it
 
     # ---- the other keys -------------------------------------------------------------------
+    def action_predict(self) -> None:
+        """f3: type a prediction of the next check's figure (enter checks; escape goes back to
+        the code)."""
+        if self.current is not None:
+            self.remove_class("-side-max")
+            self.query_one("#ex-predict", Input).focus()
+
     async def action_back(self) -> None:
-        """Cancel a running explain pass or check, else close the open exercise."""
-        if self.profiling:
+        """Cancel a running explain pass or check, leave the prediction field, else close the
+        open exercise."""
+        if self.app.focused is self.query_one("#ex-predict", Input):
+            self.editor.focus()
+        elif self.profiling:
             self.workers.cancel_group(self, "ex-profile")
             self.card.show_progress("cancelling…")
         elif self.checking and self.checker is not None:

@@ -67,6 +67,7 @@ class RunDisplay:
             self.query_one("#plot", ResultPlots).show([])
             self.query_one("#images", ImageView).show([])
             self.show_headline("")
+            self.show_prediction(None)
             return
         bar.update(progress=round(state.fraction * 100, 1))
         step.update(self._step_text(state))
@@ -136,6 +137,7 @@ class RunDisplay:
         plot_view = self.query_one("#plot", ResultPlots)
         images = self.query_one("#images", ImageView)
         self.show_headline((result or {}).get("headline") or "")
+        self.show_prediction(state)
         if not result:
             explanation.update("The explanation appears when the run finishes.")
             lesson_button.display = False
@@ -178,3 +180,21 @@ class RunDisplay:
         line = self.query_one("#headline", Static)
         line.update(f"➜ {text}" if text else "")
         line.display = bool(text)
+
+    def show_prediction(self, state: RunState | None) -> None:
+        """The learner's prediction beside the measurement and the calibration, once the run
+        has ended; what was predicted while it runs; hidden when none was made."""
+        line = self.query_one("#exp-prediction", Static)
+        prediction = state.prediction if state is not None else None
+        if prediction is None:
+            line.update("")
+        elif state is not None and not state.finished:
+            line.update(_capital(prediction.said()) + "; measuring…")
+        else:
+            text = _capital(prediction.words())
+            line.update(text + (f"\n{state.calibration}" if state and state.calibration else ""))
+        line.display = prediction is not None
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]

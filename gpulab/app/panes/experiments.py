@@ -41,10 +41,13 @@ from gpulab.app.widgets.plots import ResultPlots
 from gpulab.app.widgets.race import RaceView
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
+from gpulab.core.errors import BadInput
 from gpulab.core.params import ParamError
 from gpulab.experiments.registry import UnknownExperiment, all_experiments, get
+from gpulab.history.predictions import EXPERIMENT, Predictions, experiment_figure, parse
 
 FLUSH_S = 0.1  # redraw at most 10x a second however fast events arrive
+PREDICT_NOTE = "optional: the fastest row's time (2ms), % of ceiling (40%) or winner's id"
 
 
 class ExperimentPanel(VerticalScroll, can_focus=False):
@@ -70,6 +73,8 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
     """The worker's state, shown beside the run button."""
     worker_line: var[str] = var("", always_update=True)
     """The worker's latest own log line: a live run's log shows it."""
+    store: var[Any] = var(None)
+    """The progress store, where a prediction is kept beside its measurement."""
 
     def __init__(self, *, sampler: Any = None, **kw: Any) -> None:
         """`sampler`: the telemetry sampler a run's history entry reads clocks from (None: no
@@ -141,6 +146,10 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             )
         yield Static("", id="exp-summary", markup=False)
         yield Vertical(id="form-holder")
+        with Horizontal(id="exp-predict-row", classes="param-field"):
+            yield Label("predict", classes="param-name")
+            yield Input(placeholder="optional", compact=True, id="exp-predict")
+            yield Static(PREDICT_NOTE, classes="param-note", markup=False)
         with Horizontal(id="exp-actions"):
             yield Button("▶ Run", id="run", variant="success", compact=True)
             yield Button("■ Cancel", id="cancel", variant="error", compact=True, disabled=True)
@@ -152,6 +161,7 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             yield Static("", id="run-error", markup=False)
             yield Button("Traceback", id="show-traceback", compact=True)
         yield Static("", id="headline", markup=False)  # the run's one-line answer
+        yield Static("", id="exp-prediction", markup=False)  # the prediction beside it
         with TabbedContent(id="exp-tabs"):
             with TabPane("Race", id="tab-race"):
                 yield RaceView(id="race")
@@ -319,12 +329,17 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
             return None
         raw = self.form.raw()
         exp = get(self.experiment_id)
+        predict = self.query_one("#exp-predict", Input)
         try:
             params = exp.params.validate(raw)
-        except ParamError as exc:
+            guess = parse(predict.value, [c.id for c in exp.contenders])
+        except BadInput as exc:  # a parameter or the prediction: one line beside the form
             self.show_error(ev.KIND_BAD_PARAMS, str(exc))
             return None
         state = RunState(len(self.runs) + 1, self.experiment_id, params, started=time.time())
+        if guess is not None:  # kept before the run: a prediction is made before it is seen
+            state.prediction = self._predictions().predict(EXPERIMENT, exp.id, guess)
+            predict.value = ""  # the next run asks for a prediction of its own
         self.runs.append(state)
         self.live = state
         device = self.device if self.device is not None else self.device_index
@@ -373,8 +388,32 @@ class ExperimentPanel(VerticalScroll, can_focus=False):
                 )
             self._finish(state)
 
+    def _predictions(self) -> Predictions:
+        if self.store is None:  # a panel on its own (a test's app): a connection of its own
+            # deferred: the store opens when a prediction is first made
+            from gpulab.app.store_access import open_store
+
+            self.store = open_store(self.app)
+        return Predictions(self.store)
+
+    def _settle_prediction(self, state: RunState) -> None:
+        """Measure the run's prediction by its result, keep it, and read the calibration."""
+        pending = state.prediction
+        if pending is None or state.calibration:  # none made, or settled already
+            return
+        result = state.result if state.status == ev.RESULT else None
+        if result:
+            value, note = experiment_figure(pending.quantity, result)
+            device = str((result.get("record") or {}).get("device", ""))
+        else:
+            value, note, device = None, f"the run ended {state.status}", ""
+        kept = self._predictions()
+        state.prediction = kept.measure(pending, value, device=device, note=note)
+        state.calibration = kept.calibration().words()
+
     def _finish(self, state: RunState) -> None:
         state.ended = state.ended or time.time()
+        self._settle_prediction(state)
         if state is self.live:
             self._set_running(False)
             self.job = None

@@ -72,6 +72,8 @@ class LessonsPane(Widget):
     """The worker's default CUDA device."""
     runs: var[tuple[Any, ...]] = var(())
     """This session's finished runs: a figure a run measured (a bandwidth sweep's)."""
+    runner: var[Any] = var(None)
+    """The runner client a measured quiz question's probe is submitted to."""
 
     def __init__(
         self,
@@ -385,4 +387,5 @@ class LessonsPane(Widget):
         # deferred: a screen loads when it first opens
         from gpulab.app.screens.quiz import QuizScreen
 
-        self.app.push_screen(QuizScreen(lesson, self.store), lambda _: self._refresh_marks())
+        quiz = QuizScreen(lesson, self.store, runner=self.runner, device=self.device)
+        self.app.push_screen(quiz, lambda _: self._refresh_marks())

@@ -30,7 +30,9 @@ gpulab runs experiments on this machine's GPU (or its CPU, in CPU mode) and expl
 they show. Pick an experiment in the **Experiments** pane, set its parameters (each is checked
 as you type; the note beside it says what is allowed), press **r** to run and **escape** to
 cancel. Results, the race between contenders, the explanation, the log and earlier runs are
-the tabs under the progress bar.
+the tabs under the progress bar. Before a run or a check (f3 in an exercise) you may type what
+you expect in **predict**: the result shows it beside the measurement, and
+`gpulab predictions` follows how close your guesses get.
 """
 
 TIPS = [

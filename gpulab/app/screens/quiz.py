@@ -5,11 +5,20 @@ the explanation shows: a second look teaches more than being told at once. Only 
 counts for the score and is saved, as it is given (so a quiz left half-way still counts as
 practice); the score of a quiz finished to the end updates the lesson's best score.
 
-Each attempt shows every question's choices in a fresh order (`shuffle_quiz`), so a retake asks
+Each attempt shows every question's choices in a fresh order (`shuffle_quiz`; a measured
+question's ranges stay in order), so a retake asks
 for the idea again, not for the letter remembered from the last time. Letters, keys and the
 struck-out choice are positions on the screen; what is saved is the choice's index in the lesson
 file, so saved answers mean the same thing whatever order showed them. `seed` fixes the orders
 (tests); without it every attempt draws new ones.
+
+A measured question (one with `measure:` in the lesson) has no answer written down: the learner
+picks a prediction, then the screen submits the question's probe (the hidden `quiz-measure` job,
+gpulab.experiments.quiz_probes) to the lab's runner, in the worker, and the figure measured on
+this device decides which choice was right. There is no second try (the measurement has told the
+answer); the pick is kept with the predictions (gpulab.history.predictions) as well as with the
+answers. A measurement that cannot run (no worker, a failure) leaves the question unscored, said
+so, and the quiz goes on.
 
 Quiz text is written like the lessons: `code` in backticks. It is shown as code (styled, the
 backticks dropped); everything else is literal text, so brackets in a question are never markup.
@@ -17,11 +26,13 @@ backticks dropped); everything else is literal text, so brackets in a question a
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -30,6 +41,9 @@ from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
 from gpulab.app.screens.modal import OnceModal
+from gpulab.core import events as ev
+from gpulab.experiments.quiz_probes import EXPERIMENT_ID as MEASURE_ID
+from gpulab.history.predictions import CHOICE, QUIZ, Guess, Predictions
 from gpulab.lessons.catalog import Lesson
 from gpulab.lessons.lesson_format import ShuffledQuestion, shuffle_quiz
 from gpulab.store.database import Store
@@ -82,11 +96,24 @@ class QuizScreen(OnceModal[QuizResult | None]):
     ]
 
     def __init__(
-        self, lesson: Lesson, store: Store | None = None, *, seed: int | None = None
+        self,
+        lesson: Lesson,
+        store: Store | None = None,
+        *,
+        seed: int | None = None,
+        runner: Any = None,
+        device: int | None = None,
     ) -> None:
+        """`runner` and `device`: where a measured question's probe runs (the lab's runner; None:
+        measured questions cannot be measured, and are not scored)."""
         super().__init__()
         self.lesson = lesson
         self.store = store
+        self.runner = runner
+        self.device = device
+        self.measuring = False  # a measured question's probe is running
+        self.measured: dict[str, Any] | None = None  # its result's summary, once in
+        self.unscored = 0  # measured questions that could not be measured, this attempt
         self.rng = random.Random(seed)
         self.shown: tuple[ShuffledQuestion, ...] = shuffle_quiz(lesson.quiz, self.rng)
         self.index = 0
@@ -127,9 +154,11 @@ class QuizScreen(OnceModal[QuizResult | None]):
         q = self.question
         self.answered = None
         self.tried = []
+        self.measured = None
         total = len(self.lesson.quiz)
+        measured = " · measured on your machine" if q.measure else ""
         self.query_one("#quiz-count", Static).update(
-            Content(f"Question {self.index + 1} of {total} · score so far {self.score}")
+            Content(f"Question {self.index + 1} of {total} · score so far {self.score}{measured}")
         )
         self.query_one("#quiz-question", Static).update(inline_code(q.q))
         choices = self.query_one("#quiz-choices", OptionList)
@@ -144,7 +173,9 @@ class QuizScreen(OnceModal[QuizResult | None]):
         choices.highlighted = 0
         choices.display = True
         feedback = self.query_one("#quiz-feedback", Static)
-        feedback.update("")
+        feedback.update(
+            "Pick your prediction; gpulab then measures it on this machine." if q.measure else ""
+        )
         feedback.remove_class("-right", "-wrong")
         self.query_one("#quiz-next", Button).display = False
         self.query_one("#quiz-reveal", Button).display = False
@@ -169,7 +200,12 @@ class QuizScreen(OnceModal[QuizResult | None]):
         is ignored."""
         if self.answered is not None or self.result is not None or choice in self.tried:
             return False
+        if self.measuring:
+            return False
         q = self.question
+        if q.measure is not None:
+            self._predict(choice)
+            return False
         right = q.is_correct(choice)
         first_try = not self.tried
         self.tried.append(choice)
@@ -210,11 +246,102 @@ class QuizScreen(OnceModal[QuizResult | None]):
         if self.answered is None and self.result is None and self.tried:
             self._settle(self.tried[-1], False)
 
+    # ---- a measured question -----------------------------------------------------------
+    def _predict(self, choice: int) -> None:
+        """The learner's pick of a measured question: measure it in the worker, then grade."""
+        self.tried.append(choice)
+        feedback = self.query_one("#quiz-feedback", Static)
+        self.query_one("#quiz-choices", OptionList).disabled = True
+        if self.runner is None:
+            self._unmeasured(choice, "the worker is not running")
+            return
+        self.measuring = True
+        feedback.update(Content(f"You predicted {LETTERS[choice]}. Measuring it on this machine…"))
+        self._measure(choice)
+
+    @work(exclusive=True, group="quiz-measure", exit_on_error=False)
+    async def _measure(self, choice: int) -> None:
+        """Run the question's probe in the worker (the lab's runner, on the event loop) and grade
+        the pick by its figure; a screen closed meanwhile cancels the job."""
+        probe = self.question.measure.probe if self.question.measure else ""
+        job: Any = None
+        try:
+            job = await self.runner.submit(MEASURE_ID, {"probe": probe}, device=self.device)
+            async for _event in job:
+                pass
+        except asyncio.CancelledError:
+            if job is not None and not job.done:
+                asyncio.ensure_future(self.runner.cancel(job))  # the screen went: stop the probe
+            raise
+        except Exception as exc:  # noqa: BLE001 - a dead worker costs this question's score only
+            self.measuring = False
+            self._unmeasured(choice, f"{type(exc).__name__}: {exc}")
+            return
+        self.measuring = False
+        final = (job.final if job is not None else None) or {}
+        summary = (final.get("result") or {}).get("summary") or {}
+        if final.get("type") != ev.RESULT or "figure" not in summary:
+            self._unmeasured(choice, str(final.get("message") or "the measurement ended early"))
+            return
+        self._graded(choice, summary)
+
+    def _graded(self, choice: int, summary: dict[str, Any]) -> None:
+        """Grade the pick of a measured question by the figure in `summary` (the probe's)."""
+        q = self.question
+        figure = float(summary["figure"])
+        right = q.is_correct(choice, figure)
+        self.measured = summary
+        self.score += int(right)
+        if self.store is not None:
+            try:
+                self.store.record_answer(self.lesson.id, self.index, q.original(choice), right)
+                kept = Predictions(self.store)
+                subject = f"{self.lesson.id} question {self.index + 1}"
+                pending = kept.predict(QUIZ, subject, Guess(CHOICE, q.choices[choice]))
+                where = f"on {summary.get('where', 'this machine')}: {summary.get('words', '')}"
+                kept.measure(
+                    pending,
+                    q.choices[q.right_position(figure)],
+                    device=str(summary.get("device", "")),
+                    note=where,
+                )
+            except Exception as exc:  # noqa: BLE001 - the quiz goes on; the learner is told
+                self.app.notify(f"Could not save the answer: {exc}", severity="warning")
+        self._settle(choice, right)
+
+    def _unmeasured(self, choice: int, why: str) -> None:
+        """A measured question whose probe could not run: unscored, said so, the quiz goes on."""
+        self.unscored += 1
+        self.answered = choice
+        feedback = self.query_one("#quiz-feedback", Static)
+        feedback.update(
+            Content.assemble(
+                f"Could not measure it here ({why}); this question is not scored.\n",
+                inline_code(self.question.explain),
+            )
+        )
+        feedback.remove_class("-right", "-wrong")
+        self._show_next()
+
     def _settle(self, choice: int, right: bool) -> None:
         q = self.question
         self.answered = choice
         feedback = self.query_one("#quiz-feedback", Static)
-        if right and len(self.tried) > 1:
+        if self.measured is not None:
+            figure = float(self.measured["figure"])
+            at = q.right_position(figure)
+            said = (
+                f"Measured on {self.measured.get('where', 'this machine')}: "
+                f"{self.measured.get('words', '')}.\n"
+            )
+            verdict = (
+                f"✓ You predicted it: {LETTERS[at]}. "
+                if right
+                else f"✗ You predicted {LETTERS[choice]}; here it is {LETTERS[at]}. "
+            )
+            text = Content.assemble(said, verdict, inline_code(q.choices[at]), "\n",
+                                    inline_code(q.explain))  # fmt: skip
+        elif right and len(self.tried) > 1:
             text = Content.assemble(
                 "✓ Right, on the second try (the score counts first answers). ",
                 inline_code(q.explain),
@@ -231,6 +358,9 @@ class QuizScreen(OnceModal[QuizResult | None]):
         feedback.update(text)
         feedback.set_class(right, "-right")
         feedback.set_class(not right, "-wrong")
+        self._show_next()
+
+    def _show_next(self) -> None:
         self.query_one("#quiz-choices", OptionList).disabled = True
         self.query_one("#quiz-reveal", Button).display = False
         last = self.index + 1 == len(self.lesson.quiz)
@@ -256,9 +386,9 @@ class QuizScreen(OnceModal[QuizResult | None]):
 
     # ---- the end ------------------------------------------------------------------------
     def _finish(self) -> None:
-        total = len(self.lesson.quiz)
+        total = len(self.lesson.quiz) - self.unscored  # a question not measured is not scored
         best_score, best_total = self.score, total
-        if self.store is not None:
+        if self.store is not None and total > 0:
             try:
                 best = self.store.record_quiz(self.lesson.id, self.score, total)
                 best_score, best_total = best.best_score, best.total
@@ -284,6 +414,7 @@ class QuizScreen(OnceModal[QuizResult | None]):
         self.shown = shuffle_quiz(self.lesson.quiz, self.rng)  # a new attempt, a new order
         self.index = 0
         self.score = 0
+        self.unscored = 0
         self.result = None
         self._show_question()
 

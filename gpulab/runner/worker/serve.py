@@ -78,9 +78,9 @@ class Worker:
         t2 = time.perf_counter()
         # deferred: the worker's warm-up is where these imports are paid, off the learner's clock
         # unused names: importing them registers the hidden jobs (a check, a profile, a
-        # preparation, the driver's figures of a learner's kernels)
+        # preparation, the driver's figures of a learner's kernels, a quiz's measurement)
         from gpulab.exercises import job, prewarm, profile_job  # noqa: F401
-        from gpulab.experiments import kernel_device  # noqa: F401
+        from gpulab.experiments import kernel_device, quiz_probes  # noqa: F401
         from gpulab.experiments.registry import all_experiments
 
         all_experiments()
