@@ -57,7 +57,9 @@ def test_an_entry_keeps_what_the_run_was(matmul_events, cpu_inventory):
     e = _entry(matmul_events[0], inventory=cpu_inventory.to_dict())
     result = matmul_events[0][-1]["result"]
     assert e["status"] == "result" and e["verdict"] == "pass"
-    assert e["headline"] == result["headline"] and "faster" in e["headline"]
+    # which headline the run wrote hangs on the machine's load (a slow pure-Python baseline
+    # may be cut short): the entry keeps whichever it was, word for word
+    assert e["headline"] and e["headline"] == result["headline"]
     assert e["rows"] == result["measurements"] and e["params"]["seed"] == 1
     assert e["versions"].get("numpy") and e["device"].startswith("CPU")
     assert e["started_at"] < e["finished_at"]

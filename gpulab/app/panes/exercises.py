@@ -436,7 +436,9 @@ class ExercisesPane(Widget):
 
     # ---- explain --------------------------------------------------------------------------
     def _card_width(self) -> int:
-        return max(40, self.query_one("#ex-side", VerticalScroll).content_size.width - 1)
+        side = self.query_one("#ex-side", VerticalScroll)
+        # the scrollbar's room is kept even while none shows: the card itself may bring one
+        return max(40, side.content_size.width - side.styles.scrollbar_size_vertical)
 
     @work(thread=True, group="ex-explain", exit_on_error=False)
     def _explain(self, ex: Exercise, path: Any, result: Any = None, width: int = 80) -> None:
