@@ -159,6 +159,85 @@ def test_a_recorded_call_fails_on_pageable_copies_and_on_copies_back_left_queued
     assert check.placement([("in", True, up), ("back", True, True, up)], main)["shared"]
 
 
+class _FakeTensor:
+    """Stands for a tensor on a device (the CPU box has no CUDA tensors)."""
+
+    def __init__(self, device: str, pinned: bool = False) -> None:
+        self.device = types.SimpleNamespace(type=device)
+        self.pinned = pinned
+
+    def is_pinned(self) -> bool:
+        return self.pinned
+
+
+def _fake_torch(tensor=None):
+    class Stream:
+        cuda_stream = 7
+
+        def synchronize(self) -> None:
+            pass
+
+    class Event:
+        def synchronize(self) -> None:
+            pass
+
+    def synchronize() -> None:
+        pass
+
+    cuda = types.SimpleNamespace(
+        synchronize=synchronize, Stream=Stream, Event=Event, current_stream=lambda: Stream()
+    )
+    return types.SimpleNamespace(Tensor=tensor or _FakeTensor, cuda=cuda)
+
+
+def test_the_recording_tells_each_copy_its_direction_memory_and_blocking():
+    check = _check_module("streams-overlap")
+    fake, log = _fake_torch(), []
+    T = _FakeTensor
+    check._record(log, fake, "to", (T("cpu", True), "cuda"), {"non_blocking": True}, T("cuda"))
+    check._record(log, fake, "cuda", (T("cpu", False),), {}, T("cuda"))
+    check._record(log, fake, "copy_", (T("cpu", True), T("cuda"), True), {}, None)
+    check._record(log, fake, "copy_", (T("cpu", True), T("cuda")), {}, None)
+    check._record(log, fake, "cpu", (T("cuda"),), {}, T("cpu"))
+    check._record(log, fake, "__setitem__", (T("cpu", True), slice(None), T("cuda")), {}, None)
+    check._record(log, fake, "copy_", (T("cuda"), T("cuda")), {}, None)  # on the device: no copy
+    assert log == [
+        ("in", True, 7),
+        ("in", False, 7),
+        ("back", True, True, 7),
+        ("back", True, False, 7),
+        ("back", False, False, 7),
+        ("back", True, False, 7),
+    ]
+
+
+def test_the_recording_counts_the_host_waits_the_learners_code_makes():
+    import torch
+
+    check = _check_module("streams-overlap")
+    fake = _fake_torch(tensor=torch.Tensor)
+    learner = types.ModuleType("_gpulab_learner_streams_1")
+    exec(
+        "def pipeline(t):\n"
+        "    t.cuda.synchronize()\n"
+        "    t.cuda.Stream().synchronize()\n"
+        "    t.cuda.Event().synchronize()\n",
+        learner.__dict__,
+    )
+    before = sys.getprofile()
+    with check._Watch(fake) as seen:
+        learner.pipeline(fake)
+        fake.cuda.synchronize()  # the check's own wait: not the learner's
+        torch.zeros(2).copy_(torch.ones(2))  # a copy on the host: not between host and GPU
+    assert sys.getprofile() is before
+    assert seen.caller == 7
+    assert seen.log == [
+        ("wait", "torch.cuda.synchronize()"),
+        ("wait", "Stream.synchronize()"),
+        ("wait", "Event.synchronize()"),
+    ]
+
+
 def test_overlap_mismatch_names_the_race_a_misplaced_chunk_and_a_copy_never_made():
     import torch
 
