@@ -66,16 +66,19 @@ def run_guarded(
     dtype: Any,
     repeats: int = 1,
     names: Sequence[str] = (),
+    before: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Call fn(*device copies of inputs, out) `repeats` times, each with a fresh poisoned output
     in the middle of a guarded buffer; the host buffers, stacked: shape (repeats, guard + total +
     guard). Each input sits in a guarded buffer too, and after each call the inputs must be as
-    they were and their guards untouched (api.CheckError names the input and the element)."""
+    they were and their guards untouched (api.CheckError names the input and the element).
+    `before(r)`, where given, runs just before call r (outside the learner's call): a check
+    that wants each run in another context (other work on the GPU) sets it up there."""
     import cupy as cp
 
     total = int(np.prod(shape, dtype=np.int64))
     g = guard_size(total)
-    results = []
+    results: list[np.ndarray] = []
     for _ in range(repeats):
         args, kept = [], []
         for i, x in enumerate(inputs):
@@ -88,10 +91,12 @@ def run_guarded(
                 args.append(x)
         buf = api.poison(total + 2 * g, dtype, xp=cp)
         out = buf[g : g + total].reshape(shape)
+        if before is not None:
+            before(len(results))
         fn(*args, out)
-        for name, host, dev, before in kept:
+        for name, host, dev, snapshot in kept:
             # Compared on the device, bit for bit; only a changed buffer comes to the host
-            if not _same_bits(dev, before):
+            if not _same_bits(dev, snapshot):
                 raise api.CheckError(input_changed(name, host, api.to_host(dev)))
         results.append(api.to_host(buf))
     return np.stack(results)

@@ -328,6 +328,7 @@ static inline __half __hfma(__half a, __half b, __half c) { return __half((float
 static inline float atomicAdd(float* p, float v) {
     float old = *p; *p = old + v; return old;  // blocks never run at once here
 }
+static inline double atomicAdd(double* p, double v) { double old = *p; *p = old + v; return old; }
 static inline int atomicAdd(int* p, int v) { int old = *p; *p = old + v; return old; }
 static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) {
     unsigned int old = *p; *p = old + v; return old;

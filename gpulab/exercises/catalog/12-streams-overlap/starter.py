@@ -1,19 +1,19 @@
-"""Exercise: overlap host-to-device copies with compute, using a side stream."""
+"""Exercise: a three-stage pipeline (copy in, compute, copy back) on three streams."""
 
 from __future__ import annotations
 
 import torch
 
 
-def overlapped(chunks: list[torch.Tensor], step) -> list[torch.Tensor]:
-    """Return [step(chunk on the GPU) for every chunk]. `chunks` are pinned host tensors.
+def pipeline(chunks: list[torch.Tensor], outs: list[torch.Tensor], step) -> None:
+    """Leave step(chunk on the GPU) in outs[i] for every chunk; `chunks` and `outs` are pinned
+    host tensors, and outs is read on the host as soon as this returns.
 
-    TODO: this copies a chunk, computes on it, then copies the next, all on one stream, so the
-    copy engine and the SMs take turns. Copy chunk i+1 on a second stream while chunk i
-    computes, and make each step wait for its own copy.
+    TODO: this copies a chunk in, computes on it and copies the result back, chunk after chunk,
+    all on one stream, so the two copy engines and the SMs take turns. Copy chunk i+1 in and
+    chunk i-1 back on streams of their own while chunk i computes, order each stage after the
+    one before it, and wait for the copies back once, at the end.
     """
-    outs = []
-    for chunk in chunks:
-        x = chunk.to("cuda", non_blocking=True)
-        outs.append(step(x))
-    return outs
+    for chunk, out in zip(chunks, outs, strict=True):
+        out.copy_(step(chunk.to("cuda", non_blocking=True)), non_blocking=True)
+    torch.cuda.current_stream().synchronize()

@@ -1,30 +1,37 @@
-"""Capture a launch-bound step once into a CUDA graph; copy each new input in and replay."""
+"""Capture SGD with momentum once; each call writes its learning rate into the graph's tensor and
+replays. The parameters and buffers are updated in place, so every replay continues from the last."""
 
 from __future__ import annotations
 
 import torch
 
 
-def make_graphed(step, example: torch.Tensor):
-    """run(x) = step(x) by graph replay: one launch in place of every kernel of step."""
-    static_in = example.clone()  # the graph reads this tensor's address on every replay
+def make_step(params: list[torch.Tensor], grads: list[torch.Tensor], momentum: float):
+    """step(lr): one SGD-with-momentum step on every parameter, by one graph replay."""
+    bufs = [torch.zeros_like(p) for p in params]  # made before the capture: they persist
+    lr = torch.zeros((), device=params[0].device)  # the graph reads this tensor, not a number
 
-    # Warm up on a side stream: first calls may allocate or choose kernels, which a capture
-    # must not record; the side stream keeps that work off the caller's stream.
+    def update() -> None:
+        for p, g, b in zip(params, grads, bufs, strict=True):
+            b.mul_(momentum).add_(g)  # momentum never changes: a number is fine here
+            p.addcmul_(b, lr, value=-1.0)  # p -= lr * b, with lr read on the GPU
+
+    # Warm up on a side stream, as the lesson does; with lr = 0 the parameters stay put, and
+    # the buffers the warm-up filled are zeroed again before the first real step.
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        for _ in range(3):
-            step(static_in)
+        update()
+        for b in bufs:
+            b.zero_()
     torch.cuda.current_stream().wait_stream(side)
 
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        static_out = step(static_in)
+        update()  # recorded, not run: the parameters are still as they were given
 
-    def run(x: torch.Tensor) -> torch.Tensor:
-        static_in.copy_(x)  # new values, same address: the captured kernels read them
+    def step(lr_value: float) -> None:
+        lr.fill_(lr_value)  # this call's learning rate, where the captured kernels read it
         graph.replay()
-        return static_out  # overwritten by the next replay
 
-    return run
+    return step

@@ -1,19 +1,23 @@
-"""Exercise: capture a launch-bound step in a CUDA graph and replay it on new inputs."""
+"""Exercise: capture an optimizer step in a CUDA graph, with a learning rate that changes."""
 
 from __future__ import annotations
 
 import torch
 
 
-def make_graphed(step, example: torch.Tensor):
-    """Return run(x) that computes step(x) for a new x shaped like `example`.
+def make_step(params: list[torch.Tensor], grads: list[torch.Tensor], momentum: float):
+    """Return step(lr) that does one step of SGD with momentum on every parameter, in place:
+    buf = momentum * buf + grad; param -= lr * buf (buf zero before the first step).
 
-    TODO: this runs step eagerly, launching all 96 kernels on every call. Capture step once
-    into a torch.cuda.CUDAGraph on a static input tensor, and make run(x) copy x into that
-    tensor and replay the graph.
+    TODO: this runs the update eagerly, three kernel launches per tensor on every call. Capture
+    it once into a torch.cuda.CUDAGraph and make step(lr) replay it, with lr in a tensor the
+    graph reads.
     """
+    bufs = [torch.zeros_like(p) for p in params]
 
-    def run(x: torch.Tensor) -> torch.Tensor:
-        return step(x)
+    def step(lr: float) -> None:
+        for p, g, b in zip(params, grads, bufs, strict=True):
+            b.mul_(momentum).add_(g)
+            p.add_(b, alpha=-lr)
 
-    return run
+    return step

@@ -1,10 +1,21 @@
 """Check for deterministic-sum: out[0] = sum(x), the same bits on every run, close to float64.
 
-Each case is run several times on the same input (six on a GPU for a large one; the tests run
-the CPU emulator with the blocks in a new random order each launch), and every run must give the
-same float32 bits: a sum whose order depends on which block's atomicAdd lands first fails there,
-however accurate each run is. Then the value must be within 1e-5 of the sum of |x| of the float64
-sum, which a float16 accumulator misses.
+Determinism is read from what ran, not hoped for from kind inputs. Each case is run several times
+on the same input, and every run must give the same float32 bits:
+
+- each run in another order of the blocks: the CPU emulator runs them in a new random order each
+  launch; on a GPU every run after the first starts beside a short kernel of the check's own
+  (`gpulab_crowd`, on a stream of its own) that holds a different share of the SMs for a
+  different time, so the learner's blocks land on the SMs, and finish, in another order;
+- on inputs where any order left to the scheduler shows: two cases hold a few pairs of values +v
+  and -v near 2^59 that cancel exactly. A plain value added to a running sum that holds one of a
+  pair rounds at its spacing (2^7, even in a double) and keeps that rounding when the partner
+  cancels it, so which plain values meet a big one, an order, decides the last bits. A double
+  accumulator fed by atomicAdd gives the same bits on plain inputs (the double sum of a few
+  hundred float32 partials of similar size is exact in any order), and different bits here.
+
+Then the value must be within 1e-5 of the sum of |x| of the exact sum, which a float16
+accumulator misses.
 """
 
 from __future__ import annotations
@@ -21,8 +32,30 @@ OWN_KERNEL = True  # the work must be done by a kernel the learner's file compil
 RELATIVE = 1e-5  # of sum(|x|): a fixed-order float32 tree is near 1e-7; float16 is near 1e-3
 
 
+# Pairs +v, -v planted in a cancelling case: few, so that most blocks of any grid (16 blocks on
+# the emulator's two SMs, hundreds on a GPU) hold plain values only, whose sums are what a big
+# partial in the running sum rounds away. Each v is an odd m (129 to 255) times 2^52: a block's
+# float32 sum of one or two of them is exact (the plain values beside them fall below its spacing
+# and drop out, the same way every run), so the big partials cancel exactly whatever the grid.
+PAIRS = 3
+BIG_SHIFT = 52  # v = m * 2^52, from 2^59 to 2^60: a double's spacing there is 2^7
+CANCELLING = (
+    "values near 2^59 that cancel in pairs: in a running sum that holds one of a pair, what is "
+    "added rounds at its spacing (128, even in a double), so an order left to the scheduler shows"
+)
+
+
 def _runs(ctx: api.Context, n: int) -> int:
     return 6 if ctx.cupy and n > 4096 else 3
+
+
+def _cancel(x: np.ndarray, rng: np.random.Generator) -> None:
+    """Plant PAIRS pairs +v, -v at random places of x: their sum is exactly 0 in any order, but
+    not the rounding of what is added beside them."""
+    where = rng.choice(x.size, 2 * PAIRS, replace=False)
+    v = ((2 * rng.integers(64, 128, PAIRS) + 1) * 2.0**BIG_SHIFT).astype(np.float32)
+    x[where[:PAIRS]] = v
+    x[where[PAIRS:]] = -v
 
 
 def cases(ctx: api.Context) -> list[api.Case]:
@@ -31,18 +64,61 @@ def cases(ctx: api.Context) -> list[api.Case]:
         # mixed signs and magnitudes: many different roundings, so a change of order shows
         x = (ctx.rng.standard_normal(n) * 10 + 3).astype(np.float32)
         out.append(api.Case(f"n={n}", {"x": x}))
+    for n in (100_003, ctx.big(4)):
+        x = (ctx.rng.standard_normal(n) * 10 + 3).astype(np.float32)
+        _cancel(x, ctx.rng)
+        out.append(api.Case(f"n={n}, {PAIRS} pairs +v, -v (v near 2^59) that cancel", {"x": x}))
     return out
 
 
 def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
     x = case.args["x"].astype(np.float64)
     case.meta["atol"] = RELATIVE * float(np.abs(x).sum())
-    return np.array([x.sum()])
+    planted = np.abs(x) >= 2.0**BIG_SHIFT  # plain values stay under 2^9
+    case.meta["cancelling"] = bool(planted.any())
+    # the planted pairs cancel exactly; a float64 sum over them would round the rest away
+    return np.array([x[~planted].sum()])
+
+
+# A kernel of the check's own (a `gpulab_` name: the kernel trace counts it as the grader's) that
+# keeps some SMs busy for a while, so the learner's blocks are placed, and finish, in another order
+CROWD = r"""
+extern "C" __global__ void gpulab_crowd(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) {
+    }
+}
+"""
+
+
+def _crowd(ctx: api.Context, runs: int) -> Any:
+    """before(r) for run_guarded on a GPU: run 0 alone, run r beside the crowd kernel on r/runs
+    of the SMs for about 10 * r microseconds; None off a GPU (the emulator shuffles instead)."""
+    if not ctx.cupy:
+        return None
+    import contextlib
+
+    import cupy as cp
+
+    with ctx.watch.aside() if ctx.watch is not None else contextlib.nullcontext():
+        stream = cp.cuda.Stream(non_blocking=True)  # beside the learner's stream, not before it
+    crowd = cp.RawKernel(CROWD, "gpulab_crowd")
+    sms = kc.sm_count()
+
+    def before(r: int) -> None:
+        if r:
+            with stream:  # a RawKernel launches on the current stream
+                crowd((max(1, sms * r // runs),), (1024,), (cp.int64(20_000 * r),))
+
+    return before
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     x = case.args["x"]
-    return kc.run_guarded(fn, [x], (1,), np.float32, repeats=_runs(ctx, x.size), names=("x",))
+    runs = _runs(ctx, x.size)
+    return kc.run_guarded(
+        fn, [x], (1,), np.float32, repeats=runs, names=("x",), before=_crowd(ctx, runs)
+    )
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
@@ -56,7 +132,8 @@ def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api
                 f"run {r + 1} of {len(bits)} gave {float(values[r]):.9g}, run 1 gave "
                 f"{float(values[0]):.9g} on the "
                 "same input: the sum must have the same bits every run (does the order of "
-                "atomicAdds decide it?)",
+                "atomicAdds decide it?"
+                + (f" This input holds {CANCELLING})" if case.meta.get("cancelling") else ")"),
                 index=0,
                 expected=float(values[0]),
                 got=float(values[r]),
