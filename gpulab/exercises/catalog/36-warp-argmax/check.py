@@ -8,10 +8,13 @@ answer depends on which warp or block got there first. The inputs are built for 
 largest value is planted at one to three places (often in different blocks, one in the tail),
 and some inputs are all negative, so a search that starts from 0 finds nothing.
 
-After each case the check reads the learner's launches (ctx.watch), as the sum's did: each
-kernel's source must move values between lanes with warp shuffles (a `__shfl_*_sync` call, a
-tile's `shfl_*` or `cg::reduce`), and no launch may use a value of shared memory per thread or
-more: that is a tree still in shared memory, whatever a last step does. A last-warp unroll
+After each case the check reads the learner's launches (ctx.watch). Some launch must be handed
+x (a kernel that only writes an index found elsewhere does not search), and each launch handed x
+must move values between lanes with warp shuffles, read from its compiled code (a `shfl.sync` or
+`redux.sync` instruction in its PTX, whatever wrote it: `__shfl_*_sync`, a tile's `shfl_*`,
+`cg::reduce`; the source where NVRTC is missing); a launch that only finishes the job (the
+blocks' pairs, a packed key decoded) need not. No launch may use a float of shared memory per
+thread or more: a tree still in shared memory, whatever a last step does. A last-warp unroll
 through volatile shared memory without `__syncwarp()` gets its own message.
 """
 
@@ -30,21 +33,27 @@ ENTRY = "warp_argmax"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
 
 
-def warp_rule(ctx: api.Context) -> str | None:
-    """Why the last call's launches do not reduce with warp shuffles, or None."""
+def warp_rule(ctx: api.Context, x: tuple[int, int]) -> str | None:
+    """Why the last call's launches do not search x with warp shuffles, or None. Every launch
+    handed x (the span of its addresses) must shuffle, and one must be: a launch that only
+    finishes the job (the blocks' pairs, a key decoded) need not. No launch may keep a tree in
+    shared memory."""
     watch = ctx.watch
     if watch is None or not watch.calls:  # not under the grader (a test calling run() directly)
         return None
     source = watch.source
     fallback = Path(source).read_text() if source is not None else ""
-    for launch in watch.calls[-1].launches:
+    launches = watch.calls[-1].launches
+    lo, hi = x
+    searching = [ln for ln in launches if any(lo <= p < hi for p in ln.pointers)]
+    for launch in launches:
         if launch.kind not in ("RawKernel", "RawModule"):
             return (
                 f"your {launch.kind} lets CuPy write the reduction: this exercise asks for a "
                 "RawKernel whose warps combine their (value, index) pairs with __shfl_down_sync"
             )
         code = kc.launch_code(launch, fallback)
-        if not kc.uses_warp_shuffles(code):
+        if launch in searching and not kc.launch_shuffles(launch, code):
             text = re.sub(r"//[^\n]*|/\*.*?\*/", "", code, flags=re.S)
             if "volatile" in text and "__syncwarp" not in text:
                 return (
@@ -67,6 +76,12 @@ def warp_rule(ctx: api.Context) -> str | None:
                 "Combine each warp's pairs with shuffles and keep one pair per warp "
                 f"({12 * -(-threads // 32)} bytes)"
             )
+    if launches and not searching:
+        return (
+            "none of your kernels was handed x: the index was found somewhere else (on the "
+            "host?) and a kernel of yours only wrote it. This exercise asks for the search on "
+            "the GPU, its warps combining (value, index) pairs with shuffles"
+        )
     return None
 
 
@@ -94,22 +109,6 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
     return np.array([int(np.argmax(case.args["x"]))], dtype=np.int64)  # the first on a tie
 
 
-def read_rule(ctx: api.Context, x: tuple[int, int]) -> str | None:
-    """Why the last call found its index without handing x to a kernel of the learner's (the
-    search done on the host, a kernel of theirs only writing the answer), or None."""
-    watch = ctx.watch
-    if watch is None or not watch.calls:
-        return None
-    lo, hi = x
-    if any(lo <= p < hi for launch in watch.calls[-1].launches for p in launch.pointers):
-        return None
-    return (
-        "none of your kernels was handed x: the index was found somewhere else (on the host?) "
-        "and a kernel of yours only wrote it. This exercise asks for the search on the GPU, its "
-        "warps combining (value, index) pairs with shuffles"
-    )
-
-
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     x = case.args["x"]
     given: list[tuple[int, int]] = []
@@ -120,7 +119,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
         fn(x_dev, out)
 
     got = kc.run_guarded(call, [x], (1,), np.int64, repeats=kc.repeats(ctx, x.size), names=("x",))
-    why = warp_rule(ctx) or read_rule(ctx, given[-1])
+    why = warp_rule(ctx, given[-1])
     if why:
         raise api.CheckError(why)
     return got
