@@ -12,9 +12,9 @@ out=${OUT:-/tmp}
 # order) choose another split
 if [ -n "${GROUPS_FILE:-}" ]; then mapfile -t groups < "$GROUPS_FILE"; else groups=(
   "mixed-precision,profile-step,vector-add,model-to-device,conv2d,zip-add,grid-stride,transpose-tiled,reduction-kernel"
-  "ddp,honest-timing,histogram,memory-tracker,cuda-graphs,guards,stencil-shared,softmax-rows,warp-reduce"
-  "triton-matmul,streams-overlap,matmul-tiled,first-kernel,deterministic-sum,map-2d,dot-reduction,conv1d,triton-vector-add"
-  "bandwidth,compile-fused,tree-reduction,device-agnostic,grid-2d,map-add-ten,broadcast-outer,scan,elementwise-fused,triton-softmax"
+  "ddp,honest-timing,histogram,memory-tracker,cuda-graphs,guards,stencil-shared,softmax-rows,warp-argmax"
+  "triton-matmul,streams-overlap,matmul-tiled,first-kernel,deterministic-sum,map-2d,dot-reduction,conv1d,triton-affine-clamp"
+  "bandwidth,compile-fused,tree-reduction,device-agnostic,grid-2d,map-add-ten,broadcast-outer,scan,elementwise-fused,triton-causal-softmax"
 ); fi
 IFS=, read -r -a gpus <<< "${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)}"
 for ((i = 0; i < ${#groups[@]}; i++)); do

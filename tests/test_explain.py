@@ -323,7 +323,7 @@ def test_float4_advice_is_quiet_when_the_figure_is_near_the_copy():
     assert high.advice == "" and high.severity == 0 and "0.90 of the copy" in high.detail
 
 
-@pytest.mark.parametrize("name", ["grid-2d", "conv2d", "deterministic-sum", "warp-reduce"])
+@pytest.mark.parametrize("name", ["grid-2d", "conv2d", "deterministic-sum", "warp-argmax"])
 def test_every_graded_kernel_exercise_gets_its_roofline_point(name, capsys, monkeypatch):
     from gpulab.cli import main
     from gpulab.core import peaks as pk

@@ -243,11 +243,12 @@ def test_index_put_accumulate_is_not_listed_as_nondeterministic_on_cuda(lessons)
 
 
 def test_the_unfused_softmax_is_eight_passes_not_five(lessons):
-    """Exercise 51's statement said the five eager ops go through memory five times; lesson 21's
-    quiz counts about eight passes against the fused kernel's two."""
-    statement = _statement("triton-softmax")
+    """Exercise 51's statement once said the five eager ops go through memory five times; lesson
+    21's quiz counts about eight passes against the fused kernel's two. The causal softmax that
+    replaced it counts its three library kernels as six passes, a read and a write each."""
+    statement = _statement("triton-causal-softmax")
     assert "goes through memory five times" not in statement
-    assert "eight passes" in statement
+    assert "three kernels and six passes" in statement
     assert "eight passes" in _quiz(lessons["21"])
 
 
@@ -374,7 +375,7 @@ def test_the_triton_launch_figures_are_dated_against_the_lead_spin(lessons):
     assert "before the grader" in hit
     assert "200 us spin" in _flat(lessons["21"].body)
     assert "a Triton launch costs the host tens of microseconds, which a" not in _statement(
-        "triton-vector-add"
+        "triton-affine-clamp"
     )
 
 

@@ -5,6 +5,7 @@ test_profile_step_gpu.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 
@@ -54,6 +55,29 @@ def test_the_trace_counts_reads_and_operators_and_its_table_fits_80_columns():
     flagged = [line for line in st.table(slow) if line.endswith("<")]
     assert any("aten::_local_scalar_dense" in line for line in flagged)
     assert "6 readbacks" in st.summary_line(slow)
+
+
+def test_the_trace_counts_operators_sized_by_the_data():
+    """On a GPU each of these waits for the device to learn its output's size; a CPU run counts
+    them by name, once each (masked_select also reads its size as a number: still one wait), and
+    weighting by the mask counts none."""
+    x, mask = torch.randn(64, 8), torch.rand(64) > 0.3
+
+    def sized(fn):
+        fn()
+        return st.profile_steps(lambda i: fn(), 2, gpu=False)
+
+    for fn, want in (
+        (lambda: x[mask], 1),
+        (lambda: (x[mask], torch.unique(mask.int())), 2),
+        (lambda: x.masked_select(mask[:, None]), 1),
+        (lambda: torch.nonzero(mask), 1),
+        (lambda: (x * mask[:, None]).sum() / mask.sum(), 0),
+    ):
+        trace = sized(fn)
+        assert trace.sized == want and trace.readbacks == 0, (want, trace.sized, trace.readbacks)
+    flagged = [line for line in st.table(sized(lambda: x[mask])) if line.endswith("<")]
+    assert any("aten::nonzero" in line for line in flagged)
 
 
 def test_the_trace_names_the_function_a_read_came_from():
@@ -188,9 +212,18 @@ def test_the_check_draws_a_profile_set_that_says_the_cpu_grades_no_speed():
     gpu_cases = check.cases(_gpu_ctx())
     rounds = (check.ROUNDS + 1) * check.PER_ROUND
     assert len(gpu_cases[-1].args["batches"]) == check.WARM + check.PROFILED + 1 + rounds
-    # The clipping matters in the reference: the float64 run differs from an unclipped one.
-    want = check.expected(cases[1], ctx)
-    assert len(want["losses"]) == 3 and want["losses"][0] > 1.0
+    # The mask matters in the reference: every batch has padding rows, and the float64 run
+    # differs from one that trains on them too.
+    case = cases[1]
+    assert all(0 < keep.sum() < keep.size for _, _, keep in case.args["batches"])
+    want = check.expected(case, ctx)
+    everything = {
+        **case.args,
+        "batches": [(x, y, np.ones_like(k)) for x, y, k in case.args["batches"]],
+    }
+    unmasked = check.expected(dataclasses.replace(case, args=everything), ctx)
+    assert len(want["losses"]) == 3
+    assert all(abs(a - b) > 1e-4 for a, b in zip(want["losses"], unmasked["losses"], strict=True))
 
 
 def test_gpulab_ex_profile_prints_both_steps(tmp_path, monkeypatch, capsys):
@@ -199,14 +232,16 @@ def test_gpulab_ex_profile_prints_both_steps(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
     assert main(["ex", "profile", "profile-step", "--inline"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("the check says: your step reads 8 Python number(s)")
-    assert "your step\n  8 readbacks (a sync each on a GPU)" in out and "the slow step\n" in out
-    assert "train_step, defined at line" in out
+    assert out.startswith("the check says: your step runs 2 operator(s) per step whose output")
+    assert "your step\n  0 readbacks, 2 data-sized ops (a sync each on a GPU)" in out
+    assert "the slow step\n" in out and "aten::nonzero" in out
+    assert "where the host would wait for the GPU: train_step, defined at line" in out
     assert all(len(line) <= 80 for line in out.splitlines()[2:])  # all but the check's words
     assert main(["ex", "profile", "profile-step", "--inline", "--json",
                  "--file", str(EX.solution_path)]) == 0  # fmt: skip
     summary = json.loads(capsys.readouterr().out)
-    assert summary["yours"]["readbacks"] == 0 and summary["slow"]["readbacks"] == 8
+    assert summary["yours"]["sized"] == 0 and summary["slow"]["sized"] == 2
+    assert summary["yours"]["readbacks"] == summary["slow"]["readbacks"] == 0
 
 
 def test_gpulab_ex_profile_refuses_a_missing_file(tmp_path, monkeypatch, capsys):

@@ -38,7 +38,7 @@ def _has_gpu() -> bool:
 
 def test_the_chapters_are_in_the_catalog_and_linked():
     ids = {ex.id: ex for ex in CATALOG}
-    for name in ("triton-vector-add", "triton-softmax", "triton-matmul"):
+    for name in ("triton-affine-clamp", "triton-causal-softmax", "triton-matmul"):
         assert ids[name].lesson == "triton" and ids[name].needs == ("triton",)
     assert ids["compile-fused"].lesson == "torch-compile"
     from gpulab.experiments import registry
@@ -46,7 +46,11 @@ def test_the_chapters_are_in_the_catalog_and_linked():
 
     lessons = load_lessons()
     for lesson, exercises, experiment in (
-        ("triton", ["triton-vector-add", "triton-softmax", "triton-matmul"], "triton-kernels"),
+        (
+            "triton",
+            ["triton-affine-clamp", "triton-causal-softmax", "triton-matmul"],
+            "triton-kernels",
+        ),
         ("torch-compile", ["compile-fused"], "torch-compile"),
     ):
         text = lessons.get(lesson).body
@@ -69,20 +73,21 @@ def test_triton_reference_without_a_gpu_says_interpreter_and_gives_no_grade(ex):
 
 @needs_triton
 def test_the_watch_counts_triton_launches_and_names_a_missing_kernel(tmp_path):
-    """A file whose function does the add with torch instead of its jitted kernel fails, even
+    """A file whose function does the work with torch instead of its jitted kernel fails, even
     when it defines one."""
     if _has_gpu():
         pytest.skip("the CPU interpreter path")
-    ex = CATALOG.get("triton-vector-add")
+    ex = CATALOG.get("triton-affine-clamp")
     src = ex.solution_path.read_text(encoding="utf-8")
     idle = tmp_path / "idle.py"
     idle.write_text(
-        src + "\n\ndef add(x, y, out):  # noqa: F811\n    out.copy_(x)\n    out.sub_(-y)\n",
+        src + "\n\ndef affine_clamp(x, scale, bias, lo, hi, out):  # noqa: F811\n"
+        "    out.copy_(x)\n    out.mul_(scale)\n",
         encoding="utf-8",
     )
     result = check_inline(ex.id, str(idle), 3, quick=True, inventory=_inventory())[0]
     assert result.verdict == "fail"
-    # torch's copy_ and sub_ are outside what the exercise allows: refused before the launch
+    # torch's copy_ and mul_ are outside what the exercise allows: refused before the launch
     # count is read
     assert "aten.copy_, which is not among the operations this exercise allows" in result.message
 

@@ -18,7 +18,7 @@ from gpulab.lessons.catalog import default_catalog
 from gpulab.testing import cuda_emu, fake_cupy
 
 CHAPTERS = {
-    "warp-primitives": ("warp-shuffle", "warp-reduce"),
+    "warp-primitives": ("warp-shuffle", "warp-argmax"),
     "numerics": ("numerics", "deterministic-sum"),
 }
 emulated = pytest.mark.skipif(cuda_emu.compiler() is None, reason="no host C++ compiler")

@@ -10,6 +10,9 @@ One reader for the three places that profile a step: the `profile-step` experime
 - readbacks: `aten::_local_scalar_dense`, the operator every Python-number read of a tensor
   goes through (on the CPU as on a GPU, so a CPU run can still count the reads that would
   sync on a GPU);
+- sized: operators whose output size depends on the data (`aten::nonzero`, under `t[mask]` and
+  `torch.where(mask)`; `masked_select`; `unique`): on a GPU each copies that size to the host
+  and waits for it, a sync the CPU run counts by name;
 - kernels: device-side kernel activities (memcpy and memset apart), on a GPU;
 - ops: operators that do work (views, allocation and metadata operators left out), which on a
   CPU stand in for the launches a GPU would see.
@@ -40,8 +43,25 @@ SYNC_CALLS = frozenset(
     }
 )
 READBACKS = frozenset({"aten::_local_scalar_dense"})
+# Operators whose output size depends on the data: on a GPU each waits for the device to learn it
+SIZED_BY_DATA = frozenset(
+    {
+        "aten::nonzero",
+        "aten::masked_select",
+        "aten::_unique",
+        "aten::_unique2",
+        "aten::unique_dim",
+        "aten::unique_consecutive",
+        "aten::unique_dim_consecutive",
+    }
+)
 # Where a readback comes from, named in the table and in a check's message
-READBACK_CALLERS = ("aten::item", "aten::is_nonzero", "aten::_local_scalar_dense")
+READBACK_CALLERS = (
+    "aten::item",
+    "aten::is_nonzero",
+    "aten::_local_scalar_dense",
+    *sorted(SIZED_BY_DATA),
+)
 # Operators that launch nothing on a GPU: views, metadata, allocation (an empty tensor's memory
 # comes from the caching allocator without a kernel), the autograd bookkeeping.
 NO_KERNEL = frozenset(
@@ -108,6 +128,7 @@ class StepTrace:
     ops: float
     step_cpu_us: float  # host time inside the step ranges, per step
     sync_calls: dict[str, int] = field(default_factory=dict)  # name: count over all steps
+    sized: float = 0.0  # operators whose output size depends on the data (SIZED_BY_DATA)
     rows: list[OpRow] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)  # where reads came from (_source_line)
 
@@ -260,7 +281,7 @@ def read_trace(prof: Any, steps: int, *, gpu: bool, source: str = "", top: int =
     ]
     n = max(1, steps)
     sync_calls: dict[str, int] = {}
-    readbacks = ops = kernels = 0
+    readbacks = ops = kernels = sized = 0
     lines: list[str] = []
     for e in events:
         if _on_device(e):
@@ -269,21 +290,22 @@ def read_trace(prof: Any, steps: int, *, gpu: bool, source: str = "", top: int =
             continue
         if not _inside(e.time_range.start, spans):
             continue
+        parent = getattr(e, "cpu_parent", None)
+        under_op = under_sized = False
+        while parent is not None:
+            under_op = under_op or parent.name.startswith("aten::")
+            under_sized = under_sized or parent.name in SIZED_BY_DATA
+            parent = getattr(parent, "cpu_parent", None)
         if e.name in SYNC_CALLS:
             sync_calls[e.name] = sync_calls.get(e.name, 0) + 1
-        elif e.name in READBACKS:
+        elif e.name in READBACKS and not under_sized:  # masked_select reads its size: one wait
             readbacks += 1
+        elif e.name in SIZED_BY_DATA and not under_sized:
+            sized += 1
         if e.name in READBACK_CALLERS and source:
             where = _source_line(e, source)
             if where and where not in lines:
                 lines.append(where)
-        parent = getattr(e, "cpu_parent", None)
-        under_op = False
-        while parent is not None:
-            if parent.name.startswith("aten::"):
-                under_op = True
-                break
-            parent = getattr(parent, "cpu_parent", None)
         if e.name.startswith("aten::") and not under_op and e.name not in NO_KERNEL:
             ops += 1
     cpu_us = sum(b - a for a, b in spans) / n
@@ -297,6 +319,7 @@ def read_trace(prof: Any, steps: int, *, gpu: bool, source: str = "", top: int =
         ops=ops / n,
         step_cpu_us=cpu_us,
         sync_calls=sync_calls,
+        sized=sized / n,
         rows=rows,
         lines=lines,
     )
@@ -358,6 +381,11 @@ def summary_line(trace: StepTrace) -> str:
         return (
             f"{trace.syncs:.3g} device syncs, {trace.kernels:,.0f} kernels, "
             f"{trace.readbacks:.3g} readbacks per step, host {_us(trace.step_cpu_us)}"
+        )
+    if trace.sized:  # one more count: "per step" goes, to stay in 80 columns
+        return (
+            f"{trace.readbacks:.3g} readbacks, {trace.sized:.3g} data-sized ops (a sync each on a "
+            f"GPU), {trace.ops:,.0f} ops, host {_us(trace.step_cpu_us)}"
         )
     return (
         f"{trace.readbacks:.3g} readbacks (a sync each on a GPU), {trace.ops:,.0f} ops per step, "

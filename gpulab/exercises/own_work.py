@@ -123,6 +123,8 @@ class Launch:
     shared_dynamic: int = 0
     wrapper: Any = None  # the _Kernel, to read its static shared memory when a check asks
     returned: bool = False  # the launch returned a new array (ElementwiseKernel, fuse)
+    # device addresses of the array arguments (RawKernel, RawModule): which buffers it was given
+    pointers: tuple[int, ...] = ()
 
     def shared_static(self) -> int | None:
         """Bytes of static shared memory the kernel declares (None: not knowable here)."""
@@ -185,6 +187,18 @@ class _Module:
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
+
+
+def address(a: Any) -> int | None:
+    """The device address of an array's first element (a CuPy array's `data.ptr`; the emulator's
+    fake CuPy arrays are NumPy's), or None for what is no array."""
+    ptr = getattr(getattr(a, "data", None), "ptr", None)
+    if isinstance(ptr, int):
+        return ptr
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(a, np.ndarray):
+        return int(a.ctypes.data)
+    return None
 
 
 def _kernel_name(kind: str, args: tuple, kwargs: dict[str, Any]) -> str:
@@ -485,6 +499,8 @@ class Watch:
         if kernel._kind not in ("RawKernel", "RawModule"):
             launch.grid = launch.block = None
             launch.shared_dynamic = 0
+        elif len(args) > 2 and isinstance(args[2], tuple | list):
+            launch.pointers = tuple(p for p in map(address, args[2]) if p is not None)
         self._current.launches.append(launch)
         self.launches.append(launch)
         return launch

@@ -101,7 +101,7 @@ def _marked_view(got: dict[str, Any], said: Any, gpu: bool) -> tuple[list[str], 
     text = [verdict, ""]
     text += ["your step", f"  {st.summary_line(yours)}", *st.table(yours), ""]
     if yours.lines:
-        text += [f"reads of a tensor into Python: {'; '.join(yours.lines)}", ""]
+        text += [f"where the host would wait for the GPU: {'; '.join(yours.lines)}", ""]
     text += ["the slow step", f"  {st.summary_line(slow)}", *st.table(slow)]
     timing = got.get("timing")
     if timing:

@@ -338,6 +338,9 @@ static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long 
 }
 static inline float atomicMax(float* p, float v) { float old = *p; if (v > old) *p = v; return old; }
 static inline int atomicMax(int* p, int v) { int old = *p; if (v > old) *p = v; return old; }
+static inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v) {
+    unsigned long long old = *p; if (v > old) *p = v; return old;
+}
 static inline int atomicCAS(int* p, int cmp, int v) { int old = *p; if (old == cmp) *p = v; return old; }
 static inline unsigned atomicCAS(unsigned* p, unsigned cmp, unsigned v) {
     unsigned old = *p; if (old == cmp) *p = v; return old;

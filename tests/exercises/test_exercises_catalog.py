@@ -4,73 +4,25 @@ line `# why: <what is unusual>`) passes. Exercises that need a GPU run under -m 
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import re
-import threading
-from pathlib import Path
 
+import exercise_checks
 import pytest
 
-from gpulab.exercises.job import check_inline
 from gpulab.exercises.loader import load_catalog
 
 CATALOG = load_catalog()
 
 
-@functools.cache
-def _inventory():
-    from gpulab.core.devices import detect
-
-    return detect()
-
-
-class _WorkerChecks:
-    """GPU checks go through a real worker, as `gpulab ex check` runs them: a known-wrong kernel
-    that writes out of bounds can poison the CUDA context of the process it runs in, and the
-    runner replaces the worker where an inline check would leave every later test broken."""
-
-    def __init__(self) -> None:
-        from gpulab.ex.session import Checker
-
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.checker = Checker(quick=True)
-        self._call(self.checker.__aenter__())
-
-    def _call(self, coro, timeout: float = 600):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def check(self, ex, path, seed):
-        return self._call(self.checker.check(ex, Path(path), seed))[0]
-
-    def close(self) -> None:
-        self._call(self.checker.__aexit__(None, None, None))
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-
-
-_WORKER: list[_WorkerChecks] = []
+_inventory = exercise_checks.inventory
+_check = exercise_checks.check
+_marks = exercise_checks.marks
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _close_worker():
     yield
-    while _WORKER:
-        _WORKER.pop().close()
-
-
-def _check(ex, path, seed):
-    if set(ex.needs) & {"gpu", "cupy"}:
-        if not _WORKER:
-            _WORKER.append(_WorkerChecks())
-        return _WORKER[0].check(ex, path, seed)
-    return check_inline(ex.id, str(path), seed, quick=True, inventory=_inventory())[0]
-
-
-def _marks(ex):
-    return [pytest.mark.gpu] if set(ex.needs) & {"gpu", "cupy"} else []
+    exercise_checks.close_worker()
 
 
 SOLUTIONS = [pytest.param(ex, id=ex.id, marks=_marks(ex)) for ex in CATALOG]

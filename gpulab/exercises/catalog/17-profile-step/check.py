@@ -1,24 +1,33 @@
 """Check for profile-step: the learner fixes a slow training step that a profile explains.
 
-Correctness: every input set is a short training run (an MLP 32-128-128-128-8, SGD with
-momentum, gradients clipped to a global norm) from seeded weights, a fresh batch every step.
-The losses the learner's step returns and the weights it leaves must follow the same run in
-float64, computed before the learner's file is loaded (the slow step's arithmetic, so the fixed
-step must compute exactly what the slow one did). A fresh batch every step catches a step that
-returns an earlier result; the weights catch one that skips the backward or the update.
+The lesson profiles a regression step slowed by a loop over rows and an `.item()` per parameter.
+This step is another: a multi-label classifier (an MLP 32-128-128-32, binary cross-entropy per
+label, SGD with momentum) whose batches carry padding rows. The slow step drops them with boolean
+masks (`x[keep]`, `y[keep]`: operators whose output size depends on the data, so on a GPU each
+waits for the device to tell the host that size) and sums its loss over the labels in a Python
+loop (a dozen tiny kernels per label, forward and backward). A profile shows both; the fix keeps
+every row and weights each by its mask, and computes the loss of all labels in one call.
+
+Correctness: every input set is a short training run from seeded weights, a fresh batch (and a
+fresh mask) every step. The losses the learner's step returns and the weights it leaves must
+follow the same run in float64, computed before the learner's file is loaded (the slow step's
+arithmetic, so the fixed step must compute exactly what the slow one did). A fresh batch every
+step catches a step that returns an earlier result; the weights catch one that skips the
+backward or the update.
 
 The last input set profiles the step (gpulab.core.step_trace: torch.profiler, each step in a
-record_function range) after two warm steps, and profiles the check's own copy of the slow
-step on the same batches:
+record_function range) after two warm steps, and profiles the check's own copy of the slow step
+on the same batches:
 
 - syncs: on a GPU, runtime calls that block the host (cudaStreamSynchronize and its kin) inside
   the learner's steps must be 0. On a CPU nothing waits for a device, so the check counts what
-  would: readbacks (aten::_local_scalar_dense: .item(), float(t), bool(t), min() on a tensor);
+  would: readbacks (aten::_local_scalar_dense: .item(), float(t), bool(t); .tolist(), .numpy())
+  and operators whose output size depends on the data (aten::nonzero under t[mask],
+  masked_select, unique);
 - kernels: on a GPU, the kernels per step the learner's step saves against the slow step must be
   at least KERNEL_SAVED of what our own step saves, both profiled in the same run (the loop over
-  rows is what fills the slow step's count: thousands at 64 rows, against a few dozen for the
-  batched step, measured on an H200); on a CPU, operators that do work stand in for them,
-  judged the same way;
+  labels is what fills the slow step's count); on a CPU, operators that do work stand in for
+  them, judged the same way;
 - speed (GPU only): the slow step, the learner's and ours in interleaved rounds, synchronized
   wall time per step, median; the learner's must save at least half the time ours saves
   (gpulab.exercises.saving; where ours gains too little on this GPU, the verdict says so and
@@ -40,8 +49,9 @@ from gpulab.core import step_trace as st
 from gpulab.exercises import api, saving
 
 ENTRY = "train_step"
-IN, WIDTH, OUT, LAYERS = 32, 128, 8, 4
-LR, MOMENTUM, MAX_NORM = 0.05, 0.9, 1.0
+IN, WIDTH, LABELS, LAYERS = 32, 128, 32, 3
+LR, MOMENTUM = 0.5, 0.9
+KEPT = 0.7  # the share of a batch's rows that are real; the rest is padding
 PROFILE_ROWS = 64
 WARM, PROFILED = 2, 3  # steps before the profile, steps under it
 ROUNDS, PER_ROUND = 5, 3  # timing on a GPU: interleaved rounds, steps per round (+1 warm round)
@@ -53,7 +63,7 @@ WEIGHT_RTOL = 5e-4  # of the largest weight of the tensor
 
 
 def _weights(rng: np.random.Generator) -> list[np.ndarray]:
-    sizes = [IN] + [WIDTH] * (LAYERS - 1) + [OUT]
+    sizes = [IN] + [WIDTH] * (LAYERS - 1) + [LABELS]
     out = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
         out.append((rng.uniform(-1, 1, (fan_out, fan_in)) / np.sqrt(fan_in)).astype(np.float32))
@@ -61,17 +71,19 @@ def _weights(rng: np.random.Generator) -> list[np.ndarray]:
     return out
 
 
-def _batches(rng: np.random.Generator, rows: int, steps: int) -> list[tuple[Any, Any]]:
-    """Targets well away from the first predictions (an offset), so the gradient norm is above
-    MAX_NORM and the clipping matters in most steps."""
-    teacher = rng.standard_normal((IN, OUT)) / np.sqrt(IN)
+def _batches(rng: np.random.Generator, rows: int, steps: int) -> list[tuple[Any, Any, Any]]:
+    """(x, y, keep) per step: features, multi-hot labels a teacher draws from them, and which
+    rows are real (at least one a batch); padding rows hold features and labels like any other,
+    so a step that forgets the mask trains on them and goes elsewhere."""
+    teacher = rng.standard_normal((IN, LABELS)) / np.sqrt(IN)
     out = []
     for _ in range(steps):
         x = rng.standard_normal((rows, IN)).astype(np.float32)
-        y = (3.0 * np.tanh(x @ teacher) + 2.0 + 0.1 * rng.standard_normal((rows, OUT))).astype(
-            np.float32
-        )
-        out.append((x, y))
+        noisy = x @ teacher + 0.3 * rng.standard_normal((rows, LABELS))
+        y = (noisy > 0.2).astype(np.float32)
+        keep = rng.random(rows) < KEPT
+        keep[rng.integers(rows)] = True
+        out.append((x, y, keep))
     return out
 
 
@@ -97,8 +109,9 @@ def cases(ctx: api.Context) -> list[api.Case]:
         )
     else:
         name = (
-            f"profile on the CPU ({PROFILE_ROWS} rows: readbacks and operators; the speed and "
-            "the device syncs are graded on a GPU only)"
+            f"profile on the CPU ({PROFILE_ROWS} rows: reads into Python, operators sized by "
+            "the data, operators per step; the speed and the device syncs are graded on a GPU "
+            "only)"
         )
     out.append(
         api.Case(
@@ -121,53 +134,54 @@ def _forward(params: list[Any], x: Any) -> Any:
     return h
 
 
-def _slow_step(params: list[Any], momenta: list[Any], x: Any, y: Any) -> Any:
+def _slow_step(params: list[Any], momenta: list[Any], x: Any, y: Any, keep: Any) -> Any:
     """The starter's step, the check's own copy: the peer the learner's is timed against."""
     import torch
+    import torch.nn.functional as F
 
     for p in params:
         p.grad = None
+    xs, ys = x[keep], y[keep]
+    logits = _forward(params, xs)
     loss = 0.0
-    for i in range(x.shape[0]):
-        loss = loss + ((_forward(params, x[i : i + 1]) - y[i : i + 1]) ** 2).mean()
-    loss = loss / x.shape[0]
+    for j in range(ys.shape[1]):
+        loss = loss + F.binary_cross_entropy_with_logits(logits[:, j], ys[:, j])
+    loss = loss / ys.shape[1]
     loss.backward()
-    total = 0.0
-    for p in params:
-        total += p.grad.pow(2).sum().item()
-    scale = min(1.0, MAX_NORM / (total**0.5 + 1e-6))
     with torch.no_grad():
         for p, m in zip(params, momenta, strict=True):
-            m.mul_(MOMENTUM).add_(p.grad, alpha=scale)
+            m.mul_(MOMENTUM).add_(p.grad)
             p.sub_(m, alpha=LR)
     return loss.detach()
 
 
 def expected(case: api.Case, ctx: api.Context) -> dict[str, Any]:
-    """The run in float64 on the CPU, batched (the same arithmetic as the slow step): the loss
-    of every step and the weights at the end."""
+    """The run in float64 on the CPU (the slow step's arithmetic, the kept rows selected on the
+    host): the loss of every step and the weights at the end."""
     import torch
+    import torch.nn.functional as F
 
     params = [torch.from_numpy(w).double().requires_grad_() for w in case.args["weights"]]
     momenta = [torch.zeros_like(p) for p in params]
     losses = []
-    for x, y in case.args["batches"]:
-        xt, yt = torch.from_numpy(x).double(), torch.from_numpy(y).double()
+    for x, y, keep in case.args["batches"]:
+        xt = torch.from_numpy(x[keep]).double()
+        yt = torch.from_numpy(y[keep]).double()
         for p in params:
             p.grad = None
-        loss = ((_forward(params, xt) - yt) ** 2).mean()
+        loss = F.binary_cross_entropy_with_logits(_forward(params, xt), yt)
         loss.backward()
-        norm = torch.sqrt(sum((p.grad**2).sum() for p in params))
-        scale = min(1.0, MAX_NORM / (float(norm) + 1e-6))
         with torch.no_grad():
             for p, m in zip(params, momenta, strict=True):
-                m.mul_(MOMENTUM).add_(p.grad, alpha=scale)
+                m.mul_(MOMENTUM).add_(p.grad)
                 p.sub_(m, alpha=LR)
         losses.append(float(loss.detach()))
     return {"losses": losses, "weights": [p.detach().numpy() for p in params]}
 
 
-def _on_device(case: api.Case, device: Any) -> tuple[list[Any], list[Any], list[tuple[Any, Any]]]:
+def _on_device(
+    case: api.Case, device: Any
+) -> tuple[list[Any], list[Any], list[tuple[Any, Any, Any]]]:
     import torch
 
     # Copies (torch.tensor), never views of the case's arrays: on a CPU, from_numpy().to("cpu")
@@ -175,10 +189,9 @@ def _on_device(case: api.Case, device: Any) -> tuple[list[Any], list[Any], list[
     params = [torch.tensor(w, device=device).requires_grad_() for w in case.args["weights"]]
     momenta = [torch.zeros_like(p) for p in params]
     batches = [
-        (torch.tensor(x, device=device), torch.tensor(y, device=device))
-        for x, y in case.args["batches"]
+        tuple(torch.tensor(a, device=device) for a in batch) for batch in case.args["batches"]
     ]
-    return params, momenta, batches
+    return params, momenta, batches  # type: ignore[return-value]
 
 
 def _loss_value(got: Any, step: int) -> float:
@@ -212,12 +225,11 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
     device = torch.device(ctx.device)
     params, momenta, batches = _on_device(case, device)
     losses: list[float] = []
-    kept = [(x.clone(), y.clone()) for x, y in batches]
+    untouched = [tuple(a.clone() for a in batch) for batch in batches]
 
     def step(i: int, call: Any = fn) -> None:
-        x, y = batches[i]
         before = [p.detach().clone() for p in params]
-        losses.append(_loss_value(call(params, momenta, x, y), i))
+        losses.append(_loss_value(call(params, momenta, *batches[i]), i))
         if all(torch.equal(b, p) for b, p in zip(before, params, strict=True)):
             raise api.CheckError(
                 f"step {i}: the weights did not change: a training step must run the backward "
@@ -236,13 +248,12 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         returned: list[Any] = []
 
         def yours(i: int) -> None:
-            x, y = batches[i]
-            returned.append(inner(params, momenta, x, y))
+            returned.append(inner(params, momenta, *batches[i]))
 
         trace = st.profile_steps(lambda i: yours(WARM + i), PROFILED, gpu=ctx.gpu)
         # Where the reads come from, from one more step with Python's calls recorded (they
         # cost the profile far more than the operators do: only when there is a read to find)
-        if trace.readbacks:
+        if trace.readbacks or trace.sized:
             trace.lines = st.profile_steps(
                 lambda i: yours(WARM + PROFILED), 1, gpu=ctx.gpu, source=source
             ).lines
@@ -252,8 +263,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         slow_losses: list[Any] = []
 
         def slow(i: int) -> None:
-            x, y = batches[i]
-            slow_losses.append(_slow_step(slow_p, slow_m, x, y))
+            slow_losses.append(_slow_step(slow_p, slow_m, *batches[i]))
 
         for i in range(WARM):
             slow(i)
@@ -264,8 +274,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         mine = inspect.unwrap(ctx.reference())
 
         def ours(i: int) -> None:
-            x, y = batches[i]
-            mine(ref_p, ref_m, x, y)
+            mine(ref_p, ref_m, *batches[i])
 
         for i in range(WARM):
             ours(i)
@@ -289,9 +298,11 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
             out["timing"] = timed
         for i, got in enumerate(returned):
             losses.append(_loss_value(got, WARM + i))
-    for i, ((x, y), (kx, ky)) in enumerate(zip(batches, kept, strict=True)):
-        if not (torch.equal(x, kx) and torch.equal(y, ky)):
-            raise api.CheckError(f"train_step changed its input x or y (batch {i}): leave them")
+    for i, (batch, kept) in enumerate(zip(batches, untouched, strict=True)):
+        if not all(torch.equal(a, b) for a, b in zip(batch, kept, strict=True)):
+            raise api.CheckError(
+                f"train_step changed its input x, y or keep (batch {i}): leave them"
+            )
     out["losses"] = losses
     out["weights"] = [p.detach().cpu().numpy() for p in params]
     return out
@@ -342,21 +353,33 @@ def compare(want: dict, got: dict, case: api.Case, ctx: api.Context) -> api.Mism
 def _judge_profile(got: dict, ctx: api.Context) -> api.Mismatch | None:
     t, slow = got["trace"], got["slow_trace"]
     where = f", called in {'; '.join(t['lines'][:3])} of your file" if t["lines"] else ""
+    sized = t.get("sized", 0.0)
     if ctx.gpu and t["syncs"]:
         calls = ", ".join(f"{k} x{v / t['steps']:.3g}" for k, v in sorted(t["sync_calls"].items()))
         return api.Mismatch(
             f"your step waits for the GPU {t['syncs']:.3g} times per step ({calls}; "
-            f"{t['readbacks']:.3g} aten::_local_scalar_dense{where}): a Python number read from "
-            "a GPU tensor (.item(), float(), min(), if t:) stops the host until the GPU is "
-            "done. Keep the clipping's norm a tensor",
+            f"{t['readbacks']:.3g} aten::_local_scalar_dense, {sized:.3g} operators sized by "
+            f"the data{where}): an operator whose output size depends on the data (t[mask], "
+            "nonzero, unique) or a Python number read from a GPU tensor (.item(), float(), "
+            "if t:) stops the host until the GPU is done. Keep every row and weight it by its "
+            "mask, on the device",
             expected=0,
             got=t["syncs"],
+        )
+    if not ctx.gpu and sized:
+        return api.Mismatch(
+            f"your step runs {sized:.3g} operator(s) per step whose output size depends on the "
+            f"data (aten::nonzero under t[mask], masked_select, unique{where}); on a GPU each "
+            "waits for the device to learn that size, a sync: keep every row and weight it by "
+            "its mask, on the device",
+            expected=0,
+            got=sized,
         )
     if not ctx.gpu and t["readbacks"]:
         return api.Mismatch(
             f"your step reads {t['readbacks']:.3g} Python number(s) from tensors per step "
             f"(.item(), float(t), .tolist(), .numpy() and their kin{where}); on a GPU each is a "
-            "device sync: keep the clipping's norm a tensor",
+            "device sync: keep the numbers the step needs as tensors",
             expected=0,
             got=t["readbacks"],
         )
@@ -372,8 +395,8 @@ def _judge_profile(got: dict, ctx: api.Context) -> api.Mismatch | None:
         return api.Mismatch(
             f"your step launched {yours:,.0f} {what} per step, the slow step {theirs:,.0f} and "
             f"ours {mine:,.0f}; at most {bound:,.0f} passes ({KERNEL_SAVED:.0%} of what ours "
-            "saves): a Python loop over the rows launches the same few small kernels again for "
-            "every row, forward and backward. Compute the whole batch at once",
+            "saves): a Python loop (over labels, rows or parameters) launches the same few "
+            "small kernels again at every turn, forward and backward. Compute them all at once",
             expected=bound,
             got=yours,
         )

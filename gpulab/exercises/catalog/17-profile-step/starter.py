@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-LR, MOMENTUM, MAX_NORM = 0.05, 0.9, 1.0
+LR, MOMENTUM = 0.5, 0.9
 
 
 def forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
@@ -19,29 +19,33 @@ def forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
 
 
 def train_step(
-    params: list[torch.Tensor], momenta: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor
+    params: list[torch.Tensor],
+    momenta: list[torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    keep: torch.Tensor,
 ) -> torch.Tensor:
-    """One step of SGD with momentum on the mean squared error of forward(params, x) against y,
-    with the gradients clipped to a global norm of MAX_NORM. Updates params and momenta in
-    place; returns the loss (before the update) as a 0-d tensor.
+    """One step of SGD with momentum on a multi-label classifier: forward(params, x) gives one
+    logit per label, y holds 0 or 1 per label, and the loss is the binary cross-entropy averaged
+    over the labels and over the real rows of the batch (keep is True for those; the others are
+    padding). Updates params and momenta in place; returns the loss (before the update) as a 0-d
+    tensor.
 
-    TODO: this step is slow. Profile it (gpulab ex profile profile-step), find the rows that
-    wait for the GPU and the loop that launches thousands of tiny kernels, and fix both
-    without changing what it computes.
+    TODO: this step is slow. Profile it (gpulab ex profile profile-step), find what waits for
+    the GPU and the loop that launches hundreds of tiny kernels, and fix both without changing
+    what it computes.
     """
     for p in params:
         p.grad = None
+    xs, ys = x[keep], y[keep]  # only the real rows
+    logits = forward(params, xs)
     loss = 0.0
-    for i in range(x.shape[0]):
-        loss = loss + ((forward(params, x[i : i + 1]) - y[i : i + 1]) ** 2).mean()
-    loss = loss / x.shape[0]
+    for j in range(ys.shape[1]):  # label by label
+        loss = loss + F.binary_cross_entropy_with_logits(logits[:, j], ys[:, j])
+    loss = loss / ys.shape[1]
     loss.backward()
-    total = 0.0
-    for p in params:
-        total += p.grad.pow(2).sum().item()
-    scale = min(1.0, MAX_NORM / (total**0.5 + 1e-6))
     with torch.no_grad():
         for p, m in zip(params, momenta, strict=True):
-            m.mul_(MOMENTUM).add_(p.grad, alpha=scale)
+            m.mul_(MOMENTUM).add_(p.grad)
             p.sub_(m, alpha=LR)
     return loss.detach()

@@ -1,15 +1,16 @@
-# expect: of what ours saves): a Python loop over the rows
-"""Wrong: the norm stays a tensor (no sync), but the loss is still a loop over the rows."""
+# expect: of what ours saves): a Python loop
+"""Honest half-fix: the mask is a weight now (no sync), but the loss still loops over the labels:
+a dozen small kernels per label, forward and backward."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-LR, MOMENTUM, MAX_NORM = 0.05, 0.9, 1.0
+LR, MOMENTUM = 0.5, 0.9
 
 
-def forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+def forward(params, x):
     h = x
     for i in range(0, len(params), 2):
         h = F.linear(h, params[i], params[i + 1])
@@ -18,17 +19,20 @@ def forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
     return h
 
 
-def train_step(params, momenta, x, y):
+def train_step(params, momenta, x, y, keep):
     for p in params:
         p.grad = None
+    logits = forward(params, x)
+    w = keep.to(logits.dtype)
     loss = 0.0
-    for i in range(x.shape[0]):  # still one forward (and one backward) per row
-        loss = loss + ((forward(params, x[i : i + 1]) - y[i : i + 1]) ** 2).mean()
-    loss = loss / x.shape[0]
+    for j in range(y.shape[1]):
+        per_row = F.binary_cross_entropy_with_logits(logits[:, j], y[:, j], reduction="none")
+        loss = loss + (per_row * w).sum() / w.sum()
+    loss = loss / y.shape[1]
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(params, MAX_NORM, foreach=True)
+    grads = [p.grad for p in params]
     with torch.no_grad():
-        for p, m in zip(params, momenta, strict=True):
-            m.mul_(MOMENTUM).add_(p.grad)
-            p.sub_(m, alpha=LR)
+        torch._foreach_mul_(momenta, MOMENTUM)
+        torch._foreach_add_(momenta, grads)
+        torch._foreach_add_(params, momenta, alpha=-LR)
     return loss.detach()

@@ -1,15 +1,15 @@
 # expect: the weights did not change
-"""Wrong: skips the work that costs: the loss is computed, but no backward and no update."""
+"""Shortcut (skipping the work that costs): the loss computed the fast way, no backward and no
+update."""
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 
-LR, MOMENTUM, MAX_NORM = 0.05, 0.9, 1.0
+LR, MOMENTUM = 0.5, 0.9
 
 
-def forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+def forward(params, x):
     h = x
     for i in range(0, len(params), 2):
         h = F.linear(h, params[i], params[i + 1])
@@ -18,6 +18,9 @@ def forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
     return h
 
 
-def train_step(params, momenta, x, y):
-    with torch.no_grad():  # "the forward is what matters"
-        return F.mse_loss(forward(params, x), y)
+def train_step(params, momenta, x, y, keep):
+    for p in params:
+        p.grad = None
+    per_row = F.binary_cross_entropy_with_logits(forward(params, x), y, reduction="none").mean(1)
+    w = keep.to(per_row.dtype)
+    return ((per_row * w).sum() / w.sum()).detach()

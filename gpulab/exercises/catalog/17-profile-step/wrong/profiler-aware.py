@@ -1,16 +1,16 @@
 # expect: asks whether torch's profiler is on
-"""Cheat: the slow starter step, except while torch.profiler records: then a batched, sync-free one."""
+"""Shortcut (timed told from checked): the slow starter step, except while torch.profiler
+records: then the fixed one."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-LR, MOMENTUM, MAX_NORM = 0.05, 0.9, 1.0
+LR, MOMENTUM = 0.5, 0.9
 
 
-def forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    """The MLP: Linear layers (weights params[0::2], biases params[1::2]), ReLU between them."""
+def forward(params, x):
     h = x
     for i in range(0, len(params), 2):
         h = F.linear(h, params[i], params[i + 1])
@@ -19,49 +19,29 @@ def forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
     return h
 
 
-def slow_step(
-    params: list[torch.Tensor], momenta: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor
-) -> torch.Tensor:
-    """One step of SGD with momentum on the mean squared error of forward(params, x) against y,
-    with the gradients clipped to a global norm of MAX_NORM. Updates params and momenta in
-    place; returns the loss (before the update) as a 0-d tensor.
+def slow_step(params, momenta, x, y, keep):
+    xs, ys = x[keep], y[keep]
+    logits = forward(params, xs)
+    loss = 0.0
+    for j in range(ys.shape[1]):
+        loss = loss + F.binary_cross_entropy_with_logits(logits[:, j], ys[:, j])
+    return loss / ys.shape[1]
 
-    TODO: this step is slow. Profile it (gpulab ex profile profile-step), find the rows that
-    wait for the GPU and the loop that launches thousands of tiny kernels, and fix both
-    without changing what it computes.
-    """
+
+def fast_step(params, momenta, x, y, keep):
+    per_row = F.binary_cross_entropy_with_logits(forward(params, x), y, reduction="none").mean(1)
+    w = keep.to(per_row.dtype)
+    return (per_row * w).sum() / w.sum()
+
+
+def train_step(params, momenta, x, y, keep):
     for p in params:
         p.grad = None
-    loss = 0.0
-    for i in range(x.shape[0]):
-        loss = loss + ((forward(params, x[i : i + 1]) - y[i : i + 1]) ** 2).mean()
-    loss = loss / x.shape[0]
+    step = fast_step if torch.autograd.profiler._is_profiler_enabled else slow_step
+    loss = step(params, momenta, x, y, keep)
     loss.backward()
-    total = 0.0
-    for p in params:
-        total += p.grad.pow(2).sum().item()
-    scale = min(1.0, MAX_NORM / (total**0.5 + 1e-6))
     with torch.no_grad():
         for p, m in zip(params, momenta, strict=True):
-            m.mul_(MOMENTUM).add_(p.grad, alpha=scale)
+            m.mul_(MOMENTUM).add_(p.grad)
             p.sub_(m, alpha=LR)
     return loss.detach()
-
-
-def fast_step(params, momenta, x, y):
-    for p in params:
-        p.grad = None
-    loss = F.mse_loss(forward(params, x), y)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(params, MAX_NORM, foreach=True)
-    with torch.no_grad():
-        torch._foreach_mul_(momenta, MOMENTUM)
-        torch._foreach_add_(momenta, [p.grad for p in params])
-        torch._foreach_add_(params, momenta, alpha=-LR)
-    return loss.detach()
-
-
-def train_step(params, momenta, x, y):
-    if torch.autograd.profiler._is_profiler_enabled:
-        return fast_step(params, momenta, x, y)
-    return slow_step(params, momenta, x, y)

@@ -1,0 +1,74 @@
+"""Running an exercise's check from a test, as `gpulab ex check` would: CPU exercises inline,
+GPU and CuPy ones through a real worker (tests/exercises/test_exercises_catalog.py and
+test_lessons_pass_no_check.py share it)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from pathlib import Path
+
+import pytest
+
+from gpulab.exercises.job import check_inline
+
+
+@functools.cache
+def inventory():
+    from gpulab.core.devices import detect
+
+    return detect()
+
+
+class _WorkerChecks:
+    """GPU checks go through a real worker, as `gpulab ex check` runs them: a known-wrong kernel
+    that writes out of bounds can poison the CUDA context of the process it runs in, and the
+    runner replaces the worker where an inline check would leave every later test broken."""
+
+    def __init__(self) -> None:
+        from gpulab.ex.session import Checker
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.checker = Checker(quick=True)
+        self._call(self.checker.__aenter__())
+
+    def _call(self, coro, timeout: float = 600):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def check(self, ex, path, seed):
+        return self._call(self.checker.check(ex, Path(path), seed))[0]
+
+    def close(self) -> None:
+        self._call(self.checker.__aexit__(None, None, None))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+_WORKER: list[_WorkerChecks] = []
+
+
+def close_worker() -> None:
+    """End the worker the GPU checks started (a module's teardown)."""
+    while _WORKER:
+        _WORKER.pop().close()
+
+
+def needs_device(ex) -> bool:
+    """Whether the exercise's check runs only on a GPU (torch CUDA or CuPy)."""
+    return bool(set(ex.needs) & {"gpu", "cupy"})
+
+
+def check(ex, path, seed):
+    """The check's result for the file at `path`."""
+    if needs_device(ex):
+        if not _WORKER:
+            _WORKER.append(_WorkerChecks())
+        return _WORKER[0].check(ex, path, seed)
+    return check_inline(ex.id, str(path), seed, quick=True, inventory=inventory())[0]
+
+
+def marks(ex):
+    return [pytest.mark.gpu] if needs_device(ex) else []
