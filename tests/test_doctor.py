@@ -337,11 +337,12 @@ def test_cupy_that_sees_no_gpu_is_broken():
 def test_the_probe_kernel_compiles_and_gives_2x_plus_1(monkeypatch):
     """The probe's CUDA C through NVRTC (where it is installed: CI has the wheel) and run on the
     CUDA emulator through the fake CuPy: the check the GPU path makes, on the CPU."""
-    from gpulab.testing import cuda_emu, fake_cupy, nvrtc
+    from gpulab.emulator import toolchain
+    from gpulab.testing import fake_cupy, nvrtc
 
     if nvrtc.available():
         assert nvrtc.compile_errors(probe.KERNEL) is None
-    if cuda_emu.compiler() is None:
+    if toolchain.compiler() is None:
         pytest.skip("no host C++ compiler for the CUDA emulator")
     cupy = fake_cupy.install(monkeypatch)
 

@@ -25,11 +25,12 @@ import numpy as np
 import pytest
 import yaml
 
+from gpulab.emulator import cuda, cupy_module, toolchain
 from gpulab.exercises import api
 from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.run_check import run_check
 from gpulab.lessons.catalog import default_catalog
-from gpulab.testing import cuda_emu, fake_cupy, nvrtc
+from gpulab.testing import fake_cupy, nvrtc
 
 CATALOG = Path(__file__).resolve().parent.parent / "gpulab" / "exercises" / "catalog"
 _FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
@@ -99,7 +100,7 @@ def _grade(folder: Path, solution: Path, seed: int = 7) -> str | None:
     the file passes, else the failure message."""
     ex = dataclasses.replace(_EXERCISES[folder.name], timed=False)
     in_order = folder.name not in SHUFFLED
-    order = contextlib.nullcontext() if in_order else cuda_emu.shuffled_blocks(seed)
+    order = contextlib.nullcontext() if in_order else cuda.shuffled_blocks(seed)
     with order:
         result = run_check(ex, solution, seed, _ctx(seed))
     return None if result.verdict == "pass" else result.message
@@ -137,19 +138,19 @@ def test_front_matter(folder: Path) -> None:
 def _sources(folder: Path, paths: list[Path] | None = None) -> dict[str, tuple[str, str]]:
     """Every RawKernel source the folder's Python files build, by "file:kernel"."""
     found: dict[str, tuple[str, str]] = {}
-    extra = fake_cupy.cupyx_modules()
+    extra = cupy_module.cupyx_modules()
     saved = {name: sys.modules.get(name) for name in ("cupy", *extra)}
     sys.modules.update(extra)
     try:
         for path in paths or _variants(folder):
-            mod = fake_cupy.make()
+            mod = cupy_module.make()
 
-            class Recorder(cuda_emu.RawKernel):
+            class Recorder(cuda.RawKernel):
                 def __init__(self, code: str, name: str, *a: Any, _p: Path = path, **kw: Any):
                     super().__init__(code, name, *a, **kw)
                     found[f"{_p.relative_to(folder)}:{name}"] = (code, name)
 
-            class Module(fake_cupy.RawModule):
+            class Module(cupy_module.RawModule):
                 def get_function(self, name: str, _k: type = Recorder) -> Any:
                     return _k(self.code, name)
 
@@ -169,9 +170,9 @@ def _sources(folder: Path, paths: list[Path] | None = None) -> dict[str, tuple[s
 @pytest.fixture(scope="module")
 def _emulated() -> None:
     """Every kernel of the track compiled for the emulator in one compiler run."""
-    if cuda_emu.compiler() is None:
+    if toolchain.compiler() is None:
         pytest.skip("no host C++ compiler for the CUDA emulator")
-    cuda_emu.prebuild([code for f in KERNELS for code, _ in _sources(f).values()])
+    cuda.prebuild([code for f in KERNELS for code, _ in _sources(f).values()])
 
 
 @pytest.mark.parametrize("folder", KERNELS, ids=IDS)

@@ -1,26 +1,25 @@
-"""A `cupy` module for CPU tests: NumPy arrays, and RawKernel (RawModule) run by the CUDA emulator.
+"""A `cupy` module on the CPU: NumPy arrays, and RawKernel (RawModule, ElementwiseKernel,
+ReductionKernel) run by the CUDA emulator.
 
-Install it with `install(monkeypatch)` (or `sys.modules["cupy"] = make()`) before importing code
-that does `import cupy`. Arrays are NumPy arrays whose allocation is padded past the end, as CuPy's
-memory pool rounds allocations up: a kernel without a bounds check then reads or writes a little
-past the array without crashing the test process, and the check that owns the output buffer is the
-one that notices.
+`make()` builds a fresh module; gpulab.emulator.session puts it in `sys.modules` for one check
+(the tests, through gpulab.testing.fake_cupy). Arrays are NumPy arrays in the emulator's device
+memory (gpulab.emulator.memory): each allocation sits between guard zones, so a kernel that
+indexes past an array is stopped and named before it touches anything else. The module also
+records the library's own work inside a learner's call (`__gpulab_trace__`), the stand-in for the
+kernels a GPU's profiler sees (gpulab.exercises.kernel_trace).
 """
 
 from __future__ import annotations
 
 import contextlib
-import sys
 import types
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from gpulab.testing.cuda_emu import RawKernel
-
-PAD_BYTES = 64 << 10  # more than a block of 1024 threads can reach past the end with 16-byte loads
-
+from gpulab.emulator import memory
+from gpulab.emulator.cuda import RawKernel
 
 # The library's own work done inside a traced block (a stack: one list per open block), the
 # emulator's stand-in for the kernels CUPTI records on a GPU (gpulab.exercises.kernel_trace)
@@ -102,24 +101,24 @@ class _Trace:
             _TRACE.remove(names)
 
 
-def _padded(shape: Any, dtype: Any) -> np.ndarray:
+def _device(shape: Any, dtype: Any) -> np.ndarray:
+    """An uninitialised device array of `shape` in the emulator's guarded memory."""
     dt = np.dtype(dtype)
     shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
     n = int(np.prod(shape, dtype=np.int64))
-    extra = -(-PAD_BYTES // dt.itemsize)
-    return np.empty(n + extra, dtype=dt).view(DeviceArray)[:n].reshape(shape)
+    return memory.allocate(n * dt.itemsize).view(dt).view(DeviceArray).reshape(shape)
 
 
 def empty(shape: Any, dtype: Any = np.float64) -> np.ndarray:
     """An uninitialised array (NaN or 0x5A bytes, as fresh device memory holds garbage)."""
-    out = _padded(shape, dtype)
+    out = _device(shape, dtype)
     out.fill(np.nan if np.dtype(dtype).kind == "f" else 0x5A)  # garbage, as cudaMalloc gives
     return out
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> np.ndarray:
     """An array of `shape` filled with `fill_value`."""
-    out = _padded(shape, np.asarray(fill_value).dtype if dtype is None else dtype)
+    out = _device(shape, np.asarray(fill_value).dtype if dtype is None else dtype)
     out.fill(fill_value)
     return out
 
@@ -150,15 +149,15 @@ def full_like(a: np.ndarray, fill_value: Any, dtype: Any = None) -> np.ndarray:
 
 
 def asarray(a: Any, dtype: Any = None) -> np.ndarray:
-    """A padded copy of `a`, as `cupy.asarray` copies host data to the device."""
+    """A device copy of `a`, as `cupy.asarray` copies host data to the device."""
     src = np.asarray(a, dtype=dtype)
-    out = _padded(src.shape, src.dtype)
+    out = _device(src.shape, src.dtype)
     out[...] = src
     return out
 
 
 def ascontiguousarray(a: Any, dtype: Any = None) -> np.ndarray:
-    """A padded, contiguous copy of `a`."""
+    """A contiguous device copy of `a`."""
     return asarray(a, dtype)
 
 
@@ -307,15 +306,6 @@ def make() -> types.ModuleType:
         __gpulab_trace__=_Trace(),
         __gpulab_plain__=(DeviceArray,),
     )
-    return mod
-
-
-def install(monkeypatch: Any) -> types.ModuleType:
-    """Put a fake `cupy` in sys.modules for one test (pytest's monkeypatch undoes it)."""
-    mod = make()
-    monkeypatch.setitem(sys.modules, "cupy", mod)
-    for name, module in cupyx_modules().items():
-        monkeypatch.setitem(sys.modules, name, module)
     return mod
 
 
