@@ -29,13 +29,18 @@ def compiler() -> str | None:
     return None
 
 
-def missing() -> str:
-    """Why the emulator cannot build kernels here ("" when it can), in one line with the fix."""
+def absent() -> str:
+    """What is missing for the emulator to build kernels here ("" when nothing is)."""
     if compiler() is not None:
         return ""
     wanted = os.environ.get("CXX", "").strip()
-    what = f"$CXX ({wanted}) is not found" if wanted else "no C++ compiler (g++ or clang++)"
-    return f"{what}: {FIX}"
+    return f"$CXX ({wanted}) is not found" if wanted else "no C++ compiler (g++ or clang++)"
+
+
+def missing() -> str:
+    """Why the emulator cannot build kernels here ("" when it can), in one line with the fix."""
+    why = absent()
+    return f"{why}: {FIX}" if why else ""
 
 
 @functools.cache

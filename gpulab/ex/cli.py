@@ -179,6 +179,8 @@ def list_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any, Any]
                 "attempts": p.attempts if p else 0,
                 "available": not why,
                 "unavailable": why,
+                "emulated": not why and ex.emulated(inv),
+                "emulator_passed": bool(p and p.emulator_passed),
             }
         )
     return rows, ws, inv

@@ -6,6 +6,8 @@ from typing import Any
 
 from gpulab.exercises.run_check import CheckResult
 
+EMULATED = "correctness only, no speed grade (no GPU with CuPy here)"
+
 
 def _num(value: float | None, unit: str) -> str:
     if value is None:
@@ -31,7 +33,10 @@ def verdict_lines(result: CheckResult, *, name: str, replay: bool = True) -> lis
     the seed."""
     head = "PASS" if result.passed else "FAIL"
     grade = f", grade {result.grade}" if result.passed and result.grade else ""
-    lines = [f"{head}  {name}{grade}  (seed {result.seed}, {result.seconds:.2f} s)"]
+    where = ""
+    if result.emulated:  # correctness only: the pass is no grade
+        grade, where = "", ", on the CUDA emulator"
+    lines = [f"{head}  {name}{grade}  (seed {result.seed}, {result.seconds:.2f} s{where})"]
     lines.append(f"  {result.message}")
     ran = [c for c in result.cases if c.passed is not None]
     if ran:
@@ -192,21 +197,35 @@ def timing_lines(timing: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def standing(row: dict[str, Any]) -> str:
+    """An exercise's state for the list: "passing, best gold (81% of ceiling)", "passed on the
+    emulator" (correctness only: never a grade), "failing (passed before)", and where it runs on
+    the emulator, said so."""
+    state = row["state"]
+    if row["best_grade"]:
+        frac = row.get("best_fraction")
+        state += f", best {row['best_grade']}" + (
+            f" ({100 * frac:.0f}% of ceiling)" if frac else ""
+        )
+    elif row.get("emulator_passed"):
+        state = (
+            "passed on the emulator" if state == "passing" else f"{state} (passed on the emulator)"
+        )
+    elif row["passed_ever"] and state != "passing":
+        state += " (passed before)"
+    if row.get("emulated") and not row.get("emulator_passed") and not row["best_grade"]:
+        state += ", on the emulator"
+    return state
+
+
 def list_lines(rows: list[dict[str, Any]], workspace: str, device: str) -> list[str]:
     """The `gpulab ex list` table: each exercise, its state and why it cannot run here."""
-    lines = [f"Exercises  (your files: {workspace})", f"Device: {device}", ""]
+    lines = [f"Exercises  (your files: {workspace})", f"Device: {device}"]
+    if any(r.get("emulated") for r in rows):
+        lines.append(f"CUDA C exercises run on the CPU emulator: {EMULATED}")
+    lines.append("")
     for r in rows:
-        if r["unavailable"]:
-            state = r["unavailable"]
-        else:
-            state = r["state"]
-            if r["best_grade"]:
-                frac = r.get("best_fraction")
-                state += f", best {r['best_grade']}" + (
-                    f" ({100 * frac:.0f}% of ceiling)" if frac else ""
-                )
-            elif r["passed_ever"] and r["state"] != "passing":
-                state += " (passed before)"
+        state = r["unavailable"] or standing(r)
         lines.append(f"{r['order']:>3}  {r['id']:<26} {state}")
         lines.append(f"     {r['title']}")
     current = next((r for r in rows if r["state"] != "passing" and not r["unavailable"]), None)

@@ -112,6 +112,7 @@ class CheckResult:
     grade: str | None = None  # pass, bronze, silver, gold (None when it failed)
     restored: list[str] = field(default_factory=list)  # what the learner had patched
     device: str = ""
+    emulated: bool = False  # the CUDA C ran on the CPU emulator: correctness only, no grade
     seconds: float = 0.0
     # Where `seconds` went, in the order the check spends it (see Laps); sums to `seconds`.
     phases: dict[str, float] = field(default_factory=dict)

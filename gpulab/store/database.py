@@ -97,6 +97,11 @@ _MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN entry_json TEXT;
     CREATE INDEX runs_started ON runs (started_at);
     """,
+    # 4: checks run on the CUDA emulator (correctness only) kept apart from graded ones.
+    """
+    ALTER TABLE exercise_state ADD COLUMN emulator_passed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE exercise_attempts ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from test_app_snapshots import frozen_app, settle
 
+from gpulab.emulator.session import DEVICE, LABEL
 from gpulab.exercises.run_check import CaseRow, CheckResult
 
 TIMING = {
@@ -50,6 +51,15 @@ def failed() -> CheckResult:
     )  # fmt: skip
 
 
+def emulated() -> CheckResult:
+    """A pass on the CUDA emulator: correctness only, said so, no grade."""
+    cases = [CaseRow(f"n={n}", True) for n in (1, 2, 31, 33, 1023, 1025, 10257)]
+    return CheckResult(
+        "first-kernel", "pass", f"all 7 input sets correct (seed 5); {LABEL}", 5, "x.py",
+        cases=cases, grade="pass", device=DEVICE, emulated=True, seconds=0.31,
+    )  # fmt: skip
+
+
 def setup(result: CheckResult | None):
     async def run_before(pilot) -> None:
         app = pilot.app
@@ -58,7 +68,7 @@ def setup(result: CheckResult | None):
         pane = app.query_one("#exercises")
         await settle(pilot, lambda: pane.query_one("#ex-table").row_count > 0)
         if result is not None:
-            app.open_exercise("vector-add")
+            app.open_exercise(result.exercise)
             # the editor takes the focus after a refresh: let it, before the focus is cleared
             await settle(pilot, lambda: pane.current is not None and app.focused is pane.editor)
             pane.verdict.show_result(result)
@@ -83,3 +93,7 @@ def test_exercise_list(snap_compare, size):
 def test_exercise_open_with_a_verdict(snap_compare, size, which):
     result = passed() if which == "pass" else failed()
     assert snap_compare(frozen_app(), terminal_size=size, run_before=setup(result))
+
+
+def test_exercise_open_with_a_verdict_from_the_emulator(snap_compare):
+    assert snap_compare(frozen_app(), terminal_size=(80, 24), run_before=setup(emulated()))
