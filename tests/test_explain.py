@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.explain import cubin, nvrtc
+from gpulab.core import nvrtc
+from gpulab.explain import cubin
 from gpulab.explain.explainer import explain, explain_file
 
 pytestmark = pytest.mark.skipif(nvrtc.library() is None, reason="needs NVRTC (nvidia-cuda-nvrtc)")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from gpulab.core import nvrtc
 from gpulab.core.errors import BadInput
 from gpulab.experiments import blur_kernel
-from gpulab.explain import nvrtc
 from gpulab.explain.experiment_kernels import (
     EXPERIMENTS,
     NoKernel,

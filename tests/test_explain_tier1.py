@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 
 from gpulab.cli import main
+from gpulab.core import nvrtc
 from gpulab.core.errors import Cancelled
 from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.workspace import Workspace
-from gpulab.explain import ncu, nvrtc, sanitize, tools
+from gpulab.explain import ncu, sanitize, tools
 from gpulab.explain.explainer import add_profile, explain_file
 from gpulab.testing import fake_nvtools
 

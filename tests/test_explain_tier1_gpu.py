@@ -120,7 +120,7 @@ def test_sanitizer_names_the_first_error(label):
 
 def test_tier0_answers_in_under_a_second():
     """Cold: the test's data dir is fresh and the in-memory cache emptied, so NVRTC compiles."""
-    from gpulab.explain import nvrtc
+    from gpulab.core import nvrtc
 
     path = CATALOG / "30-transpose-tiled" / "slow" / "no-padding.py"
     nvrtc._MEMORY.clear()

@@ -29,7 +29,7 @@ from gpulab.core.failures import classify
 from gpulab.core.lead import spin as lead_spin
 from gpulab.core.params import SEED_MAX
 from gpulab.core.results import json_safe
-from gpulab.exercises import api
+from gpulab.exercises import api, veil
 from gpulab.exercises import yardstick as ys
 from gpulab.exercises.kernel_trace import KernelTrace
 from gpulab.exercises.loader import Exercise
@@ -223,6 +223,7 @@ def run_check(
         yard_module, yard_fn, yard_choice = _load_yardstick(ex) if ex.timed else (None, None, None)
         watch.lead = _untimed_lead(actx)
         watch.trace = _kernel_trace(ex, check, actx)
+        veil.install()  # the profiler looks off to the learner's code, traced call or timed
         watch.install()
         guard = Guard()
         result.cases = [CaseRow(c.name, None) for c in cases]
@@ -290,6 +291,13 @@ def run_check(
         shared = getattr(check, "SHARED_MEMORY", None)
         if shared and watch.shared_memory_used() is False:
             return _fail(result, "wrong", f"your kernel uses no shared memory: {shared}", t0)
+        without = watch.call_without_shared_memory() if shared else None
+        if without is not None:
+            why = (
+                f"call {without} of your kernel used no shared memory its code reads or writes "
+                f"(a shared_mem= or a __shared__ array no instruction touches is none): {shared}"
+            )
+            return _fail(result, "wrong", why, t0)
         result.verdict, result.grade = PASS, "pass"
         result.message = f"all {len(cases)} input sets correct (seed {seed})"
         for note in actx.notes:  # what this machine could not show: said with the pass

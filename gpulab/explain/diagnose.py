@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gpulab.core.nvrtc import PtxasInfo
 from gpulab.explain import access
 from gpulab.explain import occupancy as occ
 from gpulab.explain.arch import Arch
 from gpulab.explain.cubin import Resources
 from gpulab.explain.findings import Finding, Tag, gather
-from gpulab.explain.nvrtc import PtxasInfo
 from gpulab.explain.ptx import Access, Facts, pconst, pformat
 from gpulab.explain.source import Big, KernelSource
 

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpulab.core import nvrtc
 from gpulab.core.errors import BadInput
 from gpulab.experiments import blur_kernel, montecarlo_counts
 from gpulab.experiments import reduction as reduction_mod
 from gpulab.experiments.blur_filters import SEPARABLE
 from gpulab.experiments.registry import get as get_experiment
-from gpulab.explain import cubin, nvrtc
+from gpulab.explain import cubin
 from gpulab.explain.explainer import device_for, kernel_report
 from gpulab.explain.findings import Explanation, Finding
 from gpulab.explain.source import KernelSource, LaunchSite

@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpulab.core import nvrtc
 from gpulab.exercises.exercise_format import SPEED_METRICS
 from gpulab.exercises.intensity import Intensity
 from gpulab.experiments import kernel_device
 from gpulab.explain import arch as arches
-from gpulab.explain import cubin, diagnose, nvrtc, ptx, roofline
+from gpulab.explain import cubin, diagnose, ptx, roofline
 from gpulab.explain.findings import Explanation, Finding, KernelReport
 from gpulab.explain.source import KernelSource, LaunchSite, scan
 

@@ -16,9 +16,9 @@ from test_app import ready, wait_for
 from gpulab.app.app import GpuLabApp
 from gpulab.app.panes.exercises import ExercisesPane
 from gpulab.core import events as ev
+from gpulab.core import nvrtc
 from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.workspace import Workspace
-from gpulab.explain import nvrtc
 from gpulab.testing import fake_nvtools
 from gpulab.testing.fake_runner import FakeRunner, frozen
 
