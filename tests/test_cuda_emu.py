@@ -435,3 +435,15 @@ extern "C" __global__ void split(float* out) {
     out = cp.zeros(32, dtype=np.float32)
     with pytest.raises(cuda.EmulatorError, match="waits for lanes that wait at __syncthreads"):
         cp.RawKernel(src, "split")((1,), (32,), (out,))
+
+
+def test_a_compile_error_is_one_line_naming_the_kernel_lines() -> None:
+    cp = cupy_module.make()
+    out = cp.zeros(4, dtype=np.float32)
+    broken = OOB.replace("out[i] = a[i + shift];", "out[i] = __no_such_builtin(a[i + shift]);")
+    with pytest.raises(cuda.EmulatorError) as err:
+        cp.RawKernel(broken, "copy")((1,), (4,), (out, out, np.int32(4), np.int32(0)))
+    message = str(err.value)
+    assert message.startswith("your CUDA C does not compile (emulator, host C++ compiler): ")
+    assert "kernel source line 4: " in message and "__no_such_builtin" in message
+    assert "a CUDA built-in the emulator does not provide" in message and "\n" not in message

@@ -202,7 +202,9 @@ def _compile(text: str) -> ctypes.CDLL:
     cxx = toolchain.compiler()
     if cxx is None:
         raise EmulatorError(f"the CUDA emulator cannot build the kernel: {toolchain.missing()}")
-    flags = ["-std=c++17", "-O1", "-fPIC", "-w", *toolchain.checking_flags(cxx)]
+    # no _FORTIFY_SOURCE: its longjmp check refuses the jumps between fiber stacks (runtime.h)
+    flags = ["-std=c++17", "-O1", "-fPIC", "-w", "-U_FORTIFY_SOURCE"]
+    flags += toolchain.checking_flags(cxx)
     key = hashlib.sha256((" ".join(flags) + text).encode()).hexdigest()[:24]
     out_dir = _cache_dir()
     lib = out_dir / f"{key}.so"
@@ -218,12 +220,33 @@ def _compile(text: str) -> ctypes.CDLL:
             ):
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 if proc.returncode != 0:
-                    raise EmulatorError("host compile failed:\n" + proc.stderr[-3000:])
+                    raise EmulatorError(compile_error(proc.stderr))
         finally:
             src.unlink(missing_ok=True)
             obj.unlink(missing_ok=True)
         tmp.replace(lib)
     return ctypes.CDLL(str(lib))
+
+
+_ERROR = re.compile(r"^kernel\.cu:(\d+):\d+: (?:fatal )?error: (.*)$", re.M)
+
+
+def compile_error(log: str) -> str:
+    """The compiler's log as one line: the first errors in the kernel's source, by line (the
+    line of the CUDA C string, as NVRTC counts it), and what a missing name may mean here."""
+    found = [(int(line), text.strip()) for line, text in _ERROR.findall(log)]
+    if not found:
+        last = [x for x in log.strip().splitlines() if x.strip()][-1:] or ["no message"]
+        return f"the emulator's host C++ compiler failed: {last[0].strip()}"
+    said = "; ".join(f"kernel source line {line}: {text}" for line, text in found[:2])
+    more = f" (and {len(found) - 2} more)" if len(found) > 2 else ""
+    hint = ""
+    if any("was not declared" in text for _, text in found[:2]):
+        hint = (
+            "; a CUDA built-in the emulator does not provide compiles on a GPU, where CuPy "
+            "checks it"
+        )
+    return f"your CUDA C does not compile (emulator, host C++ compiler): {said}{more}{hint}"
 
 
 def _build(source: str) -> ctypes.CDLL:

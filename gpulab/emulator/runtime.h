@@ -35,27 +35,52 @@ enum { W_SYNC, W_IDX, W_UP, W_DOWN, W_XOR, W_BALLOT, W_ANY, W_ALL, W_ADD };
 static const char* const WNAME[] = {"__syncwarp", "__shfl_sync", "__shfl_up_sync",
     "__shfl_down_sync", "__shfl_xor_sync", "__ballot_sync", "__any_sync", "__all_sync",
     "__reduce_add_sync"};
-static ucontext_t sched;
-static std::vector<ucontext_t> ctx;
-static std::vector<char> state;
-static std::vector<char> stacks;
-static std::vector<unsigned> wmask;
-static std::vector<int> wkind, warg, wwidth;
-static std::vector<unsigned long long> wval, wres;
+// The threads of a block as fibers. Each starts on its own stack from a ucontext (makecontext,
+// setcontext); after that every switch is _setjmp/_longjmp, which, unlike swapcontext, costs no
+// system call (no signal mask to save): a kernel switches at every barrier and warp operation.
+// Plain arrays, as in the memory checks below: a std:: container's methods would be instrumented.
+struct Jump { jmp_buf at; };
+static const size_t STACK = 64 * 1024;
+static Jump scheduler;     // where a thread goes when it waits, returns or is stopped
+static Jump* resume;       // where each started thread goes on
+static ucontext_t* ctx;    // each thread's start
+static char *state, *started, *stacks;
+static unsigned* wmask;
+static int *wkind, *warg, *wwidth;
+static unsigned long long *wval, *wres;
+static unsigned capacity;  // threads the arrays hold
 static int cur;
 static unsigned nthreads;
 static char err[600];
 static std::function<void()> body;
-static const size_t STACK = 64 * 1024;
 static bool fibers;       // this launch runs its threads as fibers (it has meeting points)
 static jmp_buf direct;    // where a launch without fibers goes when a check stops it
-EMU_RAW static void entry() { body(); state[cur] = DONE; }
+template <class T> EMU_RAW static void regrow(T*& p, size_t n) {
+    free(p);
+    p = (T*)calloc(n ? n : 1, sizeof(T));
+}
+EMU_RAW static void reserve(unsigned nt) {
+    if (nt <= capacity) return;
+    regrow(resume, nt); regrow(ctx, nt); regrow(state, nt); regrow(started, nt);
+    regrow(stacks, (size_t)nt * STACK); regrow(wmask, nt); regrow(wkind, nt); regrow(warg, nt);
+    regrow(wwidth, nt); regrow(wval, nt); regrow(wres, nt);
+    capacity = nt;
+}
+// The current thread waits: the scheduler runs the others; this returns when it is resumed.
+EMU_RAW static void wait_here() {
+    if (_setjmp(resume[cur].at) == 0) _longjmp(scheduler.at, 1);
+}
+EMU_RAW static void entry() {
+    body();
+    state[cur] = DONE;
+    _longjmp(scheduler.at, 1);
+}
 EMU_RAW static void fail(const char* msg) { if (!err[0]) snprintf(err, sizeof err, "%s", msg); }
 // End the launch from inside the current thread: it never runs again.
 EMU_RAW static void stop() {
     if (!fibers) longjmp(direct, 1);
     state[cur] = DONE;
-    swapcontext(&ctx[cur], &sched);
+    _longjmp(scheduler.at, 1);
 }
 // ---- memory checks ------------------------------------------------------------------------
 // Plain arrays only below: a std:: container's methods are instrumented templates, which would
@@ -289,7 +314,7 @@ namespace emu {
 EMU_RAW static unsigned long long warp_op(int kind, unsigned mask, unsigned long long v, int arg, int w) {
     int t = cur;
     state[t] = WARP; wkind[t] = kind; wmask[t] = mask; wval[t] = v; warg[t] = arg; wwidth[t] = w;
-    swapcontext(&ctx[t], &sched);
+    wait_here();
     return wres[t];
 }
 // Lane `i`'s source lane for a shuffle of `kind` (-1: its own value, as CUDA gives past a segment).
@@ -407,28 +432,38 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
         watching = false;
         return;
     }
-    ctx.resize(nt); state.assign(nt, RUN); stacks.resize(nt * STACK);
-    wmask.assign(nt, 0); wkind.assign(nt, 0); warg.assign(nt, 0); wwidth.assign(nt, 32);
-    wval.assign(nt, 0); wres.assign(nt, 0);
+    reserve(nt);
+    for (unsigned t = 0; t < nt; ++t) {
+        wmask[t] = 0; wkind[t] = 0; warg[t] = 0; wwidth[t] = 32; wval[t] = 0; wres[t] = 0;
+    }
+    ucontext_t start;
+    getcontext(&start);
     watching = true;
     for (unsigned k = 0; k < nb && !err[0]; ++k) {
         unsigned id = order ? order[k] : k;
         blockIdx = dim3(id % g.x, (id / g.x) % g.y, id / (g.x * g.y));
         new_epoch();
         for (unsigned t = 0; t < nt; ++t) {
-            getcontext(&ctx[t]);
+            ctx[t] = start;
             ctx[t].uc_stack.ss_sp = &stacks[t * STACK];
             ctx[t].uc_stack.ss_size = STACK;
-            ctx[t].uc_link = &sched;
+            ctx[t].uc_link = nullptr;  // entry() never returns: it jumps to the scheduler
             makecontext(&ctx[t], entry, 0);
             state[t] = RUN;
+            started[t] = 0;
         }
         for (;;) {
             for (unsigned t = 0; t < nt && !err[0]; ++t) {
                 if (state[t] != RUN) continue;
                 cur = (int)t;
                 threadIdx = dim3(t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
-                swapcontext(&sched, &ctx[t]);
+                if (_setjmp(scheduler.at) == 0) {
+                    if (!started[t]) {
+                        started[t] = 1;
+                        setcontext(&ctx[t]);
+                    }
+                    _longjmp(resume[t].at, 1);
+                }
             }
             if (err[0]) break;
             bool moved = false;
@@ -454,7 +489,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
 }
 }
 extern "C" const char* emu_last_error() { return emu::err; }
-EMU_RAW static void __syncthreads() { emu::state[emu::cur] = emu::BAR; swapcontext(&emu::ctx[emu::cur], &emu::sched); }
+EMU_RAW static void __syncthreads() { emu::state[emu::cur] = emu::BAR; emu::wait_here(); }
 template <class T> static inline unsigned long long emu_bits(T v) {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
     unsigned long long b = 0; std::memcpy(&b, &v, sizeof(T)); return b;
@@ -598,7 +633,32 @@ static inline long long min(long long a, long long b) { return a < b ? a : b; }
 static inline long long max(long long a, long long b) { return a > b ? a : b; }
 static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
 static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
+static inline float min(float a, float b) { return a < b ? a : b; }
+static inline float max(float a, float b) { return a > b ? a : b; }
+static inline double min(double a, double b) { return a < b ? a : b; }
+static inline double max(double a, double b) { return a > b ? a : b; }
 static inline float __fdividef(float a, float b) { return a / b; }
+// Rounded arithmetic and bit intrinsics: the host's (round-to-nearest is the host's default)
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+static inline float __frcp_rn(float a) { return 1.0f / a; }
+static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+static inline float rsqrtf(float a) { return 1.0f / std::sqrt(a); }
+static inline float __saturatef(float a) { return a < 0.0f ? 0.0f : (a > 1.0f ? 1.0f : a); }
+static inline int __popc(unsigned v) { return __builtin_popcount(v); }
+static inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
+static inline int __clz(int v) { return v ? __builtin_clz((unsigned)v) : 32; }
+static inline int __clzll(long long v) { return v ? __builtin_clzll((unsigned long long)v) : 64; }
+static inline int __ffs(int v) { return __builtin_ffs(v); }
+static inline int __ffsll(long long v) { return __builtin_ffsll(v); }
+static inline unsigned __brev(unsigned v) {
+    unsigned r = 0;
+    for (int i = 0; i < 32; ++i) r |= ((v >> i) & 1u) << (31 - i);
+    return r;
+}
 // The fast-math intrinsics: the host's accurate functions (the emulator checks logic, not ulps)
 // (macros: glibc declares functions of these names for its own use)
 #define __expf(x) std::exp((float)(x))

@@ -428,9 +428,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     """`gpulab ex show NAME`: the statement, the learner's file and why it cannot run here, if so."""
     ex = catalog().get(args.name)
     ws = workspace(args)
-    why = ex.unavailable(machine())
+    inv = machine()
+    why = ex.unavailable(inv)
     if not why:
         ws.ensure(ex)
+    emulated = not why and ex.emulated(inv)
     if args.json:
         emit_json(
             {
@@ -438,10 +440,16 @@ def cmd_show(args: argparse.Namespace) -> int:
                 "statement": ex.statement,
                 "path": str(ws.path(ex)),
                 "unavailable": why,
+                "emulated": emulated,
             }
         )
         return 0
     print(f"{ex.order}. {ex.title}  ({ex.id}, lesson: {ex.lesson})\n")
     print(ex.statement)
     print(f"\nYour file: {ws.path(ex)}" if not why else f"\nThis machine cannot run it: {why}")
+    if emulated:
+        # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+        from gpulab.emulator.session import WHAT
+
+        print(f"Here it runs on the CUDA emulator: {WHAT}.")
     return 0

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulab.emulator.session import WHAT as EMULATED
 from gpulab.exercises.run_check import CheckResult
-
-EMULATED = "correctness only, no speed grade (no GPU with CuPy here)"
 
 
 def _num(value: float | None, unit: str) -> str:
@@ -222,7 +221,7 @@ def list_lines(rows: list[dict[str, Any]], workspace: str, device: str) -> list[
     """The `gpulab ex list` table: each exercise, its state and why it cannot run here."""
     lines = [f"Exercises  (your files: {workspace})", f"Device: {device}"]
     if any(r.get("emulated") for r in rows):
-        lines.append(f"CUDA C exercises run on the CPU emulator: {EMULATED}")
+        lines.append(f"No GPU with CuPy here: the CUDA C exercises run on the emulator, {EMULATED}")
     lines.append("")
     for r in rows:
         state = r["unavailable"] or standing(r)

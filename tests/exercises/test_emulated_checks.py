@@ -105,10 +105,15 @@ def test_the_list_says_where_they_run_and_what_passed_there(capsys):
     assert not rows["vector-add"]["emulated"]
     assert main(["ex", "list"]) == 0
     out = capsys.readouterr()[0]
-    assert "CUDA C exercises run on the CPU emulator: correctness only, no speed grade" in out
+    assert "the CUDA C exercises run on the emulator, correctness only, no speed grade" in out
     assert "first-kernel               passed on the emulator" in out
     assert "grid-2d                    not started, on the emulator" in out
     assert "needs CuPy" not in out
+    assert main(["ex", "show", "grid-2d"]) == 0
+    assert (
+        "Here it runs on the CUDA emulator: correctness only, no speed grade."
+        in (capsys.readouterr()[0])
+    )
 
 
 def test_a_check_on_the_emulator_leaves_no_cupy_behind(capsys):
