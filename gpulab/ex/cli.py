@@ -189,13 +189,14 @@ def list_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any, Any]
 def cmd_list(args: argparse.Namespace) -> int:
     """`gpulab ex list`: the track with each exercise's state."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
-    from gpulab.exercises.report import list_lines
+    from gpulab.exercises.report import NO_CUPY, list_lines
 
     rows, ws, inv = list_rows(args)
     if args.json:
         emit_json({"workspace": str(ws.root), "device": inv.label(), "exercises": rows})
         return 0
-    print("\n".join(list_lines(rows, str(ws.root), inv.label())))
+    no_cupy = f"CuPy cannot run here ({inv.reason('cupy')})" if inv.has_gpu else NO_CUPY
+    print("\n".join(list_lines(rows, str(ws.root), inv.label(), no_cupy)))
     return 0
 
 

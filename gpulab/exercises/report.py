@@ -196,6 +196,9 @@ def timing_lines(timing: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+NO_CUPY = "No GPU with CuPy here"  # why the CUDA C exercises run on the emulator, mostly
+
+
 def standing(row: dict[str, Any]) -> str:
     """An exercise's state for the list: "passing, best gold (81% of ceiling)", "passed on the
     emulator" (correctness only: never a grade), "failing (passed before)", and where it runs on
@@ -217,11 +220,14 @@ def standing(row: dict[str, Any]) -> str:
     return state
 
 
-def list_lines(rows: list[dict[str, Any]], workspace: str, device: str) -> list[str]:
-    """The `gpulab ex list` table: each exercise, its state and why it cannot run here."""
+def list_lines(
+    rows: list[dict[str, Any]], workspace: str, device: str, no_cupy: str = NO_CUPY
+) -> list[str]:
+    """The `gpulab ex list` table: each exercise, its state and why it cannot run here;
+    `no_cupy` says why the CUDA C exercises run on the emulator, where they do."""
     lines = [f"Exercises  (your files: {workspace})", f"Device: {device}"]
     if any(r.get("emulated") for r in rows):
-        lines.append(f"No GPU with CuPy here: the CUDA C exercises run on the emulator, {EMULATED}")
+        lines.append(f"{no_cupy}: the CUDA C exercises run on the emulator, {EMULATED}")
     lines.append("")
     for r in rows:
         state = r["unavailable"] or standing(r)
