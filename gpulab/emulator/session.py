@@ -19,9 +19,6 @@ from contextlib import contextmanager
 from gpulab.emulator.cuda import shuffled_blocks
 from gpulab.emulator.cupy_module import cupyx_modules, make
 
-WHAT = "correctness only, no speed grade"  # what a check on the emulator gives
-LABEL = f"emulator: {WHAT} (your CUDA C ran on the CPU emulator)"  # said with its pass
-DEVICE = "CUDA emulator (CPU)"
 # The correctness cases' big size on the emulator (api.Context.check_bytes): every thread is a
 # function call on one CPU core, so a quarter of a million floats, a few hundred blocks of a
 # typical launch, keeps a check near a second while a grid-stride loop still wraps many times

@@ -206,17 +206,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     The worker is the learner's warm one when there is one (started, and said so, when there is
     none; gpulab.runner.warm), so a repeat check costs the check, not a worker's start; with
     GPULAB_WARM_WORKER=0 each check starts and stops its own."""
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    # deferred: keeps `gpulab`'s start-up light: asyncio and the store load when a verb runs
     import asyncio
 
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.ex.session import Checker, record
-
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.loader import find
-    from gpulab.exercises.run_check import new_seed
-
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.exercises.outcome import new_seed
     from gpulab.runner.warm.remote import warm_client
 
     client = None if args.inline else warm_client(args.device, say=_say)
@@ -450,7 +445,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"\nYour file: {ws.path(ex)}" if not why else f"\nThis machine cannot run it: {why}")
     if emulated:
         # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
-        from gpulab.emulator.session import WHAT
+        from gpulab.exercises.outcome import EMULATED
 
-        print(f"Here it runs on the CUDA emulator: {WHAT}.")
+        print(f"Here it runs on the CUDA emulator: {EMULATED}.")
     return 0

@@ -742,6 +742,26 @@ def _uses_shared(launch: Launch) -> bool | None:
     return bool(_SHARED_ACCESS.search(body if body is not None else ptx))
 
 
+_SHUFFLE = re.compile(r"\b(shfl\.sync|redux\.sync)\b")
+
+
+def uses_shuffles(launch: Launch) -> bool | None:
+    """Whether a launch's kernel moves values between lanes, read from its PTX (NVRTC): a
+    `shfl.sync` or `redux.sync` instruction in the kernel or a device function it calls. A
+    shuffle in a comment, in `#if 0` or in a function nobody calls compiles to nothing. None
+    where the code cannot be read (no NVRTC, a kernel without C source)."""
+    source = getattr(launch.wrapper, "source", "")
+    if not source or launch.kind not in ("RawKernel", "RawModule"):
+        return None
+    ptx = _ptx_of(source)
+    if ptx is None:
+        return None
+    body = _ptx_entry(ptx, launch.kernel)
+    if body is None or re.search(r"\bcall(\.uni)?\b", body):
+        body = ptx  # a device function kept apart from the kernel: read them all
+    return bool(_SHUFFLE.search(body))
+
+
 def _ptx_of(source: str) -> str | None:
     try:
         compiled = nvrtc.compile_source(source, "sm_80")

@@ -224,6 +224,7 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
     """Inside the block, starting a thread or a process (where torch's modes do not follow)
     and, with `exits`, handing a tensor out through DLPack by any name, are refused: recorded
     in `calls` and raised. Calls made by the code of `exempt` packages (Triton's own) pass."""
+    # deferred: the process and pool modules load only where a check watches a call
     import concurrent.futures
     import multiprocessing
     import threading as _threading

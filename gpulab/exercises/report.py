@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.emulator.session import WHAT as EMULATED
-from gpulab.exercises.run_check import CheckResult
+from gpulab.exercises.outcome import EMULATED, CheckResult
 
 
 def _num(value: float | None, unit: str) -> str:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import pytest
 from test_app_snapshots import frozen_app, settle
 
-from gpulab.emulator.session import DEVICE, LABEL
-from gpulab.exercises.run_check import CaseRow, CheckResult
+from gpulab.exercises.outcome import EMULATED_DEVICE, EMULATED_LABEL, CaseRow, CheckResult
 
 TIMING = {
     "metric": "GB/s",
@@ -55,8 +54,8 @@ def emulated() -> CheckResult:
     """A pass on the CUDA emulator: correctness only, said so, no grade."""
     cases = [CaseRow(f"n={n}", True) for n in (1, 2, 31, 33, 1023, 1025, 10257)]
     return CheckResult(
-        "first-kernel", "pass", f"all 7 input sets correct (seed 5); {LABEL}", 5, "x.py",
-        cases=cases, grade="pass", device=DEVICE, emulated=True, seconds=0.31,
+        "first-kernel", "pass", f"all 7 input sets correct (seed 5); {EMULATED_LABEL}", 5, "x.py",
+        cases=cases, grade="pass", device=EMULATED_DEVICE, emulated=True, seconds=0.31,
     )  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from gpulab.ex import cli as ex_cli
 from gpulab.ex import commands as ex_commands
 from gpulab.exercises import job
 from gpulab.exercises.loader import find, load_catalog
+from gpulab.exercises.outcome import EMULATED_DEVICE
 from gpulab.exercises.progress import Progress
 from gpulab.exercises.workspace import Workspace
 from gpulab.store.database import Store
@@ -84,7 +85,7 @@ def test_the_reference_passes_and_every_wrong_fails_on_the_emulator(capsys, ex):
     check = data["check"]
     assert code == 0, f"{ex.id}: {check['message']}"
     assert check["emulated"] and check["timing"] is None
-    assert LABEL in check["message"] and check["device"] == emulator.DEVICE
+    assert LABEL in check["message"] and check["device"] == EMULATED_DEVICE
     assert data["progress"]["emulator_passed"] and data["progress"]["best_grade"] is None
     for path in _known_wrong(ex):
         code, data = _check(capsys, ex, path)

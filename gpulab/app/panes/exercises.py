@@ -367,7 +367,7 @@ class ExercisesPane(Widget):
     async def _check(self, ex: Exercise, runner: Any) -> None:
         # deferred: the grader (NumPy) loads with the first check
         from gpulab.ex.session import Checker, record
-        from gpulab.exercises.run_check import FAIL, CheckResult, new_seed
+        from gpulab.exercises.outcome import FAIL, CheckResult, new_seed
 
         def on_event(event: dict[str, Any]) -> None:
             if event.get("type") == ev.PROGRESS and self.checking:
