@@ -1,13 +1,14 @@
-"""The CPU stand-in for RawKernel that the kernel track's tests rely on (gpulab/testing)."""
+"""The CUDA emulator (gpulab/emulator): what `gpulab ex check` runs CUDA C on without a GPU, and
+what the kernel track's tests rely on."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gpulab.testing import cuda_emu, fake_cupy
+from gpulab.emulator import cuda, cupy_module, toolchain
 
-pytestmark = pytest.mark.skipif(cuda_emu.compiler() is None, reason="no host C++ compiler")
+pytestmark = pytest.mark.skipif(toolchain.compiler() is None, reason="no host C++ compiler")
 
 SHIFT = r"""
 extern "C" __global__ void shift(const float* a, float* out, int n) {
@@ -21,7 +22,7 @@ extern "C" __global__ void shift(const float* a, float* out, int n) {
 
 
 def _shift(barrier: str) -> np.ndarray:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     a = cp.asarray(np.arange(128, dtype=np.float32) + 1)
     out = cp.full(128, np.nan, dtype=np.float32)
     cp.RawKernel(SHIFT.replace("BARRIER", barrier), "shift")((2,), (64,), (a, out, np.int32(128)))
@@ -34,39 +35,133 @@ def test_threads_meet_at_the_barrier() -> None:
     assert np.array_equal(out, want)
 
 
-def test_a_missing_barrier_reads_stale_shared_memory_every_time() -> None:
-    for _ in range(2):
-        out = _shift("")
-        # thread t of block 1 reads s[t + 1] before its neighbour stored a[65 + t] there, so it
-        # gets what block 0 left, a[t + 1] = t + 2, every time
-        assert np.array_equal(out[64:127], np.arange(63) + 2)
+def test_a_missing_barrier_is_a_shared_memory_race_named_like_racecheck() -> None:
+    # thread 0 reads s[1] before thread 1, its neighbour in the same warp, stores there
+    with pytest.raises(cuda.EmulatorError) as err:
+        _shift("")
+    message = str(err.value)
+    assert message.startswith("kernel shift: block (0,0,0), thread (1,0,0): shared-memory race")
+    assert "on s[1]: thread (0,0,0) reads it and thread (1,0,0) writes it" in message
+    assert "write-after-read hazard" in message and "lockstep" in message
+    assert "\n" not in message
+
+
+RAW = r"""
+extern "C" __global__ void neighbours(float* out) {
+    __shared__ float tile[4][64];
+    int t = threadIdx.x;
+    tile[1][t] = (float)t;
+    SYNC
+    out[t] = tile[1][(t + 32) % 64];
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("sync", "hazard"), [("", "write-after-read"), ("__syncwarp();", "read-after-write")]
+)
+def test_another_warps_slot_needs_a_barrier(sync: str, hazard: str) -> None:
+    """Thread 0 reads tile[1][32], which thread 32 of another warp writes in the same barrier
+    interval (after the read without a meeting point, before it with one): a __syncwarp()
+    orders a warp's own lanes only."""
+    cp = cupy_module.make()
+    out = cp.zeros(64, dtype=np.float32)
+    with pytest.raises(cuda.EmulatorError) as err:
+        cp.RawKernel(RAW.replace("SYNC", sync), "neighbours")((1,), (64,), (out,))
+    message = str(err.value)
+    assert "race on tile[1][32]: thread (0,0,0) reads it and thread (32,0,0) writes it" in message
+    assert f"a {hazard} hazard" in message
+    assert "lockstep" not in message  # two warps: only a barrier orders them
+    cp.RawKernel(RAW.replace("SYNC", "__syncthreads();"), "neighbours")((1,), (64,), (out,))
+    assert np.array_equal(out, (np.arange(64) + 32) % 64)
+
+
+HISTOGRAM = r"""
+extern "C" __global__ void hist(const int* x, unsigned int* bins, int n) {
+    __shared__ unsigned int h[8];
+    int t = threadIdx.x;
+    if (t < 8) h[t] = 0;
+    __syncthreads();
+    int i = blockIdx.x * blockDim.x + t;
+    if (i < n) atomicAdd(&h[x[i] % 8], 1u);
+    __syncthreads();
+    if (t < 8) atomicAdd(&bins[t], h[t]);
+}
+"""
+
+
+def test_shared_atomics_are_no_race() -> None:
+    cp = cupy_module.make()
+    x = cp.asarray(np.arange(100, dtype=np.int32))
+    bins = cp.zeros(8, dtype=np.uint32)
+    cp.RawKernel(HISTOGRAM, "hist")((4,), (32,), (x, bins, np.int32(100)))
+    assert np.array_equal(bins, np.bincount(np.arange(100) % 8))
+
+
+OOB = r"""
+extern "C" __global__ void copy(const float* a, float* out, int n, int shift) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i + shift];
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("shift", "words"),
+    [
+        (1, "thread (3,0,0): out-of-bounds read: read past the end of a's allocation, at a[20], "
+            "1 element after its last element a[19] (compute-sanitizer: Invalid __global__ read "
+            "of size 4)"),
+        (-2, "block (0,0,0), thread (0,0,0): out-of-bounds read: read before the start of a's "
+             "allocation, at a[-2], 2 elements before its first element a[0]"),
+        (100_000, "thread (0,0,0): out-of-bounds read: read past the end of a's allocation, at "
+                  "a[100000], 99981 elements after"),
+    ],
+)  # fmt: skip
+def test_an_index_outside_the_allocation_stops_the_kernel_naming_it(shift: int, words: str):
+    cp = cupy_module.make()
+    a = cp.asarray(np.arange(20, dtype=np.float32))
+    out = cp.full(20, np.nan, dtype=np.float32)
+    with pytest.raises(cuda.EmulatorError) as err:
+        cp.RawKernel(OOB, "copy")((4,), (8,), (a, out, np.int32(20), np.int32(shift)))
+    assert str(err.value).startswith("kernel copy: block (")
+    assert words in str(err.value)
+
+
+def test_a_view_is_checked_against_the_allocation_it_points_into() -> None:
+    """A view's neighbours in its own allocation are the program's to read, as on a GPU (the
+    kernel checks' guard buffers rely on it); past the allocation is an error."""
+    cp = cupy_module.make()
+    buf = cp.asarray(np.arange(30, dtype=np.float32))
+    out = cp.zeros(20, dtype=np.float32)
+    k = cp.RawKernel(OOB, "copy")
+    k((4,), (8,), (buf[5:25], out, np.int32(20), np.int32(-5)))
+    assert np.array_equal(out, np.arange(20))
+    with pytest.raises(
+        cuda.EmulatorError, match=r"at a\[25\], 1 element after its last element a\[24\]"
+    ):
+        k((4,), (8,), (buf[5:25], out, np.int32(20), np.int32(6)))
 
 
 def test_scalars_must_have_the_parameters_exact_type() -> None:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     k = cp.RawKernel(SHIFT.replace("BARRIER", ""), "shift")
     a = cp.zeros(64, dtype=np.float32)
-    with pytest.raises(cuda_emu.EmulatorError, match=r"takes int: pass np.int32"):
+    with pytest.raises(cuda.EmulatorError, match=r"takes int: pass np.int32"):
         k((1,), (64,), (a, a, 64))
-    with pytest.raises(cuda_emu.EmulatorError, match="1024"):
+    with pytest.raises(cuda.EmulatorError, match="1024"):
         k((1,), (2048,), (a, a, np.int32(64)))
 
 
-def test_allocations_are_padded_like_the_pool() -> None:
-    cp = fake_cupy.make()
-    a = cp.empty(3, dtype=np.float32)
-    assert a.base is not None and a.base.nbytes >= fake_cupy.PAD_BYTES
-
-
 def test_elementwise_kernel_pastes_the_operation_into_a_loop() -> None:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     k = cp.ElementwiseKernel("float32 s, T x", "T y", "y = s * x + (T)i", "affine")
     x = cp.asarray(np.array([1, 2, 3], dtype=np.float32))
     assert np.array_equal(k(np.float32(2), x), [2, 5, 8])
 
 
 def test_reduction_kernel_over_everything_and_over_rows() -> None:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     k = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "norm")
     x = cp.asarray(np.array([[3, 4], [6, 8]], dtype=np.float32))
     assert float(k(x)) == pytest.approx(np.sqrt(125))
@@ -89,19 +184,24 @@ extern "C" __global__ void twice(const float* a, float* out, int n4) {
 
 
 def test_vector_types_and_dynamic_shared_memory() -> None:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     a = cp.asarray(np.arange(64, dtype=np.float32))
     out = cp.full(64, np.nan, dtype=np.float32)
     k = cp.RawKernel(VECTOR, "twice")
     assert k.shared_size_bytes == 0  # `extern __shared__` is sized by the launch, not the source
     k((2,), (8,), (a, out, np.int32(16)), shared_mem=8 * 4)
     assert np.array_equal(out, 2 * np.arange(64))
-    with pytest.raises(cuda_emu.EmulatorError, match="dynamic shared memory"):
+    with pytest.raises(cuda.EmulatorError, match="dynamic shared memory"):
         k((1,), (8,), (a, out, np.int32(16)), shared_mem=1 << 20)
+    with pytest.raises(cuda.EmulatorError) as err:  # 8 threads, room for 4 floats
+        k((2,), (8,), (a, out, np.int32(16)), shared_mem=4 * 4)
+    assert "thread (4,0,0): out-of-bounds write of buf[4], past the 16 bytes of dynamic shared" in (
+        str(err.value)
+    )
 
 
 def test_raw_module_fuse_and_events() -> None:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     mod = cp.RawModule(code=VECTOR)
     a = cp.asarray(np.ones(8, dtype=np.float32))
     out = cp.zeros(8, dtype=np.float32)
@@ -129,7 +229,7 @@ extern "C" __global__ void warp_sums(const float* x, float* out) {
 
 
 def _warp_sums(step: str, threads: int = 64) -> np.ndarray:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     x = cp.asarray(np.arange(2 * threads, dtype=np.float32))
     out = cp.full(2 * threads // 32, np.nan, dtype=np.float32)
     k = cp.RawKernel(WARP_SUM.replace("STEP", step), "warp_sums")
@@ -164,19 +264,19 @@ def test_shuffle_up_and_broadcast_follow_cuda_at_the_edges() -> None:
 
 
 def test_a_mask_that_leaves_the_caller_out_is_an_error() -> None:
-    with pytest.raises(cuda_emu.EmulatorError, match=r"mask 0x0000ffff, which leaves that lane"):
+    with pytest.raises(cuda.EmulatorError, match=r"mask 0x0000ffff, which leaves that lane"):
         _warp_sums("for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffu, v, o);")
 
 
 def test_reading_a_lane_outside_the_mask_is_an_error() -> None:
     step = "if ((t & 31) < 16) v += __shfl_down_sync(0xffffu, v, 16);"
-    with pytest.raises(cuda_emu.EmulatorError, match="leaves lane 16 out"):
+    with pytest.raises(cuda.EmulatorError, match="leaves lane 16 out"):
         _warp_sums(step)
 
 
 def test_a_lane_that_returned_before_a_full_mask_shuffle_is_an_error() -> None:
     step = "if ((t & 31) == 31) return; v += __shfl_down_sync(0xffffffffu, v, 1);"
-    with pytest.raises(cuda_emu.EmulatorError, match="had already returned"):
+    with pytest.raises(cuda.EmulatorError, match="had already returned"):
         _warp_sums(step)
 
 
@@ -200,16 +300,39 @@ extern "C" __global__ void last_warp(const float* x, float* out) {
 """
 
 
-@pytest.mark.parametrize("sync, right", [("__syncwarp();", True), ("", False)])
-def test_a_last_warp_unroll_needs_syncwarp(sync: str, right: bool) -> None:
+SPLIT = """{
+        float s = v[t] + v[t + OFF]; __syncwarp();
+        v[t] = s; __syncwarp(); }"""
+
+
+@pytest.mark.parametrize(
+    ("sync", "race"),
+    [
+        ("", "sm[1]: thread (0,0,0) reads it and thread (1,0,0) writes it"),
+        ("__syncwarp();", "sm[16]: thread (0,0,0) reads it and thread (16,0,0) writes it"),
+        ("split", None),
+    ],
+)
+def test_a_last_warp_unroll_needs_syncwarp_between_read_and_write(sync: str, race: str | None):
     """Independent thread scheduling: without __syncwarp() lane 0 may run all its steps before
-    lane 16 did its first, and here it always does."""
-    cp = fake_cupy.make()
+    lane 16 did its first, and here it always does; with one after each step, lane 16 still
+    overwrites the slot lane 0 reads in the same step. Reading, __syncwarp(), writing is right."""
+    source = UNROLL.replace("SYNC", "" if sync == "split" else sync)
+    if sync == "split":
+        for off in (32, 16, 8, 4, 2, 1):
+            step = f"v[t] += v[t + {off}];"
+            source = source.replace(step, SPLIT.replace("OFF", str(off)))
+    cp = cupy_module.make()
     x = cp.asarray(np.arange(64, dtype=np.float32))
     out = cp.zeros(1, dtype=np.float32)
-    k = cp.RawKernel(UNROLL.replace("SYNC", sync), "last_warp")
-    k((1,), (64,), (x, out))
-    assert (float(out[0]) == 2016.0) is right
+    k = cp.RawKernel(source, "last_warp")
+    if race is None:
+        k((1,), (64,), (x, out))
+        assert float(out[0]) == 2016.0
+        return
+    with pytest.raises(cuda.EmulatorError, match="lockstep") as err:
+        k((1,), (64,), (x, out))
+    assert race in str(err.value)
 
 
 def test_static_shared_memory_is_sized_like_a_compiler() -> None:
@@ -220,9 +343,9 @@ extern "C" __global__ void a(float* x) { __shared__ float tree[BLOCK]; __shared_
 extern "C" __global__ void b(float* x) { __shared__ volatile unsigned int flag; }
 extern "C" __global__ void c(float* x, int n) { x[0] = 1.0f; }
 """
-    assert cuda_emu.static_shared_bytes(src, "a") == 256 * 4 + 8 * 2 * 8
-    assert cuda_emu.static_shared_bytes(src, "b") == 4
-    assert cuda_emu.static_shared_bytes(src, "c") == 0
+    assert cuda.static_shared_bytes(src, "a") == 256 * 4 + 8 * 2 * 8
+    assert cuda.static_shared_bytes(src, "b") == 4
+    assert cuda.static_shared_bytes(src, "c") == 0
 
 
 ATOMIC_SUM = r"""
@@ -233,7 +356,7 @@ extern "C" __global__ void total(const float* x, float* out) {
 
 
 def test_shuffled_blocks_change_a_float_atomic_sum_from_run_to_run() -> None:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     rng = np.random.default_rng(3)
     x = cp.asarray((rng.standard_normal(64 * 32) * 1e3).astype(np.float32))
     k = cp.RawKernel(ATOMIC_SUM, "total")
@@ -244,7 +367,7 @@ def test_shuffled_blocks_change_a_float_atomic_sum_from_run_to_run() -> None:
         return float(out[0])
 
     assert len({once() for _ in range(3)}) == 1  # blocks in order: the same order every run
-    with cuda_emu.shuffled_blocks(seed=1):
+    with cuda.shuffled_blocks(seed=1):
         assert len({once() for _ in range(6)}) > 1
 
 
@@ -257,7 +380,7 @@ extern "C" __global__ void h(float* out) {
     out[0] = __half2float(acc);
 }
 """
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     out = cp.zeros(1, dtype=np.float32)
     cp.RawKernel(src, "h")((1,), (1,), (out,))
     assert float(out[0]) == 2048.0  # 2049 is not a float16: the spacing there is 2
@@ -283,7 +406,7 @@ extern "C" __global__ void __launch_bounds__(96) warp(const float* a, float* out
 
 
 def test_warp_shuffles_exchange_within_each_warp() -> None:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     a = cp.asarray(np.arange(192, dtype=np.float32))
     out = cp.full(192, np.nan, dtype=np.float32)
     lanes = cp.full(384, -1, dtype=np.int32)
@@ -300,7 +423,7 @@ def test_warp_shuffles_exchange_within_each_warp() -> None:
 
 
 def test_a_shuffle_only_some_lanes_reach_is_refused() -> None:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     src = r"""
 extern "C" __global__ void split(float* out) {
     float v = 1.0f;
@@ -310,5 +433,17 @@ extern "C" __global__ void split(float* out) {
 }
 """
     out = cp.zeros(32, dtype=np.float32)
-    with pytest.raises(cuda_emu.EmulatorError, match="waits for lanes that wait at __syncthreads"):
+    with pytest.raises(cuda.EmulatorError, match="waits for lanes that wait at __syncthreads"):
         cp.RawKernel(src, "split")((1,), (32,), (out,))
+
+
+def test_a_compile_error_is_one_line_naming_the_kernel_lines() -> None:
+    cp = cupy_module.make()
+    out = cp.zeros(4, dtype=np.float32)
+    broken = OOB.replace("out[i] = a[i + shift];", "out[i] = __no_such_builtin(a[i + shift]);")
+    with pytest.raises(cuda.EmulatorError) as err:
+        cp.RawKernel(broken, "copy")((1,), (4,), (out, out, np.int32(4), np.int32(0)))
+    message = str(err.value)
+    assert message.startswith("your CUDA C does not compile (emulator, host C++ compiler): ")
+    assert "kernel source line 4: " in message and "__no_such_builtin" in message
+    assert "a CUDA built-in the emulator does not provide" in message and "\n" not in message

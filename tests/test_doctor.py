@@ -337,11 +337,12 @@ def test_cupy_that_sees_no_gpu_is_broken():
 def test_the_probe_kernel_compiles_and_gives_2x_plus_1(monkeypatch):
     """The probe's CUDA C through NVRTC (where it is installed: CI has the wheel) and run on the
     CUDA emulator through the fake CuPy: the check the GPU path makes, on the CPU."""
-    from gpulab.testing import cuda_emu, fake_cupy, nvrtc
+    from gpulab.emulator import toolchain
+    from gpulab.testing import fake_cupy, nvrtc
 
     if nvrtc.available():
         assert nvrtc.compile_errors(probe.KERNEL) is None
-    if cuda_emu.compiler() is None:
+    if toolchain.compiler() is None:
         pytest.skip("no host C++ compiler for the CUDA emulator")
     cupy = fake_cupy.install(monkeypatch)
 
@@ -428,3 +429,21 @@ def test_the_counter_setting_is_read_from_the_driver_params(tmp_path):
     params.write_text("RmProfilingAdminOnly: 1\n")
     assert counters_admin_only(params) is True
     assert counters_admin_only(tmp_path / "none") is None
+
+
+def test_the_emulator_needs_a_cpp_compiler_and_says_so():
+    facts = healthy()
+    result = verdicts(facts)
+    assert result["emulator"].status == ck.OK and "/usr/bin/g++" in result["emulator"].message
+    facts["emulator"] = {"compiler": None, "missing": "no C++ compiler (g++ or clang++)",
+                         "fix": "sudo apt install g++"}  # fmt: skip
+    result = verdicts(facts)  # CuPy runs on this box: nothing lost without it
+    assert result["emulator"].status == ck.SKIP and "not needed" in result["emulator"].message
+    facts["nvml"] = {"loaded": False, "absent": True, "error": "no NVIDIA driver"}
+    del facts["probe"]["cupy"]
+    result = verdicts(facts)
+    assert result["emulator"].status == ck.WARN and result["emulator"].fix == "sudo apt install g++"
+    assert "no C++ compiler (g++ or clang++): the CUDA C exercises cannot run here" in (
+        result["emulator"].message
+    )
+    assert not ck.broken(list(result.values()))

@@ -26,16 +26,15 @@ from test_kernel_track import (
     _sources,
 )
 
-from gpulab.testing import cuda_emu, fake_cupy, nvrtc
+from gpulab.emulator import cuda, toolchain
+from gpulab.testing import fake_cupy, nvrtc
 
 
 @pytest.fixture(scope="module")
 def _emulated_experts() -> None:
-    if cuda_emu.compiler() is None:
+    if toolchain.compiler() is None:
         pytest.skip("no host C++ compiler for the CUDA emulator")
-    cuda_emu.prebuild(
-        [code for f in KERNELS for code, _ in _sources(f, [f / "expert.py"]).values()]
-    )
+    cuda.prebuild([code for f in KERNELS for code, _ in _sources(f, [f / "expert.py"]).values()])
 
 
 @pytest.fixture

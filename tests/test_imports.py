@@ -196,6 +196,7 @@ def test_the_cycle_finder_finds_one():
 # its own (and from itself). `gpulab` itself (its __init__: the version) sits under them all.
 LAYERS: list[set[str]] = [
     {"gpulab"},
+    {"emulator"},
     {"core"},
     {"render", "telemetry"},
     {"experiments", "store"},

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.util
-import itertools
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -25,15 +22,15 @@ import numpy as np
 import pytest
 import yaml
 
+from gpulab.emulator import cuda, toolchain
 from gpulab.exercises import api
 from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.run_check import run_check
 from gpulab.lessons.catalog import default_catalog
-from gpulab.testing import cuda_emu, fake_cupy, nvrtc
+from gpulab.testing import fake_cupy, kernel_sources, nvrtc
 
 CATALOG = Path(__file__).resolve().parent.parent / "gpulab" / "exercises" / "catalog"
 _FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
-_count = itertools.count()
 
 
 def _front(folder: Path) -> dict[str, Any]:
@@ -53,27 +50,13 @@ _EXERCISES = {ex.folder.name: ex for ex in load_catalog()}
 IDS = [p.name for p in KERNELS]
 
 
-def _variants(folder: Path) -> list[Path]:
-    return [
-        folder / "starter.py",
-        folder / "solution.py",
-        *sorted(folder.glob("right/*.py")),
-        *sorted(folder.glob("wrong/*.py")),
-        *sorted(folder.glob("race/*.py")),
-        *sorted(folder.glob("slow/*.py")),
-    ]
-
-
 def _header(path: Path) -> tuple[str, str]:
     """A variant's first two lines: `# expect: ...` (or `# why: ...`), and `# gpu-only: ...`."""
     return tuple((path.read_text().splitlines() + ["", ""])[:2])  # type: ignore[return-value]
 
 
-def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_kt_{next(_count)}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+_load = kernel_sources.load
+_sources = kernel_sources.sources
 
 
 def _ctx(seed: int = 7) -> api.Context:
@@ -99,7 +82,7 @@ def _grade(folder: Path, solution: Path, seed: int = 7) -> str | None:
     the file passes, else the failure message."""
     ex = dataclasses.replace(_EXERCISES[folder.name], timed=False)
     in_order = folder.name not in SHUFFLED
-    order = contextlib.nullcontext() if in_order else cuda_emu.shuffled_blocks(seed)
+    order = contextlib.nullcontext() if in_order else cuda.shuffled_blocks(seed)
     with order:
         result = run_check(ex, solution, seed, _ctx(seed))
     return None if result.verdict == "pass" else result.message
@@ -134,44 +117,12 @@ def test_front_matter(folder: Path) -> None:
     assert "TODO" in (folder / "starter.py").read_text()
 
 
-def _sources(folder: Path, paths: list[Path] | None = None) -> dict[str, tuple[str, str]]:
-    """Every RawKernel source the folder's Python files build, by "file:kernel"."""
-    found: dict[str, tuple[str, str]] = {}
-    extra = fake_cupy.cupyx_modules()
-    saved = {name: sys.modules.get(name) for name in ("cupy", *extra)}
-    sys.modules.update(extra)
-    try:
-        for path in paths or _variants(folder):
-            mod = fake_cupy.make()
-
-            class Recorder(cuda_emu.RawKernel):
-                def __init__(self, code: str, name: str, *a: Any, _p: Path = path, **kw: Any):
-                    super().__init__(code, name, *a, **kw)
-                    found[f"{_p.relative_to(folder)}:{name}"] = (code, name)
-
-            class Module(fake_cupy.RawModule):
-                def get_function(self, name: str, _k: type = Recorder) -> Any:
-                    return _k(self.code, name)
-
-            mod.RawKernel = Recorder
-            mod.RawModule = Module
-            sys.modules["cupy"] = mod
-            _load(path)
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
-    return found
-
-
 @pytest.fixture(scope="module")
 def _emulated() -> None:
     """Every kernel of the track compiled for the emulator in one compiler run."""
-    if cuda_emu.compiler() is None:
+    if toolchain.compiler() is None:
         pytest.skip("no host C++ compiler for the CUDA emulator")
-    cuda_emu.prebuild([code for f in KERNELS for code, _ in _sources(f).values()])
+    kernel_sources.prebuild(KERNELS)
 
 
 @pytest.mark.parametrize("folder", KERNELS, ids=IDS)

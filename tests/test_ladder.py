@@ -17,9 +17,10 @@ import pytest
 from test_kernel_track import _grade, _sources
 
 from gpulab.cli import main
+from gpulab.emulator import cuda, toolchain
 from gpulab.exercises import ladder
 from gpulab.exercises.loader import load_catalog
-from gpulab.testing import cuda_emu, fake_cupy, nvrtc
+from gpulab.testing import fake_cupy, nvrtc
 
 EX = load_catalog().get("matmul-tiled")
 FOLDER = EX.folder
@@ -36,9 +37,9 @@ NAMES = [
 
 @pytest.fixture(scope="module")
 def _emulated_rungs() -> None:
-    if cuda_emu.compiler() is None:
+    if toolchain.compiler() is None:
         pytest.skip("no host C++ compiler for the CUDA emulator")
-    cuda_emu.prebuild([code for code, _ in _sources(FOLDER, _paths()).values()])
+    cuda.prebuild([code for code, _ in _sources(FOLDER, _paths()).values()])
 
 
 @pytest.fixture

@@ -11,17 +11,17 @@ import pytest
 
 from gpulab.benchmark import targets as bench_targets
 from gpulab.core.devices import detect
+from gpulab.emulator import cuda, cupy_module, toolchain
 from gpulab.exercises.loader import load_catalog
 from gpulab.experiments import numerics, registry, warp_shuffle
 from gpulab.experiments.inline import run_job
 from gpulab.lessons.catalog import default_catalog
-from gpulab.testing import cuda_emu, fake_cupy
 
 CHAPTERS = {
     "warp-primitives": ("warp-shuffle", "warp-argmax"),
     "numerics": ("numerics", "deterministic-sum"),
 }
-emulated = pytest.mark.skipif(cuda_emu.compiler() is None, reason="no host C++ compiler")
+emulated = pytest.mark.skipif(toolchain.compiler() is None, reason="no host C++ compiler")
 
 
 @pytest.mark.parametrize("lesson_id", sorted(CHAPTERS))
@@ -59,7 +59,7 @@ def test_warp_shuffle_refuses_in_one_line_without_cupy() -> None:
 @pytest.mark.parametrize("cid", sorted(warp_shuffle.KERNELS))
 @pytest.mark.parametrize("per", [1, 3])
 def test_warp_shuffle_kernels_sum_every_element_once(cid: str, per: int) -> None:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     n = 5000
     x = cp.asarray(np.arange(n, dtype=np.float32) % 7 + 1)
     blocks = warp_shuffle.blocks_for(n, per)
@@ -67,7 +67,7 @@ def test_warp_shuffle_kernels_sum_every_element_once(cid: str, per: int) -> None
     src, name = warp_shuffle.KERNELS[cid]
     cp.RawKernel(src, name)((blocks,), (warp_shuffle.THREADS,), (x, partial, np.int64(n)))
     assert float(partial.astype(np.float64).sum()) == float(x.astype(np.float64).sum())
-    assert cuda_emu.static_shared_bytes(src, name) == (1024 if cid == "shared-tree" else 32)
+    assert cuda.static_shared_bytes(src, name) == (1024 if cid == "shared-tree" else 32)
 
 
 def test_warp_shuffle_tolerance_grows_with_the_work_per_thread() -> None:
@@ -76,7 +76,7 @@ def test_warp_shuffle_tolerance_grows_with_the_work_per_thread() -> None:
 
 @emulated
 def test_numerics_atomic_sum_moves_with_block_order_and_the_fixed_order_does_not() -> None:
-    cp = fake_cupy.make()
+    cp = cupy_module.make()
     mod = cp.RawModule(code=numerics.SUMS)
     rng = np.random.default_rng(1)
     n, blocks = 40_000, 40
@@ -85,7 +85,7 @@ def test_numerics_atomic_sum_moves_with_block_order_and_the_fixed_order_does_not
     partial = cp.empty(blocks, dtype=np.float32)
     atomic, parts = mod.get_function("atomic_sum"), mod.get_function("partial_sums")
     seen: dict[str, set[bytes]] = {"atomic": set(), "fixed": set()}
-    with cuda_emu.shuffled_blocks(seed=4):
+    with cuda.shuffled_blocks(seed=4):
         for _ in range(6):
             out[...] = 0
             atomic((blocks,), (256,), (x, out, np.int64(n)))

@@ -13,15 +13,21 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from typing import Any
 
+from gpulab.emulator import toolchain
+
 CUPY_HINT = "pip install 'gpulab[cuda12]' (CUDA 12 driver) or 'gpulab[cuda13]' (CUDA 13 driver)"
+
+
+# The CUDA emulator (gpulab.emulator) as a backend: it runs the CUDA C exercises where CuPy cannot.
+EMULATOR = "emulator"
 
 
 @dataclass
 class Backend:
-    """One compute backend (numpy, torch-cpu, torch-cuda, cupy): whether it can run here, and why
-    not."""
+    """One compute backend (numpy, torch-cpu, torch-cuda, cupy, emulator): whether it can
+    run here, and why not."""
 
-    name: str  # numpy, torch-cpu, torch-cuda, cupy
+    name: str  # numpy, torch-cpu, torch-cuda, cupy, emulator
     available: bool
     version: str = ""
     reason: str = ""  # why unavailable, in one line a learner can act on
@@ -165,6 +171,7 @@ def detect() -> Inventory:
         inv.versions["driver_cuda"] = inv.driver_cuda
     _detect_torch(inv, driver_error)
     _detect_cupy(inv, driver_error)
+    inv.backends[EMULATOR] = emulator_backend()
     if not inv.has_gpu:
         inv.gpu_reason = (
             "CUDA_VISIBLE_DEVICES hides every GPU"
@@ -172,6 +179,12 @@ def detect() -> Inventory:
             else driver_error or inv.reason("torch-cuda") or inv.reason("cupy") or "no usable GPU"
         )
     return inv
+
+
+def emulator_backend() -> Backend:
+    """The CUDA emulator: available where there is a host C++ compiler to build kernels with."""
+    cxx = toolchain.compiler()
+    return Backend(EMULATOR, cxx is not None, cxx or "", reason=toolchain.missing())
 
 
 def _detect_torch(inv: Inventory, driver_error: str) -> None:

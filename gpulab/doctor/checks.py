@@ -256,6 +256,31 @@ def check_cupy(facts: dict[str, Any]) -> Check:
     )
 
 
+def check_emulator(facts: dict[str, Any]) -> Check:
+    """Whether the CUDA emulator can build kernels (it needs a host C++ compiler): where CuPy
+    cannot run, it is what runs the CUDA C exercises, correctness only."""
+    emu = facts.get("emulator", {})
+    title = "CUDA emulator"
+    cupy_runs = check_cupy(facts).status == OK
+    use = (
+        "for the CUDA C exercises where CuPy cannot run"
+        if cupy_runs
+        else "runs the CUDA C exercises here (correctness only, no speed grade)"
+    )
+    if emu.get("compiler"):
+        return Check("emulator", title, OK, f"{emu['compiler']}: {use}")
+    why = emu.get("missing") or "no C++ compiler (g++ or clang++)"
+    if cupy_runs:
+        return Check("emulator", title, SKIP, f"{why}; not needed while CuPy runs the kernels")
+    return Check(
+        "emulator",
+        title,
+        WARN,
+        f"{why}: the CUDA C exercises cannot run here (the emulator compiles them with it)",
+        emu.get("fix", ""),
+    )
+
+
 def _gpu_step(facts: dict[str, Any], check_id: str, title: str, key: tuple[str, str]) -> Check:
     """A probe step that ran (or not) on the GPU: a kernel, a pinned buffer."""
     probe = facts.get("probe", {})
@@ -394,6 +419,7 @@ def evaluate(facts: dict[str, Any]) -> list[Check]:
         check_driver(facts),
         check_torch(facts),
         check_cupy(facts),
+        check_emulator(facts),
         *check_kernels(facts),
         check_pinned(facts),
         check_worker(facts),

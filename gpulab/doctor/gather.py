@@ -200,6 +200,14 @@ def nvtools_facts() -> dict[str, Any]:
     }
 
 
+def emulator_facts() -> dict[str, Any]:
+    """The host C++ compiler the CUDA emulator builds kernels with (None when absent), and why
+    not with the fix."""
+    from gpulab.emulator import toolchain  # deferred: loaded when the doctor gathers
+
+    return {"compiler": toolchain.compiler(), "missing": toolchain.absent(), "fix": toolchain.FIX}
+
+
 async def gather_async(nvml: Any = None) -> dict[str, Any]:
     """Every fact the doctor judges: NVML, a probe process and a worker."""
     probe, worker = await asyncio.gather(probe_facts(), worker_facts())
@@ -210,6 +218,7 @@ async def gather_async(nvml: Any = None) -> dict[str, Any]:
         **dirs_facts(),
         "terminal": terminal_facts(),
         "nvtools": nvtools_facts(),
+        "emulator": emulator_facts(),
         "env": {
             k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GPULAB_WORKDIR") if k in os.environ
         },

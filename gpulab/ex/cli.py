@@ -201,6 +201,8 @@ def list_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any, Any]
                 "attempts": p.attempts if p else 0,
                 "available": not why,
                 "unavailable": why,
+                "emulated": not why and ex.emulated(inv),
+                "emulator_passed": bool(p and p.emulator_passed),
             }
         )
     return rows, ws, inv
@@ -209,13 +211,14 @@ def list_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], Any, Any]
 def cmd_list(args: argparse.Namespace) -> int:
     """`gpulab ex list`: the track with each exercise's state."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
-    from gpulab.exercises.report import list_lines
+    from gpulab.exercises.report import NO_CUPY, list_lines
 
     rows, ws, inv = list_rows(args)
     if args.json:
         emit_json({"workspace": str(ws.root), "device": inv.label(), "exercises": rows})
         return 0
-    print("\n".join(list_lines(rows, str(ws.root), inv.label())))
+    no_cupy = f"CuPy cannot run here ({inv.reason('cupy')})" if inv.has_gpu else NO_CUPY
+    print("\n".join(list_lines(rows, str(ws.root), inv.label(), no_cupy)))
     return 0
 
 
@@ -565,9 +568,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     """`gpulab ex show NAME`: the statement, the learner's file and why it cannot run here, if so."""
     ex = catalog().get(args.name)
     ws = workspace(args)
-    why = ex.unavailable(machine())
+    inv = machine()
+    why = ex.unavailable(inv)
     if not why:
         ws.ensure(ex)
+    emulated = not why and ex.emulated(inv)
     if args.json:
         emit_json(
             {
@@ -575,10 +580,16 @@ def cmd_show(args: argparse.Namespace) -> int:
                 "statement": ex.statement,
                 "path": str(ws.path(ex)),
                 "unavailable": why,
+                "emulated": emulated,
             }
         )
         return 0
     print(f"{ex.order}. {ex.title}  ({ex.id}, lesson: {ex.lesson})\n")
     print(ex.statement)
     print(f"\nYour file: {ws.path(ex)}" if not why else f"\nThis machine cannot run it: {why}")
+    if emulated:
+        # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+        from gpulab.exercises.outcome import EMULATED
+
+        print(f"Here it runs on the CUDA emulator: {EMULATED}.")
     return 0

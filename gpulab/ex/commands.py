@@ -58,13 +58,14 @@ def machine() -> Any:
 def cpu_only(why: str) -> Any:
     """An inventory of a machine without a usable GPU (and why), built without importing torch."""
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
-    from gpulab.core.devices import Backend, Inventory
+    from gpulab.core.devices import EMULATOR, Backend, Inventory, emulator_backend
 
     inv = Inventory(gpu_reason=why or "no usable GPU")
     inv.backends["numpy"] = Backend("numpy", True)
     inv.backends["torch-cpu"] = Backend("torch-cpu", True)
     for name in ("torch-cuda", "cupy"):
         inv.backends[name] = Backend(name, False, reason=inv.gpu_reason)
+    inv.backends[EMULATOR] = emulator_backend()
     return inv
 
 

@@ -159,4 +159,5 @@ def record(store: Any, result: CheckResult) -> Any:
         fraction=fraction,
         kind=result.kind,
         message=result.message,
+        emulated=result.emulated,
     )

@@ -10,15 +10,18 @@ Importing this module imports no torch and no CuPy.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from gpulab.core.devices import detect
 from gpulab.core.params import SEED_MAX, Bool, Int, ParamError, ParamSet, Text
 from gpulab.core.results import Measurement, Result, Verdict
+from gpulab.emulator import session as emulator
 from gpulab.exercises import api
 from gpulab.exercises.loader import UnknownExercise, find
-from gpulab.exercises.outcome import CHECK_JOB, outcome
+from gpulab.exercises.outcome import CHECK_JOB, EMULATED_DEVICE, EMULATED_LABEL, outcome
 from gpulab.exercises.run_check import run_check
 from gpulab.experiments.base import Context, Experiment, ExperimentError
 from gpulab.experiments.inline import run_job
@@ -34,9 +37,10 @@ CPU_CHECK_BYTES = 16 << 20  # the correctness cases' big size (see api.Context.c
 GPU_CHECK_BYTES = 32 << 20
 
 
-def exercise_context(ctx: Context, seed: int, quick: bool) -> Any:
+def exercise_context(ctx: Context, seed: int, quick: bool, *, emulated: bool = False) -> Any:
     """The api.Context a check runs in: seed, quick mode, GPU or CPU, and this device's sizes for
-    the cache-flush buffer and the large correctness case."""
+    the cache-flush buffer and the large correctness case (the emulator's own, where the check
+    runs there: no timing, so no quick mode either)."""
     import numpy as np
 
     gpu = bool(ctx.has_cuda)
@@ -45,12 +49,14 @@ def exercise_context(ctx: Context, seed: int, quick: bool) -> Any:
         if d.kind == "cuda" and d.index == ctx.device_index and (gpu or ctx.has_cupy):
             fill = int(min(GPU_FILL_BYTES, max(16 << 20, (d.memory_total or 0) // 16)))
             check = min(GPU_CHECK_BYTES, fill)
+    if emulated:
+        gpu, fill, check, quick = False, emulator.CHECK_BYTES, emulator.CHECK_BYTES, False
     return api.Context(
         rng=np.random.default_rng(seed),
         seed=seed,
         gpu=gpu,
-        cupy=bool(ctx.has_cupy),
-        device=ctx.torch_device,
+        cupy=bool(ctx.has_cupy) and not emulated,
+        device="cpu" if emulated else ctx.torch_device,
         device_index=ctx.device_index,
         fill_bytes=fill,
         check_bytes=check,
@@ -90,14 +96,28 @@ class ExerciseCheck(Experiment):
         ex = self._exercise(params["exercise"])
         result = self.new_result(ctx, params)
         result.lesson = ex.lesson
-        actx = exercise_context(ctx, int(params["seed"]), bool(params["quick"]))
+        emulated = ex.emulated(ctx.inventory)
+        actx = exercise_context(ctx, int(params["seed"]), bool(params["quick"]), emulated=emulated)
 
         def on_case(i: int, n: int, row: Any) -> None:
             state = "ok" if row.passed else "WRONG"
             ctx.progress((i + 1) / (n + 1), f"{row.name}: {state}")
 
-        ctx.progress(0.0, f"checking {ex.id} (seed {actx.seed})")
-        check = run_check(ex, Path(params["path"]), actx.seed, actx, exp_ctx=ctx, on_case=on_case)
+        where = " on the CUDA emulator" if emulated else ""
+        ctx.progress(0.0, f"checking {ex.id}{where} (seed {actx.seed})")
+        if emulated:  # correctness only: no timing, and CuPy is the emulator's for this check
+            scope: Any = emulator.emulating(actx.seed)
+            graded = dataclasses.replace(ex, timed=False)
+        else:
+            scope, graded = contextlib.nullcontext(), ex
+        with scope:
+            check = run_check(
+                graded, Path(params["path"]), actx.seed, actx, exp_ctx=ctx, on_case=on_case
+            )
+        if emulated:
+            check.emulated, check.device = True, EMULATED_DEVICE
+            if check.passed:
+                check.message += f"; {EMULATED_LABEL}"
         for row in check.cases:
             if row.passed is not None:
                 result.verdicts.append(

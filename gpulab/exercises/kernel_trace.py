@@ -11,8 +11,9 @@ learner's own (by the names their kernels were compiled under) nor allocation, d
 the grader's own (a memset, a copy, a fill, gpulab's spin) fails the call, naming the kernel.
 
 Where torch has no CUDA (CuPy without torch's CUDA build) or the profiler cannot start, there is
-no trace and the check says nothing more than it did before; the emulator of the CPU tests has
-its own record (gpulab.testing.fake_cupy), read through the same `KernelTrace` interface.
+no trace and the check says nothing more than it did before; the CUDA emulator (a check without
+CuPy, the CPU tests) has its own record (gpulab.emulator.cupy_module), read through the same
+`KernelTrace` interface.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpulab.core.devices import cupy_hint
+from gpulab.core.devices import EMULATOR, cupy_hint
 from gpulab.core.errors import BadInput
 from gpulab.core.front_matter import read_front_matter
 from gpulab.exercises.exercise_format import (
@@ -152,6 +152,11 @@ class Exercise:
         """ "" when this machine can run the exercise, else why not (one line, with the fix)."""
         return unavailable(self.needs, inventory)
 
+    def emulated(self, inventory: Any) -> bool:
+        """Whether a check of this exercise runs on the CUDA emulator here (correctness only):
+        a CUDA C exercise where CuPy cannot run and a C++ compiler can build its kernels."""
+        return emulates(self.needs, inventory)
+
     def describe(self) -> dict[str, Any]:
         """The exercise as JSON-ready data (for `gpulab ex list --json`)."""
         return {
@@ -172,12 +177,19 @@ class Exercise:
         }
 
 
+def emulates(needs: tuple[str, ...], inventory: Any) -> bool:
+    """Whether an exercise that needs `needs` runs on the CUDA emulator with `inventory`."""
+    return "cupy" in needs and not inventory.available("cupy") and inventory.available(EMULATOR)
+
+
 def unavailable(needs: tuple[str, ...], inventory: Any) -> str:
     """Why an exercise that needs `needs` cannot run with `inventory`, or empty when it can."""
-    if "cupy" in needs and not inventory.available("cupy"):
+    if "cupy" in needs and not inventory.available("cupy") and not emulates(needs, inventory):
+        why = inventory.reason(EMULATOR) or "no C++ compiler"
+        emulator = f"or, for correctness only, the CUDA emulator: {why}"
         if not inventory.has_gpu:
-            return f"needs a GPU with CuPy: {inventory.gpu_reason or 'no GPU'}"
-        return f"needs CuPy: {inventory.reason('cupy') or cupy_hint()}"
+            return f"needs a GPU with CuPy ({inventory.gpu_reason or 'no GPU'}), {emulator}"
+        return f"needs CuPy ({inventory.reason('cupy') or cupy_hint()}), {emulator}"
     if "gpu" in needs and not inventory.available("torch-cuda"):
         if not inventory.has_gpu:
             return f"needs a GPU: {inventory.gpu_reason or 'no GPU'}"

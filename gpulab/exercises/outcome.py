@@ -17,6 +17,11 @@ from gpulab.core.params import SEED_MAX
 from gpulab.core.results import json_safe
 
 PASS, FAIL = "pass", "fail"
+# A check on the CUDA emulator (gpulab.emulator, where CuPy cannot run): what it gives, the line
+# its pass ends with, and the device it names
+EMULATED = "correctness only, no speed grade"
+EMULATED_LABEL = f"emulator: {EMULATED} (your CUDA C ran on the CPU emulator)"
+EMULATED_DEVICE = "CUDA emulator (CPU)"
 CHECK_JOB = "exercise-check"  # the worker's job that grades a file
 PREPARE_JOB = "exercise-prepare"  # the worker's job that warms an exercise's compilations
 
@@ -62,6 +67,7 @@ class CheckResult:
     grade: str | None = None  # pass, bronze, silver, gold (None when it failed)
     restored: list[str] = field(default_factory=list)  # what the learner had patched
     device: str = ""
+    emulated: bool = False  # the CUDA C ran on the CPU emulator: correctness only, no grade
     seconds: float = 0.0
     # Where `seconds` went, in the order the check spends it (see Laps); sums to `seconds`.
     phases: dict[str, float] = field(default_factory=dict)

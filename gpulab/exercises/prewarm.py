@@ -73,6 +73,8 @@ class ExercisePrepare(Experiment):
             summary["prepared"], summary["why"] = False, "already prepared in this worker"
         elif not ctx.has_cuda and not ctx.has_cupy:
             summary["prepared"], summary["why"] = False, "no GPU: nothing to compile ahead"
+        elif ex.emulated(ctx.inventory):
+            summary["prepared"], summary["why"] = False, "it runs on the CUDA emulator"
         elif not worth_preparing(ex):
             summary["prepared"], summary["why"] = False, "its first check compiles nothing"
         elif not peaks.ready(ctx.inventory, ctx.device_index):

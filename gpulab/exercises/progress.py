@@ -7,6 +7,10 @@ through its `_write` (one transaction) and `_query` (rows) like the store's own 
 State per exercise: "not started" (no attempt), "failing" (the last check failed), "passing"
 (the last check passed). `passed_ever` stays set once an exercise passed, so the solution can be
 shown and the list can say it was solved even while the learner experiments further.
+
+A check on the CUDA emulator (no GPU or no CuPy here) is correctness only: its pass sets
+`passed_ever` and `emulator_passed`, never the best grade, which only a check on a GPU (or the
+CPU an exercise is graded on) gives. The attempt keeps where it ran (`emulated`).
 """
 
 from __future__ import annotations
@@ -35,10 +39,17 @@ class ExerciseProgress:
     best_fraction: float | None = None
     hints_revealed: int = 0
     attempts: int = 0
+    emulator_passed: bool = False  # passed on the CUDA emulator (correctness only)
 
     def to_dict(self) -> dict[str, Any]:
         """The standing as JSON-ready data."""
         return dict(self.__dict__)
+
+    @property
+    def only_emulated(self) -> bool:
+        """Passed on the emulator and never graded: what the lists show as "passed on the
+        emulator"."""
+        return self.emulator_passed and self.best_grade is None
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,7 @@ class Attempt:
     seed: int
     kind: str
     message: str
+    emulated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The attempt as JSON-ready data."""
@@ -75,32 +87,49 @@ class Progress:
         fraction: float | None = None,
         kind: str = "",
         message: str = "",
+        emulated: bool = False,
     ) -> ExerciseProgress:
-        """One attempt; the state follows it, the best grade only ever rises."""
+        """One attempt; the state follows it, the best grade only ever rises (and only by a
+        check that grades: an emulated one never does)."""
         passed = verdict == "pass"
         when = now()
         with self.store._write() as db:
             db.execute(
                 "INSERT INTO exercise_attempts (exercise_id, attempted_at, verdict, grade, "
-                "fraction, seed, kind, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (exercise_id, when, verdict, grade, fraction, int(seed), kind, message[:2000]),
+                "fraction, seed, kind, message, emulated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    exercise_id,
+                    when,
+                    verdict,
+                    None if emulated else grade,
+                    None if emulated else fraction,
+                    int(seed),
+                    kind,
+                    message[:2000],
+                    int(emulated),
+                ),
             )
             row = db.execute(
                 "SELECT best_grade, best_fraction FROM exercise_state WHERE exercise_id = ?",
                 (exercise_id,),
             ).fetchone()
             best, best_fraction = (row[0], row[1]) if row else (None, None)
-            if passed and (
-                _rank(grade) > _rank(best)
-                or (_rank(grade) == _rank(best) and (fraction or 0) > (best_fraction or 0))
+            if (
+                passed
+                and not emulated
+                and (
+                    _rank(grade) > _rank(best)
+                    or (_rank(grade) == _rank(best) and (fraction or 0) > (best_fraction or 0))
+                )
             ):
                 best, best_fraction = grade, fraction
             db.execute(
                 "INSERT INTO exercise_state (exercise_id, state, passed_ever, best_grade, "
-                "best_fraction, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
+                "best_fraction, emulator_passed, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (exercise_id) DO UPDATE SET state = excluded.state, "
                 "passed_ever = MAX(passed_ever, excluded.passed_ever), "
                 "best_grade = excluded.best_grade, best_fraction = excluded.best_fraction, "
+                "emulator_passed = MAX(emulator_passed, excluded.emulator_passed), "
                 "updated_at = excluded.updated_at",
                 (
                     exercise_id,
@@ -108,6 +137,7 @@ class Progress:
                     int(passed),
                     best,
                     best_fraction,
+                    int(passed and emulated),
                     when,
                 ),
             )
@@ -133,10 +163,12 @@ class Progress:
         rows = self.store._query(
             "SELECT s.exercise_id, s.state, s.passed_ever, s.best_grade, s.best_fraction, "
             "s.hints_revealed, (SELECT COUNT(*) FROM exercise_attempts a "
-            "WHERE a.exercise_id = s.exercise_id) FROM exercise_state s"
+            "WHERE a.exercise_id = s.exercise_id), s.emulator_passed FROM exercise_state s"
         )
         out = {
-            r[0]: ExerciseProgress(r[0], r[1], bool(r[2]), r[3], r[4], int(r[5]), int(r[6]))
+            r[0]: ExerciseProgress(
+                r[0], r[1], bool(r[2]), r[3], r[4], int(r[5]), int(r[6]), bool(r[7])
+            )
             for r in rows
         }
         return {k: v for k, v in out.items() if only is None or k in only}
@@ -144,8 +176,11 @@ class Progress:
     def attempts(self, exercise_id: str, limit: int = 50) -> list[Attempt]:
         """Newest first."""
         rows = self.store._query(
-            "SELECT exercise_id, attempted_at, verdict, grade, fraction, seed, kind, message "
-            "FROM exercise_attempts WHERE exercise_id = ? ORDER BY id DESC LIMIT ?",
+            "SELECT exercise_id, attempted_at, verdict, grade, fraction, seed, kind, message, "
+            "emulated FROM exercise_attempts WHERE exercise_id = ? ORDER BY id DESC LIMIT ?",
             (exercise_id, int(limit)),
         )
-        return [Attempt(*r) for r in rows]
+        return [
+            Attempt(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], emulated=bool(r[8]))
+            for r in rows
+        ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.exercises.outcome import CheckResult
+from gpulab.exercises.outcome import EMULATED, CheckResult
 
 
 def _num(value: float | None, unit: str) -> str:
@@ -31,7 +31,10 @@ def verdict_lines(result: CheckResult, *, name: str, replay: bool = True) -> lis
     the seed."""
     head = "PASS" if result.passed else "FAIL"
     grade = f", grade {result.grade}" if result.passed and result.grade else ""
-    lines = [f"{head}  {name}{grade}  (seed {result.seed}, {result.seconds:.2f} s)"]
+    where = ""
+    if result.emulated:  # correctness only: the pass is no grade
+        grade, where = "", ", on the CUDA emulator"
+    lines = [f"{head}  {name}{grade}  (seed {result.seed}, {result.seconds:.2f} s{where})"]
     lines.append(f"  {result.message}")
     ran = [c for c in result.cases if c.passed is not None]
     if ran:
@@ -192,21 +195,41 @@ def timing_lines(timing: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def list_lines(rows: list[dict[str, Any]], workspace: str, device: str) -> list[str]:
-    """The `gpulab ex list` table: each exercise, its state and why it cannot run here."""
-    lines = [f"Exercises  (your files: {workspace})", f"Device: {device}", ""]
+NO_CUPY = "No GPU with CuPy here"  # why the CUDA C exercises run on the emulator, mostly
+
+
+def standing(row: dict[str, Any]) -> str:
+    """An exercise's state for the list: "passing, best gold (81% of ceiling)", "passed on the
+    emulator" (correctness only: never a grade), "failing (passed before)", and where it runs on
+    the emulator, said so."""
+    state = row["state"]
+    if row["best_grade"]:
+        frac = row.get("best_fraction")
+        state += f", best {row['best_grade']}" + (
+            f" ({100 * frac:.0f}% of ceiling)" if frac else ""
+        )
+    elif row.get("emulator_passed"):
+        state = (
+            "passed on the emulator" if state == "passing" else f"{state} (passed on the emulator)"
+        )
+    elif row["passed_ever"] and state != "passing":
+        state += " (passed before)"
+    if row.get("emulated") and not row.get("emulator_passed") and not row["best_grade"]:
+        state += ", on the emulator"
+    return state
+
+
+def list_lines(
+    rows: list[dict[str, Any]], workspace: str, device: str, no_cupy: str = NO_CUPY
+) -> list[str]:
+    """The `gpulab ex list` table: each exercise, its state and why it cannot run here;
+    `no_cupy` says why the CUDA C exercises run on the emulator, where they do."""
+    lines = [f"Exercises  (your files: {workspace})", f"Device: {device}"]
+    if any(r.get("emulated") for r in rows):
+        lines.append(f"{no_cupy}: the CUDA C exercises run on the emulator, {EMULATED}")
+    lines.append("")
     for r in rows:
-        if r["unavailable"]:
-            state = r["unavailable"]
-        else:
-            state = r["state"]
-            if r["best_grade"]:
-                frac = r.get("best_fraction")
-                state += f", best {r['best_grade']}" + (
-                    f" ({100 * frac:.0f}% of ceiling)" if frac else ""
-                )
-            elif r["passed_ever"] and r["state"] != "passing":
-                state += " (passed before)"
+        state = r["unavailable"] or standing(r)
         lines.append(f"{r['order']:>3}  {r['id']:<26} {state}")
         lines.append(f"     {r['title']}")
     current = next((r for r in rows if r["state"] != "passing" and not r["unavailable"]), None)

@@ -294,8 +294,8 @@ _TRACE: dict[str, Any] = {}
 
 def _kernel_trace(ex: Exercise, check: Any, actx: api.Context) -> Any:
     """The record of the kernels each call ran (gpulab.exercises.kernel_trace), for a kernel
-    exercise: the emulator's own where CuPy is the tests' fake, CUPTI's on a GPU (started once a
-    process), None elsewhere."""
+    exercise: the emulator's own where CuPy is the emulator's (gpulab.emulator), CUPTI's on a GPU
+    (started once a process), None elsewhere."""
     if not getattr(check, "OWN_KERNEL", False) or "cupy" not in ex.needs:
         return None
     cp = sys.modules.get("cupy")

@@ -19,7 +19,7 @@ SANITIZE_FILL = 256 << 10
 def cmd_sanitize(args: argparse.Namespace) -> int:
     """memcheck, then racecheck, on a small case; 0 when both are clean, 1 otherwise."""
     from gpulab.core.errors import BadInput  # deferred: loaded when the command runs
-    from gpulab.ex.commands import _file, catalog, emit_json  # deferred: as above
+    from gpulab.ex.commands import _file, catalog, emit_json, machine  # deferred: as above
     from gpulab.explain import sanitize, tools  # deferred: loaded when the command runs
     from gpulab.explain.source import scan  # deferred: loaded when the command runs
 
@@ -37,7 +37,13 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
     try:
         result = sanitize.sanitize(target, code_lines=code_lines, on_progress=say)
     except RuntimeError as exc:
-        raise BadInput(str(exc)) from None
+        why = str(exc)
+        if ex.emulated(machine()):  # where it cannot run, the emulator checks the same things
+            why += (
+                f"; here `gpulab ex check {ex.id}` runs your kernel on the CUDA emulator, which "
+                "stops at the first out-of-bounds access or shared-memory race and says where"
+            )
+        raise BadInput(why) from None
     if args.json:
         emit_json({"exercise": ex.id, "file": str(path), "sanitize": result.to_dict()})
     else:

@@ -114,6 +114,11 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX predictions_subject ON predictions (kind, subject, id);
     """,
+    # 5: checks run on the CUDA emulator (correctness only) kept apart from graded ones.
+    """
+    ALTER TABLE exercise_state ADD COLUMN emulator_passed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE exercise_attempts ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

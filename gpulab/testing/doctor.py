@@ -48,6 +48,7 @@ def healthy(variant: str = "full", runtime: str = "12.8", cupy: str = "cupy-cuda
             "admin_only": False,
             "root": False,
         },
+        "emulator": {"compiler": "/usr/bin/g++", "missing": "", "fix": "sudo apt install g++"},
         "env": {},
     }
     return facts

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from gpulab.core import events as ev
-from gpulab.core.devices import Backend, Inventory
+from gpulab.core.devices import EMULATOR, Backend, Inventory
 from gpulab.core.results import Result
 from gpulab.exercises.prewarm import EXPERIMENT_ID as PREPARE_ID
 from gpulab.experiments.montecarlo import standard_error
@@ -35,6 +35,7 @@ def cpu_inventory() -> dict[str, Any]:
             "torch-cpu": Backend("torch-cpu", True, "2.5.0"),
             "torch-cuda": Backend("torch-cuda", False, "", "no NVIDIA driver found"),
             "cupy": Backend("cupy", False, "", "CuPy is not installed"),
+            EMULATOR: Backend(EMULATOR, True, "/usr/bin/g++"),
         },
         versions={"numpy": "2.0.0", "torch": "2.5.0"},
         cpu="x86_64",

@@ -7,6 +7,7 @@ the progress. Every wait is for a condition with a deadline.
 
 from __future__ import annotations
 
+import pytest
 from test_app import ready, wait_for
 from textual.widgets.text_area import Selection
 
@@ -14,6 +15,7 @@ from gpulab.app.app import GpuLabApp
 from gpulab.app.main_screen import MainScreen
 from gpulab.app.panes.exercises import ExercisesPane
 from gpulab.app.screens.exercise_dialogs import ConfirmReset, SolutionScreen
+from gpulab.emulator import toolchain
 from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.progress import Progress
 from gpulab.exercises.workspace import Workspace
@@ -219,4 +221,41 @@ async def test_a_lesson_link_opens_its_exercise_and_the_tree_counts_it():
         await pilot.press("ctrl+o")  # and back to its lesson
         await wait_for(pilot, lambda: app.screen.current == "lessons", 5, "the lesson")
         assert lessons.current == "pytorch-on-the-gpu"
+        await pilot.press("q")
+
+
+async def test_a_cuda_c_exercise_runs_on_the_emulator_and_says_so(monkeypatch):
+    """The real worker with the GPUs hidden from it and a C++ compiler: first-kernel's reference,
+    checked from the editor, runs on the CUDA emulator; the verdict carries the label, the
+    grade is left out, and the list keeps the pass apart from a grade."""
+    if toolchain.compiler() is None:
+        pytest.skip("no host C++ compiler for the CUDA emulator")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    ex_def = load_catalog().get("first-kernel")
+    app = quick_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("x")
+        ex = pane(app)
+        table = ex.query_one("#ex-table")
+        await wait_for(pilot, lambda: ex.machine is not None and table.row_count, 10, "the list")
+        assert [str(c) for c in table.get_row("first-kernel")][2:] == ["not started", "emulator"]
+        assert "on the CUDA emulator" in str(ex.query_one("#ex-track").render())
+        assert ex.open_exercise("first-kernel")
+        await wait_for(pilot, lambda: app.focused is ex.editor, 5, "the editor")
+        assert "runs on the CPU emulator" in str(ex.verdict.render())
+        ex.editor.load_text(ex_def.solution_path.read_text())
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: ex.verdict.shown == "result", TIMEOUT, "the verdict")
+        result = ex.verdict.result
+        assert result.passed and result.emulated, result.message
+        shown = str(ex.verdict.render())
+        head = shown.splitlines()[0]
+        assert "PASS" in head and "on the CUDA emulator" in head and "grade" not in head
+        assert "emulator: correctness only, no speed grade" in shown
+        await pilot.press("escape", "escape")  # out of the editor, back to the list
+        await wait_for(pilot, lambda: ex.current is None, 5, "the list")
+        assert [str(c) for c in table.get_row("first-kernel")][2:] == ["passing", "emulator ✓"]
+        p = Progress(ex.store).get("first-kernel")
+        assert p.only_emulated and p.best_grade is None
         await pilot.press("q")

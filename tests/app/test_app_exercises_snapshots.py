@@ -14,7 +14,7 @@ import pytest
 from test_app_snapshots import frozen_app, settle
 
 from gpulab.core import nvrtc
-from gpulab.exercises.run_check import CaseRow, CheckResult
+from gpulab.exercises.outcome import EMULATED_DEVICE, EMULATED_LABEL, CaseRow, CheckResult
 
 CATALOG = Path(__file__).resolve().parents[2] / "gpulab" / "exercises" / "catalog"
 needs_nvrtc = pytest.mark.skipif(nvrtc.library() is None, reason="needs NVRTC (nvidia-cuda-nvrtc)")
@@ -56,6 +56,15 @@ def failed() -> CheckResult:
     )  # fmt: skip
 
 
+def emulated() -> CheckResult:
+    """A pass on the CUDA emulator: correctness only, said so, no grade."""
+    cases = [CaseRow(f"n={n}", True) for n in (1, 2, 31, 33, 1023, 1025, 10257)]
+    return CheckResult(
+        "first-kernel", "pass", f"all 7 input sets correct (seed 5); {EMULATED_LABEL}", 5, "x.py",
+        cases=cases, grade="pass", device=EMULATED_DEVICE, emulated=True, seconds=0.31,
+    )  # fmt: skip
+
+
 def setup(result: CheckResult | None):
     async def run_before(pilot) -> None:
         app = pilot.app
@@ -64,7 +73,7 @@ def setup(result: CheckResult | None):
         pane = app.query_one("#exercises")
         await settle(pilot, lambda: pane.query_one("#ex-table").row_count > 0)
         if result is not None:
-            app.open_exercise("vector-add")
+            app.open_exercise(result.exercise)
             # the editor takes the focus after a refresh: let it, before the focus is cleared
             await settle(pilot, lambda: pane.current is not None and app.focused is pane.editor)
             pane.verdict.show_result(result)
@@ -138,3 +147,7 @@ def explained(text: str):
 def test_exercise_explained_marks_its_lines(snap_compare, size):
     text = (CATALOG / "30-transpose-tiled" / "slow" / "no-padding.py").read_text()
     assert snap_compare(frozen_app(), terminal_size=size, run_before=explained(text))
+
+
+def test_exercise_open_with_a_verdict_from_the_emulator(snap_compare):
+    assert snap_compare(frozen_app(), terminal_size=(80, 24), run_before=setup(emulated()))

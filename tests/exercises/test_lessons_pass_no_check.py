@@ -96,9 +96,10 @@ def _close_worker():
 
 def _emulated(ex, path: Path, monkeypatch: pytest.MonkeyPatch):
     """The check on the CUDA emulator through the fake CuPy, correctness only."""
-    from gpulab.testing import cuda_emu, fake_cupy
+    from gpulab.emulator import toolchain
+    from gpulab.testing import fake_cupy
 
-    if cuda_emu.compiler() is None:
+    if toolchain.compiler() is None:
         pytest.skip(f"could not run: {ex.id} needs a host C++ compiler for the CUDA emulator")
     fake_cupy.install(monkeypatch)
     ctx = api.Context(

@@ -16,10 +16,11 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from gpulab.emulator import toolchain
 from gpulab.exercises import api
 from gpulab.exercises.own_work import OwnWorkError, Watch, library_calls
 from gpulab.exercises.speed import _CallChecks, _TimedCallWrong
-from gpulab.testing import cuda_emu, fake_cupy
+from gpulab.testing import fake_cupy
 
 ADD = r"""
 extern "C" __global__ void add(const float* a, const float* b, float* out, int n) {
@@ -31,7 +32,7 @@ extern "C" __global__ void add(const float* a, const float* b, float* out, int n
 
 @pytest.fixture
 def cupy_fake(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    if cuda_emu.compiler() is None:
+    if toolchain.compiler() is None:
         pytest.skip("no host C++ compiler for the CUDA emulator")
     return fake_cupy.install(monkeypatch)
 
@@ -148,7 +149,7 @@ def test_the_checks_own_kernels_are_not_the_learners(cupy_fake: ModuleType) -> N
     watch.install()
     try:
         mine = sys.modules["cupy"].RawKernel(ADD, "add")  # made outside any learner code
-        assert type(mine).__module__ == "gpulab.testing.cuda_emu"
+        assert type(mine).__module__ == "gpulab.emulator.cuda"
         assert watch.compiled == []
     finally:
         watch.uninstall()

@@ -65,6 +65,7 @@ LINE_STYLE = {3: "bold red", 2: "yellow", 1: "cyan"}  # the worst line's sentenc
 TITLE_MAX = 44  # the list's title column, so state and grade fit in 80 columns
 STATE_STYLE = {PASSING: "green", "failing": "red", NOT_STARTED: "dim"}
 PREDICT_HINT = "optional: 2ms, 40%, you, library"
+EMULATOR_PASSED = "emulator ✓"  # passed on the CUDA emulator: correctness only, no grade
 
 
 def track_line(catalog: Catalog, progress: dict[str, ExerciseProgress], inventory: Any) -> str:
@@ -78,7 +79,22 @@ def track_line(catalog: Catalog, progress: dict[str, ExerciseProgress], inventor
         blocked = sum(1 for e in catalog if e.unavailable(inventory))
         if blocked:
             parts.append(f"{blocked} need a GPU or CuPy here")
+        emulated = sum(1 for e in catalog if e.emulated(inventory))
+        if emulated:
+            parts.append(f"{emulated} on the CUDA emulator")
     return " · ".join(parts)
+
+
+def best_cell(p: ExerciseProgress, emulated: bool) -> Text:
+    """The list's Best column: the grade; "emulator ✓" for a pass on the emulator only (no
+    grade there); "emulator" where the exercise runs on it here and has not passed yet."""
+    if p.best_grade:
+        return Text(p.best_grade)
+    if p.only_emulated:
+        return Text(EMULATOR_PASSED, style="green")
+    if p.passed_ever:
+        return Text("passed")
+    return Text("emulator" if emulated else "", style="dim")
 
 
 class ExercisesPane(Widget):
@@ -247,7 +263,8 @@ class ExercisesPane(Widget):
             if why:  # the whole reason shows when it is opened; here, what is missing
                 why = "needs CuPy" if "cupy" in ex.needs else "needs a GPU"
             state = Text(why or p.state, style="dim" if why else STATE_STYLE.get(p.state, ""))
-            best = p.best_grade or ("passed" if p.passed_ever else "")
+            emulated = self.machine is not None and ex.emulated(self.machine)
+            best = best_cell(p, emulated)
             title = ex.title if len(ex.title) <= TITLE_MAX else ex.title[: TITLE_MAX - 1] + "…"
             table.add_row(str(ex.order), title, state, best, key=ex.id)
         if self.catalog.exercises:
@@ -288,6 +305,12 @@ class ExercisesPane(Widget):
             if last
             else "Not checked yet. Edit the code (it saves as you type), then ctrl+r checks it."
         )
+        if self.machine is not None and ex.emulated(self.machine):
+            status += (
+                "\n\nNo GPU with CuPy here: your CUDA C runs on the CPU emulator, correctness "
+                "only, no speed grade. It stops at the first out-of-bounds access or "
+                "shared-memory race and says where, as compute-sanitizer does."
+            )
         self.verdict.show_idle(
             f"{status}\n\nYour file: {self.workspace.path(ex)} (edit it here or in any "
             "editor: a change made outside shows up here)."
@@ -303,9 +326,14 @@ class ExercisesPane(Widget):
             return
         p = Progress(self.store).get(ex.id)
         best = f" · best {p.best_grade}" if p.best_grade else ""
+        if not best and p.only_emulated:
+            best = " · passed on the emulator"
         why = ex.unavailable(self.machine) if self.machine is not None else ""
+        where = ""
+        if self.machine is not None and ex.emulated(self.machine):
+            where = " · CUDA emulator: correctness only"
         line = Text(f"{ex.order}. {ex.title}", style="bold")
-        line.append(f" · {why or p.state}{best} · {ex.file_name}", style="dim")
+        line.append(f" · {why or p.state}{best}{where} · {ex.file_name}", style="dim")
         self.query_one("#ex-head", Static).update(line)
 
     def _show_hints(self) -> None:

@@ -54,13 +54,15 @@ def verdict_text(result: Any) -> Text:
     out = Text()
     if result.passed:
         out.append(" PASS ", style="bold black on green")
-        if result.grade:
+        if result.grade and not result.emulated:
             out.append("  grade ")
             out.append(result.grade, style=GRADE_STYLE.get(result.grade, "bold"))
     else:
         out.append(" FAIL ", style="bold white on red")
         if result.kind:
             out.append(f"  {result.kind}", style="bold red")
+    if result.emulated:
+        out.append("  on the CUDA emulator", style="bold yellow")
     out.append(f"  {result.seconds:.2f} s · seed {result.seed}\n", style="dim")
     out.append(f"{result.message}\n")
     ran = [c for c in result.cases if c.passed is not None]

@@ -1,4 +1,4 @@
-# expect: expected
+# expect: expected | shared-memory race
 """Wrong: no __syncthreads() between filling the shared tile and reading it: a race, threads read tile entries other warps have not written yet."""
 
 from __future__ import annotations

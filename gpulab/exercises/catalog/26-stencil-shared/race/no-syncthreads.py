@@ -1,4 +1,4 @@
-# expect: wrong
+# expect: wrong | shared-memory race
 """A window sum with a halo: out[i] = a[i-3] + ... + a[i+3], through shared memory."""
 
 import cupy as cp

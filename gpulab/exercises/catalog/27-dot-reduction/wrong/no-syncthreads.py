@@ -1,4 +1,4 @@
-# expect: wrong
+# expect: wrong | shared-memory race
 """Dot product: out[0] = sum(a * b), a shared-memory tree and one atomicAdd per block."""
 
 import cupy as cp

@@ -1,4 +1,4 @@
-# expect: wrong
+# expect: wrong | shared-memory race
 """Inclusive prefix sum of int32: a scan per block, a scan of the block sums, then offsets."""
 
 import cupy as cp

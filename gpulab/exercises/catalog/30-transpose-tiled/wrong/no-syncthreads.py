@@ -1,4 +1,4 @@
-# expect: wrong
+# expect: wrong | shared-memory race
 """Transpose through a shared-memory tile: out[c, r] = a[r, c] with coalesced reads and writes."""
 
 import cupy as cp

@@ -1,4 +1,4 @@
-# expect: wrong
+# expect: wrong | shared-memory race
 """Tiled matrix product in float32: out = a @ b, tiles of a and b staged in shared memory."""
 
 import cupy as cp

@@ -1,0 +1,416 @@
+"""CuPy's RawKernel on the CPU: CUDA C compiled with the host C++ compiler and run block by block.
+
+The source is compiled behind a small runtime (runtime.h: threadIdx, blockIdx, `__shared__`,
+`__syncthreads`, warps, atomics) and run block by block. The threads of a block are fibers
+(ucontext) switched only at meeting points: every thread runs up to its next barrier, in thread
+order, before any goes past it. That makes a race deterministic: a thread that reads a
+neighbour's shared value without a barrier reads it before the neighbour wrote it, which is the
+outcome a real GPU shows only some of the time. Shared arrays are `static`, so a block sees what
+the previous block left in them, like a real SM's uninitialised shared memory.
+
+Warps: threads 32k..32k+31 of a block are a warp. A warp operation (`__shfl_*_sync`,
+`__syncwarp`, `__ballot_sync`, `__reduce_add_sync`, cooperative groups' tile shuffles and
+`cg::reduce`) is a meeting point like a barrier, for the lanes its mask names only: every lane
+named must arrive at a warp operation before any goes on, and the rules a GPU leaves undefined
+are errors here (a lane calling with a mask that leaves it out, a lane named in the mask that has
+exited or waits at `__syncthreads()`, reading a lane outside the mask). Between meeting points a
+thread runs alone, so warp-synchronous code that leans on lockstep (a last-warp unroll through
+shared memory without `__syncwarp()`) reads stale values every time, as independent thread
+scheduling allows since Volta. `__half` is `_Float16` (`cuda_fp16.h` basics).
+
+Memory is checked as compute-sanitizer checks it (runtime.h says how): an access outside the
+allocation an argument points into (memory.py keeps guard zones around each) and a shared-memory
+read of a slot another thread wrote since the last `__syncthreads()` (or a write of one it read)
+stop the launch with EmulatorError, one line naming the kernel, the block and thread, and the
+array.
+
+What it is not: a GPU. No concurrency between blocks (though `shuffled_blocks()` runs them in a
+random order, so a result that depends on the order of atomics differs from run to run), no
+timing. `gpulab ex check` runs the kernel exercises on it where CuPy cannot run (correctness
+only), and the tests run references, known-wrong solutions and launch wrappers on it in CI.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpulab.emulator import memory, toolchain
+
+_RUNTIME = Path(__file__).with_name("runtime.h")
+
+# C scalar types a kernel parameter may have, and the NumPy dtype CuPy must be handed for it.
+_SCALARS: dict[str, np.dtype] = {
+    "int": np.dtype(np.int32),
+    "unsigned int": np.dtype(np.uint32),
+    "unsigned": np.dtype(np.uint32),
+    "long long": np.dtype(np.int64),
+    "long long int": np.dtype(np.int64),
+    "unsigned long long": np.dtype(np.uint64),
+    "float": np.dtype(np.float32),
+    "double": np.dtype(np.float64),
+}
+_DYNAMIC_SHARED = re.compile(
+    r"extern\s+__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?(\w+)\s+(\w+)\s*\[\s*\]\s*;"
+)
+_SIGNATURE = re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)',
+    re.S,
+)
+_CACHE: dict[str, ctypes.CDLL] = {}
+# Headers a GPU compile finds and runtime.h stands in for (cooperative groups, __half).
+_HEADERS = re.compile(r"^\s*#\s*include\s*<(cooperative_groups(?:/\w+)?\.h|cuda_fp16\.h)>", re.M)
+# What makes a kernel's threads meet (fibers needed): barriers, warp operations, device functions.
+_MEETS = re.compile(
+    r"__syncthreads|__syncwarp|__shfl|__ballot_sync|__any_sync|__all_sync|__reduce_\w+_sync|"
+    r"__activemask|cooperative_groups|\bcg::|__device__"
+)
+_SHARED_ARRAY = re.compile(
+    r"(?<!extern )__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?((?:(?:volatile|const|unsigned|"
+    r"signed|long|short)\s+)*\w+)\s+(\w+)\s*((?:\[[^\]]+\]\s*)*);"
+)
+_SIZES = {
+    "char": 1,
+    "short": 2,
+    "__half": 2,
+    "int": 4,
+    "unsigned": 4,
+    "float": 4,
+    "long": 8,
+    "double": 8,
+    "float2": 8,
+    "float4": 16,
+    "int4": 16,
+}
+_shuffle: list[np.random.Generator] = []  # set by shuffled_blocks()
+_DYN_SMEM_BYTES = 227 * 1024  # DYN_SMEM_BYTES of runtime.h
+
+
+class EmulatorError(RuntimeError):
+    """The source did not compile on the host, or a launch broke a rule CuPy would not check."""
+
+
+def kernel_params(source: str, name: str) -> list[str]:
+    """The C types of `name`'s parameters, names and `__restrict__` dropped."""
+    return [ctype for ctype, _ in kernel_signature(source, name)]
+
+
+def kernel_signature(source: str, name: str) -> list[tuple[str, str]]:
+    """(C type, name) of each of `name`'s parameters, `__restrict__` dropped."""
+    for found, params in _SIGNATURE.findall(source):
+        if found != name:
+            continue
+        out = []
+        for i, p in enumerate(x.strip() for x in params.split(",") if x.strip()):
+            p = p.replace("__restrict__", " ")
+            if "*" in p:
+                star = p.rindex("*") + 1
+                out.append((p[:star].strip(), p[star:].strip() or f"argument {i}"))
+            else:
+                words = p.split()
+                ctype = " ".join(words[:-1]).replace("const ", "").strip()
+                out.append((ctype, words[-1] if len(words) > 1 else f"argument {i}"))
+        return out
+    raise EmulatorError(f'no extern "C" __global__ kernel named {name!r} in the source')
+
+
+def _tag(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def _name_shared(body: str) -> str:
+    """Each `__shared__` declaration inside a function followed, on its line, by the call that
+    registers the array with the runtime's race check under its own name."""
+
+    def add(m: re.Match[str]) -> str:
+        depth = body.count("{", 0, m.start()) - body.count("}", 0, m.start())
+        if depth <= 0:  # at namespace scope: no statement may follow; left unchecked
+            return m.group(0)
+        return f'{m.group(0)} emu::name_shared({m.group(2)}, "{m.group(2)}");'
+
+    return _SHARED_ARRAY.sub(add, body)
+
+
+def _unit(source: str) -> str:
+    """One source as a C++ unit: in its own namespace (so several sources that name their
+    kernels alike build into one library), its macros undefined after it, and a C launcher per
+    kernel, `emu_launch_<tag>_<name>(grid, block, order, regions, dynamic bytes, args)`."""
+    tag = _tag(source)
+    body = _HEADERS.sub("", source)  # the runtime has what they declare; lines keep their numbers
+    body = re.sub(r'extern\s+"C"\s+(__global__)', r"\1", body)
+    body = _name_shared(body)
+    # `extern __shared__ T name[];` (dynamic shared memory, sized by the launch): a pointer to
+    # one static buffer, which like static shared arrays keeps what the last block left there.
+    body = _DYNAMIC_SHARED.sub(
+        lambda m: (
+            f'{m.group(1)}* const {m.group(2)} = emu::dynamic_shared<{m.group(1)}>("{m.group(2)}");'
+        ),
+        body,
+    )
+    macros = sorted(set(re.findall(r"^\s*#\s*define\s+(\w+)", source, re.M)))
+    launchers = []
+    starts = [m.start() for m in _SIGNATURE.finditer(source)] + [len(source)]
+    for k, (name, _) in enumerate(_SIGNATURE.findall(source)):
+        chunk = source[starts[k] : starts[k + 1]]
+        barriers = "true" if _MEETS.search(chunk) or "__device__" in source else "false"
+        types = kernel_params(source, name)
+        call = ", ".join(f"*({t}*)args[{i}]" for i, t in enumerate(types))
+        launchers.append(
+            f'extern "C" EMU_RAW void emu_launch_{tag}_{name}(unsigned gx, unsigned gy, '
+            f"unsigned gz, unsigned bx, unsigned by, unsigned bz, const unsigned* order, "
+            f"const emu::Region* rs, int nrs, unsigned long long dyn, void** args) {{\n"
+            f"  emu::launch(dim3(gx, gy, gz), dim3(bx, by, bz), {barriers}, order, rs, nrs, dyn, "
+            f"[=]() EMU_RAW {{ emu_{tag}::{name}({call}); }});\n}}\n"
+        )
+    undef = "".join(f"#undef {m}\n" for m in macros)
+    return f'namespace emu_{tag} {{\n#line 1 "kernel.cu"\n{body}\n}}\n{undef}' + "".join(launchers)
+
+
+def prebuild(sources: list[str]) -> None:
+    """Compile every source not built yet into one library: one compiler run for a whole test
+    session instead of one per source (the runtime's headers dominate the compile time)."""
+    todo = sorted({s for s in sources if _tag(s) not in _CACHE})
+    if not todo:
+        return
+    runtime = _RUNTIME.read_text(encoding="utf-8")
+    lib = _compile(runtime + "".join(_unit(s) for s in todo))
+    for s in todo:
+        _CACHE[_tag(s)] = lib
+
+
+def _cache_dir() -> Path:
+    """Where built kernels are kept between processes (one folder per user)."""
+    who = os.getuid() if hasattr(os, "getuid") else 0
+    path = Path(tempfile.gettempdir()) / f"gpulab-cuda-emu-{who}"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def _compile(text: str) -> ctypes.CDLL:
+    """The library of `text`, with every load and store checked (toolchain.checking_flags):
+    compiled with the instrumentation, linked without the TSan runtime (runtime.h stands in)."""
+    cxx = toolchain.compiler()
+    if cxx is None:
+        raise EmulatorError(f"the CUDA emulator cannot build the kernel: {toolchain.missing()}")
+    # no _FORTIFY_SOURCE: its longjmp check refuses the jumps between fiber stacks (runtime.h)
+    flags = ["-std=c++17", "-O1", "-fPIC", "-w", "-U_FORTIFY_SOURCE"]
+    flags += toolchain.checking_flags(cxx)
+    key = hashlib.sha256((" ".join(flags) + text).encode()).hexdigest()[:24]
+    out_dir = _cache_dir()
+    lib = out_dir / f"{key}.so"
+    if not lib.exists():
+        src = out_dir / f"{key}.{os.getpid()}.cpp"
+        obj = out_dir / f"{key}.{os.getpid()}.o"
+        tmp = out_dir / f"{key}.{os.getpid()}.so"
+        src.write_text(text)
+        try:
+            for cmd in (
+                [cxx, *flags, "-c", str(src), "-o", str(obj)],
+                [cxx, "-shared", str(obj), "-o", str(tmp)],
+            ):
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise EmulatorError(compile_error(proc.stderr))
+        finally:
+            src.unlink(missing_ok=True)
+            obj.unlink(missing_ok=True)
+        tmp.replace(lib)
+    return ctypes.CDLL(str(lib))
+
+
+_ERROR = re.compile(r"^kernel\.cu:(\d+):\d+: (?:fatal )?error: (.*)$", re.M)
+
+
+def compile_error(log: str) -> str:
+    """The compiler's log as one line: the first errors in the kernel's source, by line (the
+    line of the CUDA C string, as NVRTC counts it), and what a missing name may mean here."""
+    found = [(int(line), text.strip()) for line, text in _ERROR.findall(log)]
+    if not found:
+        last = [x for x in log.strip().splitlines() if x.strip()][-1:] or ["no message"]
+        return f"the emulator's host C++ compiler failed: {last[0].strip()}"
+    said = "; ".join(f"kernel source line {line}: {text}" for line, text in found[:2])
+    more = f" (and {len(found) - 2} more)" if len(found) > 2 else ""
+    hint = ""
+    if any("was not declared" in text for _, text in found[:2]):
+        hint = (
+            "; a CUDA built-in the emulator does not provide compiles on a GPU, where CuPy "
+            "checks it"
+        )
+    return f"your CUDA C does not compile (emulator, host C++ compiler): {said}{more}{hint}"
+
+
+def _build(source: str) -> ctypes.CDLL:
+    if _tag(source) not in _CACHE:
+        prebuild([source])
+    return _CACHE[_tag(source)]
+
+
+class _Region(ctypes.Structure):
+    """runtime.h's emu::Region: one pointer argument's allocation, guard zones and name."""
+
+    _fields_ = [
+        ("lo", ctypes.c_size_t),
+        ("hi", ctypes.c_size_t),
+        ("glo", ctypes.c_size_t),
+        ("ghi", ctypes.c_size_t),
+        ("ptr", ctypes.c_size_t),
+        ("item", ctypes.c_ulonglong),
+        ("name", ctypes.c_char_p),
+    ]
+
+
+def _dims(v: Any) -> tuple[int, int, int]:
+    t = tuple(int(x) for x in (v if isinstance(v, tuple | list) else (v,)))
+    if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
+        raise EmulatorError(f"grid and block must be 1 to 3 positive sizes, got {v!r}")
+    x, y, z = (*t, 1, 1)[:3]
+    return (x, y, z)
+
+
+class RawKernel:
+    """`cupy.RawKernel(source, name)` on the CPU: `kernel(grid, block, args)`."""
+
+    def __init__(self, code: str, name: str, options: tuple[str, ...] = (), **_: Any) -> None:
+        self.code, self.name = code, name
+        self.signature = kernel_signature(code, name)
+        self.params = [ctype for ctype, _ in self.signature]
+        self._fn: Any = None
+
+    @property
+    def shared_size_bytes(self) -> int:
+        """Bytes of static shared memory the kernel declares, as a compiler would count them
+        where the sizes are constants and macros (1 when an array's size is beyond this reading,
+        so a check asking whether there is any still gets yes)."""
+        return static_shared_bytes(self.code, self.name)
+
+    def __call__(
+        self, grid: Any, block: Any, args: tuple, shared_mem: int = 0, stream: Any = None
+    ) -> None:
+        if self._fn is None:
+            self._fn = getattr(_build(self.code), f"emu_launch_{_tag(self.code)}_{self.name}")
+        g, b = _dims(grid), _dims(block)
+        if not 0 <= int(shared_mem) <= _DYN_SMEM_BYTES:
+            raise EmulatorError(
+                f"shared_mem={shared_mem} bytes of dynamic shared memory; a block gets at most "
+                f"{_DYN_SMEM_BYTES}"
+            )
+        if b[0] * b[1] * b[2] > 1024:
+            raise EmulatorError(f"{b[0] * b[1] * b[2]} threads per block; a GPU allows 1024")
+        if len(args) != len(self.params):
+            raise EmulatorError(f"{self.name} takes {len(self.params)} arguments, got {len(args)}")
+        keep: list[Any] = []
+        ptrs = []
+        regions = (_Region * max(1, len(args)))()
+        count = 0
+        for i, (arg, (ctype, pname)) in enumerate(zip(args, self.signature, strict=True)):
+            if "*" in ctype:
+                if not isinstance(arg, np.ndarray):
+                    raise EmulatorError(f"argument {i} of {self.name} must be an array")
+                val: Any = ctypes.c_void_p(arg.ctypes.data)
+                lo, hi, glo, ghi = memory.bounds(arg)
+                label = pname.encode()
+                keep.append(label)
+                regions[count] = _Region(lo, hi, glo, ghi, arg.ctypes.data, arg.itemsize, label)
+                count += 1
+            else:
+                want = _SCALARS.get(ctype)
+                if want is None:
+                    raise EmulatorError(f"the emulator does not know the C type {ctype!r}")
+                if not isinstance(arg, np.generic) or arg.dtype != want:
+                    got = arg.dtype.name if isinstance(arg, np.generic) else type(arg).__name__
+                    raise EmulatorError(
+                        f"argument {i} of {self.name} is a {got} but the kernel takes {ctype}: "
+                        f"pass np.{want.name}(...)"
+                    )
+                val = ctypes.create_string_buffer(arg.tobytes(), want.itemsize)
+            keep.append(val)
+            ptrs.append(ctypes.cast(ctypes.pointer(val), ctypes.c_void_p))
+        argv = (ctypes.c_void_p * max(1, len(ptrs)))(*ptrs)
+        order = None
+        if _shuffle:
+            blocks = g[0] * g[1] * g[2]
+            perm = _shuffle[-1].permutation(blocks).astype(np.uint32)
+            order = perm.ctypes.data_as(ctypes.c_void_p)
+            keep.append(perm)
+        self._fn(*g, *b, order, regions, count, ctypes.c_ulonglong(int(shared_mem)), argv)
+        lib = _build(self.code)
+        lib.emu_last_error.restype = ctypes.c_char_p
+        error = lib.emu_last_error()
+        if error:
+            raise EmulatorError(f"kernel {self.name}: {error.decode()}")
+
+
+@contextmanager
+def shuffled_blocks(seed: int = 0) -> Iterator[None]:
+    """Launches inside run their blocks in a random order, a new one each launch: a result that
+    depends on which block's atomicAdd comes first (a float sum) then differs from run to run,
+    as it does on a GPU."""
+    _shuffle.append(np.random.default_rng(seed))
+    try:
+        yield
+    finally:
+        _shuffle.pop()
+
+
+def _constant(expr: str, macros: dict[str, str]) -> int | None:
+    """An array size written with integer constants and object-like macros, or None."""
+    for _ in range(8):
+        expanded = re.sub(
+            r"\b[A-Za-z_]\w*\b", lambda m: f"({macros.get(m.group(0), m.group(0))})", expr
+        )
+        if expanded == expr:
+            break
+        expr = expanded
+    expr = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr)
+    if not re.fullmatch(r"[\d\s()+\-*/%<>]*", expr):
+        return None
+    try:
+        value = eval(expr.replace("/", "//"), {"__builtins__": {}})  # digits and operators only
+    except Exception:  # noqa: BLE001 - not a constant this reading can work out
+        return None
+    return int(value) if isinstance(value, int) and value >= 0 else None
+
+
+def static_shared_bytes(code: str, name: str) -> int:
+    """Static shared memory of kernel `name` (its own text, and any `__device__` helpers)."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", code, flags=re.S)
+    macros = dict(re.findall(r"^\s*#\s*define\s+(\w+)[ \t]+([^\n]+)$", code, re.M))
+    starts = [(m.start(), m.group(1)) for m in _SIGNATURE.finditer(code)]
+    text = code
+    for k, (start, found) in enumerate(starts):
+        if found == name:
+            end = starts[k + 1][0] if k + 1 < len(starts) else len(code)
+            text = code[:start] if "__device__" in code[:start] else ""
+            text += code[start:end]
+    total, unknown = 0, False
+    for ctype, _, dims in _SHARED_ARRAY.findall(text):
+        words = [w for w in ctype.split() if w not in ("volatile", "const", "signed")]
+        size = _SIZES.get(words[-1] if words else "int", 0)
+        if "short" in words:
+            size = 2
+        elif words.count("long") == 2:
+            size = 8
+        count = 1
+        for dim in re.findall(r"\[([^\]]+)\]", dims):
+            value = _constant(dim, macros)
+            if value is None:
+                unknown = True
+                break
+            count *= value
+        if not size:
+            unknown = True
+        else:
+            total += size * count
+    if total == 0 and (unknown or re.search(r"(?<!extern )__shared__", text)):
+        return 1
+    return total

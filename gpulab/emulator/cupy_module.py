@@ -1,0 +1,443 @@
+"""A `cupy` module on the CPU: NumPy arrays, and RawKernel (RawModule, ElementwiseKernel,
+ReductionKernel) run by the CUDA emulator.
+
+`make()` builds a fresh module; gpulab.emulator.session puts it in `sys.modules` for one check
+(the tests, through gpulab.testing.fake_cupy). Arrays are NumPy arrays in the emulator's device
+memory (gpulab.emulator.memory): each allocation sits between guard zones, so a kernel that
+indexes past an array is stopped and named before it touches anything else. The module also
+records the library's own work inside a learner's call (`__gpulab_trace__`), the stand-in for the
+kernels a GPU's profiler sees (gpulab.exercises.kernel_trace).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from gpulab.emulator import memory
+from gpulab.emulator.cuda import RawKernel
+
+# The library's own work done inside a traced block (a stack: one list per open block), the
+# emulator's stand-in for the kernels CUPTI records on a GPU (gpulab.exercises.kernel_trace)
+_TRACE: list[list[str]] = []
+# NumPy functions that allocate, view or move data: what a learner's call may do on the device
+_NOT_WORK = frozenset(
+    [
+        "empty",
+        "empty_like",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "copy",
+        "copyto",
+        "reshape",
+        "ravel",
+        "shape",
+        "ndim",
+        "size",
+        "result_type",
+        "can_cast",
+        "broadcast_to",
+        "ascontiguousarray",
+        "asarray",
+        "concatenate",
+        "stack",
+        "atleast_1d",
+        "atleast_2d",
+        "squeeze",
+        "expand_dims",
+        "transpose",
+        "moveaxis",
+    ]
+)
+
+
+class DeviceArray(np.ndarray):
+    """The fake's device array: a NumPy array that tells an open trace which library operations
+    ran on it (a ufunc, a reduction, a NumPy function), as a GPU's record names the kernels."""
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if _TRACE:
+            suffix = "" if method == "__call__" else f"_{method}"
+            _TRACE[-1].append(f"cupy_{ufunc.__name__}{suffix}")
+        args = [x.view(np.ndarray) if isinstance(x, DeviceArray) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(
+                o.view(np.ndarray) if isinstance(o, DeviceArray) else o for o in kwargs["out"]
+            )
+        result = getattr(ufunc, method)(*args, **kwargs)
+        if isinstance(result, np.ndarray) and not isinstance(result, DeviceArray):
+            return result.view(DeviceArray)
+        return result
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if _TRACE and isinstance(value, np.ndarray) and value.size > 1:
+            _TRACE[-1].append("cupy_copy")  # on a GPU an array assigned is a copy kernel
+        super().__setitem__(key, value)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if _TRACE and func.__name__ not in _NOT_WORK:
+            _TRACE[-1].append(f"cupy_{func.__name__}")
+        return super().__array_function__(func, types, args, kwargs)
+
+
+class _Trace:
+    """The kernel_trace.KernelTrace interface over the fake's record."""
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[list[str]]:
+        names: list[str] = []
+        _TRACE.append(names)
+        try:
+            yield names
+        finally:
+            _TRACE.remove(names)
+
+
+def _device(shape: Any, dtype: Any) -> np.ndarray:
+    """An uninitialised device array of `shape` in the emulator's guarded memory."""
+    dt = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+    n = int(np.prod(shape, dtype=np.int64))
+    return memory.allocate(n * dt.itemsize).view(dt).view(DeviceArray).reshape(shape)
+
+
+def empty(shape: Any, dtype: Any = np.float64) -> np.ndarray:
+    """An uninitialised array (NaN or 0x5A bytes, as fresh device memory holds garbage)."""
+    out = _device(shape, dtype)
+    out.fill(np.nan if np.dtype(dtype).kind == "f" else 0x5A)  # garbage, as cudaMalloc gives
+    return out
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None) -> np.ndarray:
+    """An array of `shape` filled with `fill_value`."""
+    out = _device(shape, np.asarray(fill_value).dtype if dtype is None else dtype)
+    out.fill(fill_value)
+    return out
+
+
+def zeros(shape: Any, dtype: Any = np.float64) -> np.ndarray:
+    """An array of zeros."""
+    return full(shape, 0, dtype)
+
+
+def ones(shape: Any, dtype: Any = np.float64) -> np.ndarray:
+    """An array of ones."""
+    return full(shape, 1, dtype)
+
+
+def empty_like(a: np.ndarray, dtype: Any = None) -> np.ndarray:
+    """An uninitialised array with `a`'s shape (and dtype unless given)."""
+    return empty(a.shape, a.dtype if dtype is None else dtype)
+
+
+def zeros_like(a: np.ndarray, dtype: Any = None) -> np.ndarray:
+    """Zeros with `a`'s shape (and dtype unless given)."""
+    return zeros(a.shape, a.dtype if dtype is None else dtype)
+
+
+def full_like(a: np.ndarray, fill_value: Any, dtype: Any = None) -> np.ndarray:
+    """`fill_value` with `a`'s shape (and dtype unless given)."""
+    return full(a.shape, fill_value, a.dtype if dtype is None else dtype)
+
+
+def asarray(a: Any, dtype: Any = None) -> np.ndarray:
+    """A device copy of `a`, as `cupy.asarray` copies host data to the device."""
+    src = np.asarray(a, dtype=dtype)
+    out = _device(src.shape, src.dtype)
+    out[...] = src
+    return out
+
+
+def ascontiguousarray(a: Any, dtype: Any = None) -> np.ndarray:
+    """A contiguous device copy of `a`."""
+    return asarray(a, dtype)
+
+
+def asnumpy(a: Any) -> np.ndarray:
+    """`a` as a plain NumPy array, as a device-to-host copy gives."""
+    return np.array(a)
+
+
+class _Device:
+    attributes = {"MultiProcessorCount": 2}  # small, so a fixed grid is outgrown by the tests
+
+    def __init__(self, index: int = 0) -> None:
+        self.id = index
+
+    def synchronize(self) -> None:
+        return None
+
+    def __enter__(self) -> _Device:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _Stream:
+    """`cupy.cuda.Stream`: the emulator runs every launch to its end, so a stream is always
+    done (work left on a side stream is a GPU-only mistake; the GPU tests catch it)."""
+
+    def __init__(self, null: bool = False, non_blocking: bool = False, ptds: bool = False) -> None:
+        self.null, self.non_blocking, self.ptds = null, non_blocking, ptds
+        self.ptr = 0
+        self.done = True
+
+    def synchronize(self) -> None:
+        return None
+
+    def record(self, event: _Event | None = None) -> _Event:
+        return event if event is not None else _Event()
+
+    def wait_event(self, event: _Event) -> None:
+        return None
+
+    def use(self) -> _Stream:
+        return self
+
+    def __enter__(self) -> _Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _Event:
+    """`cupy.cuda.Event`: every launch has ended by the time it returns, so every event is done."""
+
+    def __init__(
+        self, block: bool = False, disable_timing: bool = False, interprocess: bool = False
+    ) -> None:
+        self.done = True
+
+    def record(self, stream: _Stream | None = None) -> None:
+        return None
+
+    def synchronize(self) -> None:
+        return None
+
+
+_NULL_STREAM = _Stream(null=True)
+
+
+def get_current_stream() -> _Stream:
+    """The null stream (the emulator runs everything in order on it)."""
+    return _NULL_STREAM
+
+
+class RawModule:
+    """`cupy.RawModule(code=...)`: `get_function(name)` is the emulator's RawKernel of that name."""
+
+    def __init__(self, code: str | None = None, *, options: tuple[str, ...] = (), **_: Any):
+        if code is None:
+            raise NotImplementedError("the fake RawModule takes CUDA C source (code=...)")
+        self.code = code
+
+    def get_function(self, name: str) -> RawKernel:
+        """The kernel `name` of this module's source."""
+        return RawKernel(self.code, name)
+
+
+def _one_kernel(f: Any) -> Any:
+    """`f` run by NumPy as one fused kernel: on a GPU CuPy compiles it into a single kernel of
+    the learner's, so its NumPy steps are no library work for an open trace."""
+
+    def fused(*args: Any, **kwargs: Any) -> Any:
+        held = list(_TRACE)
+        _TRACE.clear()
+        try:
+            return f(*args, **kwargs)
+        finally:
+            _TRACE.extend(held)
+
+    fused.__name__ = getattr(f, "__name__", "fuse")
+    return fused
+
+
+def fuse(*args: Any, **kwargs: Any) -> Any:
+    """`cupy.fuse`: the function itself, run by NumPy (no kernel to emulate: NumPy is exact)."""
+    if args and callable(args[0]) and not kwargs:
+        return _one_kernel(args[0])
+    return _one_kernel
+
+
+def make() -> types.ModuleType:
+    """A fresh fake `cupy` module: NumPy's namespace with the functions above on top."""
+    mod = types.ModuleType("cupy")
+    mod.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("_")})
+    for name in (
+        "empty",
+        "full",
+        "zeros",
+        "ones",
+        "empty_like",
+        "zeros_like",
+        "full_like",
+        "asarray",
+        "ascontiguousarray",
+        "asnumpy",
+    ):
+        setattr(mod, name, globals()[name])
+    vars(mod).update(
+        array=asarray,
+        RawKernel=RawKernel,
+        RawModule=RawModule,
+        fuse=fuse,
+        ElementwiseKernel=ElementwiseKernel,
+        ReductionKernel=ReductionKernel,
+        ndarray=np.ndarray,
+        cuda=types.SimpleNamespace(
+            Device=_Device,
+            Stream=_Stream,
+            Event=_Event,
+            get_current_stream=get_current_stream,
+            # CuPy exports the class under its module's name too: a learner may spell it so
+            stream=types.SimpleNamespace(Stream=_Stream),
+        ),
+        __gpulab_fake__=True,
+        __gpulab_trace__=_Trace(),
+        __gpulab_plain__=(DeviceArray,),
+    )
+    return mod
+
+
+def cupyx_modules() -> dict[str, types.ModuleType]:
+    """`cupyx`, `cupyx.scipy` and its `ndimage` and `special` as SciPy's (checks use them for
+    library paths); empty without SciPy."""
+    try:
+        import scipy.ndimage
+        import scipy.special
+    except ImportError:
+        return {}
+    x, xs = types.ModuleType("cupyx"), types.ModuleType("cupyx.scipy")
+    vars(x).update(scipy=xs)
+    vars(xs).update(ndimage=scipy.ndimage, special=scipy.special)
+    return {
+        "cupyx": x,
+        "cupyx.scipy": xs,
+        "cupyx.scipy.ndimage": scipy.ndimage,
+        "cupyx.scipy.special": scipy.special,
+    }
+
+
+_CTYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
+
+
+def _params(spec: str) -> list[tuple[str, str]]:
+    """'float32 x, T y' -> [('float32', 'x'), ('T', 'y')]."""
+    pairs = [p.split() for p in (q.strip() for q in spec.split(",")) if p]
+    return [(kind, name) for kind, name in pairs]
+
+
+def _bind(params: list[tuple[str, str]], args: list[Any]) -> dict[str, str]:
+    """C type of each parameter; a one-letter type (T) takes the dtype of its first argument."""
+    types: dict[str, str] = {}
+    out = {}
+    for (t, name), arg in zip(params, args, strict=False):
+        if t not in _CTYPES and arg is not None:
+            types.setdefault(t, np.asarray(arg).dtype.name)
+        out[name] = _CTYPES[types.get(t, t)]
+    return out
+
+
+class ElementwiseKernel:
+    """`cupy.ElementwiseKernel` for arrays of one shape and scalars, run by the emulator: the
+    operation is pasted into a loop over `i`, as CuPy does, so its C is really compiled."""
+
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str = "k", **_: Any):
+        self.ins, self.outs, self.op, self.name = (
+            _params(in_params),
+            _params(out_params),
+            operation,
+            name,
+        )
+
+    def __call__(self, *args: Any) -> Any:
+        ins, outs = list(args[: len(self.ins)]), list(args[len(self.ins) :])
+        arrays = [a for a in ins if isinstance(a, np.ndarray)]
+        ctype = _bind(self.ins + self.outs, ins + outs + [None] * (len(self.outs) - len(outs)))
+        while len(outs) < len(self.outs):
+            outs.append(
+                empty(
+                    arrays[0].shape,
+                    {v: k for k, v in _CTYPES.items()}[ctype[self.outs[len(outs)][1]]],
+                )
+            )
+        decl, bind, launch = [], [], []
+        for (_, n), a in zip(self.ins, ins, strict=True):
+            if isinstance(a, np.ndarray):
+                decl.append(f"const {ctype[n]}* {n}_")
+                bind.append(f"const {ctype[n]} {n} = {n}_[i];")
+                launch.append(a)
+            else:
+                decl.append(f"{ctype[n]} {n}")
+                launch.append(np.dtype({v: k for k, v in _CTYPES.items()}[ctype[n]]).type(a))
+        for (_, n), a in zip(self.outs, outs, strict=True):
+            decl.append(f"{ctype[n]}* {n}_")
+            bind.append(f"{ctype[n]}& {n} = {n}_[i];")
+            launch.append(a)
+        typedefs = "".join(
+            f"typedef {ctype[n]} {t}; "
+            for t, n in dict((t, n) for t, n in self.ins + self.outs if t not in _CTYPES).items()
+        )
+        src = (
+            f'extern "C" __global__ void {self.name}({", ".join(decl)}, long long n) {{\n'
+            f"  {typedefs}\n"
+            f"  for (long long i = 0; i < n; ++i) {{ {' '.join(bind)} {self.op}; }}\n}}\n"
+        )
+        RawKernel(src, self.name)((1,), (1,), (*launch, np.int64(arrays[0].size)))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+class ReductionKernel:
+    """`cupy.ReductionKernel` of one input over all of it (axis=None) or over the last axis of a
+    C-ordered array, run by the emulator in one thread: `a` starts at identity, each element's
+    map_expr is `b`, `a = reduce_expr`, and post_map_expr sets the output from `a`."""
+
+    def __init__(
+        self,
+        in_params: str,
+        out_params: str,
+        map_expr: str,
+        reduce_expr: str,
+        post_map_expr: str,
+        identity: str,
+        name: str = "r",
+        **_: Any,
+    ) -> None:
+        self.ins, self.outs = _params(in_params), _params(out_params)
+        self.exprs = (map_expr, reduce_expr, post_map_expr, identity)
+        self.name = name
+
+    def __call__(self, x: np.ndarray, out: Any = None, axis: Any = None) -> np.ndarray:
+        if axis not in (None, -1, x.ndim - 1):
+            raise NotImplementedError("the fake reduces over everything or the last axis only")
+        (xt, xn), (_, yn) = self.ins[0], self.outs[0]
+        t = _bind(self.ins, [x])[xn]
+        inner = x.size if axis is None else x.shape[-1]
+        shape = () if axis is None else x.shape[:-1]
+        if out is None:
+            out = empty(shape, x.dtype)
+        mapped, reduce, post, ident = self.exprs
+        typedef = f"typedef {t} {xt};" if xt not in _CTYPES else ""
+        src = (
+            f'extern "C" __global__ void {self.name}(const {t}* {xn}_, {t}* {yn}_, long long m, '
+            f"long long k) {{\n  {typedef}\n  for (long long r = 0; r < m; ++r) {{\n"
+            f"    {t} a = ({ident});\n"
+            f"    for (long long i = 0; i < k; ++i) {{ const {t} {xn} = {xn}_[r * k + i]; "
+            f"{t} b = ({mapped}); a = ({reduce}); }}\n"
+            f"    {t}& {yn} = {yn}_[r]; {post};\n  }}\n}}\n"
+        )
+        flat = out.reshape(-1)
+        RawKernel(src, self.name)(
+            (1,), (1,), (x, flat, np.int64(max(1, flat.size)), np.int64(inner))
+        )
+        return out
