@@ -1,6 +1,14 @@
-"""Inside a rank of a collective exercise: the learner writes the collective from point-to-point
-messages, so the library's own collectives are refused inside their call, and every request of
-an isend or irecv must be waited on before the call returns.
+"""Inside a rank of a collective exercise, the rules of the learner's call.
+
+`watching(path)`: the learner writes a collective from point-to-point messages, so the library's
+own collectives are refused inside their call, and every request of an isend or irecv must be
+waited on before the call returns.
+
+`watching_hook(path)`: the learner's DDP communication hook must start its all-reduce and return
+at once: a wait inside the hook (a request's `wait()`, a blocking collective, which waits for
+itself, a pending future's `wait()` or `value()`, a device synchronize) stops the backward pass
+there, so nothing overlaps the communication; and every collective it starts must be handed
+back as a future (`get_future()`), or DDP never waits for it.
 
 Installed once per rank (`install`), before the learner's file is loaded, so a name the file
 binds at import (`from torch.distributed import all_reduce`) is already the guarded one. The
@@ -9,9 +17,10 @@ any direct `group.allreduce(...)` go through, and in `torch.distributed._functio
 Outside a learner's call (`watching`) they pass through: the check's own code (the library's
 figure it times beside the learner's, its reference) uses them.
 
-What a call did wrong is raised where it happens (`Refused`, one line naming the learner's
-line) and also recorded, so a learner's `except Exception` around it changes nothing:
-`watching` raises the first record when the call returns.
+What a call did wrong is recorded with the learner's line, and `watching` raises the first
+record (`Refused`, one line) when the call returns, so a learner's `except Exception` around it
+changes nothing. A refused collective is also raised where it happens; a hook's wait is only
+recorded (raised inside DDP's backward, it would leave its peers waiting).
 
 Why the wait rule: a request not waited on may still be in flight when the function returns
 (with NCCL, queued on its own stream; with gloo, half sent), and the buffer it reads or writes
@@ -77,10 +86,14 @@ class LearnerFailed(RuntimeError):
     """The learner's code raised in a rank; str() is one line with the learner's line number."""
 
 
+P2P, HOOK = "p2p", "hook"
+
+
 class _State:
     def __init__(self) -> None:
         self.installed = False
         self.active = False
+        self.mode = P2P
         self.path = ""  # the learner's file, for the line numbers
         self.found: list[str] = []
         self.requests: list[tuple[Any, str, str]] = []  # (work, which call, where)
@@ -107,21 +120,40 @@ def _where() -> str:
     return f" (line {frame.lineno} of {Path(_STATE.path).name})" if frame else ""
 
 
-def _refuse(kind: str) -> None:
+def _call() -> str:
+    """': `the line` (line N of file.py)' for the learner's innermost line, or ''."""
     frame = _frame()
-    call = f": `{frame.line}`{_where()}" if frame and frame.line else ""
-    message = f"the library's {kind} is not allowed here{call}; {WHY}"
+    return f": `{frame.line}`{_where()}" if frame and frame.line else ""
+
+
+def _refuse(kind: str) -> None:
+    message = f"the library's {kind} is not allowed here{_call()}; {WHY}"
     _STATE.found.append(message)
     raise Refused(message)
+
+
+def _waits(what: str) -> None:
+    """A hook waited: recorded (see the module doc)."""
+    _STATE.found.append(
+        f"your hook waits for {what}{_call()}: the backward pass stops there until it ends, so "
+        "no computation overlaps it. Start the all-reduce with async_op=True and return its "
+        "future (work.get_future(), with .then() for what comes after): DDP waits for it once "
+        "the backward pass is done"
+    )
 
 
 def _guard_group(cls: Any, method: str, kind: str) -> None:
     real = getattr(cls, method)
 
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _STATE.active:
+        if not _STATE.active:
+            return real(self, *args, **kwargs)
+        if _STATE.mode == P2P:
             _refuse(kind)
-        return real(self, *args, **kwargs)
+        work = real(self, *args, **kwargs)
+        if work is not None:
+            _STATE.requests.append((work, f"the {kind}", _where()))
+        return work
 
     setattr(cls, method, guarded)
 
@@ -181,7 +213,7 @@ def _track(modules: tuple[Any, ...], name: str) -> None:
             where = _where()
             for work in out if isinstance(out, list) else [out]:
                 if work is not None:
-                    _STATE.requests.append((work, name, where))
+                    _STATE.requests.append((work, f"the request of an {name}", where))
         return out
 
     # One object under every name: P2POp checks its op is torch.distributed's isend or irecv
@@ -213,6 +245,9 @@ def install() -> None:
 
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
         _STATE.waited.add(id(self))
+        if _STATE.active and _STATE.mode == HOOK:
+            what = next((k for w, k, _ in _STATE.requests if w is self), "its communication")
+            _waits(what.removeprefix("the request of an ").replace("the ", "its ", 1))
         return real_wait(self, *args, **kwargs)
 
     setattr(work_cls, "wait", wait)  # noqa: B010 - a class of torch's, patched in a rank
@@ -225,34 +260,94 @@ def install() -> None:
         return real_future(self)
 
     setattr(work_cls, "get_future", get_future)  # noqa: B010
+    _guard_waits()
     _STATE.installed = True
+
+
+def _guard_waits() -> None:
+    """A pending future's wait() or value(), or a device synchronize, inside a hook."""
+    import torch
+    import torch.futures
+
+    future_cls = torch.futures.Future
+    for name in ("wait", "value"):
+        real = getattr(future_cls, name)
+
+        def pending(self: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            if _STATE.active and _STATE.mode == HOOK and not self.done():
+                _waits("a future that has not completed")
+            return _real(self, *args, **kwargs)
+
+        setattr(future_cls, name, pending)
+    real_sync = torch.cuda.synchronize
+
+    def synchronize(*args: Any, **kwargs: Any) -> Any:
+        if _STATE.active and _STATE.mode == HOOK:
+            _waits("the whole device (torch.cuda.synchronize)")
+        return real_sync(*args, **kwargs)
+
+    torch.cuda.synchronize = synchronize
+
+
+def _start(path: str, mode: str) -> None:
+    _STATE.active, _STATE.mode, _STATE.path = True, mode, str(path)
+    _STATE.found, _STATE.requests, _STATE.waited = [], [], set()
+
+
+def _problem(mode: str) -> str | None:
+    """What the call just ended did wrong, first thing first (None: nothing)."""
+    _STATE.active = False
+    if _STATE.found:
+        return _STATE.found[0]
+    for work, what, where in _STATE.requests:
+        if id(work) in _STATE.waited:
+            continue
+        if mode == HOOK:
+            return (
+                f"{what}{where} in your hook is never waited on: its future is not what the "
+                "hook returns, so DDP may use the gradients before they are summed. Return "
+                "work.get_future() (chained with .then())"
+            )
+        return (
+            f"{what}{where} was never waited on: call .wait() on every isend and irecv "
+            "request before the function returns (an isend not waited on may still be "
+            "reading its buffer when the caller reuses it; an irecv's data may not have "
+            "arrived)"
+        )
+    return None
 
 
 @contextlib.contextmanager
 def watching(learner_file: str) -> Iterator[None]:
-    """A learner's call: the collectives refused, its requests recorded; raises `Refused` at the
-    end for the first thing it did wrong, even if its own code caught the error."""
-    _STATE.active, _STATE.path = True, str(learner_file)
-    _STATE.found, _STATE.requests, _STATE.waited = [], [], set()
+    """A learner's collective under the P2P rules; raises `Refused` at the end for the first
+    thing it did wrong, even if its own code caught it."""
+    _start(learner_file, P2P)
     try:
         yield
     except Exception:
-        if _STATE.found:  # the refusal, not what the learner's code made of it
-            raise Refused(_STATE.found[0]) from None
+        problem = _problem(P2P)
+        if problem:  # the refusal, not what the learner's code made of it
+            raise Refused(problem) from None
         raise
-    finally:
-        _STATE.active = False
-    if _STATE.found:
-        raise Refused(_STATE.found[0])
-    for work, name, where in _STATE.requests:
-        if id(work) not in _STATE.waited:
-            raise Refused(
-                f"the request of an {name}{where} was never waited on: call .wait() on every "
-                "isend and irecv request before the function returns (an isend not waited on "
-                "may still be reading its buffer when the caller reuses it; an irecv's data "
-                "may not have arrived)"
-            )
+    problem = _problem(P2P)
     _STATE.requests = []
+    if problem:
+        raise Refused(problem)
+
+
+@contextlib.contextmanager
+def recording(learner_file: str) -> Iterator[list[str]]:
+    """A learner's DDP hook call under the HOOK rules: what it did wrong is appended to the
+    list it yields, nothing is raised (inside DDP's backward, its peers would wait forever)."""
+    found: list[str] = []
+    _start(learner_file, HOOK)
+    try:
+        yield found
+    finally:
+        problem = _problem(HOOK)
+        _STATE.requests = []
+        if problem:
+            found.append(problem)
 
 
 def learner_line(exc: BaseException, path: str) -> str:

@@ -47,6 +47,8 @@ def _shutdown(commands: list[Any], stop: threading.Event, thread: threading.Thre
     for q in commands:
         with contextlib.suppress(Exception):
             q.put(("stop", ()))
+            q.close()
+            q.cancel_join_thread()  # a rank already gone must not hold this process at its exit
     if thread is not None and thread.is_alive():
         thread.join(STOP_GRACE_S)
     stop.set()  # ranks still there are killed by the launcher
@@ -66,7 +68,7 @@ class RankPool:
         self.check = (check_file, check_text)
         self.world, self.backend, self.deadline_s = world, backend, deadline_s
         self.files: list[tuple[str, str, str]] = []
-        self.failure: BaseException | None = None
+        self._failures: list[BaseException] = []  # the launcher's, held apart from self (below)
         self.closed = False
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -87,12 +89,15 @@ class RankPool:
         self._replies = mp.Queue()
         job = (*self.check, self.files, self._commands, self._replies)
         ctx = Context(is_cancelled=self._stop.is_set)
+        # The thread must not hold the pool itself, or a pool no one holds any more would never
+        # be garbage, and its finalizer never stop the ranks
+        world, backend, failures = self.world, self.backend, self._failures
 
         def run() -> None:
             try:
-                ranks.launch(ctx, _serve, self.world, job, backend=self.backend)
+                ranks.launch(ctx, _serve, world, job, backend=backend)
             except BaseException as exc:  # noqa: BLE001 - reported by the next ask
-                self.failure = exc
+                failures.append(exc)
 
         self._thread = threading.Thread(target=run, name="gpulab-rank-pool", daemon=True)
         self._thread.start()
@@ -117,7 +122,7 @@ class RankPool:
             except queue.Empty:
                 if self._thread is not None and not self._thread.is_alive():
                     self.close()
-                    why = str(self.failure) if self.failure else "the ranks ended"
+                    why = str(self._failures[0]) if self._failures else "the ranks ended"
                     raise PoolFailed(why) from None
                 if errors or time.monotonic() > end:
                     # A rank that failed leaves its peers waiting for its messages: what they

@@ -25,7 +25,10 @@ from gpulab.core.errors import Cancelled
 from gpulab.exercises.sandbox import fresh_name, load_text
 from gpulab.experiments.base import Context
 
-ranks.preload(__name__)  # and what it imports: the sandbox, the experiments' Context
+# This module and what it imports (the sandbox, the experiments' Context); and torch._dynamo,
+# which DistributedDataParallel imports when the first one is built: 5 s in every rank of a
+# DDP check on a busy 2-core box, once in the fork server instead
+ranks.preload(__name__, "sympy", "torch.fx.experimental.symbolic_shapes")
 
 
 class Stuck(RuntimeError):
