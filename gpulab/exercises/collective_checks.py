@@ -20,6 +20,7 @@ torch is imported inside the functions: check modules are read by processes with
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -90,8 +91,6 @@ def before_load(rc: Any) -> None:
 
 def learner_file(fn: Any) -> str:
     """The file a learner's function came from (where its line numbers point)."""
-    import sys
-
     return str(getattr(sys.modules.get(fn.__module__), "__file__", "") or "")
 
 

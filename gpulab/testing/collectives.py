@@ -7,14 +7,13 @@ import contextlib
 from typing import Any
 
 from gpulab.core.ranks import RankContext
+from gpulab.exercises import collective_guard as guard
 
 LEARNER = "/nowhere/learner.py"  # the file the rules' messages name
 
 
 def _try(fn: Any, mode: str = "p2p") -> str:
     """'' when `fn()` keeps the rules, else the first thing the rules said."""
-    from gpulab.exercises import collective_guard as guard
-
     if mode == "hook":
         with guard.recording(LEARNER) as found:
             fn()
@@ -32,8 +31,6 @@ def p2p_rules(rc: RankContext) -> dict[str, str]:
     import torch
     import torch.distributed as dist
     from torch.distributed import _functional_collectives as fc
-
-    from gpulab.exercises import collective_guard as guard
 
     guard.install()
     peer = 1 - rc.rank
