@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.explain import cubin, nvrtc
+from gpulab.core import nvrtc
+from gpulab.exercises.loader import load_catalog
+from gpulab.explain import cubin
 from gpulab.explain.explainer import explain, explain_file
+from gpulab.explain.roofline import Roof
 
 pytestmark = pytest.mark.skipif(nvrtc.library() is None, reason="needs NVRTC (nvidia-cuda-nvrtc)")
 
@@ -45,7 +48,7 @@ SLOW = {
         "stores stride rows",
     ),
     "30-transpose-tiled/slow/no-padding.py": ("transpose-tiled", "bank-conflicts", "32-way"),
-    "31-matmul-tiled/slow/one-output-per-thread.py": ("matmul-tiled", "shared-bound", "12%"),
+    "31-matmul-tiled/ladder/03-shared-tiles.py": ("matmul-tiled", "shared-bound", "12%"),
 }
 
 
@@ -58,7 +61,7 @@ def _metric(folder: Path) -> str:
 
 def _explain_catalog(rel: str):
     path = CATALOG / rel
-    folder = path.parent.parent if path.parent.name in ("slow", "wrong") else path.parent
+    folder = path.parent.parent if path.parent.name in ("slow", "wrong", "ladder") else path.parent
     return explain_file(path, exercise=folder.name.split("-", 1)[1], metric=_metric(folder))
 
 
@@ -136,7 +139,13 @@ def test_slow_lines_point_at_the_source():
 
 TRACK = sorted(
     str(p.relative_to(CATALOG))
-    for pattern in ("2*-*/solution.py", "3*-*/solution.py", "2*-*/slow/*.py", "3*-*/slow/*.py")
+    for pattern in (
+        "2*-*/solution.py",
+        "3*-*/solution.py",
+        "2*-*/slow/*.py",
+        "3*-*/slow/*.py",
+        "3*-*/ladder/*.py",
+    )
     for p in CATALOG.glob(pattern)
 )
 
@@ -157,7 +166,7 @@ def test_every_kernel_track_file_is_explained(rel):
         assert not any(f.text().endswith("...") for f in k.findings)
         for f in k.findings:
             assert len(f.card_line()) <= 80 and not f.card_line()[:-4].rstrip().endswith("...")
-    if "/slow/" not in rel and not rel.startswith("31-"):
+    if "/slow/" not in rel and "/ladder/" not in rel and not rel.startswith("31-"):
         worst = max((f.severity for k in e.kernels for f in k.findings), default=0)
         assert worst <= 1, card  # a reference has nothing worse than "worth trying"
 
@@ -302,8 +311,8 @@ def test_float4_advice_is_quiet_when_the_figure_is_near_the_copy():
             text,
             metric="GB/s",
             figure=fraction * 3000.0,
-            bandwidth_gbs=3000.0,
-            compute_tflops=50.0,
+            roof=Roof(bandwidth_gbs=3000.0, compute_tflops=50.0),
+            intensity=load_catalog().get("map-add-ten").intensity,
             exercise="map-add-ten",
         )
         (k,) = e.kernels

@@ -16,9 +16,10 @@ import pytest
 from conftest import cupy_available
 from test_explain import CATALOG, PLANTED, PLANTED_DIR, SLOW
 
+from gpulab.core import nvrtc
 from gpulab.experiments import kernel_device as device
 from gpulab.explain import arch as arches
-from gpulab.explain import cubin, nvrtc
+from gpulab.explain import cubin
 from gpulab.explain import occupancy as occ
 from gpulab.explain.explainer import explain_file
 from gpulab.explain.source import scan

@@ -126,6 +126,21 @@ def test_scan_finds_kernels_and_launches_without_running_anything():
     assert any("f-string" in n for n in s.notes)
 
 
+def test_scan_reads_a_kernel_per_value_of_a_comprehension_over_constants():
+    text = (
+        'import cupy as cp\nSRC = r"""extern "C" __global__ void k1(float* x) {}"""\n'
+        '_ks = {k: cp.RawKernel(SRC, f"conv_k{k}") for k in (1, 3)}\n'
+        "def f(x, k):\n    _ks[k]((8,), (32, 8), (x,))\n"
+    )
+    s = source.scan(text)
+    assert [(k.name, k.variable) for k in s.kernels] == [("conv_k1", "_ks"), ("conv_k3", "_ks")]
+    assert [(la.kernel, la.block) for la in s.launches] == [
+        ("conv_k1", (32, 8)),
+        ("conv_k3", (32, 8)),
+    ]
+    assert not s.notes
+
+
 def test_scan_notes_elementwise_kernels_and_syntax_errors():
     s = source.scan(
         "import cupy as cp\nk = cp.ElementwiseKernel('float32 x', 'float32 y', 'y = x')"

@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 
 from gpulab.cli import main
+from gpulab.core import nvrtc
 from gpulab.core.errors import Cancelled
 from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.workspace import Workspace
-from gpulab.explain import ncu, nvrtc, sanitize, tools
+from gpulab.explain import ncu, ncu_source, sanitize, tools
 from gpulab.explain.explainer import add_profile, explain_file
 from gpulab.testing import fake_nvtools
 
@@ -163,7 +164,8 @@ def test_a_pass_through_the_fake_ncu_keeps_the_report_and_says_how_far(monkeypat
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert calls[0][0] == "ncu" and "--kernel-name" in calls[0]
     assert calls[0][-len(target) :] == target  # the learner's process, under ncu
-    assert [c[c.index("--page") + 1] for c in calls[1:]] == ["raw", "details"]
+    assert [c[c.index("--page") + 1] for c in calls[1:]] == ["raw", "details", "source"]
+    assert calls[-1][-2:] == ["--print-source", "cuda,sass"]  # the counters of each line
 
 
 def test_without_permission_one_line_says_what_an_admin_changes(monkeypatch, tmp_path, capsys):
@@ -271,5 +273,55 @@ def test_explain_ncu_puts_the_measurement_on_the_card(monkeypatch, tmp_path, cap
     assert main(args) == 0
     out = capsys.readouterr().out.splitlines()
     assert any(ln.startswith("ncu report: ") for ln in out)
-    assert all(len(ln) <= 80 for ln in out)
+    card, source = out[: out.index("")], out[out.index("") + 1 :]
+    assert all(len(ln) <= 80 for ln in card) and all(len(ln) <= 100 for ln in source)
+    assert source[0].startswith("source (file lines)")
     assert not any("measure it:" in ln for ln in out)  # the hint is for the static card only
+
+
+# -- by source line: ncu's source counters ---------------------------------------------------
+# The source pages under tests/fixtures/explain/ncu/*.source.csv are built by hand in the layout
+# ncu prints (`--page source --csv --print-source cuda,sass`: ncu_source.py); a GPU pass with
+# GPULAB_EXPLAIN_RECORD replaces them with recorded ones.
+
+
+def test_source_page_parses_the_cuda_lines_not_the_sass_rows():
+    text = (FIX / "ncu" / "strided.source.csv").read_text()
+    parsed = ncu_source.parse(text)
+    lines = ncu_source.lines_of(parsed, "strided_copy")
+    assert [x.line for x in lines] == [1, 2, 3, 4, 5, 6, 7]  # the two SASS rows are not lines
+    six = lines[5]
+    assert "STRIDE" in six.code and six.get("L2 Theoretical Sectors Global Excessive") == 917504
+    assert ncu_source.lines_of(parsed, "other") == []
+    assert ncu_source.parse("") == {}
+
+
+@needs_nvrtc
+@pytest.mark.parametrize(
+    ("label", "needle", "kind"),
+    [
+        ("strided", "a[(long long)i * STRIDE]", "line-sectors"),
+        ("divergent", "threadIdx.x & 1", "line-divergence"),
+    ],
+)
+def test_a_pass_names_the_planted_line(label, needle, kind):
+    path = FIX / f"{label}.py"
+    prof = ncu.Profile(
+        kernels=recorded(label), source=(FIX / "ncu" / f"{label}.source.csv").read_text()
+    )
+    e = add_profile(explain_file(path), prof)
+    worst = e.worst_line()
+    assert worst is not None and worst.kind == kind and worst.tag == "measured"
+    assert needle in path.read_text().splitlines()[worst.line - 1], worst.sentence()
+    assert worst.severity >= 2 and worst.sentence().startswith(f"line {worst.line}: ")
+    annotated = e.annotated()
+    assert all(len(ln) <= 100 for ln in annotated)
+    assert any(ln.startswith(f"{worst.line:>4} ") and "[m]" in ln for ln in annotated)
+
+
+@needs_nvrtc
+def test_a_pass_without_a_source_page_keeps_the_static_lines():
+    e = add_profile(explain_file(FIX / "strided.py"), ncu.Profile(kernels=recorded("strided")))
+    (k,) = e.kernels
+    assert not k.line_findings
+    assert not any(f.kind == "coalescing" and f.tag != "measured" for f in k.findings)

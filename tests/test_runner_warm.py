@@ -37,7 +37,9 @@ def shell(tmp_path, monkeypatch):
     monkeypatch.setenv("GPULAB_WARM_IDLE_S", "120")
     monkeypatch.setenv("GPULAB_WORKDIR", str(tmp_path / "work"))
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # PYTHONPATH is part of the warm worker's setting (its key): the same here as in the shell
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    env = dict(os.environ)
     ex = find("vector-add")
     (tmp_path / "work").mkdir()
     shutil.copyfile(ex.solution_path, tmp_path / "work" / ex.file_name)

@@ -69,8 +69,8 @@ def test_triton_reference_without_a_gpu_says_interpreter_and_gives_no_grade(ex):
 
 @needs_triton
 def test_the_watch_counts_triton_launches_and_names_a_missing_kernel(tmp_path):
-    """A file whose function launches no jitted kernel fails with the watch's message, even
-    when it defines one; the same file launching it passes the launch count."""
+    """A file whose function does the add with torch instead of its jitted kernel fails, even
+    when it defines one."""
     if _has_gpu():
         pytest.skip("the CPU interpreter path")
     ex = CATALOG.get("triton-vector-add")
@@ -82,7 +82,9 @@ def test_the_watch_counts_triton_launches_and_names_a_missing_kernel(tmp_path):
     )
     result = check_inline(ex.id, str(idle), 3, quick=True, inventory=_inventory())[0]
     assert result.verdict == "fail"
-    assert "no kernel of yours ran" in result.message and "add_kernel" in result.message
+    # torch's copy_ and sub_ are outside what the exercise allows: refused before the launch
+    # count is read
+    assert "aten.copy_, which is not among the operations this exercise allows" in result.message
 
 
 def test_compile_targets_and_triton_targets_judge_their_summaries():

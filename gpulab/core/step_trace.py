@@ -194,13 +194,60 @@ def profile_steps(
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     if gpu:
         torch.cuda.synchronize()  # nothing queued before the first step lands inside it
+    reads = _PythonReads()
     with small_work(gpu), profile(activities=acts, with_stack=bool(source)) as prof:
         for i in range(steps):
-            with record_function(STEP_RANGE):
+            with record_function(STEP_RANGE), reads:
                 step(i)
         if gpu:
             torch.cuda.synchronize()  # outside every range: not counted as the step's
-    return read_trace(prof, steps, gpu=gpu, source=source, top=top)
+    trace = read_trace(prof, steps, gpu=gpu, source=source, top=top)
+    # .tolist(), .numpy() and float(t) read values into Python without the one operator the
+    # profile sees (a scalar read's): counted here, by the calls themselves
+    trace.readbacks = max(trace.readbacks, reads.count / max(1, steps))
+    return trace
+
+
+# Tensor methods that hand values to Python or NumPy: on a GPU each waits for the device
+PYTHON_READS = frozenset(
+    "torch.Tensor." + m
+    for m in (
+        "tolist",
+        "numpy",
+        "item",
+        "__float__",
+        "__int__",
+        "__bool__",
+        "__index__",
+        "__array__",
+    )
+)
+
+
+class _PythonReads:
+    """A TorchFunctionMode (entered per step) counting the calls that read values into Python."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._mode: Any = None
+
+    def __enter__(self) -> _PythonReads:
+        from torch.overrides import TorchFunctionMode, resolve_name
+
+        outer = self
+
+        class _Reads(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+                if resolve_name(func) in PYTHON_READS:
+                    outer.count += 1
+                return func(*args, **(kwargs or {}))
+
+        self._mode = _Reads()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._mode.__exit__(*exc)
 
 
 def read_trace(prof: Any, steps: int, *, gpu: bool, source: str = "", top: int = 8) -> StepTrace:

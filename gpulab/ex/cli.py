@@ -1,4 +1,5 @@
-"""`gpulab exercises` / `gpulab ex`: list, check, watch, hint, reset, solution, explain, worker.
+"""`gpulab exercises` / `gpulab ex`: list, check, watch, hint, reset, solution, ladder, explain,
+worker.
 
 Exit codes: 0 done (a check passed), 1 a check failed, 2 bad input (unknown exercise, a missing
 file, a bad seed, an exercise this machine cannot run), one line on stderr, never a traceback;
@@ -61,6 +62,19 @@ def add_parser(sub: Any) -> None:
     watch = acts.add_parser("watch", help="check on every save; move on when it passes")
     watch.add_argument("name", nargs="?", help="start here (default: the first not passing)")
     watch.add_argument("--debounce", type=int, default=300, help=argparse.SUPPRESS)
+    ladder = acts.add_parser("ladder", help="the kernel from naive to the expert's, and your rung")
+    ladder.add_argument("name", help="exercise id, folder name or number")
+    ladder.add_argument(
+        "--figure",
+        type=float,
+        metavar="VALUE",
+        help="place this figure (in the exercise's metric) instead of your latest graded one",
+    )
+    ladder.add_argument(
+        "--measure",
+        action="store_true",
+        help="time every rung on this GPU first (a minute or so) and keep the figures",
+    )
     worker = acts.add_parser("worker", help="your warm worker for checks: is it there (--stop)")
     worker.add_argument("--stop", action="store_true", help="stop it now")
     for verb, text in (
@@ -139,6 +153,8 @@ def main(args: argparse.Namespace) -> int:
             return cmd_show(args)
         if verb == "worker":
             return cmd_worker(args)
+        if verb == "ladder":
+            return cmd_ladder(args)
         handler = getattr(args, "ex_handler", None)
         if handler is not None:  # a verb another package owns (add_verb)
             return int(handler(args))
@@ -203,17 +219,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     The worker is the learner's warm one when there is one (started, and said so, when there is
     none; gpulab.runner.warm), so a repeat check costs the check, not a worker's start; with
     GPULAB_WARM_WORKER=0 each check starts and stops its own."""
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    # deferred: keeps `gpulab`'s start-up light: asyncio and the store load when a verb runs
     import asyncio
 
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.ex.session import Checker, record
-
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.exercises.loader import find
-    from gpulab.exercises.run_check import new_seed
-
-    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.exercises.outcome import new_seed
     from gpulab.runner.warm.remote import warm_client
 
     client = None if args.inline else warm_client(args.device, say=_say)
@@ -384,6 +395,81 @@ def cmd_solution(args: argparse.Namespace) -> int:
         if ex.has_expert and progress.best_grade == "gold":
             print(f"\nAn expert's solution: gpulab ex solution {ex.id} --expert")
     return 0
+
+
+def cmd_ladder(args: argparse.Namespace) -> int:
+    """`gpulab ex ladder NAME`: the exercise's ladder, its rungs' figures on this GPU when they
+    were measured, and the rung nearest your latest graded figure (or --figure)."""
+    # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
+    from gpulab.core import peaks as pk
+    from gpulab.exercises import ladder
+    from gpulab.exercises.progress import Progress
+
+    ex = catalog().get(args.name)
+    rungs = ladder.rungs(ex)
+    if not rungs:
+        raise BadInput(f"{ex.id} has no ladder (matmul-tiled has one)")
+    key = _device_key()
+    if args.measure:
+        _measure_ladder(args, ex, key)
+    value = args.figure
+    if value is None:
+        with store() as st:
+            fraction = next(
+                (a.fraction for a in Progress(st).attempts(ex.id, limit=20) if a.fraction), None
+            )
+        ceiling = pk.peak_for(pk.latest_gpu(None), ex.ceiling) if fraction else None
+        value = fraction * float(ceiling) if fraction and ceiling else None
+    if args.json:
+        measured = ladder.figures(ex, key)
+        placed = ladder.place(rungs, measured, value=value)
+        emit_json(
+            {
+                "ladder": {
+                    "exercise": ex.id,
+                    "metric": ex.metric,
+                    "rungs": [
+                        {
+                            "number": r.number,
+                            "name": r.name,
+                            "idea": r.idea,
+                            "refused": r.refused,
+                            "figure": measured.get(r.name),
+                        }
+                        for r in rungs
+                    ],
+                    "figure": value,
+                    "rung": placed.rung.number if placed else None,
+                    "hint": ladder.hint(rungs, placed),
+                }
+            }
+        )
+        return 0
+    print("\n".join(ladder.lines(ex, key, value=value)))
+    return 0
+
+
+def _measure_ladder(args: argparse.Namespace, ex: Any, key: str) -> None:
+    """Time the rungs on this GPU (in this process) and keep their figures under `key`."""
+    from gpulab.exercises import ladder  # deferred: the CLI's start-up stays light
+    from gpulab.exercises.ladder_measure import measure  # deferred: as above
+
+    inv = machine()
+    if not any(d.kind == "cuda" for d in inv.devices) or not inv.available("cupy"):
+        raise BadInput("measuring a ladder needs a GPU with CuPy: this machine has neither")
+
+    def say(line: str) -> None:
+        if not args.json:
+            sys.stderr.write(f"gpulab: {line}\n")
+
+    m = measure(ex, device=getattr(args, "device", 0) or 0, say=say)
+    ladder.observe(ex, key, m.rungs, metric=m.metric)
+    if not args.json:
+        order = [r.name for r in ladder.rungs(ex)]
+        top = m.rungs[order[-1]]["value"]
+        lib = f"; the top rung is {top / m.library:.2f} of {m.library_name}" if m.library else ""
+        what = "each rung faster than the one below" if m.ordered(order) else "NOT in order"
+        print(f"measured {len(order)} rungs in {m.rounds} rounds: {what}{lib}")
 
 
 def _device_key() -> str:

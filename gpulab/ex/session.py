@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core import events as ev
-from gpulab.exercises.job import EXPERIMENT_ID, check_inline, outcome
 from gpulab.exercises.loader import Exercise
-from gpulab.exercises.prewarm import EXPERIMENT_ID as PREPARE_ID
-from gpulab.exercises.run_check import FAIL, CheckResult
+from gpulab.exercises.outcome import CHECK_JOB, FAIL, PREPARE_JOB, CheckResult, outcome
 
 EventCallback = Callable[[dict[str, Any]], None]
 
@@ -88,7 +86,7 @@ class Checker:
         if self.inline:
             return 0.0
         t0 = time.perf_counter()
-        job = await self.client.submit(PREPARE_ID, {"exercise": ex.id}, device=self.device)
+        job = await self.client.submit(PREPARE_JOB, {"exercise": ex.id}, device=self.device)
         async for _event in job:
             pass
         self.last_final = job.final or {}
@@ -98,6 +96,9 @@ class Checker:
         """(the verdict, seconds from submitting to the verdict)."""
         t0 = time.perf_counter()
         if self.inline:
+            # deferred: the grader's imports (NumPy, the watch) only where it runs in this process
+            from gpulab.exercises.job import check_inline
+
             result, events = await asyncio.to_thread(
                 check_inline, ex.id, str(path), seed, quick=self.quick
             )
@@ -107,7 +108,7 @@ class Checker:
             return result, time.perf_counter() - t0
         limit = self.time_limit or ex.time_limit
         params = {"exercise": ex.id, "path": str(path), "seed": seed, "quick": self.quick}
-        job = self.job = await self.client.submit(EXPERIMENT_ID, params, device=self.device)
+        job = self.job = await self.client.submit(CHECK_JOB, params, device=self.device)
         loop = asyncio.get_running_loop()
         timed_out: list[bool] = []
         cancels: list[asyncio.Task[None]] = []

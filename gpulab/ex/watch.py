@@ -50,9 +50,9 @@ async def watch_loop(
 
     # deferred: keeps `gpulab`'s start-up light: numpy, asyncio and the store load when a verb runs
     from gpulab.ex.session import record
+    from gpulab.exercises.outcome import new_seed
     from gpulab.exercises.progress import Progress
     from gpulab.exercises.report import verdict_lines
-    from gpulab.exercises.run_check import new_seed
 
     current = [start]
     checks = 0

@@ -184,6 +184,9 @@ class TimingSpec:
     # Optional: False where the host's cost of a call is part of what the exercise measures
     # (side streams, graphs): no spin is queued ahead of the start events (gpulab.core.lead).
     lead: bool = True
+    # Optional: True where check_call costs next to nothing (counts read from hooks), so every
+    # timed call is checked on a CPU too, not a random third
+    check_every: bool = False
 
 
 def tolerance(dtype: Any) -> tuple[float, float]:

@@ -13,18 +13,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpulab.core import events as ev
 from gpulab.core.devices import detect
 from gpulab.core.params import SEED_MAX, Bool, Int, ParamError, ParamSet, Text
 from gpulab.core.results import Measurement, Result, Verdict
 from gpulab.exercises import api
 from gpulab.exercises.loader import UnknownExercise, find
-from gpulab.exercises.run_check import FAIL, CheckResult, run_check
+from gpulab.exercises.outcome import CHECK_JOB, outcome
+from gpulab.exercises.run_check import run_check
 from gpulab.experiments.base import Context, Experiment, ExperimentError
 from gpulab.experiments.inline import run_job
 from gpulab.experiments.registry import register_hidden
 
-EXPERIMENT_ID = "exercise-check"
+EXPERIMENT_ID = CHECK_JOB
 CPU_FILL_BYTES = 64 << 20  # past any CPU's last-level cache, small enough for a laptop
 GPU_FILL_BYTES = 256 << 20  # several times an H100's or H200's L2; launch overhead ~5% of a call
 CPU_CHECK_BYTES = 16 << 20  # the correctness cases' big size (see api.Context.check_bytes)
@@ -147,32 +147,6 @@ def timing_rows(timing: dict[str, Any] | None) -> list[Measurement]:
 
 EXPERIMENT = ExerciseCheck()
 register_hidden(EXPERIMENT)
-
-
-def outcome(final: dict[str, Any], exercise: str, path: str, seed: int) -> Any:
-    """The CheckResult a job's final event stands for: the grader's own, or one made from the
-    runner's failure (crash, time limit, cancel) in words a learner can act on."""
-    kind = final.get("type")
-    if kind == ev.RESULT:
-        data = ((final.get("result") or {}).get("summary") or {}).get("check")
-        if data:
-            return CheckResult.from_dict(data)
-    extra = final.get("check")
-    if kind == ev.FAILED and isinstance(extra, dict):
-        return CheckResult.from_dict(extra)
-    message = str(final.get("message") or "the check ended without a verdict")
-    why = "internal"
-    if kind == ev.CANCELLED:
-        why = final.get("reason") or "cancelled"
-        if why == "timeout":
-            message = final.get("message") or message
-    elif final.get("kind") == ev.KIND_CRASHED:
-        why, message = "crash", f"your code crashed the worker: {message}"
-    elif final.get("kind") in (ev.KIND_ILLEGAL_ADDRESS, ev.KIND_OOM):
-        why = "crash"
-    elif final.get("kind") in (ev.KIND_BAD_PARAMS, ev.KIND_EXPERIMENT):
-        why = "unavailable" if "needs" in message else "internal"
-    return CheckResult(exercise, FAIL, message, seed, path, kind=why)
 
 
 def require_runnable(ex: Any, inventory: Any) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from gpulab.exercises import api
 from gpulab.exercises.fresh import Refresher
+from gpulab.exercises.own_work import uses_shuffles
 
 GUARD_MIN = 4096  # elements on each side of an array that a correct kernel never touches
 
@@ -310,6 +311,13 @@ def uses_warp_shuffles(code: str) -> bool:
     shuffle: a `__shfl_*_sync` or `__reduce_*_sync` call, a tile's `shfl*` or `cg::reduce`."""
     text = re.sub(r"//[^\n]*|/\*.*?\*/", "", code, flags=re.S)
     return bool(_SHUFFLE_CALL.search(text))
+
+
+def launch_shuffles(launch: Any, code: str) -> bool:
+    """Whether one launch's kernel moves values between lanes: read from its compiled PTX where
+    NVRTC can compile it (what ran, not what the source says), else from `code`, its source."""
+    compiled = uses_shuffles(launch)
+    return uses_warp_shuffles(code) if compiled is None else compiled
 
 
 def shared_bytes(launch: Any) -> int | None:

@@ -42,6 +42,7 @@ import ast
 import contextlib
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext, suppress
@@ -49,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpulab.core import nvrtc
 from gpulab.exercises import kernel_trace
 
 GATE_MS = 20.0  # how long a gate holds a learner's non-blocking stream (a check's call only)
@@ -152,6 +154,7 @@ class _Kernel:
         self._kind = kind
         self._name = name
         self._watch = watch
+        self.source = str(getattr(inner, "code", "") or "")  # the CUDA C it was built from
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         launch = self._watch._launched(self, args, kwargs)
@@ -176,7 +179,9 @@ class _Module:
 
     def get_function(self, name: str) -> _Kernel:
         self._watch._compiled(name, "RawModule")
-        return _Kernel(self.inner.get_function(name), "RawModule", name, self._watch)
+        kernel = _Kernel(self.inner.get_function(name), "RawModule", name, self._watch)
+        kernel.source = str(getattr(self.inner, "code", "") or "")
+        return kernel
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
@@ -663,6 +668,19 @@ class Watch:
         compiled = f"; your file compiled {mine} but never launched it" if mine else ""
         return f"no kernel of yours ran: {why}{compiled}. This exercise is about writing it"
 
+    def call_without_shared_memory(self) -> int | None:
+        """The number (1-based) of the first call into the learner's code none of whose
+        launches used shared memory the kernel's compiled code reads or writes; None when every
+        call did, or when that cannot be known (no NVRTC to read the code with). A launch's
+        `shared_mem=` that the kernel never touches, or a first call alone that uses it, is no
+        use of shared memory."""
+        for k, call in enumerate(self.calls, start=1):
+            used = [_uses_shared(la) for la in call.launches]
+            # a call we cannot read (no NVRTC) is given the benefit of the doubt
+            if call.launches and not any(u is True or u is None for u in used):
+                return k
+        return None
+
     def shared_memory_used(self) -> bool | None:
         """Whether any launch of the learner's used shared memory (None: not knowable)."""
         unknown = False
@@ -699,6 +717,66 @@ def _made_by_a_library(frame: Any) -> bool:
             return module.split(".")[0] in _LIBRARIES
         frame = frame.f_back
     return False
+
+
+_SHARED_ACCESS = re.compile(
+    r"\b(ld|st|atom|red|ldmatrix|stmatrix)(\.[a-z0-9]+)*\.shared\b|\bcp\.async\b"
+)
+
+
+def _uses_shared(launch: Launch) -> bool | None:
+    """Whether a launch used shared memory that its kernel's code touches: static shared
+    memory the cubin declares, or dynamic shared memory the launch asked for, and in either
+    case a shared load, store or atomic in the kernel's PTX (NVRTC). None where the code
+    cannot be read (no NVRTC, a kernel without C source)."""
+    asked = launch.shared_dynamic > 0 or bool(launch.shared_static())
+    if not asked:
+        return False
+    source = getattr(launch.wrapper, "source", "")
+    if not source or launch.kind not in ("RawKernel", "RawModule"):
+        return None
+    ptx = _ptx_of(source)
+    if ptx is None:
+        return None
+    body = _ptx_entry(ptx, launch.kernel)
+    return bool(_SHARED_ACCESS.search(body if body is not None else ptx))
+
+
+_SHUFFLE = re.compile(r"\b(shfl\.sync|redux\.sync)\b")
+
+
+def uses_shuffles(launch: Launch) -> bool | None:
+    """Whether a launch's kernel moves values between lanes, read from its PTX (NVRTC): a
+    `shfl.sync` or `redux.sync` instruction in the kernel or a device function it calls. A
+    shuffle in a comment, in `#if 0` or in a function nobody calls compiles to nothing. None
+    where the code cannot be read (no NVRTC, a kernel without C source)."""
+    source = getattr(launch.wrapper, "source", "")
+    if not source or launch.kind not in ("RawKernel", "RawModule"):
+        return None
+    ptx = _ptx_of(source)
+    if ptx is None:
+        return None
+    body = _ptx_entry(ptx, launch.kernel)
+    if body is None or re.search(r"\bcall(\.uni)?\b", body):
+        body = ptx  # a device function kept apart from the kernel: read them all
+    return bool(_SHUFFLE.search(body))
+
+
+def _ptx_of(source: str) -> str | None:
+    try:
+        compiled = nvrtc.compile_source(source, "sm_80")
+    except nvrtc.NvrtcMissing:
+        return None
+    return compiled.ptx if compiled.ok and compiled.ptx else None
+
+
+def _ptx_entry(ptx: str, name: str) -> str | None:
+    """The body of the PTX entry whose (possibly mangled) name holds `name`."""
+    for m in re.finditer(r"\.entry\s+([\w$]+)", ptx):
+        if name in m.group(1):
+            end = ptx.find("\n}", m.end())
+            return ptx[m.end() : end if end >= 0 else len(ptx)]
+    return None
 
 
 _ARRAY_HOOKS = (

@@ -25,11 +25,12 @@ from gpulab.core.params import ParamSet, Text
 from gpulab.core.results import Result
 from gpulab.exercises.job import exercise_context, require_runnable
 from gpulab.exercises.loader import UnknownExercise, find
+from gpulab.exercises.outcome import PREPARE_JOB
 from gpulab.exercises.run_check import load_check, run_check
 from gpulab.experiments.base import Context, Experiment, ExperimentError
 from gpulab.experiments.registry import register_hidden
 
-EXPERIMENT_ID = "exercise-prepare"
+EXPERIMENT_ID = PREPARE_JOB
 SEED = 1
 
 # Exercises prepared in this process: their compiled kernels and imports live as long as it does.

@@ -199,15 +199,18 @@ def allowing(allow: Allow) -> Iterator[list[str]]:
 
 
 def _called_from(packages: tuple[str, ...]) -> bool:
-    """Whether the nearest caller outside torch and this module belongs to one of `packages`
-    (a tensor operation Triton's own code makes, not the learner's)."""
+    """Whether a frame of one of `packages` stands between this call and the learner's code:
+    the operation is that package's own doing (Triton's launcher moving a tensor, Inductor
+    starting its compile workers), not the learner's."""
     frame: Any = sys._getframe(2)
-    for _ in range(40):
+    for _ in range(200):
         if frame is None:
             return False
         module = str(frame.f_globals.get("__name__", ""))
-        if not module.startswith(("torch", "gpulab.exercises.refuse", "contextlib")):
-            return module.split(".")[0] in packages
+        if module.startswith("_gpulab_learner"):
+            return False
+        if module.split(".")[0] in packages:
+            return True
         frame = frame.f_back
     return False
 
@@ -221,6 +224,7 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
     """Inside the block, starting a thread or a process (where torch's modes do not follow)
     and, with `exits`, handing a tensor out through DLPack by any name, are refused: recorded
     in `calls` and raised. Calls made by the code of `exempt` packages (Triton's own) pass."""
+    # deferred: the process and pool modules load only where a check watches a call
     import concurrent.futures
     import multiprocessing
     import threading as _threading

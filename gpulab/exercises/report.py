@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.exercises.run_check import CheckResult
+from gpulab.exercises.outcome import CheckResult
 
 
 def _num(value: float | None, unit: str) -> str:

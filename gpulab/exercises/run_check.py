@@ -15,11 +15,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import secrets
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +25,11 @@ from gpulab.core import events as ev
 from gpulab.core.errors import Cancelled
 from gpulab.core.failures import classify
 from gpulab.core.lead import spin as lead_spin
-from gpulab.core.params import SEED_MAX
-from gpulab.core.results import json_safe
-from gpulab.exercises import api
+from gpulab.exercises import api, veil
 from gpulab.exercises import yardstick as ys
 from gpulab.exercises.kernel_trace import KernelTrace
 from gpulab.exercises.loader import Exercise
+from gpulab.exercises.outcome import FAIL, PASS, CaseRow, CheckResult
 from gpulab.exercises.own_work import OwnWorkError, Watch
 from gpulab.exercises.reach import reaches_for_the_grader
 from gpulab.exercises.refuse import watching
@@ -47,18 +44,12 @@ from gpulab.exercises.sandbox import (
 )
 from gpulab.exercises.speed import YardRun, YardstickWrong, time_and_grade
 
-PASS, FAIL = "pass", "fail"
 _now = time.perf_counter  # bound before any learner's code could rebind it
 # Added to a wrong output when the call ran on a gated non-blocking stream (own_work's doc)
 SIDE_STREAM = (
     "your function launched on a non-blocking stream and returned before its kernel finished: "
     "work left on another stream? Synchronize it, or make the current stream wait for it"
 )
-
-
-def new_seed() -> int:
-    """A fresh random seed for a check's inputs."""
-    return secrets.randbelow(SEED_MAX + 1)
 
 
 class ExerciseBug(Exception):
@@ -74,64 +65,6 @@ class LearnerCrash(Exception):
         super().__init__(message)
         self.kind = kind
         self.extra = {"check": check}
-
-
-@dataclass
-class CaseRow:
-    """One case's outcome: passed or not, why, and where the first wrong value was."""
-
-    name: str
-    passed: bool | None  # None: not run (an earlier case raised)
-    message: str = ""
-    index: Any = None
-    expected: Any = None
-    got: Any = None
-    max_error: float | None = None
-    wrong: int | None = None
-    seconds: float = 0.0
-
-
-@dataclass
-class CheckResult:
-    """Everything one check found: verdict, message, cases, timing and grade; what the CLI and
-    the UI show."""
-
-    exercise: str
-    verdict: str  # "pass" or "fail"
-    message: str  # one line: why it failed, or what passed
-    seed: int
-    path: str
-    kind: str = ""  # why a fail: wrong | error | crash | timeout | cancelled
-    cases: list[CaseRow] = field(default_factory=list)
-    failed_case: str | None = None
-    index: Any = None
-    expected: Any = None
-    got: Any = None
-    max_error: float | None = None
-    timing: dict[str, Any] | None = None  # see grading.time_and_grade
-    grade: str | None = None  # pass, bronze, silver, gold (None when it failed)
-    restored: list[str] = field(default_factory=list)  # what the learner had patched
-    device: str = ""
-    seconds: float = 0.0
-    # Where `seconds` went, in the order the check spends it (see Laps); sums to `seconds`.
-    phases: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        """True when the verdict is a pass."""
-        return self.verdict == PASS
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result as JSON-ready data."""
-        return json_safe(asdict(self))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CheckResult:
-        """A CheckResult read back from `to_dict`'s data; unknown keys are ignored."""
-        names = set(cls.__dataclass_fields__)
-        kw = {k: v for k, v in data.items() if k in names}
-        kw["cases"] = [CaseRow(**c) for c in data.get("cases") or []]
-        return cls(**kw)
 
 
 class Laps:
@@ -222,6 +155,7 @@ def run_check(
         yard_module, yard_fn, yard_choice = _load_yardstick(ex) if ex.timed else (None, None, None)
         watch.lead = _untimed_lead(actx)
         watch.trace = _kernel_trace(ex, check, actx)
+        veil.install()  # the profiler looks off to the learner's code, traced call or timed
         watch.install()
         guard = Guard()
         result.cases = [CaseRow(c.name, None) for c in cases]
@@ -289,6 +223,13 @@ def run_check(
         shared = getattr(check, "SHARED_MEMORY", None)
         if shared and watch.shared_memory_used() is False:
             return _fail(result, "wrong", f"your kernel uses no shared memory: {shared}", t0)
+        without = watch.call_without_shared_memory() if shared else None
+        if without is not None:
+            why = (
+                f"call {without} of your kernel used no shared memory its code reads or writes "
+                f"(a shared_mem= or a __shared__ array no instruction touches is none): {shared}"
+            )
+            return _fail(result, "wrong", why, t0)
         result.verdict, result.grade = PASS, "pass"
         result.message = f"all {len(cases)} input sets correct (seed {seed})"
         for note in actx.notes:  # what this machine could not show: said with the pass

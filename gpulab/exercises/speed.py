@@ -150,7 +150,12 @@ def time_and_grade(
         turn[0] = (turn[0] + 1) % n_sets
 
     calls = _CallChecks(
-        spec, sets, turn, n_sets, every=on_device, restore=guard.restore if guard else None
+        spec,
+        sets,
+        turn,
+        n_sets,
+        every=on_device or spec.check_every,
+        restore=guard.restore if guard else None,
     )
     watch = getattr(actx, "watch", None)
     try:

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpulab.core.peaks import data_dir, device_key
+from gpulab.core.peaks import device_key
+from gpulab.exercises.device_records import DeviceRecords
 from gpulab.exercises.loader import Exercise
 
 SCHEMA = 1
@@ -81,29 +81,7 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _path(key: str) -> Path:
-    slug = "".join(c if c.isalnum() or c in "._-" else "_" for c in key)[:180]
-    return data_dir() / "yardsticks" / f"{slug}.json"
-
-
-def _read(key: str) -> dict[str, Any]:
-    try:
-        data = json.loads(_path(key).read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA or data.get("key") != key:
-        return {}
-    rows = data.get("exercises")
-    return rows if isinstance(rows, dict) else {}
-
-
-def _write(key: str, rows: dict[str, Any]) -> None:
-    path = _path(key)
-    with contextlib.suppress(OSError):  # a read-only data dir: the record just is not kept
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{time.time_ns()}.tmp")
-        tmp.write_text(json.dumps({"schema": SCHEMA, "key": key, "exercises": rows}, indent=1))
-        tmp.replace(path)  # atomic: a reader never sees half a file
+_RECORDS = DeviceRecords("yardsticks", SCHEMA)
 
 
 def key_for(inventory: Any, device_index: int = 0, *, cpu: bool = False) -> str:
@@ -114,7 +92,7 @@ def key_for(inventory: Any, device_index: int = 0, *, cpu: bool = False) -> str:
 def last(ex_id: str, key: str) -> dict[str, Any] | None:
     """The record of exercise `ex_id` on device `key` as kept, whatever code made it (for
     display: 'gold on this GPU is from ...'); None before any check timed it here."""
-    row = _read(key).get(ex_id)
+    row = _RECORDS.read(key).get(ex_id)
     return row if isinstance(row, dict) else None
 
 
@@ -140,7 +118,7 @@ def observe(
 ) -> dict[str, Any]:
     """Keep the yardstick's figure from a check if it beats the record (or the record is for
     other code); returns the record now kept."""
-    rows = _read(key)
+    rows = _RECORDS.read(key)
     stamp = {"fingerprint": fingerprint(ex, choice), "versions": versions()}
     old = rows.get(ex.id)
     kept: dict[str, Any] = old if isinstance(old, dict) else {}
@@ -160,7 +138,7 @@ def observe(
     else:
         row = {**kept, "seen": seen}
     rows[ex.id] = row
-    _write(key, rows)
+    _RECORDS.write(key, rows)
     return row
 
 

@@ -43,7 +43,8 @@ class Pattern:
         return self.ideal / self.units if self.units else 1.0
 
 
-def _lane_ids(block: tuple[int, ...], lanes: int) -> list[tuple[int, int, int]]:
+def lane_ids(block: tuple[int, ...], lanes: int) -> list[tuple[int, int, int]]:
+    """(threadIdx.x, .y, .z) of the block's first `lanes` threads, x fastest."""
     bx = block[0] if block else 1
     by = block[1] if len(block) > 1 else 1
     out = []
@@ -61,7 +62,7 @@ def lane_offsets(addr: Val, block: tuple[int, ...], lanes: int = 32) -> list[Pol
     if any(c is None for c in coefs):
         return None
     out = []
-    for tx, ty, tz in _lane_ids(block, lanes):
+    for tx, ty, tz in lane_ids(block, lanes):
         terms: dict[tuple[str, ...], int] = {}
         for c, t in zip(coefs, (tx, ty, tz), strict=True):
             for m, k in c or ():

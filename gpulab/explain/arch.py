@@ -3,7 +3,8 @@
 From NVIDIA's occupancy calculator (`cuda_occupancy.h`, CUDA 12/13) and the CUDA C Programming
 Guide's table of compute capabilities. `sms` is the SM count of the card named in `card`, used
 only when neither a launch record nor the GPU itself says how many SMs there are (and then every
-figure that needs it is tagged "estimated").
+figure that needs it is tagged "estimated"); its datasheet bandwidth and FP32 rate likewise stand
+in only where the calibration has no measured ceiling (A100 40 GB for sm_80).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class Arch:
     fp32_lanes_per_sm: int  # FP32 FMA lanes: a warp FFMA takes 32 / (lanes / 4) issue slots
     sms: int
     card: str
+    bandwidth_gbs: float  # the card's datasheet DRAM bandwidth
+    fp32_tflops: float  # the card's datasheet FP32 (non-tensor) TFLOP/s at boost clock
     regs_per_sm: int = 65536
     regs_per_block: int = 65536
     max_regs_per_thread: int = 255  # what ptxas gives a thread (the calculator's check is 256)
@@ -57,19 +60,19 @@ ARCHS: dict[str, Arch] = {
     for a in (
         Arch(
             "sm_80", 8, 0, 2048, 32, 164 * KB, 163 * KB,
-            (0, 8, 16, 32, 64, 100, 132, 164), 64, 108, "A100",
+            (0, 8, 16, 32, 64, 100, 132, 164), 64, 108, "A100", 1555.0, 19.5,
         ),
         Arch(
             "sm_86", 8, 6, 1536, 16, 100 * KB, 99 * KB,
-            (0, 8, 16, 32, 64, 100), 128, 82, "RTX 3090",
+            (0, 8, 16, 32, 64, 100), 128, 82, "RTX 3090", 936.0, 35.6,
         ),
         Arch(
             "sm_89", 8, 9, 1536, 24, 100 * KB, 99 * KB,
-            (0, 8, 16, 32, 64, 100), 128, 128, "RTX 4090",
+            (0, 8, 16, 32, 64, 100), 128, 128, "RTX 4090", 1008.0, 82.6,
         ),
         Arch(
             "sm_90", 9, 0, 2048, 32, 228 * KB, 227 * KB,
-            (0, 8, 16, 32, 64, 100, 132, 164, 196, 228), 128, 132, "H100 SXM",
+            (0, 8, 16, 32, 64, 100, 132, 164, 196, 228), 128, 132, "H100 SXM", 3350.0, 66.9,
         ),
     )
 }  # fmt: skip

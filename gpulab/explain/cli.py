@@ -1,5 +1,8 @@
 """`gpulab ex explain NAME [--json] [--plot] [--arch sm_90] [--gpu] [--file PATH]`.
 
+The card (80 columns), then the kernel's source numbered by file line with what was found beside
+the lines that carry it (100 columns; `--json` gives the same per line).
+
 Registered by gpulab/cli.py on `gpulab ex` (`register`, through gpulab.ex.cli.add_verb). Without `--gpu` it
 imports neither torch nor CuPy: the GPU, when there is one, is named by NVML (its SM count and
 compute capability), the graded figure comes from the progress store, and the ceilings from the
@@ -104,6 +107,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print("\n".join(e.card()))
         if not args.ncu:
             print(tier1_hint(ex.id))
+        annotated = e.annotated()
+        if annotated:
+            print()
+            print("\n".join(annotated))
     return 0
 
 

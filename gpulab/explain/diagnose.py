@@ -13,14 +13,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from gpulab.explain import access
+from gpulab.core.nvrtc import PtxasInfo
+from gpulab.explain import access, frequency, inflight, pressure
 from gpulab.explain import occupancy as occ
 from gpulab.explain.arch import Arch
 from gpulab.explain.cubin import Resources
 from gpulab.explain.findings import Finding, Tag, gather
-from gpulab.explain.nvrtc import PtxasInfo
 from gpulab.explain.ptx import Access, Facts, pconst, pformat
 from gpulab.explain.source import Big, KernelSource
 
@@ -89,6 +90,7 @@ class Subject:
     metric: str | None  # the exercise's: GB/s, TFLOP/s or None
     occupancy: occ.Occupancy | None = None  # of the launch (occupancy_of), None without one
     driver_blocks: int | None = None  # blocks per SM the driver computed (--gpu)
+    bandwidth_gbs: float | None = None  # this GPU's calibrated copy, when known
 
     @property
     def arch(self) -> Arch:
@@ -111,6 +113,24 @@ class Subject:
     def access_tag(self) -> Tag:
         """static under a recorded launch; estimated under a launch read from the source."""
         return "static" if self.launch and self.launch.source == "measured" else "estimated"
+
+    @cached_property
+    def weights(self) -> frequency.Weights | None:
+        """How often each PTX instruction runs (frequency.py), or None without the PTX."""
+        if self.facts is None or self.facts.function is None:
+            return None
+        return frequency.weights(self.facts.function, self.facts, self.block)
+
+    def weight(self, accesses: list[Access], spaces: tuple[str, ...]) -> tuple[float, str]:
+        """How often the busiest of `accesses` runs against the kernel's busiest access to the
+        memory `spaces` (1.0: as often), and why it runs less ("" when it does not)."""
+        w = self.weights
+        if w is None or self.facts is None:
+            return 1.0, ""
+        among = [a.index for a in self.facts.accesses if a.space in spaces]
+        a = max(accesses, key=lambda x: w.of(x.index))
+        rel = w.relative(a.index, among)
+        return rel, (w.reason(a.index) if rel < 1.0 else "")
 
 
 Rule = Callable[[Subject], "Finding | list[Finding] | None"]
@@ -196,6 +216,9 @@ def spills(s: Subject) -> Finding | None:
     if info is None or not _spilled(s):
         return None
     capped = res.maxreg is not None and res.maxreg < arch.max_regs_per_thread
+    fn = s.facts.function if s.facts is not None else None
+    peak = pressure.peak(fn) if fn is not None else pressure.Peak(0, None)
+    where = s.ks.file_line(peak.line)
     return Finding(
         kind="spills",
         what="spills",
@@ -204,7 +227,7 @@ def spills(s: Subject) -> Finding | None:
         advice="loosen launch bounds" if capped else "fewer live values",
         tag="static",
         score=3.6,
-        line=s.ks.line,
+        line=where or s.ks.line,
         kernel=s.ks.name,
         detail=(
             "ptxas ran out of registers and keeps values in local memory: per thread"
@@ -217,8 +240,19 @@ def spills(s: Subject) -> Finding | None:
                 if capped
                 else "Keep fewer values alive at once (smaller unrolled arrays)."
             )
+            + (
+                f" The most values are alive at kernel line {peak.line} (about"
+                f" {peak.registers} registers in the PTX): the spills start there."
+                if peak.line
+                else ""
+            )
         ),
-        data={"spill_stores": info.spill_stores, "spill_loads": info.spill_loads},
+        data={
+            "spill_stores": info.spill_stores,
+            "spill_loads": info.spill_loads,
+            "peak_registers": peak.registers,
+            "peak_kernel_line": peak.line,
+        },
     )
 
 
@@ -317,8 +351,20 @@ def occupancy(s: Subject) -> Finding | None:
     else:
         verdict = f"{o.blocks_per_sm} blocks of {block} fit"
         advice = f"a block size dividing {arch.max_threads_per_sm}"
-    # A compute-bound kernel hides latency with independent instructions as well as warps.
-    score = (2.5 if s.metric == "TFLOP/s" else 4.0) * (1.0 - o.fraction)
+    flight = _flight(s, o)
+    data = {**o.to_dict(), "limiter": lim}
+    if flight is None:
+        # Nothing to weigh the warps against: a compute-bound kernel hides latency with
+        # independent instructions as well as warps, so its missing warps count for less.
+        score = (2.5 if s.metric == "TFLOP/s" else 4.0) * (1.0 - o.fraction)
+    else:
+        data["in_flight"] = flight.to_dict()
+        detail += " " + _little(flight, s)
+        score = (2.5 if flight.unit == "FMA" else 4.0) * flight.loss
+        if flight.loss <= 0.0:
+            verdict = f"{flight.amount(flight.have)}/SM in flight, {flight.amount(flight.need)}"
+            verdict += " needed"
+            advice = ""
     return Finding(
         kind="occupancy",
         what="occupancy",
@@ -330,7 +376,57 @@ def occupancy(s: Subject) -> Finding | None:
         line=line,
         kernel=ks.name,
         detail=detail,
-        data={**o.to_dict(), "limiter": lim},
+        data=data,
+    )
+
+
+def _flight(s: Subject, o: occ.Occupancy) -> inflight.Flight | None:
+    """Little's law for the launch: the warp FMAs a compute-bound kernel keeps in flight, else
+    the bytes of loads, against what the SM needs; None when the PTX shows neither."""
+    facts, arch = s.facts, s.arch
+    if facts is None:
+        return None
+    warps, full = o.warps_per_sm, arch.max_warps_per_sm
+    if s.metric == "TFLOP/s":
+        chains = inflight.fma_chains(facts)
+        if chains:
+            need = arch.fp32_lanes_per_sm / arch.warp * inflight.FMA_LATENCY_CLOCKS
+            return inflight.Flight("FMA", chains, warps * chains, need, full * chains)
+    per_thread = inflight.load_bytes(facts, s.weights)
+    if not per_thread:
+        return None
+    bandwidth = s.bandwidth_gbs or arch.bandwidth_gbs
+    need = bandwidth * inflight.DRAM_LATENCY_NS / s.dev.sms  # GB/s x ns = bytes
+    threads = arch.warp * per_thread
+    return inflight.Flight("B", per_thread, warps * threads, need, full * threads)
+
+
+def _little(f: inflight.Flight, s: Subject) -> str:
+    """Little's law for the occupancy line's detail: what is in flight against what is needed."""
+    if f.unit == "FMA":
+        what = (
+            f"Each thread runs {f.per_thread:.0f} independent FMA chains in its busiest loop, so"
+            f" the resident warps keep {f.amount(f.have)} in flight an SM; by Little's law the"
+            f" SM needs {f.amount(f.need)}"
+            f" ({s.arch.fp32_lanes_per_sm // s.arch.warp} warp FMAs a clock x"
+            f" {inflight.FMA_LATENCY_CLOCKS} clocks of latency)."
+        )
+    else:
+        bw = s.bandwidth_gbs or s.arch.bandwidth_gbs
+        source = "the calibrated copy" if s.bandwidth_gbs else f"{s.arch.card}'s datasheet"
+        what = (
+            f"Each thread has {f.per_thread:.0f} B of global loads in flight on its busiest path"
+            f" (issued before the first is used), so the resident warps hold"
+            f" {f.amount(f.have)} an SM; by Little's law the SM needs {f.amount(f.need)}"
+            f" ({bw:,.0f} GB/s from {source} x {inflight.DRAM_LATENCY_NS:.0f} ns of assumed"
+            f" latency / {s.dev.sms} SMs)."
+        )
+    if f.loss <= 0.0:
+        return what + " More warps would not help: the occupancy is not the limit."
+    return (
+        what + " More warps would lift the share of the roof the work in flight can sustain"
+        f" from {f.reach:.0%} to {f.reach_full:.0%}; more of it a thread (several elements,"
+        " float4, more outputs a thread) does the same without them."
     )
 
 
@@ -569,6 +665,19 @@ def calls(s: Subject) -> Finding | None:
 
 # -- the access patterns -----------------------------------------------------------------------
 
+RARE_LINE = 0.25  # of the busiest access: a line that runs less is a rare path, not the suspect
+
+
+def _weighed(weight: float, why: str, memory: str) -> str:
+    """The sentence that says how a finding was weighed by how often its line runs."""
+    if weight >= 1.0:
+        return ""
+    return (
+        f" This line runs about {weight:.0%} as often as the kernel's busiest {memory}-memory"
+        f" access ({why or 'fewer loop trips'}), from the code's shape: its score is weighed"
+        " by that."
+    )
+
 
 def coalescing(s: Subject) -> list[Finding]:
     """Global accesses whose warp touches more 32-byte sectors than its bytes need, one finding
@@ -609,13 +718,20 @@ def coalescing(s: Subject) -> list[Finding]:
             # A short stride whose gaps other accesses may fill from L1, or a stride the
             # analysis only knows as "some run-time value": worth fixing, not the likely cause.
             score = min(score, 2.0)
+        weight, why = s.weight([x for x, _ in items], ("global", "generic"))
+        score *= weight
+        rare = weight < RARE_LINE
         out.append(
             Finding(
                 kind="coalescing",
                 what="coalesce",
                 value=f"L{line or kline} {what} stride {stride}",
-                verdict=f"{p.units / p.ideal:.0f}x the sectors",
-                advice="stage in shared mem" if transposing else "make x contiguous",
+                verdict=f"{p.units / p.ideal:.0f}x the sectors" + (", rare path" if rare else ""),
+                advice=""
+                if rare
+                else "stage in shared mem"
+                if transposing
+                else "make x contiguous",
                 tag=s.access_tag,
                 score=score,
                 line=line,
@@ -627,8 +743,10 @@ def coalescing(s: Subject) -> list[Finding]:
                     f" its bytes: {p.efficiency:.0%} of each request is used ({a.op}; lane 0"
                     " assumed sector-aligned). L1 and L2 may serve the rest of a sector to"
                     " another access, but every request moves them."
+                    + _weighed(weight, why, "global")
                 ),
                 data={
+                    "weight": round(weight, 4),
                     "sectors": p.units,
                     "ideal": p.ideal,
                     "efficiency": round(p.efficiency, 4),
@@ -667,23 +785,30 @@ def bank_conflicts(s: Subject) -> list[Finding]:
         pad = k is not None and (k // 4) % 32 == 0 and k != 0
         what = "stores" if kind == "store" else ("atomics" if kind == "atomic" else "loads")
         in_loop = facts.loop_of(a.index) is not None
+        weight, why = s.weight([x for x, _ in items], ("shared",))
+        rare = weight < RARE_LINE
         out.append(
             Finding(
                 kind="bank-conflicts",
                 what="banks",
                 value=f"L{line or kline} shared {SHORT[kind]} stride {words}",
-                verdict=f"{degree:.0f}-way conflict",
-                advice="pad rows by 1" if pad else "spread lanes over banks",
+                verdict=f"{degree:.0f}-way conflict" + (", rare path" if rare else ""),
+                advice="" if rare else "pad rows by 1" if pad else "spread lanes over banks",
                 tag=s.access_tag,
-                score=3.0 * (1.0 - 1.0 / degree) + (0.2 if in_loop else 0.0),
+                score=(3.0 * (1.0 - 1.0 / degree) + (0.2 if in_loop else 0.0)) * weight,
                 line=line,
                 kernel=ks.name,
                 detail=(
                     f"A warp's {what[:-1]} ({a.op}) needs {p.units} shared-memory wavefronts"
                     f" where {p.ideal} would do: threads {words} 4-byte words apart land in the"
-                    f" same bank of 32 (block {tuple(block)})."
+                    f" same bank of 32 (block {tuple(block)})." + _weighed(weight, why, "shared")
                 ),
-                data={"wavefronts": p.units, "ideal": p.ideal, "kernel_line": kline},
+                data={
+                    "wavefronts": p.units,
+                    "ideal": p.ideal,
+                    "kernel_line": kline,
+                    "weight": round(weight, 4),
+                },
             )
         )
     return out
@@ -742,6 +867,100 @@ def shared_bound(s: Subject) -> Finding | None:
     )
 
 
+def divergence(s: Subject) -> Finding | None:
+    """A branch on the thread's index that splits warps with work on both sides
+    (frequency.Split): each such warp runs one side, then the other."""
+    w = s.weights
+    if w is None or not w.splits:
+        return None
+    worst = max(w.splits, key=lambda x: x.extra)
+    if worst.extra < 0.05:
+        return None
+    line = s.ks.file_line(worst.line)
+    return Finding(
+        kind="divergence",
+        what="diverge",
+        value=f"L{line or worst.line} {worst.split:.0%} of warps split",
+        verdict="warps run both paths",
+        advice="branch per warp, not per lane",
+        tag=s.access_tag,
+        score=3.5 * min(1.0, worst.extra),
+        line=line,
+        kernel=s.ks.name,
+        detail=(
+            f"The branch at kernel line {worst.line} depends only on the thread's index, and"
+            f" {worst.split:.0%} of the warps of a {tuple(s.block)} block have threads on both"
+            " sides: such a warp runs one side with the other side's threads idle, then the"
+            f" other. From the code's shape that adds about {worst.extra:.0%} to the kernel's"
+            " instructions (loops assumed to run 8 times). Let a whole warp take one side:"
+            " branch on threadIdx.x / 32, or give each side's work to separate warps."
+        ),
+        data={"split": round(worst.split, 4), "extra": round(worst.extra, 4)},
+    )
+
+
+def rereads(s: Subject) -> Finding | None:
+    """A global load in a loop whose address no trip changes: the same value fetched again on
+    every trip (the compiler keeps it only when nothing the loop stores may alias it)."""
+    facts = s.facts
+    fn = facts.function if facts is not None else None
+    if facts is None or fn is None:
+        return None
+    defs: dict[str, list[int]] = {}
+    for insn in fn.insns:
+        if insn.operands and insn.operands[0].startswith("%"):
+            defs.setdefault(insn.operands[0], []).append(insn.index)
+    found = []
+    for a in facts.accesses:
+        lp = facts.loop_of(a.index)
+        insn = fn.insns[a.index]
+        if (
+            lp is None
+            or a.kind != "load"
+            or a.space not in ("global", "generic")
+            or any(m in insn.parts for m in ("volatile", "relaxed", "acquire"))
+        ):
+            continue
+        operand = next((o for o in insn.operands if o.startswith("[")), "")
+        reg = operand.strip("[]").split("+")[0].strip()
+        where = defs.get(reg, [])
+        if reg.startswith("%") and where and not any(lp.holds(i) for i in where):
+            found.append(a)
+    if not found:
+        return None
+    weight, _ = s.weight(found, ("global", "generic"))
+    # A value every lane shares (a filter weight) comes back as one broadcast from L1; a value
+    # of each lane's own moves the warp's whole request again every trip.
+    own = [a for a in found if not (a.addr is not None and a.addr.uniform)]
+    found = own or found
+    line, lines = _lines(s.ks, found)
+    return Finding(
+        kind="rereads",
+        what="re-read",
+        value=f"L{line or lines} same address every trip",
+        verdict="a load per trip for one value",
+        advice="load it once, before the loop",
+        tag="static",
+        score=(2.2 if own else 0.9) * weight,
+        line=line,
+        kernel=s.ks.name,
+        detail=(
+            f"Kernel lines {lines} load from global memory inside a loop at an address no trip"
+            " changes, so every trip fetches the same value again (from L1 at best, at the"
+            " latency of a load)"
+            + (
+                ", a whole request for the warp each time."
+                if own
+                else "; every lane reads the same one, so each is a single broadcast."
+            )
+            + " The compiler keeps such a value in a register only when nothing the loop"
+            " stores could overwrite it and registers allow: read it into a variable before"
+            " the loop, or mark the pointers __restrict__."
+        ),
+        data={"loads": len(found), "weight": round(weight, 4), "per_lane": bool(own)},
+    )
+
+
 # The static tier's rules, in the order the card lists findings of equal weight.
 RULES: list[Rule] = [
     resources,
@@ -756,4 +975,6 @@ RULES: list[Rule] = [
     coalescing,
     bank_conflicts,
     shared_bound,
+    divergence,
+    rereads,
 ]

@@ -22,25 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpulab.core import nvrtc
 from gpulab.core.errors import BadInput
 from gpulab.experiments import blur_kernel, montecarlo_counts
 from gpulab.experiments import reduction as reduction_mod
 from gpulab.experiments.blur_filters import SEPARABLE
 from gpulab.experiments.registry import get as get_experiment
-from gpulab.explain import cubin, nvrtc
+from gpulab.explain import arch as arches
+from gpulab.explain import cubin
 from gpulab.explain.explainer import device_for, kernel_report
 from gpulab.explain.findings import Explanation, Finding
 from gpulab.explain.source import KernelSource, LaunchSite
 
-# Datasheet figures of each architecture's usual card (arch.ARCHS' `card`): HBM/GDDR bandwidth
-# in GB/s and FP32 (non-tensor) TFLOP/s at boost clock. Used only without a calibration, and
-# then every roofline line says "estimated".
-DATASHEET: dict[str, tuple[float, float]] = {
-    "sm_90": (3350.0, 66.9),  # H100 SXM
-    "sm_80": (1555.0, 19.5),  # A100 40 GB
-    "sm_86": (936.0, 35.6),  # RTX 3090
-    "sm_89": (1008.0, 82.6),  # RTX 4090
-}
 EXPERIMENTS = ("blur", "reduction", "montecarlo")
 
 
@@ -155,7 +148,8 @@ def roofline_finding(
         bw, fl = float(bandwidth_gbs or 0), float(compute_tflops or 0)
         roof = f"this GPU's calibrated copy {bw:,.0f} GB/s and fp32 matmul {fl:.1f} TFLOP/s"
     else:
-        bw, fl = DATASHEET.get(arch, DATASHEET["sm_90"])
+        card_arch = arches.get(arch if arch in arches.ARCHS else None)
+        bw, fl = card_arch.bandwidth_gbs, card_arch.fp32_tflops
         roof = f"the datasheet's {bw:,.0f} GB/s and {fl:.1f} FP32 TFLOP/s of {card or arch}"
     ridge = fl * 1e12 / (bw * 1e9)
     ai = work.flops / work.bytes if work.bytes else math.inf

@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpulab.core import nvrtc
 from gpulab.exercises.exercise_format import SPEED_METRICS
 from gpulab.exercises.intensity import Intensity
 from gpulab.experiments import kernel_device
 from gpulab.explain import arch as arches
-from gpulab.explain import cubin, diagnose, nvrtc, ptx, roofline
+from gpulab.explain import cubin, diagnose, ptx, roofline
 from gpulab.explain.findings import Explanation, Finding, KernelReport
 from gpulab.explain.source import KernelSource, LaunchSite, scan
 
@@ -119,6 +120,10 @@ def explain(
         out.notes.append(note)
     found = scan(text, sms=dev.sms, filename=filename or "your file")
     out.notes += found.notes
+    for ks in found.kernels:
+        if ks.code_line is not None:
+            for i, code in enumerate(ks.code.split("\n")):
+                out.source[ks.code_line + i] = code
     if not found.kernels and not found.notes:
         out.notes.append("no RawKernel or RawModule in this file: nothing to compile")
     if figure is not None and metric and roof is not None:
@@ -211,7 +216,7 @@ def kernel_report(
 ) -> KernelReport:
     """One compiled kernel's report: its resources, launch, occupancy and every rule's
     findings (diagnose.RULES); a kernel that does not compile gets the reason instead."""
-    rep = KernelReport(ks.name, ks.line)
+    rep = KernelReport(ks.name, ks.line, code_line=ks.code_line)
     if not comp.ok:
         first = next((ln for ln in comp.log.splitlines() if "error" in ln), comp.log.strip())
         rep.error = f"does not compile: {first.strip()[:200]}"
@@ -290,10 +295,12 @@ def explain_file(path: Path | str, **kwargs: Any) -> Explanation:
 def add_profile(e: Explanation, prof: Any) -> Explanation:
     """Tier 1: put an ncu pass (ncu.Profile) into a static explanation. Each kernel's measured
     findings join its static ones, and a static guess at something ncu measured (coalescing,
-    bank conflicts, occupancy, waves, local memory) gives way to the measurement."""
-    from gpulab.explain import ncu  # deferred: only for a pass
+    bank conflicts, occupancy, waves, local memory) gives way to the measurement; the source
+    counters, where the pass has them, become the kernel's per-line findings."""
+    from gpulab.explain import ncu, ncu_source  # deferred: only for a pass
 
     by_name = {k.name: k for k in e.kernels}
+    by_line = ncu_source.parse(prof.source) if getattr(prof, "source", "") else {}
     for kp in prof.kernels:
         measured = ncu.findings(kp)
         rep = by_name.get(kp.name)
@@ -303,6 +310,9 @@ def add_profile(e: Explanation, prof: Any) -> Explanation:
             by_name[kp.name] = rep
         gone = ncu.replaced_kinds(kp, measured)
         rep.findings = [f for f in rep.findings if f.kind not in gone] + measured
+        rep.line_findings = ncu_source.findings(
+            ncu_source.lines_of(by_line, kp.name), kp.name, rep.file_line
+        )
     e.tier = 1
     e.report = prof.report
     e.profile_seconds = prof.seconds

@@ -14,6 +14,7 @@ band: 3 a likely cause of a slow figure, 2 worth fixing, 1 worth trying, 0 infor
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ TAGS: tuple[str, ...] = get_args(Tag)
 MARKS = {3: "!!", 2: "! ", 1: "? ", 0: "  "}
 SHORT_TAG = {"measured": "[m]", "static": "[s]", "estimated": "[e]"}
 WIDTH = 80
+SOURCE_WIDTH = 100  # the annotated source: code and what was found on each line
+_LINE_PREFIX = re.compile(r"^L\d+:?\s*")
 
 
 def severity_of(score: float) -> int:
@@ -67,6 +70,19 @@ class Finding:
         """value -> verdict -> advice, as one line."""
         parts = [self.value, self.verdict] + ([self.advice] if self.advice else [])
         return " -> ".join(p for p in parts if p)
+
+    def sentence(self) -> str:
+        """The finding as it reads beside its line: `line 14: loads stride 32 -> 8x the
+        sectors -> make x contiguous [e]` (no "L14" twice)."""
+        value = _LINE_PREFIX.sub("", self.value)
+        parts = [value, self.verdict] + ([self.advice] if self.advice else [])
+        where = f"line {self.line}: " if self.line else ""
+        return where + " -> ".join(p for p in parts if p) + " " + SHORT_TAG[self.tag]
+
+    def line_note(self, width: int) -> str:
+        """The short note beside a source line: mark, label, verdict and tag."""
+        tag = " " + SHORT_TAG[self.tag]
+        return fit(f"{MARKS[self.severity]} {self.what}: {self.verdict}", width - len(tag)) + tag
 
     def card_line(self, width: int = WIDTH) -> str:
         """The finding as one line at most `width` wide, marked by severity."""
@@ -121,10 +137,16 @@ class KernelReport:
     name: str
     line: int  # the factory call's line
     findings: list[Finding] = field(default_factory=list)
+    code_line: int | None = None  # the file line of the kernel source's first line
     resources: dict[str, Any] = field(default_factory=dict)
     occupancy: dict[str, Any] | None = None
     launch: dict[str, Any] | None = None
     error: str = ""  # why it could not be explained (a compile error)
+    line_findings: list[Finding] = field(default_factory=list)  # Tier 1: per source line
+
+    def file_line(self, kernel_line: int) -> int | None:
+        """The learner's file line of line `kernel_line` of this kernel's source."""
+        return None if self.code_line is None else self.code_line + kernel_line - 1
 
     def ranked(self) -> list[Finding]:
         """The findings, most severe first."""
@@ -148,6 +170,7 @@ class KernelReport:
             "launch": self.launch,
             "top_suspect": top.kind if top else None,
             "findings": [f.to_dict() for f in self.ranked()],
+            "line_findings": [f.to_dict() for f in self.line_findings],
         }
 
 
@@ -168,9 +191,67 @@ class Explanation:
     seconds: float = 0.0
     report: str = ""  # Tier 1: the .ncu-rep kept for Nsight Compute's GUI
     profile_seconds: float = 0.0  # Tier 1: the ncu pass, start to report read
+    source: dict[int, str] = field(default_factory=dict)  # file line -> kernel source text
+
+    def on_lines(self) -> dict[int, list[Finding]]:
+        """The findings that sit on a line of a kernel's source (severity 1 or more), by file
+        line, worst first: the static tier's and, after a pass, the measured per-line ones."""
+        out: dict[int, list[Finding]] = {}
+        for k in self.kernels:
+            for f in [*k.findings, *k.line_findings]:
+                if f.line in self.source and f.severity > 0:
+                    out.setdefault(f.line, []).append(f)
+        return {n: sorted(fs, key=lambda f: -f.score) for n, fs in sorted(out.items())}
+
+    def marks(self) -> dict[int, int]:
+        """The worst severity on each marked file line (the editor's gutter)."""
+        return {n: fs[0].severity for n, fs in self.on_lines().items()}
+
+    def worst_line(self) -> Finding | None:
+        """The finding of the worst line, or None when no line carries one."""
+        found = [fs[0] for fs in self.on_lines().values()]
+        return max(found, key=lambda f: f.score) if found else None
+
+    def annotated(self, width: int = SOURCE_WIDTH) -> list[str]:
+        """The kernels' source, numbered by file line, with what was found beside the lines
+        that carry it (the worst first; more on the lines below), at most `width` wide."""
+        if not self.source:
+            return []
+        notes = self.on_lines()
+        code_w = max(20, width * 3 // 5)  # the code column on an annotated line
+        note_w = width - 7 - code_w - 1
+        lines = [
+            fit(
+                "source (file lines): [s] static, [e] estimate under an assumed launch,"
+                " [m] measured",
+                width,
+            )
+        ]
+        numbers = sorted(self.source)
+        while numbers and not self.source[numbers[0]].strip():
+            numbers.pop(0)
+        while numbers and not self.source[numbers[-1]].strip():
+            numbers.pop()
+        for n in numbers:
+            code = self.source[n].rstrip().expandtabs(4)
+            here = notes.get(n, [])
+            mark = MARKS[here[0].severity] if here else "  "
+            if not here:
+                lines.append(fit(f"{n:>4} {mark}{code}", width))
+                continue
+            lines.append(
+                f"{n:>4} {mark}{fit(code, code_w).ljust(code_w)} {here[0].line_note(note_w)}"
+            )
+            for f in here[1:]:
+                lines.append(" " * (7 + code_w + 1) + f.line_note(note_w))
+        worst = self.worst_line()
+        if worst is not None:
+            lines += textwrap.wrap("worst " + worst.sentence(), width, subsequent_indent="  ")
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         """The explanation as JSON-ready data."""
+        worst = self.worst_line()
         return {
             "exercise": self.exercise,
             "file": self.file,
@@ -184,6 +265,15 @@ class Explanation:
             "seconds": round(self.seconds, 4),
             "report": self.report,
             "profile_seconds": round(self.profile_seconds, 2),
+            "lines": [
+                {"line": n, "code": self.source[n], "findings": [f.to_dict() for f in fs]}
+                for n, fs in self.on_lines().items()
+            ],
+            "worst_line": (
+                {"line": worst.line, "sentence": worst.sentence(), "kind": worst.kind}
+                if worst is not None
+                else None
+            ),
         }
 
     def card(self, width: int = WIDTH) -> list[str]:

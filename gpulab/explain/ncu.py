@@ -5,7 +5,8 @@ timing inputs at a representative size (64 MB by default) and calls the learner'
 ncu profiles only kernels named in the learner's file (`--kernel-name regex:^(a|b)$`), skipping
 the first call's launches (`--launch-skip`) and taking one call's (`--launch-count`). The report
 is kept (`.ncu-rep`, for Nsight Compute's GUI) and read back as CSV (`--page raw` for the
-metrics, `--page details` for ncu's own rule messages), so everything after the run is a pure
+metrics, `--page details` for ncu's own rule messages, `--page source` for the counters of each
+source line: ncu_source.py), so everything after the run is a pure
 function of two CSV texts: `parse_raw()`, `parse_details()`, `findings()`; the CPU tests feed
 them CSV recorded on a GPU (tests/fixtures/explain/ncu/).
 
@@ -122,8 +123,9 @@ class Profile:
     seconds: float = 0.0
     command: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # metrics this ncu did not know
-    raw: str = ""  # the two CSV pages, as ncu printed them
+    raw: str = ""  # the CSV pages, as ncu printed them
     details: str = ""
+    source: str = ""  # the source counters by line ("" when this ncu could not print them)
 
 
 def _number(text: str) -> float | str:
@@ -307,11 +309,24 @@ def profile(
     profs = merge(raw, details)
     if not profs:
         raise NcuError(_why(text, kernels))
-    return Profile(profs, str(report), time.perf_counter() - t0, argv, dropped, raw, details)
+    try:  # by source line: a nicety an older ncu may not print
+        source = _import(exe, report, "source", cancel, ("--print-source", "cuda,sass"))
+    except NcuError:
+        source = ""
+    return Profile(
+        profs, str(report), time.perf_counter() - t0, argv, dropped, raw, details, source
+    )
 
 
-def _import(exe: str, report: Path, page: str, cancel: Callable[[], bool] | None) -> str:
+def _import(
+    exe: str,
+    report: Path,
+    page: str,
+    cancel: Callable[[], bool] | None,
+    extra: Sequence[str] = (),
+) -> str:
     argv = [exe, "--import", str(report), "--csv", "--page", page, "--print-units", "base"]
+    argv += list(extra)
     ran = tools.run(argv, cancel=cancel, timeout=60)
     if ran.rc != 0:
         raise NcuError(f"ncu --import {report.name} failed: {_last(ran.err or ran.out)}")
@@ -692,6 +707,7 @@ REPLACES = {
     "occupancy": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
     "waves": ("launch__waves_per_multiprocessor",),
     "local-memory": ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",),
+    "divergence": ("smsp__thread_inst_executed_per_inst_executed.ratio",),
 }
 
 

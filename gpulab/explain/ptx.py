@@ -528,6 +528,7 @@ class Facts:
     shared_decl: dict[str, int] = field(default_factory=dict)
     local_decl: dict[str, int] = field(default_factory=dict)
     dataflow: Dataflow | None = None
+    function: Function | None = None
 
     def loop_of(self, index: int) -> Loop | None:
         """The innermost loop holding instruction `index`, or None."""
@@ -563,7 +564,13 @@ def _space(parts: list[str]) -> str:
 def facts(fn: Function, param_names: list[str] | None = None) -> Facts:
     """The Facts of one parsed function."""
     flow = Dataflow(fn, param_names)
-    out = Facts(fn.name, shared_decl=dict(fn.shared), local_decl=dict(fn.local), dataflow=flow)
+    out = Facts(
+        fn.name,
+        shared_decl=dict(fn.shared),
+        local_decl=dict(fn.local),
+        dataflow=flow,
+        function=fn,
+    )
     for insn in fn.insns:
         if insn.base == "bra" and insn.operands:
             target = fn.labels.get(insn.operands[0])

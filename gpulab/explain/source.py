@@ -118,6 +118,9 @@ class Scan:
     notes: list[str] = field(default_factory=list)
 
 
+_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
 def _call_name(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
@@ -361,20 +364,47 @@ def scan(text: str, *, sms: int = 132, filename: str = "your file") -> Scan:
         bound: dict[int, str] = {}
         nodes = _walk(scope)
         for node in nodes:
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, *_COMPS)):
                 target = node.targets[0]
-                if isinstance(target, ast.Name):
-                    bound[id(node.value)] = target.id
-                elif isinstance(target, ast.Attribute):
-                    bound[id(node.value)] = target.attr
+                name = (
+                    target.id
+                    if isinstance(target, ast.Name)
+                    else target.attr
+                    if isinstance(target, ast.Attribute)
+                    else ""
+                )
+                calls = [node.value] + (
+                    [c for c in ast.walk(node.value) if isinstance(c, ast.Call)]
+                    if isinstance(node.value, _COMPS)
+                    else []
+                )
+                for c in calls:
+                    bound[id(c)] = name
         for node in nodes:
             if isinstance(node, ast.Call):
                 factory_calls.append((node, local, bound.get(id(node), "")))
+    # A factory inside a comprehension over constants ({k: RawKernel(SRC, f"conv_k{k}") for k
+    # in (1, 3)}): one kernel for each value.
+    each_of: dict[int, list[dict[str, ast.AST]]] = {}
+    for comp in ast.walk(tree):
+        if isinstance(comp, _COMPS) and len(comp.generators) == 1:
+            gen = comp.generators[0]
+            if (
+                isinstance(gen.target, ast.Name)
+                and isinstance(gen.iter, ast.Tuple | ast.List)
+                and not gen.ifs
+            ):
+                for inner in ast.walk(comp):
+                    if isinstance(inner, ast.Call):
+                        each_of[id(inner)] = [{gen.target.id: v} for v in gen.iter.elts]
     seen_calls: set[int] = set()
-    for call, local, var in factory_calls:
+    for call, outer, var in factory_calls:
         fname = _call_name(call.func)
-        if fname in FACTORIES and id(call) not in seen_calls:
-            seen_calls.add(id(call))
+        if fname not in FACTORIES or id(call) in seen_calls:
+            continue
+        seen_calls.add(id(call))
+        for each in each_of.get(id(call), [{}]):
+            local = {**outer, **each}
             found = code_of(call, local)
             if found is None:
                 continue
@@ -407,7 +437,9 @@ def scan(text: str, *, sms: int = 132, filename: str = "your file") -> Scan:
                         ' not followed: only its extern "C" kernels are explained'
                     )
                 modules[var] = (code, opts, call.lineno, code_line)
-        elif fname == "get_function" and isinstance(call.func, ast.Attribute):
+    for call, _, var in factory_calls:
+        fname = _call_name(call.func)
+        if fname == "get_function" and isinstance(call.func, ast.Attribute):
             mod = call.func.value
             mod_var = mod.id if isinstance(mod, ast.Name) else _call_name(mod)
             if mod_var in modules and call.args:
@@ -436,7 +468,8 @@ def scan(text: str, *, sms: int = 132, filename: str = "your file") -> Scan:
         for node in _walk(scope):
             if not isinstance(node, ast.Call) or len(node.args) < 2:
                 continue
-            var = _call_name(node.func)
+            func = node.func.value if isinstance(node.func, ast.Subscript) else node.func
+            var = _call_name(func)  # k(...), self.k(...), or kernels[key](...)
             if var not in kernels_by_var:
                 continue
             env.local = local

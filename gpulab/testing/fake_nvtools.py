@@ -4,7 +4,8 @@
 the tool would for gpulab.explain, driven by GPULAB_FAKE_NVTOOLS:
 
 - `replay:<dir>/<label>`: ncu prints a progress line, writes the report given to --export, and
-  `--import ... --page raw|details` prints `<label>.raw.csv` / `<label>.details.csv`;
+  `--import ... --page raw|details|source` prints `<label>.raw.csv` / `<label>.details.csv` /
+  `<label>.source.csv` (nothing when that page was not recorded);
   compute-sanitizer prints `<label>.<tool>.txt` for the --tool asked;
 - `perm`: ncu fails as it does without access to the counters (ERR_NVGPUCTRPERM);
 - `hang`: prints a progress line and sleeps (for cancel);
@@ -38,7 +39,10 @@ def ncu(argv: list[str], mode: str) -> int:
     if "--import" in argv:
         label = mode.split(":", 1)[1]
         page = _arg(argv, "--page") or "details"
-        sys.stdout.write(Path(f"{label}.{page}.csv").read_text())
+        recorded = Path(f"{label}.{page}.csv")
+        if page == "source" and not recorded.is_file():
+            return 0  # a pass recorded without its source page: no counters by line
+        sys.stdout.write(recorded.read_text())
         return 0
     if mode == "perm":
         sys.stdout.write("==PROF== Connected to process 4242\n" + PERM_TEXT)

@@ -8,10 +8,16 @@ pytest tests/app/test_app_exercises_snapshots.py --snapshot-update
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from test_app_snapshots import frozen_app, settle
 
+from gpulab.core import nvrtc
 from gpulab.exercises.run_check import CaseRow, CheckResult
+
+CATALOG = Path(__file__).resolve().parents[2] / "gpulab" / "exercises" / "catalog"
+needs_nvrtc = pytest.mark.skipif(nvrtc.library() is None, reason="needs NVRTC (nvidia-cuda-nvrtc)")
 
 TIMING = {
     "metric": "GB/s",
@@ -83,3 +89,40 @@ def test_exercise_list(snap_compare, size):
 def test_exercise_open_with_a_verdict(snap_compare, size, which):
     result = passed() if which == "pass" else failed()
     assert snap_compare(frozen_app(), terminal_size=size, run_before=setup(result))
+
+
+def explained(text: str):
+    """The unpadded transpose open, f4 pressed: the card, the gutter marks on lines 17 and 23
+    and line 23's sentence under the editor, scrolled to show both marked lines."""
+
+    async def run_before(pilot) -> None:
+        from gpulab.exercises.loader import load_catalog
+        from gpulab.exercises.workspace import Workspace
+
+        app = pilot.app
+        path = Workspace().path(load_catalog().get("transpose-tiled"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        await settle(pilot, lambda: app.handshake is not None and app.focused is not None)
+        await pilot.press("x")
+        pane = app.query_one("#exercises")
+        await settle(pilot, lambda: pane.query_one("#ex-table").row_count > 0)
+        app.open_exercise("transpose-tiled")
+        await settle(pilot, lambda: pane.current is not None and app.focused is pane.editor)
+        await pilot.press("f4")
+        await settle(pilot, lambda: bool(pane.editor.marks) and len(pane.card.lines) > 2)
+        pane.editor.move_cursor((21, 0), center=True)
+        pane.verdict.show_idle("Not checked yet.")  # the idle text names the test's own folder
+        await pilot.pause(0.2)
+        app.clear_notifications()
+        app.set_focus(None)
+        await pilot.pause()
+
+    return run_before
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_exercise_explained_marks_its_lines(snap_compare, size):
+    text = (CATALOG / "30-transpose-tiled" / "slow" / "no-padding.py").read_text()
+    assert snap_compare(frozen_app(), terminal_size=size, run_before=explained(text))

@@ -16,9 +16,9 @@ from test_app import ready, wait_for
 from gpulab.app.app import GpuLabApp
 from gpulab.app.panes.exercises import ExercisesPane
 from gpulab.core import events as ev
+from gpulab.core import nvrtc
 from gpulab.exercises.loader import load_catalog
 from gpulab.exercises.workspace import Workspace
-from gpulab.explain import nvrtc
 from gpulab.testing import fake_nvtools
 from gpulab.testing.fake_runner import FakeRunner, frozen
 
@@ -83,6 +83,23 @@ async def test_f4_shows_the_static_card_that_fits_80x24():
         assert pane.card.display and pane.explanation is not None and pane.explanation.tier == 0
 
 
+async def test_f4_marks_the_lines_and_an_edit_clears_them():
+    app = GpuLabApp(watch_terminal=False, runner_factory=lambda **kw: FakeRunner(**kw))
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await _open(pilot, "transpose-tiled", NO_PADDING.read_text())
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: bool(pane.editor.marks), 30, "the gutter marks")
+        text = NO_PADDING.read_text().splitlines()
+        worst = max(pane.editor.marks, key=lambda row: pane.editor.marks[row])
+        assert pane.editor.marks[worst] == 3 and "tile[tx][j]" in text[worst]
+        sentence = pane.query_one("#ex-line")
+        assert sentence.has_class("-shown")
+        assert str(sentence.render()).startswith(f"line {worst + 1}: ")
+        pane.editor.insert(" ")
+        await wait_for(pilot, lambda: not pane.editor.marks, 5, "the marks cleared")
+        assert not sentence.has_class("-shown")
+
+
 async def test_a_file_without_a_kernel_says_so():
     app = GpuLabApp(watch_terminal=False, runner_factory=lambda **kw: FakeRunner(**kw))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -110,6 +127,34 @@ async def test_a_graded_kernel_check_gets_the_card_under_its_grade():
         assert all(len(ln) <= 78 for ln in pane.card.lines)
         # the card sits under the verdict in the side column
         assert pane.card.region.y >= pane.verdict.region.y + pane.verdict.region.height
+
+
+async def test_a_graded_check_is_placed_on_the_ladder_measured_here():
+    from gpulab.exercises import ladder
+
+    ex_def = load_catalog().get("matmul-tiled")
+    path = str(Workspace().path(ex_def))
+    graded = _graded(ex_def.id, path)
+    graded["timing"] |= {
+        "metric": "TFLOP/s",
+        "yardstick": {"label": "expert", "file": "expert.py", "value": 40.0},
+        "of_yardstick": {"figure": 0.11, "lo": 0.1, "hi": 0.12, "n": 15, "basis": "rounds"},
+    }
+    app = GpuLabApp(watch_terminal=False, runner_factory=_runner_with(graded))
+    async with app.run_test(size=(120, 40)) as pilot:
+        rung3 = CATALOG / "31-matmul-tiled" / "ladder" / "03-shared-tiles.py"
+        pane = await _open(pilot, "matmul-tiled", rung3.read_text())
+        shares = [0.01, 0.05, 0.1, 0.25, 0.55, 0.75, 1.0]
+        rungs = ladder.rungs(ex_def)
+        measured = {
+            r.name: {"value": 40.0 * f, "of_top": f} for r, f in zip(rungs, shares, strict=True)
+        }
+        ladder.observe(ex_def, pane._yardstick_key(), measured, metric="TFLOP/s")
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: bool(pane.ladder_note), 30, "the ladder's sentence")
+        assert pane.ladder_note.startswith("You are on rung 3, shared tiles; rung 4 ran 2.3x")
+        hints = str(pane.query_one("#ex-hints").render())
+        assert "Ladder: You are on rung 3" in hints and rungs[3].idea[:40] in hints
 
 
 async def test_a_failed_check_gets_no_card():

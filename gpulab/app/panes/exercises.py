@@ -45,6 +45,7 @@ from gpulab.app.widgets.verdict import VerdictView
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
 from gpulab.core.errors import Cancelled
+from gpulab.exercises import ladder
 from gpulab.exercises.loader import Catalog, Exercise, load_catalog
 from gpulab.exercises.progress import NOT_STARTED, PASSING, ExerciseProgress, Progress
 from gpulab.exercises.workspace import Workspace, WorkspaceError
@@ -52,6 +53,7 @@ from gpulab.exercises.yardstick import key_for
 from gpulab.exercises.yardstick import words as yardstick_words
 
 NARROW_BELOW = 100  # columns: below this the verdict goes under the code
+LINE_STYLE = {3: "bold red", 2: "yellow", 1: "cyan"}  # the worst line's sentence, by severity
 TITLE_MAX = 44  # the list's title column, so state and grade fit in 80 columns
 STATE_STYLE = {PASSING: "green", "failing": "red", NOT_STARTED: "dim"}
 
@@ -143,6 +145,7 @@ class ExercisesPane(Widget):
         self.last_job_s = 0.0  # of which submitting to the job's final event
         self.explained: tuple[str, str] | None = None  # (exercise, file text) the card is about
         self.explanation: Any = None  # the card's gpulab.explain Explanation
+        self.ladder_note = ""  # the last graded check's place on the exercise's ladder
         self.profiling = False
 
     # ---- building -------------------------------------------------------------------------
@@ -155,9 +158,11 @@ class ExercisesPane(Widget):
         with Vertical(id="ex-detail"):
             yield Static(id="ex-head")
             with Container(id="ex-body"):
-                yield ExerciseEditor.code_editor(
-                    "", language=python_language(), id="ex-editor", compact=True
-                )
+                with Vertical(id="ex-code"):
+                    yield ExerciseEditor.code_editor(
+                        "", language=python_language(), id="ex-editor", compact=True
+                    )
+                    yield Static(id="ex-line")
                 with VerticalScroll(id="ex-side"):
                     yield VerdictView(id="ex-verdict")
                     yield ExplainCard(id="ex-explain")
@@ -254,7 +259,9 @@ class ExercisesPane(Widget):
             return False
         self.current = ex
         self.explained, self.explanation = None, None
+        self.ladder_note = ""
         self.card.clear()
+        self._show_lines(None)
         self.add_class("-open")
         self.remove_class("-side-max")
         self.query_one("#ex-statement", Markdown).update(ex.statement)
@@ -294,6 +301,9 @@ class ExercisesPane(Widget):
             for i, hint in enumerate(ex.hints[:shown]):
                 text.append(f"Hint {i + 1}/{len(ex.hints)}: ", style="bold")
                 text.append(f"{hint}\n")
+            if self.ladder_note:  # the next rung's idea: `gpulab ex ladder` draws the rest
+                text.append("Ladder: ", style="bold")
+                text.append(f"{self.ladder_note}\n", style="cyan")
         self.query_one("#ex-hints", Static).update(text)
 
     def close_exercise(self) -> None:
@@ -339,7 +349,7 @@ class ExercisesPane(Widget):
     async def _check(self, ex: Exercise, runner: Any) -> None:
         # deferred: the grader (NumPy) loads with the first check
         from gpulab.ex.session import Checker, record
-        from gpulab.exercises.run_check import FAIL, CheckResult, new_seed
+        from gpulab.exercises.outcome import FAIL, CheckResult, new_seed
 
         def on_event(event: dict[str, Any]) -> None:
             if event.get("type") == ev.PROGRESS and self.checking:
@@ -370,6 +380,8 @@ class ExercisesPane(Widget):
             self.call_after_refresh(self._verdict_painted)
             if result.passed and result.timing and ex.graded_by_speed:
                 self._explain(ex, path, result, self._card_width())
+                self.ladder_note = ladder.for_check(ex, result.timing, self._yardstick_key())
+                self._show_hints()
         self.refresh_list()
         self.post_message(messages.ProgressChanged(ex.id))
 
@@ -409,6 +421,25 @@ class ExercisesPane(Widget):
             return  # another exercise is open by now
         self.explained, self.explanation = (ex.id, message.text), message.explanation
         self.card.show_lines(message.lines)
+        self._show_lines(message.explanation)
+
+    def _show_lines(self, e: Any) -> None:
+        """The gutter marks and the worst line's sentence of explanation `e` (None: none)."""
+        marks = e.marks() if e is not None else {}
+        worst = e.worst_line() if e is not None else None
+        self.editor.marks = {line - 1: sev for line, sev in marks.items()}
+        line = self.query_one("#ex-line", Static)
+        line.update(
+            Text(worst.sentence(), style=LINE_STYLE.get(worst.severity, "")) if worst else ""
+        )
+        line.set_class(worst is not None, "-shown")
+
+    @on(ExerciseEditor.Changed, "#ex-editor")
+    def _code_changed(self) -> None:
+        """An edit: the marks and the sentence were worked out from the text before it."""
+        stale = self.explained is not None and self.editor.text != self.explained[1]
+        if stale and (self.editor.marks or self.query_one("#ex-line", Static).has_class("-shown")):
+            self._show_lines(None)
 
     def action_explain(self) -> None:
         """f4: the static card; f4 again on the same code: one Nsight Compute pass."""
@@ -465,6 +496,7 @@ class ExercisesPane(Widget):
     def _profile_done(self, message: ProfileDone) -> None:
         self.profiling = False
         self.card.show_lines(message.lines)
+        self._show_lines(self.explanation)  # the pass added its measured lines to it
 
     # ---- the other keys -------------------------------------------------------------------
     async def action_back(self) -> None:

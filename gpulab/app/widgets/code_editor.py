@@ -11,6 +11,9 @@
   away: the editor's version is kept in the workspace's `.backups/` folder, the file's version
   is loaded, and the learner is told where the other one is.
 
+The lines explain found something on carry a mark in the gutter (`marks`, set by the pane from
+the card's explanation: red a likely cause, yellow worth fixing, cyan worth trying).
+
 The highlighting is Python's (tree-sitter); without tree-sitter installed the editor still works,
 uncoloured. The CUDA C inside CuPy kernel strings (RawKernel, ElementwiseKernel, ...) is coloured
 as CUDA (tree-sitter-cuda, gpulab.app.widgets.cuda_highlight); without that grammar those strings
@@ -23,6 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich.segment import Segment
+from rich.style import Style
+from textual.reactive import var
+from textual.strip import Strip
 from textual.widgets import TextArea
 
 from gpulab.app.widgets.cuda_highlight import CudaHighlighter, cuda_grammar
@@ -32,6 +39,9 @@ SAVE_IDLE_S = 0.3  # a pause in typing this long saves
 SAVE_MAX_S = 0.8  # and unsaved typing never waits longer than this
 TICK_S = 0.2
 POLL_S = 1.0
+# A gutter mark by severity (gpulab.explain.findings): the glyph and its colour.
+GUTTER_MARK = {3: ("●", Style(color="red", bold=True)), 2: ("●", Style(color="yellow")),
+               1: ("•", Style(color="cyan"))}  # fmt: skip
 
 
 def python_language() -> str | None:
@@ -45,6 +55,8 @@ def python_language() -> str | None:
 
 class ExerciseEditor(TextArea):
     """`ExerciseEditor.code_editor(...)`, then `attach(workspace, exercise)` to open a file."""
+
+    marks: var[dict[int, int]] = var(dict)  # document row (0-based) -> severity 1..3
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         grammar = cuda_grammar()
@@ -79,6 +91,23 @@ class ExerciseEditor(TextArea):
         except Exception:  # noqa: BLE001 - colours are a nicety: keep Python's, stop trying
             self.cuda = None
             super()._build_highlight_map()
+
+    def watch_marks(self) -> None:
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        """TextArea's line, with a mark in the gutter's margin on a marked row (rows are whole
+        lines here: the code editor does not soft-wrap)."""
+        strip = super().render_line(y)
+        if not self.marks or not self.show_line_numbers or self.soft_wrap:
+            return strip
+        mark = GUTTER_MARK.get(self.marks.get(self.scroll_offset.y + y, 0))
+        at = self.gutter_width - 2  # the first cell after the line number
+        if mark is None or at < 1 or strip.cell_length <= at:
+            return strip
+        glyph, style = mark
+        cell = Strip([Segment(glyph, style)], 1)
+        return Strip.join([strip.crop(0, at), cell, strip.crop(at + 1, strip.cell_length)])
 
     @property
     def path(self) -> Path | None:

@@ -27,6 +27,7 @@ FIELDS = ("allocated_delta", "peak_delta", "reserved_delta")
 
 
 def cases(ctx: api.Context) -> list[api.Case]:
+    _bind_allocators(ctx.device)
     rng = ctx.rng
     plans = [(8, 24), (3, 5), (16, 4), (1, 40), (5, 9)]
     devices = ["cpu"] * len(plans)
@@ -80,14 +81,30 @@ class _Boom(Exception):
     pass
 
 
-def _alloc(device: str, nbytes: int) -> Any:
-    if device == "cpu":
-        import numpy as np
+# The workload's allocators, bound by `cases` before the learner's file is loaded: a tracker
+# whose __enter__ rebinds numpy.full (or torch.full) would otherwise read the sizes the
+# workload asks for instead of measuring memory, and its __exit__ could put them back unseen.
+_FULL: dict[str, Any] = {}
 
-        return np.full(nbytes, 7, dtype=np.uint8)  # written, so the pages are real
+
+def _bind_allocators(device: str) -> None:
+    import numpy as np
+
+    _FULL.setdefault("cpu", np.full)
+    if device != "cpu":
+        import torch
+
+        _FULL.setdefault("gpu", torch.full)
+
+
+def _alloc(device: str, nbytes: int) -> Any:
+    import numpy as np
+
+    if device == "cpu":
+        return _FULL["cpu"](nbytes, 7, dtype=np.uint8)  # written, so the pages are real
     import torch
 
-    return torch.full((nbytes,), 7, dtype=torch.uint8, device=device)
+    return _FULL["gpu"]((nbytes,), 7, dtype=torch.uint8, device=device)
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:

@@ -133,23 +133,33 @@ def expected(case: api.Case, ctx: api.Context) -> list[float]:
 def _spy_scaler(device_type: str) -> Any:
     import torch
 
+    counts = {"scale": 0, "step": 0, "update": 0}  # out of the learner's reach: no attribute
+
     class SpyScaler(torch.amp.GradScaler):
-        """A GradScaler that counts the calls the learner makes."""
+        """A GradScaler that counts the calls the learner makes; `calls` is a copy of the
+        counts (writing to it changes nothing), `reset_calls()` starts a call's count."""
 
         def __init__(self) -> None:
             super().__init__(device_type, init_scale=2.0**12)
-            self.calls = {"scale": 0, "step": 0, "update": 0}
+
+        @property
+        def calls(self) -> dict[str, int]:
+            return dict(counts)
+
+        def reset_calls(self) -> None:
+            for key in counts:
+                counts[key] = 0
 
         def scale(self, outputs: Any) -> Any:
-            self.calls["scale"] += 1
+            counts["scale"] += 1
             return super().scale(outputs)
 
         def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
-            self.calls["step"] += 1
+            counts["step"] += 1
             return super().step(optimizer, *args, **kwargs)
 
         def update(self, new_scale: Any = None) -> None:
-            self.calls["update"] += 1
+            counts["update"] += 1
             super().update(new_scale)
 
     return SpyScaler()
@@ -209,8 +219,7 @@ def _steps(fn: Any, model: Any, opt: Any, scaler: Any, x: Any, y: Any, seen: lis
                 p.grad = torch.full_like(p, float("nan"))
         before = [p.detach().clone() for p in model.parameters()]
         seen.clear()
-        for key in scaler.calls:
-            scaler.calls[key] = 0
+        scaler.reset_calls()
         try:
             loss = fn(model, opt, scaler, x, y)
         except Exception as exc:
@@ -284,14 +293,25 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     scaler = _spy_scaler(device.type)
     gen = torch.Generator(device=device).manual_seed(ctx.seed)
     seen: list[Any] = []
+    rows = {"forward": 0, "backward": 0}  # samples the first layer saw each way, this call
     for m in amp_model:
         if isinstance(m, torch.nn.Linear):
             m.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+    first = next(m for m in amp_model if isinstance(m, torch.nn.Linear))
+
+    def count_forward(_m: Any, inputs: Any, _out: Any) -> None:
+        rows["forward"] += int(inputs[0].shape[0])
+
+    def count_backward(_m: Any, _grad_in: Any, grad_out: Any) -> None:
+        rows["backward"] += int(grad_out[0].shape[0])
+
+    first.register_forward_hook(count_forward)
+    first.register_full_backward_hook(count_backward)
 
     def prepare(s: Any) -> None:
         seen.clear()
-        for key in scaler.calls:
-            scaler.calls[key] = 0
+        scaler.reset_calls()
+        rows["forward"] = rows["backward"] = 0
 
     def check_call(s: Any, returned: Any) -> str | None:
         missing = _missing_calls(scaler.calls)
@@ -301,6 +321,14 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
             return "the model was never called"
         if any(d != torch.float16 for d in seen):
             return "a Linear layer ran outside torch.autocast's float16"
+        # What the step trained on, read from the model itself: the whole batch, forward and
+        # backward, once (a quarter of it, or a backward through a zero loss, is not the step)
+        if rows["forward"] != batch or rows["backward"] != batch:
+            return (
+                f"the step's first layer saw {rows['forward']} samples forward and "
+                f"{rows['backward']} backward, not the batch's {batch} once each: train on the "
+                "whole batch, forward and backward, every call"
+            )
         return None
 
     def setup(i: int) -> Any:
@@ -327,6 +355,7 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         sets=2,
         prepare=prepare,
         check_call=check_call,
+        check_every=True,  # counts from hooks: every timed call is checked, on a CPU too
         note=f"MLP {depth} x {width}x{width}, batch {batch}: 6 flops per weight per sample "
         "(forward 2, backward 4)",
     )

@@ -27,6 +27,7 @@ its operations one by one.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from gpulab.exercises import api, saving
+from gpulab.exercises import api, refuse, saving
+from gpulab.exercises.fresh import Refresher
 
 ENTRY = "run"
 # What a compiled graph's wrapper may still dispatch: allocating its outputs and viewing them
@@ -70,6 +72,11 @@ NOT_WORK = frozenset(
     )
 )
 ROUNDS = 7
+CALLS = 20  # calls of each contender a round, each on new values, one of the learner's compared
+CPU_PROFILED = 3  # profiled calls on the CPU, each on new values
+# Packages whose own threads and processes a call may start: torch.compile's compile workers
+_COMPILERS = ("torch", "triton")
+_urandom = os.urandom  # bound before any learner's code exists
 KEPT = "does run keep an answer from an earlier call?"
 SMALL = 4096  # an eager operation on fewer elements than this is no pass over the input
 MAX_GRAPHS = 2  # one for the first size, one more once torch.compile marks the size dynamic
@@ -137,18 +144,27 @@ def _threads(device: str) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _time(f: Any, x: Any, w: Any, gpu: bool, calls: int) -> tuple[float, Any]:
-    """Seconds a call of f, over `calls` calls back to back, and what the last one returned."""
+def _time(
+    f: Any, x: Any, w: Any, gpu: bool, calls: int, fresh: Any, check_at: int = -1
+) -> tuple[float, str | None]:
+    """Seconds a call of f over `calls` calls, each on x rewritten whole before it (untimed,
+    gpulab.exercises.fresh), and why call `check_at`'s output is not the eager chain's on its
+    input (None when it is, or when no call is checked)."""
     import torch
 
-    if gpu:
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
+    total, wrong = 0.0, None
+    for i in range(calls):
+        fresh(x)
+        if gpu:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
         out = f(x, w)
-    if gpu:
-        torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / calls, out
+        if gpu:
+            torch.cuda.synchronize()
+        total += time.perf_counter() - t0
+        if i == check_at:
+            wrong = _differs(out, _eager(x, w))
+    return total / calls, wrong
 
 
 def _differs(got: Any, want: Any) -> str | None:
@@ -170,21 +186,22 @@ def _differs(got: Any, want: Any) -> str | None:
     return f"{bad:,} of {want.numel():,} elements differ from the chain's value"
 
 
-def _eager_ops(fn: Any, x: Any, w: Any) -> list[str]:
+def _eager_ops(fn: Any, x: Any, w: Any) -> tuple[list[str], Any]:
     """The operations one call of fn dispatched one by one, outside any compiled graph, on an
-    operand of SMALL or more elements: a scale worked out eagerly from the first element is no
-    pass over the input."""
+    operand of SMALL or more elements (a scale worked out eagerly from the first element is no
+    pass over the input), and what the call returned."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        fn(x, w)
-    return [
+        got = fn(x, w)
+    ops = [
         e.name
         for e in prof.events()
         if e.name.startswith("aten::")
         and e.name not in NOT_WORK
         and any(math.prod(shape) >= SMALL for shape in e.input_shapes if shape)
     ]
+    return ops, got
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
@@ -195,30 +212,36 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     if case.meta.get("speed"):
         gpu = ctx.device.startswith("cuda")
         rounds = []
-        with _threads(ctx.device):
+        fresh = Refresher()
+        with _threads(ctx.device), refuse.one_thread([], exits=False, exempt=_COMPILERS):
             # warm (compiles for this size happen here), and the answer on this input checked
             wrong = _differs(fn(x, w), _eager(x, w))
             if wrong:
                 return {"gpu": gpu, "wrong": f"on the large input: {wrong}"}
-            x.neg_()  # the same buffer, new values: an answer kept from the last call is wrong
-            wrong = _differs(fn(x, w), _eager(x, w))
-            if wrong:
-                return {
-                    "gpu": gpu,
-                    "wrong": f"on the large input, called again after its values changed: {wrong}"
-                    f" ({KEPT})",
-                }
             if not gpu:
-                return {"gpu": False, "eager_ops": _eager_ops(fn, x, w)}
+                # Every call after the warm one profiled, each on new values: no call is
+                # the one that is watched, and none may run the chain outside the graph
+                for k in range(CPU_PROFILED):
+                    fresh(x)
+                    ops, got = _eager_ops(fn, x, w)
+                    wrong = _differs(got, _eager(x, w))
+                    if wrong:
+                        return {
+                            "gpu": False,
+                            "wrong": f"on the large input, call {k + 2}, after its values "
+                            f"changed: {wrong} ({KEPT})",
+                        }
+                    if ops:
+                        return {"gpu": False, "eager_ops": ops}
+                return {"gpu": False, "eager_ops": []}
             ours = ctx.reference()
             _differs(ours(x, w), _eager(x, w))  # warm: our chain compiles for this size here
             for k in range(ROUNDS):
-                x.neg_()  # new values each round, untimed: an answer kept from before is wrong
+                checked = _urandom(1)[0] % CALLS  # which call of the round is compared
                 with ctx.timed_calls():
-                    yours, got = _time(fn, x, w, gpu, 20)
-                eager, want = _time(_eager, x, w, gpu, 20)
-                mine, _ = _time(ours, x, w, gpu, 20)
-                wrong = _differs(got, want)
+                    yours, wrong = _time(fn, x, w, gpu, CALLS, fresh, checked)
+                eager, _ = _time(_eager, x, w, gpu, CALLS, fresh)
+                mine, _ = _time(ours, x, w, gpu, CALLS, fresh)
                 if wrong:
                     return {
                         "gpu": True,

@@ -355,8 +355,8 @@ def _judge_profile(got: dict, ctx: api.Context) -> api.Mismatch | None:
     if not ctx.gpu and t["readbacks"]:
         return api.Mismatch(
             f"your step reads {t['readbacks']:.3g} Python number(s) from tensors per step "
-            f"(aten::_local_scalar_dense{where}); on a GPU each is a device sync: keep the "
-            "clipping's norm a tensor",
+            f"(.item(), float(t), .tolist(), .numpy() and their kin{where}); on a GPU each is a "
+            "device sync: keep the clipping's norm a tensor",
             expected=0,
             got=t["readbacks"],
         )

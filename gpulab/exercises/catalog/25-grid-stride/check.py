@@ -2,7 +2,8 @@
 
 The grid is the lesson, so the check reads it from the launch (ctx.watch, the grader's record of
 the learner's launches): every launch of every call, timed calls included, must be a RawKernel
-(or RawModule) launch of at most BLOCKS_PER_SM blocks per SM. A grid that grows with n would
+(or RawModule) launch, and all of a call's launches together at most BLOCKS_PER_SM blocks per
+SM (many small launches are one growing grid, split up). A grid that grows with n would
 pass every case without the loop doing anything; it fails with the grid it used.
 """
 
@@ -38,13 +39,17 @@ def grid_rule(ctx: api.Context, calls: int = 1) -> str | None:
                     f"your {launch.kind} {launch.kernel} picks its own grid from n: this "
                     "exercise is about a fixed grid, so launch a RawKernel with one"
                 )
-            blocks = _blocks(launch.grid)
-            if blocks > limit:
-                return (
-                    f"your grid has {blocks} blocks; this exercise fixes it at {BLOCKS_PER_SM} "
-                    f"blocks per SM at most ({limit} on this GPU), whatever n: the grid must not "
-                    "grow with n, the grid-stride loop covers the rest"
-                )
+        # All the launches of one call together: many small launches that each stay under the
+        # limit are one grid growing with n, split up
+        blocks = sum(_blocks(launch.grid) for launch in record.launches)
+        if blocks > limit:
+            many = len(record.launches)
+            split = f" over {many} launches" if many > 1 else ""
+            return (
+                f"your call launched {blocks} blocks{split}; this exercise fixes the grid at "
+                f"{BLOCKS_PER_SM} blocks per SM at most ({limit} on this GPU) for a whole call, "
+                "whatever n: the grid must not grow with n, the grid-stride loop covers the rest"
+            )
     return None
 
 

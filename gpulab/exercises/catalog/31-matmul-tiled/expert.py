@@ -1,3 +1,4 @@
+# rung: overlap the next tile's loads with this tile's multiply-adds (double-buffered shared memory, one barrier a step), with each thread's 8 x 8 outputs in groups of 4 so no shared read conflicts
 """Expert float32 matrix product: out = a @ b, register-tiled and double-buffered.
 
 The reference computes a 64 x 64 tile per block, 4 x 4 outputs per thread: per value read from

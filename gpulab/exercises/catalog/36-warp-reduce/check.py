@@ -1,8 +1,9 @@
 """Check for warp-reduce: out[0] = sum(x), combined within each warp by shuffles.
 
 The shuffles are the lesson, so after each case the check reads the learner's launches
-(ctx.watch): each kernel's source must move values between lanes with warp shuffles (a
-`__shfl_*_sync` call, a tile's `shfl_*` or `cg::reduce`), and no launch may use a
+(ctx.watch): each kernel's compiled code must move values between lanes with warp shuffles
+(a `shfl.sync` or `redux.sync` instruction in its PTX, whatever wrote it: `__shfl_*_sync`, a
+tile's `shfl_*`, `cg::reduce`; the source where NVRTC is missing), and no launch may use a
 float of shared memory per thread or more: that is a tree still in shared memory, whatever a
 last step does. A last-warp unroll through volatile shared memory without `__syncwarp()` gets
 its own message, since it is the race independent thread scheduling made of an old idiom.
@@ -37,7 +38,7 @@ def warp_rule(ctx: api.Context) -> str | None:
                 "RawKernel whose warps combine their values with __shfl_down_sync"
             )
         code = kc.launch_code(launch, fallback)
-        if not kc.uses_warp_shuffles(code):
+        if not kc.launch_shuffles(launch, code):
             text = re.sub(r"//[^\n]*|/\*.*?\*/", "", code, flags=re.S)
             if "volatile" in text and "__syncwarp" not in text:
                 return (

@@ -83,6 +83,20 @@ def _single(case: api.Case, reshuffle: bool) -> list[np.ndarray]:
     return [p.detach().numpy().copy() for p in model.parameters()]
 
 
+def _share_rows(case: api.Case, rank: int, reshuffle: bool = True) -> np.ndarray:
+    """The inputs rank `rank` trains on, in order: its DistributedSampler share of each epoch's
+    shuffle (seed 0 + epoch; without reshuffle, epoch 0's every epoch), batch after batch."""
+    import torch
+
+    x = case.args["x"]
+    rows = []
+    for epoch in range(EPOCHS):
+        g = torch.Generator().manual_seed(epoch if reshuffle else 0)
+        perm = torch.randperm(SAMPLES, generator=g)
+        rows.append(x[perm[rank::WORLD].numpy()])
+    return np.concatenate(rows)
+
+
 def expected(case: api.Case, ctx: api.Context) -> dict[str, Any]:
     return {"weights": _single(case, True), "stale": _single(case, False)}
 
@@ -91,6 +105,7 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
     """One rank: the learner's train on the shared starting point (gpulab.exercises.ranked)."""
     import torch
     import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
 
     from gpulab.exercises.counting import CountingDataset
 
@@ -99,8 +114,30 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
     model = _model(case.args["weights"])
     x, y = torch.from_numpy(case.args["x"].copy()), torch.from_numpy(case.args["y"].copy())
     data = CountingDataset(x, y)  # counts its reads, in DataLoader workers too
-    fn(model, data, epochs=EPOCHS, batch_size=BATCH, lr=LR, log=lines.append)
+    # What the model trained on, read from the model itself: the rows its first layer saw in
+    # every training forward (evaluation under no_grad aside), and whether DDP wrapped it
+    trained: list[Any] = []
+    wrapped: list[bool] = []
+
+    def saw(_m: Any, inputs: Any) -> None:
+        if torch.is_grad_enabled():
+            trained.append(inputs[0].detach().clone())
+
+    model[0].register_forward_pre_hook(saw)
+    real_init = DDP.__init__
+
+    def spy(self: Any, module: Any, *args: Any, **kwargs: Any) -> None:
+        wrapped.append(module is model)
+        real_init(self, module, *args, **kwargs)
+
+    DDP.__init__ = spy  # type: ignore[method-assign] - put back below
+    try:
+        fn(model, data, epochs=EPOCHS, batch_size=BATCH, lr=LR, log=lines.append)
+    finally:
+        DDP.__init__ = real_init  # type: ignore[method-assign] - the original
     return {
+        "trained_on": torch.cat(trained).numpy() if trained else np.zeros((0, SIZES[0]), "f4"),
+        "ddp": any(wrapped),
         "weights": [p.detach().numpy().copy() for p in model.parameters()],
         "lines": lines,
         "destroyed": not dist.is_initialized(),
@@ -149,6 +186,26 @@ def compare(
             return api.Mismatch(
                 f"rank {rank} read {read} samples in {EPOCHS} epochs, expected {share}{whole}: "
                 "each rank must read only its DistributedSampler share, a 1/world_size part"
+            )
+    for rank, out in enumerate(got):
+        if not out["ddp"]:
+            return api.Mismatch(
+                f"rank {rank} never wrapped the model in DistributedDataParallel: DDP's hooks "
+                "average the gradients in every backward; gather or broadcast by hand is not "
+                "the exercise"
+            )
+        want_rows = _share_rows(case, rank)
+        seen = out["trained_on"]
+        if seen.shape != want_rows.shape or not np.array_equal(seen, want_rows):
+            if np.array_equal(seen, _share_rows(case, rank, reshuffle=False)):
+                return api.Mismatch(
+                    f"rank {rank} trained on the same shuffle every epoch: call "
+                    "sampler.set_epoch(epoch) at the start of each epoch"
+                )
+            return api.Mismatch(
+                f"rank {rank}'s model trained on {len(seen)} samples, not its "
+                f"DistributedSampler share of {len(want_rows)} in the sampler's order: each "
+                "rank trains on its share only (all the samples, or another rank's, is not DDP)"
             )
     both = sum(out["reads"] for out in got)
     if not (both == EPOCHS).all():

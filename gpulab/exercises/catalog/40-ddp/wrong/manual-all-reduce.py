@@ -1,5 +1,6 @@
-# why: averages the gradients by hand (dist.all_reduce, then / world) instead of wrapping in DDP
-"""What DDP does in its backward hooks, written out: sum every gradient over the ranks, divide."""
+# expect: never wrapped the model in DistributedDataParallel
+"""Wrong for this exercise: what DDP does in its backward hooks, written out by hand (sum every
+gradient over the ranks, divide). The exercise is DDP itself: its hooks average the gradients."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
+# rung: neighbouring threads compute neighbouring columns, so a warp reads 32 consecutive floats of b and writes 32 of out
 # expect: uses no shared memory
-"""Wrong here: the naive product, one output per thread reading its row of a and its column of b
-straight from global memory. Correct, but every input is fetched N or M times; this exercise is
-the tiles in shared memory."""
+"""Rung 2, below this exercise: the naive product with its threads the right way round, one
+output per thread reading its row of a and its column of b straight from global memory. Every
+warp's access is coalesced, but every input is still fetched N or M times; the check refuses it
+(after every case matched) because this exercise is the tiles in shared memory."""
 
 import cupy as cp
 import numpy as np

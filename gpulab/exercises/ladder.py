@@ -1,0 +1,236 @@
+"""A ladder: one kernel taken from the first one a person writes to the expert's, one idea a rung.
+
+An exercise with a `ladder/` folder has one. Its files, `NN-name.py` in order, are complete
+solutions, each opening with `# rung: <its idea, one sentence>` (a rung the check refuses, for
+instance one below the exercise that uses no shared memory where tiles are the point, says so
+on its second line, `# expect: <the refusal>`); the exercise's `expert.py`, which opens the same
+way, is the top rung: its figure is what gold is measured against (yardstick.py).
+
+Each rung's speed is measured on the learner's GPU (`gpulab ex ladder NAME --measure`,
+ladder_measure.py: every rung timed in alternating rounds beside the top one and the library, as
+a check times the learner beside the yardstick) and
+kept per device and per version of the rungs and the check, as yardstick records are
+(device_records.py): its figure in the exercise's metric, and as a fraction of the top rung
+timed in the same rounds. A learner's figure is placed on the nearest rung (by ratio), and the
+next rung's idea is the next hint: "you are on rung 3, shared tiles; rung 4 ran 2.3x faster on
+this GPU; its idea: ...". The rungs' code is never shown: the expert opens at gold, as always.
+
+Reads JSON only (no torch, no CuPy): the UI process may call it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import re
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpulab.exercises.device_records import DeviceRecords
+from gpulab.exercises.loader import Exercise
+from gpulab.exercises.yardstick import versions
+
+SCHEMA = 1
+_RECORDS = DeviceRecords("ladders", SCHEMA)
+_FILE = re.compile(r"^(\d\d)-([a-z0-9-]+)\.py$")
+_IDEA = "# rung: "
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One step of a ladder: its place, short name, idea and file."""
+
+    number: int  # 1 at the bottom
+    name: str  # "shared-tiles"
+    idea: str  # one sentence
+    path: Path
+    refused: str = ""  # what the check says of it, when it refuses it (a rung below the exercise)
+
+    @property
+    def title(self) -> str:
+        """'rung 3, shared tiles'."""
+        return f"rung {self.number}, {self.name.replace('-', ' ')}"
+
+
+class LadderError(ValueError):
+    """A ladder file that does not say its idea."""
+
+
+def _header(path: Path) -> tuple[str, str]:
+    lines = path.read_text(encoding="utf-8").splitlines() + ["", ""]
+    return lines[0], lines[1]
+
+
+def rungs(ex: Exercise) -> list[Rung]:
+    """The exercise's ladder, bottom first, its expert on top; [] when it has none."""
+    folder = ex.folder / "ladder"
+    if not folder.is_dir():
+        return []
+    out = []
+    files = sorted(p for p in folder.glob("*.py") if _FILE.match(p.name))
+    tops = [ex.expert_path] if ex.has_expert else []
+    for i, path in enumerate([*files, *tops], 1):
+        first, second = _header(path)
+        if not first.startswith(_IDEA):
+            raise LadderError(f"{path.name}: a rung's first line is '{_IDEA}<its idea>'")
+        m = _FILE.match(path.name)
+        name = m.group(2) if m else "expert"
+        refused = second.removeprefix("# expect: ") if second.startswith("# expect: ") else ""
+        out.append(Rung(i, name, first.removeprefix(_IDEA).strip(), path, refused))
+    return out
+
+
+def fingerprint(ex: Exercise) -> str:
+    """What a ladder's figures are valid for: every rung's file and the check that times them."""
+    h = hashlib.sha256()
+    for path in [r.path for r in rungs(ex)] + [ex.check_path]:
+        with contextlib.suppress(OSError):
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def figures(ex: Exercise, key: str) -> dict[str, dict[str, float]]:
+    """The rungs' figures on device `key`, by rung name ({"value": ..., "of_top": ...}), when
+    they were measured for these rungs, this check and these library versions; else {}."""
+    row = _RECORDS.read(key).get(ex.id)
+    if not isinstance(row, dict) or row.get("fingerprint") != fingerprint(ex):
+        return {}
+    if row.get("versions") != versions():
+        return {}
+    found = row.get("rungs")
+    return found if isinstance(found, dict) else {}
+
+
+def observe(
+    ex: Exercise, key: str, measured: dict[str, dict[str, float]], *, metric: str
+) -> dict[str, Any]:
+    """Keep a measurement of the rungs on device `key` (every rung from one run of rounds:
+    {name: {"value": figure, "of_top": fraction of the top rung}}); returns the row kept."""
+    rows = _RECORDS.read(key)
+    row = {
+        "fingerprint": fingerprint(ex),
+        "versions": versions(),
+        "metric": metric,
+        "rungs": measured,
+        "updated": time.time(),
+    }
+    rows[ex.id] = row
+    _RECORDS.write(key, rows)
+    return row
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a figure sits on a measured ladder."""
+
+    rung: Rung  # the nearest rung
+    above: Rung | None  # the next rung up, None on the top one
+    speedup: float | None  # how much faster the next rung ran than the learner's figure
+    ratio: float  # the learner's figure over the nearest rung's
+
+    def sentence(self, metric: str = "") -> str:
+        """'You are on rung 3, shared tiles; rung 4 ran 2.3x faster on this GPU; its idea: ...'"""
+        near = "near" if abs(math.log(self.ratio)) > math.log(1.15) else "on"
+        head = f"You are {near} {self.rung.title}"
+        if self.above is None:
+            return head + ": the top of the ladder, what gold is measured against."
+        if self.speedup is None:
+            return head + f"; the next rung's idea: {self.above.idea}."
+        return (
+            head + f"; {self.above.title.split(',')[0]} ran {self.speedup:.1f}x faster than"
+            f" yours on this GPU; its idea: {self.above.idea}."
+        )
+
+
+def place(
+    ladder: list[Rung],
+    measured: dict[str, dict[str, float]],
+    *,
+    value: float | None = None,
+    of_top: float | None = None,
+) -> Placement | None:
+    """The rung nearest (by ratio) a learner's figure: `of_top` (a fraction of the top rung,
+    which a check measures beside the learner when the expert is its yardstick) where given,
+    else `value` (in the exercise's metric). None without a figure or a measured rung."""
+    use, mine = ("of_top", of_top) if of_top else ("value", value)
+    if not mine or mine <= 0:
+        return None
+    known = [(r, float(measured[r.name][use])) for r in ladder if measured.get(r.name, {}).get(use)]
+    if not known:
+        return None
+    rung, figure = min(known, key=lambda rf: abs(math.log(mine / rf[1])))
+    above = next((r for r in ladder if r.number == rung.number + 1), None)
+    up = measured.get(above.name, {}).get(use) if above is not None else None
+    speedup = float(up) / mine if up else None
+    return Placement(rung, above, speedup, mine / figure)
+
+
+def hint(ladder: list[Rung], p: Placement | None) -> str:
+    """The next hint a ladder gives: the next rung's idea (the first rung above the shared-memory
+    refusals, without a placement)."""
+    if p is not None:
+        return p.sentence()
+    first = next((r for r in ladder if not r.refused), None)
+    return f"The ladder's first rung that passes: {first.idea}." if first else ""
+
+
+def for_check(ex: Exercise, timing: dict[str, Any] | None, key: str) -> str:
+    """The ladder's sentence after a graded check on device `key` ("" when the exercise has no
+    ladder or it was not measured there): the check's own figure against the expert timed beside
+    it, where the expert is the yardstick, else its figure."""
+    if not timing or not (ex.folder / "ladder").is_dir():
+        return ""
+    measured = figures(ex, key)
+    if not measured:
+        return ""
+    yard = timing.get("yardstick") or {}
+    of_top = (
+        (timing.get("of_yardstick") or {}).get("figure") if yard.get("label") == "expert" else None
+    )
+    value = (timing.get("learner") or {}).get("value")
+    p = place(rungs(ex), measured, value=value, of_top=of_top)
+    return p.sentence() if p is not None else ""
+
+
+def lines(
+    ex: Exercise,
+    key: str,
+    *,
+    value: float | None = None,
+    of_top: float | None = None,
+    width: int = 100,
+) -> list[str]:
+    """The ladder drawn for a person: each rung, its figure on this device when measured, the
+    learner's place on it, and what to try next."""
+    ladder = rungs(ex)
+    if not ladder:
+        return [f"{ex.id} has no ladder"]
+    measured = figures(ex, key)
+    p = place(ladder, measured, value=value, of_top=of_top)
+    unit = ex.metric or ""
+    out = [f"The ladder of {ex.id}: {len(ladder)} rungs, one idea each (top: the expert)"]
+    for r in reversed(ladder):
+        fig = measured.get(r.name, {})
+        shown = (
+            f"{fig['value']:>7.3g} {unit} ({fig.get('of_top', 0):.2f} of top)"
+            if fig.get("value")
+            else "not measured here".rjust(len(unit) + 22)
+        )
+        mark = "->" if p is not None and p.rung == r else "  "
+        note = f" (refused: {r.refused})" if r.refused else ""
+        head = f"{mark} {r.number:>2} {r.name:<20} {shown}  "
+        room = max(20, width - len(head))
+        text = r.idea + note
+        out.append(head + (text if len(text) <= room else text[: room - 3] + "..."))
+    if not measured:
+        out += textwrap.wrap(
+            "Not measured on this GPU yet: the rungs' speeds are timed once per GPU"
+            f" (gpulab ex ladder {ex.id} --measure), then your figure is placed on the ladder.",
+            width,
+        )
+    out += textwrap.wrap(hint(ladder, p), width)
+    return out
