@@ -83,7 +83,7 @@ class GpuLinks:
     bus_id: str | NA = NA("not read")
     nvlinks: int | NA = NA("not read")  # links up
     nvlink_version: str | NA = NA("not read")  # "4.0"
-    nvlink_to: str = ""  # "switch" (an NVSwitch), "gpu" (peers directly) or ""
+    nvlink_to: str | NA = NA("not read")  # "switch" (an NVSwitch), "gpu" (peers) or "unknown"
     nvlink_peers: dict[int, int] = field(default_factory=dict)  # peer NVML index -> links
     nvlink_max: float | NA = NA("not read")  # bytes/s each way, theoretical
     numa_node: int | NA = NA("not read")
@@ -170,11 +170,10 @@ def _links(session: NvmlSession, i: int, buses: dict[str, int], g: GpuLinks) -> 
     if up == 0:
         why = first.reason if first is not None else "no link is up"
         g.nvlinks = 0
-        g.nvlink_version = NA(f"no NVLink: {why}")
-        g.nvlink_max = NA(f"no NVLink: {why}")
+        g.nvlink_version = g.nvlink_max = g.nvlink_to = NA(f"no NVLink: {why}")
         return
     g.nvlinks = up
-    g.nvlink_to = "switch" if "switch" in to else "gpu" if to else ""
+    g.nvlink_to = "switch" if "switch" in to else "gpu" if to else "unknown"
     if len(versions) == 1 and (v := versions.pop()) in NVLINK_VERSIONS:
         name, per_link = NVLINK_VERSIONS[v]
         g.nvlink_version = name

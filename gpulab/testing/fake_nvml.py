@@ -17,7 +17,7 @@ Variants:
                    (NV18 between every pair), two NUMA nodes of two GPUs each
     pcie-2         two L40S on one PCIe switch: no NVLink at all
 
-Every GPU has a PCI bus id, a NUMA node and the CPUs near it; `nvlink_traffic(gpu, tx, rx, s)`
+Every GPU has a PCI bus id, a NUMA node and the CPUs near it; `nvlink_traffic(s, {gpu: (tx, rx)})`
 moves NVML's NVLink counters on as `s` seconds of that traffic (bytes/s) would.
 
 The fake keeps memory state: `set_process_memory(gpu, pid, nbytes)` makes a process hold memory,
@@ -272,12 +272,14 @@ class FakeNvml:
             else:
                 self.gpus[gpu].processes.pop(pid, None)
 
-    def nvlink_traffic(self, gpu: int, tx: float, rx: float, seconds: float) -> None:
-        """Move the NVLink counters of GPU `gpu` on by `seconds` of `tx`/`rx` bytes/s."""
+    def nvlink_traffic(self, seconds: float, rates: dict[int, tuple[float, float]]) -> None:
+        """`seconds` pass; GPU g's NVLink counters move on by its (sent, received) bytes/s in
+        `rates` (the others' stay: no traffic)."""
         with self.lock:
-            counters = self.gpus[gpu].nvlink_kib
-            counters[0] += round(tx * seconds / 1024)
-            counters[1] += round(rx * seconds / 1024)
+            for gpu, (tx, rx) in rates.items():
+                counters = self.gpus[gpu].nvlink_kib
+                counters[0] += round(tx * seconds / 1024)
+                counters[1] += round(rx * seconds / 1024)
             self.field_us += round(seconds * 1e6)
 
     def lose_gpu(self, gpu: int = 0) -> None:

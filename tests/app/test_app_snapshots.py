@@ -97,7 +97,7 @@ async def gpu_pane_maximized(pilot) -> None:
     pane = app.query_one(GpuInfoPane)
     app.sampler.sample_now()
     await settle(pilot, lambda: pane.frame is not None)
-    app.fake_nvml.nvlink_traffic(0, 160e9, 155e9, 1.0)
+    app.fake_nvml.nvlink_traffic(1.0, {0: (160e9, 155e9)})
     pane._live_at = 0.0  # the repaint period is the pane's, not the test's
     first = pane.frame
     app.sampler.sample_now()

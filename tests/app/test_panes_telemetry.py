@@ -143,7 +143,7 @@ async def test_four_nvlink_gpus_show_their_links_numa_and_live_traffic():
         assert "NVLink 4.0, 18 links a GPU via NVSwitch" in text
         assert "NUMA 0: CPUs 0-47 · NUMA 1: CPUs 48-95" in text
         assert "NVLink      18 links, NVLink 4.0 to NVSwitch · 450 GB/s each way peak" in text
-        app.fake.nvlink_traffic(0, 90e9, 45e9, 2.0)
+        app.fake.nvlink_traffic(2.0, {0: (90e9, 45e9)})
         pane._live_at = 0.0
         await _sample(app, pilot)
         text = _details(app)
@@ -398,7 +398,7 @@ async def _prepare_links(pilot) -> None:
     """Two frames with NVLink traffic between them: the live rate needs two readings."""
     app = pilot.app
     await _sample(app, pilot)
-    app.fake.nvlink_traffic(0, 160e9, 155e9, 1.0)
+    app.fake.nvlink_traffic(1.0, {0: (160e9, 155e9)})
     app.query_one(GpuInfoPane)._live_at = 0.0  # the repaint period is the pane's, not the test's
     await _sample(app, pilot)
 

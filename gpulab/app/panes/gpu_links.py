@@ -102,7 +102,7 @@ def links_rows(g: GpuLinks | None) -> list[tuple[str, Text]]:
         nv = Text(f"{g.nvlinks} links")
         if isinstance(g.nvlink_version, str):
             nv.append(f", NVLink {g.nvlink_version}")
-        nv.append({"switch": " to NVSwitch", "gpu": " to GPUs"}.get(g.nvlink_to, ""))
+        nv.append({"switch": " to NVSwitch", "gpu": " to GPUs"}.get(str(g.nvlink_to), ""))
         if isinstance(g.nvlink_max, float):
             nv.append(f" · {g.nvlink_max / 1e9:,.0f} GB/s each way peak")
     else:
