@@ -401,3 +401,79 @@ def test_gauge_in_a_container_does_not_guess_the_worker():
     ly = model.layers()
     assert isinstance(ly.worker_nvml, NA) and "PID namespace" in ly.worker_nvml.reason
     assert isinstance(ly.cuda_context, NA) and isinstance(ly.other_processes, NA)
+
+
+# topology -----------------------------------------------------------------------------------
+
+
+def test_four_gpus_on_nvswitch_read_as_nv18_between_every_pair_with_their_numa_nodes():
+    fake, inv, frame = _read("nvlink-4")
+    topo = inv.topology
+    assert [topo.pair(0, j) for j in range(4)] == ["X", "NV18", "NV18", "NV18"]
+    assert topo.pair(3, 2) == "NV18" and topo.nvlink
+    g = topo.gpu(2)
+    assert (g.nvlinks, g.nvlink_version, g.nvlink_to) == (18, "4.0", "switch")
+    assert g.nvlink_max == 18 * 25e9  # 25 GB/s a link each way, NVLink 4
+    assert (g.numa_node, g.cpus) == (1, "48-95")
+    assert topo.summary() == "NVLink 4.0, 18 links a GPU via NVSwitch"
+    # each pair's PCIe path is still read where NVLink does not join them
+    fake.gpus[3].nvlinks = []
+    topo = TelemetryReader(fake, procs=fake.procs).inventory().topology
+    assert topo.pair(0, 3) == "SYS" and topo.pair(2, 3) == "NODE"
+    assert "the link between CPU sockets" in topo.why["0-3"]
+
+
+def test_direct_links_are_counted_per_peer():
+    fake = FakeNvml("nvlink-4")
+    a, b, c = fake.gpus[:3]
+    a.nvlinks = [(b.bus_id, 0)] * 6 + [(c.bus_id, 0)] * 4
+    b.nvlinks = [(a.bus_id, 0)] * 6
+    c.nvlinks = [(a.bus_id, 0)] * 4
+    fake.gpus = [a, b, c]
+    topo = TelemetryReader(fake, procs=fake.procs).inventory().topology
+    assert (topo.pair(0, 1), topo.pair(0, 2)) == ("NV6", "NV4")
+    assert topo.pair(1, 2) == "SYS"  # no link between 1 and 2, no switch: the sockets
+    assert topo.gpu(0).nvlink_to == "gpu" and topo.gpu(0).nvlink_peers == {1: 6, 2: 4}
+
+
+def test_pcie_only_and_one_gpu_say_so_in_a_line():
+    _, inv, frame = _read("pcie-2")
+    assert inv.topology.pairs == {"0-1": "PIX"} and not inv.topology.nvlink
+    assert inv.topology.summary() == "no NVLink: PCIe between the 2 GPUs, through one PCIe switch"
+    assert "not supported" in inv.topology.gpu(0).nvlink_version.reason
+    assert frame.snapshots[0].nvlink_tx.reason.startswith("no NVLink")
+    _, inv, _ = _read("full")
+    assert inv.topology.summary() == "one GPU here: no GPU-to-GPU links"
+
+
+def test_nvlink_traffic_is_a_rate_between_two_readings_of_the_counters():
+    fake = FakeNvml("nvlink-4")
+    reader = TelemetryReader(fake, procs=fake.procs)
+    first = reader.read().snapshots[0]
+    assert "needs a second reading" in first.nvlink_tx.reason
+    fake.nvlink_traffic(0.5, {0: (200e9, 50e9), 1: (10e9, 10e9)})
+    snaps = reader.read().snapshots
+    assert snaps[0].nvlink_tx == pytest.approx(200e9, rel=1e-3)
+    assert snaps[0].nvlink_rx == pytest.approx(50e9, rel=1e-3)
+    assert snaps[1].nvlink_tx == pytest.approx(10e9, rel=1e-3)  # the same clock moved for both
+    assert snaps[2].nvlink_tx == 0.0  # a GPU with NVLink and no traffic reads 0, not N/A
+
+
+def test_cpu_affinity_masks_read_as_cpu_lists():
+    from gpulab.telemetry.topology import cpu_list
+
+    assert cpu_list([0b1011]) == "0-1,3"
+    assert cpu_list([2**64 - 1, 1]) == "0-64"
+    assert cpu_list([0, 1 << 63]) == "127"
+    assert cpu_list([0]) == ""
+
+
+def test_info_carries_the_links_in_text_and_json():
+    _, inv, frame = _read("nvlink-4")
+    text = "\n".join(info_lines(inv, frame.snapshots))
+    assert "Links: NVLink 4.0, 18 links a GPU via NVSwitch" in text
+    assert "GPU 2: 18 NVLinks 4.0, 450 GB/s each way (theoretical); NUMA node 1, CPUs 48-95" in text
+    data = info_json(inv, frame.snapshots)
+    topo = data["inventory"]["topology"]
+    assert topo["pairs"]["0-3"] == "NV18" and topo["gpus"][0]["numa_node"] == 0
+    assert data["snapshots"][0]["nvlink_tx"] == {"na": "measuring: needs a second reading"}

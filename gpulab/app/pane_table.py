@@ -48,7 +48,7 @@ PANES: tuple[PaneSpec, ...] = (
         "gpu-info",
         "GPU info",
         "gpulab.app.panes.gpu_info:GpuInfoPane",
-        takes=("handshake", "device_index"),
+        takes=("handshake", "device_index", "runs"),
         telemetry=True,
     ),
     PaneSpec(

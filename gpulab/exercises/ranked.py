@@ -2,7 +2,13 @@
 
 Ranks are fresh processes (forked from a clean fork server), so they cannot be handed the
 learner's function object: each rank loads the learner's file (the very text the grader loaded)
-and the check's file itself, then calls the check's `rank(rc, fn, case)`.
+and the check's file itself, then calls the check's `rank(rc, fn, case)`. A check that must act
+before the learner's file is imported (guard a library whose names the file binds at import)
+defines `before_load(rc)`.
+
+Gloo on the CPU by default; a check that runs on GPUs asks for NCCL (one GPU per rank). A check
+may give a deadline: ranks still running then are stopped, and `Stuck` says so (ranks that all
+wait for a message no peer sends never end by themselves).
 """
 
 from __future__ import annotations
@@ -10,15 +16,27 @@ from __future__ import annotations
 import linecache
 import multiprocessing
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from gpulab.core import ranks
+from gpulab.core.errors import Cancelled
 from gpulab.exercises.sandbox import fresh_name, load_text
 from gpulab.experiments.base import Context
 
+# This module and what it imports (the sandbox, the experiments' Context); and torch._dynamo,
+# which DistributedDataParallel imports when the first one is built: 5 s in every rank of a
+# DDP check on a busy 2-core box, once in the fork server instead
+ranks.preload(__name__, "sympy", "torch.fx.experimental.symbolic_shapes")
 
-def _text(path: str) -> str:
+
+class Stuck(RuntimeError):
+    """The ranks did not finish by the check's deadline; they were stopped."""
+
+
+def file_text(path: str) -> str:
+    """The text the grader loaded from `path` (linecache's), else the file's."""
     cached = linecache.cache.get(path)
     return (
         "".join(cached[2])
@@ -27,20 +45,56 @@ def _text(path: str) -> str:
     )
 
 
-def launch(check_file: str, fn: Any, entry: str, case: Any, world_size: int) -> list[Any]:
-    """Every rank's return of the check's `rank(rc, fn, case)`, in rank order (gloo, CPU)."""
-    learner_file = sys.modules[fn.__module__].__file__ or ""
-    job = (check_file, _text(check_file), learner_file, _text(learner_file), entry, case)
-    return ranks.launch(Context(), _rank_entry, world_size, job, backend="gloo")
+def source(fn: Any) -> tuple[str, str]:
+    """(path, text) of the file that defines `fn`: the text the grader loaded, for a rank to load
+    again."""
+    path = sys.modules[fn.__module__].__file__ or ""
+    return path, file_text(path)
 
 
-def _rank_entry(
-    rc: Any, check_file: str, check_text: str, path: str, text: str, entry: str, case: Any
-) -> Any:
+def launch(
+    check_file: str,
+    fn: Any,
+    entry: str,
+    case: Any,
+    world_size: int,
+    *,
+    backend: str = "gloo",
+    deadline_s: float | None = None,
+) -> list[Any]:
+    """Every rank's return of the check's `rank(rc, fn, case)`, in rank order."""
+    learner_file, learner_text = source(fn)
+    job = (check_file, file_text(check_file), learner_file, learner_text, entry, case)
+    end = time.monotonic() + deadline_s if deadline_s else None
+    ctx = Context(is_cancelled=(lambda: time.monotonic() > end) if end else None)
+    try:
+        return ranks.launch(ctx, _rank_entry, world_size, job, backend=backend)
+    except Cancelled:
+        raise Stuck(f"the {world_size} ranks had not finished after {deadline_s:g} s") from None
+
+
+def load_in_rank(
+    rc: Any, check_file: str, check_text: str, files: list[tuple[str, str, str]]
+) -> tuple[Any, list[Any]]:
+    """In a rank: (the check's module, the entry function of each (path, text, entry) file),
+    the check's `before_load(rc)` run before any of the files is loaded."""
     # A rank inherits the fork server's start method, and a process started that way cannot import
     # the learner's module: a DataLoader worker (num_workers > 0) whose collate_fn the learner
     # wrote would die unpickling it. Fork, as torchrun's ranks do on Linux.
     multiprocessing.set_start_method("fork", force=True)
     check = load_text(check_text, Path(check_file), fresh_name("check", "ranked"))
-    learner = load_text(text, Path(path), fresh_name("learner", "ranked"))
-    return check.rank(rc, getattr(learner, entry), case)
+    before = getattr(check, "before_load", None)
+    if before is not None:
+        before(rc)
+    functions = []
+    for path, text, entry in files:
+        module = load_text(text, Path(path), fresh_name("learner", "ranked"))
+        functions.append(getattr(module, entry))
+    return check, functions
+
+
+def _rank_entry(
+    rc: Any, check_file: str, check_text: str, path: str, text: str, entry: str, case: Any
+) -> Any:
+    check, (fn,) = load_in_rank(rc, check_file, check_text, [(path, text, entry)])
+    return check.rank(rc, fn, case)

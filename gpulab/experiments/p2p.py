@@ -10,7 +10,6 @@ each pair (NVLink lanes, or the closest common PCIe ancestor).
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
 from typing import Any
@@ -20,11 +19,11 @@ from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Artifact, Measurement, Result
 from gpulab.experiments import fits, result_rows
 from gpulab.experiments.base import Contender, Context, Experiment
+from gpulab.telemetry.nvml import NvmlSession
+from gpulab.telemetry.topology import read_topology
 
 REPEATS = 20  # timed copies per pair and mode, after WARMUP untimed ones
 WARMUP = 3
-LEVELS = {0: "same board", 10: "one PCIe switch", 20: "PCIe switches", 30: "host bridge"}
-LEVELS.update({40: "same CPU (NUMA node)", 50: "across CPUs (SMP link)"})
 
 
 def copy_bandwidth(src: int, dst: int, nbytes: int, *, peer: bool, repeats: int = 20) -> tuple:
@@ -59,44 +58,22 @@ def copy_bandwidth(src: int, dst: int, nbytes: int, *, peer: bool, repeats: int 
 
 
 def topology(count: int) -> dict[str, str]:
-    """'i->j' -> how NVML says GPUs i and j are linked ({} without NVML). NVML numbers GPUs
-    by PCI bus; with CUDA_VISIBLE_DEVICES set, its order may differ from CUDA's."""
-    out: dict[str, str] = {}
+    """'i->j' -> how NVML says GPUs i and j are linked (gpulab.telemetry.topology; {} without
+    NVML). NVML numbers GPUs by PCI bus; with CUDA_VISIBLE_DEVICES set, its order may differ
+    from CUDA's."""
+    session = NvmlSession()
+    if not session.open():
+        return {}
     try:
-        import pynvml as nv
-
-        nv.nvmlInit()
-    except Exception:  # noqa: BLE001 - no NVML: the link facts are left out
-        return out
-    try:
-        handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        for i in range(count):
-            for j in range(count):
-                if i == j:
-                    continue
-                lanes = 0
-                with contextlib.suppress(Exception):
-                    pci_j = nv.nvmlDeviceGetPciInfo(handles[j]).busId
-                    pci_j = pci_j.decode() if isinstance(pci_j, bytes) else pci_j
-                    for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
-                        with contextlib.suppress(Exception):
-                            if not nv.nvmlDeviceGetNvLinkState(handles[i], link):
-                                continue
-                            remote = nv.nvmlDeviceGetNvLinkRemotePciInfo(handles[i], link).busId
-                            remote = remote.decode() if isinstance(remote, bytes) else remote
-                            lanes += remote.lower() == pci_j.lower()
-                if lanes:
-                    out[f"{i}->{j}"] = f"NVLink x{lanes}"
-                    continue
-                with contextlib.suppress(Exception):
-                    level = nv.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j])
-                    out[f"{i}->{j}"] = "PCIe, " + LEVELS.get(int(level), f"level {level}")
-        # NVSwitch systems report lanes to the switch, not to the peer GPU.
-        if not out and count > 1:
-            out["note"] = "NVML reported no direct link (NVSwitch: every pair goes through it)"
+        topo = read_topology(session, count)
     finally:
-        with contextlib.suppress(Exception):
-            nv.nvmlShutdown()
+        session.close()
+    out = {}
+    for i in range(count):
+        for j in range(count):
+            key = f"{min(i, j)}-{max(i, j)}"
+            if i != j and key in topo.pairs:
+                out[f"{i}->{j}"] = f"{topo.pairs[key]}: {topo.why[key]}"
     return out
 
 

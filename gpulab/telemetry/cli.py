@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 from gpulab import __version__
@@ -15,6 +16,9 @@ from gpulab.telemetry.values import NA, card_memory, fmt, gib, nbytes
 if TYPE_CHECKING:
     from gpulab.telemetry.inventory import SystemInventory
     from gpulab.telemetry.snapshot import GpuSnapshot
+
+
+NVLINK_GAP_S = 0.25  # between the two readings that give the NVLink traffic
 
 
 def add_parser(sub: Any) -> None:
@@ -33,6 +37,10 @@ def main(args: argparse.Namespace) -> int:
     reader = TelemetryReader()
     try:
         frame = reader.read()
+        if frame.inventory.topology.nvlink:
+            # NVLink's counters give a rate between two readings
+            time.sleep(NVLINK_GAP_S)
+            frame = reader.read()
     finally:
         reader.close()
     nvml = frame.inventory.with_worker(inv.to_dict())
@@ -119,8 +127,35 @@ def info_lines(inv: SystemInventory, snaps: list[GpuSnapshot]) -> list[str]:
             rows += _snapshot_rows(s)
         lines.append(f"GPU {g.nvml_index} (NVML index):")
         lines += [f"  {k:<19} {v}" for k, v in rows]
+    lines += links_lines(inv)
     if inv.worker_versions:
         lines.append("Worker: " + ", ".join(f"{k} {v}" for k, v in inv.worker_versions.items()))
+    return lines
+
+
+def links_lines(inv: SystemInventory) -> list[str]:
+    """How the GPUs are linked (gpulab.telemetry.topology), as `nvidia-smi topo -m` shows it."""
+    topo = inv.topology
+    if not topo.gpus:
+        return []
+    lines = [f"Links: {topo.summary()}"]
+    if len(topo.gpus) > 1:
+        ids = [g.nvml_index for g in topo.gpus]
+        lines.append("  " + " " * 6 + "".join(f"{f'GPU{j}':>7}" for j in ids))
+        for i in ids:
+            lines.append(f"  GPU{i:<3}" + "".join(f"{topo.pair(i, j):>7}" for j in ids))
+        for key, why in topo.why.items():
+            lines.append(f"  {key}: {topo.pairs[key]}, {why}")
+    for g in topo.gpus:
+        nv = (
+            f"{g.nvlinks} NVLinks {fmt(g.nvlink_version)}, "
+            f"{fmt(g.nvlink_max, lambda b: f'{b / 1e9:.0f} GB/s each way (theoretical)')}"
+            if isinstance(g.nvlinks, int) and g.nvlinks
+            else fmt(g.nvlink_version)
+        )
+        lines.append(
+            f"  GPU {g.nvml_index}: {nv}; NUMA node {fmt(g.numa_node)}, CPUs {fmt(g.cpus)}"
+        )
     return lines
 
 
@@ -146,6 +181,14 @@ def _snapshot_rows(s: GpuSnapshot) -> list[tuple[str, str]]:
             f"rx {fmt(s.pcie_rx, lambda b: f'{b / 1e6:.1f} MB/s')}",
         ),
     ]
+    if not (isinstance(s.nvlink_tx, NA) and s.nvlink_tx.reason.startswith("no NVLink")):
+        rows.append(
+            (
+                "NVLink now",
+                f"tx {fmt(s.nvlink_tx, lambda b: f'{b / 1e9:.1f} GB/s')}, "
+                f"rx {fmt(s.nvlink_rx, lambda b: f'{b / 1e9:.1f} GB/s')}",
+            )
+        )
     if isinstance(s.processes, NA):
         rows.append(("processes", fmt(s.processes)))
     elif not s.processes:

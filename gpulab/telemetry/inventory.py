@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from gpulab.telemetry.nvml import INSTALL_HINT, NvmlSession, binding_version, text
+from gpulab.telemetry.topology import Topology, read_topology
 from gpulab.telemetry.values import NA, jsonable
 
 ARCH_BY_NVML = {
@@ -120,6 +121,7 @@ class SystemInventory:
     gpus: list[GpuInventory] = field(default_factory=list)
     worker_versions: dict[str, str] = field(default_factory=dict)
     worker_gpu_reason: str = ""
+    topology: Topology = field(default_factory=Topology)  # how the GPUs are linked
 
     def to_dict(self) -> dict[str, Any]:
         """The inventory as JSON-ready data."""
@@ -205,6 +207,7 @@ def read_inventory(session: NvmlSession, worker: dict[str, Any] | None = None) -
     if count == 0:
         inv.reason = "NVML sees no NVIDIA GPU on this machine"
     inv.gpus = [read_gpu(session, i) for i in range(count)]
+    inv.topology = read_topology(session, count)
     return inv.with_worker(worker)
 
 

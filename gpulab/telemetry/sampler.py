@@ -28,6 +28,8 @@ from typing import Any
 from gpulab.telemetry.inventory import SystemInventory, read_inventory
 from gpulab.telemetry.nvml import NvmlSession
 from gpulab.telemetry.snapshot import GpuSnapshot, HostProcesses, ProcessTable, read_snapshot
+from gpulab.telemetry.topology import NvlinkRates
+from gpulab.telemetry.values import NA
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +102,7 @@ class TelemetryReader:
         self._seq = 0
         self.pcie_every_s = PCIE_IDLE_S
         self._pcie: dict[int, tuple[float, Any, Any]] = {}  # nvml index -> (t, tx, rx)
+        self._nvlink = NvlinkRates()
         self._read_ok: set[int] = set()  # GPUs read fine at least once
         self._lost: dict[int, Stale] = {}  # ... and lost since
 
@@ -113,7 +116,7 @@ class TelemetryReader:
         """One frame: a snapshot of every GPU and how long reading took."""
         start = time.perf_counter()
         inv = self.inventory()
-        snaps = [self._snapshot(g.nvml_index) for g in inv.gpus]
+        snaps = [self._snapshot(g.nvml_index, inv) for g in inv.gpus]
         self._seq += 1
         now = time.time()
         for g in inv.gpus:
@@ -124,7 +127,7 @@ class TelemetryReader:
                 self._lost[g.nvml_index] = Stale(now, gone.reason)  # lost mid-session
         return Frame(self._seq, now, inv, snaps, time.perf_counter() - start, lost=dict(self._lost))
 
-    def _snapshot(self, i: int) -> GpuSnapshot:
+    def _snapshot(self, i: int, inv: SystemInventory) -> GpuSnapshot:
         now = time.time()
         cached = self._pcie.get(i)
         fresh = cached is None or now - cached[0] >= self.pcie_every_s
@@ -133,6 +136,15 @@ class TelemetryReader:
             self._pcie[i] = (now, s.pcie_tx, s.pcie_rx)
         elif cached is not None and self.session.lost(i) is None:
             s.pcie_tx, s.pcie_rx = cached[1], cached[2]
+        if self.session.lost(i) is None:
+            links = inv.topology.gpu(i)
+            if links is not None and isinstance(links.nvlinks, int) and links.nvlinks:
+                s.nvlink_tx, s.nvlink_rx = self._nvlink.read(self.session, i, now)
+            else:
+                why = (
+                    links.nvlink_version if links and isinstance(links.nvlink_version, NA) else None
+                )
+                s.nvlink_tx = s.nvlink_rx = why or NA("no NVLink on this GPU")
         return s
 
     def close(self) -> None:
@@ -140,6 +152,7 @@ class TelemetryReader:
         self.session.close()
         self._inventory = None
         self._pcie.clear()
+        self._nvlink.clear()
         self._read_ok.clear()
         self._lost.clear()
 

@@ -109,6 +109,8 @@ class GpuSnapshot:
     pcie_width: int | NA = NA("not read")
     pcie_tx: float | NA = NA("not read")  # bytes/s, GPU to host
     pcie_rx: float | NA = NA("not read")  # bytes/s, host to GPU
+    nvlink_tx: float | NA = NA("not read")  # bytes/s sent over every NVLink (the reader's)
+    nvlink_rx: float | NA = NA("not read")  # bytes/s received
     processes: list[ProcessInfo] | NA = field(default_factory=list)
     pid_note: NA | None = None  # set when NVML's PIDs are not this namespace's
 

@@ -13,6 +13,12 @@ Variants:
     two-gpus       two GPUs of different models
     mig            MIG on: per-GPU utilization and the process list are not available
     container      processes carry host PIDs that this PID namespace cannot see
+    nvlink-4       four H200s, each with 18 NVLink 4 links to the NVSwitches that join them all
+                   (NV18 between every pair), two NUMA nodes of two GPUs each
+    pcie-2         two L40S on one PCIe switch: no NVLink at all
+
+Every GPU has a PCI bus id, a NUMA node and the CPUs near it; `nvlink_traffic(s, {gpu: (tx, rx)})`
+moves NVML's NVLink counters on as `s` seconds of that traffic (bytes/s) would.
 
 The fake keeps memory state: `set_process_memory(gpu, pid, nbytes)` makes a process hold memory,
 so gauge tests can watch "used" rise and fall like a real allocation.
@@ -39,6 +45,8 @@ VARIANTS = (
     "two-gpus",
     "mig",
     "container",
+    "nvlink-4",
+    "pcie-2",
 )
 GiB = 2**30
 MiB = 2**20
@@ -49,6 +57,8 @@ NVML_TEMPERATURE_GPU = 0
 NVML_PCIE_UTIL_TX_BYTES = 0
 NVML_PCIE_UTIL_RX_BYTES = 1
 nvmlMemory_v2 = 0x02000028
+INVALID_ARGUMENT = 2
+SWITCH = 2  # nvmlIntNvLinkDeviceType_t: the far end of a link is an NVSwitch
 
 _MESSAGES = {
     codes.NOT_SUPPORTED: "Not Supported",
@@ -69,7 +79,7 @@ class NVMLError(Exception):
         self.value = value
 
 
-@dataclass
+@dataclass(eq=False)  # compared and hashed by identity, as NVML's handles are
 class FakeGpu:
     """One fake GPU's fixed facts and live readings; tests change the fields to script a scene."""
 
@@ -100,6 +110,12 @@ class FakeGpu:
     lost: bool = False
     processes: dict[int, int] = field(default_factory=dict)  # pid -> bytes
     graphics: dict[int, int] = field(default_factory=dict)
+    bus_id: str = "00000000:18:00.0"
+    numa: int | None = 0  # None: the driver does not say
+    cpus: tuple[int, int] = (0, 31)  # the first and last CPU near the GPU
+    nvlinks: list[tuple[str, int]] = field(default_factory=list)  # (remote bus id, device type)
+    nvlink_version: int = 6  # nvmlNvlinkVersion_t: 6 is NVLink 4.0
+    nvlink_kib: list[int] = field(default_factory=lambda: [0, 0])  # KiB sent, received
 
 
 class FakeProcesses:
@@ -139,6 +155,8 @@ class FakeNvml:
         self.missing: set[str] = set()  # functions this "binding" lacks
         self.gpus = [FakeGpu(processes={4242: 1 * GiB}, base_used=0)]
         self.procs = FakeProcesses({4242: "python3"})
+        self.ancestors: dict[tuple[int, int], int] = {}  # (i, j), i < j -> NVML topology level
+        self.field_us = 1_000_000  # the time NVML stamps its field values with, microseconds
         self._configure(variant)
 
     def _configure(self, variant: str) -> None:
@@ -184,6 +202,7 @@ class FakeNvml:
                 power_limit_mw=400_000,
                 power_mw=55_000,
                 temp=29,
+                bus_id="00000000:3b:00.0",
             )
             self.gpus.append(second)
         elif variant == "mig":
@@ -200,6 +219,49 @@ class FakeNvml:
         elif variant == "container":
             gpu.processes = {3_100_417: 1 * GiB, 3_100_999: 2 * GiB}
             self.procs = FakeProcesses(hidden=True)
+        elif variant == "nvlink-4":
+            self.gpus = [self._h200(i) for i in range(4)]
+            self.ancestors = {(0, 1): 40, (2, 3): 40}  # the others cross the CPU sockets: SYS
+        elif variant == "pcie-2":
+            self.gpus = [
+                FakeGpu(
+                    name="NVIDIA L40S",
+                    uuid=f"GPU-5a5a5a5a-0000-4000-8000-00000000c40{i}",
+                    cc=(8, 9),
+                    arch=8,
+                    total=48 * GiB,
+                    max_sm=2520,
+                    max_mem=9001,
+                    bus_width=384,
+                    pcie_max=(4, 16),
+                    pcie_cur=(4, 16),
+                    power_limit_mw=350_000,
+                    power_mw=38_000 + 1_000 * i,
+                    bus_id=f"00000000:{0x41 + i:02x}:00.0",
+                    processes={4242: 1 * GiB} if i == 0 else {},
+                )
+                for i in range(2)
+            ]
+            self.ancestors = {(0, 1): 10}  # one PCIe switch
+
+    @staticmethod
+    def _h200(i: int) -> FakeGpu:
+        switches = [f"00000000:{0xA0 + k:02x}:00.0" for k in range(4)]
+        return FakeGpu(
+            name="NVIDIA H200",
+            uuid=f"GPU-3c3c3c3c-0000-4000-8000-0000000h200{i}",
+            total=143771 * MiB,
+            max_mem=3201,
+            bus_width=6144,
+            power_limit_mw=700_000,
+            power_mw=118_000 + 3_000 * i,
+            temp=31 + i,
+            bus_id=f"00000000:{0x18 + 0x20 * i:02x}:00.0",
+            numa=0 if i < 2 else 1,
+            cpus=(0, 47) if i < 2 else (48, 95),
+            nvlinks=[(switches[k % 4], SWITCH) for k in range(18)],
+            processes={4242: 1 * GiB} if i == 0 else {},
+        )
 
     # test controls --------------------------------------------------------------------------
     def set_process_memory(self, gpu: int, pid: int, nbytes: int) -> None:
@@ -209,6 +271,16 @@ class FakeNvml:
                 self.gpus[gpu].processes[pid] = nbytes
             else:
                 self.gpus[gpu].processes.pop(pid, None)
+
+    def nvlink_traffic(self, seconds: float, rates: dict[int, tuple[float, float]]) -> None:
+        """`seconds` pass; GPU g's NVLink counters move on by its (sent, received) bytes/s in
+        `rates` (the others' stay: no traffic)."""
+        with self.lock:
+            for gpu, (tx, rx) in rates.items():
+                counters = self.gpus[gpu].nvlink_kib
+                counters[0] += round(tx * seconds / 1024)
+                counters[1] += round(rx * seconds / 1024)
+            self.field_us += round(seconds * 1e6)
 
     def lose_gpu(self, gpu: int = 0) -> None:
         """Make GPU `gpu` fall off the bus: every later read of it fails as NVML's does."""
@@ -403,11 +475,83 @@ class FakeNvml:
             raise NVMLError(codes.NOT_FOUND)
         return (gpu, slot)
 
+    def nvmlDeviceGetPciInfo(self, h: Any) -> SimpleNamespace:
+        """The GPU's PCI location (`busId`)."""
+        return SimpleNamespace(busId=self._gpu(h, "nvmlDeviceGetPciInfo").bus_id)
+
+    def _link(self, h: Any, fn: str, link: int) -> tuple[FakeGpu, tuple[str, int]]:
+        gpu = self._gpu(h, fn)
+        if not gpu.nvlinks:
+            raise NVMLError(codes.NOT_SUPPORTED)
+        if not 0 <= link < len(gpu.nvlinks):
+            raise NVMLError(INVALID_ARGUMENT)
+        return gpu, gpu.nvlinks[link]
+
+    def nvmlDeviceGetNvLinkState(self, h: Any, link: int) -> int:
+        """1 when NVLink `link` is up (every fake link is)."""
+        self._link(h, "nvmlDeviceGetNvLinkState", link)
+        return 1
+
+    def nvmlDeviceGetNvLinkVersion(self, h: Any, link: int) -> int:
+        """The link's nvmlNvlinkVersion_t."""
+        return self._link(h, "nvmlDeviceGetNvLinkVersion", link)[0].nvlink_version
+
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, h: Any, link: int) -> SimpleNamespace:
+        """The PCI location of what is at the link's other end."""
+        return SimpleNamespace(busId=self._link(h, "nvmlDeviceGetNvLinkRemotePciInfo", link)[1][0])
+
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, h: Any, link: int) -> int:
+        """What is at the link's other end: 0 a GPU, 2 an NVSwitch."""
+        return self._link(h, "nvmlDeviceGetNvLinkRemoteDeviceType", link)[1][1]
+
+    def nvmlDeviceGetP2PStatus(self, h1: Any, h2: Any, caps: int) -> int:
+        """0 (OK) when both GPUs reach an NVSwitch over NVLink, else 1 (not supported)."""
+        a, b = self._gpu(h1, "nvmlDeviceGetP2PStatus"), self._gpu(h2, "nvmlDeviceGetP2PStatus")
+        return 0 if a.nvlinks and b.nvlinks else 1
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, h1: Any, h2: Any) -> int:
+        """The closest PCIe level the two GPUs share (nvmlGpuTopologyLevel_t)."""
+        a = self._gpu(h1, "nvmlDeviceGetTopologyCommonAncestor")
+        b = self._gpu(h2, "nvmlDeviceGetTopologyCommonAncestor")
+        i, j = sorted((self.gpus.index(a), self.gpus.index(b)))
+        return self.ancestors.get((i, j), 40 if a.numa == b.numa else 50)
+
+    def nvmlDeviceGetNumaNodeId(self, h: Any) -> int:
+        """The NUMA node nearest the GPU."""
+        gpu = self._gpu(h, "nvmlDeviceGetNumaNodeId")
+        if gpu.numa is None:
+            raise NVMLError(codes.NOT_SUPPORTED)
+        return gpu.numa
+
+    def nvmlDeviceGetCpuAffinity(self, h: Any, words: int) -> list[int]:
+        """The CPUs near the GPU as a bit mask in `words` 64-bit words."""
+        first, last = self._gpu(h, "nvmlDeviceGetCpuAffinity").cpus
+        mask = sum(1 << c for c in range(first, last + 1))
+        return [(mask >> (64 * w)) & (2**64 - 1) for w in range(words)]
+
+    def nvmlDeviceGetFieldValues(self, h: Any, ids: Any) -> list[SimpleNamespace]:
+        """Field values; the NVLink throughput counters (KiB, scope: every link) answer."""
+        gpu = self._gpu(h, "nvmlDeviceGetFieldValues")
+        out = []
+        for fid in ids:
+            field_id = fid[0] if isinstance(fid, tuple) else fid
+            ok = gpu.nvlinks and field_id in (138, 139)
+            value = gpu.nvlink_kib[field_id - 138] if ok else 0
+            out.append(
+                SimpleNamespace(
+                    fieldId=field_id,
+                    timestamp=self.field_us,
+                    nvmlReturn=0 if ok else codes.NOT_SUPPORTED,
+                    value=SimpleNamespace(ullVal=value),
+                )
+            )
+        return out
+
 
 def worker_inventory(fake: FakeNvml, *, l2: bool = True) -> dict[str, Any]:
     """A handshake `inventory` dict as the worker would send it for this fake's GPUs."""
-    sms = {(9, 0): 132, (8, 0): 108, (7, 5): 40}
-    l2_sizes = {(9, 0): 50 * MiB, (8, 0): 40 * MiB, (7, 5): 4 * MiB}
+    sms = {(9, 0): 132, (8, 0): 108, (7, 5): 40, (8, 9): 142}
+    l2_sizes = {(9, 0): 50 * MiB, (8, 0): 40 * MiB, (7, 5): 4 * MiB, (8, 9): 96 * MiB}
     devices = []
     for i, g in enumerate(fake.gpus):
         d = {

@@ -13,8 +13,9 @@ import pytest
 from textual.widgets import Tabs
 
 from gpulab.app.app import GpuLabApp
-from gpulab.testing.fake_nvml import fake_sampler
-from gpulab.testing.fake_runner import FakeRunner
+from gpulab.app.panes.gpu_info import GpuInfoPane
+from gpulab.testing.fake_nvml import fake_sampler, worker_inventory
+from gpulab.testing.fake_runner import FakeRunner, cpu_inventory
 
 
 def frozen_app() -> GpuLabApp:
@@ -76,3 +77,39 @@ def test_explain_tab_maximized(snap_compare, size):
 
 def test_help_screen(snap_compare):
     assert snap_compare(frozen_app(), terminal_size=(100, 30), run_before=help_open)
+
+
+def four_gpu_app() -> GpuLabApp:
+    """The lab on a fake host of four H200s joined by NVSwitch (NV18 between every pair)."""
+    sampler, fake = fake_sampler("nvlink-4", manual=True)
+    inventory = {**cpu_inventory(), **worker_inventory(fake)}
+    app = GpuLabApp(
+        runner_factory=lambda **kw: FakeRunner(inventory=inventory, **kw), sampler=sampler
+    )
+    app.fake_nvml = fake  # type: ignore[attr-defined]
+    return app
+
+
+async def gpu_pane_maximized(pilot) -> None:
+    """Two frames with NVLink traffic on GPU 0 between them, then m on the GPU list."""
+    app = pilot.app
+    await settle(pilot, lambda: app.handshake is not None and bool(app.query(GpuInfoPane)))
+    pane = app.query_one(GpuInfoPane)
+    app.sampler.sample_now()
+    await settle(pilot, lambda: pane.frame is not None)
+    app.fake_nvml.nvlink_traffic(1.0, {0: (160e9, 155e9)})
+    pane._live_at = 0.0  # the repaint period is the pane's, not the test's
+    first = pane.frame
+    app.sampler.sample_now()
+    await settle(pilot, lambda: pane.frame is not first)
+    app.query_one("#gpu-list").focus()
+    await pilot.press("m")
+    await settle(pilot, lambda: app.screen.maximized is pane)
+    app.set_focus(None)
+    await pilot.pause()
+
+
+def test_gpu_pane_on_a_four_gpu_host(snap_compare):
+    """The GPU pane given the whole screen at 120x40 on four NVLink GPUs: the live NVLink
+    traffic against the links' figure, the NV18 matrix, the NUMA nodes and their CPUs."""
+    assert snap_compare(four_gpu_app(), terminal_size=(120, 40), run_before=gpu_pane_maximized)

@@ -7,6 +7,7 @@ real sampler thread (for the tests of its lifecycle); tests wait for messages, n
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import pytest
 from textual.app import App, ComposeResult
@@ -127,6 +128,46 @@ async def test_full_driver_shows_the_figures_and_the_worker_layers():
         g = _plain(gauge)
         assert "1.5/80.0 GiB" in g and "CUDA context" in g and "224 MiB" in g
     assert not app.sampler.running
+
+
+async def test_four_nvlink_gpus_show_their_links_numa_and_live_traffic():
+    app = PanesApp("nvlink-4")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _sample(app, pilot)
+        pane = app.query_one(GpuInfoPane)
+        text = _details(app)
+        assert "NVL   ·········· measuring: needs a second reading" in text
+        rows = [line.split() for line in text.splitlines() if line[:2] in ("▶0", " 1", " 2", " 3")]
+        assert rows[0] == ["▶0", "X", "NV18", "NV18", "NV18", "0"]
+        assert rows[3] == ["3", "NV18", "NV18", "NV18", "X", "1"]
+        assert "NVLink 4.0, 18 links a GPU via NVSwitch" in text
+        assert "NUMA 0: CPUs 0-47 · NUMA 1: CPUs 48-95" in text
+        assert "NVLink      18 links, NVLink 4.0 to NVSwitch · 450 GB/s each way peak" in text
+        app.fake.nvlink_traffic(2.0, {0: (90e9, 45e9)})
+        pane._live_at = 0.0
+        await _sample(app, pilot)
+        text = _details(app)
+        assert "↑ 90 ↓ 45 of 450 GB/s theoretical" in text
+        # A p2p run in this session measured the links: the traffic is read against that
+        run = SimpleNamespace(experiment="p2p", result={"summary": {"peer_gbs_max": 391.4}})
+        pane.runs = (SimpleNamespace(experiment="allreduce", result={}), run)
+        await pilot.pause()
+        text = _details(app)
+        assert "↑ 90 ↓ 45 of 391 GB/s measured" in text
+        assert "GPU 0: 391 GB/s each way, measured (450 theoretical)" in text
+
+
+async def test_one_gpu_or_no_nvlink_is_one_line():
+    for variant, line in (
+        ("full", "Links one GPU here: no GPU-to-GPU links · NUMA 0"),
+        ("pcie-2", "Links no NVLink: PCIe between the 2 GPUs, through one PCIe switch"),
+    ):
+        app = PanesApp(variant)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _sample(app, pilot, 2)
+            text = _details(app)
+            assert line in text and "NVL " not in text, text
+            assert "NV18" not in text
 
 
 async def test_gauge_rises_during_an_allocation_and_falls_back():
@@ -351,6 +392,22 @@ async def _prepare(pilot) -> None:
 )
 def test_snapshot(snap_compare, variant):
     assert snap_compare(_snap_app(variant), terminal_size=SIZE, run_before=_prepare)
+
+
+async def _prepare_links(pilot) -> None:
+    """Two frames with NVLink traffic between them: the live rate needs two readings."""
+    app = pilot.app
+    await _sample(app, pilot)
+    app.fake.nvlink_traffic(1.0, {0: (160e9, 155e9)})
+    app.query_one(GpuInfoPane)._live_at = 0.0  # the repaint period is the pane's, not the test's
+    await _sample(app, pilot)
+
+
+@pytest.mark.parametrize("variant", ["nvlink-4", "pcie-2"])
+def test_snapshot_links(snap_compare, variant):
+    """Four H200s joined by NVSwitch: the NV18 matrix, the NUMA nodes and their CPUs, GPU 0's
+    NVLink traffic against its links' figure; two PCIe GPUs: the one line that says so."""
+    assert snap_compare(_snap_app(variant), terminal_size=(120, 40), run_before=_prepare_links)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])

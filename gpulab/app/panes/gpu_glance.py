@@ -74,8 +74,12 @@ def glance(
     history: History | None,
     width: int,
     tall: bool,
+    nvlink: tuple[float | None, str] = (None, ""),
+    pcie_max: float | NA = NA("not given"),
 ) -> Table:
-    """Utilization, memory, power/limit, SM clock, temperature and PCIe: a line each."""
+    """Utilization, memory, power/limit, SM clock, temperature, PCIe (against `pcie_max`, its
+    link's bytes/s each way) and, on a GPU with NVLink, its traffic against `nvlink` (bytes/s
+    each way and what that figure is): a line each."""
     t = Table.grid(padding=(0, 1))
     t.add_column(style="bold", no_wrap=True, width=5)
     t.add_column(no_wrap=True, overflow="ellipsis")
@@ -131,9 +135,22 @@ def glance(
         pcie = Text("N/A", "dim")
     else:
         pcie = Text(f"↑ {s.pcie_tx / 1e6:.0f} MB/s  ↓ {s.pcie_rx / 1e6:.0f} MB/s")
+        if not isinstance(pcie_max, NA):
+            pcie.append(f" of {pcie_max / 1e9:.0f} GB/s")
         if not isinstance(s.pcie_gen, NA) and not isinstance(s.pcie_width, NA):
             pcie.append(f"  gen{s.pcie_gen} x{s.pcie_width}", "dim")
     t.add_row("PCIe", pcie)
+    peak, name = nvlink
+    if peak:
+        tx, rx = s.nvlink_tx, s.nvlink_rx
+        if isinstance(tx, NA) or isinstance(rx, NA):
+            why = tx.reason if isinstance(tx, NA) else "N/A"
+            t.add_row("NVL", Text(f"{bar(None, bar_w or 10).plain} {why}", "dim"))
+        else:
+            line = bar(max(tx, rx) / peak, bar_w or 10)
+            line.append(f" ↑ {tx / 1e9:.0f} ↓ {rx / 1e9:.0f} of {peak / 1e9:.0f} GB/s")
+            line.append(f" {name}", "dim")
+            t.add_row("NVL", line)
     return t
 
 

@@ -3,7 +3,8 @@
 Static facts come from NVML once (cached by the sampler) and are joined with what the worker's
 handshake reports (SM count, L2, CUDA index, torch / CUDA runtime / CuPy versions); live readings
 arrive as frames from the telemetry thread. Up/down (or the mouse) move the highlight and show
-that GPU's figures; Enter or a click selects it for experiments and posts
+that GPU's figures (and its row of the links between the GPUs: gpu_links.py); m gives the pane
+the whole screen; Enter or a click selects it for experiments and posts
 `messages.GpuChosen`; NVML's list, once read, goes up as `messages.GpusRead`.
 Without NVML the pane explains CPU mode and what to install instead of showing a blank.
 
@@ -33,6 +34,7 @@ from textual.widgets import OptionList, Static
 
 from gpulab.app import messages
 from gpulab.app.panes.gpu_glance import History, glance, processes
+from gpulab.app.panes.gpu_links import links_rows, links_view, measured_peer, reference
 from gpulab.app.panes.gpu_tables import (
     backends_table,
     details_table,
@@ -58,11 +60,17 @@ LIVE_PERIOD_JOB_S = 0.5
 class GpuInfoPane(Vertical):
     """Every GPU in a list, the highlighted one's facts and live figures, and the processes on it."""
 
-    BINDINGS = [Binding("i", "facts", "GPU facts", id="gpu-info.facts")]
+    ALLOW_MAXIMIZE = True
+    BINDINGS = [
+        Binding("i", "facts", "GPU facts", id="gpu-info.facts"),
+        Binding("m", "maximize", "Maximize", id="gpu-info.maximize", show=False),
+    ]
     handshake: var[dict[str, Any] | None] = var(None)
     """The worker's hello: CUDA indices, SM counts and versions to join to NVML's list."""
     device_index: var[int] = var(0)
     """The CUDA device the worker runs on by default: selected until a person chooses."""
+    runs: var[tuple[Any, ...]] = var(())
+    """This session's finished runs: a p2p run's measured copy rate is the NVLink figure."""
 
     class FrameArrived(Message, bubble=False):
         """A telemetry frame, posted from the sampler's thread."""
@@ -96,6 +104,7 @@ class GpuInfoPane(Vertical):
         self._said: set[Any] = set()  # the problems already notified
         self.stale_text = ""  # the marker shown above the list ("" when all is current)
         self.histories: dict[int, History] = {}  # per NVML index: the sparklines' points
+        self.measured: float | None = None  # bytes/s, from this session's newest p2p run
 
     @property
     def sampler(self) -> Sampler:
@@ -111,8 +120,9 @@ class GpuInfoPane(Vertical):
         yield OptionList(id="gpu-list")
         with VerticalScroll(id="gpu-glance-box", can_focus=False):
             yield Static("", id="gpu-glance")
+            yield Static("", id="gpu-links")
             yield Static("", id="gpu-procs")
-            yield Static("i: the GPU's fixed facts and versions", id="gpu-keys", markup=False)
+            yield Static("i: facts and versions · m: maximize", id="gpu-keys", markup=False)
         with VerticalScroll(id="gpu-scroll"):
             yield Static("", id="gpu-details")
             yield Static("", id="gpu-live")
@@ -137,6 +147,13 @@ class GpuInfoPane(Vertical):
     def watch_handshake(self, handshake: dict[str, Any] | None) -> None:
         if handshake is not None:
             self.set_worker_info(handshake)
+
+    def watch_runs(self, runs: tuple[Any, ...]) -> None:
+        measured = measured_peer(runs)
+        if measured != self.measured:
+            self.measured = measured
+            self._static_key = None
+            self._redraw()
 
     def set_worker_info(self, handshake: dict[str, Any]) -> None:
         """Join the worker's handshake (CUDA indices, SM count, versions) to NVML's list."""
@@ -322,9 +339,15 @@ class GpuInfoPane(Vertical):
         self._prompts = prompts
         g = inv.gpu(self.highlighted_nvml) or inv.gpus[0]
         snap = self.frame.snapshot(g.nvml_index) if self.frame else None
-        self._set("gpu-details", g, lambda: details_table(g))
+        links = inv.topology.gpu(g.nvml_index)
+        self._set("gpu-details", (g, links), lambda: details_table(g, links_rows(links)))
         self._set("gpu-live", snap and snap_key(snap), lambda: live_table(snap))
         self._draw_glance(g, snap)
+        self._set(
+            "gpu-links",
+            (id(inv), g.nvml_index, self.measured),
+            lambda: links_view(inv.topology, g.nvml_index, self.measured),
+        )
         self._set("gpu-versions", (id(inv), self._worker_key()), lambda: versions_table(inv))
 
     def _draw_glance(self, g: GpuInventory, snap: GpuSnapshot | None) -> None:
@@ -333,8 +356,16 @@ class GpuInfoPane(Vertical):
             history.add(snap, g.power_limit_w)
         width = max(30, self.size.width or 38)
         tall = self.app.size.height >= 30  # a tall screen: sparklines (MainScreen's -tall)
-        key = (snap and snap_key(snap), width, tall, len(history.points["util"]))
-        self._set("gpu-glance", key, lambda: glance(snap, g.power_limit_w, history, width, tall))
+        inv = self.inventory
+        nvlink = reference(inv.topology.gpu(g.nvml_index) if inv else None, self.measured)
+        key = (snap and snap_key(snap), width, tall, len(history.points["util"]), nvlink)
+        self._set(
+            "gpu-glance",
+            key,
+            lambda: glance(
+                snap, g.power_limit_w, history, width, tall, nvlink, pcie_max=g.pcie_bandwidth
+            ),
+        )
         pid = (self.worker or {}).get("pid")
         self._set("gpu-procs", (key, pid), lambda: processes(snap, pid, width))
 
@@ -342,6 +373,15 @@ class GpuInfoPane(Vertical):
         """Redraw the bars and sparklines for the new width."""
         self._static_key = None  # the glance's bars and sparklines follow the pane's width
         self._redraw()
+
+    def action_maximize(self) -> None:
+        """Give the pane the whole screen (every figure and the links between the GPUs without
+        scrolling), or give it back."""
+        screen = self.screen
+        if screen.maximized is self:
+            screen.minimize()
+        else:
+            screen.maximize(self, container=False)
 
     def action_facts(self) -> None:
         """`i`: the fixed facts (name, UUID, SMs, clocks' maxima, versions) instead of the live
@@ -351,7 +391,7 @@ class GpuInfoPane(Vertical):
     @property
     def details_renderable(self) -> Group:
         """Everything below the GPU list, as shown (tests render it to text)."""
-        keys = ("gpu-glance", "gpu-procs", "gpu-details", "gpu-live", "gpu-versions")
+        keys = ("gpu-glance", "gpu-links", "gpu-procs", "gpu-details", "gpu-live", "gpu-versions")
         return Group(*(self._shown.get(k, "") for k in keys))
 
     def _status(self, status: Static, text: Text) -> None:

@@ -100,8 +100,9 @@ def _join(*parts: Text, sep: str = " · ") -> Text:
     return out
 
 
-def details_table(g: GpuInventory) -> Table:
-    """The GPU's fixed facts (indices, name, UUID, SMs, L2, memory, clocks, ...) as rows."""
+def details_table(g: GpuInventory, more: list[tuple[str, Text]] | None = None) -> Table:
+    """The GPU's fixed facts (indices, name, UUID, SMs, L2, memory, clocks, ...) as rows, and
+    `more` after them (its links)."""
     t = _table()
     if isinstance(g.name, NA) and isinstance(g.uuid, NA) and g.name == g.uuid:
         # Nothing about this GPU can be read (lost): say it once, not once per field.
@@ -148,6 +149,8 @@ def details_table(g: GpuInventory) -> Table:
             ", ".join(f"{i['slot']}: {_v(i['memory_total'], gib).plain}" for i in g.mig_instances)
         )
     t.add_row("MIG", mig)
+    for label, value in more or []:
+        t.add_row(label, value)
     return t
 
 

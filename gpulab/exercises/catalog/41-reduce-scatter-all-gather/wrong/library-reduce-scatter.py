@@ -1,0 +1,27 @@
+# expect: the library's reduce-scatter is not allowed here: `dist.reduce_scatter_tensor(out, x)`
+"""The reduce-scatter is the library's own; only the all-gather is written by hand."""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+
+def _exchange(send: torch.Tensor, recv: torch.Tensor, right: int, left: int) -> None:
+    requests = [dist.isend(send, right), dist.irecv(recv, left)]
+    for r in requests:
+        r.wait()
+
+
+def reduce_scatter(out: torch.Tensor, x: torch.Tensor) -> None:
+    dist.reduce_scatter_tensor(out, x)
+
+
+def all_gather(out: torch.Tensor, chunk: torch.Tensor) -> None:
+    rank, world = dist.get_rank(), dist.get_world_size()
+    right, left = (rank + 1) % world, (rank - 1) % world
+    parts = out.view(world, -1)
+    parts[rank].copy_(chunk)
+    # Pass the chunks around the ring: at step s, forward the one that arrived last
+    for s in range(world - 1):
+        _exchange(parts[(rank - s) % world], parts[(rank - s - 1) % world], right, left)

@@ -1,0 +1,419 @@
+"""Pieces the checks of the collective exercises share: the learner writes a collective (a ring
+all-reduce; a reduce-scatter and an all-gather) from torch.distributed's point-to-point calls.
+
+Correctness: each case runs the learner's function as 2, 3 and 4 ranks (gpulab.exercises.ranked),
+with NCCL where this machine has a GPU for every rank and with gloo on the CPU elsewhere, on
+sizes that do not split evenly (1 value among 4 ranks, 33, 1025) and on a large one. Inside a rank
+the library's collectives are refused and every isend / irecv request must be waited on
+(gpulab.exercises.collective_guard). A rank that raises stops the others at once; ranks that wait
+for each other forever are stopped at DEADLINE_S and the verdict says what a deadlock looks like.
+
+Speed: the grader's rounds (gpulab.exercises.speed) time one collective per call, driven through
+a pool of ranks that stay up for the whole timing (gpulab.exercises.rank_pool): the learner's
+function, our yardstick and the library's own collective (NCCL on GPUs, gloo on the CPU) take
+turns on buffers of the same size. The figure is the bus bandwidth (nccl-tests' busbw: the bytes
+each rank sends and receives over its links, per second), so it compares across world sizes.
+Every timed call's result is checked on every rank (one input element changes per call).
+
+torch is imported inside the functions: check modules are read by processes without it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpulab.core import ranks
+from gpulab.exercises import api, collective_guard, ranked
+from gpulab.exercises.rank_pool import RankPool
+
+ranks.preload(__name__)  # every rank of these checks imports this module and the guard
+
+WORLDS = (2, 3, 4)
+EDGE = (1, 2, 31, 33, 1025)  # fewer values than ranks, odd splits, around a block
+DEADLINE_S = 30.0  # a correct case takes well under a second, on a loaded 2-core box too
+RTOL, ATOL = 1e-5, 1e-5  # float32 sums of up to 4 values near 1, against float64
+MAX_TIMED_WORLD = 4
+DEADLOCK = (
+    "a deadlock? A rank that calls a blocking send waits until its peer posts the matching "
+    "recv; when every rank sends first, none ever receives. Post the receive and the send "
+    "together (irecv and isend, then wait on both), or alternate the order by rank"
+)
+
+
+def gpus(ctx: api.Context) -> int:
+    """The GPUs ranks can use here (0 without a GPU)."""
+    if not ctx.gpu:
+        return 0
+    import torch
+
+    return int(torch.cuda.device_count())
+
+
+def backend(ctx: api.Context, world: int) -> str:
+    """NCCL where every rank has a GPU of its own, else gloo on the CPU."""
+    return "nccl" if gpus(ctx) >= world else "gloo"
+
+
+def timed_world(ctx: api.Context) -> tuple[int, str]:
+    """(ranks, backend) of the timing: every GPU here up to MAX_TIMED_WORLD, one each; 2 gloo
+    ranks on the CPU where there are fewer than 2 GPUs."""
+    n = gpus(ctx)
+    return (min(MAX_TIMED_WORLD, n), "nccl") if n >= 2 else (2, "gloo")
+
+
+def where(backend_name: str) -> str:
+    """How a case's name says where it ran."""
+    return "NCCL, a GPU each" if backend_name == "nccl" else "gloo, CPU"
+
+
+def bus_factor(world: int) -> float:
+    """busbw / algbw of an all-reduce on `world` ranks: each rank sends and receives
+    2(n-1)/n of the buffer (nccl-tests' definition)."""
+    return 2.0 * (world - 1) / world
+
+
+# ------------------------------------------------------------------------------ in a rank
+
+
+def before_load(rc: Any) -> None:
+    """Before the learner's file is loaded in a rank: guard torch.distributed."""
+    import torch
+
+    collective_guard.install()
+    if rc.backend == "gloo":
+        torch.set_num_threads(1)  # ranks share a small CPU: threads would fight over the cores
+
+
+def learner_file(fn: Any) -> str:
+    """The file a learner's function came from (where its line numbers point)."""
+    return str(getattr(sys.modules.get(fn.__module__), "__file__", "") or "")
+
+
+def call(fn: Any, *args: Any) -> Any:
+    """The learner's `fn(*args)` in a rank: collectives refused, every request waited on, an
+    exception made one line with the learner's line number."""
+    path = learner_file(fn)
+    try:
+        with collective_guard.watching(path):
+            return fn(*args)
+    except collective_guard.Refused:
+        raise
+    except Exception as exc:  # noqa: BLE001 - re-raised as one line: it ends the job
+        raise collective_guard.LearnerFailed(
+            f"{fn.__name__} raised {collective_guard.learner_line(exc, path)}"
+        ) from None
+
+
+def partner(fn: Any, name: str) -> Any:
+    """The function `name` of the learner's file that `fn` came from (an exercise with two)."""
+    other = fn.__globals__.get(name)
+    if not callable(other):
+        raise api.CheckError(f"{learner_file(fn) or 'your file'} defines no function {name}")
+    return other
+
+
+def sync(device: str) -> None:
+    """Wait for this rank's device (the check reads the result after the learner's call)."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize(device)
+
+
+def failure(exc: ranks.RankFailed | ranked.Stuck) -> str:
+    """A rank's failure in the words of the verdict."""
+    if isinstance(exc, ranked.Stuck):
+        return f"{exc}: {DEADLOCK}"
+    text = str(exc)
+    for cls in (collective_guard.Refused, collective_guard.LearnerFailed):
+        text = text.replace(f"{cls.__module__}.{cls.__name__}: ", "")
+    return text
+
+
+def launch(check_file: str, fn: Any, entry: str, case: api.Case, world: int, be: str) -> list:
+    """Every rank's answer to the check's `rank(rc, fn, case)`; CheckError in words."""
+    try:
+        return ranked.launch(check_file, fn, entry, case, world, backend=be, deadline_s=DEADLINE_S)
+    except (ranks.RankFailed, ranked.Stuck) as exc:
+        raise api.CheckError(failure(exc)) from None
+
+
+# ------------------------------------------------------------------------ cases, compare
+
+
+def sizes(ctx: api.Context, world: int) -> list[int]:
+    """The edge sizes and a large one (elements per rank)."""
+    return [*EDGE, ctx.big(4, world)]
+
+
+def case(ctx: api.Context, world: int, ns: Sequence[int], unit: str = "values each") -> api.Case:
+    """One world size: for every size, one float32 input per rank. The case holds the seed they
+    are drawn from, not the arrays: every rank gets the case through a pipe as it starts."""
+    be = backend(ctx, world)
+    seed = int(ctx.rng.integers(2**31))
+    name = f"{world} ranks ({where(be)}), {ns[0]:,} to {ns[-1]:,} {unit}"
+    return api.Case(name, {"seed": seed, "sizes": list(ns), "world": world, "backend": be})
+
+
+def inputs(case_: api.Case) -> list[np.ndarray]:
+    """Every size's inputs, one row per rank (the same on every rank and in the grader)."""
+    a = case_.args
+    rng = np.random.default_rng(a["seed"])
+    return [rng.standard_normal((a["world"], n), dtype=np.float32) for n in a["sizes"]]
+
+
+def sums(case_: api.Case) -> list[np.ndarray]:
+    """The reference: the sum over the ranks of every size's inputs, in float64."""
+    return [x.astype(np.float64).sum(axis=0) for x in inputs(case_)]
+
+
+def compare_ranks(
+    want: Sequence[np.ndarray],
+    got: Sequence[Sequence[np.ndarray]],
+    case_: api.Case,
+    *,
+    what: str,
+    pick: Callable[[np.ndarray, int, int], np.ndarray] = lambda w, rank, world: w,
+) -> api.Mismatch | None:
+    """The first rank and size whose output `what` differs from `pick(want, rank, world)`;
+    an output left as its input is named."""
+    world = len(got)
+    xs = inputs(case_)
+    for k, w in enumerate(want):
+        for rank in range(world):
+            out = got[rank][k]
+            expect = pick(w, rank, world)
+            bad = api.compare_arrays(expect, out, name=what, rtol=RTOL, atol=ATOL)
+            if bad is None:
+                continue
+            n = xs[k].shape[1]
+            bad.message = f"rank {rank}, {n:,} values: {bad.message}"
+            if out.shape == xs[k][rank].shape and np.array_equal(out, xs[k][rank]):
+                bad.message += f" ({what} is its input, unchanged)"
+            return bad
+    return None
+
+
+# ------------------------------------------------------------------------------ timing
+
+
+def shared_pool(ctx: api.Context, check_file: str) -> RankPool:
+    """The pool this check's timing specs share (the learner's and the yardstick's): started at
+    the first command, once both have registered their files."""
+    pool = getattr(ctx, "_collective_pool", None)
+    if pool is None or pool.closed:
+        world, be = timed_world(ctx)
+        text = ranked.file_text(check_file)
+        pool = RankPool(check_file, text, world, be, DEADLINE_S)
+        ctx._collective_pool = pool  # type: ignore[attr-defined]
+    return pool
+
+
+@dataclass
+class Timed:
+    """What a collective exercise's timing needs from its check."""
+
+    check_file: str
+    entry: str
+    library_name: str  # the library's collective, timed beside
+    what: str  # "an all-reduce"
+
+
+def spec(fn: Any, ctx: api.Context, timed: Timed) -> api.TimingSpec:
+    """The grader's TimingSpec for one contender (the learner's function or our yardstick),
+    driving the shared pool: each call is one collective on every rank."""
+    pool = shared_pool(ctx, timed.check_file)
+    path, text = ranked.source(fn)
+    who = pool.register(path, text, timed.entry)
+    world = pool.world
+    # On a GPU a call moves hundreds of MiB, so a command's round trip is noise; a CPU gets
+    # a quarter of its budget per buffer (6 buffers live per rank, and 2 ranks share the RAM)
+    n = ctx.big(4) if pool.backend == "nccl" else ctx.big(4, 4)
+    n = max(world, n - n % world)  # whole chunks: a reduce-scatter's input splits evenly
+
+    def setup(i: int) -> str:
+        key = f"{who}:{i}"
+        pool.ask("setup", key, n)
+        return key
+
+    def prepare(key: str) -> None:
+        pool.ask("prepare", key)
+
+    def learner(key: str) -> None:
+        pool.ask("call", who, key)
+
+    def library(key: str) -> None:
+        pool.ask("call", -1, key)
+
+    def check_call(key: str, returned: Any) -> str | None:
+        return next((m for m in pool.ask("verify", key) if m), None)
+
+    def verify(key: str) -> str | None:
+        try:
+            return check_call(key, None)
+        finally:
+            pool.close()  # the learner's spec is verified once, after every round
+
+    return api.TimingSpec(
+        setup=setup,
+        learner=learner,
+        library=library,
+        library_name=f"{timed.library_name} ({where(pool.backend)})",
+        work=n * 4 * bus_factor(world),
+        metric="GB/s",
+        ceiling="copy",
+        sync="none",
+        sets=2,
+        note=(
+            f"busbw of {timed.what} of {n:,} float32 per rank on {world} ranks "
+            f"({where(pool.backend)}): {bus_factor(world):.3g} x {n * 4 / 2**20:,.0f} MiB "
+            "over each rank's links per call"
+        ),
+        prepare=prepare,
+        check_call=check_call,
+        verify=verify,
+        lead=False,
+    )
+
+
+class PoolState:
+    """A pool rank's side of the timing (see rank_pool): the functions, the buffers of every
+    input set, and the reference they are checked against. `op` says what one call is."""
+
+    def __init__(self, rc: Any, functions: list[Any], op: Any) -> None:
+        self.rc, self.functions, self.op = rc, functions, op
+        self.sets: dict[str, dict[str, Any]] = {}
+        self.base: Any = None
+        self.want: Any = None
+        self.calls = 0
+
+    def setup(self, key: str, n: int) -> None:
+        import torch
+
+        if self.base is None or self.base.numel() != n:
+            # Every rank draws every rank's input from the same seeds, so each knows the sum
+            # without asking the library it is compared with
+            dev, world = self.rc.device, self.rc.world_size
+            total = torch.zeros(n, dtype=torch.float64, device=dev)
+            for r in range(world):
+                g = torch.Generator(device=dev).manual_seed(1000 + r)
+                x = torch.randn(n, generator=g, device=dev)
+                total += x
+                if r == self.rc.rank:
+                    self.base = x
+            self.want = total.float()
+        self.sets[key] = {**self.op.buffers(n, self.rc.device), "k": 0, "delta": 0.0}
+
+    def prepare(self, key: str) -> None:
+        s = self.sets[key]
+        self.calls += 1
+        n = self.base.numel()
+        # One element changes every call (the same on every rank): a call that skipped its work
+        # leaves last call's sum there
+        s["k"], s["delta"] = (self.calls * 7919) % n, float(self.calls % 61 + 1)
+        self.op.prepare(s, self.base)
+        s["x"][s["k"]] += s["delta"]
+
+    def call(self, who: int, key: str) -> None:
+        s = self.sets[key]
+        if who < 0:
+            self.op.library(s)
+        else:
+            self.op.learner(self.functions[who], s)
+        sync(self.rc.device)
+
+    def verify(self, key: str) -> str | None:
+        import torch
+
+        s = self.sets[key]
+        world, rank = self.rc.world_size, self.rc.rank
+        for name, got, lo in self.op.outputs(s, rank, world):
+            want = self.want[lo : lo + got.numel()]
+            diff = (got.double() - want.double()).abs()
+            if lo <= s["k"] < lo + got.numel():
+                i = s["k"] - lo
+                diff[i] = (got[i].double() - want[i].double() - world * s["delta"]).abs()
+            bad = ~(diff <= ATOL + RTOL * want.double().abs())
+            if bool(bad.any()):
+                i = int(torch.nonzero(bad)[0])
+                expect = float(want[i]) + (world * s["delta"] if i + lo == s["k"] else 0.0)
+                return (
+                    f"{name}[{i}] = {float(got[i]):.6g}, expected {expect:.6g}; "
+                    f"{int(bad.sum()):,} of {got.numel():,} wrong"
+                )
+        return None
+
+
+class AllReduce:
+    """One call: the learner's fn(t) sums t over the ranks in place."""
+
+    @staticmethod
+    def buffers(n: int, device: str) -> dict[str, Any]:
+        import torch
+
+        return {"x": torch.empty(n, device=device)}
+
+    @staticmethod
+    def prepare(s: dict[str, Any], base: Any) -> None:
+        s["x"].copy_(base)
+
+    @staticmethod
+    def learner(fn: Any, s: dict[str, Any]) -> None:
+        call(fn, s["x"])
+
+    @staticmethod
+    def library(s: dict[str, Any]) -> None:
+        import torch.distributed as dist
+
+        dist.all_reduce(s["x"])
+
+    @staticmethod
+    def outputs(s: dict[str, Any], rank: int, world: int) -> list[tuple[str, Any, int]]:
+        return [("t", s["x"], 0)]
+
+
+class ReduceScatterAllGather:
+    """One call: the learner's reduce_scatter(chunk, x), then all_gather(y, chunk)."""
+
+    @staticmethod
+    def buffers(n: int, device: str) -> dict[str, Any]:
+        import torch
+        import torch.distributed as dist
+
+        c = n // dist.get_world_size()
+        return {
+            "x": torch.empty(n, device=device),
+            "y": torch.empty(n, device=device),
+            "chunk": torch.empty(c, device=device),
+        }
+
+    @staticmethod
+    def prepare(s: dict[str, Any], base: Any) -> None:
+        s["x"].copy_(base)
+        s["y"].fill_(float("nan"))
+        s["chunk"].fill_(float("nan"))
+
+    @staticmethod
+    def learner(fn: Any, s: dict[str, Any]) -> None:
+        call(fn, s["chunk"], s["x"])
+        call(partner(fn, "all_gather"), s["y"], s["chunk"])
+
+    @staticmethod
+    def library(s: dict[str, Any]) -> None:
+        import torch.distributed as dist
+
+        # Newer PyTorch names them *_single and warns on the old names
+        scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+        scatter(s["chunk"], s["x"])
+        gather(s["y"], s["chunk"])
+
+    @staticmethod
+    def outputs(s: dict[str, Any], rank: int, world: int) -> list[tuple[str, Any, int]]:
+        c = s["chunk"].numel()
+        return [("chunk", s["chunk"], rank * c), ("out", s["y"], 0)]

@@ -1,0 +1,180 @@
+"""The machinery of the collective exercises (ring-allreduce, reduce-scatter-all-gather,
+ddp-overlap): the rules inside a rank, the pool of ranks the timing drives, the deadline that
+names a deadlock, and the paths the catalog's own checks do not reach on a CPU (the expert's
+pieces, the timed hooks)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpulab.core import ranks
+from gpulab.exercises import api, collective_checks, rank_pool
+from gpulab.exercises.loader import find
+from gpulab.exercises.sandbox import fresh_name, load_learner, load_text
+from gpulab.experiments.base import Context
+from gpulab.testing import collectives as rank_fns
+
+
+def _ctx(seed: int = 3) -> api.Context:
+    return api.Context(
+        rng=np.random.default_rng(seed), seed=seed, gpu=False, cupy=False, device="cpu", quick=True
+    )
+
+
+def _check(ex_id: str):
+    ex = find(ex_id)
+    return ex, load_text(ex.check_path.read_text(), ex.check_path, fresh_name("check", "test"))
+
+
+def test_the_rules_refuse_collectives_and_unwaited_requests_in_a_rank():
+    said = ranks.launch(Context(), rank_fns.p2p_rules, 2, backend="gloo")[0]
+    assert said["exchange"] == "" and said["batched"] == ""  # batch_isend_irecv's own requests
+    for way in ("all_reduce", "group", "functional"):
+        assert said[way].startswith("the library's all-reduce is not allowed here"), said[way]
+    assert "`dist.all_reduce(t)`" not in said["functional"]  # not the learner's file's line
+    assert said["caught"].startswith("the library's all-reduce")  # a caught refusal still counts
+    assert "the request of an isend" in said["unwaited"] and "never waited on" in said["unwaited"]
+    assert said["hook_future"] == ""
+    assert said["hook_blocking"].startswith("your hook waits for its all-reduce")
+    assert "is never waited on" in said["hook_never_waited"]
+
+
+def _pool(check_text: str, world: int = 2, deadline_s: float = 20.0) -> rank_pool.RankPool:
+    path = Path(f"/nowhere/check_{time.time_ns()}.py")
+    return rank_pool.RankPool(str(path), textwrap.dedent(check_text), world, "gloo", deadline_s)
+
+
+POOL_CHECK = """
+    import time
+
+    class State:
+        def __init__(self, rc, functions):
+            self.rc = rc
+
+        def echo(self, value):
+            return (self.rc.rank, value)
+
+        def fail(self, rank):
+            if self.rc.rank == rank:
+                raise ValueError("broke on purpose")
+            return "fine"
+
+        def hang(self):
+            time.sleep(3600)
+
+    def pool_start(rc, functions):
+        return State(rc, functions)
+"""
+
+
+def test_the_pool_answers_every_rank_in_order_and_its_ranks_end_with_close():
+    pool = _pool(POOL_CHECK)
+    assert pool.ask("echo", 7) == [(0, 7), (1, 7)]
+    assert pool.ask("echo", "x") == [(0, "x"), (1, "x")]
+    thread = pool._thread
+    pool.close()
+    assert thread is not None and not thread.is_alive()  # the launcher returned: ranks ended
+    with pytest.raises(rank_pool.PoolFailed, match="stopped already"):
+        pool.ask("echo", 1)
+
+
+def test_a_failing_rank_or_a_silent_one_stops_the_pool_with_one_line():
+    pool = _pool(POOL_CHECK)
+    with pytest.raises(rank_pool.PoolFailed, match=r"rank 1: ValueError: broke on purpose"):
+        pool.ask("fail", 1)
+    assert pool.closed
+    pool = _pool(POOL_CHECK, deadline_s=1.0)
+    t0 = time.monotonic()
+    with pytest.raises(rank_pool.PoolFailed, match="did not finish its hang within 1 s"):
+        pool.ask("hang")
+    assert time.monotonic() - t0 < 30
+    assert pool.closed and not pool._thread.is_alive()
+
+
+DEADLOCK = """
+import torch
+import torch.distributed as dist
+
+
+def ring_all_reduce(t):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    got = torch.empty_like(t)
+    dist.send(t, (rank + 1) % world)  # every rank sends first: none ever receives
+    dist.recv(got, (rank - 1) % world)
+    t += got
+"""
+
+
+def test_ranks_that_wait_for_each_other_are_stopped_at_the_deadline(tmp_path, monkeypatch):
+    monkeypatch.setattr(collective_checks, "DEADLINE_S", 2.0)
+    learner = tmp_path / "ring.py"
+    learner.write_text(DEADLOCK)
+    ex, check = _check("ring-allreduce")
+    _, fn = load_learner(learner, "deadlock", ex.entry)
+    case = collective_checks.case(_ctx(), 2, [4096])
+    with pytest.raises(api.CheckError, match="had not finished after 2 s: a deadlock"):
+        check.run(fn, case, _ctx())
+
+
+@pytest.mark.parametrize("ex_id", ["reduce-scatter-all-gather", "ring-allreduce"])
+def test_the_experts_pieces_are_right_on_the_cpu_too(tmp_path, ex_id):
+    """On a GPU the expert cuts each chunk into pieces; on a CPU it does not, so the catalog's
+    checks never run that path there. Here it runs on gloo, on sizes that split unevenly."""
+    ex, check = _check(ex_id)
+    text = ex.expert_path.read_text().replace("x.is_cuda and ", "").replace("t.is_cuda and ", "")
+    assert text != ex.expert_path.read_text()
+    pieced = tmp_path / "expert_pieced.py"
+    pieced.write_text(text)
+    _, fn = load_learner(pieced, "pieces", ex.entry)
+    ctx = _ctx()
+    case = check.cases(ctx)[1]  # 3 ranks
+    case.args["sizes"] = [5000, 4097 * 3 + 1]
+    if ex_id == "ring-allreduce":
+        case.args["sizes"] = [4 * 1024 * 3 + 7, 40_000]
+    want = check.expected(case, ctx)
+    got = check.run(fn, case, ctx)
+    assert check.compare(want, got, case, ctx) is None
+
+
+def test_the_overlap_check_times_the_hooks_and_says_what_is_exposed():
+    """The timed case (on GPUs: every GPU up to 4, NCCL) run small on gloo: every hook's step
+    is timed in rounds, and the verdict names each one's exposed communication."""
+    ex, check = _check("ddp-overlap")
+    _, fn = load_learner(ex.solution_path, "overlap", ex.entry)
+    case = check.timed_case(2, "gloo", rounds=2, width=64, layers=2, batch=16, steps=2, warmup=1)
+    got = check.run(fn, case, _ctx())
+    times = got[0]["times"]
+    assert set(times) == {"yours", "ours", "waits", "alone"}
+    assert all(len(v) == 2 and min(v) > 0 for v in times.values())
+    ctx = _ctx()
+    bad = check.judge(got[0], ctx)
+    said = bad.message if bad is not None else " ".join(ctx.notes)
+    assert "exposed communication a step on 2 GPUs: yours" in said
+    assert "a hook that waits" in said and "DDP efficiency with ours" in said
+
+
+def test_the_pool_leaves_no_rank_behind(monkeypatch, tmp_path):
+    pids_file = tmp_path / "pids"
+    monkeypatch.setenv(ranks.RANK_PIDS_ENV, str(pids_file))
+    pool = _pool(POOL_CHECK)
+    pool.ask("echo", 1)
+    pids = [int(p) for p in pids_file.read_text().split()]
+    del pool  # garbage: the finalizer stops the ranks
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
