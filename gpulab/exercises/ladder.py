@@ -26,6 +26,7 @@ import math
 import re
 import textwrap
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,11 @@ def rungs(ex: Exercise) -> list[Rung]:
         refused = second.removeprefix("# expect: ") if second.startswith("# expect: ") else ""
         out.append(Rung(i, name, first.removeprefix(_IDEA).strip(), path, refused))
     return out
+
+
+def having(exercises: Iterable[Exercise]) -> list[str]:
+    """The ids of the exercises that have a ladder, in catalog order."""
+    return [ex.id for ex in exercises if (ex.folder / "ladder").is_dir()]
 
 
 def fingerprint(ex: Exercise) -> str:
