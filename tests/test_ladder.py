@@ -268,3 +268,22 @@ def test_the_cli_lists_each_ladders_rungs(name, tmp_path, monkeypatch, capsys):
     data = json.loads(capsys.readouterr().out)["ladder"]
     assert [r["name"] for r in data["rungs"]] == names and data["rung"] is None
     assert [r["idea"] for r in data["rungs"]] == [r.idea for r in ladder.rungs(CATALOG.get(name))]
+
+
+@pytest.mark.parametrize("name", [n for n in LADDERS if n != "matmul-tiled"])
+def test_a_graded_check_is_placed_by_its_share_of_the_expert(name, tmp_path, monkeypatch):
+    # what the TUI shows after a graded check: the check's figure against the expert timed beside it
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
+    ex, measured = CATALOG.get(name), _synthetic(name)
+    rungs = ladder.rungs(ex)
+    second = rungs[1]
+    timing = {
+        "yardstick": {"label": "expert"},
+        "of_yardstick": {"figure": measured[second.name]["of_top"] * 1.05},
+        "learner": {"value": 1.0},  # a figure in GB/s that would place it on rung 1
+    }
+    assert ladder.for_check(ex, timing, "gpu-a") == ""  # not measured on this GPU yet
+    ladder.observe(ex, "gpu-a", measured, metric="GB/s")
+    note = ladder.for_check(ex, timing, "gpu-a")
+    assert note.startswith(f"You are on {second.title}; rung 3 ran"), note
+    assert note.endswith(f"its idea: {rungs[2].idea}."), note
