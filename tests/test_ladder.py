@@ -13,6 +13,7 @@ The rungs' speeds, and so their order, are measured on a GPU: tests/test_ladder_
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -51,7 +52,10 @@ LADDERS = {
         ],
         set(),
     ),
-    "transpose-tiled": (["naive", "shared-tile", "padded-tile", "expert"], {"naive"}),
+    "transpose-tiled": (
+        ["naive", "shared-tile", "padded-tile", "several-rows", "expert"],
+        {"naive"},
+    ),
     "softmax-rows": (["thread-per-row", "warp-per-row", "block-per-row", "expert"], set()),
 }
 # held-out variants: a rung's idea in code the ladder does not hold; the first line names the rung
@@ -151,7 +155,7 @@ def _measured() -> dict[str, dict[str, float]]:
 # figures the other ladders' rungs might give, in GB/s (made up, as FIGURES)
 OTHER_FIGURES = {
     "reduction-kernel": [150.0, 420.0, 800.0, 1400.0, 2600.0, 3500.0],
-    "transpose-tiled": [450.0, 1300.0, 2000.0, 3000.0],
+    "transpose-tiled": [450.0, 1300.0, 2000.0, 2900.0, 3300.0],
     "softmax-rows": [40.0, 1400.0, 2900.0, 3300.0],
 }
 
@@ -287,3 +291,19 @@ def test_a_graded_check_is_placed_by_its_share_of_the_expert(name, tmp_path, mon
     note = ladder.for_check(ex, timing, "gpu-a")
     assert note.startswith(f"You are on {second.title}; rung 3 ran"), note
     assert note.endswith(f"its idea: {rungs[2].idea}."), note
+
+
+def test_a_rung_that_is_the_reference_points_at_it(tmp_path):
+    ex = CATALOG.get("transpose-tiled")
+    four = ladder.rungs(ex)[3]
+    assert four.path == ex.solution_path.resolve() and four.name == "several-rows"
+    copy = tmp_path / ex.folder.name
+    shutil.copytree(ex.folder, copy)
+    ref = copy / "ladder" / "04-several-rows.ref"
+    mine = load_catalog(tmp_path).get("transpose-tiled")
+    assert ladder.rungs(mine)[3].path == (copy / "solution.py").resolve()
+    idea = ref.read_text().splitlines()[0]
+    for target in ("", "missing.py", "../../../etc/hostname"):
+        ref.write_text(f"{idea}\n# file: {target}\n")
+        with pytest.raises(ladder.LadderError, match="names a file of its exercise"):
+            ladder.rungs(mine)

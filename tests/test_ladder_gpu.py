@@ -3,8 +3,8 @@ library (gpulab.exercises.ladder_measure), each rung faster than the one below, 
 at 0.85 of cuBLAS fp32 or more; then each rung the check passes, checked as a learner's solution
 with the full timing, is placed on its own rung by its figure against the expert timed beside it,
 and so is each held-out variant of tests/fixtures/ladder/ (a rung's idea in code the ladder does
-not hold). The exercises' own files that are no rung (the references, transpose's unpadded tile)
-are placed within the rungs given in OWN.
+not hold). The exercises' own files that are no rung (the references of matmul, reduction and
+softmax; transpose's unpadded tile of 32 x 8 threads) are placed within the rungs given in OWN.
 
 Prints the figures (-s). With GPULAB_LADDER_RECORD=FILE the measurements are written there as
 JSON, one entry an exercise, for bench/results/.
@@ -34,7 +34,7 @@ HELD_OUT = sorted((Path(__file__).parent / "fixtures" / "ladder").glob("*.py"))
 OWN = {
     "matmul-tiled": {"solution.py": (4, 5)},  # 4 x 4 outputs a thread: between rungs 4 and 5
     "reduction-kernel": {"solution.py": (5, 6)},  # CuPy's generated reduction, 4 bytes a load
-    "transpose-tiled": {"solution.py": (3, 4), "slow/no-padding.py": (2, 3)},  # 4 rows a thread
+    "transpose-tiled": {"slow/no-padding.py": (2, 3)},  # 4 rows a thread, the tile unpadded
     "softmax-rows": {"solution.py": (3, 4)},  # a block per row, trees in shared memory
 }
 
