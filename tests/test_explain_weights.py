@@ -66,6 +66,16 @@ def test_no_expert_gets_a_warning_in_tier0(folder):
     assert not warned, "\n".join(e.card())
 
 
+def test_every_ladders_top_rung_is_an_expert_checked_above():
+    # no top rung gets a `!` or `!!` in Tier 0: each is an expert, which the test above covers
+    from gpulab.exercises import ladder
+
+    catalog = load_catalog()
+    tops = {ladder.rungs(catalog.get(n))[-1].path for n in ladder.having(catalog)}
+    assert len(tops) >= 4
+    assert all(p.name == "expert.py" and p.parent.name in EXPERTS for p in tops), tops
+
+
 @pytest.mark.parametrize("name", sorted(PLANTED_TIER0))
 def test_every_planted_flaw_still_gets_a_warning_in_tier0(name):
     (k,) = explain_file(FIX / name).kernels
