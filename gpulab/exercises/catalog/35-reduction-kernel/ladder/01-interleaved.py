@@ -1,9 +1,10 @@
-# rung: one block per row sums it 256 elements at a time in a shared-memory tree whose threads with t % (2 * s) == 0 add, so every warp stays busy at every level with most of its lanes idle
+# rung: one block per row sums it 256 elements at a time in a shared-memory tree where thread t adds when t % (2 * s) == 0, so the working lanes are scattered over the warps (divergent) and % by a run-time value is slow
 """Rung 1: the first tree a person writes (Mark Harris's reduction #1, interleaved addressing).
 One block of 256 threads per row; the row goes through the tree one chunk of 256 squares at a
-time, thread 0 keeping the running total. The active threads of a level are 2 * s apart, so
-each warp diverges and runs every level for a few lanes, and `%` by a value known only at run
-time is a slow instruction sequence; every chunk waits for its load and then for 8 barriers."""
+time, thread 0 keeping the running total. The active threads of a level are 2 * s apart: in
+the first five levels every warp runs the level for 16, 8, 4, 2, then 1 of its lanes, and `%`
+by a value known only at run time is a long instruction sequence. Every chunk waits for its
+load and then for 9 barriers."""
 
 import cupy as cp
 import numpy as np

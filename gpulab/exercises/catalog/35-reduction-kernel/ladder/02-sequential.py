@@ -1,9 +1,9 @@
-# rung: sequential addressing: at each level the first s threads add sdata[t + s], so whole warps fall idle together, no lane diverges until the last warp and no % is computed
+# rung: sequential addressing: at each level the first s threads add sdata[t + s], so whole warps fall idle together (a warp diverges only once fewer than 32 threads add) and no % is computed
 """Rung 2: the same chunked tree (Harris's reduction #3, sequential addressing). The stride
 halves from 128 to 1 and thread t < s adds sdata[t + s]: the active threads are contiguous, so
 at a level of 128 active threads four warps work and four skip the level whole, and the
 neighbouring addresses of a warp fall in 32 different banks. Each chunk still waits for its
-load and 8 barriers, one chunk of 256 at a time."""
+load and 9 barriers, one chunk of 256 at a time."""
 
 import cupy as cp
 import numpy as np

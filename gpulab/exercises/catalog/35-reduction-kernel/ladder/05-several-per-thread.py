@@ -1,4 +1,4 @@
-# rung: each thread first sums its 16 squares of the row (a stride of 256) in a register, so a row takes one shuffle tree instead of eight and a thread's loads, with nothing between them, are in flight together
+# rung: each thread first sums its squares of the row (16 of a 4096-wide row, 256 apart) in a register, so a row takes one shuffle tree instead of eight and a thread's loads, with nothing between them, are in flight together
 """Rung 5: several elements per thread (Harris's reduction #7, algorithm cascading): the
 sequential sum in registers does most of the work and the tree only the last 256 values. The
 loop body is a load and a multiply-add, so the compiler issues several of a thread's loads
