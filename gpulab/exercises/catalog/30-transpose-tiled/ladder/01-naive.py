@@ -1,4 +1,4 @@
-# rung: one thread per element reads a[r][c] along a row of a and writes out[c][r] down a column of out, so a warp's 32 reads share one 128-byte line and its 32 writes fall in 32 lines a row apart
+# rung: one thread per element reads a[r][c] along a row of a and writes out[c][r] down a column of out, so a warp's 32 reads are 128 contiguous bytes and its 32 writes fall in 32 sectors a row apart
 # expect: uses no shared memory
 """Rung 1, below this exercise: the transpose as first written, in blocks of 32 x 32 threads.
 The reads are coalesced, the writes are not: each warp-wide store touches 32 sectors to write
