@@ -31,6 +31,7 @@ marks an isend completed lazily, after its peer has long received it.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import importlib.abc
 import importlib.util
 import sys
@@ -299,8 +300,6 @@ def _settle() -> None:
     """Wait on the requests the call left unwaited before they are let go: a dropped request
     may never reach its peer, which would then wait forever for it (gloo, under load). One
     whose peer never answers is let go after a while: the check's deadline names that."""
-    import datetime
-
     for work, _, _ in _STATE.requests:
         if id(work) not in _STATE.waited:
             with contextlib.suppress(Exception):  # its failure is the peer's story, told there
