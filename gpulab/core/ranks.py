@@ -97,6 +97,13 @@ class RankContext:
         if self.rank == 0 and self._events is not None:
             self._events.put(("row", 0, row))
 
+    def synchronize(self) -> None:
+        """Wait for this rank's GPU work (NCCL); nothing to wait for on gloo."""
+        if self.backend == "nccl":
+            import torch
+
+            torch.cuda.synchronize()
+
     @property
     def cancelled(self) -> bool:
         """True once the job was asked to stop."""
@@ -119,8 +126,9 @@ def gpu_count(ctx: Context) -> int:
 
 
 def max_world_size(ctx: Context) -> int:
-    """One rank per GPU; on the CPU, gloo ranks share the cores (at least 2, to show the idea)."""
-    return gpu_count(ctx) if ctx.has_cuda else max(2, min(8, os.cpu_count() or 2))
+    """One rank per GPU; on the CPU, gloo ranks share the cores: up to 4 even on a small machine
+    (a rank mostly waits on its sockets, and 3 or 4 ranks show how a collective scales)."""
+    return gpu_count(ctx) if ctx.has_cuda else max(4, min(8, os.cpu_count() or 2))
 
 
 def die_with_parent(launcher_pid: int) -> None:

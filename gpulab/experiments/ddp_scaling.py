@@ -53,13 +53,6 @@ def _data(n: int, device: str) -> tuple[Any, Any]:
     return x.to(device), y.to(device)
 
 
-def _sync(rc: ranks.RankContext) -> None:
-    if rc.backend == "nccl":
-        import torch
-
-        torch.cuda.synchronize()
-
-
 def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
     """One rank's training run under DDP: its timings, loss curve and communication time."""
     import torch
@@ -120,7 +113,7 @@ def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
         between two CUDA events (no host wait between steps); on gloo, perf_counter."""
         for _ in range(WARMUP_STEPS):
             step()
-        _sync(rc)
+        rc.synchronize()
         dist.barrier()
         comm.clear()  # the hook's timings of the timed steps only
         each = []

@@ -2,7 +2,8 @@
 
 textual-plot has no log axis, so a log axis plots log10 of the data and a formatter labels
 the ticks with the data's own values (256, 4K, 1M), never with exponents the learner must undo.
-Series that share axis labels share a plot; each other pair of labels gets its own.
+Series that share axis labels share a plot; each other pair of labels gets its own. A measured
+point's spread is a thin vertical bar through it; a model's prediction is a dotted line.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from textual.widgets import Static
 from textual_plot import HiResMode, PlotWidget
 from textual_plot.axis_formatter import AxisFormatter, NumericAxisFormatter
 
-from gpulab.render.plot import is_ceiling, tick_label
+from gpulab.render.plot import SPREAD_LEGEND, is_ceiling, is_model, spread, tick_label
 
 STYLES = ("cyan", "magenta", "green", "yellow", "red", "blue", "white", "bright_cyan")
 CEILING_STYLE = "bold red"
+MODEL_DOTS = 160  # dots along a model's line, whatever the plot's width
 
 
 class LogFormatter(AxisFormatter):
@@ -80,6 +82,41 @@ def _points(s: Any, log_x: bool, log_y: bool) -> tuple[list[float], list[float]]
     return xs, ys
 
 
+def _spreads(s: Any, log_x: bool, log_y: bool) -> list[tuple[float, float, float]]:
+    """(x, lo, hi) of each point's spread, on the plot's axes."""
+    out = []
+    for x, (lo, hi) in zip(_get(s, "x"), spread(s), strict=False):
+        values = (x, lo, hi)
+        if any(v is None or not math.isfinite(v) for v in values):
+            continue
+        if (log_x and x <= 0) or (log_y and min(lo, hi) <= 0):
+            continue
+        tx = math.log10(x) if log_x else float(x)
+        tlo, thi = (math.log10(v) if log_y else float(v) for v in (lo, hi))
+        out.append((tx, tlo, thi))
+    return out
+
+
+def _dotted(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
+    """Points along the polyline (xs, ys), evenly spaced in x: a model drawn as dots."""
+    pts = sorted(zip(xs, ys, strict=True))
+    if len(pts) < 2:
+        return xs, ys
+    x0, x1 = pts[0][0], pts[-1][0]
+    out_x: list[float] = []
+    out_y: list[float] = []
+    k = 0
+    for i in range(MODEL_DOTS + 1):
+        x = x0 + (x1 - x0) * i / MODEL_DOTS
+        while k < len(pts) - 2 and pts[k + 1][0] < x:
+            k += 1
+        (xa, ya), (xb, yb) = pts[k], pts[k + 1]
+        t = (x - xa) / (xb - xa) if xb > xa else 0.0
+        out_x.append(x)
+        out_y.append(ya + t * (yb - ya))
+    return out_x, out_y
+
+
 def legend_styles(series: Sequence[Any]) -> list[str]:
     """One colour per series, in order; a calibrated ceiling is always red."""
     out: list[str] = []
@@ -95,8 +132,11 @@ def legend(series: Sequence[Any]) -> Text:
     for s, style in zip(series, legend_styles(series), strict=True):
         if out:
             out.append("   ")
-        out.append("━━ " if is_ceiling(s) else "⣀⠤ ", style=style)
+        mark = "━━ " if is_ceiling(s) else "·· " if is_model(s) else "⣀⠤ "
+        out.append(mark, style=style)
         out.append(str(_get(s, "name")))
+    if any(spread(s) for s in series):
+        out.append(f"   │ {SPREAD_LEGEND}")
     return out
 
 
@@ -141,10 +181,15 @@ class SeriesPlot(PlotWidget):
             style = next(styles)
             if is_ceiling(s):
                 self.plot(xs, ys, line_style=style, label=name)
+            elif is_model(s):
+                dx, dy = _dotted(xs, ys)
+                self.scatter(dx, dy, marker="·", marker_style=style, label=name)
             elif len(xs) == 1:
                 self.scatter(xs, ys, marker="●", marker_style=style, label=name)
             else:
                 self.plot(xs, ys, line_style=style, hires_mode=HiResMode.BRAILLE, label=name)
+            for x, lo, hi in _spreads(s, log_x, log_y):
+                self.plot([x, x], [lo, hi], line_style=style, hires_mode=HiResMode.BRAILLE)
 
 
 class ResultPlots(Vertical):
