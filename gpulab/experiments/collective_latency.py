@@ -99,14 +99,11 @@ def _graph(rc: Any, x: Any) -> tuple[list[float] | None, str]:
     return [marks[k].elapsed_time(marks[k + 1]) / 1e3 for k in range(GRAPH_REPLAYS)], ""
 
 
-def measure(rc: Any, nbytes: int) -> dict[str, Any]:
-    """Every component of a small all-reduce's time on this rank's group (rank 0's copy is the
-    one used): component -> median/lo/hi/min/max/n seconds, or the reason it has no figure."""
-    import torch
+def _per_call(rc: Any, x: Any, calls: int) -> tuple[list[float], list[float]]:
+    """Seconds of each call to issue it, and to issue it and wait for its result, this rank's,
+    after a warm-up."""
     import torch.distributed as dist
 
-    calls = QUICK_CALLS if rc.quick else CALLS
-    x = torch.zeros(max(1, nbytes // 4), device=rc.device)
     for _ in range(WARMUP):
         dist.all_reduce(x)
     rc.synchronize()
@@ -120,6 +117,26 @@ def measure(rc: Any, nbytes: int) -> dict[str, Any]:
         rc.synchronize()
         issue.append(t1 - t0)
         done.append(time.perf_counter() - t0)
+    return issue, done
+
+
+def per_call_main(rc: Any, nbytes: int, calls: int) -> dict[str, float | int]:
+    """A rank of a short job that times only the call and the wait (a quiz's probe)."""
+    import torch
+
+    x = torch.zeros(max(1, nbytes // 4), device=rc.device)
+    return _slowest(rc, _per_call(rc, x, calls)[1])
+
+
+def measure(rc: Any, nbytes: int) -> dict[str, Any]:
+    """Every component of a small all-reduce's time on this rank's group (rank 0's copy is the
+    one used): component -> median/lo/hi/min/max/n seconds, or the reason it has no figure."""
+    import torch
+    import torch.distributed as dist
+
+    calls = QUICK_CALLS if rc.quick else CALLS
+    x = torch.zeros(max(1, nbytes // 4), device=rc.device)
+    issue, done = _per_call(rc, x, calls)
     out: dict[str, Any] = {"issue": _slowest(rc, issue), "call and wait": _slowest(rc, done)}
     if rc.backend == "nccl":
         marks = [torch.cuda.Event(enable_timing=True) for _ in range(calls + 1)]
