@@ -187,8 +187,13 @@ def test_ddp_scaling_on_1_and_2_gloo_ranks_matches_loss_curves(cpu_inventory):
     result = events[-1]["result"]
     assert result["summary"]["world_sizes"] == [1, 2]
     assert all(v["passed"] for v in result["verdicts"]), result["verdicts"]
-    one, two = (s["y"] for s in result["series"])
+    series = {s["name"]: s for s in result["series"]}
+    one, two = series["loss, 1 ranks"]["y"], series["loss, 2 ranks"]["y"]
     assert len(one) == len(two) == 4 and one != [one[0]] * 4  # the loss moves
+    rate, perfect = series["samples/s"], series["perfect scaling (n x 1 rank)"]
+    assert rate["x"] == perfect["x"] == [1.0, 2.0] and perfect["model"] and _inside(rate)
+    assert rate["y"][0] == pytest.approx(perfect["y"][0])  # one rank is its own yardstick
+    assert perfect["y"][1] == pytest.approx(2 * perfect["y"][0])
     rows = result["measurements"]
     assert rows[0]["extra"]["efficiency"] == pytest.approx(1.0)
     assert rows[1]["extra"]["buckets_per_step"] >= 1  # the hook saw DDP's all-reduces

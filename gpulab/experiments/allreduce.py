@@ -263,7 +263,7 @@ class AllReduce(Experiment):
     id = "allreduce"
     title = "All-reduce across GPUs (torch.distributed)"
     summary = "All-reduce, all-gather, reduce-scatter: algbw and busbw from 8 B up, verified."
-    lesson = "many-gpus"
+    lesson = "collectives-and-topology"
     params = ParamSet(
         (
             Int(

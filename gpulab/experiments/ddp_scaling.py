@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from gpulab.core import ranks
+from gpulab.core.interval import median_interval
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
@@ -135,7 +136,14 @@ def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
         took = torch.tensor(each, dtype=torch.float64, device=rc.device)
         dist.all_reduce(took, op=dist.ReduceOp.MAX)  # step by step, the slowest rank sets the pace
         per = sorted(float(t) for t in took.cpu())
-        return {"median": statistics.median(per), "min": per[0], "max": per[-1]}
+        interval = median_interval(per)
+        return {
+            "median": statistics.median(per),
+            "min": per[0],
+            "max": per[-1],
+            "lo": interval.lo,
+            "hi": interval.hi,
+        }
 
     stats = timed(cfg["steps"], 0.3, "timed steps")
     hooked = list(comm)
@@ -149,6 +157,8 @@ def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
         "step_s": step_s,
         "step_min_s": stats["min"],
         "step_max_s": stats["max"],
+        "step_lo_s": stats["lo"],
+        "step_hi_s": stats["hi"],
         "compute_s": compute_s,
         "allreduce_s": sum(hooked) / cfg["steps"],
         "buckets_per_step": per_step,
@@ -262,6 +272,7 @@ class DDPScaling(Experiment):
                     y_label="loss",
                 )
             )
+        result.series += rate_series(runs, cfg["batch"])
         result.verdicts.append(
             Verdict.check(
                 "loss curves",
@@ -308,6 +319,37 @@ class DDPScaling(Experiment):
             f"DDP on {n} ranks ({s['backend']}) trained at {s['efficiency_at_max']:.0%} scaling "
             f"efficiency ({s['samples_per_s'][n]:.3g} samples/s), loss curves matching 1 rank"
         )
+
+
+def rate_series(runs: dict[int, dict[str, Any]], batch: int) -> list[Series]:
+    """samples/s against ranks, each point the median step with its 95% interval, beside what
+    perfect scaling from one rank would give (n x one rank's rate)."""
+    counts = sorted(runs)
+    one = batch / runs[counts[0]]["step_s"] / counts[0]
+
+    def rate(n: int, key: str) -> float:
+        return n * batch / runs[n].get(key, runs[n]["step_s"])
+
+    xs = [float(n) for n in counts]
+    return [
+        Series(
+            "samples/s",
+            xs,
+            [rate(n, "step_s") for n in counts],
+            x_label="ranks",
+            y_label="samples/s",
+            lo=[rate(n, "step_hi_s") for n in counts],  # the slow end of the step: fewer samples
+            hi=[rate(n, "step_lo_s") for n in counts],
+        ),
+        Series(
+            "perfect scaling (n x 1 rank)",
+            xs,
+            [n * one for n in counts],
+            x_label="ranks",
+            y_label="samples/s",
+            model=True,
+        ),
+    ]
 
 
 EXPERIMENT = DDPScaling()
