@@ -60,11 +60,15 @@ def test_allreduce_on_two_gloo_ranks_is_exact_and_has_a_busbw_series(cpu_invento
     busbw = series["all-reduce busbw"]  # each point a median inside its interval
     assert _inside(busbw)
     assert "all-reduce busbw at 4.0 KiB" not in series  # one rank count: no plot against ranks
-    model = series["all-reduce, ring model (alpha-beta)"]
-    assert model["model"] and model["x"] == busbw["x"]
     fit = result["summary"]["ring_model"]
-    assert fit["alpha_us"] >= 0 and fit["bandwidth_gbs"] > 0 and "8 B" in fit["fitted_from"]
-    assert "This run's fit: alpha = " in result["explanation"]
+    model = series.get("all-reduce, ring model (alpha-beta)")
+    if "unavailable" in fit:  # 8 B to 4 KiB over loopback is all latency: noise may hide B
+        assert fit["unavailable"] == allreduce.NO_FIT and model is None
+        assert "This run's fit" not in result["explanation"]
+    else:
+        assert model["model"] and model["x"] == busbw["x"]
+        assert fit["alpha_us"] >= 0 and fit["bandwidth_gbs"] > 0 and "8 B" in fit["fitted_from"]
+        assert "This run's fit: alpha = " in result["explanation"]
     _assert_latency_split_per_call_only(result)
     live = [e for e in events if e["type"] == "measurement"]
     assert len(live) == len(result["measurements"])  # rank 0's rows streamed as they finished
@@ -109,7 +113,8 @@ def test_allreduce_on_three_gloo_ranks_plots_busbw_against_ranks_beside_the_mode
     by_ranks = {int(k): v for k, v in result["summary"]["busbw_by_ranks_gbs"].items()}
     assert measured["y"] == [by_ranks[2], by_ranks[3]]
     predicted = [s for s in result["series"] if s["model"] and s["x_label"] == "ranks"]
-    assert len(predicted) == 1 and predicted[0]["x"] == [2.0, 3.0]
+    fitted = "unavailable" not in result["summary"]["ring_model"]
+    assert [s["x"] for s in predicted] == ([[2.0, 3.0]] if fitted else [])
     # the 2-rank point is its own run: a row of its own, checked like the rest
     two = [m for m in result["measurements"] if m["size"].endswith(", 2 ranks")]
     assert len(two) == 1 and two[0]["extra"]["ranks"] == 2

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpulab.core.errors import Cancelled
+from gpulab.core.interval import median_interval
 from gpulab.core.processes import describe_exit
 
 # The experiment's Context (gpulab.experiments.base): core sits below experiments, so it is
@@ -113,6 +114,21 @@ class RankContext:
         """Raise Cancelled once the job was asked to stop."""
         if self.cancelled:
             raise Cancelled("cancelled")
+
+
+def slowest(rc: RankContext, each: list[float]) -> dict[str, float | int]:
+    """Per-iteration seconds from every rank (each rank calls this with its own, in the same
+    order): each iteration's slowest rank (a collective or a step ends when its last rank does),
+    then over iterations the median with its 95% interval (lo, hi; core.interval), min and max."""
+    import torch
+    import torch.distributed as dist
+
+    times = torch.tensor(each, dtype=torch.float64, device=rc.device)
+    dist.all_reduce(times, op=dist.ReduceOp.MAX)
+    samples = [float(t) for t in times.cpu()]
+    out: dict[str, float | int] = dict(median_interval(samples).to_dict())
+    out.update(min=min(samples), max=max(samples))
+    return out
 
 
 def backend_for(ctx: Context) -> str:

@@ -24,12 +24,10 @@ loop and (on GPUs) without it (gpulab.experiments.collective_latency).
 
 from __future__ import annotations
 
-import statistics
 import time
 from typing import Any
 
 from gpulab.core import ranks
-from gpulab.core.interval import median_interval
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments import collective_latency, fits, result_rows, ring_model
@@ -42,6 +40,10 @@ CPU_MAX_BYTES = 16 * 2**20  # gloo moves bytes through the kernel's loopback: st
 QUICK_MAX_BYTES = 64 * 2**10
 STEP = 8  # sizes 8 B, 64 B, 512 B, ... (x8 each)
 LATENCY_BYTES = 16  # the small message whose time is split into its parts
+NO_FIT = (
+    "no ring model: the largest all-reduce was no slower than the smallest, so this run never "
+    "left the latency regime and has no bandwidth to fit; run with a larger max_bytes"
+)
 # Why a busbw row may stand above the peer copy: the ring formula assumes bytes NVLS never moves.
 NVLS_NOTE = (
     "busbw above one link's peer copy: on NVSwitch systems NCCL's NVLS reduces inside the "
@@ -161,16 +163,13 @@ def _time(call: Any, rc: ranks.RankContext, budget_s: float) -> dict[str, float]
             t0 = time.perf_counter()
             call()
             each.append(time.perf_counter() - t0)
-    times = torch.tensor(each, dtype=torch.float64, device=rc.device)
-    dist.all_reduce(times, op=dist.ReduceOp.MAX)  # iteration by iteration: the slowest rank
-    slowest = sorted(float(t) for t in times.cpu())
-    interval = median_interval(slowest)
+    fig = ranks.slowest(rc, each)
     return {
-        "time_s": statistics.median(slowest),
-        "min_s": slowest[0],
-        "max_s": slowest[-1],
-        "lo_s": interval.lo,
-        "hi_s": interval.hi,
+        "time_s": fig["median"],
+        "min_s": fig["min"],
+        "max_s": fig["max"],
+        "lo_s": fig["lo"],
+        "hi_s": fig["hi"],
         "iters": iters,
     }
 
@@ -363,9 +362,7 @@ class AllReduce(Experiment):
             fitted["busbw_by_ranks_gbs"] = {m: model.busbw_gbs(top, m) for m in counts}
             result.summary["ring_model"] = fitted
         else:
-            result.summary["ring_model"] = {
-                "unavailable": "needs two sizes, the larger one slower: run with a larger max_bytes"
-            }
+            result.summary["ring_model"] = {"unavailable": NO_FIT}
         if peer:
             result.summary["peer_copy_gbs"] = peer
             result.summary["allreduce_of_peer"] = largest["all-reduce"]["busbw_gbs"] / peer

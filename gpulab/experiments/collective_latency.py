@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gpulab.core.interval import median_interval
+from gpulab.core.ranks import slowest
 
 GRAPH_CALLS = 32  # all-reduces in one graph: n**32 stays finite in fp32 up to 8 ranks (check)
 CALLS = 200  # timed calls per component (quick: QUICK_CALLS)
@@ -46,19 +46,6 @@ NO_GRAPH = (
     "gloo has no CUDA graph: its collectives run on CPU threads, each one called from Python, "
     "so there is no figure without the host in the loop; the split is per call only"
 )
-
-
-def _slowest(rc: Any, each: list[float]) -> dict[str, float | int]:
-    """Each iteration's slowest rank, then the median and its interval over iterations."""
-    import torch
-    import torch.distributed as dist
-
-    times = torch.tensor(each, dtype=torch.float64, device=rc.device)
-    dist.all_reduce(times, op=dist.ReduceOp.MAX)
-    samples = [float(t) for t in times.cpu()]
-    out = median_interval(samples).to_dict()
-    out.update(min=min(samples), max=max(samples))
-    return out
 
 
 def _graph(rc: Any, x: Any) -> tuple[list[float] | None, str]:
@@ -125,7 +112,7 @@ def per_call_main(rc: Any, nbytes: int, calls: int) -> dict[str, float | int]:
     import torch
 
     x = torch.zeros(max(1, nbytes // 4), device=rc.device)
-    return _slowest(rc, _per_call(rc, x, calls)[1])
+    return slowest(rc, _per_call(rc, x, calls)[1])
 
 
 def measure(rc: Any, nbytes: int) -> dict[str, Any]:
@@ -137,7 +124,7 @@ def measure(rc: Any, nbytes: int) -> dict[str, Any]:
     calls = QUICK_CALLS if rc.quick else CALLS
     x = torch.zeros(max(1, nbytes // 4), device=rc.device)
     issue, done = _per_call(rc, x, calls)
-    out: dict[str, Any] = {"issue": _slowest(rc, issue), "call and wait": _slowest(rc, done)}
+    out: dict[str, Any] = {"issue": slowest(rc, issue), "call and wait": slowest(rc, done)}
     if rc.backend == "nccl":
         marks = [torch.cuda.Event(enable_timing=True) for _ in range(calls + 1)]
         dist.barrier()
@@ -147,7 +134,7 @@ def measure(rc: Any, nbytes: int) -> dict[str, Any]:
             dist.all_reduce(x)
             marks[k + 1].record()
         marks[-1].synchronize()
-        out["event pair"] = _slowest(
+        out["event pair"] = slowest(
             rc, [marks[k].elapsed_time(marks[k + 1]) / 1e3 for k in range(calls)]
         )
     barrier = []
@@ -156,7 +143,7 @@ def measure(rc: Any, nbytes: int) -> dict[str, Any]:
         dist.barrier()
         rc.synchronize()
         barrier.append(time.perf_counter() - t0)
-    out["barrier"] = _slowest(rc, barrier)
+    out["barrier"] = slowest(rc, barrier)
     if rc.backend != "nccl":
         out["in a CUDA graph"] = {"unavailable": NO_GRAPH}
         return out
@@ -164,7 +151,7 @@ def measure(rc: Any, nbytes: int) -> dict[str, Any]:
     if replays is None:
         out["in a CUDA graph"] = {"unavailable": why}
     else:
-        per = _slowest(rc, replays)  # seconds a replay: GRAPH_CALLS collectives
+        per = slowest(rc, replays)  # seconds a replay: GRAPH_CALLS collectives
         seconds = ("median", "lo", "hi", "min", "max")
         out["in a CUDA graph"] = {k: v / GRAPH_CALLS if k in seconds else v for k, v in per.items()}
     return out

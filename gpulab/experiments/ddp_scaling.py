@@ -16,12 +16,10 @@ Two phases at each world size, both through torch.distributed (NCCL on GPUs, glo
 
 from __future__ import annotations
 
-import statistics
 import time
 from typing import Any
 
 from gpulab.core import ranks
-from gpulab.core.interval import median_interval
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
@@ -133,17 +131,7 @@ def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
                 step()
                 each.append(time.perf_counter() - t0)
                 rc.progress(fraction + 0.35 * (s + 1) / steps, f"{n} ranks: {what}")
-        took = torch.tensor(each, dtype=torch.float64, device=rc.device)
-        dist.all_reduce(took, op=dist.ReduceOp.MAX)  # step by step, the slowest rank sets the pace
-        per = sorted(float(t) for t in took.cpu())
-        interval = median_interval(per)
-        return {
-            "median": statistics.median(per),
-            "min": per[0],
-            "max": per[-1],
-            "lo": interval.lo,
-            "hi": interval.hi,
-        }
+        return ranks.slowest(rc, each)  # step by step, the slowest rank sets the pace
 
     stats = timed(cfg["steps"], 0.3, "timed steps")
     hooked = list(comm)
