@@ -266,7 +266,12 @@ class AllReduce(Experiment):
     params = ParamSet(
         (
             Int(
-                "ranks", 0, "processes (one per GPU); 0: every GPU, or 2 on the CPU", min=0, max=64
+                "ranks",
+                0,
+                "processes (one per GPU); 0: every GPU, or 2 on the CPU; the largest size also "
+                "runs on 2 .. ranks-1",
+                min=0,
+                max=64,
             ),
             Int(
                 "max_bytes",
