@@ -21,10 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gpulab.core import ranks
 from gpulab.core.params import Choice, ParamSet
 from gpulab.core.results import Measurement, Result
 from gpulab.core.timing import Timing
 from gpulab.experiments.base import Context, Experiment
+from gpulab.experiments.collective_latency import per_call_main
 from gpulab.experiments.registry import register_hidden
 from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import duration, times
@@ -233,9 +235,6 @@ def allreduce_latency(ctx: Context) -> Reading:
     """A 16 B all-reduce between two ranks, called from Python and waited for each time: NCCL on
     two GPUs where there are two, else gloo on the CPU. Microseconds per call, the slower rank's
     median."""
-    from gpulab.core import ranks  # deferred with the rest: the UI process imports this module
-    from gpulab.experiments.collective_latency import per_call_main
-
     nccl = ctx.has_cuda and ranks.gpu_count(ctx) >= 2
     backend = "nccl" if nccl else "gloo"
     fig = ranks.launch(ctx, per_call_main, 2, (ALLREDUCE_BYTES, ALLREDUCE_CALLS), backend=backend)[
