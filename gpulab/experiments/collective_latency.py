@@ -62,7 +62,7 @@ def _graph(rc: Any, x: Any) -> tuple[list[float] | None, str]:
         with torch.cuda.graph(graph):
             for _ in range(GRAPH_CALLS):
                 dist.all_reduce(x)
-    except Exception as exc:  # noqa: BLE001  (any capture failure is reported, not raised)
+    except Exception as exc:  # noqa: BLE001 - any capture failure is reported, not raised
         why = f"capture failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
     ok = torch.tensor([0.0 if why else 1.0], device=rc.device)
     dist.all_reduce(ok, op=dist.ReduceOp.MIN)  # every rank replays, or none
