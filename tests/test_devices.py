@@ -7,7 +7,7 @@ from gpulab.experiments.base import Contender, Experiment
 
 def test_detect_reports_every_backend_with_reason():
     inv = detect()
-    assert set(inv.backends) == {"numpy", "torch-cpu", "torch-cuda", "cupy"}
+    assert set(inv.backends) == {"numpy", "torch-cpu", "torch-cuda", "cupy", "emulator"}
     assert inv.available("numpy")
     for b in inv.backends.values():
         assert b.available or b.reason, f"{b.name} unavailable without a reason"

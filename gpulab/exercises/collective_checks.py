@@ -210,7 +210,7 @@ def shared_pool(ctx: api.Context, check_file: str) -> RankPool:
         world, be = timed_world(ctx)
         text = ranked.file_text(check_file)
         pool = RankPool(check_file, text, world, be, DEADLINE_S)
-        ctx._collective_pool = pool  # type: ignore[attr-defined]
+        ctx._collective_pool = pool  # type: ignore[attr-defined]  # kept on the check's context for its timed cases
     return pool
 
 

@@ -194,7 +194,7 @@ class _GuardOnImport(importlib.abc.MetaPathFinder):
             real(module)
             _guard_functional(module)
 
-        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]  # this module's loader only
         return spec
 
 
@@ -324,7 +324,7 @@ def watching(learner_file: str) -> Iterator[None]:
     _start(learner_file, P2P)
     try:
         yield
-    except Exception:
+    except Exception:  # whatever the learner's code raised: a refusal it caused comes first
         problem = _problem(P2P)
         if problem:  # the refusal, not what the learner's code made of it
             raise Refused(problem) from None
