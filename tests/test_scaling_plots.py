@@ -102,3 +102,14 @@ async def test_the_tui_plot_draws_spreads_and_the_model_with_its_legend():
     assert ErrorBarPlot not in kinds
     text = legend(series).plain
     assert "·· all-reduce, ring model (alpha-beta)" in text and SPREAD_LEGEND in text
+
+
+def test_an_axis_of_rank_counts_ticks_whole_numbers_only():
+    from gpulab.app.widgets.plots import CountFormatter, _counts
+
+    ranks = Series("busbw", [2.0, 3.0, 4.0], [300.0, 330.0, 355.0], "ranks", "busbw (GB/s)")
+    assert _counts([ranks]) and not _counts([_measured()])  # sizes: whole, but far too wide
+    assert CountFormatter().get_ticks(1.9, 4.1) == [2.0, 3.0, 4.0]
+    many = CountFormatter().get_ticks(1, 64, max_ticks=8)
+    assert len(many) <= 8 and all(t.is_integer() for t in many) and many[0] == 1.0
+    assert len(CountFormatter().get_ticks(0, 1e9)) <= 8  # too wide: the plain nice ticks

@@ -24,6 +24,7 @@ from gpulab.render.plot import SPREAD_LEGEND, is_ceiling, is_model, spread, tick
 
 STYLES = ("cyan", "magenta", "green", "yellow", "red", "blue", "white", "bright_cyan")
 CEILING_STYLE = "bold red"
+COUNTS_SPAN = 64  # an axis of whole numbers this wide or less ticks whole numbers only
 MODEL_DOTS = 160  # dots along a model's line, whatever the plot's width
 
 
@@ -55,6 +56,28 @@ class LinearFormatter(NumericAxisFormatter):
     def get_labels_for_ticks(self, ticks: Sequence[float]) -> list[str]:
         """Short labels for the ticks (1k, 2.5M, ...)."""
         return [tick_label(t) for t in ticks]
+
+
+class CountFormatter(LinearFormatter):
+    """Ticks at whole numbers only, for an axis of counts (ranks, steps): no rank 2.2."""
+
+    def get_ticks(self, min_: float, max_: float, max_ticks: int = 8) -> list[float]:
+        """Every whole number in range, every other one (and so on) when there are too many."""
+        if max_ - min_ > COUNTS_SPAN:
+            return super().get_ticks(min_, max_, max_ticks)
+        ticks = [float(v) for v in range(math.ceil(min_), math.floor(max_) + 1)]
+        step = 1
+        while len(ticks[::step]) > max_ticks:
+            step += 1
+        return ticks[::step] or [min_, max_]
+
+
+def _counts(series: Sequence[Any]) -> bool:
+    """Whether every x of every series is a whole number, over a span short enough to tick."""
+    xs = [float(x) for s in series for x in _get(s, "x") if x is not None]
+    if not xs or max(xs) - min(xs) > COUNTS_SPAN:
+        return False
+    return all(x.is_integer() for x in xs)
 
 
 def _get(series: Any, key: str) -> Any:
@@ -168,7 +191,8 @@ class SeriesPlot(PlotWidget):
         first = self.series[0]
         log_x = any(bool(_get(s, "log_x")) for s in self.series)
         log_y = any(bool(_get(s, "log_y")) for s in self.series)
-        self.set_x_formatter(LogFormatter() if log_x else LinearFormatter())
+        linear = CountFormatter() if _counts(self.series) else LinearFormatter()
+        self.set_x_formatter(LogFormatter() if log_x else linear)
         self.set_y_formatter(LogFormatter() if log_y else LinearFormatter())
         self.set_xlabel(f"{_get(first, 'x_label') or 'x'}{' (log)' if log_x else ''}")
         self.set_ylabel("")  # textual-plot centres it on the narrow left margin: see caption
