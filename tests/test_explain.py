@@ -156,7 +156,8 @@ def test_every_kernel_track_file_is_explained(rel):
     card = e.card()
     assert all(len(line) <= 80 for line in card), card
     json.dumps(e.to_dict())
-    if rel.startswith(("34-", "35-")):  # ElementwiseKernel / ReductionKernel: CuPy's code
+    # ElementwiseKernel / ReductionKernel: CuPy's code (reduction-kernel's ladder is RawKernels)
+    if rel.startswith(("34-", "35-")) and "/ladder/" not in rel:
         assert not e.kernels and "CuPy writes that kernel" in e.notes[0]
         return
     assert e.kernels and all(not k.error for k in e.kernels)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.core import nvrtc
+from gpulab.exercises import ladder
 from gpulab.exercises.loader import load_catalog
 from gpulab.explain import frequency, inflight, ncu, ptx
 from gpulab.explain.explainer import explain, explain_file
@@ -64,6 +65,14 @@ def test_no_expert_gets_a_warning_in_tier0(folder):
     assert e.kernels and not any(k.error for k in e.kernels), e.notes
     warned = [f.card_line() for k in e.kernels for f in k.findings if f.severity >= 2]
     assert not warned, "\n".join(e.card())
+
+
+def test_every_ladders_top_rung_is_an_expert_checked_above():
+    # no top rung gets a `!` or `!!` in Tier 0: each is an expert, which the test above covers
+    catalog = load_catalog()
+    tops = {ladder.rungs(catalog.get(n))[-1].path for n in ladder.having(catalog)}
+    assert len(tops) >= 4
+    assert all(p.name == "expert.py" and p.parent.name in EXPERTS for p in tops), tops
 
 
 @pytest.mark.parametrize("name", sorted(PLANTED_TIER0))

@@ -1,8 +1,11 @@
-"""The ladder (gpulab.exercises.ladder) without a GPU: matmul-tiled's rungs, from the naive kernel
-to the expert's, each a file with its idea in one sentence, each checked by the engine's own
-grader on the CUDA emulator (rungs 1 and 2, below the exercise, compute every case right and are
-refused only for using no shared memory); placing a figure on the nearest rung; the figures kept
-per device and per version of the rungs; `gpulab ex ladder`.
+"""The ladders (gpulab.exercises.ladder) without a GPU: matmul-tiled's, reduction-kernel's,
+transpose-tiled's and softmax-rows' rungs, from the first kernel a person writes to the expert's,
+each a file with its idea in one sentence, each checked by the engine's own grader on the CUDA
+emulator (the rungs below the exercise, matmul's 1 and 2 and transpose's 1, compute every case
+right and are refused only for using no shared memory); held-out variants written for the test
+(tests/fixtures/ladder/: a rung's idea in other code) pass the check too and are placed on their
+own rung; placing a figure on the nearest rung; the figures kept per device and per version of
+the rungs; `gpulab ex ladder`.
 
 The rungs' speeds, and so their order, are measured on a GPU: tests/test_ladder_gpu.py.
 """
@@ -10,6 +13,7 @@ The rungs' speeds, and so their order, are measured on a GPU: tests/test_ladder_
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -22,7 +26,8 @@ from gpulab.exercises import ladder
 from gpulab.exercises.loader import load_catalog
 from gpulab.testing import fake_cupy, nvrtc
 
-EX = load_catalog().get("matmul-tiled")
+CATALOG = load_catalog()
+EX = CATALOG.get("matmul-tiled")
 FOLDER = EX.folder
 NAMES = [
     "naive",
@@ -33,13 +38,47 @@ NAMES = [
     "vectorized",
     "expert",
 ]
+# every ladder, bottom first: its rungs' names, and those the check refuses (below the exercise)
+LADDERS = {
+    "matmul-tiled": (NAMES, {"naive", "coalesced"}),
+    "reduction-kernel": (
+        [
+            "interleaved",
+            "sequential",
+            "add-during-load",
+            "warp-shuffles",
+            "several-per-thread",
+            "expert",
+        ],
+        set(),
+    ),
+    "transpose-tiled": (
+        ["naive", "shared-tile", "padded-tile", "several-rows", "expert"],
+        {"naive"},
+    ),
+    "softmax-rows": (["thread-per-row", "warp-per-row", "block-per-row", "expert"], set()),
+}
+# held-out variants: a rung's idea in code the ladder does not hold; the first line names the rung
+HELD_OUT = sorted((Path(__file__).parent / "fixtures" / "ladder").glob("*.py"))
+
+
+def _held_out(path: Path) -> tuple[str, str]:
+    """(exercise, rung name) of a held-out variant."""
+    rung = path.read_text().splitlines()[0].removeprefix("# held-out: ")
+    return next(n for n in LADDERS if path.name.startswith(n + "-")), rung
 
 
 @pytest.fixture(scope="module")
 def _emulated_rungs() -> None:
     if toolchain.compiler() is None:
         pytest.skip("no host C++ compiler for the CUDA emulator")
-    cuda.prebuild([code for code, _ in _sources(FOLDER, _paths()).values()])
+    # every ladder's rungs and the held-out variants in one compiler run
+    codes = []
+    for name in LADDERS:
+        ex = CATALOG.get(name)
+        codes += [code for code, _ in _sources(ex.folder, _paths(ex)).values()]
+    codes += [code for code, _ in _sources(HELD_OUT[0].parent, HELD_OUT).values()]
+    cuda.prebuild(codes)
 
 
 @pytest.fixture
@@ -47,8 +86,8 @@ def cupy_fake(monkeypatch: pytest.MonkeyPatch, _emulated_rungs: None) -> ModuleT
     return fake_cupy.install(monkeypatch)
 
 
-def _paths() -> list[Path]:
-    return [r.path for r in ladder.rungs(EX)]
+def _paths(ex=EX) -> list[Path]:
+    return [r.path for r in ladder.rungs(ex)]
 
 
 def test_the_matmul_ladder_runs_from_naive_to_the_expert():
@@ -61,17 +100,40 @@ def test_the_matmul_ladder_runs_from_naive_to_the_expert():
     assert not any(r.refused for r in rungs[2:])
 
 
+@pytest.mark.parametrize("name", [n for n in LADDERS if n != "matmul-tiled"])
+def test_each_ladder_runs_from_the_first_kernel_to_the_expert(name):
+    ex = CATALOG.get(name)
+    rungs = ladder.rungs(ex)
+    names, refused = LADDERS[name]
+    assert [r.name for r in rungs] == names and [r.number for r in rungs] == list(
+        range(1, len(names) + 1)
+    )
+    assert 3 <= len(rungs) - 1 <= 6 and rungs[-1].path == ex.expert_path
+    for r in rungs:
+        assert r.idea and r.idea[0].islower() and ". " not in r.idea, r.idea  # one sentence
+        assert r.refused == ("uses no shared memory" if r.name in refused else ""), r.name
+    # one idea a rung: no two rungs say the same thing
+    assert len({r.idea for r in rungs}) == len(rungs)
+
+
 def test_every_rung_compiles_for_the_h100():
     if nvrtc.available() != "nvrtc":
         pytest.skip("needs NVRTC")
-    for key, (code, _name) in _sources(FOLDER, _paths()).items():
-        assert not nvrtc.compile_errors(code), key
+    for name in LADDERS:
+        ex = CATALOG.get(name)
+        for key, (code, _name) in _sources(ex.folder, _paths(ex)).items():
+            assert not nvrtc.compile_errors(code), (name, key)
 
 
-@pytest.mark.parametrize("seed", [7, 12])
-def test_every_rung_is_checked_as_a_learners_solution(seed, cupy_fake):
-    for r in ladder.rungs(EX):
-        message = _grade(FOLDER, r.path, seed)
+# one pass over each ladder (matmul's in two seeds: its shapes are the most varied)
+@pytest.mark.parametrize(
+    ("name", "seed"),
+    [("matmul-tiled", 7), ("matmul-tiled", 12)] + [(n, 7) for n in LADDERS if n != "matmul-tiled"],
+)
+def test_every_rung_is_checked_as_a_learners_solution(name, seed, cupy_fake):
+    ex = CATALOG.get(name)
+    for r in ladder.rungs(ex):
+        message = _grade(ex.folder, r.path, seed)
         if r.refused:
             # the shared-memory refusal comes only after every case matched
             assert message is not None and message.startswith("your kernel uses no shared"), (
@@ -90,13 +152,44 @@ def _measured() -> dict[str, dict[str, float]]:
     return {n: {"value": v, "of_top": v / FIGURES["expert"]} for n, v in FIGURES.items()}
 
 
-def test_each_rungs_own_figure_is_placed_on_its_own_rung():
-    rungs, measured = ladder.rungs(EX), _measured()
+# figures the other ladders' rungs might give, in GB/s (made up, as FIGURES)
+OTHER_FIGURES = {
+    "reduction-kernel": [150.0, 420.0, 800.0, 1400.0, 2600.0, 3500.0],
+    "transpose-tiled": [450.0, 1300.0, 2000.0, 2900.0, 3300.0],
+    "softmax-rows": [40.0, 1400.0, 2900.0, 3300.0],
+}
+
+
+def _synthetic(name: str) -> dict[str, dict[str, float]]:
+    """A measured record of ladder `name` as a GPU might give it."""
+    if name == "matmul-tiled":
+        return _measured()
+    values = dict(zip(LADDERS[name][0], OTHER_FIGURES[name], strict=True))
+    return {n: {"value": v, "of_top": v / values["expert"]} for n, v in values.items()}
+
+
+@pytest.mark.parametrize("name", LADDERS)
+def test_each_rungs_own_figure_is_placed_on_its_own_rung(name):
+    rungs, measured = ladder.rungs(CATALOG.get(name)), _synthetic(name)
     for r in rungs:
-        p = ladder.place(rungs, measured, value=FIGURES[r.name])
+        p = ladder.place(rungs, measured, value=measured[r.name]["value"])
         assert p is not None and p.rung == r and p.ratio == pytest.approx(1.0)
         q = ladder.place(rungs, measured, of_top=measured[r.name]["of_top"])
         assert q is not None and q.rung == r
+
+
+def test_held_out_variants_pass_and_are_placed_on_their_own_rung(cupy_fake):
+    assert {_held_out(p)[0] for p in HELD_OUT} == set(LADDERS) - {"matmul-tiled"}
+    for path in HELD_OUT:
+        name, own = _held_out(path)
+        ex = CATALOG.get(name)
+        assert _grade(ex.folder, path, 7) is None, path.name
+        rungs, measured = ladder.rungs(ex), _synthetic(name)
+        assert own in measured, path.name
+        # a variant of a rung's idea runs near that rung: a little faster or slower
+        for factor in (0.85, 1.15):
+            p = ladder.place(rungs, measured, of_top=measured[own]["of_top"] * factor)
+            assert p is not None and p.rung.name == own, (path.name, factor, p)
 
 
 @pytest.mark.parametrize(
@@ -155,9 +248,62 @@ def test_the_cli_draws_the_ladder_and_places_a_figure(tmp_path, monkeypatch, cap
     drawn = capsys.readouterr().out.splitlines()
     assert any(ln.startswith("->  4 register-tile-1d") for ln in drawn), drawn
     assert main(["ex", "ladder", "vector-add"]) == 2
-    assert "has no ladder" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "has no ladder" in err and all(n in err for n in LADDERS), err
     from gpulab.ex.commands import machine
 
     if not any(d.kind == "cuda" for d in machine().devices):  # a GPU would measure for real
         assert main(["ex", "ladder", "matmul-tiled", "--measure"]) == 2
         assert "needs a GPU" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", [n for n in LADDERS if n != "matmul-tiled"])
+def test_the_cli_lists_each_ladders_rungs(name, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("GPULAB_WORKDIR", str(tmp_path / "work"))
+    names = LADDERS[name][0]
+    assert main(["ex", "ladder", name]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"The ladder of {name}: {len(names)} rungs")
+    assert all(len(ln) <= 100 for ln in out)
+    drawn = [ln.split()[:2] for ln in out[1 : len(names) + 1]]  # top first
+    assert drawn == [[str(i), n] for i, n in reversed(list(enumerate(names, 1)))], out
+    assert main(["ex", "ladder", name, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["ladder"]
+    assert [r["name"] for r in data["rungs"]] == names and data["rung"] is None
+    assert [r["idea"] for r in data["rungs"]] == [r.idea for r in ladder.rungs(CATALOG.get(name))]
+
+
+@pytest.mark.parametrize("name", [n for n in LADDERS if n != "matmul-tiled"])
+def test_a_graded_check_is_placed_by_its_share_of_the_expert(name, tmp_path, monkeypatch):
+    # what the TUI shows after a graded check: the check's figure against the expert timed beside it
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
+    ex, measured = CATALOG.get(name), _synthetic(name)
+    rungs = ladder.rungs(ex)
+    second = rungs[1]
+    timing = {
+        "yardstick": {"label": "expert"},
+        "of_yardstick": {"figure": measured[second.name]["of_top"] * 1.05},
+        "learner": {"value": 1.0},  # a figure in GB/s that would place it on rung 1
+    }
+    assert ladder.for_check(ex, timing, "gpu-a") == ""  # not measured on this GPU yet
+    ladder.observe(ex, "gpu-a", measured, metric="GB/s")
+    note = ladder.for_check(ex, timing, "gpu-a")
+    assert note.startswith(f"You are on {second.title}; rung 3 ran"), note
+    assert note.endswith(f"its idea: {rungs[2].idea}."), note
+
+
+def test_a_rung_that_is_the_reference_points_at_it(tmp_path):
+    ex = CATALOG.get("transpose-tiled")
+    four = ladder.rungs(ex)[3]
+    assert four.path == ex.solution_path.resolve() and four.name == "several-rows"
+    copy = tmp_path / ex.folder.name
+    shutil.copytree(ex.folder, copy)
+    ref = copy / "ladder" / "04-several-rows.ref"
+    mine = load_catalog(tmp_path).get("transpose-tiled")
+    assert ladder.rungs(mine)[3].path == (copy / "solution.py").resolve()
+    idea = ref.read_text().splitlines()[0]
+    for target in ("", "missing.py", "../../../etc/hostname"):
+        ref.write_text(f"{idea}\n# file: {target}\n")
+        with pytest.raises(ladder.LadderError, match="names a file of its exercise"):
+            ladder.rungs(mine)

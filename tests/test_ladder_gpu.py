@@ -1,12 +1,13 @@
-"""The ladder on a GPU (`-m gpu`): matmul-tiled's rungs timed in rounds beside the expert and
-cuBLAS (gpulab.exercises.ladder_measure), each rung faster than the one below and the top at 0.85
-of cuBLAS fp32 or more; then each rung the check passes, and a held-out kernel (our reference,
-4 x 4 outputs a thread, between rungs 4 and 5), checked as a learner's solution with the full
-timing, is placed on its own rung (the reference on 4 or 5) by its figure against the expert
-timed beside it.
+"""The ladders on a GPU (`-m gpu`): each exercise's rungs timed in rounds beside its expert and
+library (gpulab.exercises.ladder_measure), each rung faster than the one below, and matmul's top
+at 0.85 of cuBLAS fp32 or more; then each rung the check passes, checked as a learner's solution
+with the full timing, is placed on its own rung by its figure against the expert timed beside it,
+and so is each held-out variant of tests/fixtures/ladder/ (a rung's idea in code the ladder does
+not hold). The exercises' own files that are no rung (the references of matmul, reduction and
+softmax; transpose's unpadded tile of 32 x 8 threads) are placed within the rungs given in OWN.
 
-Prints the figures (-s). With GPULAB_LADDER_RECORD=FILE the measurement is written there as JSON,
-for bench/results/.
+Prints the figures (-s). With GPULAB_LADDER_RECORD=FILE the measurements are written there as
+JSON, one entry an exercise, for bench/results/.
 """
 
 from __future__ import annotations
@@ -21,48 +22,73 @@ from conftest import cupy_available
 
 from gpulab.exercises import api, ladder
 from gpulab.exercises.ladder_measure import Measured, measure
-from gpulab.exercises.loader import load_catalog
+from gpulab.exercises.loader import Exercise, load_catalog
 from gpulab.exercises.run_check import run_check
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cupy_available(), reason="needs CuPy")]
 
-EX = load_catalog().get("matmul-tiled")
+CATALOG = load_catalog()
+LADDERS = ["matmul-tiled", "reduction-kernel", "transpose-tiled", "softmax-rows"]
+HELD_OUT = sorted((Path(__file__).parent / "fixtures" / "ladder").glob("*.py"))
+# an exercise's own files that are no rung, and the rungs each may be placed on
+OWN = {
+    "matmul-tiled": {"solution.py": (4, 5)},  # 4 x 4 outputs a thread: between rungs 4 and 5
+    "reduction-kernel": {"solution.py": (5, 6)},  # CuPy's generated reduction, 4 bytes a load
+    "transpose-tiled": {"slow/no-padding.py": (2, 3)},  # 4 rows a thread, the tile unpadded
+    "softmax-rows": {"solution.py": (3, 4)},  # a block per row, trees in shared memory
+}
 
 
-@pytest.fixture(scope="module")
-def measured() -> Measured:
-    m = measure(EX, rounds=15, say=print)
-    for r in ladder.rungs(EX):
+@pytest.fixture(scope="module", params=LADDERS)
+def measured(request) -> tuple[Exercise, Measured]:
+    ex = CATALOG.get(request.param)
+    m = measure(ex, rounds=15, say=print)
+    for r in ladder.rungs(ex):
         f = m.rungs[r.name]
-        print(f"{r.number} {r.name:<18} {f['value']:7.2f} {m.metric}  {f['of_top']:.3f} of the top")
-    print(f"{m.library_name}: {m.library:.2f} {m.metric}")
+        print(f"{r.number} {r.name:<18} {f['value']:8.2f} {m.metric}  {f['of_top']:.3f} of the top")
+    if m.library is not None:
+        print(f"{m.library_name}: {m.library:.2f} {m.metric}")
     out = os.environ.get("GPULAB_LADDER_RECORD")
     if out:
+        path = Path(out)
+        kept = json.loads(path.read_text()) if path.is_file() else {}
         body = {"rungs": m.rungs, "library": m.library, "library_name": m.library_name}
-        Path(out).write_text(json.dumps({**body, "metric": m.metric, "rounds": m.rounds}))
-    return m
+        kept[ex.id] = {**body, "metric": m.metric, "rounds": m.rounds}
+        path.write_text(json.dumps(kept, indent=1))
+    return ex, m
 
 
 def test_each_rung_is_faster_than_the_one_below(measured):
-    order = [r.name for r in ladder.rungs(EX)]
-    values = [round(measured.rungs[n]["value"], 2) for n in order]
-    assert measured.ordered(order), values
-    assert measured.library and measured.rungs["expert"]["value"] >= 0.85 * measured.library
+    ex, m = measured
+    order = [r.name for r in ladder.rungs(ex)]
+    values = [round(m.rungs[n]["value"], 2) for n in order]
+    assert m.ordered(order), (ex.id, values)
+    if ex.id == "matmul-tiled":
+        assert m.library and m.rungs["expert"]["value"] >= 0.85 * m.library
 
 
-def _of_expert(path: Path) -> float:
+def _of_expert(ex: Exercise, path: Path) -> float:
     ctx = api.Context(rng=np.random.default_rng(11), seed=11, gpu=True, cupy=True, device="cuda:0")
-    result = run_check(EX, path, 11, ctx)
-    assert result.verdict == "pass", result.message
+    result = run_check(ex, path, 11, ctx)
+    assert result.verdict == "pass", (path.name, result.message)
     return float(result.timing["of_yardstick"]["figure"])
 
 
 def test_each_rung_checked_as_a_learners_solution_is_placed_on_its_own_rung(measured):
-    rungs = ladder.rungs(EX)
+    ex, m = measured
+    rungs = ladder.rungs(ex)
     for r in rungs:
         if r.refused:
             continue  # below the exercise: the check refuses it, so it has no figure
-        p = ladder.place(rungs, measured.rungs, of_top=_of_expert(r.path))
-        assert p is not None and p.rung == r, (r.name, p)
-    held_out = ladder.place(rungs, measured.rungs, of_top=_of_expert(EX.solution_path))
-    assert held_out is not None and held_out.rung.number in (4, 5), held_out
+        p = ladder.place(rungs, m.rungs, of_top=_of_expert(ex, r.path))
+        assert p is not None and p.rung == r, (ex.id, r.name, p)
+    for path in HELD_OUT:
+        if not path.name.startswith(ex.id + "-"):
+            continue
+        own = path.read_text().splitlines()[0].removeprefix("# held-out: ")
+        p = ladder.place(rungs, m.rungs, of_top=_of_expert(ex, path))
+        assert p is not None and p.rung.name == own, (path.name, p)
+    for rel, allowed in OWN[ex.id].items():
+        p = ladder.place(rungs, m.rungs, of_top=_of_expert(ex, ex.folder / rel))
+        print(f"{ex.id} {rel}: {p.sentence() if p else 'not placed'}")
+        assert p is not None and p.rung.number in allowed, (rel, p)

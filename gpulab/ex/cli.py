@@ -464,7 +464,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     ex = catalog().get(args.name)
     rungs = ladder.rungs(ex)
     if not rungs:
-        raise BadInput(f"{ex.id} has no ladder (matmul-tiled has one)")
+        raise BadInput(f"{ex.id} has no ladder ({', '.join(ladder.having(catalog()))} have one)")
     key = _device_key()
     if args.measure:
         _measure_ladder(args, ex, key)

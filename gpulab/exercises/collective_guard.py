@@ -87,6 +87,7 @@ class LearnerFailed(RuntimeError):
 
 
 P2P, HOOK = "p2p", "hook"
+SETTLE_S = 20.0  # the longest a request left unwaited is waited on for, after the call
 
 
 class _State:
@@ -294,6 +295,19 @@ def _start(path: str, mode: str) -> None:
     _STATE.found, _STATE.requests, _STATE.waited = [], [], set()
 
 
+def _settle() -> None:
+    """Wait on the requests the call left unwaited before they are let go: a dropped request
+    may never reach its peer, which would then wait forever for it (gloo, under load). One
+    whose peer never answers is let go after a while: the check's deadline names that."""
+    import datetime
+
+    for work, _, _ in _STATE.requests:
+        if id(work) not in _STATE.waited:
+            with contextlib.suppress(Exception):  # its failure is the peer's story, told there
+                work.wait(datetime.timedelta(seconds=SETTLE_S))
+    _STATE.requests = []
+
+
 def _problem(mode: str) -> str | None:
     """What the call just ended did wrong, first thing first (None: nothing)."""
     _STATE.active = False
@@ -330,7 +344,7 @@ def watching(learner_file: str) -> Iterator[None]:
             raise Refused(problem) from None
         raise
     problem = _problem(P2P)
-    _STATE.requests = []
+    _settle()
     if problem:
         raise Refused(problem)
 
@@ -345,7 +359,7 @@ def recording(learner_file: str) -> Iterator[list[str]]:
         yield found
     finally:
         problem = _problem(HOOK)
-        _STATE.requests = []
+        _settle()
         if problem:
             found.append(problem)
 

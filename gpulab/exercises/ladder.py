@@ -3,8 +3,10 @@
 An exercise with a `ladder/` folder has one. Its files, `NN-name.py` in order, are complete
 solutions, each opening with `# rung: <its idea, one sentence>` (a rung the check refuses, for
 instance one below the exercise that uses no shared memory where tiles are the point, says so
-on its second line, `# expect: <the refusal>`); the exercise's `expert.py`, which opens the same
-way, is the top rung: its figure is what gold is measured against (yardstick.py).
+on its second line, `# expect: <the refusal>`); a rung that is one of the exercise's own files
+(its reference solution) is not copied: `NN-name.ref` holds the idea line and `# file: <that
+file>`. The exercise's `expert.py`, which opens the same way, is the top rung: its figure is
+what gold is measured against (yardstick.py).
 
 Each rung's speed is measured on the learner's GPU (`gpulab ex ladder NAME --measure`,
 ladder_measure.py: every rung timed in alternating rounds beside the top one and the library, as
@@ -26,6 +28,7 @@ import math
 import re
 import textwrap
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,8 +39,10 @@ from gpulab.exercises.yardstick import versions
 
 SCHEMA = 1
 _RECORDS = DeviceRecords("ladders", SCHEMA)
-_FILE = re.compile(r"^(\d\d)-([a-z0-9-]+)\.py$")
+_FILE = re.compile(r"^(\d\d)-([a-z0-9-]+)\.(py|ref)$")
 _IDEA = "# rung: "
+_EXPECT = "# expect: "
+_POINTER = "# file: "  # in a .ref rung: the exercise's file that is the rung
 
 
 @dataclass(frozen=True)
@@ -60,9 +65,17 @@ class LadderError(ValueError):
     """A ladder file that does not say its idea."""
 
 
-def _header(path: Path) -> tuple[str, str]:
-    lines = path.read_text(encoding="utf-8").splitlines() + ["", ""]
-    return lines[0], lines[1]
+def _header(path: Path) -> list[str]:
+    return (path.read_text(encoding="utf-8").splitlines() + ["", "", ""])[:3]
+
+
+def _pointed(ex: Exercise, entry: Path, header: list[str]) -> Path:
+    """The exercise's file a `.ref` rung names on its `# file:` line."""
+    name = next((ln.removeprefix(_POINTER).strip() for ln in header if ln.startswith(_POINTER)), "")
+    path = (ex.folder / name).resolve()
+    if not name or not path.is_file() or ex.folder.resolve() not in path.parents:
+        raise LadderError(f"{entry.name}: a .ref rung names a file of its exercise: '{_POINTER}'")
+    return path
 
 
 def rungs(ex: Exercise) -> list[Rung]:
@@ -71,17 +84,23 @@ def rungs(ex: Exercise) -> list[Rung]:
     if not folder.is_dir():
         return []
     out = []
-    files = sorted(p for p in folder.glob("*.py") if _FILE.match(p.name))
+    files = sorted(p for p in folder.iterdir() if _FILE.match(p.name))
     tops = [ex.expert_path] if ex.has_expert else []
-    for i, path in enumerate([*files, *tops], 1):
-        first, second = _header(path)
-        if not first.startswith(_IDEA):
-            raise LadderError(f"{path.name}: a rung's first line is '{_IDEA}<its idea>'")
-        m = _FILE.match(path.name)
+    for i, entry in enumerate([*files, *tops], 1):
+        header = _header(entry)
+        if not header[0].startswith(_IDEA):
+            raise LadderError(f"{entry.name}: a rung's first line is '{_IDEA}<its idea>'")
+        m = _FILE.match(entry.name)
         name = m.group(2) if m else "expert"
-        refused = second.removeprefix("# expect: ") if second.startswith("# expect: ") else ""
-        out.append(Rung(i, name, first.removeprefix(_IDEA).strip(), path, refused))
+        path = _pointed(ex, entry, header) if entry.suffix == ".ref" else entry
+        refused = header[1].removeprefix(_EXPECT) if header[1].startswith(_EXPECT) else ""
+        out.append(Rung(i, name, header[0].removeprefix(_IDEA).strip(), path, refused))
     return out
+
+
+def having(exercises: Iterable[Exercise]) -> list[str]:
+    """The ids of the exercises that have a ladder, in catalog order."""
+    return [ex.id for ex in exercises if (ex.folder / "ladder").is_dir()]
 
 
 def fingerprint(ex: Exercise) -> str:

@@ -9,7 +9,7 @@ the median of the per-round ratios. The library (cuBLAS for matmul) is timed in 
 so the top rung's share of it is known too.
 
 Runs in a process with CuPy and a GPU (`gpulab ex ladder NAME --measure`, or
-bench/measure_ladder.py); the module imports neither at load.
+tests/test_ladder_gpu.py); the module imports neither at load.
 """
 
 from __future__ import annotations

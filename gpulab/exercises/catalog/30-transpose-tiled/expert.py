@@ -1,3 +1,4 @@
+# rung: a bigger tile: blocks of 32 x 16 threads move a padded 64 x 64 tile, 8 elements a thread, so each thread has 8 loads in flight before the barrier where rung 4 has 4, and half as many sectors an element are split with a neighbouring tile
 """Expert transpose: out[c, r] = a[r, c] through a padded 64 x 64 shared tile.
 
 The reference's 32 x 32 tile moves 4 elements per thread: a block has 1024 loads in flight

@@ -1,3 +1,4 @@
+# rung: hold the row in registers as 4 float4 per thread and find its max and sum in one online pass (each exp computed once, rescaled by the final max), so x is read from memory once and out written once
 """Expert row softmax: one read of x and one write of out, reductions by warp shuffles.
 
 The reference reads every row three times (max, sum, output) and reduces through shared memory
