@@ -57,6 +57,19 @@ def test_allreduce_on_two_gloo_ranks_is_exact_and_has_a_busbw_series(cpu_invento
         assert m["time_min_s"] <= m["time_median_s"] <= m["time_max_s"]
         assert m["note"].startswith("the figure is busbw (algbw x 1);")
         assert f"median of {m['runs']} iterations" in m["note"]
+    busbw = series["all-reduce busbw"]  # each point a median inside its interval
+    assert _inside(busbw)
+    assert "all-reduce busbw at 4.0 KiB" not in series  # one rank count: no plot against ranks
+    fit = result["summary"]["ring_model"]
+    model = series.get("all-reduce, ring model (alpha-beta)")
+    if "unavailable" in fit:  # 8 B to 4 KiB over loopback is all latency: noise may hide B
+        assert fit["unavailable"] == allreduce.NO_FIT and model is None
+        assert "This run's fit" not in result["explanation"]
+    else:
+        assert model["model"] and model["x"] == busbw["x"]
+        assert fit["alpha_us"] >= 0 and fit["bandwidth_gbs"] > 0 and "8 B" in fit["fitted_from"]
+        assert "This run's fit: alpha = " in result["explanation"]
+    _assert_latency_split_per_call_only(result)
     live = [e for e in events if e["type"] == "measurement"]
     assert len(live) == len(result["measurements"])  # rank 0's rows streamed as they finished
     assert result["summary"]["ranks"] == 2 and result["summary"]["backend"] == "gloo"
@@ -64,6 +77,49 @@ def test_allreduce_on_two_gloo_ranks_is_exact_and_has_a_busbw_series(cpu_invento
     progress = [e.get("message", "") for e in events if e["type"] == "progress"]
     assert any("ranks 0:" in line for line in progress)
     assert all(a != b for a, b in itertools.pairwise(progress)), "a progress line repeated"
+
+
+def _inside(series):
+    """Every point of a series lies in its own interval."""
+    bounds = zip(series["lo"], series["y"], series["hi"], strict=True)
+    return all(lo <= y <= hi for lo, y, hi in bounds)
+
+
+def _assert_latency_split_per_call_only(result):
+    """gloo: a row per part of a 16 B all-reduce's time, and no graph, said plainly."""
+    parts = {m["extra"]["part"]: m for m in result["measurements"] if "part" in m["extra"]}
+    assert set(parts) == {"issue", "call and wait", "barrier"}
+    for m in parts.values():
+        lo, hi = m["extra"]["interval_s"]
+        assert m["size"] == "16 B" and lo <= m["time_median_s"] <= hi and m["runs"] >= 20
+    assert parts["issue"]["time_median_s"] < parts["call and wait"]["time_median_s"]
+    assert "no CUDA graph" in result["unavailable"]["latency: in a CUDA graph"]
+    split = result["summary"]["latency_s"]
+    assert split["call and wait"] == parts["call and wait"]["time_median_s"]
+    assert "collective alone" not in split and "no CUDA graph" in result["summary"]["latency"]
+    assert "per call from Python" in result["headline"]
+
+
+def test_allreduce_on_three_gloo_ranks_plots_busbw_against_ranks_beside_the_model(cpu_inventory):
+    final, events = run("allreduce", {"ranks": 3, "max_bytes": 2048}, cpu_inventory)
+    assert final == "result", [e for e in events if e["type"] == "failed"]
+    result = events[-1]["result"]
+    assert all(v["passed"] for v in result["verdicts"])
+    series = {s["name"]: s for s in result["series"]}
+    top = result["summary"]["largest_bytes"]
+    measured = series[f"all-reduce busbw at {allreduce.result_rows.size_label(top)}"]
+    assert measured["x"] == [2.0, 3.0] and measured["x_label"] == "ranks"
+    assert _inside(measured)
+    by_ranks = {int(k): v for k, v in result["summary"]["busbw_by_ranks_gbs"].items()}
+    assert measured["y"] == [by_ranks[2], by_ranks[3]]
+    predicted = [s for s in result["series"] if s["model"] and s["x_label"] == "ranks"]
+    fitted = "unavailable" not in result["summary"]["ring_model"]
+    assert [s["x"] for s in predicted] == ([[2.0, 3.0]] if fitted else [])
+    # the 2-rank point is its own run: a row of its own, checked like the rest
+    two = [m for m in result["measurements"] if m["size"].endswith(", 2 ranks")]
+    assert len(two) == 1 and two[0]["extra"]["ranks"] == 2
+    assert two[0]["throughput"] == pytest.approx(two[0]["extra"]["algbw_gbs"])
+    _assert_latency_split_per_call_only(result)
 
 
 def test_allreduce_refuses_one_rank_in_one_line(cpu_inventory):
@@ -103,6 +159,31 @@ def test_multi_gpu_experiments_on_nccl(exp_id):
     if exp_id == "allreduce":
         assert result["summary"]["backend"] == "nccl"
         assert result["summary"]["peer_copy_gbs"] > 0
+        assert result["summary"]["ring_model"]["bandwidth_of_peer"] > 0
+        names = {s["name"] for s in result["series"]}
+        assert "all-reduce, ring model (alpha-beta)" in names
+        assert (_gpus() > 2) == any(s["x_label"] == "ranks" for s in result["series"])
+
+
+@pytest.mark.gpu
+def test_a_small_allreduce_splits_into_host_and_nccl_on_gpus():
+    """On NCCL the 16 B all-reduce has every part, the graph's included: per collective with no
+    host in the loop it is cheaper than a call the host waits for, and the split adds up."""
+    if _gpus() < 2:
+        pytest.skip(f"needs 2 or more GPUs; {_gpus()} visible")
+    from gpulab.core.devices import detect
+
+    final, events = run("allreduce", {"ranks": 2, "max_bytes": 2**20}, detect())
+    assert final == "result", [e for e in events if e["type"] == "failed"]
+    result = events[-1]["result"]
+    parts = {m["extra"]["part"]: m for m in result["measurements"] if "part" in m["extra"]}
+    assert set(parts) == {"issue", "call and wait", "event pair", "barrier", "in a CUDA graph"}
+    assert "latency: in a CUDA graph" not in result["unavailable"]
+    split = result["summary"]["latency_s"]
+    graph = parts["in a CUDA graph"]["time_median_s"]
+    assert 0 < graph < split["call and wait"]
+    assert split["host adds"] == pytest.approx(split["call and wait"] - graph)
+    assert "in a CUDA graph" in result["headline"]
 
 
 def test_ddp_scaling_on_1_and_2_gloo_ranks_matches_loss_curves(cpu_inventory):
@@ -111,8 +192,13 @@ def test_ddp_scaling_on_1_and_2_gloo_ranks_matches_loss_curves(cpu_inventory):
     result = events[-1]["result"]
     assert result["summary"]["world_sizes"] == [1, 2]
     assert all(v["passed"] for v in result["verdicts"]), result["verdicts"]
-    one, two = (s["y"] for s in result["series"])
+    series = {s["name"]: s for s in result["series"]}
+    one, two = series["loss, 1 ranks"]["y"], series["loss, 2 ranks"]["y"]
     assert len(one) == len(two) == 4 and one != [one[0]] * 4  # the loss moves
+    rate, perfect = series["samples/s"], series["perfect scaling (n x 1 rank)"]
+    assert rate["x"] == perfect["x"] == [1.0, 2.0] and perfect["model"] and _inside(rate)
+    assert rate["y"][0] == pytest.approx(perfect["y"][0])  # one rank is its own yardstick
+    assert perfect["y"][1] == pytest.approx(2 * perfect["y"][0])
     rows = result["measurements"]
     assert rows[0]["extra"]["efficiency"] == pytest.approx(1.0)
     assert rows[1]["extra"]["buckets_per_step"] >= 1  # the hook saw DDP's all-reduces

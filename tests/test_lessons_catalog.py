@@ -426,11 +426,11 @@ def test_every_question_has_one_correct_answer_and_an_explanation(content):
             assert sum(q.is_correct(i) for i in range(len(q.choices))) == 1, where
 
 
-NEW_CHAPTERS = range(18, 25)
+NEW_CHAPTERS = range(18, 26)
 
 
 def test_each_new_chapter_has_a_question_measured_on_the_learners_device(content):
-    """Chapters 18 to 24 each ask one question whose answer is measured here, by a probe the
+    """Chapters 18 to 25 each ask one question whose answer is measured here, by a probe the
     worker knows, and say so in the question."""
     from gpulab.experiments.quiz_probes import PROBES
 

@@ -438,3 +438,29 @@ def test_no_absurd_distractors_come_back(lessons):
         assert "learning rate" not in choices, key
         assert "float64 so each kernel does more work" not in choices, key
         assert "profiler samples more often" not in choices, key
+
+
+def test_the_datasheet_figure_is_both_directions_and_busbw_is_held_to_the_copy(lessons):
+    """900 GB/s is NVLink 4's two directions added up; busbw is one way, below the peer copy a
+    run measures, and NVLS can read above the one-way figure without breaking a ceiling."""
+    text = _flat(lessons["25"].body)
+    assert "18 x 25 x 2 = 900" in text and "450 GB/s" in text
+    assert "not 900" in text and "judge it against your own peer copy" in text
+    assert "354.9 GB/s" in text and "0.936" in text  # this project's 4x H200 run
+    hit = next(s for s in _sentences(lessons["25"].body) if "NVLS all-reduce can show" in s)
+    assert "above" in hit and "450" in hit
+
+
+def test_the_ring_model_is_fitted_to_the_run_and_the_graph_removes_the_host(lessons):
+    from gpulab.experiments import collective_latency, ring_model
+
+    text = _flat(lessons["25"].body)
+    assert "t(S, n) = 2(n-1) x alpha + 2(n-1)/n x S / B" in text
+    assert "never to another card" in text
+    assert "no host in the loop" in text and "there is no graph" in text
+    # the lesson's numbers are the model's own
+    model = ring_model.RingModel(10e-6, 355e9, "")
+    half = 4 * model.alpha_s * model.bandwidth_bps  # where the two terms are equal
+    assert model.time_s(half, 4) == pytest.approx(2 * 6 * model.alpha_s)
+    assert f"about {half / 1e6:.0f} MB" in text
+    assert f"{collective_latency.GRAPH_CALLS} all-reduces captured in one graph" in text

@@ -152,7 +152,7 @@ def test_a_bad_prediction_is_one_line_and_nothing_runs(capsys):
     assert json.loads(capsys.readouterr().out)["predictions"] == []
 
 
-@pytest.mark.parametrize("probe", ["atomic-order", "launch-cost"])
+@pytest.mark.parametrize("probe", ["atomic-order", "launch-cost", "allreduce-latency"])
 def test_a_quiz_probe_measures_this_machine_and_picks_a_choice(probe):
     """The probes of the measured quiz questions are real measurements: on this machine's CPU
     (labelled so) here, on the GPU where there is one."""

@@ -19,7 +19,10 @@ EXPLAINED = {
     "chain-headroom": (2.0, float("inf")),  # the lesson's table has 6.5x
     "row-loop": (3.0, float("inf")),  # a launch per row per operator: many times slower
     "atomic-order": (1.5, float("inf")),  # atomics: the runs differ
+    "allreduce-latency": (5.0, 100.0),  # tens of microseconds between two GPUs over NCCL
 }
+# Probes that need more than one GPU, and run on the CPU with fewer (saying so)
+PAIRS = {"allreduce-latency"}
 
 
 def test_every_probe_has_a_claim_checked_here():
@@ -33,6 +36,9 @@ def test_a_probe_runs_on_the_gpu_where_its_explanation_says(probe):
     final = run_job("j", "quiz-measure", {"probe": probe}, detect(), events.append)
     assert final == "result", events[-1].get("message")
     summary = events[-1]["result"]["summary"]
+    if probe in PAIRS and sum(d.kind == "cuda" for d in detect().devices) < 2:
+        assert summary["on"] == "CPU" and summary["where"].startswith("CPU (")
+        return  # one GPU: no pair to time, and the CPU's figure is no GPU's claim
     assert summary["on"] == "GPU" and summary["where"].startswith("the GPU ")
     low, high = EXPLAINED[probe]
     assert low <= summary["figure"] < high, summary["words"]

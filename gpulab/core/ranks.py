@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpulab.core.errors import Cancelled
+from gpulab.core.interval import median_interval
 from gpulab.core.processes import describe_exit
 
 # The experiment's Context (gpulab.experiments.base): core sits below experiments, so it is
@@ -97,6 +98,13 @@ class RankContext:
         if self.rank == 0 and self._events is not None:
             self._events.put(("row", 0, row))
 
+    def synchronize(self) -> None:
+        """Wait for this rank's GPU work (NCCL); nothing to wait for on gloo."""
+        if self.backend == "nccl":
+            import torch
+
+            torch.cuda.synchronize()
+
     @property
     def cancelled(self) -> bool:
         """True once the job was asked to stop."""
@@ -106,6 +114,21 @@ class RankContext:
         """Raise Cancelled once the job was asked to stop."""
         if self.cancelled:
             raise Cancelled("cancelled")
+
+
+def slowest(rc: RankContext, each: list[float]) -> dict[str, float | int]:
+    """Per-iteration seconds from every rank (each rank calls this with its own, in the same
+    order): each iteration's slowest rank (a collective or a step ends when its last rank does),
+    then over iterations the median with its 95% interval (lo, hi; core.interval), min and max."""
+    import torch
+    import torch.distributed as dist
+
+    times = torch.tensor(each, dtype=torch.float64, device=rc.device)
+    dist.all_reduce(times, op=dist.ReduceOp.MAX)
+    samples = [float(t) for t in times.cpu()]
+    out: dict[str, float | int] = dict(median_interval(samples).to_dict())
+    out.update(min=min(samples), max=max(samples))
+    return out
 
 
 def backend_for(ctx: Context) -> str:
@@ -119,8 +142,9 @@ def gpu_count(ctx: Context) -> int:
 
 
 def max_world_size(ctx: Context) -> int:
-    """One rank per GPU; on the CPU, gloo ranks share the cores (at least 2, to show the idea)."""
-    return gpu_count(ctx) if ctx.has_cuda else max(2, min(8, os.cpu_count() or 2))
+    """One rank per GPU; on the CPU, gloo ranks share the cores: up to 4 even on a small machine
+    (a rank mostly waits on its sockets, and 3 or 4 ranks show how a collective scales)."""
+    return gpu_count(ctx) if ctx.has_cuda else max(4, min(8, os.cpu_count() or 2))
 
 
 def die_with_parent(launcher_pid: int) -> None:

@@ -84,7 +84,11 @@ class Verdict(_Serial):
 
 @dataclass
 class Series(_Serial):
-    """Points for a plot (x vs y, one line per series name)."""
+    """Points for a plot (x vs y, one line per series name).
+
+    `lo` and `hi`, when given, hold each point's spread (the bounds of the 95% interval of the
+    median y, gpulab.core.interval), drawn as a bar through the point. `model` marks a series a
+    model predicts rather than one measured: drawn as a plain line, not as points."""
 
     name: str
     x: list[float]
@@ -93,6 +97,9 @@ class Series(_Serial):
     y_label: str = ""
     log_x: bool = False
     log_y: bool = False
+    lo: list[float] = field(default_factory=list)
+    hi: list[float] = field(default_factory=list)
+    model: bool = False
 
 
 @dataclass

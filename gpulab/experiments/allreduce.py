@@ -14,30 +14,59 @@ nccl-tests' PERFORMANCE.md defines them (S bytes, n ranks, t seconds):
 
 Before timing, each size is checked on every rank: the inputs are small integers (exact in
 fp32), so the sum must be exact; the largest error over ranks is reduced to rank 0.
+
+Each point is the median over iterations with its 95% interval (gpulab.core.interval). Beside
+the measured all-reduce, the ring's alpha-beta model (gpulab.experiments.ring_model), fitted to
+this run's smallest and largest all-reduce; then the largest all-reduce again on 2 .. n-1 ranks
+against what that model predicts; and where a 16 B all-reduce's time goes, with the host in the
+loop and (on GPUs) without it (gpulab.experiments.collective_latency).
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from typing import Any
 
 from gpulab.core import ranks
 from gpulab.core.params import Int, ParamSet
 from gpulab.core.results import Measurement, Result, Series, Verdict
-from gpulab.experiments import fits, result_rows
+from gpulab.experiments import collective_latency, fits, result_rows, ring_model
 from gpulab.experiments.base import Contender, Context, Experiment, ExperimentError
 from gpulab.experiments.p2p import copy_bandwidth
-from gpulab.render.results import fmt_num
+from gpulab.render.results import fmt_num, fmt_time
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
 CPU_MAX_BYTES = 16 * 2**20  # gloo moves bytes through the kernel's loopback: stop at 16 MiB
 QUICK_MAX_BYTES = 64 * 2**10
 STEP = 8  # sizes 8 B, 64 B, 512 B, ... (x8 each)
+LATENCY_BYTES = 16  # the small message whose time is split into its parts
+NO_FIT = (
+    "no ring model: the largest all-reduce was no slower than the smallest, so this run never "
+    "left the latency regime and has no bandwidth to fit; run with a larger max_bytes"
+)
 # Why a busbw row may stand above the peer copy: the ring formula assumes bytes NVLS never moves.
 NVLS_NOTE = (
     "busbw above one link's peer copy: on NVSwitch systems NCCL's NVLS reduces inside the "
     "switch and moves fewer bytes per GPU than the ring formula counts"
+)
+
+
+EXPLANATION = (
+    "Small messages are all latency: the time hardly changes from 8 B to a few KiB, so "
+    "the bandwidth climbs with size until the links are full. busbw removes the ring's "
+    "arithmetic (each byte crosses 2(n-1)/n links in an all-reduce), so it is comparable "
+    "to one link's peer-copy bandwidth: for a ring, near 100% means the collective keeps "
+    "every link busy, and the slowest link per direction caps it. Above 100% is possible "
+    "on NVSwitch systems, where NCCL's NVLS algorithm reduces inside the switch and moves "
+    "fewer bytes per GPU (about 480 GB/s busbw on 8 H100s, above a link's 450). On the "
+    "CPU, gloo copies through the kernel's loopback sockets. The dotted line is the ring's "
+    "alpha-beta model, t = 2(n-1) alpha + 2(n-1)/n S/B, with alpha and B fitted to this run's "
+    "smallest and largest all-reduce (the summary says which): where the points leave it, "
+    "NCCL changed protocol or algorithm, which two constants cannot know. The same model "
+    "predicts the largest all-reduce on fewer ranks (the plot against ranks, when this run "
+    "had 3 or more). The latency rows split a 16 B all-reduce: what Python's call costs, the "
+    "host's wait, a barrier, and on GPUs the collective in a CUDA graph with no host in the "
+    "loop, which is what NCCL itself costs."
 )
 
 
@@ -55,13 +84,6 @@ def sizes(max_bytes: int, world_size: int) -> list[int]:
 def bus_factor(op: str, n: int) -> float:
     """busbw / algbw for a collective on `n` ranks: 2(n-1)/n for all-reduce, (n-1)/n otherwise."""
     return (2.0 if op == "all-reduce" else 1.0) * (n - 1) / n
-
-
-def _sync(rc: ranks.RankContext) -> None:
-    if rc.backend == "nccl":
-        import torch
-
-        torch.cuda.synchronize()
 
 
 def _collective(op: str, nbytes: int, rc: ranks.RankContext) -> tuple[Any, Any, Any]:
@@ -112,16 +134,17 @@ def _time(call: Any, rc: ranks.RankContext, budget_s: float) -> dict[str, float]
     """Per-iteration times of `call` after a warm-up: each iteration's time is the slowest rank's
     (a collective ends when its last rank does), then the median, min and max over iterations.
     The ranks agree on the count: at least MIN_ITERS, more while the budget lasts. On NCCL each
-    iteration sits between two CUDA events on the collective's stream; on gloo, perf_counter."""
+    iteration sits between two CUDA events on the collective's stream; on gloo, perf_counter.
+    lo_s and hi_s bound the median (95%, order statistics: gpulab.core.interval)."""
     import torch
     import torch.distributed as dist
 
     for _ in range(WARMUP):
         call()
-    _sync(rc)
+    rc.synchronize()
     t0 = time.perf_counter()
     call()
-    _sync(rc)
+    rc.synchronize()
     one = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=rc.device)
     dist.all_reduce(one, op=dist.ReduceOp.MAX)
     iters = int(max(MIN_ITERS, min(MAX_ITERS, budget_s / max(float(one.item()), 1e-7))))
@@ -140,40 +163,62 @@ def _time(call: Any, rc: ranks.RankContext, budget_s: float) -> dict[str, float]
             t0 = time.perf_counter()
             call()
             each.append(time.perf_counter() - t0)
-    times = torch.tensor(each, dtype=torch.float64, device=rc.device)
-    dist.all_reduce(times, op=dist.ReduceOp.MAX)  # iteration by iteration: the slowest rank
-    slowest = sorted(float(t) for t in times.cpu())
+    fig = ranks.slowest(rc, each)
     return {
-        "time_s": statistics.median(slowest),
-        "min_s": slowest[0],
-        "max_s": slowest[-1],
+        "time_s": fig["median"],
+        "min_s": fig["min"],
+        "max_s": fig["max"],
+        "lo_s": fig["lo"],
+        "hi_s": fig["hi"],
         "iters": iters,
     }
 
 
-def rank_main(rc: ranks.RankContext, all_sizes: list[int]) -> list[dict[str, Any]]:
-    """Every op on every size, checked then timed; rank 0 streams a row per (op, size)."""
+def _measure(op: str, nbytes: int, rc: ranks.RankContext, budget: float) -> dict[str, Any]:
+    """One op at one size, checked then timed on every rank: its row (rank 0's is the one used)."""
     import torch
     import torch.distributed as dist
 
-    budget = 0.02 if rc.quick else 0.15
+    call, x, out = _collective(op, nbytes, rc)
+    err = torch.tensor([_check(op, call, x, out, rc)], device=rc.device)
+    dist.all_reduce(err, op=dist.ReduceOp.MAX)  # every rank's error, on rank 0
+    row: dict[str, Any] = {"op": op, "bytes": nbytes, "ranks": rc.world_size}
+    row.update(_time(call, rc, budget))
+    algbw = nbytes / row["time_s"] / 1e9
+    busbw = algbw * bus_factor(op, rc.world_size)
+    row.update({"algbw_gbs": algbw, "busbw_gbs": busbw, "error": float(err.item())})
+    return row
+
+
+def _budget(rc: ranks.RankContext) -> float:
+    return 0.02 if rc.quick else 0.15
+
+
+def rank_main(rc: ranks.RankContext, all_sizes: list[int]) -> list[dict[str, Any]]:
+    """Every op on every size, checked then timed; rank 0 streams a row per (op, size)."""
     rows: list[dict[str, Any]] = []
     total = len(OPS) * len(all_sizes)
     for i, op in enumerate(OPS):
         for j, nbytes in enumerate(all_sizes):
             rc.progress((i * len(all_sizes) + j) / total, f"{op} {result_rows.size_label(nbytes)}")
-            call, x, out = _collective(op, nbytes, rc)
-            err = torch.tensor([_check(op, call, x, out, rc)], device=rc.device)
-            dist.all_reduce(err, op=dist.ReduceOp.MAX)  # every rank's error, on rank 0
-            row: dict[str, Any] = {"op": op, "bytes": nbytes, **_time(call, rc, budget)}
-            algbw = nbytes / row["time_s"] / 1e9
-            busbw = algbw * bus_factor(op, rc.world_size)
-            row.update({"algbw_gbs": algbw, "busbw_gbs": busbw, "error": float(err.item())})
+            row = _measure(op, nbytes, rc, _budget(rc))
             rows.append(row)
             rc.measurement(to_measurement(row, rc.world_size, None))
-            del call, x, out
     rc.progress(1.0, "done")
     return rows
+
+
+def sweep_main(rc: ranks.RankContext, all_sizes: list[int]) -> dict[str, Any]:
+    """The size sweep, then where a small all-reduce's time goes, on the same ranks."""
+    rows = rank_main(rc, all_sizes)
+    rc.progress(1.0, f"latency of a {result_rows.size_label(LATENCY_BYTES)} all-reduce")
+    return {"rows": rows, "latency": collective_latency.measure(rc, LATENCY_BYTES)}
+
+
+def scaling_main(rc: ranks.RankContext, nbytes: int) -> dict[str, Any]:
+    """The all-reduce of nbytes alone on this many ranks: one point of busbw against ranks."""
+    rc.progress(0.0, f"all-reduce {result_rows.size_label(nbytes)} on {rc.world_size} ranks")
+    return _measure("all-reduce", nbytes, rc, _budget(rc))
 
 
 def to_measurement(row: dict[str, Any], n: int, peer_gbs: float | None) -> Measurement:
@@ -217,11 +262,16 @@ class AllReduce(Experiment):
     id = "allreduce"
     title = "All-reduce across GPUs (torch.distributed)"
     summary = "All-reduce, all-gather, reduce-scatter: algbw and busbw from 8 B up, verified."
-    lesson = "many-gpus"
+    lesson = "collectives-and-topology"
     params = ParamSet(
         (
             Int(
-                "ranks", 0, "processes (one per GPU); 0: every GPU, or 2 on the CPU", min=0, max=64
+                "ranks",
+                0,
+                "processes (one per GPU); 0: every GPU, or 2 on the CPU; the largest size also "
+                "runs on 2 .. ranks-1",
+                min=0,
+                max=64,
             ),
             Int(
                 "max_bytes",
@@ -259,58 +309,101 @@ class AllReduce(Experiment):
             fits.require_fit(ctx, cap * 3.2, f"all-reduce of {result_rows.size_label(cap)}")
         peer = peer_copy_gbs(ctx)
         ctx.log(f"{n} ranks, {ranks.backend_for(ctx)}, sizes 8 B .. {result_rows.size_label(cap)}")
-        rows = ranks.launch(ctx, rank_main, n, (sizes(cap, n),))[0]
+        out = ranks.launch(ctx, sweep_main, n, (sizes(cap, n),))[0]
+        rows = out["rows"]
         for r in rows:
             result.measurements.append(to_measurement(r, n, peer))
+        top = max(r["bytes"] for r in rows)
+        scaling = {n: next(r for r in rows if r["op"] == "all-reduce" and r["bytes"] == top)}
+        for m in range(2, n):  # the largest all-reduce again on fewer ranks: busbw against ranks
+            ctx.log(f"all-reduce of {result_rows.size_label(top)} on {m} ranks")
+            scaling[m] = ranks.launch(ctx, scaling_main, m, (top,))[0]
+            row = to_measurement(scaling[m], m, peer)
+            row.size = f"{result_rows.size_label(top)}, {m} ranks"
+            result_rows.emit(ctx, result, row)
         for op in OPS:
             mine = [r for r in rows if r["op"] == op]
-            worst = max(r["error"] for r in mine)
+            checked = mine + ([r for k, r in scaling.items() if k != n] if op == OPS[0] else [])
             result.verdicts.append(
                 Verdict.check(
                     op,
-                    worst,
+                    max(r["error"] for r in checked),
                     0.0,
                     metric="largest error on any rank",
                     reference="the exact sum (small integers, exact in fp32)",
                     dtype="fp32",
                 )
             )
-            result.series.append(
-                Series(
-                    f"{op} busbw",
-                    [float(r["bytes"]) for r in mine],
-                    [r["busbw_gbs"] for r in mine],
-                    x_label="message size (bytes)",
-                    y_label="busbw (GB/s)",
-                    log_x=True,
-                )
-            )
-        largest = {r["op"]: r for r in rows if r["bytes"] == max(x["bytes"] for x in rows)}
+            result.series.append(_busbw_series(f"{op} busbw", mine))
+        model = ring_model.fit([(r["bytes"], r["time_s"]) for r in rows if r["op"] == OPS[0]], n)
+        counts = sorted(scaling)
+        if model:
+            result.series.append(ring_model.size_series(model, sizes(cap, n), n))
+        if len(counts) > 1:
+            points = [scaling[m] for m in counts]
+            busbw = _busbw_series(f"all-reduce busbw at {result_rows.size_label(top)}", points)
+            busbw.x, busbw.x_label = [float(m) for m in counts], "ranks"
+            busbw.log_x = busbw.log_y = False
+            result.series.append(busbw)
+            if model:
+                result.series.append(ring_model.ranks_series(model, top, counts))
+        latency = out["latency"]
+        self._latency_rows(ctx, result, latency)
+        largest = {r["op"]: r for r in rows if r["bytes"] == top}
         result.summary = {
             "ranks": n,
             "backend": ranks.backend_for(ctx),
-            "largest_bytes": max(r["bytes"] for r in rows),
+            "largest_bytes": top,
             "busbw_gbs": {op: r["busbw_gbs"] for op, r in largest.items()},
             "algbw_gbs": {op: r["algbw_gbs"] for op, r in largest.items()},
+            "busbw_by_ranks_gbs": {m: scaling[m]["busbw_gbs"] for m in counts},
+            "latency_s": collective_latency.split(latency),
+            "latency": collective_latency.words(latency, result_rows.size_label(LATENCY_BYTES)),
         }
+        if model:
+            fitted: dict[str, Any] = dict(model.to_dict())
+            if peer:
+                fitted["bandwidth_of_peer"] = model.bandwidth_bps / 1e9 / peer
+            fitted["busbw_by_ranks_gbs"] = {m: model.busbw_gbs(top, m) for m in counts}
+            result.summary["ring_model"] = fitted
+        else:
+            result.summary["ring_model"] = {"unavailable": NO_FIT}
         if peer:
             result.summary["peer_copy_gbs"] = peer
             result.summary["allreduce_of_peer"] = largest["all-reduce"]["busbw_gbs"] / peer
-        result.explanation = (
-            "Small messages are all latency: the time hardly changes from 8 B to a few KiB, so "
-            "the bandwidth climbs with size until the links are full. busbw removes the ring's "
-            "arithmetic (each byte crosses 2(n-1)/n links in an all-reduce), so it is comparable "
-            "to one link's peer-copy bandwidth: for a ring, near 100% means the collective keeps "
-            "every link busy, and the slowest link per direction caps it. Above 100% is possible "
-            "on NVSwitch systems, where NCCL's NVLS algorithm reduces inside the switch and moves "
-            "fewer bytes per GPU (about 480 GB/s busbw on 8 H100s, above a link's 450). On the "
-            "CPU, gloo copies through the kernel's loopback sockets."
+        result.explanation = EXPLANATION + (
+            f" This run's fit: {ring_model.describe(model, peer)}." if model else ""
         )
         return self.finish(result)
 
+    def _latency_rows(self, ctx: Context, result: Result, latency: dict[str, Any]) -> None:
+        """A row for each part of a small all-reduce's time; a part with no figure here (gloo's
+        graph) is listed as not run, with the reason."""
+        size = result_rows.size_label(LATENCY_BYTES)
+        for part, fig in latency.items():
+            name = f"latency: {part}"
+            if "unavailable" in fig:
+                result.unavailable[name] = fig["unavailable"]
+                continue
+            lo, hi = fig["lo"], fig["hi"]
+            m = Measurement(
+                contender=name,
+                size=size,
+                time_median_s=fig["median"],
+                time_min_s=fig["min"],
+                time_max_s=fig["max"],
+                runs=int(fig["n"]),
+                note=(
+                    f"{collective_latency.COMPONENTS[part]}; the slowest rank's per call, 95% "
+                    f"interval of the median {fmt_time(lo)}..{fmt_time(hi)}"
+                ),
+                extra={"part": part, "interval_s": [lo, hi]},
+            )
+            result_rows.emit(ctx, result, m)
+
     def headline(self, result: Result) -> str:
-        """One line: the all-reduce bus bandwidth at the largest size, and its share of the GPUs'
-        peer copy rate."""
+        """One line: the all-reduce bus bandwidth at the largest size, its share of the GPUs'
+        peer copy rate, and a small all-reduce's time with and without the host."""
         s = result.summary
         bus = (s.get("busbw_gbs") or {}).get("all-reduce")
         if bus is None:
@@ -321,7 +414,34 @@ class AllReduce(Experiment):
         )
         if s.get("allreduce_of_peer"):
             text += f", {s['allreduce_of_peer']:.0%} of the {s['peer_copy_gbs']:.3g} GB/s peer copy"
+        parts = s.get("latency_s") or {}
+        if parts:
+            text += (
+                f"; {result_rows.size_label(LATENCY_BYTES)} took "
+                f"{fmt_time(parts['call and wait'])} per call from Python"
+            )
+            if "collective alone" in parts:
+                text += f", {fmt_time(parts['collective alone'])} in a CUDA graph"
         return text
+
+
+def _busbw_series(name: str, rows: list[dict[str, Any]]) -> Series:
+    """busbw against message size, each point a median with its 95% interval."""
+
+    def bus(row: dict[str, Any], seconds: float) -> float:
+        return row["bytes"] / seconds / 1e9 * bus_factor(row["op"], row["ranks"])
+
+    return Series(
+        name,
+        [float(r["bytes"]) for r in rows],
+        [r["busbw_gbs"] for r in rows],
+        x_label="message size (bytes)",
+        y_label="busbw (GB/s)",
+        log_x=True,
+        log_y=True,  # from bytes to GiB the busbw spans many decades
+        lo=[bus(r, r["hi_s"]) for r in rows],  # the slow end of the time: the low busbw
+        hi=[bus(r, r["lo_s"]) for r in rows],
+    )
 
 
 def world_size(ctx: Context, params: dict[str, Any]) -> int:

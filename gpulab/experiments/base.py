@@ -154,6 +154,10 @@ class Context:
         for d in self.inventory.devices:
             if d.kind == "cuda" and d.index == self.device_index:
                 return d.name
+        return self.cpu_name()
+
+    def cpu_name(self) -> str:
+        """A description of the CPU (the device of work that ran on it, GPUs or not)."""
         return f"CPU ({self.inventory.cpu or 'host'}, {self.inventory.cpu_count} cores)"
 
 

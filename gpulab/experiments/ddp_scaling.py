@@ -16,7 +16,6 @@ Two phases at each world size, both through torch.distributed (NCCL on GPUs, glo
 
 from __future__ import annotations
 
-import statistics
 import time
 from typing import Any
 
@@ -51,13 +50,6 @@ def _data(n: int, device: str) -> tuple[Any, Any]:
     x = torch.randn(n, DIM, generator=g)
     y = (x[:, :8].sum(dim=1, keepdim=True)).sin()
     return x.to(device), y.to(device)
-
-
-def _sync(rc: ranks.RankContext) -> None:
-    if rc.backend == "nccl":
-        import torch
-
-        torch.cuda.synchronize()
 
 
 def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +112,7 @@ def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
         between two CUDA events (no host wait between steps); on gloo, perf_counter."""
         for _ in range(WARMUP_STEPS):
             step()
-        _sync(rc)
+        rc.synchronize()
         dist.barrier()
         comm.clear()  # the hook's timings of the timed steps only
         each = []
@@ -139,10 +131,7 @@ def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
                 step()
                 each.append(time.perf_counter() - t0)
                 rc.progress(fraction + 0.35 * (s + 1) / steps, f"{n} ranks: {what}")
-        took = torch.tensor(each, dtype=torch.float64, device=rc.device)
-        dist.all_reduce(took, op=dist.ReduceOp.MAX)  # step by step, the slowest rank sets the pace
-        per = sorted(float(t) for t in took.cpu())
-        return {"median": statistics.median(per), "min": per[0], "max": per[-1]}
+        return ranks.slowest(rc, each)  # step by step, the slowest rank sets the pace
 
     stats = timed(cfg["steps"], 0.3, "timed steps")
     hooked = list(comm)
@@ -156,6 +145,8 @@ def rank_main(rc: ranks.RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
         "step_s": step_s,
         "step_min_s": stats["min"],
         "step_max_s": stats["max"],
+        "step_lo_s": stats["lo"],
+        "step_hi_s": stats["hi"],
         "compute_s": compute_s,
         "allreduce_s": sum(hooked) / cfg["steps"],
         "buckets_per_step": per_step,
@@ -269,6 +260,7 @@ class DDPScaling(Experiment):
                     y_label="loss",
                 )
             )
+        result.series += rate_series(runs, cfg["batch"])
         result.verdicts.append(
             Verdict.check(
                 "loss curves",
@@ -315,6 +307,37 @@ class DDPScaling(Experiment):
             f"DDP on {n} ranks ({s['backend']}) trained at {s['efficiency_at_max']:.0%} scaling "
             f"efficiency ({s['samples_per_s'][n]:.3g} samples/s), loss curves matching 1 rank"
         )
+
+
+def rate_series(runs: dict[int, dict[str, Any]], batch: int) -> list[Series]:
+    """samples/s against ranks, each point the median step with its 95% interval, beside what
+    perfect scaling from one rank would give (n x one rank's rate)."""
+    counts = sorted(runs)
+    one = batch / runs[counts[0]]["step_s"] / counts[0]
+
+    def rate(n: int, key: str) -> float:
+        return n * batch / runs[n].get(key, runs[n]["step_s"])
+
+    xs = [float(n) for n in counts]
+    return [
+        Series(
+            "samples/s",
+            xs,
+            [rate(n, "step_s") for n in counts],
+            x_label="ranks",
+            y_label="samples/s",
+            lo=[rate(n, "step_hi_s") for n in counts],  # the slow end of the step: fewer samples
+            hi=[rate(n, "step_lo_s") for n in counts],
+        ),
+        Series(
+            "perfect scaling (n x 1 rank)",
+            xs,
+            [n * one for n in counts],
+            x_label="ranks",
+            y_label="samples/s",
+            model=True,
+        ),
+    ]
 
 
 EXPERIMENT = DDPScaling()

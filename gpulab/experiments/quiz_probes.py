@@ -8,8 +8,9 @@ runs on the GPU with PyTorch where there is one, else on the CPU, and says which
 the CPU has no counterpart of the GPU's part (a copy over PCIe), the probe times the CPU's own
 stand-in and says so in its words.
 
-Every probe takes well under a second or two of timing: a quiz must not wait long. Importing this
-module imports no torch; it registers the job (`register_hidden`), so the worker and a front end
+Every probe takes well under a second or two of timing: a quiz must not wait long (the
+all-reduce probe also starts two ranks, a few seconds the first time). Importing this module
+imports no torch; it registers the job (`register_hidden`), so the worker and a front end
 that submits it (the quiz screen) import it.
 """
 
@@ -20,10 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gpulab.core import ranks
 from gpulab.core.params import Choice, ParamSet
 from gpulab.core.results import Measurement, Result
 from gpulab.core.timing import Timing
 from gpulab.experiments.base import Context, Experiment
+from gpulab.experiments.collective_latency import per_call_main
 from gpulab.experiments.registry import register_hidden
 from gpulab.experiments.result_rows import row
 from gpulab.experiments.wording import duration, times
@@ -41,6 +44,7 @@ class Reading:
     figure: float
     words: str
     rows: list[Measurement]
+    on: str = ""  # "CPU" where a GPU machine's probe ran on the CPU (one GPU: no NCCL pair)
 
 
 def _time(ctx: Context, fn: Callable[[], Any], *, inner: int = 1) -> Timing:
@@ -223,6 +227,29 @@ def atomic_order(ctx: Context) -> Reading:
     return Reading(float(len(distinct)), words, [row("index_add_", "1M values", timing)])
 
 
+ALLREDUCE_BYTES = 16
+ALLREDUCE_CALLS = 100
+
+
+def allreduce_latency(ctx: Context) -> Reading:
+    """A 16 B all-reduce between two ranks, called from Python and waited for each time: NCCL on
+    two GPUs where there are two, else gloo on the CPU. Microseconds per call, the slower rank's
+    median."""
+    nccl = ctx.has_cuda and ranks.gpu_count(ctx) >= 2
+    backend = "nccl" if nccl else "gloo"
+    fig = ranks.launch(ctx, per_call_main, 2, (ALLREDUCE_BYTES, ALLREDUCE_CALLS), backend=backend)[
+        0
+    ]
+    per_us = float(fig["median"]) * 1e6
+    where = "two GPUs over NCCL" if nccl else "two CPU processes over gloo"
+    words = f"{per_us:.3g} us per call between {where}, the host waiting for each"
+    timing = Timing(fig["median"], fig["min"], fig["max"], int(fig["n"]), None, "perf_counter")
+    size = f"{ALLREDUCE_BYTES} B"
+    return Reading(
+        per_us, words, [row(f"all-reduce ({backend})", size, timing)], "" if nccl else "CPU"
+    )
+
+
 # probe -> (what it measures, its function); a lesson's `measure: {probe: ...}` names one
 PROBES: dict[str, tuple[str, Callable[[Context], Reading]]] = {
     "copy-vs-compute": ("a 16 MiB copy's time over an elementwise step's", copy_vs_compute),
@@ -232,6 +259,7 @@ PROBES: dict[str, tuple[str, Callable[[Context], Reading]]] = {
     "chain-headroom": ("an eager elementwise chain's time over one pass", chain_headroom),
     "row-loop": ("a loop over rows' step time over the batched step's", row_loop),
     "atomic-order": ("different index_add_ results in five runs", atomic_order),
+    "allreduce-latency": ("microseconds per 16 B all-reduce between two ranks", allreduce_latency),
 }
 
 
@@ -252,7 +280,8 @@ class QuizMeasure(Experiment):
         for r in reading.rows:
             ctx.measurement(r)
         result.measurements = list(reading.rows)
-        on, device = ("GPU" if ctx.has_cuda else "CPU"), ctx.device_name()
+        on = reading.on or ("GPU" if ctx.has_cuda else "CPU")
+        device = ctx.device_name() if on == "GPU" else ctx.cpu_name()
         # "CPU (x86_64, 2 cores)" names itself; a GPU's name does not say it is one
         where = device if device.startswith(on) else f"the {on} {device}".rstrip()
         result.summary.update(

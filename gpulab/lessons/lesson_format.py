@@ -44,6 +44,7 @@ CHAPTERS: dict[int, str] = {
     22: "torch.compile",
     23: "Profiling a step",
     24: "Numerics and determinism",
+    25: "Collectives and topology",
 }
 
 # The first lesson of each chapter, by fixed id (other engineers and tests rely on these).
@@ -72,6 +73,7 @@ CHAPTER_LESSON_IDS: tuple[str, ...] = (
     "torch-compile",
     "profiling-a-step",
     "numerics",
+    "collectives-and-topology",
 )
 
 _KEYS = ("id", "chapter", "order", "title", "objectives", "experiments", "quiz")

@@ -13,10 +13,29 @@ from typing import Any
 
 MARKERS = "•x+o*#"
 CEILING_MARK = "━"
+MODEL_MARK = "·"
+SPREAD_MARK = "│"
+SPREAD_LEGEND = "95% interval of each median"
 
 
 def _value(series: Any, key: str) -> Any:
     return series[key] if isinstance(series, dict) else getattr(series, key)
+
+
+def _optional(series: Any, key: str, default: Any) -> Any:
+    """A field results written before it existed lack (their dicts): `default` then."""
+    return series.get(key, default) if isinstance(series, dict) else getattr(series, key, default)
+
+
+def is_model(series: Any) -> bool:
+    """A model's prediction (core.results.Series.model): drawn as a line, not points."""
+    return bool(_optional(series, "model", False))
+
+
+def spread(series: Any) -> list[tuple[float, float]]:
+    """Each point's (lo, hi) spread, [] when the series has none."""
+    lo, hi = _optional(series, "lo", None) or [], _optional(series, "hi", None) or []
+    return list(zip(lo, hi, strict=False)) if len(lo) == len(hi) == len(_value(series, "y")) else []
 
 
 def is_ceiling(series: Any) -> bool:
@@ -75,7 +94,10 @@ def plot(series: Sequence[Any], width: int = 60, height: int = 12) -> str:
     if not every:
         return "(no plottable points)"
     x0, x1 = min(p[0] for p in every), max(p[0] for p in every)
-    y0, y1 = min(p[1] for p in every), max(p[1] for p in every)
+    bounds = [p[1] for p in every] + [
+        v for s in series for pair in spread(s) for v in _transform(pair, log_y) if v is not None
+    ]
+    y0, y1 = min(bounds), max(bounds)
     if x1 == x0:
         x0, x1 = x0 - 1, x1 + 1
     if y1 == y0:
@@ -95,16 +117,29 @@ def plot(series: Sequence[Any], width: int = 60, height: int = 12) -> str:
         return rows - 1 - round((y - y0) / (y1 - y0) * (rows - 1)), c
 
     for i, pts in enumerate(points):
-        if is_ceiling(series[i]):
+        if is_ceiling(series[i]) or is_model(series[i]):
             continue
         mark = MARKERS[i % len(MARKERS)]
         for x, y in pts:
             r, c = cell(x, y)
             grid[r][c] = mark
-    # Ceilings last, on the cells no point took: a point on the line stays visible.
+    # Spreads next, on the cells no point took: a bar through each point, from lo to hi.
+    for s in series:
+        xs = _transform(_value(s, "x"), log_x)
+        for px, (lo, hi) in zip(xs, spread(s), strict=False):
+            low, high = _transform([lo, hi], log_y)
+            if px is None or low is None or high is None:
+                continue
+            top_row, c = cell(px, min(max(high, y0), y1))
+            bottom_row = cell(px, min(max(low, y0), y1))[0]
+            for r in range(top_row, bottom_row + 1):
+                if grid[r][c] == " ":
+                    grid[r][c] = SPREAD_MARK
+    # Ceilings and models last, on the cells no point took: a point on the line stays visible.
     for s, pts in zip(series, points, strict=True):
-        if not is_ceiling(s):
+        if not (is_ceiling(s) or is_model(s)):
             continue
+        mark = CEILING_MARK if is_ceiling(s) else MODEL_MARK
         pts = sorted(pts)
         for (xa, ya), (xb, yb) in zip(pts, pts[1:], strict=False):
             ca, cb = cell(xa, ya)[1], cell(xb, yb)[1]
@@ -112,7 +147,7 @@ def plot(series: Sequence[Any], width: int = 60, height: int = 12) -> str:
                 t = (c - ca) / (cb - ca) if cb > ca else 0.0
                 r = cell(xa, ya + t * (yb - ya))[0]
                 if grid[r][c] == " ":
-                    grid[r][c] = CEILING_MARK
+                    grid[r][c] = mark
     lines = []
     for r, cells in enumerate(grid):
         label = top if r == 0 else bottom if r == rows - 1 else ""
@@ -125,14 +160,19 @@ def plot(series: Sequence[Any], width: int = 60, height: int = 12) -> str:
     y_label = _value(series[0], "y_label") or "y"
     axes = f"x: {x_label}{' (log)' if log_x else ''}   y: {y_label}{' (log)' if log_y else ''}"
     lines.append(axes)
-    legend = "  ".join(
-        f"{CEILING_MARK if is_ceiling(s) else MARKERS[i % len(MARKERS)]} {_value(s, 'name')}"
-        for i, s in enumerate(series)
-    )
+    legend = "  ".join(f"{_mark(s, i)} {_value(s, 'name')}" for i, s in enumerate(series))
+    if any(spread(s) for s in series):
+        legend += f"  {SPREAD_MARK} {SPREAD_LEGEND}"
     if dropped:
         legend += f"  ({dropped} point{'s' if dropped != 1 else ''} not plottable)"
     lines.append(legend)
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _mark(series: Any, i: int) -> str:
+    if is_ceiling(series):
+        return CEILING_MARK
+    return MODEL_MARK if is_model(series) else MARKERS[i % len(MARKERS)]
 
 
 def plot_groups(series: Sequence[Any], width: int = 72, height: int = 12) -> str:

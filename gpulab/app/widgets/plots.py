@@ -2,7 +2,8 @@
 
 textual-plot has no log axis, so a log axis plots log10 of the data and a formatter labels
 the ticks with the data's own values (256, 4K, 1M), never with exponents the learner must undo.
-Series that share axis labels share a plot; each other pair of labels gets its own.
+Series that share axis labels share a plot; each other pair of labels gets its own. A measured
+point's spread is a thin vertical bar through it; a model's prediction is a dotted line.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from textual.widgets import Static
 from textual_plot import HiResMode, PlotWidget
 from textual_plot.axis_formatter import AxisFormatter, NumericAxisFormatter
 
-from gpulab.render.plot import is_ceiling, tick_label
+from gpulab.render.plot import SPREAD_LEGEND, is_ceiling, is_model, spread, tick_label
 
 STYLES = ("cyan", "magenta", "green", "yellow", "red", "blue", "white", "bright_cyan")
 CEILING_STYLE = "bold red"
+COUNTS_SPAN = 64  # an axis of whole numbers this wide or less ticks whole numbers only
+MODEL_DOTS = 160  # dots along a model's line, whatever the plot's width
 
 
 class LogFormatter(AxisFormatter):
@@ -55,6 +58,28 @@ class LinearFormatter(NumericAxisFormatter):
         return [tick_label(t) for t in ticks]
 
 
+class CountFormatter(LinearFormatter):
+    """Ticks at whole numbers only, for an axis of counts (ranks, steps): no rank 2.2."""
+
+    def get_ticks(self, min_: float, max_: float, max_ticks: int = 8) -> list[float]:
+        """Every whole number in range, every other one (and so on) when there are too many."""
+        if max_ - min_ > COUNTS_SPAN:
+            return super().get_ticks(min_, max_, max_ticks)
+        ticks = [float(v) for v in range(math.ceil(min_), math.floor(max_) + 1)]
+        step = 1
+        while len(ticks[::step]) > max_ticks:
+            step += 1
+        return ticks[::step] or [min_, max_]
+
+
+def _counts(series: Sequence[Any]) -> bool:
+    """Whether every x of every series is a whole number, over a span short enough to tick."""
+    xs = [float(x) for s in series for x in _get(s, "x") if x is not None]
+    if not xs or max(xs) - min(xs) > COUNTS_SPAN:
+        return False
+    return all(x.is_integer() for x in xs)
+
+
 def _get(series: Any, key: str) -> Any:
     return series[key] if isinstance(series, dict) else getattr(series, key)
 
@@ -80,6 +105,41 @@ def _points(s: Any, log_x: bool, log_y: bool) -> tuple[list[float], list[float]]
     return xs, ys
 
 
+def _spreads(s: Any, log_x: bool, log_y: bool) -> list[tuple[float, float, float]]:
+    """(x, lo, hi) of each point's spread, on the plot's axes."""
+    out = []
+    for x, (lo, hi) in zip(_get(s, "x"), spread(s), strict=False):
+        values = (x, lo, hi)
+        if any(v is None or not math.isfinite(v) for v in values):
+            continue
+        if (log_x and x <= 0) or (log_y and min(lo, hi) <= 0):
+            continue
+        tx = math.log10(x) if log_x else float(x)
+        tlo, thi = (math.log10(v) if log_y else float(v) for v in (lo, hi))
+        out.append((tx, tlo, thi))
+    return out
+
+
+def _dotted(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
+    """Points along the polyline (xs, ys), evenly spaced in x: a model drawn as dots."""
+    pts = sorted(zip(xs, ys, strict=True))
+    if len(pts) < 2:
+        return xs, ys
+    x0, x1 = pts[0][0], pts[-1][0]
+    out_x: list[float] = []
+    out_y: list[float] = []
+    k = 0
+    for i in range(MODEL_DOTS + 1):
+        x = x0 + (x1 - x0) * i / MODEL_DOTS
+        while k < len(pts) - 2 and pts[k + 1][0] < x:
+            k += 1
+        (xa, ya), (xb, yb) = pts[k], pts[k + 1]
+        t = (x - xa) / (xb - xa) if xb > xa else 0.0
+        out_x.append(x)
+        out_y.append(ya + t * (yb - ya))
+    return out_x, out_y
+
+
 def legend_styles(series: Sequence[Any]) -> list[str]:
     """One colour per series, in order; a calibrated ceiling is always red."""
     out: list[str] = []
@@ -95,8 +155,11 @@ def legend(series: Sequence[Any]) -> Text:
     for s, style in zip(series, legend_styles(series), strict=True):
         if out:
             out.append("   ")
-        out.append("━━ " if is_ceiling(s) else "⣀⠤ ", style=style)
+        mark = "━━ " if is_ceiling(s) else "·· " if is_model(s) else "⣀⠤ "
+        out.append(mark, style=style)
         out.append(str(_get(s, "name")))
+    if any(spread(s) for s in series):
+        out.append(f"   │ {SPREAD_LEGEND}")
     return out
 
 
@@ -128,7 +191,8 @@ class SeriesPlot(PlotWidget):
         first = self.series[0]
         log_x = any(bool(_get(s, "log_x")) for s in self.series)
         log_y = any(bool(_get(s, "log_y")) for s in self.series)
-        self.set_x_formatter(LogFormatter() if log_x else LinearFormatter())
+        linear = CountFormatter() if _counts(self.series) else LinearFormatter()
+        self.set_x_formatter(LogFormatter() if log_x else linear)
         self.set_y_formatter(LogFormatter() if log_y else LinearFormatter())
         self.set_xlabel(f"{_get(first, 'x_label') or 'x'}{' (log)' if log_x else ''}")
         self.set_ylabel("")  # textual-plot centres it on the narrow left margin: see caption
@@ -141,10 +205,15 @@ class SeriesPlot(PlotWidget):
             style = next(styles)
             if is_ceiling(s):
                 self.plot(xs, ys, line_style=style, label=name)
+            elif is_model(s):
+                dx, dy = _dotted(xs, ys)
+                self.scatter(dx, dy, marker="·", marker_style=style, label=name)
             elif len(xs) == 1:
                 self.scatter(xs, ys, marker="●", marker_style=style, label=name)
             else:
                 self.plot(xs, ys, line_style=style, hires_mode=HiResMode.BRAILLE, label=name)
+            for x, lo, hi in _spreads(s, log_x, log_y):
+                self.plot([x, x], [lo, hi], line_style=style, hires_mode=HiResMode.BRAILLE)
 
 
 class ResultPlots(Vertical):
