@@ -23,6 +23,7 @@ from textual.worker import WorkType
 from gpulab.app.state import LabState
 from gpulab.core import events as ev
 from gpulab.core.devices import Inventory
+from gpulab.exercises.outcome import PREPARE_JOB
 
 
 class RunnerEventArrived(Message):
@@ -159,7 +160,7 @@ class WorkerLink:
         self.ahead[key] = f"{exercise_id}'s preparation (its check's kernels compile once)"
         self._ahead_changed()
         try:
-            job = await self.runner.submit("exercise-prepare", {"exercise": exercise_id})
+            job = await self.runner.submit(PREPARE_JOB, {"exercise": exercise_id}, hidden=True)
             async for _event in job:
                 pass
         except Exception:  # noqa: BLE001 - an optimisation only: the first check compiles itself

@@ -86,7 +86,9 @@ class Checker:
         if self.inline:
             return 0.0
         t0 = time.perf_counter()
-        job = await self.client.submit(PREPARE_JOB, {"exercise": ex.id}, device=self.device)
+        job = await self.client.submit(
+            PREPARE_JOB, {"exercise": ex.id}, device=self.device, hidden=True
+        )
         async for _event in job:
             pass
         self.last_final = job.final or {}
@@ -108,7 +110,9 @@ class Checker:
             return result, time.perf_counter() - t0
         limit = self.time_limit or ex.time_limit
         params = {"exercise": ex.id, "path": str(path), "seed": seed, "quick": self.quick}
-        job = self.job = await self.client.submit(CHECK_JOB, params, device=self.device)
+        job = self.job = await self.client.submit(
+            CHECK_JOB, params, device=self.device, hidden=True
+        )
         loop = asyncio.get_running_loop()
         timed_out: list[bool] = []
         cancels: list[asyncio.Task[None]] = []

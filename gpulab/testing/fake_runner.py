@@ -246,9 +246,15 @@ class FakeRunner:
         return self._pid if self._handshake else None
 
     async def submit(
-        self, experiment: str, params: dict[str, Any] | None = None, *, device: int | None = None
+        self,
+        experiment: str,
+        params: dict[str, Any] | None = None,
+        *,
+        device: int | None = None,
+        hidden: bool = False,
     ) -> FakeJob:
-        """Validate `params` as the real runner does and start the experiment's scripted job."""
+        """Validate `params` as the real worker does and start the experiment's scripted job
+        (hidden ones too: the fake is its own worker)."""
         exp = get(experiment)
         clean = exp.params.validate(params or {})
         job = FakeJob(str(next(self._ids)), experiment, clean, device)

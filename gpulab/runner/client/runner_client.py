@@ -231,11 +231,21 @@ class RunnerClient:
 
     # --- jobs -------------------------------------------------------------------------------------
     async def submit(
-        self, experiment: str, params: dict[str, Any] | None = None, *, device: int | None = None
+        self,
+        experiment: str,
+        params: dict[str, Any] | None = None,
+        *,
+        device: int | None = None,
+        hidden: bool = False,
     ) -> Job:
-        """Validate here (ParamError / UnknownExperiment raise now), then queue the job."""
-        exp = get(experiment)
-        validated = exp.params.validate(params or {})
+        """Validate here (ParamError / UnknownExperiment raise now), then queue the job. A hidden
+        job (a check, an exercise's preparation) is registered by the worker, which validates
+        it: this process need not import the grader to ask for one."""
+        if hidden:
+            experiment_id, validated = experiment, dict(params or {})
+        else:
+            exp = get(experiment)
+            experiment_id, validated = exp.id, exp.params.validate(params or {})
         if self._closed:
             raise RuntimeError("the runner was shut down")
         if not self._started:
@@ -243,7 +253,7 @@ class RunnerClient:
         self._jobs += 1
         job = Job(
             f"job-{self._jobs}",
-            exp.id,
+            experiment_id,
             validated,
             self.device_index if device is None else int(device),
         )

@@ -59,9 +59,15 @@ class RemoteClient:
         return dict(answer["hello"])
 
     async def submit(
-        self, experiment: str, params: dict[str, Any] | None = None, *, device: int | None = None
+        self,
+        experiment: str,
+        params: dict[str, Any] | None = None,
+        *,
+        device: int | None = None,
+        hidden: bool = False,
     ) -> Job:
-        """Send a job to the warm worker; its events arrive on the returned Job."""
+        """Send a job to the warm worker; its events arrive on the returned Job. The warm worker
+        validates every job, hidden or not (`hidden` is RunnerClient's)."""
         reader, writer = await asyncio.open_unix_connection(str(self.where.socket))
         msg: dict[str, Any] = {
             "cmd": "submit",
