@@ -26,6 +26,8 @@ GRADE_STYLE = {"gold": "bold yellow", "silver": "bold white", "bronze": "bold #c
 
 
 def _short(value: Any) -> str:
+    if value is None:  # the worker's events carry NaN and inf as null (plain JSON)
+        return "NaN or inf"
     if isinstance(value, float):
         return f"{value:.6g}"
     text = str(value)
