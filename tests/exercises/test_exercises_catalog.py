@@ -91,7 +91,7 @@ def test_wrong_solution_is_rejected(ex, wrong, seed):
 
 
 @pytest.mark.parametrize(("ex", "right"), RIGHTS)
-@pytest.mark.parametrize("seed", [7, 2024, 31337])
+@pytest.mark.parametrize("seed", [7, 2024])  # two input sets a file, as for wrong/: CI's time
 def test_right_solution_passes(ex, right, seed):
     """A correct solution written another way than ours (a false rejection once) passes."""
     first = right.read_text(encoding="utf-8").splitlines()[0]
