@@ -748,14 +748,23 @@ def _uses_shared(launch: Launch) -> bool | None:
     asked = launch.shared_dynamic > 0 or bool(launch.shared_static())
     if not asked:
         return False
+    read = _launch_ptx(launch)
+    if read is None:
+        return None
+    ptx, body = read
+    return bool(_SHARED_ACCESS.search(body if body is not None else ptx))
+
+
+def _launch_ptx(launch: Launch) -> tuple[str, str | None] | None:
+    """(the module's PTX, the launched kernel's entry in it or None) for a RawKernel or
+    RawModule launch; None where the code cannot be read."""
     source = getattr(launch.wrapper, "source", "")
     if not source or launch.kind not in ("RawKernel", "RawModule"):
         return None
     ptx = _ptx_of(source)
     if ptx is None:
         return None
-    body = _ptx_entry(ptx, launch.kernel)
-    return bool(_SHARED_ACCESS.search(body if body is not None else ptx))
+    return ptx, _ptx_entry(ptx, launch.kernel)
 
 
 _SHUFFLE = re.compile(r"\b(shfl\.sync|redux\.sync)\b")
@@ -766,13 +775,10 @@ def uses_shuffles(launch: Launch) -> bool | None:
     `shfl.sync` or `redux.sync` instruction in the kernel or a device function it calls. A
     shuffle in a comment, in `#if 0` or in a function nobody calls compiles to nothing. None
     where the code cannot be read (no NVRTC, a kernel without C source)."""
-    source = getattr(launch.wrapper, "source", "")
-    if not source or launch.kind not in ("RawKernel", "RawModule"):
+    read = _launch_ptx(launch)
+    if read is None:
         return None
-    ptx = _ptx_of(source)
-    if ptx is None:
-        return None
-    body = _ptx_entry(ptx, launch.kernel)
+    ptx, body = read
     if body is None or re.search(r"\bcall(\.uni)?\b", body):
         body = ptx  # a device function kept apart from the kernel: read them all
     return bool(_SHUFFLE.search(body))
