@@ -3,6 +3,8 @@
 # test under its own timeout, so the whole GPU suite fits one device call and a hung test fails
 # alone. Files that read every GPU (multi-GPU, doctor, the runner's process list, telemetry) run
 # last with all of GPUS visible. Usage: GPUS=0,1,2 bash bench/gpu_suite_split.sh [SECONDS]
+# GPUS may name one GPU more than once (GPUS=0,0,0,0: four processes share one GPU). SKIP names
+# files left to a call of their own (timing that must run alone, such as the ladders).
 # Writes $OUT/suite-N.log per GPU, $OUT/suite-all.log and a summary on stdout.
 set -u
 per=${1:-200}
@@ -11,7 +13,7 @@ IFS=, read -r -a gpus <<< "${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,n
 n=${#gpus[@]}
 multi="tests/test_exp_multi.py tests/test_doctor.py tests/test_runner_gpu.py tests/test_telemetry_gpu.py"
 files=$(ls -S tests/test_*.py tests/*/test_*.py 2>/dev/null)
-for f in $multi; do files=$(printf '%s\n' $files | grep -v -F -x "$f"); done
+for f in $multi ${SKIP:-}; do files=$(printf '%s\n' $files | grep -v -F -x "$f"); done
 declare -a bucket size
 for ((i = 0; i < n; i++)); do bucket[$i]=""; size[$i]=0; done
 first=0
@@ -31,7 +33,7 @@ for ((i = 0; i < n; i++)); do
       > "$out/suite-$i.log" 2>&1; echo "exit=$?" >> "$out/suite-$i.log" ) &
 done
 wait
-all=$(IFS=,; echo "${gpus[*]}")
+all=$(printf '%s\n' "${gpus[@]}" | sort -un | paste -sd,)
 CUDA_VISIBLE_DEVICES=$all GPULAB_DATA_DIR=/tmp/suite-data-all $PT $(ls $multi 2>/dev/null) \
   > "$out/suite-all.log" 2>&1; echo "exit=$?" >> "$out/suite-all.log"
 for f in "$out"/suite-*.log; do
