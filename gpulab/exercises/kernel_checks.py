@@ -93,6 +93,7 @@ def run_guarded(
         out = buf[g : g + total].reshape(shape)
         if before is not None:
             before(len(results))
+        scribble_shared(cp)
         fn(*args, out)
         for name, host, dev, snapshot in kept:
             # Compared on the device, bit for bit; only a changed buffer comes to the host
@@ -100,6 +101,39 @@ def run_guarded(
                 raise api.CheckError(input_changed(name, host, api.to_host(dev)))
         results.append(api.to_host(buf))
     return np.stack(results)
+
+
+# Shared memory is not cleared between kernels: a block reads what the last block on its SM left.
+# What that is depends on what ran before, and is often zero on a quiet GPU, so a kernel that
+# never initialises its shared memory (a histogram's bins, a tree's padding) can pass by luck.
+# Every SM's shared memory is filled with this pattern before each checked call: a NaN as a
+# float, a large int, nonzero in every byte.
+SCRIBBLE_BITS = 0x7FC0DEAD
+_SCRIBBLE_SOURCE = r"""
+extern "C" __global__ void gpulab_scribble_shared(unsigned int bits, int words) {
+    extern __shared__ unsigned int smem[];
+    volatile unsigned int* s = smem;  // volatile: stores nothing reads are still made
+    for (int i = threadIdx.x; i < words; i += blockDim.x) s[i] = bits;
+}
+"""
+_scribbler: list[Any] = []  # (kernel, blocks, bytes), compiled once a process
+
+
+def scribble_shared(cp: Any) -> None:
+    """Fill the shared memory of every SM with SCRIBBLE_BITS (a few blocks an SM, each with the
+    most dynamic shared memory a block may take). Not on the CUDA emulator, whose shared arrays
+    keep what the last block left by design."""
+    raw = getattr(cp, "RawKernel", None)  # NumPy for the tests' fake device arrays
+    if raw is None or raw.__module__.startswith("gpulab."):
+        return
+    if not _scribbler:
+        attrs = cp.cuda.Device().attributes
+        size = int(attrs.get("MaxSharedMemoryPerBlockOptin", 0)) or 48 * 1024
+        kernel = cp.RawKernel(_SCRIBBLE_SOURCE, "gpulab_scribble_shared")
+        kernel.max_dynamic_shared_size_bytes = size
+        _scribbler.append((kernel, 2 * int(attrs["MultiProcessorCount"]), size))
+    kernel, blocks, size = _scribbler[0]
+    kernel((blocks,), (1024,), (np.uint32(SCRIBBLE_BITS), np.int32(size // 4)), shared_mem=size)
 
 
 def _same_bits(a: Any, b: Any) -> bool:
@@ -238,6 +272,8 @@ def spec(
     def prepare(io: Any) -> None:
         out = io[-1]
         out.fill(api.poison(1, out.dtype)[0])
+        # as before a checked call, so what shared memory holds cannot tell the two apart
+        scribble_shared(_xp(out))
         if mutate:
             refresh(*(x for x in io[:-1] if hasattr(x, "shape") and getattr(x, "size", 0) > 1))
 
