@@ -4,8 +4,9 @@ each a file with its idea in one sentence, each checked by the engine's own grad
 emulator (the rungs below the exercise, matmul's 1 and 2 and transpose's 1, compute every case
 right and are refused only for using no shared memory); held-out variants written for the test
 (tests/fixtures/ladder/: a rung's idea in other code) pass the check too and are placed on their
-own rung; placing a figure on the nearest rung; the figures kept per device and per version of
-the rungs; `gpulab ex ladder`.
+own rung; placing a figure on the nearest rung; the memory roof (rungs at a copy's speed form a
+band: in order with each other, a figure there placed in the band); the figures kept per device
+and per version of the rungs; `gpulab ex ladder`.
 
 The rungs' speeds, and so their order, are measured on a GPU: tests/test_ladder_gpu.py.
 """
@@ -307,3 +308,130 @@ def test_a_rung_that_is_the_reference_points_at_it(tmp_path):
         ref.write_text(f"{idea}\n# file: {target}\n")
         with pytest.raises(ladder.LadderError, match="names a file of its exercise"):
             ladder.rungs(mine)
+
+
+# reduction-kernel as measured on an H200 (GB/s): rung 4 already saturates DRAM, so rungs 5 and 6
+# cannot be faster; the roof is a device copy of the same bytes timed in the same rounds
+H200 = dict(zip(LADDERS["reduction-kernel"][0], [396, 911, 1655, 4323, 4312, 4244], strict=True))
+H200_ROOF = 4125.0
+
+
+def _roofed(values: dict[str, float], roof: float = H200_ROOF) -> dict[str, dict[str, float]]:
+    """A memory-bound ladder's record: each rung marked at the roof as ladder_measure marks it."""
+    top = values["expert"]
+    return {
+        n: {
+            "value": v,
+            "of_top": v / top,
+            "roof": roof,
+            "at_roof": float(v / roof >= ladder.ROOF_FRACTION),
+        }
+        for n, v in values.items()
+    }
+
+
+def test_rungs_at_the_memory_roof_are_in_order_with_each_other():
+    from gpulab.exercises.ladder_measure import Measured
+
+    order = LADDERS["reduction-kernel"][0]
+    record = _roofed(H200)
+    assert [ladder.at_roof(record[n]) for n in order] == [False] * 3 + [True] * 3
+    assert Measured("GB/s", rungs=record, roof=H200_ROOF).ordered(order)
+    bare = {n: {k: v for k, v in f.items() if k != "at_roof"} for n, f in record.items()}
+    assert not ladder.ordered(order, bare)  # without the roof, 5 and 6 are slower than 4
+    # a rung below the roof must still beat the one under it
+    assert not ladder.ordered(order, _roofed(H200 | {"add-during-load": 900}))
+    # and a rung that falls off the roof is out of order with the roof rungs below it
+    assert not ladder.ordered(order, _roofed(H200 | {"expert": 3500}))
+
+
+def test_a_figure_at_the_roof_is_placed_in_the_roof_band():
+    ex = CATALOG.get("reduction-kernel")
+    rungs, record = ladder.rungs(ex), _roofed(H200)
+    band = [r for r in rungs if r.number >= 4]
+    for r in band:
+        p = ladder.place(rungs, record, of_top=record[r.name]["of_top"])
+        assert p is not None and p.rung == band[0] and list(p.band) == band, (r.name, p)
+        assert p.above is None and p.speedup is None  # the band reaches the top
+        assert p.sentence() == (
+            "You are at this GPU's memory roof, with rungs 4 to 6, the top: DRAM is saturated,"
+            " so the ideas above rung 4 gain nothing more here; they pay off on a GPU that needs"
+            " more bytes in flight to fill its memory."
+        )
+    three = ladder.place(rungs, record, value=1700)
+    assert three is not None and three.rung == rungs[2] and three.band == ()
+    assert three.above == rungs[3] and three.speedup == pytest.approx(4323 / 1700)
+    # nearer the band than rung 3, below the roof: the band's lowest rung is what reaches it
+    below = ladder.place(rungs, record, value=3000)
+    assert below is not None and below.rung == rungs[3] and list(below.band) == band
+    assert below.sentence() == (
+        "You are below this GPU's memory roof, which rungs 4 to 6, the top, reach: rung 4 ran"
+        f" 1.4x faster than yours; its idea: {rungs[3].idea}."
+    )
+    # a band that stops short of the top: the next rung is the one past it
+    fell = _roofed(H200 | {"expert": 3500})
+    p = ladder.place(rungs, fell, value=4323)
+    assert p is not None and list(p.band) == band[:2] and p.above == rungs[5]
+    assert p.sentence().startswith("You are at this GPU's memory roof, with rungs 4 to 5: DRAM")
+    # only the top at the roof: one rung, no ideas above it
+    lone = _roofed(H200 | {"warp-shuffles": 3000, "several-per-thread": 3500})
+    q = ladder.place(rungs, lone, value=4244)
+    assert q is not None and q.band == (rungs[5],)
+    assert (
+        q.sentence()
+        == "You are at this GPU's memory roof, with rung 6, the top: DRAM is saturated."
+    )
+
+
+def test_the_cli_draws_the_roof_band(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("GPULAB_WORKDIR", str(tmp_path / "work"))
+    from gpulab.ex.cli import _device_key
+
+    ex = CATALOG.get("reduction-kernel")
+    ladder.observe(ex, _device_key(), _roofed(H200), metric="GB/s")
+    assert main(["ex", "ladder", ex.id, "--figure", "4300"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert all(len(ln) <= 100 for ln in out), out
+    drawn = {ln.split()[1]: ln for ln in out[1:7]}  # rung number -> its line, top first
+    assert {n for n, ln in drawn.items() if "at roof" in ln} == {"4", "5", "6"}, out
+    assert {n for n, ln in drawn.items() if ln.startswith("->")} == {"4", "5", "6"}, out
+    text = " ".join(out)
+    assert "a device copy of the same bytes ran at 4125 GB/s" in text, out
+    assert "You are at this GPU's memory roof, with rungs 4 to 6, the top" in text, out
+    assert main(["ex", "ladder", ex.id, "--figure", "4300", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["ladder"]
+    assert data["rung"] == 4 and data["band"] == [4, 5, 6] and data["roof"] == H200_ROOF
+    assert [r["figure"]["at_roof"] for r in data["rungs"]] == [0.0] * 3 + [1.0] * 3
+    assert data["hint"].startswith("You are at this GPU's memory roof")
+    # what the TUI shows after a graded check at the expert's speed
+    timing = {"yardstick": {"label": "expert"}, "of_yardstick": {"figure": 1.01}}
+    note = ladder.for_check(ex, timing, _device_key())
+    assert note.startswith("You are at this GPU's memory roof, with rungs 4 to 6"), note
+
+
+def test_the_rounds_mark_each_rung_against_the_copy_timed_beside_it():
+    from gpulab.core.rounds import Contender, Rounds
+    from gpulab.exercises.ladder_measure import LIBRARY, ROOF, tally
+
+    names = ["slow", "fast", "expert"]
+    timed = Rounds([Contender(n, lambda: None) for n in [*names, LIBRARY, ROOF]])
+    work = 4e9  # bytes a call: one second a call is 4 GB/s
+    # per round, the seconds a call took: the copy moves the same bytes in 1 s
+    timed.times = {
+        "slow": [2.0, 2.2, 2.1],
+        "fast": [1.05, 1.1, 1.0],
+        "expert": [1.08, 1.0, 1.12],
+        LIBRARY: [1.3, 1.3, 1.3],
+        ROOF: [1.0, 1.0, 1.1],
+    }
+    timed.done = 3
+    m = tally(timed, names, work, "GB/s", "lib", roofed=True)
+    assert m.roof == pytest.approx(4.0) and m.library == pytest.approx(4 / 1.3)
+    assert m.rungs["slow"]["value"] == pytest.approx(4 / 2.1) and m.rounds == 3
+    assert [m.rungs[n]["at_roof"] for n in names] == [0.0, 1.0, 1.0]
+    assert m.rungs["fast"]["roof"] == m.roof
+    assert m.ordered(names)  # "fast" beat "expert" by its median, but both are at the roof
+    plain = tally(timed, names, work, "GB/s", "lib", roofed=False)
+    assert plain.roof is None and "at_roof" not in plain.rungs["fast"]
+    assert not plain.ordered(names)

@@ -496,6 +496,8 @@ def cmd_ladder(args: argparse.Namespace) -> int:
                     ],
                     "figure": value,
                     "rung": placed.rung.number if placed else None,
+                    "band": [r.number for r in placed.band] if placed else [],
+                    "roof": ladder.roof(measured),
                     "hint": ladder.hint(rungs, placed),
                 }
             }
@@ -525,6 +527,8 @@ def _measure_ladder(args: argparse.Namespace, ex: Any, key: str) -> None:
         top = m.rungs[order[-1]]["value"]
         lib = f"; the top rung is {top / m.library:.2f} of {m.library_name}" if m.library else ""
         what = "each rung faster than the one below" if m.ordered(order) else "NOT in order"
+        if m.roof is not None and m.ordered(order):
+            what += f" or both at the memory roof ({m.roof:.4g} GB/s, a copy of the same bytes)"
         print(f"measured {len(order)} rungs in {m.rounds} rounds: {what}{lib}")
 
 

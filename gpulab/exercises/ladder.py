@@ -17,6 +17,12 @@ timed in the same rounds. A learner's figure is placed on the nearest rung (by r
 next rung's idea is the next hint: "you are on rung 3, shared tiles; rung 4 ran 2.3x faster on
 this GPU; its idea: ...". The rungs' code is never shown: the expert opens at gold, as always.
 
+A memory-bound ladder (GB/s) is also timed against its roof, a device copy of the bytes the check
+moves, in the same rounds: a rung at ROOF_FRACTION of it or more is marked at the roof. No rung
+can beat DRAM, so the rungs at the roof form a band whose order is noise: the ladder is in order
+when each rung is faster than the one below or both are at the roof, and a figure placed in the
+band is told it is at this GPU's memory roof, where the band's higher ideas gain nothing more.
+
 Reads JSON only (no torch, no CuPy): the UI process may call it.
 """
 
@@ -37,12 +43,18 @@ from gpulab.exercises.device_records import DeviceRecords
 from gpulab.exercises.loader import Exercise
 from gpulab.exercises.yardstick import versions
 
-SCHEMA = 1
+SCHEMA = 2  # 2: each rung of a memory-bound ladder carries its mark against the memory roof
 _RECORDS = DeviceRecords("ladders", SCHEMA)
 _FILE = re.compile(r"^(\d\d)-([a-z0-9-]+)\.(py|ref)$")
 _IDEA = "# rung: "
 _EXPECT = "# expect: "
 _POINTER = "# file: "  # in a .ref rung: the exercise's file that is the rung
+# A rung at 0.9 of a device copy of the same bytes or more is at the memory roof: a copy is the
+# simplest kernel that saturates DRAM, and a kernel that reads far more than it writes may beat
+# it by a few percent (no read-write turnarounds on the bus) as it may trail it by a few (a row's
+# tail, the launch), so within 10% nothing is left that an idea of a rung could win on this GPU.
+ROOF_FRACTION = 0.9
+_NEAR = 1.15  # a figure within this ratio of a rung's is on it
 
 
 @dataclass(frozen=True)
@@ -113,8 +125,9 @@ def fingerprint(ex: Exercise) -> str:
 
 
 def figures(ex: Exercise, key: str) -> dict[str, dict[str, float]]:
-    """The rungs' figures on device `key`, by rung name ({"value": ..., "of_top": ...}), when
-    they were measured for these rungs, this check and these library versions; else {}."""
+    """The rungs' figures on device `key`, by rung name ({"value": ..., "of_top": ...}, and for
+    a memory-bound ladder "roof": the copy's GB/s, "at_roof": 1.0 or 0.0), when they were
+    measured for these rungs, this check and these library versions; else {}."""
     row = _RECORDS.read(key).get(ex.id)
     if not isinstance(row, dict) or row.get("fingerprint") != fingerprint(ex):
         return {}
@@ -128,7 +141,8 @@ def observe(
     ex: Exercise, key: str, measured: dict[str, dict[str, float]], *, metric: str
 ) -> dict[str, Any]:
     """Keep a measurement of the rungs on device `key` (every rung from one run of rounds:
-    {name: {"value": figure, "of_top": fraction of the top rung}}); returns the row kept."""
+    {name: {"value": figure, "of_top": fraction of the top rung, and "roof", "at_roof" where the
+    metric is memory-bound}}); returns the row kept."""
     rows = _RECORDS.read(key)
     row = {
         "fingerprint": fingerprint(ex),
@@ -142,26 +156,74 @@ def observe(
     return row
 
 
+def at_roof(figure: dict[str, float] | None) -> bool:
+    """Whether a rung's figures mark it at the memory roof."""
+    return bool((figure or {}).get("at_roof"))
+
+
+def roof(measured: dict[str, dict[str, float]]) -> float | None:
+    """The memory roof the rungs were timed beside (GB/s, a copy's bytes read + written), if any."""
+    return next((float(f["roof"]) for f in measured.values() if f.get("roof")), None)
+
+
+def ordered(order: list[str], measured: dict[str, dict[str, float]]) -> bool:
+    """Whether each rung (names bottom first) ran faster than the one below it, or both are at
+    the memory roof, where no idea can be faster."""
+    figs = [measured[n] for n in order if n in measured]
+    return all(
+        a["value"] < b["value"] or (at_roof(a) and at_roof(b))
+        for a, b in zip(figs, figs[1:], strict=False)
+    )
+
+
+def _span(band: tuple[Rung, ...]) -> str:
+    if len(band) == 1:
+        return f"rung {band[0].number}"
+    return f"rungs {band[0].number} to {band[-1].number}"
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where a figure sits on a measured ladder."""
 
-    rung: Rung  # the nearest rung
-    above: Rung | None  # the next rung up, None on the top one
+    rung: Rung  # the nearest rung; in a band, the band's lowest
+    above: Rung | None  # the next rung up (past the band), None on the top one
     speedup: float | None  # how much faster the next rung ran than the learner's figure
-    ratio: float  # the learner's figure over the nearest rung's
+    ratio: float  # the learner's figure over `rung`'s
+    band: tuple[Rung, ...] = ()  # the rungs at the memory roof, when the nearest is one of them
 
     def sentence(self, metric: str = "") -> str:
-        """'You are on rung 3, shared tiles; rung 4 ran 2.3x faster on this GPU; its idea: ...'"""
-        near = "near" if abs(math.log(self.ratio)) > math.log(1.15) else "on"
+        """'You are on rung 3, shared tiles; rung 4 ran 2.3x faster on this GPU; its idea: ...',
+        or, in the roof band, that the ideas above its lowest rung gain nothing more here."""
+        near = "near" if abs(math.log(self.ratio)) > math.log(_NEAR) else "on"
         head = f"You are {near} {self.rung.title}"
-        if self.above is None:
+        if self.band:
+            head = self._at_roof()
+        elif self.above is None:
             return head + ": the top of the ladder, what gold is measured against."
+        if self.above is None:
+            return head + "."
         if self.speedup is None:
             return head + f"; the next rung's idea: {self.above.idea}."
         return (
             head + f"; {self.above.title.split(',')[0]} ran {self.speedup:.1f}x faster than"
             f" yours on this GPU; its idea: {self.above.idea}."
+        )
+
+    def _at_roof(self) -> str:
+        low, top = self.band[0], ", the top" if self.above is None else ""
+        if self.ratio < 1 / _NEAR:  # below the band: its lowest rung's idea reaches the roof
+            reach = f"{_span(self.band)}{top and top + ','} reach"
+            return (
+                f"You are below this GPU's memory roof, which {reach}: rung {low.number} ran"
+                f" {1 / self.ratio:.1f}x faster than yours; its idea: {low.idea}"
+            )
+        head = f"You are at this GPU's memory roof, with {_span(self.band)}{top}: DRAM is saturated"
+        if len(self.band) == 1:
+            return head
+        return (
+            head + f", so the ideas above rung {low.number} gain nothing more here; they pay off"
+            " on a GPU that needs more bytes in flight to fill its memory"
         )
 
 
@@ -182,10 +244,29 @@ def place(
     if not known:
         return None
     rung, figure = min(known, key=lambda rf: abs(math.log(mine / rf[1])))
-    above = next((r for r in ladder if r.number == rung.number + 1), None)
+    band = _band(ladder, measured, rung)
+    if band:
+        rung, figure = band[0], float(measured[band[0].name][use])
+    top = band[-1] if band else rung
+    above = next((r for r in ladder if r.number == top.number + 1), None)
     up = measured.get(above.name, {}).get(use) if above is not None else None
     speedup = float(up) / mine if up else None
-    return Placement(rung, above, speedup, mine / figure)
+    return Placement(rung, above, speedup, mine / figure, band)
+
+
+def _band(
+    ladder: list[Rung], measured: dict[str, dict[str, float]], rung: Rung
+) -> tuple[Rung, ...]:
+    """The unbroken run of rungs at the memory roof that holds `rung`; () when it is below."""
+    run: list[Rung] = []
+    for r in ladder:
+        if at_roof(measured.get(r.name)):
+            run.append(r)
+        elif rung in run:
+            break
+        else:
+            run = []
+    return tuple(run) if rung in run else ()
 
 
 def hint(ladder: list[Rung], p: Placement | None) -> str:
@@ -232,19 +313,29 @@ def lines(
     p = place(ladder, measured, value=value, of_top=of_top)
     unit = ex.metric or ""
     out = [f"The ladder of {ex.id}: {len(ladder)} rungs, one idea each (top: the expert)"]
+    ceiling = roof(measured)
+    tag = " at roof" if ceiling else ""  # a column only where a roof was timed
     for r in reversed(ladder):
         fig = measured.get(r.name, {})
         shown = (
             f"{fig['value']:>7.3g} {unit} ({fig.get('of_top', 0):.2f} of top)"
+            + (tag if at_roof(fig) else " " * len(tag))
             if fig.get("value")
-            else "not measured here".rjust(len(unit) + 22)
+            else "not measured here".rjust(len(unit) + 22 + len(tag))
         )
-        mark = "->" if p is not None and p.rung == r else "  "
+        mark = "->" if p is not None and (p.rung == r or r in p.band) else "  "
         note = f" (refused: {r.refused})" if r.refused else ""
         head = f"{mark} {r.number:>2} {r.name:<20} {shown}  "
         room = max(20, width - len(head))
         text = r.idea + note
         out.append(head + (text if len(text) <= room else text[: room - 3] + "..."))
+    if ceiling:
+        out += textwrap.wrap(
+            f"Memory roof: a device copy of the same bytes ran at {ceiling:.4g} {unit} (read +"
+            f" written) in the same rounds; a rung at {ROOF_FRACTION:.0%} of it or more is at"
+            " the roof: DRAM is saturated there, so the rungs at the roof are not ordered by speed.",
+            width,
+        )
     if not measured:
         out += textwrap.wrap(
             "Not measured on this GPU yet: the rungs' speeds are timed once per GPU"

@@ -6,7 +6,10 @@ check.timing() builds the timed inputs (4096 x 4096 for matmul-tiled), and gpula
 times one call of each in every round, the order rotating, with a spin queued ahead of each
 start event; each rung's figure is its median over the rounds, and its fraction of the top rung
 the median of the per-round ratios. The library (cuBLAS for matmul) is timed in the same rounds,
-so the top rung's share of it is known too.
+so the top rung's share of it is known too. A memory-bound ladder (GB/s against the device copy)
+times its roof in the same rounds: a device-to-device copy that moves the bytes the check counts
+(half read, half written, as the calibrated device copy counts its GB/s), each rung marked at the
+roof where its per-round ratio to the copy is ladder.ROOF_FRACTION or more.
 
 Runs in a process with CuPy and a GPU (`gpulab ex ladder NAME --measure`, or
 tests/test_ladder_gpu.py); the module imports neither at load.
@@ -29,6 +32,7 @@ from gpulab.exercises.run_check import load_check
 from gpulab.exercises.sandbox import load_learner
 
 LIBRARY = "library"  # the library path's name among the contenders
+ROOF = "memory roof"  # the copy's name among the contenders: no rung's file name has a space
 
 
 @dataclass
@@ -40,11 +44,11 @@ class Measured:
     library: float | None = None  # the library's figure, in the metric
     library_name: str = ""
     rounds: int = 0
+    roof: float | None = None  # a copy of the same bytes in GB/s (memory-bound ladders only)
 
     def ordered(self, order: list[str]) -> bool:
-        """Whether each rung ran faster than the one below it."""
-        values = [self.rungs[n]["value"] for n in order if n in self.rungs]
-        return all(a < b for a, b in zip(values, values[1:], strict=False))
+        """Whether each rung ran faster than the one below it, or both are at the memory roof."""
+        return ladder.ordered(order, self.rungs)
 
 
 def figure(work: float, seconds: float, metric: str) -> float:
@@ -55,6 +59,13 @@ def figure(work: float, seconds: float, metric: str) -> float:
 
 def _call(fn: Callable[[Any], Any], inputs: Any) -> Callable[[], Any]:
     return lambda: fn(inputs)
+
+
+def _copy(cp: Any, work: float) -> Callable[[], Any]:
+    """A device-to-device copy that moves `work` bytes in all: half read, half written."""
+    src = cp.ones(max(1, int(work) // 8), dtype=cp.float32)
+    dst = cp.empty_like(src)
+    return lambda: cp.copyto(dst, src)
 
 
 def measure(
@@ -74,29 +85,46 @@ def measure(
         rng=np.random.default_rng(11), seed=11, gpu=True, cupy=True, device=f"cuda:{device}"
     )
     contenders = []
-    work, metric, library_name = 0.0, ex.metric or "", ""
+    work, metric, library_name, ceiling = 0.0, ex.metric or "", "", ""
     with cp.cuda.Device(device):
         for r in steps:
             say(f"compiling {r.title}")
             _, fn = load_learner(r.path, f"ladder-{ex.id}-{r.number}", check.ENTRY)
             spec = check.timing(fn, ctx)
             inputs = spec.setup(0)
-            work, metric = float(spec.work), spec.metric
+            work, metric, ceiling = float(spec.work), spec.metric, spec.ceiling
             contenders.append(Contender(r.name, _call(spec.learner, inputs)))
             if spec.library is not None and not library_name:
                 library_name = spec.library_name
                 contenders.append(Contender(LIBRARY, _call(spec.library, inputs)))
+        if ceiling == "copy":  # bound by the device's memory, as a copy is (not by a link)
+            contenders.append(Contender(ROOF, _copy(cp, work)))
         timed = Rounds(contenders, sync="cupy", lead=spin("cupy", device))
         say("warming up")
         timed.warm(2)
         say(f"timing {len(contenders)} contenders in {rounds} rounds")
         timed.extend(rounds)
-    top = steps[-1].name
-    out = Measured(metric, library_name=library_name, rounds=rounds)
-    for r in steps:
-        seconds = timed.timing(r.name).median_s
-        of_top = median_interval(timed.ratios(top, r.name)).median
-        out.rungs[r.name] = {"value": figure(work, seconds, metric), "of_top": of_top}
+    names = [r.name for r in steps]
+    return tally(timed, names, work, metric, library_name, roofed=ceiling == "copy")
+
+
+def tally(
+    timed: Rounds, names: list[str], work: float, metric: str, library_name: str, *, roofed: bool
+) -> Measured:
+    """The ladder's figures from its rounds (`names` bottom first, the top rung last): each
+    rung's median and share of the top, and with `roofed` the copy's figure and each rung's mark
+    (its per-round ratio to the copy, which moves the same bytes)."""
+    out = Measured(metric, library_name=library_name, rounds=timed.done)
+    if roofed:
+        out.roof = figure(work, timed.timing(ROOF).median_s, metric)
+    for name in names:
+        seconds = timed.timing(name).median_s
+        of_top = median_interval(timed.ratios(names[-1], name)).median
+        out.rungs[name] = {"value": figure(work, seconds, metric), "of_top": of_top}
+        if out.roof is not None:
+            of_roof = median_interval(timed.ratios(ROOF, name)).median
+            at = of_roof >= ladder.ROOF_FRACTION
+            out.rungs[name] |= {"roof": out.roof, "at_roof": 1.0 if at else 0.0}
     if library_name:
         out.library = figure(work, timed.timing(LIBRARY).median_s, metric)
     return out
