@@ -220,10 +220,10 @@ def test_memcheck_names_kernel_thread_block_address_and_line():
     text = (FIX / "sanitizer" / "oob-write.memcheck.txt").read_text()
     count, first = sanitize.parse(text, "memcheck")
     assert count == 52 and first is not None
-    assert first.what == "Invalid __global__ read of size 4 bytes" and first.kernel == "add"
+    assert first.what == "Invalid __global__ read of size 4 bytes" and first.kernel == "abs_diff"
     assert first.thread == (85, 0, 0) and first.block == (85, 0, 0)
     assert first.address == "0x7faeb7815554" and "of size 87,380 bytes" in first.where
-    sanitize.map_line(first, {"add": 7})
+    sanitize.map_line(first, {"abs_diff": 7})
     assert first.source_line == 4 and first.file_line == 10
     assert "line 10 of your file" in first.text()
 

@@ -1,18 +1,18 @@
-"""Zip: out[i] = a[i] + b[i]."""
+"""Zip: out[i] = |a[i] - b[i]|."""
 
 import cupy as cp
 import numpy as np
 
 SOURCE = r"""
-extern "C" __global__ void add(const float* a, const float* b, float* out, int n) {
-    // TODO: compute this thread's index, skip it if it is past the end, write the sum
+extern "C" __global__ void abs_diff(const float* a, const float* b, float* out, int n) {
+    // TODO: compute this thread's index, skip it if it is past the end, write |a - b|
 }
 """
 
-_kernel = cp.RawKernel(SOURCE, "add")
+_kernel = cp.RawKernel(SOURCE, "abs_diff")
 
 
-def add(a, b, out):
+def abs_diff(a, b, out):
     n = a.size
     threads = 256
     blocks = (n + threads - 1) // threads

@@ -1,20 +1,20 @@
 # expect: wrong
-"""Zip: out[i] = a[i] + b[i]."""
+"""Zip: out[i] = |a[i] - b[i]|."""
 
 import cupy as cp
 import numpy as np
 
 SOURCE = r"""
-extern "C" __global__ void add(const float* a, const float* b, float* out, int n) {
+extern "C" __global__ void abs_diff(const float* a, const float* b, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = a[i];  // forgot b
 }
 """
 
-_kernel = cp.RawKernel(SOURCE, "add")
+_kernel = cp.RawKernel(SOURCE, "abs_diff")
 
 
-def add(a, b, out):
+def abs_diff(a, b, out):
     n = a.size
     threads = 256
     blocks = (n + threads - 1) // threads

@@ -9,17 +9,17 @@ import cupy as cp
 import numpy as np
 
 SOURCE = r"""
-extern "C" __global__ void add(const float* a, const float* b, float* out, int start, int n) {
+extern "C" __global__ void abs_diff(const float* a, const float* b, float* out, int start, int n) {
     int i = start + blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = a[i] + b[i];
+    if (i < n) out[i] = fabsf(a[i] - b[i]);
 }
 """
 
-_kernel = cp.RawKernel(SOURCE, "add")
+_kernel = cp.RawKernel(SOURCE, "abs_diff")
 _done = []  # (out, elements of it already computed); the arrays are kept, so no id is reused
 
 
-def add(a, b, out):
+def abs_diff(a, b, out):
     n = a.size
     start = next((k for o, k in _done if o is out), 0)  # "the answer is already there"
     blocks = max(1, (n - start + 255) // 256)
