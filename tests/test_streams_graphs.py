@@ -515,3 +515,56 @@ def test_gpu_experiment_measures_its_claim(experiment_id, params):
         assert len(lanes["side stream: copy"]) == 8 and len(lanes["main stream: compute"]) == 8
     else:
         assert s["speedup"] > 1.5 and s["saved_per_kernel_us"] > 0.5, s
+
+
+def _outputs_torch(done: list[bool]):
+    """A fake torch for check.Outputs: streams are numbers (`now` is the current one), and an
+    event's query() answers done[0] (whether the GPU has reached it)."""
+
+    class Tensor:
+        device = types.SimpleNamespace(type="cuda")
+
+    now = types.SimpleNamespace(cuda_stream=1)
+
+    class Event:
+        def record(self, stream) -> None:
+            pass
+
+        def query(self) -> bool:
+            return done[0]
+
+    cuda = types.SimpleNamespace(current_stream=lambda: now, Event=Event)
+    return types.SimpleNamespace(Tensor=Tensor, cuda=cuda), now
+
+
+@pytest.mark.parametrize(
+    "story, flagged",
+    [
+        ("dropped while its copy back on another stream reads it", True),
+        ("record_stream on the copy's stream", False),
+        ("the making stream waited for the copy's stream", False),
+        ("the copy had landed", False),
+        ("copied back on the stream that made it", False),
+    ],
+)
+def test_an_output_let_go_under_its_copy_back_is_named(story, flagged):
+    """The allocator reuses a freed block on the stream that made it at once: an output of
+    step() let go while a copy back on another stream still reads it is named from what ran,
+    and each way of keeping the block (or no other stream) is not."""
+    check = _check_module("streams-overlap")
+    done = [story == "the copy had landed"]
+    fake, now = _outputs_torch(done)
+    log: list[tuple] = []
+    outputs = check.Outputs(fake, log)
+    y = outputs.made(fake.Tensor())  # made on stream 1
+    if story != "copied back on the stream that made it":
+        now.cuda_stream = 2
+    outputs.copied(y, now.cuda_stream)
+    if story == "record_stream on the copy's stream":
+        outputs.recorded(y, types.SimpleNamespace(cuda_stream=2))
+    if story == "the making stream waited for the copy's stream":
+        outputs.waited(1, 2)
+    del y
+    assert (("freed", 0) in log) is flagged
+    why = check.judge_call([("in", True, 2), *log, ("back", True, True, 3), ("wait", "s")])
+    assert ("record_stream on the stream that reads it" in why) is flagged

@@ -19,8 +19,11 @@ What is checked:
    still reads it is overwritten by a later step). An output that holds another chunk's result
    is named as such;
 2. what the call did, recorded while it ran (`_Watch`): every copy in and every copy back, with
-   the stream it was queued on and whether its host memory was pinned, and every host wait
-   (a synchronize of the device, a stream or an event) the learner's own code made. A chunk
+   the stream it was queued on and whether its host memory was pinned, every host wait
+   (a synchronize of the device, a stream or an event) the learner's own code made, and every
+   output of step() let go while a copy back on another stream was still reading it, with
+   nothing keeping its memory (no record_stream on that stream, no wait for it on the stream
+   that made it): that fails whether or not the race spoiled an output this time. A chunk
    copied in from pageable memory, or an output brought back into pageable memory (`.cpu()`),
    fails: the CPU stages such a copy, and it overlaps nothing. A copy back with
    non_blocking=True only queues it: one queued after the function's last host wait means the
@@ -58,6 +61,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+import weakref
 from typing import Any
 
 from gpulab.exercises import api, saving
@@ -225,8 +229,9 @@ def _serial(chunks: list, outs: list, step: Any, device: str) -> None:
 class _Watch:
     """What one call did, recorded while it ran, in order: ("in", pinned, stream) for a copy to
     the GPU, ("back", pinned, non_blocking, stream) for a copy to the host, ("wait", what) for a
-    host wait made by the learner's own code. Streams are CUDA stream handles; `caller` is the
-    stream current when the call began."""
+    host wait made by the learner's own code, and ("freed", chunk) when an output of step() was
+    let go while a copy back on another stream still read it (`Outputs`). Streams are CUDA
+    stream handles; `caller` is the stream current when the call began."""
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
@@ -237,6 +242,8 @@ class _Watch:
             torch.cuda.Stream.synchronize.__code__: "Stream.synchronize()",
             torch.cuda.Event.synchronize.__code__: "Event.synchronize()",
         }
+        self.outputs = Outputs(torch, self.log)
+        self.wait_stream = getattr(getattr(torch.cuda.Stream, "wait_stream", None), "__code__", 0)
 
     def __enter__(self) -> _Watch:
         from torch.overrides import TorchFunctionMode
@@ -250,11 +257,20 @@ class _Watch:
                 out = func(*args, **kwargs)
                 name = getattr(func, "__name__", "")
                 if name in ("to", "cuda", "cpu", "copy_", "__setitem__") and args:
-                    _record(log, torch, name, args, kwargs, out)
+                    _record(log, torch, name, args, kwargs, out, outputs)
                 return out
 
+        outputs = self.outputs
         self.mode = Copies()
         self.mode.__enter__()
+        self.real_record_stream = getattr(torch.Tensor, "record_stream", None)
+        if self.real_record_stream is not None:
+
+            def record_stream(t: Any, stream: Any) -> Any:
+                outputs.recorded(t, stream)
+                return self.real_record_stream(t, stream)
+
+            torch.Tensor.record_stream = record_stream
         self.before = sys.getprofile()
         sys.setprofile(self._profile)
         return self
@@ -266,15 +282,100 @@ class _Watch:
                 "_gpulab_learner_"
             ):
                 self.log.append(("wait", self.waits[frame.f_code]))
+        elif event == "call" and frame.f_code is self.wait_stream:
+            waiter, other = frame.f_locals.get("self"), frame.f_locals.get("stream")
+            if waiter is not None and other is not None:
+                self.outputs.waited(waiter.cuda_stream, other.cuda_stream)
         if self.before is not None:
             self.before(frame, event, arg)
 
+    def step(self, step: Any) -> Any:
+        """`step`, its outputs followed (Outputs.made)."""
+        return handed(step, self.outputs)
+
     def __exit__(self, *exc: object) -> None:
         sys.setprofile(self.before)
+        if self.real_record_stream is not None:
+            self.torch.Tensor.record_stream = self.real_record_stream
         self.mode.__exit__(None, None, None)
 
 
-def _record(log: list, torch: Any, name: str, args: tuple, kwargs: dict, out: Any) -> None:
+def handed(step: Any, outputs: Outputs | None) -> Any:
+    """The step the learner's function is given: the same function in a recorded call and in a
+    timed one (where `outputs` is None), so the two cannot be told apart by what step is."""
+
+    def step_(x: Any) -> Any:
+        y = step(x)
+        return y if outputs is None else outputs.made(y)
+
+    return step_
+
+
+class Outputs:
+    """Each output of step() in one call, from the stream it was made on to the moment Python lets
+    it go. The caching allocator gives a freed block to the next allocation on the stream that
+    made it at once; a copy back queued on another stream may still be reading it then, and a
+    later step writes into it under the copy. So when an output is let go while a copy back on
+    another stream has not finished reading it (its event not yet reached), and nothing kept the
+    block (record_stream on that stream, or the making stream waiting for it since), the log
+    gets ("freed", chunk). Read from what ran, whether or not the race spoiled an output."""
+
+    def __init__(self, torch: Any, log: list[tuple]) -> None:
+        self.torch, self.log = torch, log
+        self.live: dict[int, dict[str, Any]] = {}  # id(output) -> what it went through
+        self.count = 0
+        self.waits: list[tuple[int, int]] = []  # (waiting stream, stream waited for), in order
+
+    def made(self, y: Any) -> Any:
+        if not isinstance(y, self.torch.Tensor) or y.device.type != "cuda":
+            return y
+        info = {
+            "chunk": self.count,
+            "stream": self.torch.cuda.current_stream().cuda_stream,
+            "copies": [],  # (stream, event recorded after the copy, waits seen before it)
+            "recorded": set(),
+        }
+        self.count += 1
+        self.live[id(y)] = info
+        weakref.finalize(y, self._freed, id(y))
+        return y
+
+    def copied(self, src: Any, stream: int) -> None:
+        info = self.live.get(id(src))
+        if info is None or stream == info["stream"]:
+            return
+        done = self.torch.cuda.Event()
+        done.record(self.torch.cuda.current_stream())
+        info["copies"].append((stream, done, len(self.waits)))
+
+    def recorded(self, t: Any, stream: Any) -> None:
+        info = self.live.get(id(t))
+        if info is not None:
+            info["recorded"].add(getattr(stream, "cuda_stream", stream))
+
+    def waited(self, waiter: int, other: int) -> None:
+        self.waits.append((waiter, other))
+
+    def _freed(self, key: int) -> None:
+        info = self.live.pop(key, None)
+        if info is None:
+            return
+        for stream, done, since in info["copies"]:
+            kept = stream in info["recorded"] or (info["stream"], stream) in self.waits[since:]
+            if not kept and not done.query():
+                self.log.append(("freed", info["chunk"]))
+                return
+
+
+def _record(
+    log: list,
+    torch: Any,
+    name: str,
+    args: tuple,
+    kwargs: dict,
+    out: Any,
+    outputs: Outputs | None = None,
+) -> None:
     """A copy between host and GPU, if this call was one (see _Watch)."""
     if name == "copy_":
         dst, src = args[0], args[1] if len(args) > 1 else kwargs.get("src")
@@ -292,6 +393,8 @@ def _record(log: list, torch: Any, name: str, args: tuple, kwargs: dict, out: An
         log.append(("in", bool(src.is_pinned()), stream))
     elif src.device.type == "cuda" and dst.device.type == "cpu":
         log.append(("back", bool(dst.is_pinned()), non_blocking and name != "__setitem__", stream))
+        if outputs is not None:
+            outputs.copied(src, stream)
 
 
 def judge_call(log: list[tuple]) -> str:
@@ -307,6 +410,15 @@ def judge_call(log: list[tuple]) -> str:
             "an output came back into pageable host memory (.cpu(), or a host tensor that is not "
             "pinned): the CPU stages such a copy and waits for it, so it overlaps nothing. Copy "
             "each output straight into its pinned outs[i] (copy_ with non_blocking=True)"
+        )
+    freed = [e[1] for e in log if e[0] == "freed"]
+    if freed:
+        return (
+            f"the output of step() for chunk {freed[0]} was let go while its copy back, queued on "
+            "another stream, was still reading it: the allocator hands that memory to the next "
+            "step on the stream that made it, which can write into it before the copy lands. "
+            "Keep each output until its copy is done, or call record_stream on the stream that "
+            "reads it"
         )
     waited = [i for i, e in enumerate(log) if e[0] == "wait" or (e[0] == "back" and not e[2])]
     queued = [i for i, e in enumerate(log) if e[0] == "back" and e[2]]
@@ -338,7 +450,7 @@ def _call(fn: Any, chunks: list, outs: list, step: Any, torch: Any) -> tuple[lis
     """One recorded call; the outputs as they were when it returned (copies of `outs`)."""
     with _Watch(torch) as seen:
         try:
-            fn(chunks, outs, step)
+            fn(chunks, outs, seen.step(step))
         except OwnWorkError:
             why = judge_call(seen.log)  # the more precise reason, where the log shows one
             if why:
@@ -390,6 +502,7 @@ def _rounds(
     }
     ours = ctx.reference()
     fresh = Refresher()
+    bare = handed(step, None)
     for r in range(rounds + 1):  # round 0 is recorded, untimed, and warms every path up
         fresh(*chunks)
         order = [(i + r) % n for i in range(n)]
@@ -404,7 +517,7 @@ def _rounds(
             out["placement"] = placement(seen.log, seen.caller)
         else:
             with ctx.timed_calls():
-                out["yours"].append(_wall(lambda m=mine, t=theirs: fn(m, t, step), torch))
+                out["yours"].append(_wall(lambda m=mine, t=theirs: fn(m, t, bare), torch))
         made = (len(ctx.watch.streams) if ctx.watch is not None else 0) - made
         want = [serial_outs[i] for i in order]
         t_serial = _wall(lambda m=mine, w=want: _serial(m, w, step, dev), torch)
@@ -582,7 +695,14 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
 
     def setup(i: int) -> dict[str, Any]:
         chunks, outs, w = _inputs({**args, "seed": 1000 + i}, dev)
-        return {"chunks": chunks, "outs": outs, "step": _make_step(w), "order": list(range(n))}
+        step = _make_step(w)
+        return {
+            "chunks": chunks,
+            "outs": outs,
+            "step": step,
+            "handed": handed(step, None),
+            "order": list(range(n)),
+        }
 
     def prepare(s: dict[str, Any]) -> None:
         fresh(*s["chunks"])  # every element rewritten: an output kept from before is stale
@@ -595,7 +715,7 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
 
     def learner(s: dict[str, Any]) -> Any:
         with prec:
-            return fn(*rotated(s), s["step"])
+            return fn(*rotated(s), s["handed"])
 
     def library(s: dict[str, Any]) -> Any:
         with prec:
