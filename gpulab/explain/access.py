@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpulab.explain.ptx import Poly, Val, pconst, pformat, psplit, psubst
+from gpulab.explain.ptx import ZERO, Poly, Val, const, padd, pconst, pformat, psplit, psubst
 
 SECTOR = 32
 BANKS = 32
@@ -104,6 +104,45 @@ def global_pattern(addr: Val, width: int, block: tuple[int, ...]) -> Pattern | N
         ideal,
         symbolic=len(groups) > 1,
         broadcast=len(set(offsets)) == 1,
+    )
+
+
+def joint_pattern(accesses: list[tuple[Val, int]], block: tuple[int, ...]) -> Pattern | None:
+    """The warp's global-memory pattern of several (address, width) accesses issued together
+    whose addresses differ by constants (a thread's neighbouring elements, one instruction
+    each): the sectors of all of them against the bytes of all of them, as L1 serves a sector
+    one instruction fetched to the next. None when they are not such a group."""
+    first = accesses[0][0]
+    lanes = min(32, math.prod(block) if block else 32)
+    rows: list[Poly] = []
+    widths: list[int] = []
+    for addr, width in accesses:
+        delta = pconst(padd(addr.base, first.base, -1))
+        offsets = lane_offsets(addr, block, lanes)
+        if delta is None or offsets is None or addr[1:] != first[1:]:
+            return None
+        rows += [padd(o, const(delta)) or ZERO for o in offsets]
+        widths += [width] * len(offsets)
+    groups: dict[Poly, list[tuple[int, int]]] = {}
+    for off, width in zip(rows, widths, strict=True):
+        symbolic, c = psplit(off)
+        groups.setdefault(symbolic, []).append((c, width))
+    sectors = used = 0
+    for items in groups.values():
+        touched: set[int] = set()
+        bytes_: set[int] = set()
+        for c, width in items:
+            touched.update(range(c // SECTOR, (c + width - 1) // SECTOR + 1))
+            bytes_.update(range(c, c + width))
+        sectors += len(touched)
+        used += len(bytes_)
+    return Pattern(
+        lanes,
+        _stride_text(first, block),
+        sectors,
+        max(1, math.ceil(used / SECTOR)),
+        symbolic=len(groups) > 1,
+        broadcast=len(set(rows)) == 1,
     )
 
 

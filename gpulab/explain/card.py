@@ -18,12 +18,15 @@ from gpulab.explain import inputs
 from gpulab.explain.explainer import explain_file
 from gpulab.explain.findings import Explanation, fit
 from gpulab.explain.source import scan
+from gpulab.explain.triton_kernels import jit_functions
 
 
 def has_kernels(path: Path) -> bool:
-    """Whether the file builds a RawKernel or RawModule the static tier can read."""
+    """Whether the file builds a RawKernel or RawModule, or defines a Triton kernel, that the
+    static tier can read."""
     try:
-        return bool(scan(path.read_text(encoding="utf-8")).kernels)
+        text = path.read_text(encoding="utf-8")
+        return bool(scan(text).kernels or jit_functions(text))
     except (OSError, SyntaxError, ValueError):
         return False
 

@@ -22,7 +22,7 @@ from gpulab.explain import occupancy as occ
 from gpulab.explain.arch import Arch
 from gpulab.explain.cubin import Resources
 from gpulab.explain.findings import Finding, Tag, gather
-from gpulab.explain.ptx import Access, Facts, pconst, pformat
+from gpulab.explain.ptx import Access, Facts, padd, pconst, pformat, psplit
 from gpulab.explain.source import Big, KernelSource
 
 
@@ -33,7 +33,9 @@ class Launch:
     block: tuple[int, ...] | None
     grid: tuple[Any, ...] | None  # ints; Big where it grows with the input
     shared_dynamic: int = 0
-    source: str = "estimated"  # "measured" (a record of a real launch) or "estimated"
+    # "measured" (a record of a real launch), "static" (a Triton kernel: its warps as compiled,
+    # its grid from the learner's call on the timed inputs) or "estimated" (read from the source)
+    source: str = "estimated"
     line: int | None = None  # where the source launches it
 
     @property
@@ -74,6 +76,17 @@ class Device:
     sms_source: str  # "measured" (the GPU said) or "estimated" (a card's count)
 
 
+@dataclass(frozen=True)
+class TritonFacts:
+    """What the rules need to word a Triton kernel's findings: what Triton's specialisation on
+    the call's arguments could not assume (a pointer 16-byte aligned, an integer a multiple of
+    16), and the autotune config it was compiled with ("" for none)."""
+
+    unaligned: list[str]
+    indivisible: dict[str, int]
+    config: str = ""
+
+
 SHORT = {"load": "ld", "store": "st", "atomic": "atom"}
 
 
@@ -91,6 +104,7 @@ class Subject:
     occupancy: occ.Occupancy | None = None  # of the launch (occupancy_of), None without one
     driver_blocks: int | None = None  # blocks per SM the driver computed (--gpu)
     bandwidth_gbs: float | None = None  # this GPU's calibrated copy, when known
+    triton: TritonFacts | None = None  # a Triton kernel's: its lines are file lines
 
     @property
     def arch(self) -> Arch:
@@ -112,7 +126,7 @@ class Subject:
     @property
     def access_tag(self) -> Tag:
         """static under a recorded launch; estimated under a launch read from the source."""
-        return "static" if self.launch and self.launch.source == "measured" else "estimated"
+        return "estimated" if not self.launch or self.launch.source == "estimated" else "static"
 
     @cached_property
     def weights(self) -> frequency.Weights | None:
@@ -180,20 +194,29 @@ def findings(s: Subject) -> list[Finding]:
 def resources(s: Subject) -> Finding:
     """What ptxas gave the kernel: registers, shared and local memory, the largest block."""
     res, arch, max_threads = s.res, s.arch, s.max_threads
+    shared = res.shared_static
+    kind_of_shared = "static shared memory"
+    if s.triton is not None and s.launch is not None:  # Triton's shared memory is all dynamic
+        shared += s.launch.shared_dynamic
+        kind_of_shared = "shared memory (Triton asks for it at launch)"
     return Finding(
         kind="resources",
         what="resources",
-        value=f"{res.registers} regs, {_kb(res.shared_static)} shared, {res.local_bytes} B local",
+        value=f"{res.registers} regs, {_kb(shared)} shared, {res.local_bytes} B local",
         verdict=f"up to {max_threads} threads/block",
         tag="static",
         line=s.ks.line,
         kernel=s.ks.name,
         detail=(
             f"ptxas for {arch.name}: {res.registers} registers a thread,"
-            f" {res.shared_static} bytes of static shared memory a block,"
+            f" {shared} bytes of {kind_of_shared} a block,"
             f" {res.local_bytes} bytes of local memory (stack) a thread; a block may have"
             f" at most {max_threads} threads"
-            + (f" (__launch_bounds__ {res.max_threads})" if res.max_threads else "")
+            + (
+                f" ({'num_warps' if s.triton else '__launch_bounds__'} {res.max_threads})"
+                if res.max_threads
+                else ""
+            )
         ),
         data={
             "registers": res.registers,
@@ -317,7 +340,10 @@ def occupancy(s: Subject) -> Finding | None:
         )
     pct = f"{o.fraction:.0%} ({o.warps_per_sm}/{o.max_warps_per_sm} warps)"
     wpb = math.ceil(block / arch.warp)
-    src = "a launch the grader recorded" if launch.source == "measured" else "your source"
+    src = {
+        "measured": "a launch the grader recorded",
+        "static": "your function's launch on the timed inputs, as Triton compiled it",
+    }.get(launch.source, "your source")
     detail = (
         f"A block of {block} threads ({wpb} warps, from {src}) on {arch.name}: the SM holds"
         f" {o.blocks_per_sm} blocks; by each rule: "
@@ -547,6 +573,8 @@ def vector_loads(s: Subject) -> Finding | None:
             detail="ld.global.v4 in PTX (LDG.E.128 in SASS).",
             data={"loads": len(varying), "wide": len(wide), "bits": widths},
         )
+    if s.triton is not None:
+        return _triton_vector_loads(s, varying, widths, lines)
     return Finding(
         kind="vector-loads",
         what="loads",
@@ -563,6 +591,71 @@ def vector_loads(s: Subject) -> Finding | None:
             f" LDG.E.128 in SASS); kernel lines {lines}. A float4 load moves 16"
             " bytes a thread with one instruction: fewer instructions and more bytes"
             " in flight, which can lift a memory-bound kernel toward the copy."
+        ),
+        data={"loads": len(varying), "wide": 0, "bits": widths},
+    )
+
+
+def _masked(s: Subject, accesses: list[Access]) -> bool:
+    """Whether any of `accesses` runs under a predicate (a Triton mask)."""
+    fn = s.facts.function if s.facts is not None else None
+    return fn is not None and any(fn.insns[a.index].pred for a in accesses)
+
+
+def _triton_vector_loads(
+    s: Subject, varying: list[Access], widths: list[int], lines: str
+) -> Finding:
+    """vector_loads for a Triton kernel: why Triton could not make its loads 128-bit, from what
+    its specialisation on the call's arguments could not assume."""
+    assert s.triton is not None
+    t, ks = s.triton, s.ks
+    line, _ = _lines(ks, varying)
+    if t.unaligned:
+        verdict = f"{', '.join(t.unaligned)} not 16-byte aligned"
+        advice = "pass aligned tensors"
+    elif t.indivisible:
+        verdict = f"{', '.join(t.indivisible)} not multiples of 16"
+        advice = "full blocks without a mask"
+    elif _masked(s, varying):
+        verdict, advice = "masks known element by element", ""
+    else:
+        verdict = "no 128-bit loads"
+        advice = "tl.multiple_of / tl.max_contiguous"
+    args = ", ".join(f"{k} = {v}" for k, v in t.indivisible.items())
+    return Finding(
+        kind="vector-loads",
+        what="loads",
+        value=f"{len(varying)} global load{'s' * (len(varying) > 1)},"
+        f" {'/'.join(map(str, widths))}-bit",
+        verdict=verdict,
+        advice=advice,
+        tag="static",
+        score=1.2 if s.metric != "TFLOP/s" else 0.4,
+        line=line,
+        kernel=ks.name,
+        detail=(
+            f"Every global load is narrower than 128 bits (lines {lines}). Triton gives a thread"
+            " one 128-bit load for 4 neighbouring elements only when it can prove them"
+            " contiguous, 16-byte aligned and under one mask value. Of the call's arguments it"
+            " knows only whether each pointer is 16-byte aligned and each integer a multiple"
+            " of 16 (it compiles a kernel for each such case)"
+            + (f"; pointers not aligned here: {', '.join(t.unaligned)}" if t.unaligned else "")
+            + (
+                f"; integers not multiples of 16 here: {args}, so a mask or an index built from"
+                " them is known only element by element. Loads of full blocks without a mask"
+                " (the last block masked apart) or rows of a multiple of 16 let it vectorise"
+                if t.indivisible
+                else ""
+            )
+            + (
+                "; these loads are masked, and their masks are not provably the same for 4"
+                " neighbouring elements (a bound that is no multiple of 16, or one computed per"
+                " element)"
+                if not t.unaligned and not t.indivisible and _masked(s, varying)
+                else ""
+            )
+            + ". tl.multiple_of and tl.max_contiguous tell it what it cannot prove; they must"
+            " be true of every call, or the loads read the wrong elements."
         ),
         data={"loads": len(varying), "wide": 0, "bits": widths},
     )
@@ -679,6 +772,51 @@ def _weighed(weight: float, why: str, memory: str) -> str:
     )
 
 
+def _global_requests(s: Subject) -> list[tuple[Access, access.Pattern, str]]:
+    """(access, the warp's pattern, the stride in elements) of each global access with a known
+    address. A Triton kernel's thread loads its neighbouring elements of a block with one
+    instruction each, all on the line of the tl.load: those whose addresses differ by constants
+    are one request together (access.joint_pattern), and the stride is between elements."""
+    assert s.facts is not None
+    block = s.block
+    known = [
+        a
+        for a in s.facts.accesses
+        if a.addr is not None and a.addr.known and a.space in ("global", "generic")
+    ]
+    if s.triton is None:
+        out = []
+        for a in known:
+            assert a.addr is not None
+            p = access.global_pattern(a.addr, a.width, block)
+            if p is not None:
+                out.append((a, p, access.stride_elements(a.addr, a.width, block)))
+        return out
+    groups: dict[tuple[Any, ...], list[Access]] = {}
+    for a in known:
+        assert a.addr is not None
+        symbolic = psplit(a.addr.base)[0] if a.addr.base is not None else None
+        groups.setdefault((a.line, a.kind, a.width, a.addr[1:], symbolic), []).append(a)
+    found = []
+    for group in groups.values():
+        p = access.joint_pattern([(a.addr, a.width) for a in group if a.addr is not None], block)
+        if p is not None:
+            found.append((group[0], p, _element_stride(group, block)))
+    return found
+
+
+def _element_stride(group: list[Access], block: tuple[int, ...]) -> str:
+    """The step in elements between a Triton thread's neighbouring elements (the smallest gap
+    between the group's addresses), else between lanes."""
+    a = group[0]
+    assert a.addr is not None
+    deltas = sorted({pconst(padd(x.addr.base, a.addr.base, -1)) or 0 for x in group if x.addr})
+    gaps = [b - c for c, b in zip(deltas, deltas[1:], strict=False) if b > c]
+    if gaps and min(gaps) % a.width == 0:
+        return str(min(gaps) // a.width)
+    return access.stride_elements(a.addr, a.width, block)
+
+
 def coalescing(s: Subject) -> list[Finding]:
     """Global accesses whose warp touches more 32-byte sectors than its bytes need, one finding
     per kernel line, under the launch's block shape (or 256 threads)."""
@@ -686,12 +824,11 @@ def coalescing(s: Subject) -> list[Finding]:
         return []
     ks, block = s.ks, s.block
     by_kind: dict[tuple[int | None, str], list[tuple[Access, access.Pattern]]] = {}
-    for a in s.facts.accesses:
-        if a.addr is None or not a.addr.known or a.space not in ("global", "generic"):
-            continue
-        p = access.global_pattern(a.addr, a.width, block)
-        if p is not None and not p.broadcast and p.efficiency < 0.5:
+    strides: dict[int, str] = {}
+    for a, p, stride in _global_requests(s):
+        if not p.broadcast and p.efficiency < 0.5:
             by_kind.setdefault((a.line, a.kind), []).append((a, p))
+            strides[a.index] = stride
     bad: dict[int | None, list[tuple[Access, access.Pattern]]] = {}
     for (kline, _kind), found in by_kind.items():
         bad.setdefault(kline, []).extend(found)
@@ -706,7 +843,7 @@ def coalescing(s: Subject) -> list[Finding]:
         addr = a.addr
         assert addr is not None  # kept above only with a known address
         line = ks.file_line(kline)
-        stride = access.stride_elements(addr, a.width, block)
+        stride = strides[a.index]
         kinds = sorted({x.kind for x, _ in items})
         transposing = kinds == ["store"] and kline in good_loads
         names = {"load": "loads", "store": "stores", "atomic": "atomics"}
@@ -714,6 +851,8 @@ def coalescing(s: Subject) -> list[Finding]:
         runtime = " (a run-time stride)" if p.symbolic else ""
         score = 4.0 * (1.0 - p.efficiency)
         cx = pconst(addr.cx)
+        if s.triton is not None:  # the step between a thread's elements, not between lanes
+            cx = int(stride) * a.width if stride.lstrip("-").isdigit() else None
         if (cx is not None and abs(cx) <= 8 * a.width) or "<runtime>" in pformat(addr.cx):
             # A short stride whose gaps other accesses may fill from L1, or a stride the
             # analysis only knows as "some run-time value": worth fixing, not the likely cause.
@@ -729,6 +868,8 @@ def coalescing(s: Subject) -> list[Finding]:
                 verdict=f"{p.units / p.ideal:.0f}x the sectors" + (", rare path" if rare else ""),
                 advice=""
                 if rare
+                else "contiguous offsets along the block"
+                if s.triton is not None
                 else "stage in shared mem"
                 if transposing
                 else "make x contiguous",
@@ -737,12 +878,21 @@ def coalescing(s: Subject) -> list[Finding]:
                 line=line,
                 kernel=ks.name,
                 detail=(
-                    f"Neighbouring threads (threadIdx.x) of a {tuple(block)} block are"
-                    f" {stride} elements of {a.width} bytes apart{runtime}, so one warp's"
-                    f" access touches {p.units} 32-byte sectors where {p.ideal} would hold"
-                    f" its bytes: {p.efficiency:.0%} of each request is used ({a.op}; lane 0"
-                    " assumed sector-aligned). L1 and L2 may serve the rest of a sector to"
-                    " another access, but every request moves them."
+                    (
+                        f"Neighbouring elements of the Triton block are {stride} elements of"
+                        f" {a.width} bytes apart{runtime}. A thread reaches several with one"
+                        " instruction each; taken together, one warp's instructions of this"
+                        f" line touch {p.units} 32-byte sectors where {p.ideal} would hold"
+                        f" their bytes: {p.efficiency:.0%} of what they move is used ({a.op};"
+                        " lane 0 assumed sector-aligned)."
+                        if s.triton is not None
+                        else f"Neighbouring threads (threadIdx.x) of a {tuple(block)} block are"
+                        f" {stride} elements of {a.width} bytes apart{runtime}, so one warp's"
+                        f" access touches {p.units} 32-byte sectors where {p.ideal} would hold"
+                        f" its bytes: {p.efficiency:.0%} of each request is used ({a.op}; lane"
+                        " 0 assumed sector-aligned). L1 and L2 may serve the rest of a sector"
+                        " to another access, but every request moves them."
+                    )
                     + _weighed(weight, why, "global")
                 ),
                 data={

@@ -12,7 +12,7 @@ from gpulab.exercises.exercise_format import SPEED_METRICS
 from gpulab.exercises.intensity import Intensity
 from gpulab.experiments import kernel_device
 from gpulab.explain import arch as arches
-from gpulab.explain import cubin, diagnose, ptx, roofline
+from gpulab.explain import cubin, diagnose, ptx, roofline, triton_kernels
 from gpulab.explain.findings import Explanation, Finding, KernelReport
 from gpulab.explain.source import KernelSource, LaunchSite, scan
 
@@ -81,8 +81,9 @@ def explain(
     gpu: bool = False,
     device: kernel_device.Answers | None = None,
     plot: bool = False,
+    path: Path | None = None,
 ) -> Explanation:
-    """Explain every RawKernel / RawModule kernel in a learner's file.
+    """Explain every RawKernel / RawModule kernel and every Triton kernel in a learner's file.
 
     `launches`: the grader's records (objects with kernel, grid, block, shared_dynamic, like
     own_work.Launch); without them the launch in the source is used ("estimated"). `metric`
@@ -90,7 +91,8 @@ def explain(
     `intensity`, is the roofline point. `sms`/`card`: the GPU, when known; else the
     architecture's usual card. gpulab.explain.inputs gathers all of these for an exercise.
     `gpu`: ask the GPU's driver too, through `device` (the warm worker's answers) or in this
-    process (CuPy).
+    process (CuPy). `path`: the file itself, which Triton kernels are compiled from
+    (triton_kernels.py: its function is called once on the exercise's timed inputs).
     """
     t0 = time.perf_counter()
     dev = device_for(arch, sms, card)
@@ -124,8 +126,15 @@ def explain(
         if ks.code_line is not None:
             for i, code in enumerate(ks.code.split("\n")):
                 out.source[ks.code_line + i] = code
-    if not found.kernels and not found.notes:
-        out.notes.append("no RawKernel or RawModule in this file: nothing to compile")
+    jitted = triton_kernels.jit_functions(text)
+    for jf in jitted:
+        lines = text.split("\n")
+        for n in range(jf.first, jf.last + 1):
+            out.source[n] = lines[n - 1] if n <= len(lines) else ""
+    if not found.kernels and not found.notes and not jitted:
+        out.notes.append(
+            "no RawKernel, RawModule or @triton.jit kernel in this file: nothing to compile"
+        )
     if figure is not None and metric and roof is not None:
         p = roofline.point(exercise, metric, figure, roof, intensity)
         if p is not None:
@@ -156,9 +165,36 @@ def explain(
                 answers if gpu_info is not None else None,
             )
         )
+    if jitted:
+        _explain_triton(out, jitted, path, exercise, dev, metric)
     _quiet_vector_advice_near_the_copy(out)
     out.seconds = time.perf_counter() - t0
     return out
+
+
+def _explain_triton(
+    out: Explanation,
+    jitted: list[triton_kernels.JitFunction],
+    path: Path | None,
+    exercise: str,
+    dev: diagnose.Device,
+    metric: str | None,
+) -> None:
+    """The Triton kernels of the file, compiled from one call of the learner's function on the
+    exercise's timed inputs, each reported as a CUDA C kernel is."""
+    if path is None or not exercise:
+        out.notes.append(
+            "Triton kernels are compiled from a call of your function on an exercise's inputs:"
+            " explain the file under its exercise (gpulab ex explain NAME)"
+        )
+        return
+    kernels, notes = triton_kernels.capture(path, exercise, dev.arch.major * 10 + dev.arch.minor)
+    out.notes += notes
+    by_name = {jf.name: jf for jf in jitted}
+    for k in kernels:
+        if k.config:
+            out.notes.append(f"Triton: {k.function} explained with {k.config}")
+        out.kernels.append(triton_kernels.report(k, by_name.get(k.function), dev, metric))
 
 
 NEAR_COPY = 0.8  # of the copy roof: wider loads have little left to win above it
@@ -289,7 +325,12 @@ def device_questions(text: str) -> list[dict[str, Any]]:
 def explain_file(path: Path | str, **kwargs: Any) -> Explanation:
     """Explain the kernels in the file at `path`; keyword arguments as for `explain`."""
     p = Path(path)
-    return explain(p.read_text(encoding="utf-8"), filename=kwargs.pop("filename", p.name), **kwargs)
+    return explain(
+        p.read_text(encoding="utf-8"),
+        filename=kwargs.pop("filename", p.name),
+        path=kwargs.pop("path", p),
+        **kwargs,
+    )
 
 
 def add_profile(e: Explanation, prof: Any) -> Explanation:

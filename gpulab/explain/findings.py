@@ -286,8 +286,9 @@ class Explanation:
             res = k.resources
             head = f"kernel {k.name} (line {k.line})"
             if res:
+                shared = res.get("shared_static", 0) + res.get("shared_dynamic", 0)
                 head += (
-                    f": {res.get('registers', '?')} regs, {res.get('shared_static', 0)} B shared,"
+                    f": {res.get('registers', '?')} regs, {shared} B shared,"
                     f" {res.get('local_bytes', 0)} B local"
                 )
             lines.append(fit(head, width))

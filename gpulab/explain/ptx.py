@@ -348,8 +348,15 @@ _NO_DEST = {
 _INT = re.compile(r"[sub](8|16|32|64)")
 
 
+WARP = 32
+
+
 def _is_int(t: str) -> bool:
     return bool(_INT.fullmatch(t))
+
+
+def _is_int_bits(t: str) -> bool:
+    return bool(re.fullmatch(r"[subp]?(8|16|32|64)|b(8|16|32|64)", t)) and t != "pred"
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -366,10 +373,21 @@ def _address(text: str) -> tuple[str, int]:
 
 
 class Dataflow:
-    """Register values of one function, to a fixed point."""
+    """Register values of one function, to a fixed point.
 
-    def __init__(self, fn: Function, param_names: list[str] | None = None) -> None:
+    `bitwise` (Triton's PTX): LLVM writes an add of values with no bits in common as `or` (a
+    program's offset | a thread's part | an element's index), and Triton cuts a thread's index to
+    its place in a layout with `and`, `shr` and `bfe`. With it an `or` is an add, an `and` that
+    keeps every bit the lanes of a warp can set is the value itself, and a shift that drops every
+    bit the lanes set (the warp's index) is the same for the warp's lanes: what a warp's request
+    needs. NVRTC's code is read without it, as before.
+    """
+
+    def __init__(
+        self, fn: Function, param_names: list[str] | None = None, *, bitwise: bool = False
+    ) -> None:
         self.fn = fn
+        self.bitwise = bitwise
         self.names = {}
         for i, p in enumerate(fn.params):
             self.names[p] = param_names[i] if param_names and i < len(param_names) else p
@@ -451,12 +469,48 @@ class Dataflow:
                 v = self._opaque(vals, dst)
         elif base == "neg" and _is_int(last) and len(vals) == 1:
             v = None if vals[0] is None else vscale(vals[0], -1)
+        elif self.bitwise and base == "or" and _is_int_bits(last) and len(vals) == 2:
+            a, b = vals
+            v = None if a is None or b is None else vadd(a, b)
+        elif self.bitwise and base in ("and", "shr", "bfe") and len(vals) >= 2:
+            v = self._cut(base, vals, dst)
         elif base == "selp" and len(vals) >= 2:
             a, b = vals[0], vals[1]
             v = None if a is None or b is None else vjoin(a, b, dst)
         else:
             v = self._opaque(vals, dst)
         return [(dst, v)]
+
+    def _cut(self, base: str, vals: list[Val | None], dst: str) -> Val | None:
+        """`and x, mask`, `shr x, k` or `bfe x, pos, len` of a lane-varying x = c*tid.x (bitwise
+        mode): x itself when no lane of a warp loses a bit, a value the same for the warp's
+        lanes when every lane's bits are dropped, else unknown."""
+        if any(v is None for v in vals):
+            return None
+        x = vals[0]
+        ks = [pconst(v.base) if v is not None and v.uniform else None for v in vals[1:]]
+        assert x is not None
+        c = pconst(x.cx)
+        if x.uniform or None in ks or c is None or c < 0 or x.base != ZERO:
+            return self._opaque(vals, dst)
+        if x.cy != ZERO or x.cz != ZERO:
+            return TOP
+        nums = [k for k in ks if k is not None]
+        lanes = [c * t for t in range(WARP)]
+        if base == "and":
+            shift, mask = 0, nums[0]
+        elif base == "shr":
+            shift, mask = nums[0], -1
+        else:
+            shift, mask = nums[0], (1 << nums[1]) - 1 if len(nums) > 1 and nums[1] else -1
+        if not 0 <= shift < 64:
+            return TOP
+        cut = [(v >> shift) & mask for v in lanes]
+        if shift == 0 and cut == lanes:
+            return x
+        if len(set(cut)) == 1 and (c * WARP) % (1 << shift) == 0:
+            return uniform(sym("?warp" + dst))
+        return TOP
 
     def _addr_val(self, text: str) -> Val | None:
         name, off = _address(text)
@@ -561,9 +615,9 @@ def _space(parts: list[str]) -> str:
     return "generic"
 
 
-def facts(fn: Function, param_names: list[str] | None = None) -> Facts:
-    """The Facts of one parsed function."""
-    flow = Dataflow(fn, param_names)
+def facts(fn: Function, param_names: list[str] | None = None, *, bitwise: bool = False) -> Facts:
+    """The Facts of one parsed function (`bitwise`: Triton's PTX, see Dataflow)."""
+    flow = Dataflow(fn, param_names, bitwise=bitwise)
     out = Facts(
         fn.name,
         shared_decl=dict(fn.shared),
