@@ -12,6 +12,10 @@ NVRTC for the target architecture (nvrtc.py, cached by source hash) and reads
   (ptx.py, access.py; the rules, one small function each, in diagnose.RULES);
 - the graded figure as a point on this GPU's roofline (roofline.py).
 
+A Triton kernel (`@triton.jit`) is compiled by Triton in a child process from one recorded call
+of the learner's function on the exercise's timed inputs (triton_kernels.py, triton_capture.py),
+and read by the same rules; its PTX's lines are the learner's file lines.
+
 With `gpu=True` the driver's figures replace the computed ones where it has them: asked in the
 learner's warm worker (inputs.device_answers) or in this process (gpulab.experiments.
 kernel_device). What a card is drawn from is gathered by inputs.py. Entry points:

@@ -622,11 +622,11 @@ def _triton_vector_loads(
         verdict = "no 128-bit loads"
         advice = "tl.multiple_of / tl.max_contiguous"
     args = ", ".join(f"{k} = {v}" for k, v in t.indivisible.items())
+    sites = len({a.line for a in varying})  # a tl.load is several instructions, on its line
     return Finding(
         kind="vector-loads",
         what="loads",
-        value=f"{len(varying)} global load{'s' * (len(varying) > 1)},"
-        f" {'/'.join(map(str, widths))}-bit",
+        value=f"{sites} tl.load{'s' * (sites > 1)}, {'/'.join(map(str, widths))}-bit",
         verdict=verdict,
         advice=advice,
         tag="static",

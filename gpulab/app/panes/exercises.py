@@ -482,7 +482,10 @@ class ExercisesPane(Widget):
             return
         if e is None:
             lines = (
-                ["Why this speed:", "  no RawKernel, RawModule or @triton.jit kernel in your file to explain"]
+                [
+                    "Why this speed:",
+                    "  no RawKernel, RawModule or @triton.jit kernel in your file to explain",
+                ]
                 if result is None
                 else []
             )
