@@ -82,14 +82,18 @@ def test_an_autotuned_kernel_names_the_config_it_was_compiled_with(solutions):
     assert k.resources["shared_dynamic"] > 0  # its pipeline's tiles, in shared memory
 
 
-def test_a_planted_strided_load_is_flagged_on_its_line():
-    path = FIX / "strided.py"
+@pytest.mark.parametrize(
+    ("planted", "stride", "sectors", "severity"),
+    [("strided.py", "3", "3x", 2), ("column.py", "cols", "8x", 3)],
+)
+def test_a_planted_strided_load_is_flagged_on_its_line(planted, stride, sectors, severity):
+    path = FIX / planted
     e = _explain(path, "50-triton-affine-clamp")
     (k,) = e.kernels
     line = _line_of(path, "the planted stride")
     (f,) = [f for f in k.findings if f.kind == "coalescing"]
-    assert f.line == line and f.severity >= 2, e.card()
-    assert f.data["stride"] == "3" and "3x the sectors" in f.verdict
+    assert f.line == line and f.severity == severity, e.card()
+    assert f.data["stride"] == stride and f"{sectors} the sectors" in f.verdict
     assert e.worst_line() is f
 
 
@@ -125,7 +129,9 @@ def test_bitwise_reading_keeps_a_lane_index_through_triton_masks():
     # Triton's offsets: ((tid << 2) & 508) | (pid << 10), then | 1 for the thread's next element
     text = "\n".join(
         [
-            ".visible .entry k(.param .u64 k_param_0)",
+            ".visible .entry k(",
+            ".param .u64 .ptr .global .align 1 k_param_0",
+            ")",
             "{",
             "ld.param.u64 %rd1, [k_param_0];",
             "mov.u32 %r1, %tid.x;",
@@ -144,6 +150,7 @@ def test_bitwise_reading_keeps_a_lane_index_through_triton_masks():
         ]
     )
     fn = ptx.parse(text)["k"]
+    assert fn.params == ["k_param_0"]  # Triton's pointer parameters carry .ptr .global .align
     plain = ptx.Dataflow(fn)
     flow = ptx.Dataflow(fn, bitwise=True)
     assert plain.regs["%r7"].cx is None  # without it, `and` and `or` lose the lane

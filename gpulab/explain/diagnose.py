@@ -801,20 +801,35 @@ def _global_requests(s: Subject) -> list[tuple[Access, access.Pattern, str]]:
     for group in groups.values():
         p = access.joint_pattern([(a.addr, a.width) for a in group if a.addr is not None], block)
         if p is not None:
-            found.append((group[0], p, _element_stride(group, block)))
+            found.append((group[0], p, _element_stride(group[0], known, block)))
     return found
 
 
-def _element_stride(group: list[Access], block: tuple[int, ...]) -> str:
-    """The step in elements between a Triton thread's neighbouring elements (the smallest gap
-    between the group's addresses), else between lanes."""
-    a = group[0]
+def _element_stride(a: Access, known: list[Access], block: tuple[int, ...]) -> str:
+    """The step in elements between a Triton thread's neighbouring elements: the smallest
+    difference between the addresses of the accesses of `a`'s line that move as `a` does from
+    lane to lane, of which every other is a multiple ("1", "3", "cols"); else between lanes."""
     assert a.addr is not None
-    deltas = sorted({pconst(padd(x.addr.base, a.addr.base, -1)) or 0 for x in group if x.addr})
-    gaps = [b - c for c, b in zip(deltas, deltas[1:], strict=False) if b > c]
-    if gaps and min(gaps) % a.width == 0:
-        return str(min(gaps) // a.width)
+    diffs = [
+        d
+        for x in known
+        if x.addr is not None
+        and (x.line, x.kind, x.width, x.addr[1:]) == (a.line, a.kind, a.width, a.addr[1:])
+        and (d := padd(x.addr.base, a.addr.base, -1))
+    ]
+    for d in sorted(diffs, key=lambda p: sum(abs(c) for _, c in p)):
+        if all(_multiple(o, d) for o in diffs) and all(c % a.width == 0 for _, c in d):
+            step = tuple((m, abs(c) // a.width) for m, c in d)
+            return pformat(step)
     return access.stride_elements(a.addr, a.width, block)
+
+
+def _multiple(q: Any, p: Any) -> bool:
+    """Whether polynomial q is an integer multiple of polynomial p."""
+    if {m for m, _ in q} != {m for m, _ in p}:
+        return False
+    ratios = {c * 1.0 / dict(p)[m] for m, c in q}
+    return len(ratios) == 1 and float(next(iter(ratios))).is_integer()
 
 
 def coalescing(s: Subject) -> list[Finding]:

@@ -234,7 +234,11 @@ _ENTRY = re.compile(r"\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)\s*\(?")
 _LOC = re.compile(r"\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
 _FILE = re.compile(r'\.file\s+(\d+)\s+"([^"]*)"')
 _DECL = re.compile(r"\.(shared|local)\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+([\w$]+)\[(\d*)\]")
-_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)")
+# `.param .u64 x`, `.param .align 8 .b8 s[16]`, `.param .u64 .ptr .global .align 1 x` (Triton)
+_PARAM = re.compile(
+    r"\.param\s+(?:\.align\s+\d+\s+)?\.\w+\s+"
+    r"(?:\.ptr\s+(?:\.(?:global|shared|const|local)\s+)?(?:\.align\s+\d+\s+)?)?([\w$]+)"
+)
 _TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
 
 

@@ -286,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             found, out["notes"] = launches(args.exercise, path)
+        except ImportError as exc:  # no Triton (or torch) in this Python
+            found, out["notes"] = [], [f"Triton kernels need triton and torch here ({exc})"]
         except Exception as exc:  # noqa: BLE001 - ours (a check that will not load): one line
             found, out["notes"] = [], [f"Triton: could not set up the call: {exc}"]
         if not found and not out["notes"]:
