@@ -111,6 +111,6 @@ for name, kw in VARIANTS.items():
                     at += n
                 line.append("tensors " + " ".join(per[:12]) + f" ({len(per)} tensors)")
         print(f"{name}: " + "; ".join(line))
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001 - a probe prints why a variant failed and goes on
         print(f"{name}: raised {type(e).__name__}: {str(e)[:200]}")
 print(torch.__version__, torch.version.cuda)

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from test_runner import pid_alive
 
+from gpulab.testing.signals import default_signals
+
 REPO = Path(__file__).resolve().parents[1]
 
 PARENT = textwrap.dedent(
@@ -47,6 +49,7 @@ def test_worker_and_spare_exit_within_2_s_when_their_parent_is_killed(sig):
         [sys.executable, "-c", PARENT, "hang-ignoring-cancel"],
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,  # as from a terminal: under nohup SIGHUP comes in ignored
         env={
             **os.environ,
             "PYTHONPATH": os.pathsep.join(

@@ -105,6 +105,8 @@ def test_watch_ends_cleanly_on_ctrl_c(tmp_path):
     import sys
     import time
 
+    from gpulab.testing.signals import default_signals
+
     env = {
         **os.environ,
         "GPULAB_EXERCISES_PATH": str(FIXTURES),
@@ -115,6 +117,7 @@ def test_watch_ends_cleanly_on_ctrl_c(tmp_path):
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpulab", "ex", "watch", "double", "--inline", "--quick"],
+        preexec_fn=default_signals,  # a background job's shell hands SIGINT down ignored
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
