@@ -108,11 +108,11 @@ def meta_generators() -> Iterator[None]:
         def __new__(cls, device: Any = "cpu") -> Any:
             return real() if str(device) == META else real(device)
 
-    torch.Generator = Generator  # type: ignore[misc]
+    torch.Generator = Generator  # type: ignore[misc]  # a class attribute of torch, swapped for the call
     try:
         yield
     finally:
-        torch.Generator = real  # type: ignore[misc]
+        torch.Generator = real  # type: ignore[misc]  # put back as it was
 
 
 def context(device: str, fill_bytes: int, quick: bool) -> Any:

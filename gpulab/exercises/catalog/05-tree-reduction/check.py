@@ -17,6 +17,7 @@ runs under that watch, the timed ones too.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from gpulab.exercises.fresh import Refresher
 
 ENTRY = "tree_sum"
 EPS32 = 2.0**-24
+_urandom = os.urandom  # bound before the learner's file is imported
 # A tree of pairwise adds, and what it takes to build one: allocation and views, the adds, cat
 # or a pad for a level of odd length, copies and dtype changes, the final value read out
 ALLOW = refuse.Allow(
@@ -145,9 +147,15 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     refresh = Refresher()
 
     def prepare(x: Any) -> None:
-        # Every element rewritten before each timed call (gpulab.exercises.fresh): a sum kept
-        # from an earlier call, whole or by parts, is off by far more than the tolerance
+        # Every element rewritten before each timed call (gpulab.exercises.fresh), each by its
+        # own factor: no sum kept from an earlier call, whole or by parts, can be updated. But
+        # those factors move a sum by about sqrt(n) elements' worth, and the tolerance is the
+        # rounding bound for n values: at tens of millions a kept sum could fall inside it. So
+        # every element also moves by one shift a call, 1 to 2 either way (the values stay
+        # near their range), and the sum by n times that: far outside any rounding.
         refresh(x)
+        raw = int.from_bytes(_urandom(2), "little")
+        x.add_((1.0 + (raw >> 1) / 32768.0) * (1 if raw & 1 else -1))
 
     def check_call(x: Any, returned: Any) -> str | None:
         # The exact sum of what this call was given, in float64, read after the call (its
