@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from gpulab.exercises import api
+from gpulab.exercises.freed import POISON
 from gpulab.exercises.fresh import Refresher
 from gpulab.exercises.own_work import uses_shuffles
 
@@ -107,8 +108,8 @@ def run_guarded(
 # What that is depends on what ran before, and is often zero on a quiet GPU, so a kernel that
 # never initialises its shared memory (a histogram's bins, a tree's padding) can pass by luck.
 # Every SM's shared memory is filled with this pattern before each checked call: a NaN as a
-# float, a large int, nonzero in every byte.
-SCRIBBLE_BITS = 0x7FC0DEAD
+# float, a large int, nonzero in every byte (the same bits freed.py fills freed memory with).
+SCRIBBLE_BITS = POISON
 _SCRIBBLE_SOURCE = r"""
 extern "C" __global__ void gpulab_scribble_shared(unsigned int bits, int words) {
     extern __shared__ unsigned int smem[];

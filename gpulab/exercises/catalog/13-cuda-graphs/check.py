@@ -15,7 +15,12 @@ number. What is checked, per case:
    buffers made inside the capture, zeroed by every replay); the parameters never moved
    (updated out of place); every call used the gradients `grads` held when make_step ran (the
    graph reads a copy);
-3. what each call ran, read from torch itself: it replays a CUDA graph and captures none (counted
+3. that no call uses memory let go of after the capture: make_step's own tensors that nothing
+   holds any more go back to PyTorch's allocator when it returns, while a graph captured on them
+   keeps using their addresses. The check takes every such block for itself and fills it with a
+   NaN pattern (gpulab.exercises.freed): a replay that writes there changes the pattern, one that
+   reads there puts NaN in the parameters, and either fails naming the family;
+4. what each call ran, read from torch itself: it replays a CUDA graph and captures none (counted
    on torch.cuda.CUDAGraph, so torch.cuda.graph and capture_begin by hand are both seen), and it
    runs no computation on the GPU outside the graph: a TorchDispatchMode around the call sees
    every ATen operation it dispatches, and only writing a value into a tensor (a fill, a copy,
@@ -46,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from gpulab.exercises import api, saving
+from gpulab.exercises.freed import FreedMemory
 from gpulab.exercises.fresh import Refresher
 
 ENTRY = "make_step"
@@ -234,14 +240,16 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
     # the check's own references: a learner's code that rebinds its list's entries (an update
     # out of place) leaves these as they were
     mine_p, mine_g = list(params), list(grads)
-    with api.no_device_queries():
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()  # what the allocator caches now is not the learner's: let it go
+    with api.no_device_queries(), FreedMemory(dev) as freed:
         with _Counting():
             stepper = fn(list(params), list(grads), float(a["momentum"]))
         if not callable(stepper):
             raise api.CheckError(
                 f"make_step returned {type(stepper).__name__}: expected a function step(lr)"
             )
-        torch.cuda.synchronize()
+        freed.hold()  # what make_step made and let go: a graph that still uses it is seen
         moved = _first_change(mine_p, p0, shapes)
         if moved:
             raise api.CheckError(
@@ -264,12 +272,38 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
                 if seen.replays == replays:
                     idle.append(k + 1)
                 torch.cuda.synchronize()
+                _freed_use(freed, mine_p, f"call {k + 1} of {CALLS}")
                 after.append(_flat(mine_p))
+                freed.hold()
         _structure(seen, idle, outside)
         result: dict[str, Any] = {"after": np.array(after)}
         if a["timed"]:
-            result["times"] = _rounds(stepper, mine_p, mine_g, case, ctx)
+            result["times"] = _rounds(stepper, mine_p, mine_g, case, ctx, freed)
     return result
+
+
+def _freed_use(freed: FreedMemory, params: list[Any], when: str) -> None:
+    """Fails when the step wrote into, or read from, memory let go of after the capture."""
+    import torch
+
+    wrote = freed.written()
+    if wrote:
+        raise api.CheckError(
+            f"step(lr) wrote {wrote} bytes in {when} into memory that was freed after the "
+            "capture: a graph "
+            "keeps the addresses it was captured on, not the tensors. Keep every tensor the "
+            "captured kernels use (the momentum buffers too) alive as long as step(lr), for "
+            "instance referenced from step's closure"
+        )
+    nan = torch.stack([torch.isnan(p).any() for p in params])
+    if bool(nan.any()):
+        i = int(nan.nonzero()[0])
+        raise api.CheckError(
+            f"parameter {i} holds NaN after {when}: the graph read memory that was freed after "
+            "the capture (the check fills freed memory with NaN). Keep every tensor the "
+            "captured kernels read alive as long as step(lr), for instance referenced from "
+            "step's closure"
+        )
 
 
 def _first_change(params: list[Any], p0: Any, shapes: list[tuple[int, ...]]) -> str:
@@ -331,7 +365,14 @@ def _draw_lrs(calls: int) -> list[float]:
     return [float(0.002 + 0.01 * u) for u in raw]
 
 
-def _rounds(stepper: Any, params: list[Any], grads: list[Any], case: api.Case, ctx: api.Context):
+def _rounds(
+    stepper: Any,
+    params: list[Any],
+    grads: list[Any],
+    case: api.Case,
+    ctx: api.Context,
+    freed: FreedMemory,
+):
     """Interleaved rounds of the learner's step, the eager step and ours; the learner's
     parameters checked after each round against float64, advanced by the same calls."""
     import torch
@@ -361,6 +402,7 @@ def _rounds(stepper: Any, params: list[Any], grads: list[Any], case: api.Case, c
         g64 = [g.double() for g in grads]
         for lr in lrs:
             _eager(ref_p, g64, ref_b, m, lr)
+        _freed_use(freed, params, f"timed round {r + 1}")
         bad = _round_mismatch(params, ref_p)
         if bad:
             return {"mismatch": f"timed round {r + 1}, after {TIMED_CALLS} more calls: {bad}"}

@@ -34,4 +34,9 @@ def make_step(params: list[torch.Tensor], grads: list[torch.Tensor], momentum: f
         lr.fill_(lr_value)  # this call's learning rate, where the captured kernels read it
         graph.replay()
 
+    # The graph keeps the addresses it was captured on, not the tensors: step holds what the
+    # graph uses, or it goes back to the allocator when make_step returns and every replay
+    # writes into whatever tensor is made there next.
+    step.state = bufs  # lr and graph are held by step itself
+
     return step

@@ -36,4 +36,9 @@ def make_step(params, grads, momentum):
         lr.fill_(lr_value)
         graph.replay()
 
+    # The graph keeps the addresses it was captured on, not the tensors: step holds what the
+    # graph uses, or it goes back to the allocator when make_step returns and every replay
+    # writes into whatever tensor is made there next.
+    step.state = (flat, mom)
+
     return step

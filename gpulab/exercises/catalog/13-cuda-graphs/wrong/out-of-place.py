@@ -32,4 +32,5 @@ def make_step(params, grads, momentum):
         lr.fill_(lr_value)
         graph.replay()
 
+    step.state = (bufs, params)  # held as long as the graph: its own flaw is another
     return step

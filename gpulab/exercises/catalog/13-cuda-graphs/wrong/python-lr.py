@@ -33,4 +33,5 @@ def make_step(params, grads, momentum):
         lr[0] = lr_value
         graph.replay()
 
+    step.state = bufs  # held as long as the graph: its own flaw is another
     return step

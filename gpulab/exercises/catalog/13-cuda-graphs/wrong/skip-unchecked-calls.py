@@ -35,4 +35,5 @@ def make_step(params, grads, momentum):
         lr.fill_(lr_value if calls[0] <= 8 else 2 * lr_value)
         graph.replay()
 
+    step.state = bufs  # held as long as the graph: its own flaw is another
     return step

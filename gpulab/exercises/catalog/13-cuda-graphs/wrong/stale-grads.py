@@ -34,4 +34,5 @@ def make_step(params, grads, momentum):
         lr.fill_(lr_value)
         graph.replay()
 
+    step.state = (static_grads, bufs)  # held as long as the graph: its own flaw is another
     return step

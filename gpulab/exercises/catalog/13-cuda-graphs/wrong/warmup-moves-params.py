@@ -30,4 +30,5 @@ def make_step(params, grads, momentum):
         lr.fill_(lr_value)
         graph.replay()
 
+    step.state = bufs  # held as long as the graph: its own flaw is another
     return step
