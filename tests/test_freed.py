@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.exercises.freed import POISON, SMALL, FreedMemory, Request, plan
+from gpulab.exercises.freed import PATTERN, POISON, SMALL, FreedMemory, Request, plan
 
 
 def _seg(stream, kind, blocks, *, device=0, pool=(0, 0)):
@@ -40,8 +40,11 @@ def test_plan_cuts_a_large_free_block_of_a_small_segment_into_small_requests():
 def test_the_pattern_is_a_nan_as_a_float_and_not_the_canonical_one():
     import numpy as np
 
-    value = np.array([POISON], dtype=np.uint32).view(np.float32)
-    assert np.isnan(value[0])
+    torch = pytest.importorskip("torch")
+    held = torch.empty(8, dtype=torch.int32)
+    held.fill_(PATTERN)  # as FreedMemory fills what it holds
+    assert np.isnan(held.numpy().view(np.float32)).all()
+    assert int(held.numpy().view(np.uint32)[0]) == POISON
     # CUDA's arithmetic returns the canonical NaN: a replay that writes NaN here still shows
     assert POISON not in (0x7FFFFFFF, 0x7FC00000)
 

@@ -39,9 +39,12 @@ def _env() -> dict[str, str]:
 def _run(block: CodeBlock, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The block in a child process of its own session, so a hang (a profiler that never
     returns, a grandchild holding the pipes) is ended whole, by the child's process group, and
-    fails this test alone instead of stopping the rest of the run."""
+    fails this test alone instead of stopping the rest of the run. From a file, as a learner
+    runs a copied block: Triton's @jit reads its kernel's source from the file it is in."""
+    script = cwd / f"block_{block.line}.py"
+    script.write_text(block.code, encoding="utf-8")
     proc = subprocess.Popen(
-        [sys.executable, "-c", block.code],
+        [sys.executable, str(script)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

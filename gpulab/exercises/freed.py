@@ -21,7 +21,7 @@ from typing import Any
 # writes NaN here is still seen; a large int, nonzero in every byte. kernel_checks fills shared
 # memory with it too.
 POISON = 0x7FC0DEAD
-PATTERN = POISON - (1 << 32)  # the same bits as an int32, the type the held blocks are filled as
+PATTERN = POISON  # below 2**31: the same bits as an int32, the type the held blocks are filled as
 SMALL = 1 << 20  # PyTorch's caching allocator serves requests up to 1 MiB from its small pool
 PASSES = 8  # a best-fit allocation may split another block than the one planned: try again
 

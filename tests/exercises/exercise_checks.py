@@ -61,9 +61,16 @@ def needs_device(ex) -> bool:
     return bool(set(ex.needs) & {"gpu", "cupy"})
 
 
+def runs_on_a_gpu_here(ex) -> bool:
+    """Whether the check will use this machine's GPU: a Triton exercise runs in the interpreter
+    without one and compiled with one, where a known-wrong kernel can fault like any other."""
+    has_cuda = any(d.kind == "cuda" for d in inventory().devices)
+    return needs_device(ex) or (has_cuda and "triton" in ex.needs)
+
+
 def check(ex, path, seed):
     """The check's result for the file at `path`."""
-    if needs_device(ex):
+    if runs_on_a_gpu_here(ex):
         if not _WORKER:
             _WORKER.append(_WorkerChecks())
         return _WORKER[0].check(ex, path, seed)

@@ -1,6 +1,7 @@
-# expect: expected
+# expect: expected | illegal memory access
 """Honest mistake: scale and bias indexed with the flat offset, not its column. Right on a single
-row; from the second row on it reads past the end of scale and bias (into their guards)."""
+row; from the second row on it reads past the end of scale and bias: into their guards, or, far
+enough past, into memory no buffer owns (an illegal memory access on a GPU)."""
 
 import triton
 import triton.language as tl
