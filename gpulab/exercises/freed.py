@@ -83,16 +83,33 @@ class FreedMemory:
         for _ in range(PASSES):
             wanted = plan(torch.cuda.memory_snapshot(), index)
             if not wanted:
-                return
+                break
             for req in wanted:
+                reserved = torch.cuda.memory_reserved(self.device)
                 # a block is handed out only to a request made on the stream it was made on
-                stream = torch.cuda.ExternalStream(req.stream, device=self.device)
-                with torch.cuda.stream(stream):
+                with torch.cuda.stream(self._stream(req.stream)):
                     t = torch.empty(req.nbytes // 4, dtype=torch.int32, device=self.device)
+                if torch.cuda.memory_reserved(self.device) > reserved:
+                    # it missed the free block it was planned for and took new memory: give that
+                    # back and stop, rather than chase the new segment's remainder pass by pass
+                    del t
+                    torch.cuda.empty_cache()
+                    torch.cuda.synchronize(self.device)
+                    return
                 # filled on the current stream: the learner's stream may be gone by now
                 t.fill_(PATTERN)
                 self.held.append(t)
         torch.cuda.synchronize(self.device)
+
+    def _stream(self, handle: int) -> Any:
+        """The stream whose pool a block belongs to. The legacy default stream's handle is 0,
+        which ExternalStream does not take for the default stream (its requests went to a new
+        segment on the H200), so it is asked for by name."""
+        torch = self.torch
+        default = torch.cuda.default_stream(self.device)
+        if handle in (0, default.cuda_stream):
+            return default
+        return torch.cuda.ExternalStream(handle, device=self.device)
 
     def written(self) -> int:
         """Bytes of the held memory that no longer hold the pattern."""
