@@ -69,7 +69,7 @@ def _graph_on_a_buffer(torch, *, keep: bool):
         return graph, (buf if keep else None)
 
     graph, held = make()
-    return graph, held, y
+    return graph, (held, x), y  # x is read by every replay: held in both cases
 
 
 @pytest.mark.gpu
