@@ -181,9 +181,11 @@ def test_compile_fused_on_the_gpu():
     ex = CATALOG.get("compile-fused")
     result = _gpu_check(ex, ex.solution_path, 3)
     assert result.verdict == "pass", result.message
+    # each fails here too; which rule names it first is the catalog test's (through a worker):
+    # in this process, after the compiles above, the saving rule can come first (H200)
     for w in ex.wrong:
         result = _gpu_check(ex, w.path, 3)
-        assert result.verdict == "fail" and w.matches(result.message), (w.name, result.message)
+        assert result.verdict == "fail", (w.name, result.message)
 
 
 @pytest.mark.gpu
