@@ -40,6 +40,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -277,6 +278,17 @@ def _dims(v: Any) -> tuple[int, int, int]:
     return (x, y, z)
 
 
+@dataclass(frozen=True)
+class Ran:
+    """What one launch did, counted as it ran (runtime.h): accesses to shared memory, and warp
+    operations that moved values between lanes. A GPU's compiled code says what a kernel could
+    do; these say what it did, so a shuffle or a shared array behind a branch no thread takes
+    counts for nothing."""
+
+    shared_touches: int
+    lane_moves: int
+
+
 class RawKernel:
     """`cupy.RawKernel(source, name)` on the CPU: `kernel(grid, block, args)`."""
 
@@ -285,6 +297,7 @@ class RawKernel:
         self.signature = kernel_signature(code, name)
         self.params = [ctype for ctype, _ in self.signature]
         self._fn: Any = None
+        self.ran: Ran | None = None  # the last launch's counts
 
     @property
     def shared_size_bytes(self) -> int:
@@ -345,6 +358,8 @@ class RawKernel:
         self._fn(*g, *b, order, regions, count, ctypes.c_ulonglong(int(shared_mem)), argv)
         lib = _build(self.code)
         lib.emu_last_error.restype = ctypes.c_char_p
+        lib.emu_shared_touches.restype = lib.emu_lane_moves.restype = ctypes.c_ulonglong
+        self.ran = Ran(int(lib.emu_shared_touches()), int(lib.emu_lane_moves()))
         error = lib.emu_last_error()
         if error:
             raise EmulatorError(f"kernel {self.name}: {error.decode()}")

@@ -115,6 +115,10 @@ static uintptr_t dyn_lo, dyn_hi, dyn_end;  // dynamic shared memory: given, and 
 static const char* dyn_name = "dynamic shared memory";
 static unsigned dyn_item = 1;
 static bool watching;  // inside a launch: the instrumented accesses are the kernel's
+// What the launch did, for a check that asks what ran rather than what the source says: its
+// accesses to shared memory, and its warp operations that move values between lanes (a
+// shuffle or a warp reduce; not a vote, not __syncwarp). A branch no thread takes adds nothing.
+static unsigned long long shared_touches, lane_moves;
 static unsigned epoch = 1;  // a new one at each block and each __syncthreads()
 // Each warp's __syncwarp() masks since the last barrier (the newest SYNCS of them).
 enum { WARPS = 32, SYNCS = 256 };
@@ -239,6 +243,7 @@ EMU_RAW static void access(uintptr_t a, unsigned n, bool write, bool atomic = fa
     for (int i = 0; i < nshared; ++i) {
         SharedArray& s = shared[i];
         if (a + n > s.lo && a < s.hi) {
+            ++shared_touches;
             if (!atomic) shared_access(s, a, n, write);
             return;
         }
@@ -313,6 +318,7 @@ extern "C" EMU_RAW void __tsan_vptr_read(void**) {}
 namespace emu {
 EMU_RAW static unsigned long long warp_op(int kind, unsigned mask, unsigned long long v, int arg, int w) {
     int t = cur;
+    if (kind != W_SYNC && kind != W_BALLOT && kind != W_ANY && kind != W_ALL) ++lane_moves;
     state[t] = WARP; wkind[t] = kind; wmask[t] = mask; wval[t] = v; warg[t] = arg; wwidth[t] = w;
     wait_here();
     return wres[t];
@@ -411,6 +417,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
     unsigned nb = g.x * g.y * g.z;
     nthreads = nt;
     err[0] = 0;
+    shared_touches = lane_moves = 0;
     regions = rs; nregions = nrs;
     dyn_lo = (uintptr_t)emu::dyn_smem; dyn_hi = dyn_lo + dyn; dyn_end = dyn_lo + DYN_SMEM_BYTES;
     register_dynamic();
@@ -489,6 +496,8 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
 }
 }
 extern "C" const char* emu_last_error() { return emu::err; }
+extern "C" unsigned long long emu_shared_touches() { return emu::shared_touches; }
+extern "C" unsigned long long emu_lane_moves() { return emu::lane_moves; }
 EMU_RAW static void __syncthreads() { emu::state[emu::cur] = emu::BAR; emu::wait_here(); }
 template <class T> static inline unsigned long long emu_bits(T v) {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");

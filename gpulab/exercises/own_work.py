@@ -125,6 +125,9 @@ class Launch:
     returned: bool = False  # the launch returned a new array (ElementwiseKernel, fuse)
     # device addresses of the array arguments (RawKernel, RawModule): which buffers it was given
     pointers: tuple[int, ...] = ()
+    # what the launch did, counted as it ran, where the kernel runs on gpulab's emulator
+    # (gpulab.emulator.cuda.Ran); None on a GPU, where the compiled code is read instead
+    ran: Any = None
 
     def shared_static(self) -> int | None:
         """Bytes of static shared memory the kernel declares (None: not knowable here)."""
@@ -161,8 +164,10 @@ class _Kernel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         launch = self._watch._launched(self, args, kwargs)
         out = self.inner(*args, **kwargs)
-        if launch is not None and hasattr(out, "shape"):
-            launch.returned = True  # a new array: the copy into `out` that follows is theirs
+        if launch is not None:
+            launch.ran = getattr(self.inner, "ran", None)
+            if hasattr(out, "shape"):
+                launch.returned = True  # a new array: the copy into `out` that follows is theirs
         return out
 
     def __getattr__(self, attr: str) -> Any:
@@ -744,10 +749,13 @@ def _uses_shared(launch: Launch) -> bool | None:
     """Whether a launch used shared memory that its kernel's code touches: static shared
     memory the cubin declares, or dynamic shared memory the launch asked for, and in either
     case a shared load, store or atomic in the kernel's PTX (NVRTC). None where the code
-    cannot be read (no NVRTC, a kernel without C source)."""
+    cannot be read (no NVRTC, a kernel without C source). On the emulator, from what the launch
+    did: shared memory touched only in a branch no thread takes was not used."""
     asked = launch.shared_dynamic > 0 or bool(launch.shared_static())
     if not asked:
         return False
+    if launch.ran is not None:  # the emulator counted what the launch did
+        return launch.ran.shared_touches > 0
     read = _launch_ptx(launch)
     if read is None:
         return None
@@ -774,7 +782,10 @@ def uses_shuffles(launch: Launch) -> bool | None:
     """Whether a launch's kernel moves values between lanes, read from its PTX (NVRTC): a
     `shfl.sync` or `redux.sync` instruction in the kernel or a device function it calls. A
     shuffle in a comment, in `#if 0` or in a function nobody calls compiles to nothing. None
-    where the code cannot be read (no NVRTC, a kernel without C source)."""
+    where the code cannot be read (no NVRTC, a kernel without C source). On the emulator, from
+    what the launch did: a shuffle behind a branch no lane takes moved nothing."""
+    if launch.ran is not None:
+        return launch.ran.lane_moves > 0
     read = _launch_ptx(launch)
     if read is None:
         return None

@@ -227,7 +227,8 @@ def run_check(
         if without is not None:
             why = (
                 f"call {without} of your kernel used no shared memory its code reads or writes "
-                f"(a shared_mem= or a __shared__ array no instruction touches is none): {shared}"
+                f"(a shared_mem= or a __shared__ array no instruction touches is none, nor one "
+                f"touched only in a branch no thread takes, on the emulator): {shared}"
             )
             return _fail(result, "wrong", why, t0)
         result.verdict, result.grade = PASS, "pass"

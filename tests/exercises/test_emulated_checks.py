@@ -200,3 +200,32 @@ def test_emulating_puts_back_whatever_cupy_was_there(monkeypatch):
     with emulator.emulating(seed=1):
         pass
     assert "cupy" not in sys.modules and "cupyx" not in sys.modules
+
+
+WHAT_RAN = Path(__file__).resolve().parents[1] / "fixtures" / "what_ran"
+_NEVER = "if (n < 0) v = __shfl_down_sync(0xffffffffu, v, 16);  // never runs: n is a size\n"
+
+
+def _dead_shuffle(tmp_path: Path) -> Path:
+    """warp-argmax's shared-memory tree (wrong/shared-tree.py) with a shuffle behind a branch no
+    lane takes: the compiled code holds a shuffle, so on a GPU the rule that reads it passes."""
+    tree = find("warp-argmax").folder / "wrong" / "shared-tree.py"
+    text = tree.read_text().replace("    sv[t] = v;\n", "    " + _NEVER + "    sv[t] = v;\n", 1)
+    assert _NEVER in text
+    path = tmp_path / "dead-shuffle.py"
+    path.write_text(text.replace("# expect: has no warp shuffle", "# expect: that runs", 1))
+    return path
+
+
+@pytest.mark.parametrize("exercise", ["stencil-shared", "warp-argmax"])
+def test_a_property_behind_a_branch_no_thread_takes_counts_for_nothing(capsys, tmp_path, exercise):
+    """On the emulator the shared accesses and shuffles a launch made are counted as it runs: a
+    tile or a shuffle that only a dead branch holds fails, though the compiled code has it."""
+    if exercise == "warp-argmax":
+        path = _dead_shuffle(tmp_path)
+    else:
+        path = WHAT_RAN / "stencil-shared-dead-tile.py"
+    code, data = _check(capsys, find(exercise), path)
+    message = data["check"]["message"]
+    assert code == 1, f"{path.name} passed: {message}"
+    assert any(alt in message for alt in _expect(path)), message

@@ -64,7 +64,8 @@ def warp_rule(ctx: api.Context, x: tuple[int, int]) -> str | None:
                     "warp's value and index with __shfl_down_sync(0xffffffff, v, offset)"
                 )
             return (
-                f"{launch.kernel} has no warp shuffle (no __shfl_*_sync call): this exercise "
+                f"{launch.kernel} has no warp shuffle that runs (no __shfl_*_sync call, or one "
+                "behind a branch no lane takes): this exercise "
                 "asks for each warp's 32 (value, index) pairs to be combined in registers with "
                 "__shfl_down_sync, not through shared memory"
             )
