@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# What the last stop could not run on a GPU, in the order the open issues need it, each part
+# under its own time limit so one call of the device tool (600 s) gets as far as it can and
+# reports each part. Usage: OUT=dir bash bench/gpu_pending.sh [PART ...]
+# Parts: experts (issue 35: one Nsight Compute pass per expert, pages recorded for the CPU
+# test), triton (the Triton catalog through the worker), rest (files not re-run since their
+# last fix), bench (issues 31 and 32: the exercises bench, repeat 5).
+set -u
+out=${OUT:-/tmp}
+PT="python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts= -rfE --timeout 150"
+parts=${*:-experts triton rest}
+for part in $parts; do
+  case $part in
+    experts)
+      GPULAB_EXPLAIN_RECORD=$out/explain timeout -s INT 300 $PT -s \
+        tests/test_explain_tier1_gpu.py -k expert > "$out/experts.log" 2>&1 ;;
+    triton)
+      timeout -s INT 200 $PT tests/exercises/test_exercises_catalog.py -k triton \
+        > "$out/triton.log" 2>&1 ;;
+    rest)
+      timeout -s INT 400 $PT tests/test_profile_step_gpu.py tests/test_exp_claims_gpu.py \
+        tests/test_exp_gpu.py tests/test_peaks.py tests/exercises/test_prewarm.py \
+        tests/exercises/test_exercises_repeat.py > "$out/rest.log" 2>&1 ;;
+    bench)
+      timeout -s INT 560 python3 -m gpulab bench --suite exercises --repeat 5 --json \
+        > "$out/exercises-bench.json" 2> "$out/exercises-bench.log" ;;
+    *) echo "unknown part: $part" >&2; exit 2 ;;
+  esac
+  echo "== $part: $(grep -E '(passed|failed|error)' "$out/$part.log" 2>/dev/null | tail -1)"
+done
