@@ -23,7 +23,7 @@ for part in $parts; do
         tests/exercises/test_exercises_repeat.py > "$out/rest.log" 2>&1 ;;
     bench)
       timeout -s INT 560 python3 -m gpulab bench --suite exercises --repeat 5 --json \
-        > "$out/exercises-bench.json" 2> "$out/exercises-bench.log" ;;
+        > "$out/exercises-bench.json" 2> "$out/bench.log" ;;
     *) echo "unknown part: $part" >&2; exit 2 ;;
   esac
   echo "== $part: $(grep -E '(passed|failed|error)' "$out/$part.log" 2>/dev/null | tail -1)"
