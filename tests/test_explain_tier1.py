@@ -116,6 +116,22 @@ def test_high_occupancy_short_of_the_roof_reads_as_bytes_in_flight():
         assert line.verdict == "not a goal in itself", (label, line.card_line())
 
 
+def test_warps_the_maximum_allows_but_that_are_not_there_get_a_question_mark():
+    """Achieved occupancy far under a maximum that is high enough, with a full wave at least:
+    the SMs sit idle between blocks (a tail, blocks of uneven work), marked `?` and said so."""
+    (k,) = recorded("transpose-padded")
+    theory = k.get("sm__maximum_warps_per_active_cycle_pct")
+    assert theory is not None and theory >= 60.0
+    k.metrics["sm__warps_active.avg.pct_of_peak_sustained_active"] = 0.3 * theory
+    k.metrics["launch__waves_per_multiprocessor"] = 2.0
+    occ = next(f for f in ncu.findings(k) if f.kind == "occupancy")
+    assert occ.verdict == "far under max" and occ.severity == 1, occ.card_line()
+    assert "tail or uneven blocks" in occ.card_line()
+    k.metrics["sm__warps_active.avg.pct_of_peak_sustained_active"] = 0.9 * theory
+    occ = next(f for f in ncu.findings(k) if f.kind == "occupancy")
+    assert occ.verdict != "far under max"
+
+
 def test_ncu_rules_are_advice_first_and_at_most_three():
     (k,) = recorded("strided")
     picked = ncu.pick_rules(k.rules)

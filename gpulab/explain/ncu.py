@@ -580,7 +580,8 @@ def occupancy(k: KernelProfile) -> Finding | None:
     limiter, blocks = _limiter(k)
     low = theory < 60.0 and not at_roof and (w is None or w >= 1.0)
     score = 3.0 + (60.0 - theory) / 40.0 if low else 0.0
-    if not low and w is not None and w >= 1.0 and achieved < 0.6 * theory and not at_roof:
+    short = not low and w is not None and w >= 1.0 and achieved < 0.6 * theory and not at_roof
+    if short:
         score = 1.0
     why = f"{limiter}: {blocks:.0f} blocks/SM" if limiter and theory < 100 else ""
     top_stall = stalls(k)[:1]
@@ -596,6 +597,8 @@ def occupancy(k: KernelProfile) -> Finding | None:
     verdict, advice = "not a goal in itself", ""
     if low:
         verdict, advice = why or "too few warps", ADVICE.get(limiter, "")
+    elif short:  # the maximum allows the warps, but they are not there: idle between blocks
+        verdict, advice = "far under max", "tail or uneven blocks"
     elif starved:
         verdict, advice = "few bytes in flight", "more loads/thread"
     return Finding(
