@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# What the last stop could not run on a GPU, in the order the open issues need it, each part
-# under its own time limit so one call of the device tool (600 s) gets as far as it can and
-# reports each part. Usage: OUT=dir bash bench/gpu_pending.sh [PART ...]
-# Parts: experts (issue 35: one Nsight Compute pass per expert, pages recorded for the CPU
-# test), triton (the Triton catalog through the worker), rest (files not re-run since their
-# last fix), bench (issues 31 and 32: the exercises bench, repeat 5).
+# GPU runs still owed, each part under its own time limit so one device call (600 s) gets as
+# far as it can and reports each part. Usage: OUT=dir bash bench/gpu_pending.sh [PART ...]
+# Parts: experts (one Nsight Compute pass per expert solution, its pages recorded for the CPU
+# test of the card), triton (the Triton catalog through the worker), rest (GPU test files not
+# re-run since their last fix), bench (the exercises bench, repeat 5).
 set -u
 out=${OUT:-/tmp}
 PT="python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts= -rfE --timeout 150"
