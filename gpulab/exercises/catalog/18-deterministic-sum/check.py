@@ -116,9 +116,53 @@ def _crowd(ctx: api.Context, runs: int) -> Any:
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     x = case.args["x"]
     runs = _runs(ctx, x.size)
-    return kc.run_guarded(
+    got = kc.run_guarded(
         fn, [x], (1,), np.float32, repeats=runs, names=("x",), before=_crowd(ctx, runs)
     )
+    _same_work(fn, x, float(got[-1][kc.guard_size(1)]), ctx)
+    return got
+
+
+def _launches(call: Any) -> list[tuple]:
+    """A call's launches as (kernel, grid, block): what a run on an input of this size runs."""
+
+    def dims(d: Any) -> tuple[int, ...]:
+        return tuple(int(v) for v in d) if isinstance(d, tuple | list) else (int(d or 1),)
+
+    return [(la.kernel, dims(la.grid), dims(la.block)) for la in call.launches]
+
+
+def _same_work(fn: Any, x: np.ndarray, last: float, ctx: api.Context) -> None:
+    """The runs above repeat one input, which is what an answer kept from an earlier run (keyed
+    by the values, the address, anything) would serve. One more call, on new values of the same
+    size that nothing kept can answer, must launch what the last repeat launched, and give its
+    own sum."""
+    watch = ctx.watch
+    if watch is None or not watch.calls:  # not under the grader (a test calling run() directly)
+        return
+    repeat = _launches(watch.calls[-1])
+    new = (np.random.default_rng(x.size).standard_normal(x.size) * 10 + 3).astype(np.float32)
+    got = float(
+        api.to_host(kc.run_guarded(fn, [new], (1,), np.float32, names=("x",)))[0][kc.guard_size(1)]
+    )
+    fresh = _launches(watch.calls[-1])
+    if repeat != fresh:
+
+        def said(ls: list[tuple]) -> str:
+            return ", ".join(f"{k} {g}x{b}" for k, g, b in ls) or "no kernel"
+
+        raise api.CheckError(
+            f"work kept from an earlier call: on a repeat of an input your {ENTRY} launched "
+            f"{said(repeat)}; on new values of the same size, {said(fresh)}. Every run must sum "
+            "its input; determinism has to come from the order of the sum, not from a kept answer"
+        )
+    # the same bits as the repeated input's sum, for values whose sum is another: kept
+    if np.float32(got) == np.float32(last) and np.float32(new.astype(np.float64).sum()) != last:
+        raise api.CheckError(
+            f"work kept from an earlier call: on new values of the same size your {ENTRY} gave "
+            f"{got:.9g}, the answer it gave for the input before (an answer kept by the "
+            "buffer's address?)"
+        )
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
