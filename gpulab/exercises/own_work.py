@@ -125,6 +125,8 @@ class Launch:
     returned: bool = False  # the launch returned a new array (ElementwiseKernel, fuse)
     # device addresses of the array arguments (RawKernel, RawModule): which buffers it was given
     pointers: tuple[int, ...] = ()
+    # the floating-point numbers it was handed by value (a kept answer passed in shows here)
+    scalars: tuple[float, ...] = ()
     # what the launch did, counted as it ran, where the kernel runs on gpulab's emulator
     # (gpulab.emulator.cuda.Ran); None on a GPU, where the compiled code is read instead
     ran: Any = None
@@ -192,6 +194,14 @@ class _Module:
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
+
+
+def _float_scalar(a: Any) -> bool:
+    """A floating-point number passed by value (a Python float, a NumPy float32/64 scalar)."""
+    if isinstance(a, float):
+        return True
+    dtype = getattr(a, "dtype", None)
+    return getattr(a, "ndim", None) == 0 and getattr(dtype, "kind", "") == "f"
 
 
 def address(a: Any) -> int | None:
@@ -506,6 +516,7 @@ class Watch:
             launch.shared_dynamic = 0
         elif len(args) > 2 and isinstance(args[2], tuple | list):
             launch.pointers = tuple(p for p in map(address, args[2]) if p is not None)
+            launch.scalars = tuple(float(a) for a in args[2] if _float_scalar(a))
         self._current.launches.append(launch)
         self.launches.append(launch)
         return launch
