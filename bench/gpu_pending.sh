@@ -2,7 +2,7 @@
 # GPU runs still owed, each part under its own time limit so one device call (600 s) gets as
 # far as it can and reports each part. Usage: OUT=dir bash bench/gpu_pending.sh [PART ...]
 # Parts: experts (one Nsight Compute pass per expert solution, its pages recorded for the CPU
-# test of the card), triton (the Triton and cuda-graphs catalog), rest (GPU test files not
+# test of the card), triton (the Triton, cuda-graphs and deterministic-sum catalog), rest (files not
 # re-run since their last fix), bench (the exercises bench, repeat 5).
 set -u
 out=${OUT:-/tmp}
@@ -14,7 +14,7 @@ for part in $parts; do
       GPULAB_EXPLAIN_RECORD=$out/explain timeout -s INT 300 $PT -s \
         tests/test_explain_tier1_gpu.py -k expert > "$out/experts.log" 2>&1 ;;
     triton)
-      timeout -s INT 240 $PT tests/exercises/test_exercises_catalog.py -k "triton or cuda-graphs" \
+      timeout -s INT 240 $PT tests/exercises/test_exercises_catalog.py -k "triton or cuda-graphs or deterministic" \
         > "$out/triton.log" 2>&1 ;;
     rest)
       timeout -s INT 400 $PT tests/test_profile_step_gpu.py tests/test_exp_claims_gpu.py \
