@@ -447,3 +447,36 @@ def test_a_compile_error_is_one_line_naming_the_kernel_lines() -> None:
     assert message.startswith("your CUDA C does not compile (emulator, host C++ compiler): ")
     assert "kernel source line 4: " in message and "__no_such_builtin" in message
     assert "a CUDA built-in the emulator does not provide" in message and "\n" not in message
+
+
+COUNTED = r"""
+extern "C" __global__ void counted(const float* a, float* out, int n, int live) {
+    __shared__ float s[32];
+    int t = threadIdx.x;
+    float v = a[t];
+    if (live > 0) {
+        s[t] = v;
+        __syncwarp();
+        v = s[t ^ 1] + __shfl_down_sync(0xffffffffu, v, 1);
+    }
+    v += (float)(__ballot_sync(0xffffffffu, v > 0.0f) & 1u);  // a vote moves no value
+    out[t] = v;
+}
+"""
+
+
+@pytest.mark.parametrize("live", [1, 0])
+def test_each_launch_counts_the_shared_accesses_and_shuffles_that_ran(live: int) -> None:
+    """What a launch did, counted as it ran: the same compiled kernel touches shared memory and
+    moves values between lanes only when its branch is taken, and a vote is not a move."""
+    cp = cupy_module.make()
+    a = cp.asarray(np.arange(32, dtype=np.float32))
+    out = cp.zeros(32, dtype=np.float32)
+    kernel = cp.RawKernel(COUNTED, "counted")
+    kernel((1,), (32,), (a, out, np.int32(32), np.int32(live)))
+    ran = kernel.ran
+    assert isinstance(ran, cuda.Ran)
+    if live:
+        assert ran.shared_touches == 64 and ran.lane_moves == 32, ran  # 32 writes, 32 reads
+    else:
+        assert ran.shared_touches == 0 and ran.lane_moves == 0, ran
