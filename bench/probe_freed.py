@@ -42,7 +42,7 @@ for p in range(3):
     for req in wanted:
         with torch.cuda.stream(f._stream(req.stream)):
             t = torch.empty(req.nbytes // 4, dtype=torch.int32, device="cuda:0")
-        t.fill_(fr.PATTERN)
+        t.fill_(fr.POISON)
         f.held.append(t)
         print(
             "   got",

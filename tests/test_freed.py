@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.exercises.freed import PATTERN, POISON, SMALL, FreedMemory, Request, plan
+from gpulab.exercises.freed import POISON, SMALL, FreedMemory, Request, plan
 
 
 def _seg(stream, kind, blocks, *, device=0, pool=(0, 0)):
@@ -42,7 +42,7 @@ def test_the_pattern_is_a_nan_as_a_float_and_not_the_canonical_one():
 
     torch = pytest.importorskip("torch")
     held = torch.empty(8, dtype=torch.int32)
-    held.fill_(PATTERN)  # as FreedMemory fills what it holds
+    held.fill_(POISON)  # as FreedMemory fills what it holds
     assert np.isnan(held.numpy().view(np.float32)).all()
     assert int(held.numpy().view(np.uint32)[0]) == POISON
     # CUDA's arithmetic returns the canonical NaN: a replay that writes NaN here still shows

@@ -20,8 +20,7 @@ from typing import Any
 # A NaN as a float32 but not the one CUDA's arithmetic returns (0x7FFFFFFF), so a kernel that
 # writes NaN here is still seen; a large int, nonzero in every byte. kernel_checks fills shared
 # memory with it too.
-POISON = 0x7FC0DEAD
-PATTERN = POISON  # below 2**31: the same bits as an int32, the type the held blocks are filled as
+POISON = 0x7FC0DEAD  # below 2**31: the same bits as an int32, the type the held blocks hold
 SMALL = 1 << 20  # PyTorch's caching allocator serves requests up to 1 MiB from its small pool
 PASSES = 8  # a best-fit allocation may split another block than the one planned: try again
 
@@ -39,10 +38,8 @@ def plan(segments: list[dict[str, Any]], device: int) -> list[Request]:
     left alone (its blocks are the graph's)."""
     out = []
     for seg in segments:
-        if seg.get("device", device) != device or tuple(seg.get("segment_pool_id", (0, 0))) != (
-            0,
-            0,
-        ):
+        shared_pool = tuple(seg.get("segment_pool_id", (0, 0))) == (0, 0)
+        if seg.get("device", device) != device or not shared_pool:
             continue
         small = seg.get("segment_type") == "small"
         for block in seg.get("blocks", []):
@@ -97,7 +94,7 @@ class FreedMemory:
                     torch.cuda.synchronize(self.device)
                     return
                 # filled on the current stream: the learner's stream may be gone by now
-                t.fill_(PATTERN)
+                t.fill_(POISON)
                 self.held.append(t)
         torch.cuda.synchronize(self.device)
 
@@ -118,5 +115,5 @@ class FreedMemory:
         torch = self.torch
         changed = torch.zeros((), dtype=torch.int64, device=self.device)
         for t in self.held:
-            changed += (t != PATTERN).sum()
+            changed += (t != POISON).sum()
         return 4 * int(changed)  # one readback, not one per block
