@@ -349,10 +349,17 @@ def add_profile(e: Explanation, prof: Any) -> Explanation:
             rep = KernelReport(kp.name, 0)
             e.kernels.append(rep)
             by_name[kp.name] = rep
+        flight = next((f.data["in_flight"] for f in rep.findings if "in_flight" in f.data), None)
+        if flight:
+            measured = [ncu.in_flight(f, kp, flight) for f in measured]
         gone = ncu.replaced_kinds(kp, measured)
         rep.findings = [f for f in rep.findings if f.kind not in gone] + measured
         rep.line_findings = ncu_source.findings(
-            ncu_source.lines_of(by_line, kp.name), kp.name, rep.file_line
+            ncu_source.lines_of(by_line, kp.name),
+            kp.name,
+            rep.file_line,
+            load_hit=kp.get("l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct") or 0.0,
+            issue_busy=kp.get("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
         )
     e.tier = 1
     e.report = prof.report

@@ -2,8 +2,11 @@
 
 `profile()` runs `ncu` around a fresh Python process (target.py) that builds the exercise's
 timing inputs at a representative size (64 MB by default) and calls the learner's function twice;
-ncu profiles only kernels named in the learner's file (`--kernel-name regex:^(a|b)$`), skipping
-the first call's launches (`--launch-skip`) and taking one call's (`--launch-count`). The report
+ncu profiles only kernels named in the learner's file (`--kernel-name regex:^(a|b)$`) and only
+in the range the target opens around its last call (`--profile-from-start off`; the target calls
+cudaProfilerStart and Stop), so a call that launches one of several kernels (conv2d's expert
+picks one by the filter's size) or some kernels twice is profiled as it ran, up to one launch
+a named kernel (`--launch-count`). The report
 is kept (`.ncu-rep`, for Nsight Compute's GUI) and read back as CSV (`--page raw` for the
 metrics, `--page details` for ncu's own rule messages, `--page source` for the counters of each
 source line: ncu_source.py), so everything after the run is a pure
@@ -26,12 +29,13 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpulab.core import nvtools
 from gpulab.explain import tools
 from gpulab.explain.findings import Finding, gather
+from gpulab.explain.ncu_source import issue_weight
 
 PERMISSION = "ERR_NVGPUCTRPERM"
 PERMISSION_FIX = "GPU counters locked: an admin sets NVreg_RestrictProfilingToAdminUsers=0"
@@ -227,19 +231,19 @@ def command(
     report: Path,
     metrics: Sequence[str] = METRICS,
 ) -> list[str]:
-    """ncu's command line: the learner's kernels only, the second call's launches, one report."""
+    """ncu's command line: the learner's kernels only, in the last call's profiler range, one
+    report."""
     names = "|".join(re.escape(k) for k in kernels)
-    n = len(kernels)
     argv = [
         ncu,
         "--target-processes",
         "all",
+        "--profile-from-start",
+        "off",
         "--kernel-name",
         f"regex:^({names})$",
-        "--launch-skip",
-        str(n),
         "--launch-count",
-        str(n),
+        str(len(kernels)),
     ]
     for s in SECTIONS:
         argv += ["--section", s]
@@ -354,6 +358,8 @@ def _why(text: str, kernels: Sequence[str]) -> str:
 
 # -- findings ---------------------------------------------------------------------------------
 
+COALESCE_SHARE = 0.25  # of the traffic to L2 wasted by unused bytes: from here a full finding
+
 STALLS = {
     "long_scoreboard": ("memory latency", "more loads in flight"),
     "short_scoreboard": ("waiting on shared memory", "fewer bank conflicts"),
@@ -429,26 +435,40 @@ def dram(k: KernelProfile) -> Finding | None:
 
 
 def coalescing(k: KernelProfile) -> list[Finding]:
-    """Bytes of each 32-byte sector a warp's global loads and stores use."""
+    """Bytes of each 32-byte sector a warp's global loads and stores use, weighed by the share
+    of the traffic to L2 the unused bytes make: loads that hit in L1 (a small table every warp
+    rereads) cost L2 nothing, and a store of one word a block is a sliver of the kernel's."""
     out = []
+    miss = (
+        1.0
+        - min(100.0, k.get("l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct") or 0.0) / 100.0
+    )
+    ld = k.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") or 0.0
+    st = k.get("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum") or 0.0
+    to_l2 = ld * miss + st
     for op, word in (("ld", "loads"), ("st", "stores")):
         pct = k.get(f"smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.pct")
         sectors = k.get(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum")
         if pct is None or not sectors or pct >= 80.0:
             continue
+        wasted = sectors * (1.0 - pct / 100.0) * (miss if op == "ld" else 1.0)
+        share = wasted / to_l2 if to_l2 else 1.0
+        weight = min(1.0, share / COALESCE_SHARE)
         out.append(
             Finding(
                 kind="coalescing",
                 what="coalesce",
                 value=f"{word} {32.0 * pct / 100.0:.3g}/32 B a sector",
-                verdict="uncoalesced",
-                advice="lane i reads element i",
+                verdict="uncoalesced" if weight >= 1.0 else f"{share:.0%} of L2 traffic wasted",
+                advice="lane i reads element i" if weight >= 1.0 else "",
                 tag="measured",
-                score=1.0 + 4.0 * (1.0 - pct / 100.0),
+                score=(1.0 + 4.0 * (1.0 - pct / 100.0)) * weight,
                 kernel=k.name,
                 detail="smsp__sass_average_data_bytes_per_sector_mem_global_op_"
-                f"{op}.pct: the share of each 32-byte sector fetched that the warp used.",
-                data={"op": op, "pct": pct, "sectors": sectors},
+                f"{op}.pct: the share of each 32-byte sector fetched that the warp used. The"
+                f" unused bytes are {share:.0%} of the sectors the kernel moved to or from L2"
+                + (" (loads that hit in L1 left out)." if op == "ld" and miss < 1.0 else "."),
+                data={"op": op, "pct": pct, "sectors": sectors, "share": share},
             )
         )
     return out
@@ -461,6 +481,12 @@ def bank_conflicts(k: KernelProfile) -> Finding | None:
     waves = k.get("memory_l1_wavefronts_shared")
     ideal = k.get("memory_l1_wavefronts_shared_ideal")
     source = "memory_l1_wavefronts_shared against memory_l1_wavefronts_shared_ideal"
+    excessive = k.get("derived__memory_l1_wavefronts_shared_excessive")
+    total = k.get("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")
+    if (waves is None or not ideal) and excessive is not None and total:
+        # ncu's own excess, which knows that a 16-byte access needs 4 wavefronts a warp
+        waves, ideal = total, total - excessive
+        source = "l1tex__data_pipe_lsu_wavefronts_mem_shared less ncu's excessive wavefronts"
     if waves is None or not ideal:
         waves = _sum(
             k,
@@ -528,18 +554,28 @@ def divergence(k: KernelProfile) -> Finding | None:
     threads = k.get("smsp__thread_inst_executed_per_inst_executed.ratio")
     if threads is None or threads >= 28.0:
         return None
+    busy = k.get("sm__throughput.avg.pct_of_peak_sustained_elapsed")
+    issue = issue_weight(busy)
+    score = min(4.5, 8.0 * (32.0 - threads) / 32.0) * issue
+    severe = score >= 1.75
     return Finding(
         kind="divergence",
         what="diverge",
         value=f"{threads:.1f} of 32 threads active",
-        verdict="warps diverge",
-        advice="branch per warp",
+        verdict="warps diverge" if severe else "warps diverge, issue slots to spare",
+        advice="branch per warp" if severe else "",
         tag="measured",
-        score=min(4.5, 8.0 * (32.0 - threads) / 32.0),
+        score=score,
         kernel=k.name,
         detail="smsp__thread_inst_executed_per_inst_executed.ratio: threads active"
-        " per executed warp instruction (32 when no lane is idle).",
-        data={"threads": threads},
+        " per executed warp instruction (32 when no lane is idle)."
+        + (
+            f" The SM ran at {busy:.0f}% of its peak (sm__throughput): idle lanes waste issue"
+            " slots, and here there were slots to spare, so the time goes elsewhere."
+            if busy is not None and issue < 1.0
+            else ""
+        ),
+        data={"threads": threads, "sm_busy": busy},
     )
 
 
@@ -682,6 +718,44 @@ RULES: list[MeasuredRule] = [
 def findings(k: KernelProfile) -> list[Finding]:
     """What the pass measured about one kernel, as findings tagged measured (see findings.py)."""
     return gather(RULES, k)
+
+
+def in_flight(f: Finding, k: KernelProfile, flight: dict[str, float | str]) -> Finding:
+    """The measured occupancy line judged by Little's law, as the static tier judges its own:
+    the work a thread keeps in flight (read from its PTX: bytes of loads, or independent FMA
+    chains) times the warps ncu saw resident, against what the SM needs. Enough in flight, and
+    the missing warps cost nothing: a register-tiled matmul at 25% is its design."""
+    warps = k.get("sm__warps_active.avg.per_cycle_active")
+    per_thread, need = flight.get("per_thread"), flight.get("need_per_sm")
+    if f.kind != "occupancy" or not warps or not isinstance(per_thread, (int, float)):
+        return f
+    if not isinstance(need, (int, float)) or need <= 0:
+        return f
+    unit = flight.get("unit")
+    have = warps * per_thread * (32.0 if unit == "B" else 1.0)
+
+    def amount(x: float) -> str:
+        if unit == "B":
+            return f"{x / 1024:.0f} KB" if x >= 1024 else f"{x:.0f} B"
+        return f"{x:.0f} FMAs"
+
+    said = (
+        f" Little's law: each thread keeps {per_thread:.0f}"
+        + (" B of loads" if unit == "B" else " independent FMA chains")
+        + f" in flight, so the {warps:.1f} warps ncu saw resident hold {amount(have)} an SM;"
+        f" the SM needs {amount(need)}."
+    )
+    data = {**f.data, "in_flight": {**flight, "have_per_sm": round(have, 1)}}
+    if have < need:
+        return replace(f, detail=f.detail + said, data=data)
+    return replace(
+        f,
+        verdict=f"{amount(have)}/SM in flight, {amount(need)} needed",
+        advice="",
+        score=0.0,
+        detail=f.detail + said + " More warps would not help: the occupancy is not the limit.",
+        data=data,
+    )
 
 
 def _wasted(k: KernelProfile) -> bool:

@@ -2,9 +2,10 @@
 
 `python -m gpulab.explain.target --exercise ID --file PATH` loads the exercise's check and the
 learner's file fresh (as the grader does), builds the check's timing inputs at `--fill` bytes
-and calls the learner's function `--calls` times. Nsight Compute (ncu.py) wraps this process and
-profiles one launch of the learner's kernels after the first call (the first call compiles and
-warms up); compute-sanitizer (sanitize.py) wraps it with a small `--fill`.
+and calls the learner's function `--calls` times, the last inside a profiler range
+(cudaProfilerStart to cudaProfilerStop): Nsight Compute (ncu.py) wraps this process and profiles
+only that range, so the first call (which compiles and warms up) is never measured, however many
+launches it makes; compute-sanitizer (sanitize.py) wraps it with a small `--fill`.
 
 `--driver PATH` replaces the exercise: PATH defines `setup(module, cp) -> callable`, which builds
 inputs for the file's function and returns the call to make (the planted-flaw kernels of the
@@ -121,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - one line for the parent, which reports it
         print(f"gpulab-target: setup failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_SETUP
+    from cupyx.profiler import profile  # cudaProfilerStart and Stop around the with-block
+
     try:
-        for _ in range(max(1, args.calls)):
+        for _ in range(max(1, args.calls) - 1):
+            thunk()
+            cp.cuda.Device().synchronize()
+        with profile():
             thunk()
             cp.cuda.Device().synchronize()
     except Exception as exc:  # noqa: BLE001 - the learner's code raised: one line for the parent
