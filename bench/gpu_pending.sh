@@ -21,8 +21,10 @@ for part in $parts; do
         tests/test_exp_gpu.py tests/test_peaks.py tests/exercises/test_prewarm.py \
         tests/exercises/test_exercises_repeat.py > "$out/rest.log" 2>&1 ;;
     bench)
-      timeout -s INT 560 python3 -m gpulab bench --suite exercises --repeat 5 --json \
-        > "$out/exercises-bench.json" 2> "$out/bench.log" ;;
+      # each finished exercise is written at once: a run the limit cuts keeps the rest
+      timeout -s INT 560 python3 -m gpulab bench --suite exercises --repeat 5 \
+        --json "$out/exercises-bench.json" --markdown "$out/exercises-bench.md" \
+        > "$out/bench.log" 2>&1 ;;
     *) echo "unknown part: $part" >&2; exit 2 ;;
   esac
   echo "== $part: $(grep -E '(passed|failed|error)' "$out/$part.log" 2>/dev/null | tail -1)"

@@ -395,3 +395,49 @@ def test_exercise_bench_counts_grade_flips_between_repeats():
     assert judged["exercises: expert solutions gold in every repeat"]["status"] == "pass"
     soak = next(c for n, c in judged.items() if n.startswith("exercises: soak, rejections"))
     assert soak["value"] == 1.0 and soak["status"] == "miss"
+
+
+def test_an_exercise_bench_cut_short_keeps_what_it_measured(monkeypatch):
+    """Each finished exercise is handed on at once (`on_part`, which `gpulab bench` writes to
+    its JSON and Markdown), so a run stopped by a time limit or ctrl+c loses only the exercise
+    it was in."""
+    import contextlib
+
+    from gpulab.benchmark import exercises as ex_bench
+    from gpulab.core.devices import detect
+    from gpulab.exercises.run_check import CheckResult
+
+    ids = ["vector-add", "device-agnostic", "model-to-device"]
+
+    class Client:
+        async def wait_ready(self, _timeout):
+            return {"inventory": detect().to_dict()}
+
+    class FakeChecker:
+        def __init__(self, **_kw):
+            self.client = Client()
+
+        async def __aenter__(self):
+            return self
+
+        async def __aexit__(self, *_exc):
+            return None
+
+        async def prepare(self, _ex):
+            return 0.1
+
+        async def check(self, ex, _path, _seed):
+            if ex.id == ids[2]:
+                raise KeyboardInterrupt  # the limit strikes in the third exercise
+            return CheckResult(ex.id, "pass", "ok", 1, "p", timing={}, grade="gold"), 0.2
+
+    monkeypatch.setattr(ex_bench, "Checker", FakeChecker)
+    parts: list[list[str]] = []
+
+    def keep(part):
+        assert part["partial"] is True
+        parts.append([e["exercise"] for e in part["exercises"]])
+
+    with contextlib.suppress(KeyboardInterrupt):
+        ex_bench.exercises_part(repeat=2, only=ids, on_part=keep)
+    assert parts == [ids[:1], ids[:2]]

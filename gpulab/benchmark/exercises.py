@@ -27,7 +27,7 @@ import contextlib
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from gpulab.benchmark.targets import judge
@@ -49,11 +49,14 @@ def exercises_part(
     repeat: int = REPEAT,
     only: list[str] | None = None,
     soak: int = 0,
+    on_part: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Check every exercise's reference, expert, wrong and right solutions through a warm
     worker, the reference and expert `repeat` times; `only`: these exercise ids; `soak`: that
-    many more reference checks of every GPU exercise with a core kept busy."""
-    return asyncio.run(_run(quick, device, max(2, repeat), only or [], max(0, soak)))
+    many more reference checks of every GPU exercise with a core kept busy. `on_part` gets the
+    results so far (marked `"partial": true`) after each exercise, so a run cut short (a time
+    limit, ctrl+c) keeps what it measured."""
+    return asyncio.run(_run(quick, device, max(2, repeat), only or [], max(0, soak), on_part))
 
 
 def series(results: list[Any]) -> dict[str, Any]:
@@ -102,9 +105,29 @@ def busy_core() -> Iterator[int]:
         proc.wait()
 
 
-async def _run(quick: bool, device: int, repeat: int, only: list[str], soak: int) -> dict[str, Any]:
+async def _run(
+    quick: bool,
+    device: int,
+    repeat: int,
+    only: list[str],
+    soak: int,
+    on_part: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     entries: list[dict[str, Any]] = []
     soaked: list[dict[str, Any]] = []
+
+    def part() -> None:
+        if on_part is not None:
+            on_part(
+                {
+                    "quick": quick,
+                    "repeat": repeat,
+                    "exercises": entries,
+                    "soak": soaked,
+                    "partial": True,
+                }
+            )
+
     async with Checker(device=device, quick=quick) as checker:
         hello = await checker.client.wait_ready(600)
         inv = Inventory.from_dict(hello["inventory"])
@@ -184,6 +207,7 @@ async def _run(quick: bool, device: int, repeat: int, only: list[str], soak: int
                     "expert": expert,
                 }
             )
+            part()
         if soak and gpu:
             with busy_core():
                 for ex in catalog:
@@ -192,6 +216,7 @@ async def _run(quick: bool, device: int, repeat: int, only: list[str], soak: int
                     sys.stderr.write(f"  soak {ex.id} x{soak}\n")
                     done = await _checks(checker, ex, ex.solution_path, SOAK_SEED, soak)
                     soaked.append({"exercise": ex.id, **series(done)})
+                    part()
     return {"quick": quick, "repeat": repeat, "exercises": entries, "soak": soaked}
 
 

@@ -285,8 +285,14 @@ def run_bench(
         report["comparisons"] += cli_check.comparisons(report["cli"])
     if suite in ("exercises", "full") and not only:
         sys.stderr.write("  exercises (through a warm worker)\n")
+
+        def keep(part: dict[str, Any]) -> None:
+            report["exercises"] = part
+            if on_run is not None:
+                on_run(report)
+
         report["exercises"] = ex_bench.exercises_part(
-            quick, repeat=repeat, only=exercises, soak=soak
+            quick, repeat=repeat, only=exercises, soak=soak, on_part=keep
         )
         report["comparisons"] += ex_bench.comparisons(report["exercises"], not peaks.cpu)
     report["finished_at"] = time.time()
