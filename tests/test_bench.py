@@ -441,3 +441,5 @@ def test_an_exercise_bench_cut_short_keeps_what_it_measured(monkeypatch):
     with contextlib.suppress(KeyboardInterrupt):
         ex_bench.exercises_part(repeat=2, only=ids, on_part=keep)
     assert parts == [ids[:1], ids[:2]]
+    cut = {"exercises": [{**_exercise_entry(), "exercise": i} for i in ids[:2]], "partial": True}
+    assert "**Cut short:** the run stopped after 2 exercise(s)." in ex_bench.markdown_lines(cut)

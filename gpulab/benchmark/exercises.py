@@ -404,6 +404,11 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
         "Grades per repeat, with the median of the learner's speed over the yardstick's (the "
         "expert, or the reference itself) timed in the same rounds.",
         "",
+        *(
+            [f"**Cut short:** the run stopped after {len(part['exercises'])} exercise(s).", ""]
+            if part.get("partial")
+            else []
+        ),
         "| exercise | verdict | reference grades (/ yardstick) | expert grades (/ itself) | your code | % ceiling | library % | prepared (once) | first check | repeat | repeat's slowest phases (s) | reference checks passed | wrong rejected | right passed |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
