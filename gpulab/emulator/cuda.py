@@ -287,6 +287,7 @@ class Ran:
 
     shared_touches: int
     lane_moves: int
+    shared_shares: int = 0  # reads of bytes another thread wrote, and shared atomics
 
 
 class RawKernel:
@@ -358,8 +359,11 @@ class RawKernel:
         self._fn(*g, *b, order, regions, count, ctypes.c_ulonglong(int(shared_mem)), argv)
         lib = _build(self.code)
         lib.emu_last_error.restype = ctypes.c_char_p
-        lib.emu_shared_touches.restype = lib.emu_lane_moves.restype = ctypes.c_ulonglong
-        self.ran = Ran(int(lib.emu_shared_touches()), int(lib.emu_lane_moves()))
+        for counter in (lib.emu_shared_touches, lib.emu_lane_moves, lib.emu_shared_shares):
+            counter.restype = ctypes.c_ulonglong
+        self.ran = Ran(
+            int(lib.emu_shared_touches()), int(lib.emu_lane_moves()), int(lib.emu_shared_shares())
+        )
         error = lib.emu_last_error()
         if error:
             raise EmulatorError(f"kernel {self.name}: {error.decode()}")

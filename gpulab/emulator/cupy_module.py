@@ -337,6 +337,12 @@ def _params(spec: str) -> list[tuple[str, str]]:
     return [(kind, name) for kind, name in pairs]
 
 
+def _raw_params(spec: str) -> tuple[list[tuple[str, str]], set[str]]:
+    """_params, with the names marked `raw` ('raw float32 x') set apart."""
+    raw = {q.split()[-1] for q in spec.split(",") if q.split()[:1] == ["raw"]}
+    return _params(spec.replace("raw ", " ")), raw
+
+
 def _bind(params: list[tuple[str, str]], args: list[Any]) -> dict[str, str]:
     """C type of each parameter; a one-letter type (T) takes the dtype of its first argument."""
     types: dict[str, str] = {}
@@ -350,50 +356,67 @@ def _bind(params: list[tuple[str, str]], args: list[Any]) -> dict[str, str]:
 
 class ElementwiseKernel:
     """`cupy.ElementwiseKernel` for arrays of one shape and scalars, run by the emulator: the
-    operation is pasted into a loop over `i`, as CuPy does, so its C is really compiled."""
+    operation is pasted into a loop over `i`, as CuPy does, so its C is really compiled. A
+    `raw` parameter is handed over as a pointer the operation indexes itself (the loop's size
+    comes from the other arrays, as in CuPy), and `preamble=` is pasted above the kernel."""
 
-    def __init__(self, in_params: str, out_params: str, operation: str, name: str = "k", **_: Any):
-        self.ins, self.outs, self.op, self.name = (
-            _params(in_params),
-            _params(out_params),
-            operation,
-            name,
-        )
+    def __init__(
+        self,
+        in_params: str,
+        out_params: str,
+        operation: str,
+        name: str = "k",
+        preamble: str = "",
+        **_: Any,
+    ):
+        (self.ins, raw_in), (self.outs, raw_out) = _raw_params(in_params), _raw_params(out_params)
+        self.raw = raw_in | raw_out
+        self.op, self.name, self.preamble = operation, name, preamble
 
     def __call__(self, *args: Any) -> Any:
         ins, outs = list(args[: len(self.ins)]), list(args[len(self.ins) :])
-        arrays = [a for a in ins if isinstance(a, np.ndarray)]
+        sized = [
+            a
+            for (_, n), a in zip(self.ins + self.outs, ins + outs, strict=False)
+            if isinstance(a, np.ndarray) and n not in self.raw
+        ]
         ctype = _bind(self.ins + self.outs, ins + outs + [None] * (len(self.outs) - len(outs)))
         while len(outs) < len(self.outs):
             outs.append(
                 empty(
-                    arrays[0].shape,
+                    sized[0].shape,
                     {v: k for k, v in _CTYPES.items()}[ctype[self.outs[len(outs)][1]]],
                 )
             )
         decl, bind, launch = [], [], []
         for (_, n), a in zip(self.ins, ins, strict=True):
             if isinstance(a, np.ndarray):
-                decl.append(f"const {ctype[n]}* {n}_")
-                bind.append(f"const {ctype[n]} {n} = {n}_[i];")
+                decl.append(
+                    f"const {ctype[n]}* {n}" if n in self.raw else f"const {ctype[n]}* {n}_"
+                )
+                if n not in self.raw:
+                    bind.append(f"const {ctype[n]} {n} = {n}_[i];")
                 launch.append(a)
             else:
                 decl.append(f"{ctype[n]} {n}")
                 launch.append(np.dtype({v: k for k, v in _CTYPES.items()}[ctype[n]]).type(a))
         for (_, n), a in zip(self.outs, outs, strict=True):
-            decl.append(f"{ctype[n]}* {n}_")
-            bind.append(f"{ctype[n]}& {n} = {n}_[i];")
+            decl.append(f"{ctype[n]}* {n}" if n in self.raw else f"{ctype[n]}* {n}_")
+            if n not in self.raw:
+                bind.append(f"{ctype[n]}& {n} = {n}_[i];")
             launch.append(a)
         typedefs = "".join(
             f"typedef {ctype[n]} {t}; "
             for t, n in dict((t, n) for t, n in self.ins + self.outs if t not in _CTYPES).items()
         )
+        size = (sized or outs)[0].size
         src = (
+            f"{self.preamble}\n"
             f'extern "C" __global__ void {self.name}({", ".join(decl)}, long long n) {{\n'
             f"  {typedefs}\n"
             f"  for (long long i = 0; i < n; ++i) {{ {' '.join(bind)} {self.op}; }}\n}}\n"
         )
-        RawKernel(src, self.name)((1,), (1,), (*launch, np.int64(arrays[0].size)))
+        RawKernel(src, self.name)((1,), (1,), (*launch, np.int64(size)))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 

@@ -119,6 +119,10 @@ static bool watching;  // inside a launch: the instrumented accesses are the ker
 // accesses to shared memory, and its warp operations that move values between lanes (a
 // shuffle or a warp reduce; not a vote, not __syncwarp). A branch no thread takes adds nothing.
 static unsigned long long shared_touches, lane_moves;
+// Of the shared accesses, those that share: a read of bytes another thread of the block wrote
+// last, or an atomic (the location is everyone's). A thread reading back only its own slot
+// shares nothing: shared memory then saves no global access.
+static unsigned long long shared_shares;
 static unsigned epoch = 1;  // a new one at each block and each __syncthreads()
 // Each warp's __syncwarp() masks since the last barrier (the newest SYNCS of them).
 enum { WARPS = 32, SYNCS = 256 };
@@ -175,6 +179,7 @@ EMU_RAW static void race(const SharedArray& s, uintptr_t b, unsigned other, bool
     fail(msg);
     stop();
 }
+static bool shared_from_other;  // set by shared_access: this read saw another thread's bytes
 EMU_RAW static void shared_access(SharedArray& s, uintptr_t a, unsigned n, bool write) {
     unsigned t = (unsigned)cur;
     unsigned stamp = t / 32 < WARPS ? nsyncs[t / 32] : 0;
@@ -190,6 +195,7 @@ EMU_RAW static void shared_access(SharedArray& s, uintptr_t a, unsigned n, bool 
         } else {
             if (c.wepoch == epoch && c.writer != t && !synced(c.writer, c.wsync, t))
                 race(s, b, c.writer, false);
+            if (c.wepoch != 0 && c.writer != t) shared_from_other = true;
             if (c.repoch != epoch) {
                 c.repoch = epoch; c.reader = (unsigned short)t; c.rsync = stamp;
                 c.many = c.mixed = 0;
@@ -244,7 +250,9 @@ EMU_RAW static void access(uintptr_t a, unsigned n, bool write, bool atomic = fa
         SharedArray& s = shared[i];
         if (a + n > s.lo && a < s.hi) {
             ++shared_touches;
+            shared_from_other = atomic;
             if (!atomic) shared_access(s, a, n, write);
+            if (shared_from_other) ++shared_shares;
             return;
         }
     }
@@ -417,7 +425,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
     unsigned nb = g.x * g.y * g.z;
     nthreads = nt;
     err[0] = 0;
-    shared_touches = lane_moves = 0;
+    shared_touches = lane_moves = shared_shares = 0;
     regions = rs; nregions = nrs;
     dyn_lo = (uintptr_t)emu::dyn_smem; dyn_hi = dyn_lo + dyn; dyn_end = dyn_lo + DYN_SMEM_BYTES;
     register_dynamic();
@@ -498,6 +506,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
 extern "C" const char* emu_last_error() { return emu::err; }
 extern "C" unsigned long long emu_shared_touches() { return emu::shared_touches; }
 extern "C" unsigned long long emu_lane_moves() { return emu::lane_moves; }
+extern "C" unsigned long long emu_shared_shares() { return emu::shared_shares; }
 EMU_RAW static void __syncthreads() { emu::state[emu::cur] = emu::BAR; emu::wait_here(); }
 template <class T> static inline unsigned long long emu_bits(T v) {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");

@@ -130,6 +130,9 @@ class Launch:
     # what the launch did, counted as it ran, where the kernel runs on gpulab's emulator
     # (gpulab.emulator.cuda.Ran); None on a GPU, where the compiled code is read instead
     ran: Any = None
+    # an argument in host memory (a NumPy array; pinned memory mapped into the GPU's address
+    # space): what it is, or "" when every buffer is on the device
+    host: str = ""
 
     def shared_static(self) -> int | None:
         """Bytes of static shared memory the kernel declares (None: not knowable here)."""
@@ -204,6 +207,48 @@ def _float_scalar(a: Any) -> bool:
     return getattr(a, "ndim", None) == 0 and getattr(dtype, "kind", "") == "f"
 
 
+def host_memory(args: Any) -> str:
+    """What of a launch's arguments lives in host memory, or "": a NumPy array (the emulator's
+    device arrays are its DeviceArray, in its own memory; real CuPy refuses NumPy arrays), or a
+    CuPy array or a pointer-sized integer whose address the driver calls host memory (pinned
+    memory mapped into the device's address space: a kernel reads and writes it without a copy
+    the trace would record). An address the driver does not know is not counted."""
+    np = sys.modules.get("numpy")
+    cp = sys.modules.get("cupy")
+    fake = cp is not None and getattr(cp, "__gpulab_trace__", None) is not None
+    for a in args:
+        if np is not None and isinstance(a, np.ndarray) and a.ndim > 0:
+            if fake and type(a).__name__ != "DeviceArray":
+                return "a NumPy array"
+            continue
+        if fake or cp is None:
+            continue
+        ptr = getattr(getattr(a, "data", None), "ptr", None)
+        if ptr is None and isinstance(a, int | getattr(np, "integer", int)) and int(a) >= 1 << 32:
+            ptr = int(a)  # a raw address passed as an integer
+        if isinstance(ptr, int) and ptr and _driver_says_host(cp, ptr):
+            return "host memory mapped into the device's address space (cudaHostAllocMapped)"
+    return ""
+
+
+def _driver_says_host(cp: Any, ptr: int) -> bool:
+    try:
+        attrs = cp.cuda.runtime.pointerGetAttributes(ptr)
+    except Exception:  # noqa: BLE001 - not an address the driver knows: not host memory then
+        return False
+    return int(getattr(attrs, "type", 0)) == 1  # cudaMemoryTypeHost
+
+
+def launch_parts(kind: str, args: tuple, kwargs: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
+    """(grid, block, arguments, shared_mem) of a RawKernel launch however it was written:
+    CuPy's `kernel(grid, block, args, shared_mem=...)` takes each by position or by name."""
+    if kind not in ("RawKernel", "RawModule"):
+        return None, None, None, 0
+    names = ("grid", "block", "args", "shared_mem")
+    got = [args[i] if len(args) > i else kwargs.get(n) for i, n in enumerate(names)]
+    return got[0], got[1], got[2], got[3] if got[3] is not None else 0
+
+
 def address(a: Any) -> int | None:
     """The device address of an array's first element (a CuPy array's `data.ptr`; the emulator's
     fake CuPy arrays are NumPy's), or None for what is no array."""
@@ -236,7 +281,7 @@ class Watch:
     records a CallRecord, enforces `require_kernel` and, outside timing, early returns.
     """
 
-    def __init__(self, *, require_kernel: bool = False, source: Path | None = None) -> None:
+    def __init__(self, *, require_kernel: bool | str = False, source: Path | None = None) -> None:
         self.require_kernel = require_kernel
         self.source = source
         self.compiled: list[tuple[str, str]] = []  # (name, kind), in the order created
@@ -502,21 +547,20 @@ class Watch:
     def _launched(self, kernel: _Kernel, args: tuple, kwargs: dict[str, Any]) -> Launch | None:
         if self._current is None:
             return None  # a launch outside any call into the learner's code (the check's own)
-        shared = kwargs.get("shared_mem", args[3] if len(args) > 3 else 0)
+        grid, block, given, shared = launch_parts(kernel._kind, args, kwargs)
         launch = Launch(
             kernel._name,
             kernel._kind,
-            grid=args[0] if len(args) > 0 and kernel._kind != "ElementwiseKernel" else None,
-            block=args[1] if len(args) > 1 and kernel._kind != "ElementwiseKernel" else None,
+            grid=grid,
+            block=block,
             shared_dynamic=int(shared) if isinstance(shared, int) else 0,
             wrapper=kernel,
         )
-        if kernel._kind not in ("RawKernel", "RawModule"):
-            launch.grid = launch.block = None
-            launch.shared_dynamic = 0
-        elif len(args) > 2 and isinstance(args[2], tuple | list):
-            launch.pointers = tuple(p for p in map(address, args[2]) if p is not None)
-            launch.scalars = tuple(float(a) for a in args[2] if _float_scalar(a))
+        if isinstance(given, tuple | list):
+            launch.pointers = tuple(p for p in map(address, given) if p is not None)
+            launch.scalars = tuple(float(a) for a in given if _float_scalar(a))
+            if not self.timing:  # a driver query a buffer: kept out of the timed calls
+                launch.host = host_memory(given)
         self._current.launches.append(launch)
         self.launches.append(launch)
         return launch
@@ -576,6 +620,9 @@ class Watch:
                 raise OwnWorkError(record.early)
             if watch.require_kernel and not record.launches:
                 raise OwnWorkError(watch.no_kernel_message())
+            wrong = watch.not_own(record)
+            if wrong:
+                raise OwnWorkError(watch.with_source(wrong))
             foreign = kernel_trace.foreign_message(
                 ran,
                 [la.kernel for la in record.launches],
@@ -588,6 +635,24 @@ class Watch:
         # The learner's name and module: a multi-process check finds the file to load in each
         # rank through fn.__module__ (gpulab.exercises.ranked)
         return functools.update_wrapper(learner, fn)
+
+    def not_own(self, record: CallRecord) -> str:
+        """Why a call's launches are not the learner's own kernels doing the work on the
+        device, or "": a buffer in host memory (the work would leave the device without a copy
+        the trace sees), or, where the exercise asks for a RawKernel (`OWN_KERNEL = "raw"`: the
+        reduction is what it teaches), a kernel CuPy writes from a formula."""
+        for launch in record.launches:
+            if launch.host:
+                return (
+                    f"{launch.kernel} was handed memory outside the device ({launch.host}): "
+                    "the data must stay in device memory, where your kernels do the work"
+                )
+            if self.require_kernel == "raw" and launch.kind not in ("RawKernel", "RawModule"):
+                return (
+                    f"your {launch.kind} lets CuPy write the reduction's kernel: this exercise asks for a "
+                    "RawKernel (or RawModule) whose code does the reduction it teaches"
+                )
+        return ""
 
     def ours(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` (the check's yardstick) wrapped at the same per-call cost as a learner's timed
@@ -713,6 +778,26 @@ class Watch:
                 return k
         return None
 
+    def call_sharing_nothing(self) -> int | None:
+        """On the emulator, the number (1-based) of the largest call (the most threads launched)
+        whose launches touched shared memory while no thread read a value another thread put
+        there (nor used a shared atomic): each read back only its own slot, which saves no
+        global access. None when that call shared, or off the emulator. Only the largest: a
+        1-element input has no neighbour to share with."""
+        best, most = None, 0
+        for k, call in enumerate(self.calls, start=1):
+            ran = [la.ran for la in call.launches if la.ran is not None]
+            if not ran or len(ran) < len(call.launches):
+                continue
+            threads = sum(_threads(la.grid) * _threads(la.block) for la in call.launches)
+            if threads > most:
+                best, most = (k, ran), threads
+        if best is None:
+            return None
+        k, ran = best
+        touched = sum(r.shared_touches for r in ran)
+        return k if touched and not sum(r.shared_shares for r in ran) else None
+
     def shared_memory_used(self) -> bool | None:
         """Whether any launch of the learner's used shared memory (None: not knowable)."""
         unknown = False
@@ -754,6 +839,15 @@ def _made_by_a_library(frame: Any) -> bool:
 _SHARED_ACCESS = re.compile(
     r"\b(ld|st|atom|red|ldmatrix|stmatrix)(\.[a-z0-9]+)*\.shared\b|\bcp\.async\b"
 )
+
+
+def _threads(dims: Any) -> int:
+    if isinstance(dims, tuple | list):
+        out = 1
+        for d in dims:
+            out *= int(d)
+        return out
+    return int(dims or 1)
 
 
 def _uses_shared(launch: Launch) -> bool | None:
@@ -804,6 +898,25 @@ def uses_shuffles(launch: Launch) -> bool | None:
     if body is None or re.search(r"\bcall(\.uni)?\b", body):
         body = ptx  # a device function kept apart from the kernel: read them all
     return bool(_SHUFFLE.search(body))
+
+
+_FLOAT_ADD = re.compile(
+    r"\b(?:atom|red)(?:\.[a-z0-9]+)*\.add(?:\.[a-z0-9]+)*\.(?:f16|bf16|f32|f64)\b"
+)
+
+
+def float_atomic_adds(launch: Launch) -> bool | None:
+    """Whether a launch's kernel adds floating-point values with atomics (`atom`/`red` `.add`
+    on f16, bf16, f32 or f64), read from its PTX as `uses_shuffles` reads it: the order those
+    land in is the order blocks finish, so the sum's last bits are the scheduler's. None where
+    the code cannot be read."""
+    read = _launch_ptx(launch)
+    if read is None:
+        return None
+    ptx, body = read
+    if body is None or re.search(r"\bcall(\.uni)?\b", body):
+        body = ptx
+    return bool(_FLOAT_ADD.search(body))
 
 
 def _ptx_of(source: str) -> str | None:

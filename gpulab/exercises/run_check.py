@@ -127,7 +127,8 @@ def run_check(
     check = load_check(ex)
     learner = yard_module = None
     # Installed before the Guard's snapshot, so restoring what the learner patched keeps it.
-    watch = Watch(require_kernel=bool(getattr(check, "OWN_KERNEL", False)), source=path)
+    own = getattr(check, "OWN_KERNEL", False)
+    watch = Watch(require_kernel=own if own == "raw" else bool(own), source=path)
     actx.watch = watch
     actx.reference = lambda: watch.ours(ys.reference_entry(ex))
     actx.notes = []
@@ -229,6 +230,14 @@ def run_check(
                 f"call {without} of your kernel used no shared memory its code reads or writes "
                 f"(a shared_mem= or a __shared__ array no instruction touches is none, nor one "
                 f"touched only in a branch no thread takes, on the emulator): {shared}"
+            )
+            return _fail(result, "wrong", why, t0)
+        lonely = watch.call_sharing_nothing() if shared else None
+        if lonely is not None:
+            why = (
+                f"in call {lonely} (the largest) of your kernel no thread read a value another "
+                "thread put in shared memory: each read back only its own slot, which saves no "
+                f"global access (counted on the emulator as it ran): {shared}"
             )
             return _fail(result, "wrong", why, t0)
         result.verdict, result.grade = PASS, "pass"

@@ -51,9 +51,14 @@ def _load(watch: Watch, path: Path) -> dict:
     return ns
 
 
+def _device(a: np.ndarray) -> np.ndarray:
+    """`a` in the fake's device memory: a kernel handed a plain NumPy array is handed host memory."""
+    return sys.modules["cupy"].asarray(a)
+
+
 def _arrays(n: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     a = np.arange(n, dtype=np.float32)
-    return a, a * 2, np.full(n, np.nan, dtype=np.float32)
+    return _device(a), _device(a * 2), _device(np.full(n, np.nan, dtype=np.float32))
 
 
 def test_a_launch_of_the_learners_kernel_counts(tmp_path: Path, cupy_fake: ModuleType) -> None:
@@ -133,8 +138,8 @@ def test_elementwise_and_reduction_kernels_count(tmp_path: Path, cupy_fake: Modu
     watch.install()
     try:
         fn = watch.call(_load(watch, path)["f"])
-        x = np.ones(8, dtype=np.float32)
-        out = np.empty_like(x)
+        x = _device(np.ones(8, dtype=np.float32))
+        out = _device(np.empty(8, dtype=np.float32))
         assert float(fn(x, out)) == 16.0
         assert [launch.kind for launch in watch.calls[-1].launches] == [
             "ElementwiseKernel",
@@ -402,3 +407,75 @@ def test_torchs_own_lazy_wrap_is_not_the_learners_patch() -> None:
         assert torch.manual_seed is wrapped
     finally:
         torch.manual_seed = original
+
+
+def test_a_launch_by_keyword_is_read_as_one_by_position(tmp_path: Path, cupy_fake: ModuleType):
+    path = _learner(
+        tmp_path,
+        """
+        import cupy as cp, numpy as np
+        K = cp.RawKernel(SOURCE, "add")
+        def add(a, b, out):
+            K(grid=((a.size + 255) // 256,), block=(256,), args=(a, b, out, np.int32(a.size)))
+        """,
+    )
+    watch = Watch(require_kernel=True, source=path)
+    watch.install()
+    try:
+        fn = watch.call(_load(watch, path)["add"])
+        a, b, out = _arrays()
+        fn(a, b, out)
+        (launch,) = watch.calls[-1].launches
+        assert launch.grid == (1,) and launch.block == (256,) and len(launch.pointers) == 3
+    finally:
+        watch.uninstall()
+
+
+def test_a_kernel_handed_host_memory_fails(tmp_path: Path, cupy_fake: ModuleType) -> None:
+    """The work ferried out of device memory (on a GPU: pinned host memory mapped into the
+    device's address space; on the emulator: a NumPy array) fails, naming it."""
+    path = _learner(
+        tmp_path,
+        """
+        import cupy as cp, numpy as np
+        K = cp.RawKernel(SOURCE, "add")
+        def add(a, b, out):
+            host = np.empty(a.size, dtype=np.float32)
+            K((1,), (256,), (a, b, host, np.int32(a.size)))
+            out[...] = cp.asarray(host)
+        """,
+    )
+    watch = Watch(require_kernel=True, source=path)
+    watch.install()
+    try:
+        fn = watch.call(_load(watch, path)["add"])
+        with pytest.raises(OwnWorkError, match="add was handed memory outside the device"):
+            fn(*_arrays())
+    finally:
+        watch.uninstall()
+
+
+def test_where_a_rawkernel_is_asked_for_cupy_may_not_write_the_kernel(
+    tmp_path: Path, cupy_fake: ModuleType
+) -> None:
+    path = _learner(
+        tmp_path,
+        """
+        import cupy as cp
+        K = cp.ElementwiseKernel("float32 a, float32 b", "float32 c", "c = a + b", "add")
+        def add(a, b, out):
+            K(a, b, out)
+        """,
+    )
+    for own, fails in ((True, False), ("raw", True)):
+        watch = Watch(require_kernel=own, source=path)
+        watch.install()
+        try:
+            fn = watch.call(_load(watch, path)["add"])
+            if fails:
+                with pytest.raises(OwnWorkError, match="ElementwiseKernel lets CuPy write"):
+                    fn(*_arrays())
+            else:
+                fn(*_arrays())
+        finally:
+            watch.uninstall()

@@ -26,9 +26,10 @@ import numpy as np
 
 from gpulab.exercises import api
 from gpulab.exercises import kernel_checks as kc
+from gpulab.exercises.own_work import float_atomic_adds
 
 ENTRY = "det_sum"
-OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
+OWN_KERNEL = "raw"  # the work must be done by a RawKernel the learner's file compiles
 RELATIVE = 1e-5  # of sum(|x|): a fixed-order float32 tree is near 1e-7; float16 is near 1e-3
 
 
@@ -120,7 +121,25 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
         fn, [x], (1,), np.float32, repeats=runs, names=("x",), before=_crowd(ctx, runs)
     )
     _same_work(fn, x, float(got[-1][kc.guard_size(1)]), ctx)
+    _no_float_atomics(ctx)
     return got
+
+
+def _no_float_atomics(ctx: api.Context) -> None:
+    """No launch may add floats with atomics, read from the compiled code: their order is the
+    order blocks finish, so equal bits on repeated runs come from elsewhere (a kept answer, kind
+    inputs), not from the sum. Integer atomics (a ticket, a counter) decide no bits of it."""
+    watch = ctx.watch
+    if watch is None or not watch.calls:  # not under the grader (a test calling run() directly)
+        return
+    for launch in watch.calls[-1].launches:
+        if float_atomic_adds(launch):
+            raise api.CheckError(
+                f"{launch.kernel} adds floating-point values with atomics: they land in the "
+                "order the blocks finish, so they cannot give the same bits every run; "
+                "determinism has to come from a fixed order of the sum (each block's partial "
+                "in its own slot, then one block or a last-block pass adds them in order)"
+            )
 
 
 def _launches(call: Any) -> list[tuple]:

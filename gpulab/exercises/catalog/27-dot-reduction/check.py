@@ -10,7 +10,7 @@ from gpulab.exercises import api
 from gpulab.exercises import kernel_checks as kc
 
 ENTRY = "dot"
-OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
+OWN_KERNEL = "raw"  # the work must be done by a RawKernel the learner's file compiles
 
 
 def cases(ctx: api.Context) -> list[api.Case]:
