@@ -2,8 +2,9 @@
 # GPU runs still owed, each part under its own time limit so one device call (600 s) gets as
 # far as it can and reports each part. Usage: OUT=dir bash bench/gpu_pending.sh [PART ...]
 # Parts: experts (one Nsight Compute pass per expert solution, its pages recorded for the CPU
-# test of the card), triton (the Triton, cuda-graphs and deterministic-sum catalog), rest (files not
-# re-run since their last fix), bench (the exercises bench, repeat 5).
+# test of the card), triton (the Triton, cuda-graphs and deterministic-sum catalog), redteam (the
+# fifth red team's catalog files and the host-memory rule's GPU path), rest (files not re-run since
+# their last fix), bench (the exercises bench, repeat 5).
 set -u
 out=${OUT:-/tmp}
 PT="python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts= -rfE --timeout 150"
@@ -16,6 +17,10 @@ for part in $parts; do
     triton)
       timeout -s INT 240 $PT tests/exercises/test_exercises_catalog.py -k "triton or cuda-graphs or deterministic" \
         > "$out/triton.log" 2>&1 ;;
+    redteam)
+      timeout -s INT 300 $PT tests/exercises/test_exercises_catalog.py tests/exercises/test_own_work.py \
+        -k "mapped-memory or reduction-kernel or memo-on-the-device or own-slot or keyword-launch or preamble or raw-inputs or global-increment or deterministic-sum or host_memory" \
+        > "$out/redteam.log" 2>&1 ;;
     rest)
       timeout -s INT 400 $PT tests/test_profile_step_gpu.py tests/test_exp_claims_gpu.py \
         tests/test_exp_gpu.py tests/test_peaks.py tests/exercises/test_prewarm.py \
