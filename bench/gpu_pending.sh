@@ -18,6 +18,7 @@ for part in $parts; do
       timeout -s INT 240 $PT tests/exercises/test_exercises_catalog.py -k "triton or cuda-graphs or deterministic" \
         > "$out/triton.log" 2>&1 ;;
     redteam)
+      timeout 60 python3 bench/probe_host_memory.py > "$out/probe-host-memory.log" 2>&1
       timeout -s INT 300 $PT tests/exercises/test_exercises_catalog.py tests/exercises/test_own_work.py \
         -k "mapped-memory or reduction-kernel or memo-on-the-device or own-slot or keyword-launch or preamble or raw-inputs or global-increment or deterministic-sum or host_memory" \
         > "$out/redteam.log" 2>&1 ;;
