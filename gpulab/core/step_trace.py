@@ -245,8 +245,64 @@ PYTHON_READS = frozenset(
 )
 
 
+# Tensor methods that hand values to Python with no operator and no torch function to see: they
+# run Python on each element (apply_, map_, map2_) or print the values (torch's printing turns
+# the modes off itself). Watched by patching them while a step or a call runs.
+PYTHON_EXITS = ("apply_", "map_", "map2_", "__repr__", "__str__", "__format__")
+PRINTS = ("__repr__", "__str__", "__format__")
+
+
+@contextlib.contextmanager
+def python_exits(seen: Callable[[str], None], *, summarized: bool = False) -> Iterator[None]:
+    """While the block runs, each call of a PYTHON_EXITS method calls `seen("torch.Tensor.m")`
+    first (which may raise to refuse it). With `summarized`, printing is not an exit but is
+    done with torch's default print options (a large tensor shows a few values and "..."),
+    whatever the learner's code set: a debugging print works, the whole of a tensor does not
+    leave as text. Put back as they were when the block ends."""
+    import torch
+
+    cls = torch.Tensor
+    own = {m: cls.__dict__[m] for m in PYTHON_EXITS if m in cls.__dict__}
+
+    def watched(name: str, real: Any) -> Any:
+        if summarized and name in PRINTS:
+
+            def printed(self: Any, *args: Any, **kwargs: Any) -> Any:
+                from torch._tensor_str import PRINT_OPTS
+
+                kept = dict(vars(PRINT_OPTS))
+                torch.set_printoptions(profile="default")
+                try:
+                    return real(self, *args, **kwargs)
+                finally:
+                    vars(PRINT_OPTS).update(kept)
+
+            return printed
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            seen(f"torch.Tensor.{name}")
+            return real(self, *args, **kwargs)
+
+        return method
+
+    ours = {m: watched(m, getattr(cls, m)) for m in PYTHON_EXITS}
+    for m, method in ours.items():
+        setattr(cls, m, method)
+    try:
+        yield
+    finally:
+        for m, method in ours.items():
+            if cls.__dict__.get(m) is not method:
+                continue  # put back already (a guard that restores torch.Tensor ran first)
+            if m in own:
+                setattr(cls, m, own[m])
+            else:
+                delattr(cls, m)
+
+
 class _PythonReads:
-    """A TorchFunctionMode (entered per step) counting the calls that read values into Python."""
+    """A TorchFunctionMode (entered per step) counting the calls that read values into Python,
+    and the Python exits no mode sees (PYTHON_EXITS)."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -265,9 +321,15 @@ class _PythonReads:
 
         self._mode = _Reads()
         self._mode.__enter__()
+        self._exits = contextlib.ExitStack()
+        self._exits.enter_context(python_exits(self._exit_seen))
         return self
 
+    def _exit_seen(self, _name: str) -> None:
+        self.count += 1
+
     def __exit__(self, *exc: object) -> None:
+        self._exits.close()
         self._mode.__exit__(*exc)
 
 

@@ -52,6 +52,7 @@ from typing import Any
 
 from gpulab.core import nvrtc
 from gpulab.exercises import kernel_trace
+from gpulab.exercises.refuse import module_frame
 
 GATE_MS = 20.0  # how long a gate holds a learner's non-blocking stream (a check's call only)
 _GATE = r"""
@@ -831,7 +832,7 @@ def _made_by_a_library(frame: Any) -> bool:
             return False
         module = str(frame.f_globals.get("__name__", ""))
         if not module.startswith("gpulab.exercises.own_work"):
-            return module.split(".")[0] in _LIBRARIES
+            return module.split(".")[0] in _LIBRARIES and module_frame(frame)
         frame = frame.f_back
     return False
 

@@ -209,14 +209,29 @@ def _called_from(packages: tuple[str, ...]) -> bool:
         module = str(frame.f_globals.get("__name__", ""))
         if module.startswith("_gpulab_learner"):
             return False
-        if module.split(".")[0] in packages:
+        if module.split(".")[0] in packages and module_frame(frame):
             return True
         frame = frame.f_back
     return False
 
 
+def module_frame(frame: Any) -> bool:
+    """Whether a frame runs code of the module its globals name: those globals are the loaded
+    module's own, and the code was compiled from that module's file. A function exec'd into a
+    fresh dict whose `__name__` says "triton.x" is the learner's code under a borrowed name."""
+    module = sys.modules.get(str(frame.f_globals.get("__name__", "")))
+    if module is None or frame.f_globals is not getattr(module, "__dict__", None):
+        return False
+    path = getattr(module, "__file__", None)
+    return bool(path) and frame.f_code.co_filename == path
+
+
 _THREADS = "starts another thread or process: the check watches the thread that called you"
 _DLPACK = "hands the tensor to another library through DLPack, past the check's watch"
+_PYTHON_EXIT = (
+    "hands the tensor's values to Python (a callback on each element), past the check's "
+    "watch: the exercise's own operations must do the work"
+)
 
 
 @contextlib.contextmanager
@@ -253,6 +268,18 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
             for owner, name in ((torch._C, "_to_dlpack"), (torch.utils.dlpack, "to_dlpack")):
                 if hasattr(owner, name):
                     patches.append((owner, name, refuse(f"{name}", _DLPACK)))
+    exits_watched: Any = contextlib.nullcontext()
+    if exits and sys.modules.get("torch") is not None:
+        from gpulab.core.step_trace import python_exits  # deferred: torch is loaded already
+
+        def exit_seen(name: str) -> None:
+            if exempt and _called_from(exempt):
+                return
+            message = _one_line(f"{name} {_PYTHON_EXIT}")
+            calls.append(message)
+            raise RefusedCall(message)
+
+        exits_watched = python_exits(exit_seen, summarized=True)
     saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
     labels = ["threading.Thread.start", "a thread pool", "a process pool"]
     labels += ["multiprocessing.Process.start", "_to_dlpack", "to_dlpack"]
@@ -261,7 +288,8 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
     for obj, name, new in patches:
         setattr(obj, name, new)
     try:
-        yield
+        with exits_watched:
+            yield
     finally:
         for obj, name, old in saved:
             setattr(obj, name, old)

@@ -6,8 +6,9 @@ no data), so code that creates a tensor on the CPU, ignores `device` or hard-cod
 there too, not only on the learner's first GPU.
 
 "Do not build on the CPU and move": a TorchFunctionMode watches the call, and a tensor of more
-copied from the CPU onto the asked device (Tensor.to, .cuda(), .type(), copy_)
-fails the case, e.g. `torch.arange(degree + 1).to(device)`. On a CPU-only machine the meta case
+copied from the CPU onto the asked device (Tensor.to, .cuda(), .type(), copy_), and a
+TorchDispatchMode any ATen operator that turns a CPU tensor into one on that device, by whatever
+name it was reached (Tensor.new_tensor, torch.ops.aten._to_copy), fails the case, e.g. `torch.arange(degree + 1).to(device)`. On a CPU-only machine the meta case
 is where this shows; on a GPU, every case that asks for the GPU. The values must come back
 unchanged.
 """
@@ -106,7 +107,7 @@ _MOVES = (
 
 
 @contextlib.contextmanager
-def _watching_moves(want: Any) -> Iterator[list[str]]:
+def _watching_moves(want: Any, given: Any = None) -> Iterator[list[str]]:
     """Record every copy of a CPU tensor onto `want` (not the CPU) made inside the block: a
     Tensor.to / .cuda() / .type() whose input is on the CPU and whose result is on `want`, or a
     copy_ from a CPU tensor into one on `want`. On a CPU-only machine `want` is the meta device,
@@ -146,11 +147,37 @@ def _watching_moves(want: Any) -> Iterator[list[str]]:
                     moves.append(f"{name} of a CPU tensor of shape {tuple(args[0].shape)}")
             return out
 
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    lo = given.__array_interface__["data"][0] if given is not None else 0
+    hi = lo + (given.nbytes if given is not None else 0)
+
+    class _Copies(TorchDispatchMode):
+        """Every ATen operator, whatever Python name reached it (Tensor.new_tensor,
+        torch.ops.aten._to_copy, ...): one that takes a CPU tensor of more than one element
+        and gives a tensor on `want` is a move. The values the check handed in are exempt:
+        creating the tensor from them on the device (torch.as_tensor) copies them once."""
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            out = func(*args, **(kwargs or {}))
+            outs = out if isinstance(out, tuple | list) else (out,)
+            if any(on_want(o) for o in outs) and not copies:
+                for a in [*args, *(kwargs or {}).values()]:
+                    if on_cpu(a) and a.numel() > 1 and not lo <= a.data_ptr() < hi:
+                        copies.append(f"{func} of a CPU tensor of shape {tuple(a.shape)}")
+                        break
+            return out
+
     if want.type == "cpu":  # nothing to move onto
         yield moves
         return
-    with _Moves():
-        yield moves
+    copies: list[str] = []
+    try:
+        with _Moves(), _Copies():
+            yield moves
+    finally:
+        if not moves:  # the Python name that moved it, where one of the watched ones did
+            moves.extend(copies)
 
 
 def _pick_device_wrong(fn: Any, want: Any) -> str | None:
@@ -178,7 +205,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     label = f"asked for device {asked!r}" if asked is not None else "device=None"
     values = case.args["values"].copy()
     try:
-        with _watching_moves(want) as moves:
+        with _watching_moves(want, values) as moves:
             got = fn(values, case.args["degree"], asked)
     except Exception as exc:  # a device error, reported with the device that was asked for
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -142,11 +142,13 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     # autograd graph. The outputs alone cannot tell a forward run on the CPU and moved after,
     # or a graph built and then detached, from the real thing.
     ran: list[tuple[Any, Any]] = []
-    hooks = [
-        m.register_forward_hook(lambda _m, args, out: ran.append((args[0].device, out.grad_fn)))
-        for m in model
-        if isinstance(m, torch.nn.Linear)
-    ]
+    layers_ran: set[int] = set()
+
+    def seen(m: Any, args: Any, out: Any) -> None:
+        ran.append((args[0].device, out.grad_fn))
+        layers_ran.add(id(m))
+
+    hooks = [m.register_forward_hook(seen) for m in model if isinstance(m, torch.nn.Linear)]
     try:
         with _full_float32():
             outs = fn(model, batches, device)
@@ -165,6 +167,13 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     finally:
         for h in hooks:
             h.remove()
+    if len(layers_ran) < len(hooks):
+        raise api.CheckError(
+            f"{len(hooks) - len(layers_ran)} of the model's {len(hooks)} Linear layers never ran "
+            "as a module (their forward hooks never fired: a layer's .forward or F.linear called "
+            "by hand runs past them): call model(batch) with the model and the batch on the "
+            "device"
+        )
     elsewhere = next((where for where, _ in ran if not _same(where, device)), None)
     if elsewhere is not None:
         raise api.CheckError(

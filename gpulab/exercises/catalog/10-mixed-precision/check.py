@@ -293,25 +293,27 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     scaler = _spy_scaler(device.type)
     gen = torch.Generator(device=device).manual_seed(ctx.seed)
     seen: list[Any] = []
-    rows = {"forward": 0, "backward": 0}  # samples the first layer saw each way, this call
-    for m in amp_model:
-        if isinstance(m, torch.nn.Linear):
-            m.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
-    first = next(m for m in amp_model if isinstance(m, torch.nn.Linear))
+    linears = [m for m in amp_model if isinstance(m, torch.nn.Linear)]
+    # samples each Linear layer saw forward and backward, this call: every layer, not the first
+    # alone (a timed step that runs the counted layer whole and the rest on a row is not a step)
+    rows = {(i, way): 0 for i in range(len(linears)) for way in ("forward", "backward")}
+    for i, m in enumerate(linears):
 
-    def count_forward(_m: Any, inputs: Any, _out: Any) -> None:
-        rows["forward"] += int(inputs[0].shape[0])
+        def count_forward(_m: Any, inputs: Any, out: Any, i: int = i) -> None:
+            seen.append(out.dtype)
+            rows[i, "forward"] += int(inputs[0].shape[0])
 
-    def count_backward(_m: Any, _grad_in: Any, grad_out: Any) -> None:
-        rows["backward"] += int(grad_out[0].shape[0])
+        def count_backward(_m: Any, _grad_in: Any, grad_out: Any, i: int = i) -> None:
+            rows[i, "backward"] += int(grad_out[0].shape[0])
 
-    first.register_forward_hook(count_forward)
-    first.register_full_backward_hook(count_backward)
+        m.register_forward_hook(count_forward)
+        m.register_full_backward_hook(count_backward)
 
     def prepare(s: Any) -> None:
         seen.clear()
         scaler.reset_calls()
-        rows["forward"] = rows["backward"] = 0
+        for key in rows:
+            rows[key] = 0
 
     def check_call(s: Any, returned: Any) -> str | None:
         missing = _missing_calls(scaler.calls)
@@ -322,13 +324,17 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         if any(d != torch.float16 for d in seen):
             return "a Linear layer ran outside torch.autocast's float16"
         # What the step trained on, read from the model itself: the whole batch, forward and
-        # backward, once (a quarter of it, or a backward through a zero loss, is not the step)
-        if rows["forward"] != batch or rows["backward"] != batch:
-            return (
-                f"the step's first layer saw {rows['forward']} samples forward and "
-                f"{rows['backward']} backward, not the batch's {batch} once each: train on the "
-                "whole batch, forward and backward, every call"
-            )
+        # backward, once, through every layer (a quarter of it, a backward through a zero loss,
+        # or layers past the first run on a row, is not the step)
+        for (i, _way), n in rows.items():
+            if n != batch:
+                fwd, bwd = rows[i, "forward"], rows[i, "backward"]
+                where = "the step's first layer" if i == 0 else f"layer {i + 1} of the step"
+                return (
+                    f"{where} saw {fwd} samples forward and {bwd} backward, not the batch's "
+                    f"{batch} once each: train on the whole batch, forward and backward, every "
+                    "layer, every call"
+                )
         return None
 
     def setup(i: int) -> Any:

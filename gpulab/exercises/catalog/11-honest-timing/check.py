@@ -177,9 +177,12 @@ def _ours(a: Any, b: Any, clock: _Clock, warmup: int) -> list[float]:
 
 
 @contextlib.contextmanager
-def _watching(clock: _Clock) -> Iterator[list[Any]]:
-    """Count and time every matmul made inside the block (the learner's and ours alike, so both
-    pay the same few microseconds of watching)."""
+def _watching(clock: _Clock, shapes: tuple[Any, Any]) -> Iterator[list[Any]]:
+    """Count and time every matmul of the operands' shapes made inside the block (the
+    learner's and ours alike, so both pay the same few microseconds of watching). Another
+    matmul (of a bigger matrix built from a, say) is not the call asked for: it is neither
+    counted nor allowed to widen the span a figure is judged against."""
+    import torch
     from torch.overrides import TorchFunctionMode
 
     from gpulab.exercises.refuse import resolve
@@ -193,6 +196,9 @@ def _watching(clock: _Clock) -> Iterator[list[Any]]:
                 counted = func in funcs
             except TypeError:
                 counted = False
+            if counted:
+                got = sorted(tuple(x.shape) for x in args if isinstance(x, torch.Tensor))[:2]
+                counted = got == sorted(tuple(s) for s in shapes)
             if not counted:
                 return func(*args, **(kwargs or {}))
             t = clock.start()
@@ -230,7 +236,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         for i in range(ROUNDS):
             if device == "cpu":
                 torch.set_num_threads(CPU_THREADS)  # the same setting for both, every round
-            with _watching(clock) as stamps:
+            with _watching(clock, (a.shape, b.shape)) as stamps:
                 got = fn(a, b)
             if isinstance(got, bool) or not isinstance(got, (int, float)):
                 raise api.CheckError(
@@ -246,7 +252,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
             theirs = [clock.seconds(s) for s in stamps]
             if device == "cpu":
                 torch.set_num_threads(CPU_THREADS)
-            with _watching(clock):
+            with _watching(clock, (a.shape, b.shape)):
                 ours = _ours(a, b, clock, WARMUP if i == 0 else 1)
             rounds.append({"yours": float(got), "calls": theirs, "ours": ours})
     return {"rounds": rounds}

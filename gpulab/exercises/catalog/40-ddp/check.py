@@ -118,6 +118,11 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
     # every training forward (evaluation under no_grad aside), and whether DDP wrapped it
     trained: list[Any] = []
     wrapped: list[bool] = []
+    through = [0]  # training forwards that went through the DDP wrapper of this model
+
+    def via_ddp(_m: Any, _inputs: Any) -> None:
+        if torch.is_grad_enabled():
+            through[0] += 1
 
     def saw(_m: Any, inputs: Any) -> None:
         if torch.is_grad_enabled():
@@ -129,6 +134,8 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
     def spy(self: Any, module: Any, *args: Any, **kwargs: Any) -> None:
         wrapped.append(module is model)
         real_init(self, module, *args, **kwargs)
+        if module is model:
+            self.register_forward_pre_hook(via_ddp)
 
     DDP.__init__ = spy  # type: ignore[method-assign] - put back below
     try:
@@ -138,6 +145,8 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
     return {
         "trained_on": torch.cat(trained).numpy() if trained else np.zeros((0, SIZES[0]), "f4"),
         "ddp": any(wrapped),
+        "forwards": len(trained),
+        "through_ddp": through[0],
         "weights": [p.detach().numpy().copy() for p in model.parameters()],
         "lines": lines,
         "destroyed": not dist.is_initialized(),
@@ -193,6 +202,15 @@ def compare(
                 f"rank {rank} never wrapped the model in DistributedDataParallel: DDP's hooks "
                 "average the gradients in every backward; gather or broadcast by hand is not "
                 "the exercise"
+            )
+        if out["through_ddp"] < out["forwards"]:
+            never = (
+                " (it never ran a forward through the wrapper)" if not out["through_ddp"] else ""
+            )
+            return api.Mismatch(
+                f"rank {rank} ran {out['forwards'] - out['through_ddp']} of its {out['forwards']} "
+                f"training forwards past DistributedDataParallel{never}: call the wrapped model, "
+                "so that DDP's hooks average the gradients in the backward"
             )
         want_rows = _share_rows(case, rank)
         seen = out["trained_on"]
