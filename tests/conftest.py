@@ -41,12 +41,43 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session")
+def _cpu_calibration(tmp_path_factory) -> tuple[str, str] | None:
+    """This CPU's calibration, measured once a session by the product's own code (a 256 MiB
+    copy and NumPy matmuls: 2-9 s on a loaded 2-core box), as (file name, JSON); None on a
+    machine with a usable GPU, whose tests keep measuring as before."""
+    if gpu_available():
+        return None
+    from gpulab.core import peaks as pk
+    from gpulab.core.devices import detect
+    from gpulab.experiments.base import Context
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPULAB_DATA_DIR", str(tmp_path_factory.mktemp("cpu-calibration")))
+        peaks = pk.load_or_measure(Context(inventory=detect()), cpu=True)
+        path = pk.cache_path(peaks.key)
+        return path.name, path.read_text()
+
+
 @pytest.fixture(autouse=True)
-def _isolated_data_dir(tmp_path, monkeypatch):
+def _isolated_data_dir(request, tmp_path, monkeypatch):
     """No test touches the user's real progress database, and no check leaves a warm worker
-    behind (tests/test_runner_warm.py turns it on, and stops it)."""
-    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path / "gpulab-data"))
+    behind (tests/test_runner_warm.py turns it on, and stops it).
+
+    The data dir starts with this CPU's calibration in it, as a learner's has after their first
+    run: every run and timed check through a real worker would otherwise measure it again, for
+    seconds each. A test about the first calibration itself marks itself `uncalibrated`."""
+    data = tmp_path / "gpulab-data"
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(data))
     monkeypatch.setenv("GPULAB_WARM_WORKER", "0")
+    node = request.node
+    if node.get_closest_marker("uncalibrated") or node.get_closest_marker("gpu"):
+        return
+    seeded = request.getfixturevalue("_cpu_calibration")
+    if seeded is not None:
+        name, text = seeded
+        (data / "peaks").mkdir(parents=True)
+        (data / "peaks" / name).write_text(text)
 
 
 @pytest.fixture(scope="module")
