@@ -73,24 +73,29 @@ def _cpu_calibration(tmp_path_factory) -> tuple[str, str] | None:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_data_dir(request, tmp_path, monkeypatch):
+def _isolated_data_dir(request, tmp_path, tmp_path_factory, monkeypatch):
     """No test touches the user's real progress database, and no check leaves a warm worker
     behind (tests/test_runner_warm.py turns it on, and stops it).
 
     The data dir starts with this CPU's calibration in it, as a learner's has after their first
     run: every run and timed check through a real worker would otherwise measure it again, for
-    seconds each. A test about the first calibration itself marks itself `uncalibrated`."""
-    data = tmp_path / "gpulab-data"
+    seconds each. That data dir lies outside tmp_path, which some tests read as a folder of
+    their own (an exercise catalog, a search for the one JSON file they wrote). A test about the
+    first calibration itself is marked `uncalibrated`: it, and every test marked gpu, gets an
+    empty data dir in tmp_path, created when something is first written there."""
+    node = request.node
+    seeded = None
+    if not (node.get_closest_marker("uncalibrated") or node.get_closest_marker("gpu")):
+        seeded = request.getfixturevalue("_cpu_calibration")
+    if seeded is None:
+        data = tmp_path / "gpulab-data"
+    else:
+        data = tmp_path_factory.mktemp("gpulab-data")
+        name, text = seeded
+        (data / "peaks").mkdir()
+        (data / "peaks" / name).write_text(text)
     monkeypatch.setenv("GPULAB_DATA_DIR", str(data))
     monkeypatch.setenv("GPULAB_WARM_WORKER", "0")
-    node = request.node
-    if node.get_closest_marker("uncalibrated") or node.get_closest_marker("gpu"):
-        return
-    seeded = request.getfixturevalue("_cpu_calibration")
-    if seeded is not None:
-        name, text = seeded
-        (data / "peaks").mkdir(parents=True)
-        (data / "peaks" / name).write_text(text)
 
 
 @pytest.fixture(scope="module")
