@@ -9,6 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import parsed_sources
+
 ROOT = Path(__file__).resolve().parents[1]
 # The exercises' catalog holds learner-facing solutions and checks, not the lab's own code.
 OWNED_ELSEWHERE = ("gpulab/exercises/catalog/",)
@@ -40,7 +42,7 @@ def test_every_broad_except_says_why():
         if rel.startswith(OWNED_ELSEWHERE):
             continue
         lines = path.read_text(encoding="utf-8").splitlines()
-        for node in ast.walk(ast.parse("\n".join(lines))):
+        for node in ast.walk(parsed_sources.tree(path)):
             if not isinstance(node, ast.ExceptHandler):
                 continue
             broad = node.type is None or (
@@ -60,7 +62,7 @@ def test_one_exit_status_and_one_json_cleaner():
         rel = _rel(path)
         if not rel.startswith("gpulab/"):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed_sources.tree(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 names = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
@@ -135,7 +137,7 @@ def test_public_functions_and_classes_have_docstrings():
         rel = _rel(path)
         if not rel.startswith("gpulab/") or rel.startswith(DOCSTRINGS_EXEMPT):
             continue
-        defs = _public_definitions(ast.parse(path.read_text(encoding="utf-8")))
+        defs = _public_definitions(parsed_sources.tree(path))
         if defs:
             missing = [name for name, documented in defs if not documented]
             per_module[rel] = (len(defs) - len(missing), len(defs), missing)

@@ -5,6 +5,7 @@ import pathlib
 import subprocess
 import sys
 
+import parsed_sources
 import pytest
 
 HEADLESS = [
@@ -96,7 +97,7 @@ def _modules() -> dict[str, tuple[pathlib.Path, bool]]:
 
 def _imports(name: str, path: pathlib.Path, is_pkg: bool, known: set[str]):
     """(imported gpulab module, the ast node, inside a function) for each import in one file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed_sources.tree(path)
     inner = {
         id(node)
         for fn in ast.walk(tree)
@@ -240,7 +241,7 @@ def test_imports_inside_functions_say_why():
     silent = []
     for path, _ in _modules().values():
         lines = path.read_text(encoding="utf-8").splitlines()
-        tree = ast.parse("\n".join(lines))
+        tree = parsed_sources.tree(path)
         for fn in ast.walk(tree):
             if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
@@ -272,7 +273,7 @@ def test_packages_hold_no_reexports_and_no_module_getattr():
     allowed = {"gpulab/__init__.py", "gpulab/app/__init__.py"}
     offenders = []
     for path, is_pkg in _modules().values():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed_sources.tree(path)
         rel = str(path.relative_to(ROOT))
         if any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
             offenders.append(f"{rel}: module __getattr__")

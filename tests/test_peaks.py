@@ -14,6 +14,8 @@ from gpulab.core.devices import DeviceInfo, Inventory
 from gpulab.core.timing import sustained_kw
 from gpulab.experiments.base import Context
 
+pytestmark = pytest.mark.uncalibrated  # each test measures in a data dir of its own
+
 
 def _cpu_ctx() -> Context:
     return Context(inventory=Inventory(cpu="test", cpu_count=2), quick=True)

@@ -15,6 +15,8 @@ from gpulab.core import timing
 from gpulab.core.devices import Inventory
 from gpulab.experiments.base import Context
 
+pytestmark = pytest.mark.uncalibrated  # each test measures in a data dir of its own
+
 
 def _cpu_ctx() -> Context:
     return Context(inventory=Inventory(cpu="test", cpu_count=2), quick=True)

@@ -112,6 +112,7 @@ async def test_header_shows_what_the_worker_found():
         assert "pid 4242" in str(app.query_one("#worker-status", Static).render())
 
 
+@pytest.mark.uncalibrated  # the real worker's warm-up calibration runs beside the first run
 @pytest.mark.parametrize("size", SIZES)
 async def test_run_montecarlo_through_the_real_runner(size):
     app = GpuLabApp()

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 from dataclasses import dataclass
 
 _KERNEL = re.compile(r'(?:extern\s+"C"\s+)?__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?'
                      r"(\w+)\s*\(")  # fmt: skip
 _DEVICE = re.compile(r"__device__[^;{]*?\b(\w+)\s*\(")
+_BUILTINS = frozenset(dir(builtins))
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class _Stmt:
     is_import: bool
 
 
+@functools.cache  # each block is retyped into every exercise, each starter for every block
 def _statements(source: str) -> list[_Stmt] | None:
     try:
         tree = ast.parse(source)
@@ -110,7 +113,7 @@ def _uses(node: ast.AST) -> set[str]:
             found.add(child.id)
         else:
             found |= _uses(child)
-    return found - set(dir(builtins))
+    return found - _BUILTINS
 
 
 def python_defines(source: str) -> set[str]:

@@ -480,6 +480,7 @@ def test_the_check_job_is_hidden_but_resolvable(monkeypatch):
     assert rows == ["your code", "library: np.multiply"]
 
 
+@pytest.mark.uncalibrated
 def test_a_check_that_must_calibrate_says_so_first_and_only_once(monkeypatch):
     """The ceiling is measured once per device; the check that pays for it says why it waits."""
     from gpulab.ex import commands as ex_commands
