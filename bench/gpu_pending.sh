@@ -3,7 +3,7 @@
 # far as it can and reports each part. Usage: OUT=dir bash bench/gpu_pending.sh [PART ...]
 # Parts: experts (one Nsight Compute pass per expert solution, its pages recorded for the CPU
 # test of the card), triton (the Triton, cuda-graphs and deterministic-sum catalog), redteam (the
-# fifth red team's catalog files and the host-memory rule's GPU path), rest (files not re-run since
+# fifth and sixth red teams' catalog files, the host-memory rule's GPU path), rest (files not re-run since
 # their last fix), bench (the exercises bench, repeat 5).
 set -u
 out=${OUT:-/tmp}
@@ -20,7 +20,7 @@ for part in $parts; do
     redteam)
       timeout 60 python3 bench/probe_host_memory.py > "$out/probe-host-memory.log" 2>&1
       timeout -s INT 300 $PT tests/exercises/test_exercises_catalog.py tests/exercises/test_own_work.py \
-        -k "mapped-memory or reduction-kernel or memo-on-the-device or own-slot or keyword-launch or preamble or raw-inputs or global-increment or deterministic-sum or host_memory" \
+        -k "mapped-memory or reduction-kernel or memo-on-the-device or own-slot or keyword-launch or preamble or raw-inputs or global-increment or deterministic-sum or moved-by or forward-without-hooks or first-layer-only or thread-from-a-torch or mask-read-by-apply or triton-named or device-agnostic or model-to-device or mixed-precision or honest-timing" \
         > "$out/redteam.log" 2>&1 ;;
     rest)
       timeout -s INT 400 $PT tests/test_profile_step_gpu.py tests/test_exp_claims_gpu.py \
