@@ -9,13 +9,6 @@ import os
 
 import pytest
 
-# The test process holds torch, Textual and every test module: ~400,000 objects the collector
-# tracks. At the default first threshold (700) a Textual test triggered a full collection every
-# few hundred milliseconds, each scanning all of them: a fifth of the app tests' CPU time. Young
-# cycles are collected 14x less often here; what is alive once collection ends (the imports,
-# the collected items) is frozen out of later collections (pytest_collection_finish).
-gc.set_threshold(10_000, 10, 10)
-
 
 @functools.cache
 def gpu_available() -> bool:
@@ -41,6 +34,8 @@ def cupy_available() -> bool:
 
 
 def pytest_collection_finish(session):
+    # What is alive once collection ends (the imports, the collected items) stays alive: frozen
+    # out of later collections, which then scan only what the tests make
     gc.collect()
     gc.freeze()
 

@@ -6,6 +6,7 @@ slow check (and the bench) says which part to make faster.
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -41,8 +42,9 @@ def test_the_phases_sum_to_the_seconds_and_find_the_slow_learner(tmp_path, doubl
 
 
 def test_a_quick_check_prints_no_breakdown_but_keeps_it_in_json(double):  # noqa: F811
-    result = check(double, double.solution_path)
-    assert result.passed and result.seconds < SLOW_CHECK_S
+    # a quick check, whatever this machine's load made of this one's seconds
+    result = dataclasses.replace(check(double, double.solution_path), seconds=SLOW_CHECK_S / 2)
+    assert result.passed
     assert phases_line(result) == ""
     assert not any("went:" in line for line in verdict_lines(result, name="double"))
     assert result.to_dict()["phases"] == result.phases and "runs" in result.phases
