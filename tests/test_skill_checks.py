@@ -87,6 +87,15 @@ def test_a_copy_counts_only_after_a_learner_kernel_that_returned_an_array():
     assert message.startswith("a library kernel ran inside your call: cupy_copy")
 
 
+def test_a_fill_with_a_scalar_is_allocation_and_an_arrays_copy_is_not():
+    # cupy.full(n, nan) and a.fill(1.5) copy from a Python scalar: named for its type
+    for fill in ("cupy_copy__float_float64", "cupy_copy__int_int32", "cupy_copy__bool_bool"):
+        assert kernel_trace.foreign([fill, "mine"], ["mine"]) == [], fill
+    # a copy from an array names its dtype: work on the data (out[...] = a.T, a.astype)
+    for copy in ("cupy_copy__float32_float32", "cupy_copy__float32_float64"):
+        assert kernel_trace.foreign([copy, "mine"], ["mine"]) == [copy], copy
+
+
 # --------------------------------------------------------------------- one thread, no exits
 
 

@@ -440,15 +440,21 @@ class ReductionKernel:
         self.exprs = (map_expr, reduce_expr, post_map_expr, identity)
         self.name = name
 
-    def __call__(self, x: np.ndarray, out: Any = None, axis: Any = None) -> np.ndarray:
+    def __call__(
+        self, x: np.ndarray, out: Any = None, axis: Any = None, keepdims: bool = False
+    ) -> np.ndarray:
         if axis not in (None, -1, x.ndim - 1):
             raise NotImplementedError("the fake reduces over everything or the last axis only")
         (xt, xn), (_, yn) = self.ins[0], self.outs[0]
         t = _bind(self.ins, [x])[xn]
         inner = x.size if axis is None else x.shape[-1]
-        shape = () if axis is None else x.shape[:-1]
+        shape: tuple[int, ...] = () if axis is None else x.shape[:-1]
+        if keepdims:
+            shape = (1,) * x.ndim if axis is None else (*x.shape[:-1], 1)
         if out is None:
             out = empty(shape, x.dtype)
+        elif tuple(out.shape) != shape:
+            raise ValueError("Out shape is mismatched")  # CuPy's own words
         mapped, reduce, post, ident = self.exprs
         typedef = f"typedef {t} {xt};" if xt not in _CTYPES else ""
         src = (

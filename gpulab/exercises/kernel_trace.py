@@ -25,9 +25,13 @@ from typing import Any
 
 # What may run inside a call besides the learner's own kernels: allocation (a memset, CuPy's
 # and torch's fills of a new buffer) and the grader's own kernels. A copy is not allocation: a
-# transpose written as `out[...] = a.T` is a copy kernel, and the whole exercise.
+# transpose written as `out[...] = a.T` is a copy kernel, and the whole exercise. CuPy fills
+# with a nonzero scalar (`cupy.full`, `a.fill(1.5)`) by a copy kernel from a Python scalar,
+# named for the scalar's type (`cupy_copy__float_float64`; an array's copy names its dtype,
+# `cupy_copy__float32_float32`): a constant written is allocation's kin, no work on the data.
 _INFRA = re.compile(
-    r"^(memset|gpulab_)|^cupy_fill|(FillFunctor|fill_kernel)",
+    r"^(memset|gpulab_)|^cupy_fill|(FillFunctor|fill_kernel)"
+    r"|^cupy_copy__(bool|int|float|complex)_",
     re.IGNORECASE,
 )
 # Names no kernel of the learner's may take, or the library's kernels would pass for theirs

@@ -65,8 +65,14 @@ def test_references_pass_in_a_row_on_a_loaded_cpu(busy_core: None) -> None:
     assert not rejected, rejected
 
 
+PARTS = 4  # each part under its own per-test timeout: one slow part stops no other
+
+
 @pytest.mark.gpu
-def test_gpu_references_pass_in_a_row(busy_core: None) -> None:
+@pytest.mark.parametrize("part", range(PARTS))
+def test_gpu_references_pass_in_a_row(busy_core: None, part: int) -> None:
+    """The GPU exercises' references in catalog order, a quarter a test (every fourth one, so
+    the slow Triton and multi-step exercises spread over the parts)."""
     from gpulab.core.devices import detect
 
     inv = detect()
@@ -77,5 +83,6 @@ def test_gpu_references_pass_in_a_row(busy_core: None) -> None:
         lo, hi = (int(v) for v in os.environ["GPULAB_REPEAT_ORDERS"].split("-"))
         orders = {ex.id: ex.order for ex in load_catalog()}
         ids = [i for i in ids if lo <= orders[i] <= hi]
-    rejected = asyncio.run(_in_a_row(ids, _count(50, 3), seed=5100))
+    ids = ids[part::PARTS]
+    rejected = asyncio.run(_in_a_row(ids, _count(50, 3), seed=5100 + 1000 * part))
     assert not rejected, rejected

@@ -167,6 +167,11 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     finally:
         for h in hooks:
             h.remove()
+    # the count first: a batch left out is the plainer mistake (it may leave no layer run)
+    if not isinstance(outs, (list, tuple)):
+        raise api.CheckError(f"predict returned {type(outs).__name__}, expected a list of tensors")
+    if len(outs) != len(batches):
+        raise api.CheckError(f"predict returned {len(outs)} outputs for {len(batches)} batches")
     if len(layers_ran) < len(hooks):
         raise api.CheckError(
             f"{len(hooks) - len(layers_ran)} of the model's {len(hooks)} Linear layers never ran "
@@ -195,10 +200,6 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
             raise api.CheckError(
                 f"predict changed the values of batch {i}: leave the inputs as they are"
             )
-    if not isinstance(outs, (list, tuple)):
-        raise api.CheckError(f"predict returned {type(outs).__name__}, expected a list of tensors")
-    if len(outs) != len(batches):
-        raise api.CheckError(f"predict returned {len(outs)} outputs for {len(batches)} batches")
     for name, p in model.named_parameters():
         if not _same(p.device, device):
             raise api.CheckError(

@@ -23,7 +23,8 @@ on the same batches:
   the learner's steps must be 0. On a CPU nothing waits for a device, so the check counts what
   would: readbacks (aten::_local_scalar_dense: .item(), float(t), bool(t); .tolist(), .numpy())
   and operators whose output size depends on the data (aten::nonzero under t[mask],
-  masked_select, unique);
+  masked_select, unique). Readbacks are refused on a GPU too: a wait hidden from the runtime's
+  sync calls (an event's query spun on, then apply_ over a pinned copy) is still a wait;
 - kernels: on a GPU, the kernels per step the learner's step saves against the slow step must be
   at least KERNEL_SAVED of what our own step saves, both profiled in the same run (the loop over
   labels is what fills the slow step's count); on a CPU, operators that do work stand in for
@@ -375,11 +376,14 @@ def _judge_profile(got: dict, ctx: api.Context) -> api.Mismatch | None:
             expected=0,
             got=sized,
         )
-    if not ctx.gpu and t["readbacks"]:
+    # On a GPU too: a read whose wait is hidden from the runtime's sync calls (a spin on an
+    # event's query, a copy into pinned memory then apply_ on the host) still stops the host
+    if t["readbacks"]:
         return api.Mismatch(
             f"your step reads {t['readbacks']:.3g} Python number(s) from tensors per step "
-            f"(.item(), float(t), .tolist(), .numpy() and their kin{where}); on a GPU each is a "
-            "device sync: keep the numbers the step needs as tensors",
+            f"(.item(), float(t), .tolist(), .numpy(), apply_ and their kin{where}); on a GPU "
+            "each waits for the GPU, whatever the wait is called: keep the numbers the step "
+            "needs as tensors, on the device",
             expected=0,
             got=t["readbacks"],
         )

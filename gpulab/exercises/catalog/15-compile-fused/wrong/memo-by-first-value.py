@@ -1,9 +1,11 @@
-# expect: outside the compiled graph | differ from the chain | keep an answer
-"""Memo of content: on the large input the answer is kept per (buffer, first value, last value).
-The check changes the input between calls with x.neg_(), which flips every value, so the key
-changes, but there are only two states: after two eager computations every later call (the
-profiled one on a CPU, 19 of the 20 calls of each timed round on a GPU) returns a kept tensor.
-No compiled code ever runs at that size; small sizes go through torch.compile (the graph count)."""
+# expect: outside the compiled graph | differ from the chain | keep an answer | is the compiled function the one that runs
+"""Memo of content: on the large input the answer is kept per (buffer, first value, last value),
+computed by the eager chain when the key is new; small sizes go through torch.compile (the graph
+count). The check rewrites every element of the input before every call after the first, each by
+its own factor, so the key is new every time: the memo never answers, and every large call runs
+the chain eagerly, outside any compiled graph (on a CPU the profiled calls show its operators; on
+a GPU it saves nothing over eager in the timed rounds). Had it answered, the answer would differ
+from the chain's on the new values."""
 
 import torch
 

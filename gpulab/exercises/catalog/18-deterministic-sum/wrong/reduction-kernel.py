@@ -18,4 +18,4 @@ _sum = cp.ReductionKernel(
 
 
 def det_sum(x, out):
-    _sum(x, out)
+    _sum(x, out, keepdims=True)  # out is (1,): the kept axis

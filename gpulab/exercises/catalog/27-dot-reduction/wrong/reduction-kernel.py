@@ -11,4 +11,4 @@ _sum = cp.ReductionKernel("float32 p", "float32 s", "p", "a + b", "s = a", "0", 
 
 
 def dot(a, b, out):
-    _sum(_mul(a, b), out)
+    _sum(_mul(a, b), out, keepdims=True)  # out is (1,): the kept axis
