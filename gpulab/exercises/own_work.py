@@ -166,6 +166,7 @@ class _Kernel:
         self._name = name
         self._watch = watch
         self.source = str(getattr(inner, "code", "") or "")  # the CUDA C it was built from
+        self.options = _options(inner)  # and the compiler options it was built with
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         launch = self._watch._launched(self, args, kwargs)
@@ -194,6 +195,7 @@ class _Module:
         self._watch._compiled(name, "RawModule")
         kernel = _Kernel(self.inner.get_function(name), "RawModule", name, self._watch)
         kernel.source = str(getattr(self.inner, "code", "") or "")
+        kernel.options = _options(self.inner)
         return kernel
 
     def __getattr__(self, attr: str) -> Any:
@@ -880,7 +882,7 @@ def _launch_ptx(launch: Launch) -> tuple[str, str | None] | None:
     source = getattr(launch.wrapper, "source", "")
     if not source or launch.kind not in ("RawKernel", "RawModule"):
         return None
-    ptx = _ptx_of(source)
+    ptx = _ptx_of(source, tuple(getattr(launch.wrapper, "options", ())))
     if ptx is None:
         return None
     return ptx, _ptx_entry(ptx, launch.kernel)
@@ -932,9 +934,18 @@ def float_atomic_adds(launch: Launch) -> bool | None:
     return bool(_FLOAT_ADD.search(body))
 
 
-def _ptx_of(source: str) -> str | None:
+def _options(inner: Any) -> tuple[str, ...]:
+    """The compiler options a CuPy RawKernel or RawModule was made with (`options=`): a `-D` the
+    source's `#if` reads compiles another kernel without it."""
+    options = getattr(inner, "options", ()) or ()
+    return tuple(str(o) for o in options) if isinstance(options, tuple | list) else ()
+
+
+def _ptx_of(source: str, options: tuple[str, ...] = ()) -> str | None:
+    """The PTX of a kernel's source, compiled as CuPy compiled it (its options; an option
+    NVRTC refuses leaves the code unread: None)."""
     try:
-        compiled = nvrtc.compile_source(source, "sm_80")
+        compiled = nvrtc.compile_source(source, "sm_80", options)
     except nvrtc.NvrtcMissing:
         return None
     return compiled.ptx if compiled.ok and compiled.ptx else None

@@ -232,10 +232,11 @@ def test_no_such_entry_reads_as_unknown_and_readings_are_cached() -> None:
     assert ptx_shares._shares.cache_info().hits > before
 
 
-def _launch(code: str, threads: int) -> Launch:
+def _launch(code: str, threads: int, options: tuple[str, ...] = ()) -> Launch:
     """A launch as a GPU's check records it: no emulator counts (ran is None), the kernel's C
-    source on its wrapper and the static shared memory its cubin declares."""
-    wrapper = SimpleNamespace(source=code, inner=SimpleNamespace(shared_size_bytes=1032))
+    source and options on its wrapper and the static shared memory its cubin declares."""
+    inner = SimpleNamespace(shared_size_bytes=1032)
+    wrapper = SimpleNamespace(source=code, options=options, inner=inner)
     return Launch("k", "RawKernel", grid=(threads // 256,), block=(256,), wrapper=wrapper)
 
 
@@ -256,3 +257,22 @@ def test_on_a_gpu_the_largest_call_is_judged_from_its_compiled_code() -> None:
     blind.wrapper.source = ""
     watch.calls = [CallRecord([blind])]
     assert watch.call_sharing_nothing() is None
+
+
+def test_the_code_is_read_as_compiled_with_the_kernels_own_options() -> None:
+    """A `-D` the source's `#if` reads picks the kernel CuPy built: read without it, the other
+    branch (here an own-slot one) would fail a kernel that shares."""
+    code = _window(
+        "    s[t] = i < n ? a[i] : 0.0f;\n"
+        "    __syncthreads();\n"
+        "#ifdef NEIGHBOUR\n"
+        "    if (i < n) out[i] = t < 255 ? s[t + 1] : 0.0f;\n"
+        "#else\n"
+        "    if (i < n) out[i] = s[t];\n"
+        "#endif"
+    )
+    watch = Watch()
+    watch.calls = [CallRecord([_launch(code, 1 << 20, ("-DNEIGHBOUR",))])]
+    assert watch.call_sharing_nothing() is None
+    watch.calls = [CallRecord([_launch(code, 1 << 20)])]
+    assert watch.call_sharing_nothing() == 1
