@@ -541,6 +541,7 @@ static inline void __threadfence_block() {}
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __noinline__  // empty: a header's __attribute__((__noinline__)) stays valid
 #define __restrict__ __restrict
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))  // anywhere in a declaration, as nvcc allows

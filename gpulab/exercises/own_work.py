@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core import nvrtc
-from gpulab.exercises import kernel_trace
+from gpulab.exercises import kernel_trace, ptx_shares
 from gpulab.exercises.refuse import module_frame
 
 GATE_MS = 20.0  # how long a gate holds a learner's non-blocking stream (a check's call only)
@@ -166,6 +166,7 @@ class _Kernel:
         self._name = name
         self._watch = watch
         self.source = str(getattr(inner, "code", "") or "")  # the CUDA C it was built from
+        self.options = _options(inner)  # and the compiler options it was built with
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         launch = self._watch._launched(self, args, kwargs)
@@ -194,6 +195,7 @@ class _Module:
         self._watch._compiled(name, "RawModule")
         kernel = _Kernel(self.inner.get_function(name), "RawModule", name, self._watch)
         kernel.source = str(getattr(self.inner, "code", "") or "")
+        kernel.options = _options(self.inner)
         return kernel
 
     def __getattr__(self, attr: str) -> Any:
@@ -780,24 +782,29 @@ class Watch:
         return None
 
     def call_sharing_nothing(self) -> int | None:
-        """On the emulator, the number (1-based) of the largest call (the most threads launched)
-        whose launches touched shared memory while no thread read a value another thread put
-        there (nor used a shared atomic): each read back only its own slot, which saves no
-        global access. None when that call shared, or off the emulator. Only the largest: a
-        1-element input has no neighbour to share with."""
+        """The number (1-based) of the largest call (the most threads launched) whose launches
+        touched shared memory while no thread read a value another thread put there: each read
+        back only its own slot, which saves no global access. On the emulator, counted as the
+        launches ran (nor a shared atomic used); on a GPU, read from each launch's compiled code
+        (`ptx_shares`: certain or given the benefit of the doubt). None when that call shared,
+        or when it cannot be known. Only the largest: a 1-element input has no neighbour to
+        share with."""
         best, most = None, 0
         for k, call in enumerate(self.calls, start=1):
             ran = [la.ran for la in call.launches if la.ran is not None]
-            if not ran or len(ran) < len(call.launches):
+            if not call.launches or 0 < len(ran) < len(call.launches):
                 continue
             threads = sum(_threads(la.grid) * _threads(la.block) for la in call.launches)
             if threads > most:
-                best, most = (k, ran), threads
+                best, most = (k, call.launches, ran), threads
         if best is None:
             return None
-        k, ran = best
-        touched = sum(r.shared_touches for r in ran)
-        return k if touched and not sum(r.shared_shares for r in ran) else None
+        k, launches, ran = best
+        if ran:
+            touched = sum(r.shared_touches for r in ran)
+            return k if touched and not sum(r.shared_shares for r in ran) else None
+        touching = [la for la in launches if _uses_shared(la) is not False]
+        return k if touching and all(_shares(la) is False for la in touching) else None
 
     def shared_memory_used(self) -> bool | None:
         """Whether any launch of the learner's used shared memory (None: not knowable)."""
@@ -875,10 +882,17 @@ def _launch_ptx(launch: Launch) -> tuple[str, str | None] | None:
     source = getattr(launch.wrapper, "source", "")
     if not source or launch.kind not in ("RawKernel", "RawModule"):
         return None
-    ptx = _ptx_of(source)
+    ptx = _ptx_of(source, tuple(getattr(launch.wrapper, "options", ())))
     if ptx is None:
         return None
     return ptx, _ptx_entry(ptx, launch.kernel)
+
+
+def _shares(launch: Launch) -> bool | None:
+    """Whether a launch's kernel lets a thread read a shared value another thread wrote, read
+    from its PTX (`ptx_shares`); None where the code cannot be read."""
+    read = _launch_ptx(launch)
+    return None if read is None else ptx_shares.shares(read[0], launch.kernel)
 
 
 _SHUFFLE = re.compile(r"\b(shfl\.sync|redux\.sync)\b")
@@ -920,9 +934,18 @@ def float_atomic_adds(launch: Launch) -> bool | None:
     return bool(_FLOAT_ADD.search(body))
 
 
-def _ptx_of(source: str) -> str | None:
+def _options(inner: Any) -> tuple[str, ...]:
+    """The compiler options a CuPy RawKernel or RawModule was made with (`options=`): a `-D` the
+    source's `#if` reads compiles another kernel without it."""
+    options = getattr(inner, "options", ()) or ()
+    return tuple(str(o) for o in options) if isinstance(options, tuple | list) else ()
+
+
+def _ptx_of(source: str, options: tuple[str, ...] = ()) -> str | None:
+    """The PTX of a kernel's source, compiled as CuPy compiled it (its options; an option
+    NVRTC refuses leaves the code unread: None)."""
     try:
-        compiled = nvrtc.compile_source(source, "sm_80")
+        compiled = nvrtc.compile_source(source, "sm_80", options)
     except nvrtc.NvrtcMissing:
         return None
     return compiled.ptx if compiled.ok and compiled.ptx else None

@@ -237,7 +237,8 @@ def run_check(
             why = (
                 f"in call {lonely} (the largest) of your kernel no thread read a value another "
                 "thread put in shared memory: each read back only its own slot, which saves no "
-                f"global access (counted on the emulator as it ran): {shared}"
+                "global access (counted as it ran on the emulator; on a GPU, read from the "
+                f"compiled code: every shared load reads back its own thread's store): {shared}"
             )
             return _fail(result, "wrong", why, t0)
         result.verdict, result.grade = PASS, "pass"

@@ -1,5 +1,4 @@
 # expect: your kernel uses no shared memory | sum from it | global
-# emulator-only: which thread wrote a shared value is counted as the kernel runs; a GPU's check reads the compiled code, where an own-slot read and a neighbour's look alike
 """Shortcut (a property faked, with a value that flows): each thread stores its own a[i] in a
 __shared__ tile and reads it back as the window's centre, so shared memory is really touched and
 its value really reaches out[i]; the six neighbours are read straight from global memory, seven

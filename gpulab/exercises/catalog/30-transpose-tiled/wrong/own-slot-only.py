@@ -1,5 +1,4 @@
 # expect: your kernel uses no shared memory | tile | another thread
-# emulator-only: which thread wrote a shared value is counted as the kernel runs; a GPU's check reads the compiled code, where an own-slot read and a neighbour's look alike
 """Shortcut (a property faked, with a value that flows): the naive transpose, each thread passing
 its element through its own slot of a __shared__ array on the way (stored, read back by the same
 thread). Shared memory is touched and its value reaches out, but no thread reads what another
