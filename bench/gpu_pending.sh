@@ -4,7 +4,7 @@
 # Parts: experts (one Nsight Compute pass per expert solution, its pages recorded for the CPU
 # test of the card), triton (the Triton, cuda-graphs and deterministic-sum catalog), redteam (the
 # fifth and sixth red teams' catalog files, the host-memory rule's GPU path), rest (files not re-run since
-# their last fix), bench (the exercises bench, repeat 5).
+# their last fix), bench (the exercises bench, repeat 5), fixes (what the last H200 run found).
 set -u
 out=${OUT:-/tmp}
 PT="python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts= -rfE --timeout 150"
@@ -26,6 +26,14 @@ for part in $parts; do
       timeout -s INT 400 $PT tests/test_profile_step_gpu.py tests/test_exp_claims_gpu.py \
         tests/test_exp_gpu.py tests/test_peaks.py tests/exercises/test_prewarm.py \
         tests/exercises/test_exercises_repeat.py > "$out/rest.log" 2>&1 ;;
+    fixes)
+      # the files the H200 run of 2026-11-29 found, after their fixes, and deterministic-sum's
+      # repeat-check time after its cut
+      timeout -s INT 330 $PT tests/exercises/test_exercises_catalog.py -k "stencil-shared or transpose-tiled or deterministic-sum or reduction-kernel or profile-step or drops-last-batch or memo-by-first-value or no-clock-wide-range" \
+        > "$out/fixes.log" 2>&1
+      timeout -s INT 90 python3 -m gpulab bench --suite exercises --repeat 1 \
+        --exercise deterministic-sum,softmax-rows --json "$out/fixes-bench.json" \
+        --markdown "$out/fixes-bench.md" > "$out/fixes-bench.log" 2>&1 ;;
     bench)
       # each finished exercise is written at once: a run the limit cuts keeps the rest
       timeout -s INT 560 python3 -m gpulab bench --suite exercises --repeat 5 \
