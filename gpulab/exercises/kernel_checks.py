@@ -50,13 +50,14 @@ def input_guard(dtype: Any) -> Any:
 _GUARD_SIZED = float(np.finfo(np.float32).max) / 4 / 64
 
 
-def guarded_copy(x: np.ndarray, xp: Any) -> tuple[Any, Any]:
+def guarded_copy(x: np.ndarray, xp: Any, on_device: Any = None) -> tuple[Any, Any]:
     """(buffer, view): a device copy of `x` at the middle of a buffer poisoned on both sides, so
-    a kernel that reads past either end reads NaN (or an integer sentinel) into its output."""
+    a kernel that reads past either end reads NaN (or an integer sentinel) into its output.
+    `on_device`: `x` already uploaded, copied from there."""
     g = guard_size(x.size)
     buf = xp.full(x.size + 2 * g, input_guard(x.dtype), dtype=x.dtype)
     view = buf[g : g + x.size].reshape(x.shape)
-    view[...] = xp.asarray(x)
+    view[...] = xp.asarray(x) if on_device is None else on_device
     return buf, view
 
 
@@ -80,11 +81,14 @@ def run_guarded(
     total = int(np.prod(shape, dtype=np.int64))
     g = guard_size(total)
     results: list[np.ndarray] = []
+    # Each host input crosses the bus once; every run's guarded buffer is filled on the device
+    # (a repeat of an 8M-element input paid 32 MB of pageable upload each time)
+    uploaded = {i: cp.asarray(x) for i, x in enumerate(inputs) if isinstance(x, np.ndarray)}
     for _ in range(repeats):
         args, kept = [], []
         for i, x in enumerate(inputs):
             if isinstance(x, np.ndarray):
-                buf, view = guarded_copy(x, cp)
+                buf, view = guarded_copy(x, cp, uploaded[i])
                 args.append(view)
                 name = names[i] if i < len(names) else f"input {i + 1}"
                 kept.append((name, x, buf, buf.copy()))  # a device snapshot, guards and all
