@@ -51,6 +51,19 @@ def _load(watch: Watch, path: Path) -> dict:
     return ns
 
 
+def _refused(path: Path, match: str) -> None:
+    """The learner's `add` at `path`, called once under a watch that asks for their own kernel,
+    fails with an OwnWorkError matching `match`."""
+    watch = Watch(require_kernel=True, source=path)
+    watch.install()
+    try:
+        fn = watch.call(_load(watch, path)["add"])
+        with pytest.raises(OwnWorkError, match=match):
+            fn(*_arrays())
+    finally:
+        watch.uninstall()
+
+
 def _device(a: np.ndarray) -> np.ndarray:
     """`a` in the fake's device memory: a kernel handed a plain NumPy array is handed host memory."""
     return sys.modules["cupy"].asarray(a)
@@ -112,14 +125,7 @@ def test_the_library_doing_the_work_is_named(tmp_path: Path, cupy_fake: ModuleTy
 
 def test_a_file_without_a_kernel_is_told_so(tmp_path: Path, cupy_fake: ModuleType) -> None:
     path = _learner(tmp_path, "def add(a, b, out):\n    out[...] = a + b\n")
-    watch = Watch(require_kernel=True, source=path)
-    watch.install()
-    try:
-        fn = watch.call(_load(watch, path)["add"])
-        with pytest.raises(OwnWorkError, match="your file compiles no kernel"):
-            fn(*_arrays())
-    finally:
-        watch.uninstall()
+    _refused(path, "your file compiles no kernel")
 
 
 def test_elementwise_and_reduction_kernels_count(tmp_path: Path, cupy_fake: ModuleType) -> None:
@@ -173,14 +179,7 @@ def test_a_launch_outside_a_call_is_not_counted(tmp_path: Path, cupy_fake: Modul
             out[...] = a + b
         """,
     )
-    watch = Watch(require_kernel=True, source=path)
-    watch.install()
-    try:
-        fn = watch.call(_load(watch, path)["add"])
-        with pytest.raises(OwnWorkError, match="no kernel of yours ran"):
-            fn(*_arrays())
-    finally:
-        watch.uninstall()
+    _refused(path, "no kernel of yours ran")
 
 
 def test_a_stream_made_through_cupys_module_alias_is_watched_too(
@@ -445,14 +444,7 @@ def test_a_kernel_handed_host_memory_fails(tmp_path: Path, cupy_fake: ModuleType
             out[...] = cp.asarray(host)
         """,
     )
-    watch = Watch(require_kernel=True, source=path)
-    watch.install()
-    try:
-        fn = watch.call(_load(watch, path)["add"])
-        with pytest.raises(OwnWorkError, match="add was handed memory outside the device"):
-            fn(*_arrays())
-    finally:
-        watch.uninstall()
+    _refused(path, "add was handed memory outside the device")
 
 
 def test_where_a_rawkernel_is_asked_for_cupy_may_not_write_the_kernel(

@@ -89,10 +89,15 @@ def cases(ctx: api.Context) -> list[api.Case]:
     return out
 
 
+def _planted(x: np.ndarray) -> np.ndarray:
+    """Where the planted pairs are: plain values stay under 2^9."""
+    return np.abs(x) >= 2.0**BIG_SHIFT
+
+
 def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
     x = case.args["x"].astype(np.float64)
     case.meta["atol"] = RELATIVE * float(np.abs(x).sum())
-    planted = np.abs(x) >= 2.0**BIG_SHIFT  # plain values stay under 2^9
+    planted = _planted(x)
     case.meta["cancelling"] = bool(planted.any())
     # the planted pairs cancel exactly; a float64 sum over them would round the rest away
     return np.array([x[~planted].sum()])
@@ -133,7 +138,10 @@ def _crowd(ctx: api.Context, runs: int) -> Any:
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     x = case.args["x"]
-    cancelling = bool((np.abs(x) >= 2.0**BIG_SHIFT).any())
+    # expected() has read it already (the grader's order); a caller that skips it reads it here
+    cancelling = case.meta.get("cancelling")
+    if cancelling is None:
+        cancelling = bool(_planted(x).any())
     runs = _runs(ctx, x.size, cancelling)
     got = kc.run_guarded(
         fn, [x], (1,), np.float32, repeats=runs, names=("x",), before=_crowd(ctx, runs)
