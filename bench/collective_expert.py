@@ -34,6 +34,8 @@ def _expert():
     spec = importlib.util.spec_from_file_location("ring_expert", EXPERT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    if os.environ.get("RING_PIECES"):  # a sweep of the expert's one tuning knob
+        mod.PIECES = int(os.environ["RING_PIECES"])
     return mod.ring_all_reduce
 
 
@@ -41,7 +43,10 @@ def _rank(rank: int, world: int, port: int, sizes: list[int], q) -> None:
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # the host's rule: no NVLink multicast
     torch.cuda.set_device(rank)
     dist.init_process_group(
-        "nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+        "nccl",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
         device_id=torch.device("cuda", rank),
     )
     ring = _expert()
@@ -114,12 +119,15 @@ def main(out: Path, sizes: list[int]) -> None:
         "nccl": ".".join(map(str, torch.cuda.nccl.version())) if gpus else None,
         "rounds": ROUNDS,
         "calls_a_round": CALLS,
+        "pieces": os.environ.get("RING_PIECES") or "the expert's own",
         "rows": [],
     }
     ctx = mp.get_context("spawn")
     for world in worlds:
         q = ctx.SimpleQueue()
-        mp.start_processes(_rank, args=(world, _free_port(), sizes, q), nprocs=world, start_method="spawn")
+        mp.start_processes(
+            _rank, args=(world, _free_port(), sizes, q), nprocs=world, start_method="spawn"
+        )
         result["rows"].extend(q.get())
     out.write_text(json.dumps(result, indent=2) + "\n")
     for row in result["rows"]:

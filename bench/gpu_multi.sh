@@ -30,6 +30,11 @@ for part in "$@"; do
     expert)
       timeout -s INT 200 python3 bench/collective_expert.py "$out/collective-expert.json" 256 1024 \
         > "$out/expert.log" 2>&1 ;;
+    sweep)
+      # the expert's pieces a chunk, at 1 GiB on 2 ranks
+      for p in 1 2 4 8 16; do
+        RING_PIECES=$p timeout -s INT 90 python3 bench/collective_expert.py "$out/sweep-$p.json" 1024 2>&1 | tail -1
+      done > "$out/sweep.log" 2>&1 ;;
     bench)
       timeout -s INT 400 python3 -m gpulab bench --suite exercises --repeat 2 --exercise "$COLL" \
         --json "$out/collectives-bench.json" --markdown "$out/collectives-bench.md" \

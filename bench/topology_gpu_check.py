@@ -224,6 +224,21 @@ def main(out: Path) -> dict[str, Any]:
 
 if __name__ == "__main__":
     r = main(Path(sys.argv[1] if len(sys.argv) > 1 else "out"))
-    print(json.dumps({k: r.get(k) for k in ("summary", "nvlink", "nvlink_again",
-                      "nvlink_expected_gbs_each_way", "pcie", "pane_frame", "screenshot_error")},
-                     indent=1, default=str))
+    print(
+        json.dumps(
+            {
+                k: r.get(k)
+                for k in (
+                    "summary",
+                    "nvlink",
+                    "nvlink_again",
+                    "nvlink_expected_gbs_each_way",
+                    "pcie",
+                    "pane_frame",
+                    "screenshot_error",
+                )
+            },
+            indent=1,
+            default=str,
+        )
+    )

@@ -39,9 +39,10 @@ DEADLINE_S = 30.0  # a correct case takes well under a second, on a loaded 2-cor
 RTOL, ATOL = 1e-5, 1e-5  # float32 sums of up to 4 values near 1, against float64
 MAX_TIMED_WORLD = 4
 DEADLOCK = (
-    "a deadlock? A rank that calls a blocking send waits until its peer posts the matching "
-    "recv; when every rank sends first, none ever receives. Post the receive and the send "
-    "together (irecv and isend, then wait on both), or alternate the order by rank"
+    "a deadlock? A send waits until its peer posts the matching receive: when every rank sends "
+    "first, none ever receives, and NCCL runs a rank's sends and receives in order, so there an "
+    "isend before an irecv is sending first. Post each step's send and receive as one group "
+    "(dist.batch_isend_irecv), or alternate the order by rank"
 )
 
 

@@ -159,13 +159,21 @@ class NvmlSession:
         """Why GPU `index` was lost (it fell off the bus, ...), or None."""
         return self._lost.get(index)
 
+    def _key(self, arg: Any) -> Any:
+        """An argument as a cache key: a GPU's handle (a ctypes pointer, unhashable) by its
+        index."""
+        for i, h in self._handles.items():
+            if arg is h:
+                return ("gpu", i)
+        return arg
+
     def call(self, index: int, name: str, *args: Any) -> Any:
         """`nvml.<name>(handle, *args)` for GPU `index`: a value or an NA with the reason."""
         if not self._open:
             return self.error or NA("NVML is not initialised")
         if index in self._lost:
             return self._lost[index]
-        key = (index, name, args)
+        key = (index, name, tuple(self._key(a) for a in args))
         if key in self._known:
             return self._known[key]
         fn = getattr(self.nvml, name, None)

@@ -79,9 +79,13 @@ class NVMLError(Exception):
         self.value = value
 
 
-@dataclass(eq=False)  # compared and hashed by identity, as NVML's handles are
+@dataclass(eq=False)  # compared by identity, as NVML's handles are
 class FakeGpu:
     """One fake GPU's fixed facts and live readings; tests change the fields to script a scene."""
+
+    # pynvml's handles are ctypes pointers, which cannot be hashed: neither can the fake's, so a
+    # cache keyed on a handle fails here as it does on a real GPU
+    __hash__ = None  # type: ignore[assignment]
 
     name: str = "NVIDIA H100 80GB HBM3"
     uuid: str = "GPU-8d3b6c1e-0000-4000-8000-00000000a100"

@@ -20,13 +20,16 @@ def ring_all_reduce(t: torch.Tensor) -> None:
     for s in range(world - 1):
         out, into = chunks[(rank - s) % world], chunks[(rank - s - 1) % world]
         got = scratch[: into.numel()]
-        requests = [dist.isend(out, right), dist.irecv(got, left)]
-        for r in requests:
+        # The send and the receive as one group (batch_isend_irecv): NCCL runs a rank's sends
+        # and receives in order, so an isend posted on its own waits for a receive the
+        # neighbour has queued behind a send of its own, and every rank waits
+        ops = [dist.P2POp(dist.isend, out, right), dist.P2POp(dist.irecv, got, left)]
+        for r in dist.batch_isend_irecv(ops):
             r.wait()
         into += got
     # All-gather: pass the finished chunks around the ring; each arrives where it belongs.
     for s in range(world - 1):
         out, into = chunks[(rank + 1 - s) % world], chunks[(rank - s) % world]
-        requests = [dist.isend(out, right), dist.irecv(into, left)]
-        for r in requests:
+        ops = [dist.P2POp(dist.isend, out, right), dist.P2POp(dist.irecv, into, left)]
+        for r in dist.batch_isend_irecv(ops):
             r.wait()

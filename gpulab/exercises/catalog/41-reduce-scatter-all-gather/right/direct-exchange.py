@@ -16,8 +16,8 @@ def reduce_scatter(out: torch.Tensor, x: torch.Tensor) -> None:
     got = torch.empty_like(out)
     for k in range(1, world):
         to, frm = (rank + k) % world, (rank - k) % world
-        requests = [dist.isend(chunks[to], to), dist.irecv(got, frm)]
-        for r in requests:
+        ops = [dist.P2POp(dist.isend, chunks[to], to), dist.P2POp(dist.irecv, got, frm)]
+        for r in dist.batch_isend_irecv(ops):
             r.wait()
         out += got
 

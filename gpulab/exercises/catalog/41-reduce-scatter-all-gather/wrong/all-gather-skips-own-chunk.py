@@ -8,8 +8,10 @@ import torch.distributed as dist
 
 
 def _exchange(send: torch.Tensor, recv: torch.Tensor, right: int, left: int) -> None:
-    requests = [dist.isend(send, right), dist.irecv(recv, left)]
-    for r in requests:
+    # One group: NCCL runs a rank's sends and receives in order, so an isend posted alone waits
+    # for a receive its neighbour has queued behind a send of its own
+    ops = [dist.P2POp(dist.isend, send, right), dist.P2POp(dist.irecv, recv, left)]
+    for r in dist.batch_isend_irecv(ops):
         r.wait()
 
 
