@@ -2,7 +2,7 @@
 # The multi-GPU runs of issue 36 (and what else a device call has room for), each part under its
 # own time limit so one call (600 s) reports every part it reached.
 # Usage: OUT=dir bash bench/gpu_multi.sh PART ...
-# Parts: prof (where deterministic-sum's repeat check spends its time, on GPU 0), topology (the
+# Parts: dsum (deterministic-sum's catalog and bench on GPU 0), prof (where deterministic-sum's repeat check spends its time, on GPU 0), topology (the
 # topology view and link figures against nvidia-smi, screenshots), tests (the multi-GPU tests and
 # the collective exercises' catalog on NCCL), expert (our ring against NCCL at 256 MiB and 1 GiB),
 # bench (the collective exercises through `gpulab bench --suite exercises`), multibench (the
@@ -17,6 +17,12 @@ for part in "$@"; do
     prof)
       CUDA_VISIBLE_DEVICES=0 timeout -s INT 150 python3 bench/profile_check.py deterministic-sum 45 \
         > "$out/prof.log" 2>&1 ;;
+    dsum)
+      CUDA_VISIBLE_DEVICES=0 timeout -s INT 200 ${PT/-m gpu /} tests/exercises/test_exercises_catalog.py -k "deterministic-sum" \
+        > "$out/dsum.log" 2>&1
+      CUDA_VISIBLE_DEVICES=0 timeout -s INT 120 python3 -m gpulab bench --suite exercises --repeat 2 \
+        --exercise deterministic-sum --json "$out/dsum-bench.json" --markdown "$out/dsum-bench.md" \
+        > "$out/dsum-bench.log" 2>&1 ;;
     topology)
       timeout -s INT 200 python3 bench/topology_gpu_check.py "$out" > "$out/topology.log" 2>&1 ;;
     tests)

@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -87,8 +88,11 @@ def smi_nvlink(gpu: int) -> tuple[float, int, int]:
 
 
 def child(code: str, dur: float, *args: str) -> tuple[subprocess.Popen, float]:
+    # a file, not -c: spawned ranks import the script by its path to find their function
+    script = Path(tempfile.mkdtemp()) / "load.py"
+    script.write_text(code)
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, str(dur), *args], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(script), str(dur), *args], stdout=subprocess.PIPE, text=True
     )
     line = proc.stdout.readline().split()  # type: ignore[union-attr]
     assert line and line[0] == "go", line

@@ -1,7 +1,7 @@
 """The machinery of the collective exercises (ring-allreduce, reduce-scatter-all-gather,
 ddp-overlap): the rules inside a rank, the pool of ranks the timing drives, the deadline that
-names a deadlock, and the paths the catalog's own checks do not reach on a CPU (the expert's
-pieces, the timed hooks)."""
+names a deadlock, and the path the catalog's own checks do not reach on a CPU (the timed
+hooks)."""
 
 from __future__ import annotations
 
@@ -118,28 +118,10 @@ def test_ranks_that_wait_for_each_other_are_stopped_at_the_deadline(tmp_path, mo
     ex, check = _check("ring-allreduce")
     _, fn = load_learner(learner, "deadlock", ex.entry)
     case = collective_checks.case(_ctx(), 2, [4096])
-    with pytest.raises(api.CheckError, match="had not finished after 2 s: a deadlock.*batch_isend_irecv"):
+    with pytest.raises(
+        api.CheckError, match="had not finished after 2 s: a deadlock.*batch_isend_irecv"
+    ):
         check.run(fn, case, _ctx())
-
-
-@pytest.mark.parametrize("ex_id", ["reduce-scatter-all-gather", "ring-allreduce"])
-def test_the_experts_pieces_are_right_on_the_cpu_too(tmp_path, ex_id):
-    """On a GPU the expert cuts each chunk into pieces; on a CPU it does not, so the catalog's
-    checks never run that path there. Here it runs on gloo, on sizes that split unevenly."""
-    ex, check = _check(ex_id)
-    text = ex.expert_path.read_text().replace("x.is_cuda and ", "").replace("t.is_cuda and ", "")
-    assert text != ex.expert_path.read_text()
-    pieced = tmp_path / "expert_pieced.py"
-    pieced.write_text(text)
-    _, fn = load_learner(pieced, "pieces", ex.entry)
-    ctx = _ctx()
-    case = check.cases(ctx)[1]  # 3 ranks
-    case.args["sizes"] = [5000, 4097 * 3 + 1]
-    if ex_id == "ring-allreduce":
-        case.args["sizes"] = [4 * 1024 * 3 + 7, 40_000]
-    want = check.expected(case, ctx)
-    got = check.run(fn, case, ctx)
-    assert check.compare(want, got, case, ctx) is None
 
 
 def test_the_overlap_check_times_the_hooks_and_says_what_is_exposed():
