@@ -137,8 +137,10 @@ def nvlink_window(session: NvmlSession, gpus: int, window_s: float) -> dict[str,
 async def screenshots(out: Path, notes: dict[str, Any]) -> None:
     from gpulab.app.app import GpuLabApp
     from gpulab.app.panes.gpu_info import GpuInfoPane
+    from gpulab.telemetry.sampler import Sampler, TelemetryReader
 
-    app = GpuLabApp()
+    sampler = Sampler(TelemetryReader(), interval=0.5)
+    app = GpuLabApp(sampler=sampler)
 
     async def settle(pilot: Any, ready: Any, limit: float = 90.0) -> None:
         end = time.monotonic() + limit
@@ -149,20 +151,20 @@ async def screenshots(out: Path, notes: dict[str, Any]) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, lambda: app.handshake is not None and bool(app.query(GpuInfoPane)))
         pane = app.query_one(GpuInfoPane)
-        target = app.sampler.frames + 3
-        await settle(pilot, lambda: app.sampler.frames >= target)
+        target = sampler.frames + 3
+        await settle(pilot, lambda: sampler.frames >= target)
         pane._live_at = 0.0  # repaint now, not at the pane's next period
         await pilot.pause(0.3)
         app.save_screenshot(str(out / "lab-120x40.svg"))
         app.query_one("#gpu-list").focus()
         await pilot.press("m")
         await settle(pilot, lambda: app.screen.maximized is pane)
-        target = app.sampler.frames + 2
-        await settle(pilot, lambda: app.sampler.frames >= target)
+        target = sampler.frames + 2
+        await settle(pilot, lambda: sampler.frames >= target)
         pane._live_at = 0.0
         await pilot.pause(0.3)
         app.save_screenshot(str(out / "gpu-pane-maximized-120x40.svg"))
-        frame = app.sampler.latest()
+        frame = sampler.latest()
         notes["pane_frame"] = [
             {
                 "gpu": s.nvml_index,
@@ -192,7 +194,7 @@ def main(out: Path) -> dict[str, Any]:
         ).stdout,
     }
     # NVLink: an all-reduce loop on GPUs 0 and 1
-    proc, _ = child(NVLINK_CHILD, 40.0, "29517")
+    proc, _ = child(NVLINK_CHILD, 30.0, "29517")
     time.sleep(1.0)
     notes["nvlink"] = nvlink_window(session, gpus, 5.0)
     try:

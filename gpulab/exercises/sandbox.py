@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import linecache
+import operator
 import random
 import sys
 import traceback
@@ -169,6 +170,8 @@ class Guard:
         changed: list[str] = []
         for obj, saved in self._saved:
             now = vars(obj)
+            if _same(now, saved):
+                continue
             label = getattr(obj, "__name__", repr(obj))
             private = id(obj) in self._private
             added = [k for k, v in now.items() if k not in saved and _patchable(k, v, private)]
@@ -189,6 +192,18 @@ class Guard:
 
 
 _MISSING = object()
+
+
+def _same(now: Any, saved: dict[str, Any]) -> bool:
+    """Whether a namespace holds exactly the objects that were saved (by identity: an object
+    whose __eq__ says yes to anything is still a change), at C speed. Restores run after every
+    guarded call, and the loop below over torch's and numpy's thousands of names was a quarter
+    of a repeat check; an untouched namespace now costs one pass in C."""
+    return (
+        len(now) == len(saved)
+        and all(map(operator.is_, now, saved))  # the same names in the same order
+        and all(map(operator.is_, now.values(), saved.values()))
+    )
 
 
 def _library_wrap(new: Any, old: Any) -> bool:
