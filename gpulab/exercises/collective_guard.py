@@ -22,6 +22,8 @@ record (`Refused`, one line) when the call returns, so a learner's `except Excep
 changes nothing. A refused collective is also raised where it happens; a hook's wait is only
 recorded (raised inside DDP's backward, it would leave its peers waiting).
 
+On gloo a lone isend or irecv is completed where it is posted, as NCCL would run it (`_in_order`).
+
 Why the wait rule: a request not waited on may still be in flight when the function returns
 (with NCCL, queued on its own stream; with gloo, half sent), and the buffer it reads or writes
 is handed back to the caller, who overwrites it. `Work.is_completed()` is no substitute: gloo
@@ -101,6 +103,10 @@ class _State:
         self.requests: list[tuple[Any, str, str]] = []  # (work, which call, where)
         self.waited: set[int] = set()
         self.depth = 0
+        self.complete: Any = None  # Work.wait as torch has it: completes a request unrecorded
+        # ids of the requests completed where they were posted: gloo's wait on a receive
+        # consumes a message, so a second wait on one would wait for the next
+        self.completed: set[int] = set()
 
 
 _STATE = _State()
@@ -216,11 +222,32 @@ def _track(modules: tuple[Any, ...], name: str) -> None:
             for work in out if isinstance(out, list) else [out]:
                 if work is not None:
                     _STATE.requests.append((work, f"the request of an {name}", where))
+            if name != "batch_isend_irecv" and _in_order():
+                _complete(out)
         return out
 
     # One object under every name: P2POp checks its op is torch.distributed's isend or irecv
     for module in modules:
         setattr(module, name, tracked)
+
+
+def _in_order() -> bool:
+    """Whether a lone isend or irecv is completed where it is posted (gloo). NCCL runs a rank's
+    sends and receives in order on one stream (eager initialization, which the checks use), so
+    an isend posted alone is a send first: every rank sending first deadlocks there, where gloo
+    would let the pair through. Completing each lone request as it is posted gives gloo NCCL's
+    order, so code that stops on a GPU box stops on a laptop too, with the same message; a
+    group (batch_isend_irecv) starts its operations together on both."""
+    import torch.distributed as dist
+
+    return dist.is_initialized() and dist.get_backend() == "gloo"
+
+
+def _complete(out: Any) -> None:
+    for work in out if isinstance(out, list) else [out]:
+        if work is not None:
+            _STATE.complete(work)  # not the learner's wait: the wait rule still counts theirs
+            _STATE.completed.add(id(work))
 
 
 def install() -> None:
@@ -244,12 +271,15 @@ def install() -> None:
         _track((c10d, dist), name)
     work_cls = c10d.Work
     real_wait = work_cls.wait
+    _STATE.complete = real_wait
 
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
         _STATE.waited.add(id(self))
         if _STATE.active and _STATE.mode == HOOK:
             what = next((k for w, k, _ in _STATE.requests if w is self), "its communication")
             _waits(what.removeprefix("the request of an ").replace("the ", "its ", 1))
+        if id(self) in _STATE.completed:
+            return True
         return real_wait(self, *args, **kwargs)
 
     setattr(work_cls, "wait", wait)  # noqa: B010 - a class of torch's, patched in a rank
@@ -294,6 +324,7 @@ def _guard_waits() -> None:
 def _start(path: str, mode: str) -> None:
     _STATE.active, _STATE.mode, _STATE.path = True, mode, str(path)
     _STATE.found, _STATE.requests, _STATE.waited = [], [], set()
+    _STATE.completed = set()
 
 
 def _settle() -> None:
@@ -301,7 +332,7 @@ def _settle() -> None:
     may never reach its peer, which would then wait forever for it (gloo, under load). One
     whose peer never answers is let go after a while: the check's deadline names that."""
     for work, _, _ in _STATE.requests:
-        if id(work) not in _STATE.waited:
+        if id(work) not in _STATE.waited and id(work) not in _STATE.completed:
             with contextlib.suppress(Exception):  # its failure is the peer's story, told there
                 work.wait(datetime.timedelta(seconds=SETTLE_S))
     _STATE.requests = []

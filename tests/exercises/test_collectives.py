@@ -124,6 +124,67 @@ def test_ranks_that_wait_for_each_other_are_stopped_at_the_deadline(tmp_path, mo
         check.run(fn, case, _ctx())
 
 
+LONE_PAIR = """
+import torch
+import torch.distributed as dist
+
+
+def ring_all_reduce(t):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    right, left = (rank + 1) % world, (rank - 1) % world
+    chunks = t.tensor_split(world)
+    got = torch.empty_like(chunks[0])
+    for s in range(world - 1):
+        into = chunks[(rank - s - 1) % world]
+        requests = [dist.isend(chunks[(rank - s) % world], right), dist.irecv(got[: into.numel()], left)]
+        for r in requests:
+            r.wait()
+        into += got[: into.numel()]
+    for s in range(world - 1):
+        if rank % 2:  # PARITY
+            dist.irecv(chunks[(rank - s) % world], left).wait()  # PARITY
+        requests = [dist.isend(chunks[(rank + 1 - s) % world], right)]
+        if rank % 2 == 0:  # PARITY
+            requests.append(dist.irecv(chunks[(rank - s) % world], left))
+        for r in requests:
+            r.wait()
+"""
+
+
+def test_gloo_runs_a_lone_isend_before_its_irecv_as_nccl_does(tmp_path, monkeypatch):
+    """The textbook pair, an isend then an irecv on every rank, deadlocks on NCCL (a rank's
+    sends and receives run in order there); gloo would let it through. The check completes a
+    lone request where it is posted on gloo too: the same code stops on a laptop with the
+    message a GPU box gives. By parity, or as one group, the pairs pass."""
+    monkeypatch.setattr(collective_checks, "DEADLINE_S", 3.0)
+    ex, check = _check("ring-allreduce")
+    lone = tmp_path / "lone.py"
+    lone.write_text(
+        LONE_PAIR.replace(
+            "(rank - s) % world], right), dist.irecv", "(rank - s) % world], right), dist.irecv", 1
+        )
+    )
+    _, fn = load_learner(lone, "lone", ex.entry)
+    ctx = _ctx()
+    case = collective_checks.case(ctx, 2, [4096])
+    with pytest.raises(api.CheckError, match="a deadlock.*batch_isend_irecv"):
+        check.run(fn, case, ctx)
+    # the reduce-scatter's pairs as one group, the all-gather's by parity: both orders NCCL runs
+    grouped = LONE_PAIR.replace(
+        "requests = [dist.isend(chunks[(rank - s) % world], right), dist.irecv(got[: into.numel()], left)]",
+        "requests = dist.batch_isend_irecv([dist.P2POp(dist.isend, chunks[(rank - s) % world], right), "
+        "dist.P2POp(dist.irecv, got[: into.numel()], left)])",
+    )
+    assert grouped != LONE_PAIR
+    fixed = tmp_path / "grouped.py"
+    fixed.write_text(grouped)
+    _, fn = load_learner(fixed, "grouped", ex.entry)
+    for world in (2, 3):
+        case = collective_checks.case(ctx, world, [5, 4096])
+        got = check.run(fn, case, ctx)
+        assert check.compare(check.expected(case, ctx), got, case, ctx) is None
+
+
 def test_the_overlap_check_times_the_hooks_and_says_what_is_exposed():
     """The timed case (on GPUs: every GPU up to 4, NCCL) run small on gloo: every hook's step
     is timed in rounds, and the verdict names each one's exposed communication."""
