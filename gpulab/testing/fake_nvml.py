@@ -85,7 +85,7 @@ class FakeGpu:
 
     # pynvml's handles are ctypes pointers, which cannot be hashed: neither can the fake's, so a
     # cache keyed on a handle fails here as it does on a real GPU
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # None is how a class says it cannot be hashed
 
     name: str = "NVIDIA H100 80GB HBM3"
     uuid: str = "GPU-8d3b6c1e-0000-4000-8000-00000000a100"
