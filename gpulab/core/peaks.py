@@ -188,10 +188,19 @@ class Ceiling(float):
         return (float, (float(self),))
 
 
+# A collective's busbw is bound by the links between GPUs, not by a figure of one device: there
+# is no calibrated link figure, and a check reads its busbw against NCCL's in the same rounds.
+LINK = "link"
+LINK_WHY = (
+    "a collective is bound by the links between GPUs, not by one device's memory: read "
+    "its busbw against the library's collective, timed in the same rounds"
+)
+
+
 def figure(what: str) -> str:
-    """The canonical name of a figure: `copy`, `h2d`, `d2h` or `matmul:<dtype>`."""
+    """The canonical name of a figure: `copy`, `h2d`, `d2h`, `link` or `matmul:<dtype>`."""
     what = what.lower().replace("matmul-", "matmul:")
-    if what in ("copy", "h2d", "d2h"):
+    if what in ("copy", "h2d", "d2h", LINK):
         return what
     return "matmul:" + what.removeprefix("matmul:")
 
@@ -201,6 +210,8 @@ def peak_for(peaks: Peaks | None, what: str) -> Ceiling | None:
     if peaks is None:
         return None
     fig = figure(what)
+    if fig == LINK:
+        return None
     simple = {"copy": peaks.copy_gbs, "h2d": peaks.h2d_pinned_gbs, "d2h": peaks.d2h_pinned_gbs}
     value = simple[fig] if fig in simple else peaks.matmul_tflops.get(fig.removeprefix("matmul:"))
     return Ceiling(float(value), peaks, fig) if value else None

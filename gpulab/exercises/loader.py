@@ -41,11 +41,11 @@ REQUIRED_CHECK_NAMES = ("ENTRY", "cases", "expected", "run")
 _FOLDER = re.compile(r"^(\d{2,3})-([a-z0-9][a-z0-9-]*)$")
 _EXPECT = re.compile(r"^#\s*expect:\s*(.+?)\s*$")
 _WHY = re.compile(r"^#\s*why:\s*(.+?)\s*$")
-_CEILING = re.compile(r"^(copy|h2d|d2h|matmul:[a-z0-9]+)$")
+_CEILING = re.compile(r"^(copy|h2d|d2h|link|matmul:[a-z0-9]+)$")
 # The ceiling a check grades against when its timing spec names none (kernel_checks.spec's).
 DEFAULT_CEILING = {"GB/s": "copy", "TFLOP/s": "matmul:fp32"}
 # The calls of a check.py that build its timing spec (api.TimingSpec, kernel_checks.spec, ...).
-_SPEC_CALLS = ("TimingSpec", "spec")
+_SPEC_CALLS = ("TimingSpec", "spec", "Timed")  # Timed: a collective check's (collective_checks)
 
 
 class UnknownExercise(BadInput, KeyError):
@@ -436,7 +436,8 @@ def _ceiling(tree: ast.Module, check: Path, metric: str) -> str:
             if kw.arg == "ceiling":
                 if not _CEILING.match(value.value):
                     raise ExerciseFormatError(
-                        check, f"ceiling {value.value!r} is not copy, h2d, d2h or matmul:<dtype>"
+                        check,
+                        f"ceiling {value.value!r} is not copy, h2d, d2h, link or matmul:<dtype>",
                     )
                 found = value.value
     return found

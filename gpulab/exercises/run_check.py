@@ -177,10 +177,12 @@ def run_check(
             c0 = _now()
             calls_before = len(watch.calls)
             error: str | None
+            final = False
             try:
                 got = check.run(fn, copy.deepcopy(case), actx)
             except (api.CheckError, OwnWorkError) as exc:
                 got, error = None, str(exc)
+                final = bool(getattr(exc, "final", False))
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 - SystemExit from learner code too
@@ -218,6 +220,8 @@ def run_check(
                 row.passed = True
             if on_case is not None:
                 on_case(i, len(cases), row)
+            if final:
+                break
         bad = [r for r in result.cases if r.passed is False]
         if bad:
             return _fail(result, "wrong", f"{bad[0].name}: {bad[0].message}", t0)

@@ -281,6 +281,15 @@ def _ceiling(ctx: Any, actx: api.Context, spec: api.TimingSpec, values: list[Any
     use_cpu = not (actx.gpu or actx.cupy)
     ceiling_value, ceiling_why, device = None, "", ""
     ceiling_note, remeasured = "", False
+    if pk.figure(spec.ceiling) == pk.LINK:  # nothing to calibrate, nor to wait for
+        return {
+            "name": spec.ceiling,
+            "value": None,
+            "device": "",
+            "why": pk.LINK_WHY,
+            "note": "",
+            "remeasured": False,
+        }
     if pk.cached(ctx.inventory, actx.device_index, cpu=use_cpu) is None:
         # Said before the seconds it takes: a learner watching a spinner deserves the reason.
         ctx.progress(0.95, "calibrating this device's ceilings (once; later checks reuse them)")

@@ -151,6 +151,20 @@ def ring_all_reduce(t):
 """
 
 
+def test_a_deadlock_stops_the_check_at_its_first_case(tmp_path, monkeypatch):
+    """Every case would wait out the deadline again (three world sizes: 90 s on a laptop where
+    one case says it all): the check ends at the first deadlocked case."""
+    import exercise_checks
+
+    monkeypatch.setattr(collective_checks, "DEADLINE_S", 2.0)
+    learner = tmp_path / "ring.py"
+    learner.write_text(DEADLOCK)
+    ex = find("ring-allreduce")
+    result = exercise_checks.check(ex, learner, 11)
+    assert result.verdict == "fail" and "a deadlock" in result.message
+    assert [row.passed for row in result.cases] == [False] + [None] * (len(result.cases) - 1)
+
+
 def test_gloo_runs_a_lone_isend_before_its_irecv_as_nccl_does(tmp_path, monkeypatch):
     """The textbook pair, an isend then an irecv on every rank, deadlocks on NCCL (a rank's
     sends and receives run in order there); gloo would let it through. The check completes a
@@ -221,3 +235,27 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_a_collective_is_read_against_the_library_not_one_devices_memory(monkeypatch):
+    """busbw is bound by the links between GPUs: a percent of one device's memory copy (it read
+    4% on two H200s) teaches nothing. The collectives name no calibrated ceiling, and their check
+    does not wait for a calibration it would not use."""
+    from types import SimpleNamespace
+
+    from gpulab.core import peaks as pk
+    from gpulab.exercises import speed
+    from gpulab.exercises.loader import load_catalog
+
+    ceilings = {ex.id: ex.ceiling for ex in load_catalog()}
+    assert ceilings["ring-allreduce"] == ceilings["reduce-scatter-all-gather"] == pk.LINK
+    assert ceilings["vector-add"] == "copy"
+
+    def calibrate(*args, **kwargs):
+        raise AssertionError("calibrated for a figure it does not use")
+
+    monkeypatch.setattr(pk, "load_or_measure", calibrate)
+    actx = SimpleNamespace(gpu=True, cupy=False, quick=False, device_index=0)
+    out = speed._ceiling(SimpleNamespace(), actx, SimpleNamespace(ceiling=pk.LINK), [300.0])
+    assert out["value"] is None and "links between GPUs" in out["why"]
+    assert pk.peak_for(pk.Peaks.__new__(pk.Peaks), pk.LINK) is None

@@ -29,6 +29,7 @@ TIMED = cc.Timed(
     ENTRY,
     "reduce_scatter_tensor + all_gather_into_tensor (*_single in newer PyTorch)",
     "a reduce-scatter then an all-gather",
+    ceiling="link",
 )
 
 

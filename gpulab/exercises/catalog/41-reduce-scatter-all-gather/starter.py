@@ -11,7 +11,9 @@ def reduce_scatter(out: torch.Tensor, x: torch.Tensor) -> None:
 
     Runs on every rank at once, in a process group joined already. Use only dist.send /
     dist.recv or dist.isend / dist.irecv (and .wait() on every request): the library's
-    collectives are refused.
+    collectives are refused. Post each step's send and receive as one group
+    (dist.batch_isend_irecv): NCCL runs a rank's lone sends and receives in order, so an isend
+    then an irecv on every rank deadlocks there (the check runs gloo the same way).
 
     TODO: a ring. Each rank sends to (rank + 1) % world_size and receives from
     (rank - 1) % world_size; in world_size - 1 steps, pass running sums along, adding the
