@@ -189,7 +189,8 @@ class Ceiling(float):
 
 
 # A collective's busbw is bound by the links between GPUs, not by a figure of one device: there
-# is no calibrated link figure, and a check reads its busbw against NCCL's in the same rounds.
+# is no calibrated link figure, and a check reads its busbw against the library's collective
+# (NCCL, or gloo on a CPU) timed in the same rounds.
 LINK = "link"
 LINK_WHY = (
     "a collective is bound by the links between GPUs, not by one device's memory: read "
