@@ -282,37 +282,31 @@ def _ceiling(ctx: Any, actx: api.Context, spec: api.TimingSpec, values: list[Any
     ceiling_value, ceiling_why, device = None, "", ""
     ceiling_note, remeasured = "", False
     if pk.figure(spec.ceiling) == pk.LINK:  # nothing to calibrate, nor to wait for
-        return {
-            "name": spec.ceiling,
-            "value": None,
-            "device": "",
-            "why": pk.LINK_WHY,
-            "note": "",
-            "remeasured": False,
-        }
-    if pk.cached(ctx.inventory, actx.device_index, cpu=use_cpu) is None:
-        # Said before the seconds it takes: a learner watching a spinner deserves the reason.
-        ctx.progress(0.95, "calibrating this device's ceilings (once; later checks reuse them)")
-    try:
-        peaks = pk.load_or_measure(ctx, quick=actx.quick, cpu=use_cpu)
-        device = peaks.device
-        found = pk.peak_for(peaks, spec.ceiling)
-        best = max((v for v in values if v), default=None)
-        if found is not None and best is not None and best > found * pk.OVER_CEILING:
-            # As for an experiment's row: a figure past the ceiling has the ceiling measured
-            # again (once per process), and one still past it says why beside the figure.
-            remeasured = pk.remeasure(ctx, peaks, spec.ceiling)
+        ceiling_why = pk.LINK_WHY
+    else:
+        if pk.cached(ctx.inventory, actx.device_index, cpu=use_cpu) is None:
+            # Said before the seconds it takes: a learner watching a spinner deserves the reason.
+            ctx.progress(0.95, "calibrating this device's ceilings (once; later checks reuse them)")
+        try:
+            peaks = pk.load_or_measure(ctx, quick=actx.quick, cpu=use_cpu)
+            device = peaks.device
             found = pk.peak_for(peaks, spec.ceiling)
-        ceiling_value = float(found) if found is not None else None
-        if ceiling_value is None:
-            ceiling_why = f"this device has no calibrated {spec.ceiling} figure"
-        elif best is not None and found is not None:
-            ceiling_note = over_note(100.0 * best / ceiling_value, found, "the timed code")
-            if remeasured and best > ceiling_value * pk.OVER_CEILING:
-                why = BEYOND_FLOPS if spec.metric == "TFLOP/s" else BEYOND
-                ceiling_note = f"{100.0 * best / ceiling_value:.0f}% of {spec.ceiling}: {why}"
-    except Exception as exc:  # noqa: BLE001 - a calibration that cannot run must not sink a check
-        ceiling_why = f"calibration failed: {type(exc).__name__}: {exc}"
+            best = max((v for v in values if v), default=None)
+            if found is not None and best is not None and best > found * pk.OVER_CEILING:
+                # As for an experiment's row: a figure past the ceiling has the ceiling measured
+                # again (once per process), and one still past it says why beside the figure.
+                remeasured = pk.remeasure(ctx, peaks, spec.ceiling)
+                found = pk.peak_for(peaks, spec.ceiling)
+            ceiling_value = float(found) if found is not None else None
+            if ceiling_value is None:
+                ceiling_why = f"this device has no calibrated {spec.ceiling} figure"
+            elif best is not None and found is not None:
+                ceiling_note = over_note(100.0 * best / ceiling_value, found, "the timed code")
+                if remeasured and best > ceiling_value * pk.OVER_CEILING:
+                    why = BEYOND_FLOPS if spec.metric == "TFLOP/s" else BEYOND
+                    ceiling_note = f"{100.0 * best / ceiling_value:.0f}% of {spec.ceiling}: {why}"
+        except Exception as exc:  # noqa: BLE001 - a calibration that cannot run must not sink a check
+            ceiling_why = f"calibration failed: {type(exc).__name__}: {exc}"
     return {
         "name": spec.ceiling,
         "value": ceiling_value,

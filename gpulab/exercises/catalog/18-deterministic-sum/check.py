@@ -90,9 +90,9 @@ def cases(ctx: api.Context) -> list[api.Case]:
     return out
 
 
-def _planted(x: np.ndarray) -> np.ndarray:
-    """Where the planted pairs are: plain values stay under 2^9."""
-    return np.abs(x) >= 2.0**BIG_SHIFT
+def _planted(size: np.ndarray) -> np.ndarray:
+    """Where the planted pairs are, from the values' magnitudes: plain values stay under 2^9."""
+    return size >= 2.0**BIG_SHIFT
 
 
 def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
@@ -144,7 +144,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     # expected() has read it already (the grader's order); a caller that skips it reads it here
     cancelling = case.meta.get("cancelling")
     if cancelling is None:
-        cancelling = bool(_planted(x).any())
+        cancelling = bool(_planted(np.abs(x)).any())
     runs = _runs(ctx, x.size, cancelling)
     got = kc.run_guarded(
         fn, [x], (1,), np.float32, repeats=runs, names=("x",), before=_crowd(ctx, runs)
