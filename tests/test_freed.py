@@ -91,3 +91,57 @@ def test_a_replay_on_a_freed_buffer_is_seen_and_a_held_one_is_not(keep):
     else:
         assert wrote >= 4 * 4096 and nan, (wrote, nan)
     del held
+
+
+class _Allocator:
+    """A stand-in for torch.cuda's caching allocator: one free block planned, and a request for
+    it that misses and finds no room on the device (what an H200 did after other checks)."""
+
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    def __init__(self, segments):
+        self.segments = segments
+        self.emptied = 0
+        self.asked: list[int] = []
+        self.cuda = self
+
+    def synchronize(self, device=None):
+        pass
+
+    def empty_cache(self):
+        self.emptied += 1
+
+    def memory_snapshot(self):
+        return self.segments
+
+    def memory_reserved(self, device=None):
+        return 0
+
+    def current_device(self):
+        return 0
+
+    def default_stream(self, device=None):
+        return type("Stream", (), {"cuda_stream": 0})()
+
+    def stream(self, s):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    int32 = "int32"
+
+    def empty(self, n, dtype=None, device=None):
+        self.asked.append(4 * n)
+        raise self.OutOfMemoryError("CUDA out of memory. Tried to allocate 32.00 GiB")
+
+
+def test_a_block_the_device_cannot_place_again_is_left_and_the_check_goes_on():
+    fake = _Allocator([_seg(0, "large", [(32 << 30, "inactive")])])
+    freed = FreedMemory.__new__(FreedMemory)
+    freed.torch, freed.device, freed.held = fake, type("Dev", (), {"index": 0})(), []
+    with freed:  # would raise the allocator's OutOfMemoryError without the fix
+        pass
+    assert fake.asked == [32 << 30]  # the block was asked for, once: no pass after a miss
+    assert fake.emptied == 2  # the unused cache before holding, and after the miss
+    assert freed.held == [] and freed.written() == 0

@@ -65,6 +65,13 @@ class FreedMemory:
         self.held: list[Any] = []
 
     def __enter__(self) -> FreedMemory:
+        # Cached segments no tensor uses go back to the driver first: what is left to hold is the
+        # free space inside segments still in use. A worker that ran other checks before caches
+        # tens of GiB, and holding all of it asked the device for blocks it no longer had room
+        # to place again (an H200 refused 32 GiB with 31 GiB free: cuda-graphs' own reference
+        # rejected "out of memory" after the kernel exercises had run in the same process)
+        self.torch.cuda.synchronize(self.device)
+        self.torch.cuda.empty_cache()
         self.hold()
         return self
 
@@ -84,8 +91,15 @@ class FreedMemory:
             for req in wanted:
                 reserved = torch.cuda.memory_reserved(self.device)
                 # a block is handed out only to a request made on the stream it was made on
-                with torch.cuda.stream(self._stream(req.stream)):
-                    t = torch.empty(req.nbytes // 4, dtype=torch.int32, device=self.device)
+                try:
+                    with torch.cuda.stream(self._stream(req.stream)):
+                        t = torch.empty(req.nbytes // 4, dtype=torch.int32, device=self.device)
+                except torch.cuda.OutOfMemoryError:
+                    # it missed the planned block and the device had no room for a new one: what
+                    # is held so far stays held; the check goes on (it is ours, not the learner's)
+                    torch.cuda.empty_cache()
+                    torch.cuda.synchronize(self.device)
+                    return
                 if torch.cuda.memory_reserved(self.device) > reserved:
                     # it missed the free block it was planned for and took new memory: give that
                     # back and stop, rather than chase the new segment's remainder pass by pass
