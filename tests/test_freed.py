@@ -145,3 +145,34 @@ def test_a_block_the_device_cannot_place_again_is_left_and_the_check_goes_on():
     assert fake.asked == [32 << 30]  # the block was asked for, once: no pass after a miss
     assert fake.emptied == 2  # the unused cache before holding, and after the miss
     assert freed.held == [] and freed.written() == 0
+
+
+def test_a_large_held_block_is_compared_a_chunk_at_a_time(monkeypatch):
+    """written() on a held block never makes a mask the block's size: it is counted a CHUNK at a
+    time (on an H200 a 64 GiB held block asked for a 16 GiB mask with 5 GiB free), and every
+    changed element is still counted, across chunk edges too."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from gpulab.exercises import freed as freed_mod
+
+    monkeypatch.setattr(freed_mod, "CHUNK", 1000)
+    block = torch.full((10, 1000), POISON, dtype=torch.int32)  # 10,000 elements: ten chunks
+    changed = [0, 999, 1000, 5555, 9999]
+    block.view(-1)[changed] = 7
+    freed = FreedMemory.__new__(FreedMemory)
+    freed.torch, freed.device, freed.held = torch, torch.device("cpu"), [block]
+
+    class Largest(TorchDispatchMode):
+        most = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if isinstance(out, torch.Tensor) and out.dtype == torch.bool:  # a mask
+                Largest.most = max(Largest.most, out.numel())
+            return out
+
+    with Largest():
+        wrote = freed.written()
+    assert wrote == 4 * len(changed)
+    assert 0 < Largest.most <= 1000  # masks were made, none larger than a chunk

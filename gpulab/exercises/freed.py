@@ -23,6 +23,7 @@ from typing import Any
 POISON = 0x7FC0DEAD  # below 2**31: the same bits as an int32, the type the held blocks hold
 SMALL = 1 << 20  # PyTorch's caching allocator serves requests up to 1 MiB from its small pool
 PASSES = 8  # a best-fit allocation may split another block than the one planned: try again
+CHUNK = 1 << 24  # elements compared at once: a 16 MiB mask, whatever the size of a held block
 
 
 @dataclass(frozen=True)
@@ -66,10 +67,8 @@ class FreedMemory:
 
     def __enter__(self) -> FreedMemory:
         # Cached segments no tensor uses go back to the driver first: what is left to hold is the
-        # free space inside segments still in use. A worker that ran other checks before caches
-        # tens of GiB, and holding all of it asked the device for blocks it no longer had room
-        # to place again (an H200 refused 32 GiB with 31 GiB free: cuda-graphs' own reference
-        # rejected "out of memory" after the kernel exercises had run in the same process)
+        # free space inside segments still in use (a worker that ran other checks before caches
+        # tens of GiB)
         self.torch.cuda.synchronize(self.device)
         self.torch.cuda.empty_cache()
         self.hold()
@@ -123,11 +122,17 @@ class FreedMemory:
         return torch.cuda.ExternalStream(handle, device=self.device)
 
     def written(self) -> int:
-        """Bytes of the held memory that no longer hold the pattern."""
+        """Bytes of the held memory that no longer hold the pattern, compared CHUNK elements at a
+        time: a held block can be tens of GiB (the free end of a segment an earlier check made),
+        and comparing it whole made a mask a quarter its size on a device whose free memory we
+        hold (an H200 refused 16 GiB with 5 GiB free: cuda-graphs' own reference rejected "out
+        of memory" after other checks had run in the same worker)."""
         if not self.held:
             return 0
         torch = self.torch
         changed = torch.zeros((), dtype=torch.int64, device=self.device)
         for t in self.held:
-            changed += (t != POISON).sum()
+            flat = t.reshape(-1)
+            for start in range(0, flat.numel(), CHUNK):
+                changed += (flat[start : start + CHUNK] != POISON).sum()
         return 4 * int(changed)  # one readback, not one per block

@@ -240,8 +240,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
     # the check's own references: a learner's code that rebinds its list's entries (an update
     # out of place) leaves these as they were
     mine_p, mine_g = list(params), list(grads)
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()  # what the allocator caches now is not the learner's: let it go
+    # FreedMemory lets what the allocator caches now go first: it is not the learner's
     with api.no_device_queries(), FreedMemory(dev) as freed:
         with _Counting():
             stepper = fn(list(params), list(grads), float(a["momentum"]))
