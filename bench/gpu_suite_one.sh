@@ -1,32 +1,41 @@
 #!/usr/bin/env bash
-# The whole `pytest -m gpu` on one GPU as one run, for the 1-GPU kind, where the suite run file
-# by file takes longer than a session's device time. Two phases, each test under its own
-# timeout, so a hung test fails alone:
-#   1. every file but ALONE, in WORKERS pytest-xdist workers sharing the GPU, work-stealing
-#      (most of the suite is compiling, process starts and small kernels: the GPU sits idle
-#      between them, and the grades are ratios against a yardstick timed in the same rounds);
-#   2. ALONE, one process: the files that read the whole GPU (its memory, NVML's process list,
-#      every GPU's view) or time against a fixed figure rather than a peer in the same rounds.
-# Needs pytest-xdist and pytest-timeout. Writes $OUT/phase1.log, $OUT/phase2.log and a summary
-# on stdout. Usage: WORKERS=6 bash bench/gpu_suite_one.sh [SECONDS_PER_TEST]
+# The whole `pytest -m gpu` as one run, over the GPUs in GPUS (default: all), each test under its
+# own timeout so a hung test fails alone. Three phases:
+#   1. the GPU tests not marked `alone`, in WORKERS pytest-xdist workers a GPU sharing it,
+#      work-stealing (most of the suite is compiling, process starts and small kernels; their
+#      grades are ratios against a yardstick timed in the same rounds);
+#   2. the tests marked `alone` (they time against a fixed figure or the learner's own timer,
+#      hold the GPU's memory or its counters: see pyproject's markers), one worker a GPU;
+#   3. MULTI, the files that read every GPU (the multi-GPU experiments, doctor, the runner's
+#      process list, telemetry), one process with all of GPUS visible.
+# Workers are put on their GPU by tests/conftest.py (GPULAB_TEST_GPUS). Needs pytest-xdist and
+# pytest-timeout. Writes $OUT/phase1.log, phase2.log, phase3.log and a summary on stdout.
+# Usage: GPUS=0,1 WORKERS=6 bash bench/gpu_suite_one.sh [SECONDS_PER_TEST]
+# On one H200 (a063866's tree, before the marks) phase 1 took 611 s with 6 workers, and the
+# tests now marked `alone` about 17 minutes in one process.
 set -u
 per=${1:-240}
 out=${OUT:-/tmp}
 workers=${WORKERS:-6}
-alone="tests/test_exp_multi.py tests/test_doctor.py tests/test_runner_gpu.py
-  tests/test_telemetry_gpu.py tests/test_exp_gpu.py tests/test_montecarlo.py
-  tests/test_honest_numbers.py tests/test_peaks.py tests/test_ladder_gpu.py
-  tests/test_exp_claims_gpu.py tests/test_results_timing.py tests/test_bench.py"
-PT="python3 -m pytest -m gpu -p no:cacheprovider -o addopts= -rfE --timeout $per --durations=30"
+gpus=${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)}
+n=$(awk -F, '{print NF}' <<< "$gpus")
+multi="tests/test_exp_multi.py tests/test_doctor.py tests/test_runner_gpu.py tests/test_telemetry_gpu.py"
 ignore=""
-for f in $alone; do ignore="$ignore --ignore=$f"; done
-start=$(date +%s)
-$PT -q -n "$workers" --dist worksteal $ignore tests > "$out/phase1.log" 2>&1
-echo "exit=$? after $(( $(date +%s) - start )) s" >> "$out/phase1.log"
-start=$(date +%s)
-$PT -v $(ls $alone 2>/dev/null) > "$out/phase2.log" 2>&1
-echo "exit=$? after $(( $(date +%s) - start )) s" >> "$out/phase2.log"
-for f in "$out"/phase1.log "$out"/phase2.log; do
+for f in $multi; do ignore="$ignore --ignore=$f"; done
+PT="python3 -m pytest -p no:cacheprovider -o addopts= -rfE --timeout $per --durations=30"
+phase() {  # name, then pytest's arguments
+  local name=$1 start
+  shift
+  start=$(date +%s)
+  "$@" > "$out/$name.log" 2>&1
+  echo "exit=$? after $(( $(date +%s) - start )) s" >> "$out/$name.log"
+}
+export GPULAB_TEST_GPUS=$gpus
+phase phase1 $PT -q -n $(( workers * n )) --dist worksteal -m "gpu and not alone" $ignore tests
+phase phase2 $PT -v -n "$n" --dist worksteal -m "gpu and alone" $ignore tests
+unset GPULAB_TEST_GPUS
+CUDA_VISIBLE_DEVICES=$gpus phase phase3 $PT -v -m gpu $(ls $multi 2>/dev/null)
+for f in "$out"/phase1.log "$out"/phase2.log "$out"/phase3.log; do
   echo "== $(basename "$f"): $(grep -E '(passed|failed|error)' "$f" | tail -1) $(tail -1 "$f")"
   grep -E '^(FAILED|ERROR)' "$f"
 done

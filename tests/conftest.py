@@ -9,6 +9,16 @@ import os
 
 import pytest
 
+# bench/gpu_suite_one.sh: each pytest-xdist worker takes one GPU of GPULAB_TEST_GPUS in turn, set
+# here because the conftest is read before anything in the worker starts CUDA
+if os.environ.get("GPULAB_TEST_GPUS") and os.environ.get("PYTEST_XDIST_WORKER", "").startswith(
+    "gw"
+):
+    _gpus = os.environ["GPULAB_TEST_GPUS"].split(",")
+    os.environ["CUDA_VISIBLE_DEVICES"] = _gpus[
+        int(os.environ["PYTEST_XDIST_WORKER"][2:]) % len(_gpus)
+    ]
+
 
 @functools.cache
 def gpu_available() -> bool:

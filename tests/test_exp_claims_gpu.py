@@ -9,7 +9,7 @@ from conftest import cupy_available
 from gpulab.core.devices import detect
 from gpulab.experiments.inline import run_job
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.alone]  # claims timed against fixed figures
 needs_cupy = pytest.mark.skipif(not cupy_available(), reason="needs CuPy")
 
 

@@ -10,7 +10,7 @@ from gpulab.core.devices import detect
 from gpulab.experiments import registry
 from gpulab.experiments.inline import run_job
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.alone]  # memory figures of the whole GPU
 
 GPU_PARAMS = {
     "vector-add": {"n": 1_000_003},

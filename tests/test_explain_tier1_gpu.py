@@ -33,6 +33,7 @@ RECORD = os.environ.get("GPULAB_EXPLAIN_RECORD")
 
 pytestmark = [
     pytest.mark.gpu,
+    pytest.mark.alone,  # Nsight Compute: a GPU's counters serve one profiler at a time
     pytest.mark.skipif(not cupy_available(), reason="needs CuPy on a GPU"),
     pytest.mark.skipif(nvtools.find("ncu") is None, reason="needs Nsight Compute (ncu)"),
 ]

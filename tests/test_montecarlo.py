@@ -100,6 +100,9 @@ def test_samples_limits_are_params():
 
 
 @pytest.mark.gpu
+
+
+@pytest.mark.alone
 def test_fused_kernel_matches_numpy_twin_bit_for_bit():
     pytest.importorskip("cupy")
     k = counts.FusedKernel(0)
@@ -110,6 +113,9 @@ def test_fused_kernel_matches_numpy_twin_bit_for_bit():
 
 
 @pytest.mark.gpu
+
+
+@pytest.mark.alone
 def test_gpu_contenders_pass_and_fused_memory_is_flat():
     from gpulab.experiments import montecarlo_torch as mct
 
@@ -131,6 +137,9 @@ def test_gpu_contenders_pass_and_fused_memory_is_flat():
 
 
 @pytest.mark.gpu
+
+
+@pytest.mark.alone
 def test_torch_counter_counts_exactly_on_the_gpu():
     # Blocks of 2^24 summed in float32 on the device: the count equals an int64 count of the
     # same points (a plain float32 sum of 40M ones would not be exact).
@@ -149,6 +158,9 @@ def test_torch_counter_counts_exactly_on_the_gpu():
 
 
 @pytest.mark.gpu
+
+
+@pytest.mark.alone
 def test_torch_contender_keeps_up_with_the_recipe():
     # The bench's target (within 5% of the tutorials' recipe, warm, same run), quick here.
     from gpulab.experiments import montecarlo_torch as mct
@@ -237,6 +249,9 @@ def test_torch_generate_only_writes_random_numbers_or_a_fill():
 
 
 @pytest.mark.gpu
+
+
+@pytest.mark.alone
 def test_gpu_torch_row_is_split_into_its_rng_and_its_writes():
     res = _run(100_000_000)
     rows = {m.contender: m for m in res.measurements}

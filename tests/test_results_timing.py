@@ -84,6 +84,9 @@ def test_timer_inner_divides():
 
 
 @pytest.mark.gpu
+
+
+@pytest.mark.alone
 @pytest.mark.parametrize("backend", ["torch", "cupy"])
 def test_timer_uses_cuda_events_and_times_the_device_work(backend):
     """A sleep on the GPU (no host cost) is what the events see: the launch returns at once."""

@@ -457,6 +457,9 @@ def _write(name: str, data: dict) -> None:
 
 
 @pytest.mark.gpu
+
+
+@pytest.mark.alone
 @pytest.mark.parametrize("exercise_id", ["streams-overlap", "cuda-graphs"])
 def test_gpu_reference_grade_wrongs_and_rights(exercise_id):
     """The reference (full timing, not quick), each known-wrong and each right solution, in this
@@ -489,6 +492,9 @@ def test_gpu_reference_grade_wrongs_and_rights(exercise_id):
 
 
 @pytest.mark.gpu
+
+
+@pytest.mark.alone
 @pytest.mark.parametrize(
     ("experiment_id", "params"),
     [

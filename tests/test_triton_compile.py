@@ -150,6 +150,9 @@ def _gpu_check(ex, path, seed, quick=True):
 
 
 @pytest.mark.gpu
+
+
+@pytest.mark.alone
 @needs_triton
 @pytest.mark.parametrize("ex", TRITON, ids=[ex.id for ex in TRITON])
 def test_triton_reference_on_the_gpu_is_silver_or_better(ex):
@@ -165,6 +168,9 @@ def test_triton_reference_on_the_gpu_is_silver_or_better(ex):
 
 
 @pytest.mark.gpu
+
+
+@pytest.mark.alone
 def test_compile_fused_on_the_gpu():
     if not _has_gpu():
         pytest.skip("needs a GPU")
@@ -179,6 +185,9 @@ def test_compile_fused_on_the_gpu():
 
 
 @pytest.mark.gpu
+
+
+@pytest.mark.alone
 @pytest.mark.parametrize(
     ("exp_id", "params"),
     [
