@@ -205,8 +205,6 @@ def test_matmul_comparison_failure_is_not_run(monkeypatch):
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_matmul_comparison_on_the_gpu():
     from gpulab.core.devices import detect

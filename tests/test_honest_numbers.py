@@ -419,8 +419,6 @@ def test_the_cli_prints_each_rows_note(monkeypatch):
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_pcie_and_device_copy_rows_stay_within_their_best_of_ceilings():
     # Seen on an H100: h2d pinned rows at 102-104% and a d2h ceiling of 38 GB/s under 55 GB/s rows.
@@ -444,8 +442,6 @@ def test_pcie_and_device_copy_rows_stay_within_their_best_of_ceilings():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_a_sustained_matmul_row_stays_within_its_best_of_ceiling():
     from gpulab.core.devices import detect

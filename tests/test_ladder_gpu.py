@@ -27,7 +27,11 @@ from gpulab.exercises.ladder_measure import Measured, measure
 from gpulab.exercises.loader import Exercise, load_catalog
 from gpulab.exercises.run_check import run_check
 
-pytestmark = [pytest.mark.gpu, pytest.mark.alone, pytest.mark.skipif(not cupy_available(), reason="needs CuPy")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.alone,
+    pytest.mark.skipif(not cupy_available(), reason="needs CuPy"),
+]
 
 CATALOG = load_catalog()
 LADDERS = ["matmul-tiled", "reduction-kernel", "transpose-tiled", "softmax-rows"]

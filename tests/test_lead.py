@@ -168,8 +168,6 @@ def _need_cupy() -> None:
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_gpu_lead_hides_a_slow_host_launch_and_nothing_more():
     """A call whose host side takes 100 us before it launches a ~40 us kernel: timed alone the
@@ -228,8 +226,6 @@ def add_ten(a, out):
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_gpu_a_check_is_led_unless_the_learner_made_a_stream(tmp_path):
     _need_cupy()

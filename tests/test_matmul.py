@@ -119,8 +119,6 @@ def test_cancel_stops_between_steps():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_gpu_contenders_per_dtype():
     res = _run(sizes=[512, 1024], dtypes=list(mm.DTYPES), contenders=["torch", "cupy"])
@@ -130,8 +128,6 @@ def test_gpu_contenders_per_dtype():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_gpu_headline_is_the_lead_over_numpy_at_the_largest_size():
     """The fastest row (torch back to back at n=1024), its share of the calibrated matmul, and
@@ -149,8 +145,6 @@ def test_gpu_headline_is_the_lead_over_numpy_at_the_largest_size():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_too_big_is_refused_before_running():
     from gpulab.experiments.base import DoesNotFit
@@ -162,8 +156,6 @@ def test_too_big_is_refused_before_running():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 @pytest.mark.parametrize("dtype", ["fp32", "tf32", "fp16", "bf16"])
 def test_gpu_estimate_covers_what_a_torch_step_allocates(dtype):
@@ -188,8 +180,6 @@ def test_gpu_estimate_covers_what_a_torch_step_allocates(dtype):
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_gpu_rows_carry_the_calibrated_percent_and_a_seed():
     res = _run(sizes=[2048], dtypes=["bf16"], contenders=["torch", "cupy"])
@@ -201,8 +191,6 @@ def test_gpu_rows_carry_the_calibrated_percent_and_a_seed():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_long_gpu_matmuls_are_timed_sustained_short_ones_single():
     # fp32 n=4096 takes milliseconds (sustained regime, like the calibration); n=256 microseconds.
@@ -222,8 +210,6 @@ def test_long_gpu_matmuls_are_timed_sustained_short_ones_single():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_benchmark_timer_second_opinion_runs():
     tflops = mm.benchmark_timer_tflops(1024, "fp16", min_run_time=0.1, warm_s=0.05)

@@ -100,8 +100,6 @@ def test_samples_limits_are_params():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_fused_kernel_matches_numpy_twin_bit_for_bit():
     pytest.importorskip("cupy")
@@ -113,8 +111,6 @@ def test_fused_kernel_matches_numpy_twin_bit_for_bit():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_gpu_contenders_pass_and_fused_memory_is_flat():
     from gpulab.experiments import montecarlo_torch as mct
@@ -137,8 +133,6 @@ def test_gpu_contenders_pass_and_fused_memory_is_flat():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_torch_counter_counts_exactly_on_the_gpu():
     # Blocks of 2^24 summed in float32 on the device: the count equals an int64 count of the
@@ -158,8 +152,6 @@ def test_torch_counter_counts_exactly_on_the_gpu():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_torch_contender_keeps_up_with_the_recipe():
     # The bench's target (within 5% of the tutorials' recipe, warm, same run), quick here.
@@ -249,8 +241,6 @@ def test_torch_generate_only_writes_random_numbers_or_a_fill():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_gpu_torch_row_is_split_into_its_rng_and_its_writes():
     res = _run(100_000_000)

@@ -115,8 +115,6 @@ def test_calibrate_experiment_reports_figures():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_gpu_calibration_quick():
     from gpulab.core.devices import detect

@@ -30,8 +30,6 @@ def test_every_probe_has_a_claim_checked_here():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 @pytest.mark.parametrize("probe", sorted(PROBES))
 def test_a_probe_runs_on_the_gpu_where_its_explanation_says(probe):

@@ -84,8 +84,6 @@ def test_timer_inner_divides():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 @pytest.mark.parametrize("backend", ["torch", "cupy"])
 def test_timer_uses_cuda_events_and_times_the_device_work(backend):

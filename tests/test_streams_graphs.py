@@ -457,8 +457,6 @@ def _write(name: str, data: dict) -> None:
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 @pytest.mark.parametrize("exercise_id", ["streams-overlap", "cuda-graphs"])
 def test_gpu_reference_grade_wrongs_and_rights(exercise_id):
@@ -492,8 +490,6 @@ def test_gpu_reference_grade_wrongs_and_rights(exercise_id):
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 @pytest.mark.parametrize(
     ("experiment_id", "params"),

@@ -150,8 +150,6 @@ def _gpu_check(ex, path, seed, quick=True):
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 @needs_triton
 @pytest.mark.parametrize("ex", TRITON, ids=[ex.id for ex in TRITON])
@@ -168,8 +166,6 @@ def test_triton_reference_on_the_gpu_is_silver_or_better(ex):
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 def test_compile_fused_on_the_gpu():
     if not _has_gpu():
@@ -185,8 +181,6 @@ def test_compile_fused_on_the_gpu():
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 @pytest.mark.parametrize(
     ("exp_id", "params"),

@@ -75,8 +75,6 @@ PARTS = 4  # each part under its own per-test timeout: one slow part stops no ot
 
 
 @pytest.mark.gpu
-
-
 @pytest.mark.alone
 @pytest.mark.parametrize("part", range(PARTS))
 def test_gpu_references_pass_in_a_row(busy_core: None, part: int) -> None:
