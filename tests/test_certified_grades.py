@@ -8,6 +8,7 @@ Everything here runs without a GPU: the clocks are a scripted fake, NVML is the 
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -20,6 +21,7 @@ from gpulab.exercises import api, saving, speed
 from gpulab.exercises import yardstick as ys
 from gpulab.exercises.loader import find
 from gpulab.exercises.report import timing_lines
+from gpulab.telemetry import window as window_mod
 from gpulab.telemetry.nvml import NvmlSession
 from gpulab.telemetry.window import ClockWindow
 from gpulab.testing.fake_nvml import FakeNvml
@@ -188,12 +190,8 @@ def _actx(gpu: bool = False) -> api.Context:
     )
 
 
-def test_a_throttled_window_is_timed_again_then_named(monkeypatch, tmp_path):
-    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
-    windows: list[dict] = [
-        {"throttled": True, "throttle": ["power cap"]},
-        {"throttled": True, "throttle": ["power cap"]},
-    ]
+def _scripted_windows(monkeypatch, windows: list[dict]) -> None:
+    """speed's clock windows replaced by ones that report `windows` in turn, then calm ones."""
 
     class Window:
         def __init__(self, *a, **k):
@@ -215,6 +213,16 @@ def test_a_throttled_window_is_timed_again_then_named(monkeypatch, tmp_path):
     monkeypatch.setattr(speed, "_lead", lambda spec, actx, watch: None)
     monkeypatch.setattr(speed, "gpu_state", lambda inv, i: {"na": "fake"})
     monkeypatch.setattr(speed, "_ceiling", lambda *a: {"name": "copy", "value": None})
+
+
+def test_a_throttled_window_is_timed_again_then_named(monkeypatch, tmp_path):
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
+    windows: list[dict] = [
+        {"throttled": True, "throttle": ["power cap"]},
+        {"throttled": True, "throttle": ["power cap"]},
+    ]
+
+    _scripted_windows(monkeypatch, windows)
     you, yard = _spec({"you": 0.002, "yardstick": 0.001, "library": 0.001})
     ex = find("vector-add")
     choice = ys.choose(ex)
@@ -277,3 +285,72 @@ def test_a_saving_rule_asks_half_of_ours_and_steps_aside_where_ours_gains_nothin
     assert "saves 33% of what ours saves, at least 50%" in bad.message
     none, note = saving.judge(saving.Saving(10.0, 10.0, 9.5, 7), what="call", baseline="eager")
     assert none is None and "speed not graded" in note and "1.05x" in note
+
+
+def test_a_window_beside_another_process_is_shared_and_names_it(monkeypatch):
+    """Another process's kernels during the window make it shared, named by pid; gpulab's own
+    (this process, its parent, their children) and a process that only holds memory do not;
+    samples without this process (a container's host pids) claim nothing; a GPU that does
+    not say leaves it unread."""
+    fake = FakeNvml("full")
+    gpu = fake.gpus[0]
+    me = os.getpid()
+    monkeypatch.setattr(window_mod, "own_process", lambda pid, root="/proc": pid in (me, 1))
+    gpu.proc_util = {me: (90, 40), 1: (10, 0), 777_001: (0, 0)}  # ours, our parent, idle
+    w = _window(fake).open(0.0)
+    w.close(0.1)
+    got = w.summary()
+    assert got["others"] == [] and not got["shared"]
+    gpu.proc_util[777_002] = (85, 30)  # another program's kernels
+    w = _window(fake).open(0.0)
+    w.close(0.1)
+    got = w.summary()
+    assert got["shared"] and [o["pid"] for o in got["others"]] == [777_002]
+    assert got["others"][0]["percent"] == 85
+    gpu.proc_util = {777_002: (85, 30), 777_003: (50, 10)}  # none of ours: other pids' space
+    w = _window(fake).open(0.0)
+    w.close(0.1)
+    assert w.summary()["others"] is None and not w.summary()["shared"]
+    gpu.proc_util = {}  # NVML: no process used the GPU since the window opened
+    w = _window(fake).open(0.0)
+    w.close(0.1)
+    assert w.summary()["others"] == []
+    gpu.unsupported.add("nvmlDeviceGetProcessUtilization")
+    w = _window(fake).open(0.0)
+    w.close(0.1)
+    assert w.summary()["others"] is None and not w.summary()["shared"]
+
+
+def test_own_processes_are_this_one_its_parent_and_their_children(tmp_path):
+    me, parent = os.getpid(), os.getppid()
+    for pid, ppid, name in ((11, me, "ranks (x)"), (12, parent, "spare"), (13, 99, "other")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} ({name}) S {ppid} 1 1 0\n")
+    own = [p for p in (me, parent, 11, 12, 13, 14) if window_mod.own_process(p, str(tmp_path))]
+    assert own == [me, parent, 11, 12]  # 13's parent is another; 14 is not in this table
+
+
+def test_a_shared_window_is_timed_again_then_named(monkeypatch, tmp_path):
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
+    shared = {
+        "throttled": False,
+        "throttle": [],
+        "shared": True,
+        "others": [{"pid": 4242, "name": "python3", "percent": 85}],
+    }
+    windows: list[dict] = [shared, dict(shared)]
+
+    _scripted_windows(monkeypatch, windows)
+    you, yard = _spec({"you": 0.002, "yardstick": 0.001, "library": 0.001})
+    ex = find("vector-add")
+    choice = ys.choose(ex)
+    ctx = SimpleNamespace(inventory=Inventory(), progress=lambda *a: None)
+    out = speed.time_and_grade(you, ex, _actx(gpu=True), ctx, yard=speed.YardRun(choice, yard))
+    assert out["retimed"] and out["window"]["shared"]
+    lines = "\n".join(timing_lines(out))
+    assert (
+        "another process used this GPU while it was timed: pid 4242 (python3, up to 85%)" in lines
+    )
+    assert "(timed again; it was still there)" in lines and "shared with pid 4242" in lines
+    # a shared window is not kept as the yardstick's record
+    assert ys.last(ex.id, ys.key_for(ctx.inventory, 0, cpu=False)) is None

@@ -104,14 +104,31 @@ def grade_basis_lines(timing: dict[str, Any]) -> list[str]:
             f"{lines}: graded by the median"
         )
     window = timing.get("window") or {}
+    yard_name = yardstick_name(timing) or "yardstick"
     if window.get("throttled"):
         how = ", ".join(window.get("throttle") or [])
         again = " (timed again; it held)" if timing.get("retimed") else ""
         out.append(
             f"the GPU was held back while timed: {how}{again}; yours and the "
-            f"{yardstick_name(timing) or 'yardstick'} ran in the same rounds, so the ratio stands"
+            f"{yard_name} ran in the same rounds, so the ratio stands"
+        )
+    if window.get("shared"):
+        again = " (timed again; it was still there)" if timing.get("retimed") else ""
+        out.append(
+            f"another process used this GPU while it was timed: {others_text(window)}{again}; "
+            f"yours and the {yard_name} ran in the same rounds, so the ratio stands, but every "
+            "figure is below what this GPU gives one program alone"
         )
     return out
+
+
+def others_text(window: dict[str, Any]) -> str:
+    """'pid 4242 (python3, up to 85%)': the processes that shared the GPU in a timed window."""
+    parts = []
+    for o in window.get("others") or []:
+        what = ", ".join(x for x in (o.get("name") or "", f"up to {o['percent']}%") if x)
+        parts.append(f"pid {o['pid']} ({what})")
+    return ", ".join(parts)
 
 
 def clocks_text(timing: dict[str, Any]) -> str:
@@ -135,6 +152,8 @@ def clocks_text(timing: dict[str, Any]) -> str:
     if w.get("temperature_c") is not None:
         parts.append(f"{w['temperature_c']} C")
     parts.append(", ".join(w.get("throttle") or []) or "no throttling")
+    if w.get("shared"):
+        parts.append(f"shared with {others_text(w)}")
     return ", ".join(parts)
 
 

@@ -167,9 +167,10 @@ def time_and_grade(
         extended = _certify(rounds, grade_lines, plan, yspec is not None)
         window = taken.close()
         retimed = False
-        if window.get("throttled") and not actx.quick:
-            # Timed again once: a window at the power limit or under a thermal slowdown is not
-            # the figure the code earns on a calm GPU; a second one is named in the verdict
+        if _disturbed(window) and not actx.quick:
+            # Timed again once: a window at the power limit, under a thermal slowdown or beside
+            # another process's kernels is not the figure the code earns on a calm GPU of its
+            # own; a second one is named in the verdict
             taken.again()
             rounds = taken.rounds
             extended += _certify(rounds, grade_lines, plan, yspec is not None)
@@ -360,7 +361,7 @@ def _grade_by_yardstick(
                 f"{yard.choice.words} ran at {yard_value:,.4g} {out['metric']} in this check, "
                 f"below its best here ({best:,.4g}): graded against that best"
             )
-    if not actx.quick and yard_value and not window.get("throttled") and not slowed:
+    if not actx.quick and yard_value and not _disturbed(window) and not slowed:
         kept = ys.observe(
             ex,
             yard.choice,
@@ -378,6 +379,11 @@ def _grade_by_yardstick(
     if lines:
         out["of_yardstick"]["straddles"] = lines
     out["grade"] = grade_for(figure, ex.grades) if ex.grades else "pass"
+
+
+def _disturbed(window: dict[str, Any]) -> bool:
+    """Whether the GPU was held back (throttled) or shared with another process while timed."""
+    return bool(window.get("throttled") or window.get("shared"))
 
 
 @dataclass

@@ -9,17 +9,29 @@ and the power and thermal violation time NVML accumulated over the window. `summ
 whether the window was throttled and in which words, so the verdict can name it and the grader
 can retime it.
 
+A GPU can be shared: another process's kernels running beside the timed rounds slow them as
+surely as a power cap (an H200 shared by six test processes rejected two correct answers that
+pass alone). At the close the window asks NVML which processes used the SMs or the memory since
+it opened (per-process utilization samples): any beyond gpulab's own (this process, its parent,
+and their children: the parent of each such pid is read, not the whole process table) make the
+window `shared`, named with pid and name. A process that only
+holds memory, such as an idle notebook's CUDA context, is not counted; and where the driver's
+pids are not this namespace's (a container), so that this process is not among the samples,
+nothing is claimed.
+
 One NVML session per process (nvmlInit costs tens of milliseconds). A mark costs a few NVML
 calls of about 0.04 ms each, made between rounds, outside the timed calls.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import time
 from typing import Any
 
-from gpulab.telemetry.nvml import NvmlSession
-from gpulab.telemetry.snapshot import decode_throttle
+from gpulab.telemetry.nvml import NOT_FOUND, NvmlSession, error_code
+from gpulab.telemetry.snapshot import HostProcesses, decode_throttle
 from gpulab.telemetry.values import NA
 
 NVML_CLOCK_SM = 1
@@ -95,6 +107,20 @@ def gpu_state(inventory: Any, device_index: int = 0, nvml: NvmlSession | None = 
     }
 
 
+def own_process(pid: int, root: str = "/proc") -> bool:
+    """Whether `pid` is gpulab's own as seen from this process: itself, its parent, or a child
+    of either (the runner's spare worker, the ranks or compile workers a check started)."""
+    me, parent = os.getpid(), os.getppid()
+    if pid in (me, parent):
+        return True
+    try:
+        with open(os.path.join(root, str(pid), "stat")) as fh:
+            ppid = int(fh.read().rsplit(")", 1)[1].split()[1])  # the name may hold spaces
+    except (OSError, ValueError, IndexError):
+        return False  # not in this namespace's table, or gone: not ours
+    return ppid in (me, parent)
+
+
 def _violation_ns(nvml: NvmlSession, index: int, policy: int) -> int | None:
     got = nvml.call(index, "nvmlDeviceGetViolationStatus", policy)
     if isinstance(got, NA):
@@ -125,6 +151,8 @@ class ClockWindow:
         self._violation1: dict[int, int | None] = {}
         self._t0 = 0.0
         self._t1 = 0.0
+        self.others: dict[int, int] | None = None  # pid -> highest SM or memory %, None: unread
+        self._since_us = 0
 
     def open(self, now: float) -> ClockWindow:
         """Start the window at host time `now` (seconds): the counters' first readings."""
@@ -132,6 +160,7 @@ class ClockWindow:
             self.na = self.nvml.error.reason if self.nvml.error else "NVML is not available"
             return self
         self.index = nvml_index(self.inventory, self.device_index, self.nvml)
+        self._since_us = int(time.time() * 1e6)  # NVML's samples carry wall-clock microseconds
         self._t0 = now
         self._energy0 = self._energy()
         self._violation0 = {p: _violation_ns(self.nvml, self.index, p) for p in self._policies}
@@ -175,6 +204,34 @@ class ClockWindow:
         self.mark(now)
         self._energy1 = self._energy()
         self._violation1 = {p: _violation_ns(self.nvml, self.index, p) for p in self._policies}
+        self.others = self._others()
+
+    def _others(self) -> dict[int, int] | None:
+        """Processes not gpulab's whose kernels or copies used this GPU since the window opened
+        (pid -> the highest SM or memory utilization %), or None when that cannot be told."""
+        fn = getattr(self.nvml.nvml, "nvmlDeviceGetProcessUtilization", None)
+        handle = self.nvml.handle(self.index)
+        if fn is None or isinstance(handle, NA):
+            return None
+        try:
+            samples = fn(handle, self._since_us)
+        except Exception as exc:  # noqa: BLE001 - no samples, or none to be had: see the codes
+            # NOT_FOUND: no process used the GPU since then, which a timed window of ours makes
+            # unlikely; NOT_SUPPORTED and the rest: this GPU or driver does not say
+            return {} if error_code(exc) == NOT_FOUND else None
+        busy: dict[int, int] = {}
+        seen_own = False
+        for sample in samples:
+            if int(sample.timeStamp) < self._since_us:
+                continue
+            pid, use = int(sample.pid), max(int(sample.smUtil), int(sample.memUtil))
+            if pid == os.getpid():
+                seen_own = True
+            elif use > 0 and not own_process(pid):
+                busy[pid] = max(busy.get(pid, 0), use)
+        if busy and not seen_own:
+            return None  # the driver's pids are another namespace's: ours may be among these
+        return busy
 
     def _violated_ms(self, policy: int) -> float | None:
         a, b = self._violation0.get(policy), self._violation1.get(policy)
@@ -200,6 +257,15 @@ class ClockWindow:
             words.append(f"thermal limit for {thermal_ms:.0f} ms")
         if power_ms and "power cap" not in words:
             words.append(f"power cap for {power_ms:.0f} ms")
+        names = HostProcesses()
+        others = (
+            None
+            if self.others is None
+            else [
+                {"pid": pid, "name": _name(names.name(pid)), "percent": use}
+                for pid, use in sorted(self.others.items())
+            ]
+        )
         return {
             "seconds": round(seconds, 4),
             "sm_clock_mhz": _span(self.sm),
@@ -211,7 +277,13 @@ class ClockWindow:
             "thermal_violation_ms": thermal_ms,
             "throttled": bool(words),
             "throttle": words,
+            "others": others,
+            "shared": bool(others),
         }
+
+
+def _name(name: str | NA) -> str:
+    return name if isinstance(name, str) else ""
 
 
 def _span(values: list[int]) -> dict[str, int] | None:

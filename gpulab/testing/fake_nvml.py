@@ -27,6 +27,7 @@ so gauge tests can watch "used" rise and fall like a real allocation.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -114,6 +115,8 @@ class FakeGpu:
     lost: bool = False
     processes: dict[int, int] = field(default_factory=dict)  # pid -> bytes
     graphics: dict[int, int] = field(default_factory=dict)
+    # pid -> (SM %, memory %) in NVML's per-process utilization samples, stamped when asked
+    proc_util: dict[int, tuple[int, int]] = field(default_factory=dict)
     bus_id: str = "00000000:18:00.0"
     numa: int | None = 0  # None: the driver does not say
     cpus: tuple[int, int] = (0, 31)  # the first and last CPU near the GPU
@@ -454,6 +457,19 @@ class FakeNvml:
         gpu = self._gpu(h, "nvmlDeviceGetComputeRunningProcesses")
         with self.lock:
             return [SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in gpu.processes.items()]
+
+    def nvmlDeviceGetProcessUtilization(self, h: Any, since_us: int) -> list[SimpleNamespace]:
+        """Per-process utilization samples newer than `since_us`; NOT_FOUND when there are none
+        (as the driver answers when no process used the GPU since)."""
+        gpu = self._gpu(h, "nvmlDeviceGetProcessUtilization")
+        with self.lock:
+            if not gpu.proc_util:
+                raise NVMLError(codes.NOT_FOUND)
+            now = max(int(time.time() * 1e6), since_us + 1)
+            return [
+                SimpleNamespace(pid=p, timeStamp=now, smUtil=sm, memUtil=mem, encUtil=0, decUtil=0)
+                for p, (sm, mem) in gpu.proc_util.items()
+            ]
 
     def nvmlDeviceGetGraphicsRunningProcesses(self, h: Any) -> list[SimpleNamespace]:
         """Graphics processes on the GPU with their memory (`pid`, `usedGpuMemory`)."""
