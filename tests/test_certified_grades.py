@@ -354,3 +354,40 @@ def test_a_shared_window_is_timed_again_then_named(monkeypatch, tmp_path):
     assert "(timed again; it was still there)" in lines and "shared with pid 4242" in lines
     # a shared window is not kept as the yardstick's record
     assert ys.last(ex.id, ys.key_for(ctx.inventory, 0, cpu=False)) is None
+
+
+def test_a_failed_check_beside_another_process_says_so(monkeypatch, tmp_path):
+    """A check that fails while another program ran kernels on the GPU ends its message with
+    the pid and a word that a timing it compared may be off; a passing check says nothing."""
+    from gpulab.exercises import job
+
+    real = job.exercise_context
+
+    def on_a_gpu(*a, **k):
+        actx = real(*a, **k)
+        actx.gpu = True  # the window is a GPU's; the file below fails before any device work
+        return actx
+
+    class Shared:
+        def __init__(self, *a, **k):
+            pass
+
+        def open(self, now):
+            return self
+
+        def close(self, now):
+            pass
+
+        def summary(self):
+            return {"shared": True, "others": [{"pid": 4242, "name": "train.py", "percent": 97}]}
+
+    monkeypatch.setattr(job, "exercise_context", on_a_gpu)
+    monkeypatch.setattr(job, "ClockWindow", Shared)
+    broken = tmp_path / "broken.py"
+    broken.write_text("def add(:\n")
+    result, _ = job.check_inline("vector-add", str(broken), 1, quick=True)
+    assert not result.passed
+    assert result.message.endswith(
+        "(another process used this GPU during the check: pid 4242 (train.py, up to 97%); "
+        "a timing the check compared may be off: check again when it is idle)"
+    )

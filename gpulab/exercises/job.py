@@ -22,10 +22,12 @@ from gpulab.emulator import session as emulator
 from gpulab.exercises import api
 from gpulab.exercises.loader import UnknownExercise, find
 from gpulab.exercises.outcome import CHECK_JOB, EMULATED_DEVICE, EMULATED_LABEL, outcome
+from gpulab.exercises.report import others_text
 from gpulab.exercises.run_check import run_check
 from gpulab.experiments.base import Context, Experiment, ExperimentError
 from gpulab.experiments.inline import run_job
 from gpulab.experiments.registry import register_hidden
+from gpulab.telemetry.window import ClockWindow
 
 EXPERIMENT_ID = CHECK_JOB
 CPU_FILL_BYTES = 64 << 20  # past any CPU's last-level cache, small enough for a laptop
@@ -110,10 +112,25 @@ class ExerciseCheck(Experiment):
             graded = dataclasses.replace(ex, timed=False)
         else:
             scope, graded = contextlib.nullcontext(), ex
+        # Another program's kernels beside the check can move a timing it compares (a learner's
+        # own timer against ours, a saving over a baseline): a failure says so, with the pid
+        window = (
+            ClockWindow(ctx.inventory, actx.device_index).open(0.0)
+            if (actx.gpu or actx.cupy) and not emulated
+            else None
+        )
         with scope:
             check = run_check(
                 graded, Path(params["path"]), actx.seed, actx, exp_ctx=ctx, on_case=on_case
             )
+        if window is not None and not check.passed:
+            window.close(0.0)
+            seen = window.summary()
+            if seen.get("shared"):
+                check.message += (
+                    f" (another process used this GPU during the check: {others_text(seen)}; "
+                    "a timing the check compared may be off: check again when it is idle)"
+                )
         if emulated:
             check.emulated, check.device = True, EMULATED_DEVICE
             if check.passed:
