@@ -4,7 +4,9 @@
 # Parts: experts (one Nsight Compute pass per expert solution, its pages recorded for the CPU
 # test of the card), triton (the Triton, cuda-graphs and deterministic-sum catalog), redteam (the
 # fifth and sixth red teams' catalog files, the host-memory rule's GPU path), rest (files not re-run since
-# their last fix), bench (the exercises bench, repeat 5), fixes (what the last H200 run found).
+# their last fix), bench (the exercises bench, repeat 5), fixes (what the last H200 run found),
+# shared (checks beside another program on the GPU: is it named, and only then; then the tests
+# the shared suite run of 2026-11-29 left: cuda-graphs' freed-memory fix in a used worker).
 set -u
 out=${OUT:-/tmp}
 PT="python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts= -rfE --timeout 150"
@@ -22,6 +24,10 @@ for part in $parts; do
       timeout -s INT 300 $PT tests/exercises/test_exercises_catalog.py tests/exercises/test_own_work.py \
         -k "mapped-memory or reduction-kernel or memo-on-the-device or own-slot or keyword-launch or preamble or raw-inputs or global-increment or deterministic-sum or moved-by or forward-without-hooks or first-layer-only or thread-from-a-torch or mask-read-by-apply or triton-named or device-agnostic or model-to-device or mixed-precision or honest-timing" \
         > "$out/redteam.log" 2>&1 ;;
+    shared)
+      timeout -s INT 240 python3 bench/probe_shared_gpu.py "$out" > "$out/shared.log" 2>&1
+      timeout -s INT 330 $PT tests/exercises/test_exercises_repeat.py tests/test_streams_graphs.py \
+        tests/test_freed.py > "$out/shared-tests.log" 2>&1 ;;
     rest)
       timeout -s INT 400 $PT tests/test_profile_step_gpu.py tests/test_exp_claims_gpu.py \
         tests/test_exp_gpu.py tests/test_peaks.py tests/exercises/test_prewarm.py \
