@@ -9,15 +9,14 @@ and the power and thermal violation time NVML accumulated over the window. `summ
 whether the window was throttled and in which words, so the verdict can name it and the grader
 can retime it.
 
-A GPU can be shared: another process's kernels running beside the timed rounds slow them as
-surely as a power cap (an H200 shared by six test processes rejected two correct answers that
-pass alone). At the close the window asks NVML which processes used the SMs or the memory since
-it opened (per-process utilization samples): any beyond gpulab's own (this process, its parent,
-and their children: the parent of each such pid is read, not the whole process table) make the
-window `shared`, named with pid and name. A process that only
-holds memory, such as an idle notebook's CUDA context, is not counted; and where the driver's
-pids are not this namespace's (a container), so that this process is not among the samples,
-nothing is claimed.
+A GPU can be shared: another process's kernels running beside the timed rounds slow them as surely
+as a power cap (an H200 shared by six test processes rejected two correct answers that pass alone).
+At the close the window asks NVML which processes used the SMs or the memory since it opened
+(per-process utilization samples): any beyond gpulab's own (this process, its parent, and their
+children: the parent of each such pid is read, not the whole process table) make the window
+`shared`, named with pid and name. A process that only holds memory, such as an idle notebook's
+CUDA context, is not counted; and where the driver's pids are not this namespace's (a container),
+so that this process is not among the samples, nothing is claimed.
 
 One NVML session per process (nvmlInit costs tens of milliseconds). A mark costs a few NVML
 calls of about 0.04 ms each, made between rounds, outside the timed calls.
