@@ -372,7 +372,7 @@ def test_a_failed_check_beside_another_process_says_so(monkeypatch, tmp_path):
         def __init__(self, *a, **k):
             pass
 
-        def open(self, now):
+        def open(self, now, since_us=None):
             return self
 
         def close(self, now):

@@ -153,13 +153,16 @@ class ClockWindow:
         self.others: dict[int, int] | None = None  # pid -> highest SM or memory %, None: unread
         self._since_us = 0
 
-    def open(self, now: float) -> ClockWindow:
-        """Start the window at host time `now` (seconds): the counters' first readings."""
+    def open(self, now: float, since_us: int | None = None) -> ClockWindow:
+        """Start the window at host time `now` (seconds): the counters' first readings.
+        `since_us`: count other processes' use of the GPU from this wall-clock microsecond
+        instead (a check's failure asks about the whole check, opened only then)."""
         if not self.nvml.open():
             self.na = self.nvml.error.reason if self.nvml.error else "NVML is not available"
             return self
         self.index = nvml_index(self.inventory, self.device_index, self.nvml)
-        self._since_us = int(time.time() * 1e6)  # NVML's samples carry wall-clock microseconds
+        # NVML's samples carry wall-clock microseconds
+        self._since_us = int(time.time() * 1e6) if since_us is None else since_us
         self._t0 = now
         self._energy0 = self._energy()
         self._violation0 = {p: _violation_ns(self.nvml, self.index, p) for p in self._policies}
