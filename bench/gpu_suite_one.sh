@@ -6,13 +6,17 @@
 #      grades are ratios against a yardstick timed in the same rounds);
 #   2. the tests marked `alone` (they time against a fixed figure or the learner's own timer,
 #      hold the GPU's memory or its counters: see pyproject's markers), one worker a GPU;
-#   3. MULTI, the files that read every GPU (the multi-GPU experiments, doctor, the runner's
-#      process list, telemetry), one process with all of GPUS visible.
+#   3. the tests marked `host` (they time copies between host and GPU: a test on another GPU
+#      of the host moves their figures), then MULTI, the files that read every GPU (the
+#      multi-GPU experiments, doctor, the runner's process list, telemetry): one process with
+#      all of GPUS visible, nothing else running.
 # Workers are put on their GPU by tests/conftest.py (GPULAB_TEST_GPUS). Needs pytest-xdist and
-# pytest-timeout. Writes $OUT/phase1.log, phase2.log, phase3.log and a summary on stdout.
+# pytest-timeout. Writes $OUT/phase1.log, phase2.log, phase3a.log, phase3.log and a summary on
+# stdout.
 # Usage: GPUS=0,1 WORKERS=6 bash bench/gpu_suite_one.sh [SECONDS_PER_TEST]
 # On one H200 (a063866's tree, before the marks) phase 1 took 611 s with 6 workers, and the
-# tests now marked `alone` about 17 minutes in one process.
+# tests now marked `alone` about 17 minutes in one process. On two H200s of one host (b5f15ee,
+# before `host`): phase 1 164 s in 12 workers, phase 2 799 s in 2, phase 3 51 s.
 set -u
 per=${1:-240}
 out=${OUT:-/tmp}
@@ -32,10 +36,11 @@ phase() {  # name, then pytest's arguments
 }
 export GPULAB_TEST_GPUS=$gpus
 phase phase1 $PT -q -n $(( workers * n )) --dist worksteal -m "gpu and not alone" $ignore tests
-phase phase2 $PT -v -n "$n" --dist worksteal -m "gpu and alone" $ignore tests
+phase phase2 $PT -v -n "$n" --dist worksteal -m "gpu and alone and not host" $ignore tests
 unset GPULAB_TEST_GPUS
+CUDA_VISIBLE_DEVICES=${gpus%%,*} phase phase3a $PT -v -m "gpu and host" $ignore tests
 CUDA_VISIBLE_DEVICES=$gpus phase phase3 $PT -v -m gpu $(ls $multi 2>/dev/null)
-for f in "$out"/phase1.log "$out"/phase2.log "$out"/phase3.log; do
+for f in "$out"/phase1.log "$out"/phase2.log "$out"/phase3a.log "$out"/phase3.log; do
   echo "== $(basename "$f"): $(grep -E '(passed|failed|error)' "$f" | tail -1) $(tail -1 "$f")"
   grep -E '^(FAILED|ERROR)' "$f"
 done

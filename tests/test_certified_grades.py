@@ -9,6 +9,7 @@ Everything here runs without a GPU: the clocks are a scripted fake, NVML is the 
 from __future__ import annotations
 
 import os
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -318,6 +319,35 @@ def test_a_window_beside_another_process_is_shared_and_names_it(monkeypatch):
     gpu.unsupported.add("nvmlDeviceGetProcessUtilization")
     w = _window(fake).open(0.0)
     w.close(0.1)
+    assert w.summary()["others"] is None and not w.summary()["shared"]
+
+
+def test_a_short_window_still_names_a_process_whose_latest_sample_came_just_before(monkeypatch):
+    """On an H200 (driver 580) NVML keeps one sample a process, its latest, written about once
+    a second: a window of a few milliseconds opened between two of the busy program's samples
+    held none of them, and a retimed zip-add beside a busy program was called unshared. The
+    question reaches back a second; and since this process's own sample was not in the window
+    either, the driver's pids are known to be ours by its list of compute processes."""
+    fake = FakeNvml("full")
+    gpu = fake.gpus[0]
+    me = os.getpid()
+    monkeypatch.setattr(window_mod, "own_process", lambda pid, root="/proc": pid == me)
+    now_us = int(time.time() * 1e6)
+    gpu.processes = {me: 1 << 30, 628: 1 << 30}
+    gpu.proc_util = {628: (99, 23, now_us - 400_000)}  # 0.4 s before the window opened
+    w = _window(fake).open(0.0)
+    w.close(0.01)
+    got = w.summary()
+    assert got["shared"] and [o["pid"] for o in got["others"]] == [628], got
+    gpu.proc_util = {628: (99, 23, now_us - 3_000_000)}  # gone three seconds ago: not now
+    w = _window(fake).open(0.0)
+    w.close(0.01)
+    assert w.summary()["others"] == [] and not w.summary()["shared"]
+    # a container: the driver lists host pids, not this one, among the compute processes
+    gpu.processes = {3_100_417: 1 << 30, 3_100_999: 1 << 30}
+    gpu.proc_util = {3_100_999: (99, 23, now_us - 400_000)}
+    w = _window(fake).open(0.0)
+    w.close(0.01)
     assert w.summary()["others"] is None and not w.summary()["shared"]
 
 

@@ -458,7 +458,9 @@ def _write(name: str, data: dict) -> None:
 
 @pytest.mark.gpu
 @pytest.mark.alone
-@pytest.mark.parametrize("exercise_id", ["streams-overlap", "cuda-graphs"])
+@pytest.mark.parametrize(
+    "exercise_id", [pytest.param("streams-overlap", marks=pytest.mark.host), "cuda-graphs"]
+)
 def test_gpu_reference_grade_wrongs_and_rights(exercise_id):
     """The reference (full timing, not quick), each known-wrong and each right solution, in this
     process; streams-overlap's reference must reach silver."""
@@ -494,7 +496,9 @@ def test_gpu_reference_grade_wrongs_and_rights(exercise_id):
 @pytest.mark.parametrize(
     ("experiment_id", "params"),
     [
-        ("streams-overlap", {"chunk_mib": 16, "chunks": 8, "ratio": 1.0}),
+        pytest.param(
+            "streams-overlap", {"chunk_mib": 16, "chunks": 8, "ratio": 1.0}, marks=pytest.mark.host
+        ),
         ("cuda-graphs", {"n": 4096, "layers": 24}),
     ],
 )

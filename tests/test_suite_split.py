@@ -79,3 +79,11 @@ def test_each_worker_takes_the_next_gpu_of_the_list(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     given = {p.name: p.read_text() for p in seen.iterdir()}
     assert given == {"gw0": "3", "gw1": "5"}, given
+
+
+def test_every_host_check_is_also_alone() -> None:
+    """bench/gpu_suite_one.sh's phase 2 runs `alone and not host`, its last phase `host`: an
+    exercise marked `host` but not `alone` would run in phase 1 beside the other workers."""
+    from exercise_checks import ALONE, HOST
+
+    assert HOST <= ALONE

@@ -46,6 +46,12 @@ SLOWING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 _SESSION: NvmlSession | None = None
 
 
+# How far back a window's question about other processes reaches at least (microseconds): NVML
+# answers with each process's latest sample only, and on an H200 (driver 580.159.04) a program
+# busy all through a 5 s wait had one, so a window of a few milliseconds can fall between two
+LOOKBACK_US = 1_000_000
+
+
 def session() -> NvmlSession:
     """This process's NVML session, opened on first use."""
     global _SESSION
@@ -215,25 +221,38 @@ class ClockWindow:
         handle = self.nvml.handle(self.index)
         if fn is None or isinstance(handle, NA):
             return None
+        # The driver writes a process's sample once a sampling period, not per kernel: a window
+        # shorter than one (a retimed round of a fast exercise) may hold no sample of a process
+        # that ran all through it, so the evidence looks back at least LOOKBACK_US
+        since = min(self._since_us, int(time.time() * 1e6) - LOOKBACK_US)
         try:
-            samples = fn(handle, self._since_us)
+            samples = fn(handle, since)
         except Exception as exc:  # noqa: BLE001 - no samples, or none to be had: see the codes
-            # NOT_FOUND: no process used the GPU since then, which a timed window of ours makes
-            # unlikely; NOT_SUPPORTED and the rest: this GPU or driver does not say
+            # NOT_FOUND: no process used the GPU since then; NOT_SUPPORTED and the rest: this
+            # GPU or driver does not say
             return {} if error_code(exc) == NOT_FOUND else None
         busy: dict[int, int] = {}
         seen_own = False
         for sample in samples:
-            if int(sample.timeStamp) < self._since_us:
+            if int(sample.timeStamp) < since:
                 continue
             pid, use = int(sample.pid), max(int(sample.smUtil), int(sample.memUtil))
             if pid == os.getpid():
                 seen_own = True
             elif use > 0 and not own_process(pid):
                 busy[pid] = max(busy.get(pid, 0), use)
-        if busy and not seen_own:
+        if busy and not seen_own and not self._pids_are_ours(handle):
             return None  # the driver's pids are another namespace's: ours may be among these
         return busy
+
+    def _pids_are_ours(self, handle: Any) -> bool:
+        """Whether the driver's pids are this namespace's: this process, which holds a CUDA
+        context while it times, is among the GPU's compute processes."""
+        fn = getattr(self.nvml.nvml, "nvmlDeviceGetComputeRunningProcesses", None)
+        try:
+            return fn is not None and any(int(p.pid) == os.getpid() for p in fn(handle))
+        except Exception:  # noqa: BLE001 - not said: claim nothing
+            return False
 
     def _violated_ms(self, policy: int) -> float | None:
         a, b = self._violation0.get(policy), self._violation1.get(policy)

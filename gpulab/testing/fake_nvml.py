@@ -116,7 +116,9 @@ class FakeGpu:
     processes: dict[int, int] = field(default_factory=dict)  # pid -> bytes
     graphics: dict[int, int] = field(default_factory=dict)
     # pid -> (SM %, memory %) in NVML's per-process utilization samples, stamped when asked
-    proc_util: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # pid -> (SM %, memory %), or with a third value, the sample's wall-clock microsecond
+    # (unset: now); the driver keeps a process's latest sample, written once a sampling period
+    proc_util: dict[int, tuple[int, ...]] = field(default_factory=dict)
     bus_id: str = "00000000:18:00.0"
     numa: int | None = 0  # None: the driver does not say
     cpus: tuple[int, int] = (0, 31)  # the first and last CPU near the GPU
@@ -466,10 +468,16 @@ class FakeNvml:
             if not gpu.proc_util:
                 raise NVMLError(codes.NOT_FOUND)
             now = max(int(time.time() * 1e6), since_us + 1)
-            return [
-                SimpleNamespace(pid=p, timeStamp=now, smUtil=sm, memUtil=mem, encUtil=0, decUtil=0)
-                for p, (sm, mem) in gpu.proc_util.items()
+            got = [
+                SimpleNamespace(
+                    pid=p, timeStamp=u[2] if len(u) > 2 else now, smUtil=u[0], memUtil=u[1]
+                )
+                for p, u in gpu.proc_util.items()
             ]
+            got = [s for s in got if s.timeStamp >= since_us]
+            if not got:
+                raise NVMLError(codes.NOT_FOUND)
+            return got
 
     def nvmlDeviceGetGraphicsRunningProcesses(self, h: Any) -> list[SimpleNamespace]:
         """Graphics processes on the GPU with their memory (`pid`, `usedGpuMemory`)."""

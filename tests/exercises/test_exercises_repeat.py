@@ -74,14 +74,20 @@ def test_references_pass_in_a_row_on_a_loaded_cpu(busy_core: None) -> None:
 
 
 PARTS = 4  # each part under its own per-test timeout: one slow part stops no other
+# The references that time copies between host and GPU, in a part of their own marked `host`
+# (tests/exercises/exercise_checks.py says why)
+HOST_PART = "host"
 
 
 @pytest.mark.gpu
 @pytest.mark.alone
-@pytest.mark.parametrize("part", range(PARTS))
-def test_gpu_references_pass_in_a_row(busy_core: None, part: int) -> None:
+@pytest.mark.parametrize("part", [*range(PARTS), pytest.param(HOST_PART, marks=pytest.mark.host)])
+def test_gpu_references_pass_in_a_row(busy_core: None, part: int | str) -> None:
     """The GPU exercises' references in catalog order, a quarter a test (every fourth one, so
-    the slow Triton and multi-step exercises spread over the parts)."""
+    the slow Triton and multi-step exercises spread over the parts), those that time host copies
+    in a part of their own."""
+    from exercise_checks import HOST
+
     from gpulab.core.devices import detect
 
     inv = detect()
@@ -92,6 +98,9 @@ def test_gpu_references_pass_in_a_row(busy_core: None, part: int) -> None:
         lo, hi = (int(v) for v in os.environ["GPULAB_REPEAT_ORDERS"].split("-"))
         orders = {ex.id: ex.order for ex in load_catalog()}
         ids = [i for i in ids if lo <= orders[i] <= hi]
-    ids = ids[part::PARTS]
-    rejected = asyncio.run(_in_a_row(ids, _count(50, 3), seed=5100 + 1000 * part))
+    if part == HOST_PART:
+        ids, seed = [i for i in ids if i in HOST], 9100
+    else:
+        ids, seed = [i for i in ids if i not in HOST][int(part) :: PARTS], 5100 + 1000 * int(part)
+    rejected = asyncio.run(_in_a_row(ids, _count(50, 3), seed=seed))
     assert not rejected, rejected
