@@ -549,7 +549,9 @@ def _outputs_torch(done: list[bool]):
         ("dropped while its copy back on another stream reads it", True),
         ("record_stream on the copy's stream", False),
         ("the making stream waited for the copy's stream", False),
-        ("the copy had landed", False),
+        ("the copy had landed after a host wait", False),
+        ("the copy had landed, no host wait", True),
+        ("a blocking copy back", False),
         ("copied back on the stream that made it", False),
     ],
 )
@@ -558,19 +560,22 @@ def test_an_output_let_go_under_its_copy_back_is_named(story, flagged):
     step() let go while a copy back on another stream still reads it is named from what ran,
     and each way of keeping the block (or no other stream) is not."""
     check = _check_module("streams-overlap")
-    done = [story == "the copy had landed"]
+    done = [story.startswith("the copy had landed")]
     fake, now = _outputs_torch(done)
     log: list[tuple] = []
     outputs = check.Outputs(fake, log)
     y = outputs.made(fake.Tensor())  # made on stream 1
     if story != "copied back on the stream that made it":
         now.cuda_stream = 2
-    outputs.copied(y, now.cuda_stream)
+    outputs.copied(y, now.cuda_stream, blocking=story == "a blocking copy back")
+    if story == "the copy had landed after a host wait":
+        log.append(("wait", "Stream.synchronize()"))
     if story == "record_stream on the copy's stream":
         outputs.recorded(y, types.SimpleNamespace(cuda_stream=2))
     if story == "the making stream waited for the copy's stream":
         outputs.waited(1, 2)
     del y
     assert (("freed", 0) in log) is flagged
+    log[:] = [e for e in log if e[0] == "freed"]
     why = check.judge_call([("in", True, 2), *log, ("back", True, True, 3), ("wait", "s")])
     assert ("record_stream on the stream that reads it" in why) is flagged

@@ -10,12 +10,19 @@ A TorchFunctionMode watches the learner's call: it must really copy `nbytes` byt
 and from pinned host memory to the GPU, at least twice each (a warm-up and a timed copy), so a
 function that returns figures without copying (constants written down from an earlier run)
 fails by name. The sizes are drawn from the seed.
+
+It also keeps the order of what ran: the readings of a clock (time's functions, however they were
+imported, and CUDA events recorded), the pinning of host memory (pin_memory(), a pinned factory)
+and the copies. A pinned copy timed together with the pinning of its buffer, between the same
+two readings, measures a host-to-host copy plus the link: on an H200 host whose host copies are
+fast that figure came within the accepted band of a pinned copy, so the order is the rule.
 """
 
 from __future__ import annotations
 
 import contextlib
 import statistics
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -108,28 +115,54 @@ def expected(case: api.Case, ctx: api.Context) -> dict[str, float | None]:
 _COPIES = ("torch.Tensor.copy_", "torch.Tensor.to", "torch.Tensor.cuda")
 
 
+# Clocks by name: a C function's object is the same however it was imported, but datetime's
+# now() is a new bound method at every call
+_CLOCKS = {
+    "time": {"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns"},
+    "datetime": {"now", "utcnow", "today"},
+}
+
+
+def _is_clock(fn: Any) -> bool:
+    owner = getattr(fn, "__self__", None)
+    module = owner.__name__ if hasattr(owner, "__name__") else ""
+    if module in ("date", "datetime"):
+        module = "datetime"
+    return getattr(fn, "__name__", "") in _CLOCKS.get(module, ())
+
+
 @contextlib.contextmanager
 def _watching_copies() -> Iterator[list[tuple[bool, int]]]:
-    """(from pinned memory, bytes) of every host-to-GPU copy made inside the block."""
+    """(from pinned memory, bytes) of every host-to-GPU copy made inside the block, in order; the
+    list's `pinned_in_timing` (set on leaving) is how many pinned copies were timed with the
+    pinning of host memory between the same two clock readings."""
     import torch
     from torch.overrides import TorchFunctionMode
 
     from gpulab.exercises.refuse import resolve
 
     watched = {resolve(n): n for n in _COPIES}
+    pin = resolve("torch.Tensor.pin_memory")
     seen: list[tuple[Any, Any]] = []
-    copies: list[tuple[bool, int]] = []
+    # in order: ("copy", index into seen), ("pin",), ("clock",)
+    trace: list[tuple[Any, ...]] = []
+    copies = _Copies([])
+    record = getattr(getattr(torch.cuda, "Event", None), "record", None)
+    record_code = getattr(record, "__code__", None)
 
-    class _Copies(TorchFunctionMode):
+    class _Watch(TorchFunctionMode):
         # Only the tensors are kept here, nothing asked of them: a learner timing each copy with
         # CUDA events sees whatever this costs between its events (is_pinned() asks the driver)
         def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            if func is pin or (kwargs or {}).get("pin_memory") is True:
+                trace.append(("pin",))
             out = func(*args, **(kwargs or {}))
             try:
                 name = watched.get(func)
             except TypeError:
                 name = None
             if name and args:
+                trace.append(("copy", len(seen)))
                 if name == "torch.Tensor.copy_":
                     src = args[1] if len(args) > 1 else (kwargs or {}).get("src")
                     seen.append((src, args[0]))
@@ -137,11 +170,24 @@ def _watching_copies() -> Iterator[list[tuple[bool, int]]]:
                     seen.append((args[0], out))
             return out
 
+    before = sys.getprofile()
+
+    def clocks(frame: Any, event: str, arg: Any) -> None:
+        if (event == "c_call" and _is_clock(arg)) or (
+            event == "call" and record_code is not None and frame.f_code is record_code
+        ):
+            trace.append(("clock",))
+        if before is not None:
+            before(frame, event, arg)
+
     try:
-        with _Copies():
+        sys.setprofile(clocks)
+        with _Watch():
             yield copies
     finally:
-        for src, dst in seen:
+        sys.setprofile(before)
+        pinned_h2d: set[int] = set()
+        for i, (src, dst) in enumerate(seen):
             if (
                 isinstance(src, torch.Tensor)
                 and isinstance(dst, torch.Tensor)
@@ -149,6 +195,33 @@ def _watching_copies() -> Iterator[list[tuple[bool, int]]]:
                 and dst.device.type == "cuda"
             ):
                 copies.append((bool(src.is_pinned()), src.numel() * src.element_size()))
+                if copies[-1][0]:
+                    pinned_h2d.add(i)
+        copies.trace = trace
+        copies.pinned_in_timing = timed_with_pinning(trace, pinned_h2d)
+
+
+class _Copies(list):
+    """The copies one call made, and what ran in order (see _watching_copies)."""
+
+    pinned_in_timing = 0
+    trace: list[tuple[Any, ...]] = []
+
+
+def timed_with_pinning(trace: list[tuple[Any, ...]], pinned: set[int]) -> int:
+    """How many pinned copies to the GPU share the stretch between two clock readings with a
+    pinning of host memory (plain data: a CPU test calls this). Readings before the first clock
+    or after the last are no stretch: nothing there was timed."""
+    count = 0
+    stretch: list[tuple[Any, ...]] = []
+    for event in trace:
+        if event[0] == "clock":
+            if any(e[0] == "pin" for e in stretch):
+                count += sum(1 for e in stretch if e[0] == "copy" and e[1] in pinned)
+            stretch = []
+        else:
+            stretch.append(event)
+    return count
 
 
 def _figures(got: Any) -> dict[str, float]:
@@ -176,6 +249,13 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
     for _ in range(ROUNDS):
         with _watching_copies() as copies:
             yours = _figures(fn(n))
+        if copies.pinned_in_timing:
+            raise api.CheckError(
+                f"pinned = {yours['pinned']:.2f} GB/s times making the pinned buffer too: "
+                f"{copies.pinned_in_timing} pinned copies to the GPU ran between the same two "
+                "readings of your timer as a pin_memory() (a host-to-host copy into page-locked "
+                "memory); pin the buffer once, before the timed copies"
+            )
         for kind, is_pinned in (("pageable", False), ("pinned", True)):
             made = sum(1 for p, b in copies if p == is_pinned and b == n)
             if made < MIN_COPIES:

@@ -318,7 +318,12 @@ class Outputs:
     later step writes into it under the copy. So when an output is let go while a copy back on
     another stream has not finished reading it (its event not yet reached), and nothing kept the
     block (record_stream on that stream, or the making stream waiting for it since), the log
-    gets ("freed", chunk). Read from what ran, whether or not the race spoiled an output."""
+    gets ("freed", chunk). Read from what ran, whether or not the race spoiled an output.
+
+    A copy that happens to have landed by then is no defence: on an H200 the copy back often
+    outran Python's next line, and a pipeline without record_stream passed one seed in two. Only
+    a host wait since the copy (a synchronize, or the copy itself blocking) with the copy landed
+    keeps the block."""
 
     def __init__(self, torch: Any, log: list[tuple]) -> None:
         self.torch, self.log = torch, log
@@ -340,13 +345,16 @@ class Outputs:
         weakref.finalize(y, self._freed, id(y))
         return y
 
-    def copied(self, src: Any, stream: int) -> None:
+    def copied(self, src: Any, stream: int, blocking: bool = False) -> None:
         info = self.live.get(id(src))
-        if info is None or stream == info["stream"]:
-            return
+        if info is None or stream == info["stream"] or blocking:
+            return  # a blocking copy has landed before the host runs the next line
         done = self.torch.cuda.Event()
         done.record(self.torch.cuda.current_stream())
-        info["copies"].append((stream, done, len(self.waits)))
+        info["copies"].append((stream, done, len(self.waits), self._host_waits()))
+
+    def _host_waits(self) -> int:
+        return sum(1 for e in self.log if e[0] == "wait")
 
     def recorded(self, t: Any, stream: Any) -> None:
         info = self.live.get(id(t))
@@ -360,9 +368,10 @@ class Outputs:
         info = self.live.pop(key, None)
         if info is None:
             return
-        for stream, done, since in info["copies"]:
+        for stream, done, since, host_waits in info["copies"]:
             kept = stream in info["recorded"] or (info["stream"], stream) in self.waits[since:]
-            if not kept and not done.query():
+            waited = self._host_waits() > host_waits and done.query()
+            if not kept and not waited:
                 self.log.append(("freed", info["chunk"]))
                 return
 
@@ -394,7 +403,7 @@ def _record(
     elif src.device.type == "cuda" and dst.device.type == "cpu":
         log.append(("back", bool(dst.is_pinned()), non_blocking and name != "__setitem__", stream))
         if outputs is not None:
-            outputs.copied(src, stream)
+            outputs.copied(src, stream, blocking=not non_blocking or name == "__setitem__")
 
 
 def judge_call(log: list[tuple]) -> str:

@@ -1,0 +1,74 @@
+"""bandwidth's rule that a pinned copy is not timed with the pinning of its buffer, read from the
+order of what ran (clock readings, pinning, copies), on the CPU: the trace is recorded by the
+check's own watch, however the learner imported its clock."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import importlib.util
+import time
+from time import perf_counter as imported_early
+
+import pytest
+
+from gpulab.exercises.loader import find
+
+torch = pytest.importorskip("torch")
+
+
+def _check():
+    spec = importlib.util.spec_from_file_location(
+        "_bw_check_under_test", find("bandwidth").check_path
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CHECK = _check()
+
+
+@pytest.mark.parametrize(
+    "story, trace, counted",
+    [
+        # times-pinning: t0, pin, copy, t1 every round
+        ("pinned inside the timer", ["clock", "pin", 0, "clock", "clock", "pin", 1, "clock"], 2),
+        # pinned once before the first reading, then only copies timed
+        ("pinned before timing", ["pin", "clock", 0, "clock", "clock", 1, "clock"], 0),
+        # a third reading between the pinning and the copy: the pinning is its own stretch
+        ("pin read apart", ["clock", "pin", "clock", 0, "clock"], 0),
+        # pinning a buffer after the last reading: nothing timed it
+        ("pinned after timing", ["clock", 0, "clock", "pin", 1], 0),
+        # a pageable copy (index 2 is not pinned) beside a pinning is not a pinned figure
+        ("pageable beside a pinning", ["clock", "pin", 2, "clock"], 0),
+    ],
+)
+def test_a_pinned_copy_timed_with_its_pinning_is_counted(story, trace, counted):
+    events = [("copy", e) if isinstance(e, int) else (e,) for e in trace]
+    assert CHECK.timed_with_pinning(events, pinned={0, 1}) == counted, story
+
+
+def test_the_watch_sees_every_clock_however_imported_and_each_pinning():
+    import time as t
+
+    with CHECK._watching_copies() as copies:
+        t.perf_counter()
+        imported_early()  # bound when this file was imported, before any watch
+        time.monotonic_ns()
+        datetime.datetime.now()
+        torch.zeros(4).sum()  # neither a clock nor a pinning
+    kinds = [e[0] for e in copies.trace]
+    assert kinds == ["clock"] * 4, copies.trace
+    assert copies.pinned_in_timing == 0
+
+
+def test_a_pinning_request_is_seen_before_it_runs():
+    """A pinned factory is recorded before it runs (on a machine without a GPU it raises: the
+    order is what counts)."""
+    with CHECK._watching_copies() as copies:
+        time.perf_counter()
+        with contextlib.suppress(RuntimeError):
+            torch.empty(8, pin_memory=True)
+        time.perf_counter()
+    assert [e[0] for e in copies.trace] == ["clock", "pin", "clock"]
