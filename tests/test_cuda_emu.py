@@ -480,3 +480,27 @@ def test_each_launch_counts_the_shared_accesses_and_shuffles_that_ran(live: int)
         assert ran.shared_touches == 64 and ran.lane_moves == 32, ran  # 32 writes, 32 reads
     else:
         assert ran.shared_touches == 0 and ran.lane_moves == 0, ran
+
+
+ADDS = r"""
+extern "C" __global__ void adds(const float* a, float* f, double* d, int* i, int mode) {
+    int t = threadIdx.x;
+    if (mode == 1) atomicAdd(f, a[t]);
+    if (mode == 2) atomicAdd(d, (double)a[t]);
+    atomicAdd(i, 1);  // an integer ticket decides no bits of a sum
+}
+"""
+
+
+@pytest.mark.parametrize("mode, counted", [(0, 0), (1, 32), (2, 32)])
+def test_each_launch_counts_the_float_atomic_adds_that_ran(mode: int, counted: int) -> None:
+    """deterministic-sum's rule (no float atomics) read from what ran, without NVRTC: float and
+    double atomicAdds count, integer ones and a branch no thread takes do not."""
+    cp = cupy_module.make()
+    a = cp.asarray(np.ones(32, dtype=np.float32))
+    f, d = cp.zeros(1, dtype=np.float32), cp.zeros(1, dtype=np.float64)
+    i = cp.zeros(1, dtype=np.int32)
+    kernel = cp.RawKernel(ADDS, "adds")
+    kernel((1,), (32,), (a, f, d, i, np.int32(mode)))
+    assert kernel.ran.float_atomic_adds == counted, kernel.ran
+    assert int(cp.asnumpy(i)[0]) == 32

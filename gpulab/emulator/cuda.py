@@ -288,6 +288,7 @@ class Ran:
     shared_touches: int
     lane_moves: int
     shared_shares: int = 0  # reads of bytes another thread wrote, and shared atomics
+    float_atomic_adds: int = 0  # atomicAdd on float or double: the blocks' order decides the bits
 
 
 class RawKernel:
@@ -359,11 +360,15 @@ class RawKernel:
         self._fn(*g, *b, order, regions, count, ctypes.c_ulonglong(int(shared_mem)), argv)
         lib = _build(self.code)
         lib.emu_last_error.restype = ctypes.c_char_p
-        for counter in (lib.emu_shared_touches, lib.emu_lane_moves, lib.emu_shared_shares):
-            counter.restype = ctypes.c_ulonglong
-        self.ran = Ran(
-            int(lib.emu_shared_touches()), int(lib.emu_lane_moves()), int(lib.emu_shared_shares())
+        counters = (
+            lib.emu_shared_touches,
+            lib.emu_lane_moves,
+            lib.emu_shared_shares,
+            lib.emu_float_atomic_adds,
         )
+        for counter in counters:
+            counter.restype = ctypes.c_ulonglong
+        self.ran = Ran(*(int(counter()) for counter in counters))
         error = lib.emu_last_error()
         if error:
             raise EmulatorError(f"kernel {self.name}: {error.decode()}")

@@ -123,6 +123,10 @@ static unsigned long long shared_touches, lane_moves;
 // last, or an atomic (the location is everyone's). A thread reading back only its own slot
 // shares nothing: shared memory then saves no global access.
 static unsigned long long shared_shares;
+// Atomic adds of floating-point values: they land in the order the blocks run, so a sum built
+// from them has the scheduler's last bits (the GPU's rule reads `atom.add.f32` from the PTX;
+// without NVRTC, and here, it is counted as it runs).
+static unsigned long long float_atomic_adds;
 static unsigned epoch = 1;  // a new one at each block and each __syncthreads()
 // Each warp's __syncwarp() masks since the last barrier (the newest SYNCS of them).
 enum { WARPS = 32, SYNCS = 256 };
@@ -425,7 +429,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
     unsigned nb = g.x * g.y * g.z;
     nthreads = nt;
     err[0] = 0;
-    shared_touches = lane_moves = shared_shares = 0;
+    shared_touches = lane_moves = shared_shares = float_atomic_adds = 0;
     regions = rs; nregions = nrs;
     dyn_lo = (uintptr_t)emu::dyn_smem; dyn_hi = dyn_lo + dyn; dyn_end = dyn_lo + DYN_SMEM_BYTES;
     register_dynamic();
@@ -507,6 +511,7 @@ extern "C" const char* emu_last_error() { return emu::err; }
 extern "C" unsigned long long emu_shared_touches() { return emu::shared_touches; }
 extern "C" unsigned long long emu_lane_moves() { return emu::lane_moves; }
 extern "C" unsigned long long emu_shared_shares() { return emu::shared_shares; }
+extern "C" unsigned long long emu_float_atomic_adds() { return emu::float_atomic_adds; }
 EMU_RAW static void __syncthreads() { emu::state[emu::cur] = emu::BAR; emu::wait_here(); }
 template <class T> static inline unsigned long long emu_bits(T v) {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
@@ -615,8 +620,8 @@ static inline __half __hfma(__half a, __half b, __half c) { return __half((float
         UPDATE;                                                             \
         return old;                                                         \
     }
-EMU_ATOMIC(float, atomicAdd, *p = old + v)
-EMU_ATOMIC(double, atomicAdd, *p = old + v)
+EMU_ATOMIC(float, atomicAdd, *p = old + v; ++emu::float_atomic_adds)
+EMU_ATOMIC(double, atomicAdd, *p = old + v; ++emu::float_atomic_adds)
 EMU_ATOMIC(int, atomicAdd, *p = old + v)
 EMU_ATOMIC(unsigned int, atomicAdd, *p = old + v)
 EMU_ATOMIC(unsigned long long, atomicAdd, *p = old + v)

@@ -924,7 +924,10 @@ def float_atomic_adds(launch: Launch) -> bool | None:
     """Whether a launch's kernel adds floating-point values with atomics (`atom`/`red` `.add`
     on f16, bf16, f32 or f64), read from its PTX as `uses_shuffles` reads it: the order those
     land in is the order blocks finish, so the sum's last bits are the scheduler's. None where
-    the code cannot be read."""
+    the code cannot be read. On the emulator, from what the launch did (no NVRTC needed: a
+    laptop with torch's CPU wheel has none)."""
+    if launch.ran is not None:
+        return launch.ran.float_atomic_adds > 0
     read = _launch_ptx(launch)
     if read is None:
         return None
