@@ -24,6 +24,15 @@ recorded (raised inside DDP's backward, it would leave its peers waiting).
 
 On gloo a lone isend or irecv is completed where it is posted, as NCCL would run it (`_in_order`).
 
+Every Python path to a collective ends in the dispatcher's `c10d` and `_c10d_functional` ops, which
+a learner can also call by name (`torch.ops._c10d_functional.all_reduce_`): those names are
+guarded too, under the same rules (in a P2P call only sends, receives and barriers; in a hook
+the collectives, but not a blocking `wait_tensor`). (A TorchDispatchMode over them would see
+every path, but under one gloo's batch_isend_irecv deadlocked at 3 ranks.) The wrappers hold the
+guard's state and refusal in closures, so rebinding this module's names changes nothing, and a
+call that leaves any of the guard's functions, or the library functions it wraps, rebound is
+refused and put back.
+
 Why the wait rule: a request not waited on may still be in flight when the function returns
 (with NCCL, queued on its own stream; with gloo, half sent), and the buffer it reads or writes
 is handed back to the caller, who overwrites it. `Work.is_completed()` is no substitute: gloo
@@ -77,6 +86,25 @@ _FUNCTIONAL = {
     "broadcast": "broadcast",
 }
 _P2P = ("isend", "irecv", "batch_isend_irecv")
+# The dispatcher's ops a P2P call may use (namespaces c10d and _c10d_functional); any other op
+# there is a collective of the library's
+_P2P_OPS = frozenset(
+    {"send", "recv_", "recv_any_source_", "barrier", "monitored_barrier_", "wait_tensor"}
+    | {"_wrap_tensor_autograd"}
+)
+_OP_KINDS = (
+    ("reduce_scatter", "reduce-scatter"),
+    ("all_reduce", "all-reduce"),
+    ("allreduce", "all-reduce"),
+    ("all_gather", "all-gather"),
+    ("allgather", "all-gather"),
+    ("all_to_all", "all-to-all"),
+    ("alltoall", "all-to-all"),
+    ("broadcast", "broadcast"),
+    ("reduce", "reduce"),
+    ("gather", "gather"),
+    ("scatter", "scatter"),
+)
 
 WHY = "it does the whole collective in one call; build it from send and recv (isend/irecv)"
 
@@ -107,9 +135,16 @@ class _State:
         # ids of the requests completed where they were posted: gloo's wait on a receive
         # consumes a message, so a second wait on one would wait for the next
         self.completed: set[int] = set()
+        self.futures: dict[int, int] = {}  # id of a P2P request's future -> the request's id
+        self.kept: dict[tuple[Any, str], Any] = {}  # (owner, name) -> what install put there
 
 
 _STATE = _State()
+
+
+def _op_kind(name: str) -> str:
+    bare = name.strip("_")
+    return next((kind for prefix, kind in _OP_KINDS if bare.startswith(prefix)), "collective")
 
 
 def _frame() -> Any:
@@ -150,31 +185,43 @@ def _waits(what: str) -> None:
     )
 
 
+def _put(owner: Any, name: str, value: Any) -> None:
+    """Install `value` as owner.name, kept to tell later whether the learner rebound it."""
+    setattr(owner, name, value)
+    _STATE.kept[(owner, name)] = value
+
+
 def _guard_group(cls: Any, method: str, kind: str) -> None:
     real = getattr(cls, method)
+    state, refuse, where = (
+        _STATE,
+        _refuse,
+        _where,
+    )  # held here: rebinding the module's is no way out
 
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _STATE.active:
+        if not state.active:
             return real(self, *args, **kwargs)
-        if _STATE.mode == P2P:
-            _refuse(kind)
+        if state.mode == P2P:
+            refuse(kind)
         work = real(self, *args, **kwargs)
         if work is not None:
-            _STATE.requests.append((work, f"the {kind}", _where()))
+            state.requests.append((work, f"the {kind}", where()))
         return work
 
-    setattr(cls, method, guarded)
+    _put(cls, method, guarded)
 
 
 def _guard_module(module: Any, name: str, kind: str) -> None:
     real = getattr(module, name)
+    state, refuse = _STATE, _refuse
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        if _STATE.active:
-            _refuse(kind)
+        if state.active:
+            refuse(kind)
         return real(*args, **kwargs)
 
-    setattr(module, name, guarded)
+    _put(module, name, guarded)
 
 
 _FUNCTIONAL_MODULE = "torch.distributed._functional_collectives"
@@ -208,27 +255,28 @@ class _GuardOnImport(importlib.abc.MetaPathFinder):
 
 def _track(modules: tuple[Any, ...], name: str) -> None:
     real = getattr(modules[0], name)
+    state, here, in_order, complete = _STATE, _where, _in_order, _complete
 
     def tracked(*args: Any, **kwargs: Any) -> Any:
         # Only the outermost call's requests are the learner's: batch_isend_irecv calls isend
         # and irecv inside, and hands back the requests to wait on itself
-        _STATE.depth += 1
+        state.depth += 1
         try:
             out = real(*args, **kwargs)
         finally:
-            _STATE.depth -= 1
-        if _STATE.active and _STATE.depth == 0:
-            where = _where()
+            state.depth -= 1
+        if state.active and state.depth == 0:
+            where = here()
             for work in out if isinstance(out, list) else [out]:
                 if work is not None:
-                    _STATE.requests.append((work, f"the request of an {name}", where))
-            if name != "batch_isend_irecv" and _in_order():
-                _complete(out)
+                    state.requests.append((work, f"the request of an {name}", where))
+            if name != "batch_isend_irecv" and in_order():
+                complete(out)
         return out
 
     # One object under every name: P2POp checks its op is torch.distributed's isend or irecv
     for module in modules:
-        setattr(module, name, tracked)
+        _put(module, name, tracked)
 
 
 def _in_order() -> bool:
@@ -272,27 +320,42 @@ def install() -> None:
     work_cls = c10d.Work
     real_wait = work_cls.wait
     _STATE.complete = real_wait
+    state, waits = _STATE, _waits
 
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
-        _STATE.waited.add(id(self))
-        if _STATE.active and _STATE.mode == HOOK:
-            what = next((k for w, k, _ in _STATE.requests if w is self), "its communication")
-            _waits(what.removeprefix("the request of an ").replace("the ", "its ", 1))
-        if id(self) in _STATE.completed:
+        state.waited.add(id(self))
+        if state.active and state.mode == HOOK:
+            what = next((k for w, k, _ in state.requests if w is self), "its communication")
+            waits(what.removeprefix("the request of an ").replace("the ", "its ", 1))
+        if id(self) in state.completed:
             return True
         return real_wait(self, *args, **kwargs)
 
-    setattr(work_cls, "wait", wait)  # noqa: B010 - a class of torch's, patched in a rank
+    _put(work_cls, "wait", wait)  # a class of torch's, patched in a rank
     real_future = work_cls.get_future
 
     def get_future(self: Any) -> Any:
-        # A request handed on as a future is waited on through it (chained with then(), or
-        # waited by the code that holds it): it counts as waited
-        _STATE.waited.add(id(self))
-        return real_future(self)
+        future = real_future(self)
+        if state.active and state.mode == P2P:
+            # a P2P request is waited on once its future is (a future asked for and dropped
+            # waits for nothing)
+            state.futures[id(future)] = id(self)
+        else:
+            # a hook hands its request on as a future: DDP waits on it (chained with then())
+            state.waited.add(id(self))
+        return future
 
-    setattr(work_cls, "get_future", get_future)  # noqa: B010
+    _put(work_cls, "get_future", get_future)
+    real_completed = work_cls.is_completed
+
+    def is_completed(self: Any) -> bool:
+        if state.active and state.mode == HOOK:
+            waits("its communication by polling is_completed()")
+        return bool(real_completed(self))
+
+    _put(work_cls, "is_completed", is_completed)
     _guard_waits()
+    _guard_ops()
     _STATE.installed = True
 
 
@@ -301,30 +364,137 @@ def _guard_waits() -> None:
     import torch
     import torch.futures
 
-    future_cls = torch.futures.Future
-    for name in ("wait", "value"):
-        real = getattr(future_cls, name)
+    state, waits = _STATE, _waits
+    # Work.get_future() hands back torch._C.Future; torch.futures.Future is its Python subclass:
+    # both are patched (a call on the subclass passes through both, and records once a layer)
+    base_done = torch._C.Future.done
+    for future_cls in dict.fromkeys((torch._C.Future, torch.futures.Future)):
+        for name in ("wait", "value"):
+            real = future_cls.__dict__.get(name) or getattr(future_cls, name)
 
-        def pending(self: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
-            if _STATE.active and _STATE.mode == HOOK and not self.done():
-                _waits("a future that has not completed")
-            return _real(self, *args, **kwargs)
+            def pending(self: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+                if state.active and state.mode == HOOK and not base_done(self):
+                    waits("a future that has not completed")
+                work = state.futures.get(id(self))
+                if work is not None:
+                    state.waited.add(work)
+                return _real(self, *args, **kwargs)
 
-        setattr(future_cls, name, pending)
+            _put(future_cls, name, pending)
+        real_done = future_cls.__dict__.get("done") or future_cls.done
+
+        def done(self: Any, _real: Any = real_done) -> bool:
+            # a hook that spins on done() waits as surely as one that calls wait()
+            if state.active and state.mode == HOOK:
+                waits("a future by polling done()")
+            return bool(_real(self))
+
+        _put(future_cls, "done", done)
     real_sync = torch.cuda.synchronize
 
     def synchronize(*args: Any, **kwargs: Any) -> Any:
-        if _STATE.active and _STATE.mode == HOOK:
-            _waits("the whole device (torch.cuda.synchronize)")
+        if state.active and state.mode == HOOK:
+            waits("the whole device (torch.cuda.synchronize)")
         return real_sync(*args, **kwargs)
 
-    torch.cuda.synchronize = synchronize
+    _put(torch.cuda, "synchronize", synchronize)
+
+
+class _GuardedOp:
+    """One of the dispatcher's collective ops (`torch.ops.c10d.allreduce_`, and its overloads
+    such as `.default`), refused or counted as a wait under the call's rules (see install)."""
+
+    def __init__(self, op: Any, name: str, state: Any, refuse: Any, waits: Any) -> None:
+        self._op, self._name = op, name
+        self._state, self._refuse, self._waits = state, refuse, waits
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        state = self._state
+        if state.active and state.mode == P2P and self._name not in _P2P_OPS:
+            self._refuse(_op_kind(self._name))
+        elif state.active and state.mode == HOOK and self._name == "wait_tensor":
+            self._waits("a functional collective's result (wait_tensor)")
+        return self._op(*args, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._op, attr)
+        if callable(value) and attr in getattr(self._op, "overloads", lambda: [])():
+            return _GuardedOp(value, self._name, self._state, self._refuse, self._waits)
+        return value
+
+
+# The ops a learner could call by name (torch.ops.<namespace>.<op>): every Python collective ends
+# in one of these, and these are all of them in torch 2.x's two namespaces
+_OPS = {
+    "c10d": (
+        "allreduce_",
+        "allreduce_coalesced_",
+        "allgather_",
+        "_allgather_base_",
+        "allgather_coalesced_",
+        "allgather_into_tensor_coalesced_",
+        "reduce_scatter_",
+        "_reduce_scatter_base_",
+        "reduce_scatter_tensor_coalesced_",
+        "reduce_",
+        "broadcast_",
+        "gather_",
+        "scatter_",
+        "alltoall_",
+        "alltoall_base_",
+    ),
+    "_c10d_functional": (
+        "all_reduce",
+        "all_reduce_",
+        "all_reduce_coalesced",
+        "all_reduce_coalesced_",
+        "all_gather_into_tensor",
+        "all_gather_into_tensor_out",
+        "all_gather_into_tensor_coalesced",
+        "reduce_scatter_tensor",
+        "reduce_scatter_tensor_out",
+        "reduce_scatter_tensor_coalesced",
+        "all_to_all_single",
+        "broadcast",
+        "broadcast_",
+        "wait_tensor",
+    ),
+}
+
+
+def _guard_ops() -> None:
+    import torch
+
+    for space, names in _OPS.items():
+        namespace = getattr(torch.ops, space)
+        for name in names:
+            try:
+                op = getattr(namespace, name)
+            except (AttributeError, RuntimeError):  # not in this torch
+                continue
+            _put(namespace, name, _GuardedOp(op, name, _STATE, _refuse, _waits))
 
 
 def _start(path: str, mode: str) -> None:
     _STATE.active, _STATE.mode, _STATE.path = True, mode, str(path)
     _STATE.found, _STATE.requests, _STATE.waited = [], [], set()
-    _STATE.completed = set()
+    _STATE.completed, _STATE.futures = set(), {}
+
+
+def _restore(kit: dict[str, Any], module: dict[str, Any]) -> str | None:
+    """Put back what the call rebound and name the first: this module's names (from `kit`, its
+    namespace as the call began, read before any global of it), then the functions install put
+    on torch's classes and modules."""
+    found = None
+    for name, value in kit.items():
+        if module.get(name) is not value:
+            module[name] = value
+            found = found or f"{__name__}.{name}"
+    for (owner, name), value in _STATE.kept.items():
+        if getattr(owner, name, None) is not value:
+            setattr(owner, name, value)
+            found = found or f"{getattr(owner, '__name__', owner)}.{name}"
+    return found
 
 
 def _settle() -> None:
@@ -338,9 +508,15 @@ def _settle() -> None:
     _STATE.requests = []
 
 
-def _problem(mode: str) -> str | None:
+def _problem(mode: str, kit: dict[str, Any], module: dict[str, Any]) -> str | None:
     """What the call just ended did wrong, first thing first (None: nothing)."""
+    rebound = _restore(kit, module)
     _STATE.active = False
+    if rebound:
+        return (
+            f"your code rebound {rebound}, which the check uses to watch the call: a check's "
+            "own functions are not yours to change"
+        )
     if _STATE.found:
         return _STATE.found[0]
     for work, what, where in _STATE.requests:
@@ -362,34 +538,37 @@ def _problem(mode: str) -> str | None:
 
 
 @contextlib.contextmanager
-def watching(learner_file: str) -> Iterator[None]:
+def watching(learner_file: str, _module: dict[str, Any] = globals()) -> Iterator[None]:  # noqa: B008
     """A learner's collective under the P2P rules; raises `Refused` at the end for the first
-    thing it did wrong, even if its own code caught it."""
-    _start(learner_file, P2P)
+    thing it did wrong, even if its own code caught it. (`_module`: this module's namespace,
+    bound when the function was defined: see _restore.)"""
+    kit = dict(_module)  # before the learner's code runs
+    kit["_start"](learner_file, P2P)
     try:
         yield
     except Exception:  # whatever the learner's code raised: a refusal it caused comes first
-        problem = _problem(P2P)
+        problem = kit["_problem"](P2P, kit, _module)
         if problem:  # the refusal, not what the learner's code made of it
             raise Refused(problem) from None
         raise
-    problem = _problem(P2P)
-    _settle()
+    problem = kit["_problem"](P2P, kit, _module)
+    kit["_settle"]()
     if problem:
         raise Refused(problem)
 
 
 @contextlib.contextmanager
-def recording(learner_file: str) -> Iterator[list[str]]:
+def recording(learner_file: str, _module: dict[str, Any] = globals()) -> Iterator[list[str]]:  # noqa: B008
     """A learner's DDP hook call under the HOOK rules: what it did wrong is appended to the
     list it yields, nothing is raised (inside DDP's backward, its peers would wait forever)."""
     found: list[str] = []
-    _start(learner_file, HOOK)
+    kit = dict(_module)
+    kit["_start"](learner_file, HOOK)
     try:
         yield found
     finally:
-        problem = _problem(HOOK)
-        _settle()
+        problem = kit["_problem"](HOOK, kit, _module)
+        kit["_settle"]()
         if problem:
             found.append(problem)
 
