@@ -504,3 +504,83 @@ def test_each_launch_counts_the_float_atomic_adds_that_ran(mode: int, counted: i
     kernel((1,), (32,), (a, f, d, i, np.int32(mode)))
     assert kernel.ran.float_atomic_adds == counted, kernel.ran
     assert int(cp.asnumpy(i)[0]) == 32
+
+
+BUILTINS = r"""
+extern "C" __global__ void builtins(const int* x, int* out, unsigned* counter, float* f) {
+    int t = threadIdx.x;
+    int lane = t % warpSize, warp = t / warpSize;
+    int v = x[t];
+    int hi = __reduce_max_sync(0xffffffffu, v), lo = __reduce_min_sync(0xffffffffu, v);
+    unsigned uhi = __reduce_max_sync(0xffffffffu, (unsigned)(v + 100));
+    unsigned ulo = __reduce_min_sync(0xffffffffu, (unsigned)(v + 100));
+    __nanosleep(100);
+    if (lane == 0) {
+        out[4 * warp] = hi; out[4 * warp + 1] = lo;
+        out[4 * warp + 2] = (int)uhi; out[4 * warp + 3] = (int)ulo;
+    }
+    atomicInc(counter, 40u);  // wraps to 0 after 40: 64 increments leave 23
+    if (t == 0) {
+        unsigned bits = __float_as_uint(1.5f);
+        f[0] = __uint_as_float(bits + 1u) - 1.5f;  // one ulp of 1.5
+        int2 p = make_int2(3, 4); uint4 q = make_uint4(1u, 2u, 3u, 4u); uint2 r = make_uint2(5u, 6u);
+        f[1] = (float)(p.x * p.y + (int)(q.x + q.y + q.z + q.w) + (int)(r.x + r.y) + warpSize);
+    }
+}
+"""
+
+
+def test_warp_size_and_the_simple_built_ins() -> None:
+    """warpSize, __reduce_max/min_sync (signed and unsigned), atomicInc, __nanosleep,
+    __float_as_uint / __uint_as_float and the int2 / uint2 / uint4 vector types compile and
+    behave as in CUDA."""
+    cp = cupy_module.make()
+    host = np.array([(7 * i) % 23 - 11 for i in range(64)], dtype=np.int32)
+    x = cp.asarray(host)
+    out = cp.full(8, -999, dtype=np.int32)
+    counter = cp.zeros(1, dtype=np.uint32)
+    f = cp.zeros(2, dtype=np.float32)
+    cp.RawKernel(BUILTINS, "builtins")((1,), (64,), (x, out, counter, f))
+    want = []
+    for w in host.reshape(2, 32):
+        want += [w.max(), w.min(), w.max() + 100, w.min() + 100]
+    assert cp.asnumpy(out).tolist() == want
+    assert int(cp.asnumpy(counter)[0]) == 64 % 41
+    assert cp.asnumpy(f)[0] == np.spacing(np.float32(1.5))
+    assert cp.asnumpy(f)[1] == 12 + 10 + 11 + 32
+
+
+def test_the_fake_records_copies_between_host_and_device_and_fuse_compiles_only_elementwise():
+    """Inside a traced call a copy between host and device is in the record under CUPTI's name
+    (kernel_trace counts it against the call, as on a GPU); a fused body may not hide NumPy's
+    work (np.bincount, np.cumsum, a copy to the host), as CuPy cannot compile it."""
+    cp = cupy_module.make()
+    a = cp.asarray(np.arange(8, dtype=np.float32))
+    out = cp.zeros(8, dtype=np.float32)
+    trace = cp.__gpulab_trace__
+    with trace.call() as names:
+        np.copyto(out, np.asarray(a) + np.float32(1))
+    assert names == [cupy_module.HTOD]
+    with trace.call() as names:
+        host = cp.asnumpy(a)
+        out[...] = host
+    assert names[:2] == [cupy_module.DTOH, cupy_module.HTOD]
+    with trace.call() as names:
+        float(a[0]), a.get()
+    assert names == [cupy_module.DTOH, cupy_module.DTOH]
+    with trace.call() as names:
+        assert cp.asarray(a) is a and cp.asarray(np.ones(3)) is not None
+        out.fill(0)
+    assert names == [cupy_module.HTOD]
+    fused = cp.fuse(lambda x, y: cp.maximum(x * np.float32(2) + y, np.float32(0)).sum())
+    with trace.call() as names:
+        assert float(cp.asnumpy(fused(a, a))) == 3 * 28
+    assert names == [cupy_module.DTOH]  # the fused kernel's own steps are not the library's
+    for body, what in [
+        (lambda x: np.bincount(x), "numpy.bincount"),
+        (lambda x: np.cumsum(x), "numpy.cumsum"),
+        (lambda x: cp.asnumpy(x), "a copy to the host"),
+        (lambda x: x[1:], "indexing"),
+    ]:
+        with pytest.raises(TypeError, match=f"cupy.fuse cannot compile {what}"):
+            cp.fuse(body)(a)

@@ -92,6 +92,9 @@ _SIZES = {
     "float2": 8,
     "float4": 16,
     "int4": 16,
+    "int2": 8,
+    "uint2": 8,
+    "uint4": 16,
 }
 _shuffle: list[np.random.Generator] = []  # set by shuffled_blocks()
 _DYN_SMEM_BYTES = 227 * 1024  # DYN_SMEM_BYTES of runtime.h

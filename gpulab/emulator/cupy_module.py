@@ -59,14 +59,57 @@ _NOT_WORK = frozenset(
 )
 
 
+# The names CUPTI gives a copy between host and device (torch.profiler's kineto events): on a
+# GPU a learner's call that moves data to the host and back shows them in its kernel trace, where
+# kernel_trace.foreign counts them against the call; the fake records the same names
+HTOD = "Memcpy HtoD (Pageable -> Device)"
+DTOH = "Memcpy DtoH (Device -> Pageable)"
+# Open cupy.fuse bodies (a depth): what runs in one is the learner's fused kernel, not library work
+_FUSING: list[str] = []
+# NumPy functions a fused body may call on its arrays, as CuPy compiles them into the fused
+# kernel: element-wise ones, and the reductions cupy.fuse folds in at the end
+_FUSABLE = frozenset(["where", "clip", "sum", "prod", "amax", "amin", "max", "min"])
+_FUSABLE_REDUCE = frozenset(["add", "multiply", "maximum", "minimum"])
+
+
+def _record(name: str) -> None:
+    """`name` in the open trace (none open, or inside a fused body: nothing)."""
+    if _TRACE and not _FUSING:
+        _TRACE[-1].append(name)
+
+
+def _not_fusable(what: str) -> TypeError:
+    """The refusal of a fused body's step that CuPy cannot compile into a fused kernel."""
+    return TypeError(
+        f"cupy.fuse cannot compile {what}: a fused function is made of element-wise operations "
+        "(ufuncs, operators, where, clip, astype) and sum/prod/max/min"
+    )
+
+
+def _host(x: Any) -> bool:
+    """Whether `x` is an array in host memory (a NumPy array that is not the fake's device one)."""
+    return isinstance(x, np.ndarray) and not isinstance(x, DeviceArray)
+
+
+def _to_host() -> None:
+    """A copy from the device to the host, as a GPU's trace records it (refused in a fused body)."""
+    if _FUSING:
+        raise _not_fusable("a copy to the host")
+    _record(DTOH)
+
+
 class DeviceArray(np.ndarray):
     """The fake's device array: a NumPy array that tells an open trace which library operations
-    ran on it (a ufunc, a reduction, a NumPy function), as a GPU's record names the kernels."""
+    ran on it (a ufunc, a reduction, a NumPy function), as a GPU's record names the kernels, and
+    the copies between it and the host (CUPTI's memcpys)."""
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        if _TRACE:
-            suffix = "" if method == "__call__" else f"_{method}"
-            _TRACE[-1].append(f"cupy_{ufunc.__name__}{suffix}")
+        if _FUSING and method not in ("__call__", "reduce"):
+            raise _not_fusable(f"numpy.{ufunc.__name__}.{method}")
+        if _FUSING and method == "reduce" and ufunc.__name__ not in _FUSABLE_REDUCE:
+            raise _not_fusable(f"numpy.{ufunc.__name__}.reduce")
+        suffix = "" if method == "__call__" else f"_{method}"
+        _record(f"cupy_{ufunc.__name__}{suffix}")
         args = [x.view(np.ndarray) if isinstance(x, DeviceArray) else x for x in inputs]
         if "out" in kwargs:
             kwargs["out"] = tuple(
@@ -78,14 +121,71 @@ class DeviceArray(np.ndarray):
         return result
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if _TRACE and isinstance(value, np.ndarray) and value.size > 1:
-            _TRACE[-1].append("cupy_copy")  # on a GPU an array assigned is a copy kernel
+        if _host(value):  # a host array written into device memory: CuPy copies it over first
+            if _FUSING:
+                raise _not_fusable("a copy from the host")
+            _record(HTOD)
+        if isinstance(value, np.ndarray) and value.size > 1:
+            _record("cupy_copy")  # on a GPU an array assigned is a copy kernel
         super().__setitem__(key, value)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        if _TRACE and func.__name__ not in _NOT_WORK:
-            _TRACE[-1].append(f"cupy_{func.__name__}")
+        name = func.__name__
+        if _FUSING and name not in _FUSABLE:
+            raise _not_fusable(f"numpy.{name}")
+        if name == "copyto":
+            dst = args[0] if args else kwargs.get("dst")
+            src = args[1] if len(args) > 1 else kwargs.get("src")
+            if _host(dst) and isinstance(src, DeviceArray):
+                _record(DTOH)
+            elif isinstance(dst, DeviceArray) and _host(src):
+                _record(HTOD)
+            elif isinstance(src, DeviceArray) and src.size > 1:
+                _record("cupy_copy")  # device to device: a copy kernel, as an assignment
+        elif name not in _NOT_WORK:
+            _record(f"cupy_{name}")
         return super().__array_function__(func, types, args, kwargs)
+
+    def __getitem__(self, key: Any) -> Any:
+        got = super().__getitem__(key)
+        if not isinstance(got, np.ndarray) and (_TRACE or _FUSING):
+            _to_host()  # an element as a Python/NumPy number: CuPy's 0-d array read on the host
+        return got
+
+    def __iter__(self) -> Any:
+        if self.ndim == 1 and (_TRACE or _FUSING):
+            _to_host()  # iterating a vector hands out its elements on the host
+        return super().__iter__()
+
+    # A device array read on the host: a copy to the host, on a GPU as here
+    def get(self, stream: Any = None, order: str = "C", out: Any = None) -> np.ndarray:
+        """`cupy.ndarray.get()`: a NumPy copy (a copy to the host in the trace)."""
+        _to_host()
+        host = np.array(self.view(np.ndarray), order=order)  # type: ignore[call-overload]
+        if out is not None:
+            out[...] = host
+            return out
+        return host
+
+    def item(self, *args: Any) -> Any:
+        _to_host()
+        return super().item(*args)
+
+    def tolist(self) -> Any:
+        _to_host()
+        return super().tolist()
+
+    def __float__(self) -> float:
+        _to_host()
+        return float(self.view(np.ndarray))
+
+    def __int__(self) -> int:
+        _to_host()
+        return int(self.view(np.ndarray))
+
+    def __complex__(self) -> complex:
+        _to_host()
+        return complex(self.view(np.ndarray))
 
 
 class _Trace:
@@ -149,20 +249,39 @@ def full_like(a: np.ndarray, fill_value: Any, dtype: Any = None) -> np.ndarray:
 
 
 def asarray(a: Any, dtype: Any = None) -> np.ndarray:
-    """A device copy of `a`, as `cupy.asarray` copies host data to the device."""
+    """A device copy of `a`, as `cupy.asarray` copies host data to the device (a copy to the
+    device in the trace); a device array of that dtype is itself, as in CuPy."""
+    if isinstance(a, DeviceArray):
+        if dtype is None or np.dtype(dtype) == a.dtype:
+            return a
+        out = _device(a.shape, dtype)
+        out[...] = a  # a cast on the device: a copy kernel
+        return out
+    if _FUSING:
+        raise _not_fusable("a copy from the host")
     src = np.asarray(a, dtype=dtype)
     out = _device(src.shape, src.dtype)
-    out[...] = src
+    _record(HTOD)
+    np.ndarray.__setitem__(out, Ellipsis, src)  # the copy itself, no kernel
     return out
 
 
 def ascontiguousarray(a: Any, dtype: Any = None) -> np.ndarray:
-    """A contiguous device copy of `a`."""
+    """A contiguous device copy of `a` (a contiguous device array of that dtype is itself)."""
+    if isinstance(a, DeviceArray) and not a.flags.c_contiguous:
+        out = _device(a.shape, a.dtype if dtype is None else dtype)
+        out[...] = a
+        return out
     return asarray(a, dtype)
 
 
 def asnumpy(a: Any) -> np.ndarray:
-    """`a` as a plain NumPy array, as a device-to-host copy gives."""
+    """`a` as a plain NumPy array, as a device-to-host copy gives (one in the trace)."""
+    if _FUSING:
+        raise _not_fusable("a copy to the host")
+    if isinstance(a, DeviceArray):
+        _to_host()
+        return np.array(a.view(np.ndarray))
     return np.array(a)
 
 
@@ -246,24 +365,108 @@ class RawModule:
         return RawKernel(self.code, name)
 
 
+class _Fused(np.lib.mixins.NDArrayOperatorsMixin):
+    """An array as a cupy.fuse body sees it (CuPy hands the body proxies, not arrays): element-wise
+    operations (ufuncs, operators, astype, where, clip) and sum/prod/max/min on it are the fused
+    kernel's, run by NumPy; anything else CuPy could not compile is refused, and it is no NumPy
+    array (`np.asarray` of it holds an object, not the data)."""
+
+    __array_priority__ = 100
+
+    def __init__(self, a: np.ndarray) -> None:
+        self._a = a
+
+    shape = property(lambda self: self._a.shape)
+    dtype = property(lambda self: self._a.dtype)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> _Fused:
+        return _Fused(self._a.astype(dtype))
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if "out" in kwargs:
+            kwargs["out"] = tuple(_unfused(o) for o in kwargs["out"])
+        return _fused(getattr(ufunc, method)(*(_unfused(x) for x in inputs), **kwargs))
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if func.__name__ not in _FUSABLE:
+            raise _not_fusable(f"numpy.{func.__name__}")
+        return _fused(func(*(_unfused(x) for x in args), **kwargs))
+
+    def __getitem__(self, key: Any) -> Any:
+        raise _not_fusable("indexing")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise _not_fusable("indexing")
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)  # no __array__ nor buffer: NumPy cannot read it as data
+        if attr in ("sum", "prod", "max", "min"):
+            return lambda *a, **k: _fused(getattr(self._a, attr)(*a, **k))
+        raise _not_fusable(f"ndarray.{attr}")
+
+    def __iter__(self) -> Any:
+        raise _not_fusable("a loop over an array")
+
+    def __len__(self) -> int:
+        raise _not_fusable("len()")
+
+    def __bool__(self) -> bool:
+        raise _not_fusable("an array's truth value")
+
+    def __float__(self) -> float:
+        raise _not_fusable("a copy to the host")
+
+    __int__ = __index__ = __complex__ = __float__
+
+
+def _unfused(x: Any) -> Any:
+    return x._a if isinstance(x, _Fused) else x
+
+
+def _fused(x: Any) -> Any:
+    if isinstance(x, tuple):
+        return tuple(_fused(v) for v in x)
+    return _Fused(x) if isinstance(x, np.ndarray) else x
+
+
 def _one_kernel(f: Any) -> Any:
     """`f` run by NumPy as one fused kernel: on a GPU CuPy compiles it into a single kernel of
-    the learner's, so its NumPy steps are no library work for an open trace."""
+    the learner's, so its element-wise steps are no library work for an open trace. The body
+    gets proxies (_Fused) of its array arguments, as CuPy's; what CuPy cannot compile into a
+    fused kernel (np.bincount, np.cumsum, a copy to the host, indexing) raises TypeError."""
 
     def fused(*args: Any, **kwargs: Any) -> Any:
-        held = list(_TRACE)
-        _TRACE.clear()
+        _FUSING.append(getattr(f, "__name__", "fuse"))
         try:
-            return f(*args, **kwargs)
+            out = f(*(_fused(a) for a in args), **{k: _fused(v) for k, v in kwargs.items()})
         finally:
-            _TRACE.extend(held)
+            _FUSING.pop()
+        if isinstance(out, tuple):
+            return tuple(_device_result(v) for v in out)
+        return _device_result(out)
 
     fused.__name__ = getattr(f, "__name__", "fuse")
     return fused
 
 
+def _device_result(x: Any) -> Any:
+    """What a fused kernel returns: its array as a device array (a NumPy value as CuPy's 0-d)."""
+    x = _unfused(x)
+    if isinstance(x, np.generic):  # a reduction's result: CuPy's is a 0-d device array
+        x = np.asarray(x)
+    if isinstance(x, np.ndarray) and not isinstance(x, DeviceArray):
+        if x.dtype == object:
+            raise _not_fusable("a conversion to a NumPy array")
+        return x.view(DeviceArray)
+    return x
+
+
 def fuse(*args: Any, **kwargs: Any) -> Any:
-    """`cupy.fuse`: the function itself, run by NumPy (no kernel to emulate: NumPy is exact)."""
+    """`cupy.fuse`: the function itself, run by NumPy on proxies of its arrays (no kernel to
+    emulate: NumPy is exact; what CuPy could not fuse is refused)."""
     if args and callable(args[0]) and not kwargs:
         return _one_kernel(args[0])
     return _one_kernel

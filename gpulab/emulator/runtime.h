@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <climits>
 #include <cstring>
 #include <functional>
 #include <type_traits>
@@ -31,10 +32,11 @@ typedef dim3 uint3;
 static dim3 threadIdx, blockIdx, blockDim, gridDim;
 namespace emu {
 enum { RUN = 0, BAR = 1, WARP = 2, DONE = 3 };
-enum { W_SYNC, W_IDX, W_UP, W_DOWN, W_XOR, W_BALLOT, W_ANY, W_ALL, W_ADD };
+enum { W_SYNC, W_IDX, W_UP, W_DOWN, W_XOR, W_BALLOT, W_ANY, W_ALL, W_ADD, W_UMAX, W_UMIN, W_IMAX, W_IMIN };
 static const char* const WNAME[] = {"__syncwarp", "__shfl_sync", "__shfl_up_sync",
     "__shfl_down_sync", "__shfl_xor_sync", "__ballot_sync", "__any_sync", "__all_sync",
-    "__reduce_add_sync"};
+    "__reduce_add_sync", "__reduce_max_sync", "__reduce_min_sync", "__reduce_max_sync",
+    "__reduce_min_sync"};
 // The threads of a block as fibers. Each starts on its own stack from a ucontext (makecontext,
 // setcontext); after that every switch is _setjmp/_longjmp, which, unlike swapcontext, costs no
 // system call (no signal mask to save): a kernel switches at every barrier and warp operation.
@@ -387,12 +389,20 @@ EMU_RAW static bool release(unsigned base) {
     }
     if (kind == W_SYNC) syncwarp_done(base / 32, m);  // memory ordered among its lanes
     unsigned long long vote = 0, all = 1, sum = 0;
+    unsigned umax = 0, umin = 0xffffffffu;
+    int imax = INT_MIN, imin = INT_MAX;
     for (unsigned lane = 0; lane < 32; ++lane) {
         if (!((m >> lane) & 1u) || base + lane >= end) continue;
         unsigned long long v = wval[base + lane];
         vote |= (v != 0ull) << lane;
         all &= v != 0ull;
         sum += v;
+        unsigned u = (unsigned)v;
+        int i = (int)u;
+        if (u > umax) umax = u;
+        if (u < umin) umin = u;
+        if (i > imax) imax = i;
+        if (i < imin) imin = i;
     }
     for (unsigned lane = 0; lane < 32; ++lane) {
         if (!((m >> lane) & 1u) || base + lane >= end) continue;
@@ -403,6 +413,10 @@ EMU_RAW static bool release(unsigned base) {
             case W_ANY: wres[t] = vote != 0; break;
             case W_ALL: wres[t] = all; break;
             case W_ADD: wres[t] = sum & 0xffffffffull; break;
+            case W_UMAX: wres[t] = umax; break;
+            case W_UMIN: wres[t] = umin; break;
+            case W_IMAX: wres[t] = (unsigned)imax; break;
+            case W_IMIN: wres[t] = (unsigned)imin; break;
             default: {
                 int s = source_lane(kind, (int)lane, warg[t], wwidth[t]);
                 if (s < 0) { wres[t] = wval[t]; break; }
@@ -536,6 +550,12 @@ static inline int __any_sync(unsigned m, int p) { return (int)emu::warp_op(emu::
 static inline int __all_sync(unsigned m, int p) { return (int)emu::warp_op(emu::W_ALL, m, p != 0, 0, 32); }
 static inline unsigned __reduce_add_sync(unsigned m, unsigned v) { return (unsigned)emu::warp_op(emu::W_ADD, m, v, 0, 32); }
 static inline int __reduce_add_sync(unsigned m, int v) { return (int)(unsigned)emu::warp_op(emu::W_ADD, m, (unsigned)v, 0, 32); }
+static inline unsigned __reduce_max_sync(unsigned m, unsigned v) { return (unsigned)emu::warp_op(emu::W_UMAX, m, v, 0, 32); }
+static inline int __reduce_max_sync(unsigned m, int v) { return (int)(unsigned)emu::warp_op(emu::W_IMAX, m, (unsigned)v, 0, 32); }
+static inline unsigned __reduce_min_sync(unsigned m, unsigned v) { return (unsigned)emu::warp_op(emu::W_UMIN, m, v, 0, 32); }
+static inline int __reduce_min_sync(unsigned m, int v) { return (int)(unsigned)emu::warp_op(emu::W_IMIN, m, (unsigned)v, 0, 32); }
+static const int warpSize = 32;  // CUDA's built-in variable: a warp's lanes
+static inline void __nanosleep(unsigned) {}  // a hint to the scheduler: nothing to wait for here
 EMU_RAW static inline unsigned __activemask() {  // the lanes of this warp that have not returned
     unsigned base = emu::cur / 32 * 32, m = 0;
     for (unsigned l = 0; l < 32 && base + l < emu::nthreads; ++l) if (emu::state[base + l] != emu::DONE) m |= 1u << l;
@@ -556,6 +576,12 @@ struct __attribute__((aligned(16))) int4 { int x, y, z, w; };
 static inline float2 make_float2(float x, float y) { return {x, y}; }
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 static inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+struct __attribute__((aligned(8))) int2 { int x, y; };
+struct __attribute__((aligned(8))) uint2 { unsigned int x, y; };
+struct __attribute__((aligned(16))) uint4 { unsigned int x, y, z, w; };
+static inline int2 make_int2(int x, int y) { return {x, y}; }
+static inline uint2 make_uint2(unsigned int x, unsigned int y) { return {x, y}; }
+static inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) { return {x, y, z, w}; }
 namespace cooperative_groups {
 struct thread_block {
     unsigned thread_rank() const { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
@@ -647,6 +673,9 @@ EMU_ATOMIC(unsigned int, atomicAnd, *p = old & v)
         if (old == cmp) *p = v;                                             \
         return old;                                                         \
     }
+// atomicInc/atomicDec: CUDA's wrapping counters (unsigned only, as in CUDA)
+EMU_ATOMIC(unsigned int, atomicInc, *p = old >= v ? 0u : old + 1u)
+EMU_ATOMIC(unsigned int, atomicDec, *p = (old == 0u || old > v) ? v : old - 1u)
 EMU_CAS(int)
 EMU_CAS(unsigned int)
 EMU_CAS(unsigned long long)
@@ -693,3 +722,5 @@ static inline unsigned __brev(unsigned v) {
 #define __powf(a, b) std::pow((float)(a), (float)(b))
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }

@@ -22,6 +22,49 @@ ENTRY = "transpose"
 OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
 
 SHAPES = ((1, 1), (1, 33), (2, 31), (31, 33), (33, 1023), (1025, 31), (257, 1023))
+# A matrix whose shorter side is longer than this needs more than one block in y, whatever side
+# y follows: a 2-D block covers at most this many rows (or columns) with a tile of its own
+ONE_BLOCK_Y = 128
+
+
+def _dims(d: Any) -> tuple[int, int]:
+    """(x, y) of a launch's grid or block as CuPy takes it (an int, a tuple; None: 1)."""
+    v = tuple(int(x) for x in d) if isinstance(d, tuple | list) else (int(d or 1),)
+    return v[0], (v[1] if len(v) > 1 else 1)
+
+
+def shape_rule(ctx: api.Context, rows: int, cols: int) -> str | None:
+    """Why the last call's launches are not a 2-D grid of 2-D blocks, or None. On a matrix of
+    more than one row and column some launch must have 2-D blocks (blockDim.y > 1), and where
+    the shorter side is longer than ONE_BLOCK_Y (and the block's y) a 2-D grid too (gridDim.y >
+    1): the two ceiling divisions and two bounds checks are the lesson, and a 1-D launch over
+    the flat index, split into (r, c) by / and %, has neither."""
+    watch = ctx.watch
+    if watch is None or not watch.calls or rows < 2 or cols < 2:
+        return None
+    launches = watch.calls[-1].launches
+    if not launches:
+        return None  # no kernel of theirs: OWN_KERNEL says so
+    shown = ", ".join(
+        f"{la.kernel} grid {_dims(la.grid)[0]} x {_dims(la.grid)[1]}, block "
+        f"{_dims(la.block)[0]} x {_dims(la.block)[1]}"
+        for la in launches[:2]
+    )
+    two_d = [la for la in launches if _dims(la.block)[1] > 1]
+    if not two_d:
+        return (
+            f"your launch is not 2-D ({shown}): this exercise asks for a 2-D grid of 2-D blocks "
+            "(blockDim.y > 1), x along the columns and y down the rows"
+        )
+    tall = min(rows, cols)
+    if all(tall > max(ONE_BLOCK_Y, _dims(la.block)[1]) for la in two_d) and not any(
+        _dims(la.grid)[1] > 1 for la in two_d
+    ):
+        return (
+            f"your grid is not 2-D on a {rows} x {cols} matrix ({shown}): this exercise asks for "
+            "a 2-D grid of 2-D blocks (gridDim.y = ceil(rows / blockDim.y) > 1)"
+        )
+    return None
 
 
 def _matrix(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
@@ -52,7 +95,11 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     a = case.args["a"]
-    return kc.run_guarded(fn, [a], a.shape[::-1], np.float32, names=("a",))
+    got = kc.run_guarded(fn, [a], a.shape[::-1], np.float32, names=("a",))
+    why = shape_rule(ctx, *a.shape)
+    if why:
+        raise api.CheckError(why)
+    return got
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
