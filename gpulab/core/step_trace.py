@@ -241,6 +241,7 @@ PYTHON_READS = frozenset(
         "__bool__",
         "__index__",
         "__array__",
+        "__dlpack__",
     )
 )
 
@@ -248,7 +249,8 @@ PYTHON_READS = frozenset(
 # Tensor methods that hand values to Python with no operator and no torch function to see: they
 # run Python on each element (apply_, map_, map2_) or print the values (torch's printing turns
 # the modes off itself). Watched by patching them while a step or a call runs.
-PYTHON_EXITS = ("apply_", "map_", "map2_", "__repr__", "__str__", "__format__")
+# __dlpack__: NumPy's from_dlpack reads a tensor's values in place, with no operator to see
+PYTHON_EXITS = ("apply_", "map_", "map2_", "__dlpack__", "__repr__", "__str__", "__format__")
 PRINTS = ("__repr__", "__str__", "__format__")
 
 

@@ -381,7 +381,7 @@ def _guard_waits() -> None:
                 return _real(self, *args, **kwargs)
 
             _put(future_cls, name, pending)
-        real_done = future_cls.__dict__.get("done") or future_cls.done
+        real_done = future_cls.__dict__.get("done") or getattr(future_cls, "done")  # noqa: B009
 
         def done(self: Any, _real: Any = real_done) -> bool:
             # a hook that spins on done() waits as surely as one that calls wait()

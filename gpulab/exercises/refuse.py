@@ -170,7 +170,10 @@ def allowing(allow: Allow) -> Iterator[list[str]]:
     class _Calls(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
             name = resolve_name(func)
-            if name in _EXITS and name not in allow.calls and not exempt():
+            # a launch call (data_ptr) is the launcher's: the learner's own code asking for the
+            # pointer can hand the memory to ctypes and NumPy past every watch
+            allowed = name in allow.calls and name not in LAUNCH_CALLS
+            if name in _EXITS and not allowed and not exempt():
                 refuse(refusal(name, allow.why(name)))
             outer = getattr(state, "via", None)
             state.via = outer or name or getattr(func, "__qualname__", None)
@@ -228,6 +231,10 @@ def module_frame(frame: Any) -> bool:
 
 _THREADS = "starts another thread or process: the check watches the thread that called you"
 _DLPACK = "hands the tensor to another library through DLPack, past the check's watch"
+_SHARED = (
+    "makes a tensor over NumPy's or Python's memory: what is copied into it leaves torch, past "
+    "the check's watch"
+)
 _PYTHON_EXIT = (
     "hands the tensor's values to Python (a callback on each element), past the check's "
     "watch: the exercise's own operations must do the work"
@@ -262,12 +269,22 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
         (concurrent.futures.ProcessPoolExecutor, "submit", refuse("a process pool", _THREADS)),
         (multiprocessing.Process, "start", refuse("multiprocessing.Process.start", _THREADS)),
     ]
+    labels = ["threading.Thread.start", "a thread pool", "a process pool"]
+    labels += ["multiprocessing.Process.start"]
     if exits:
         torch = sys.modules.get("torch")
         if torch is not None:
-            for owner, name in ((torch._C, "_to_dlpack"), (torch.utils.dlpack, "to_dlpack")):
+            outs = (
+                (torch._C, "_to_dlpack", _DLPACK),
+                (torch._C, "_to_dlpack_versioned", _DLPACK),  # NumPy 2's from_dlpack asks this
+                (torch.utils.dlpack, "to_dlpack", _DLPACK),
+                (torch, "from_numpy", _SHARED),
+                (torch, "frombuffer", _SHARED),
+            )
+            for owner, name, why in outs:
                 if hasattr(owner, name):
-                    patches.append((owner, name, refuse(f"{name}", _DLPACK)))
+                    patches.append((owner, name, refuse(f"torch.{name}", why)))
+                    labels.append(f"torch.{name}")
     exits_watched: Any = contextlib.nullcontext()
     if exits and sys.modules.get("torch") is not None:
         from gpulab.core.step_trace import python_exits  # deferred: torch is loaded already
@@ -275,15 +292,14 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
         def exit_seen(name: str) -> None:
             if exempt and _called_from(exempt):
                 return
-            message = _one_line(f"{name} {_PYTHON_EXIT}")
+            why = _DLPACK if name.endswith("__dlpack__") else _PYTHON_EXIT
+            message = _one_line(f"{name} {why}")
             calls.append(message)
             raise RefusedCall(message)
 
         exits_watched = python_exits(exit_seen, summarized=True)
     saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
-    labels = ["threading.Thread.start", "a thread pool", "a process pool"]
-    labels += ["multiprocessing.Process.start", "_to_dlpack", "to_dlpack"]
-    for label, (_, _, old) in zip(labels, saved, strict=False):
+    for label, (_, _, old) in zip(labels, saved, strict=True):
         originals[label] = old
     for obj, name, new in patches:
         setattr(obj, name, new)

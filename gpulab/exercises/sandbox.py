@@ -15,8 +15,10 @@ import linecache
 import operator
 import random
 import sys
+import threading
 import traceback
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +71,10 @@ def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, 
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise LearnerError(f"cannot read {path}: {exc.strerror or exc}") from None
+    started: list[threading.Thread] = []
     try:
-        module = load_text(text, path, fresh_name("learner", ident))
+        with _starts_watched(started):
+            module = load_text(text, path, fresh_name("learner", ident))
     except SyntaxError as exc:
         where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
         raise LearnerError(f"syntax error in {path.name} ({where}): {exc.msg}") from None
@@ -78,6 +82,16 @@ def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, 
         raise
     except BaseException as exc:  # noqa: BLE001 - a learner's SystemExit is a failed check too
         raise LearnerError(f"importing {path.name} raised {describe(exc, path)}", exc) from None
+    # A thread the file leaves running can finish a call's work after the call returns, outside
+    # the window the check times, and between the calls it checks (a red team's vector-add
+    # deferred 65% of its sum so and was graded gold): no exercise needs one
+    started = [t for t in started if t.is_alive()]
+    if started:
+        forget(module)
+        raise LearnerError(
+            f"{path.name} started a thread when it was loaded ({started[0].name}): work it does "
+            "beside your function is outside the calls the check times and checks; start none"
+        )
     fn = getattr(module, entry, None)
     if fn is None:
         forget(module)
@@ -88,6 +102,42 @@ def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, 
         forget(module)
         raise LearnerError(f"{entry} in {path.name} is a {type(fn).__name__}, not a function")
     return module, fn
+
+
+# Libraries whose own threads a file may start by using them at import (torch.compile's
+# compile workers when a file warms its compiled function up, say)
+_THREADED = ("torch", "triton", "cupy", "numpy")
+
+
+@contextlib.contextmanager
+def _starts_watched(started: list[threading.Thread]) -> Iterator[None]:
+    """Threads started while the block runs whose nearest starter is the learner's own code
+    (not a library's frame between), appended to `started`."""
+    real = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if _started_by_learner(sys._getframe(1)):
+            started.append(thread)
+        real(thread)
+
+    setattr(threading.Thread, "start", start)  # noqa: B010 - for the file's import only
+    try:
+        yield
+    finally:
+        setattr(threading.Thread, "start", real)  # noqa: B010
+
+
+def _started_by_learner(frame: Any) -> bool:
+    while frame is not None:
+        name = str(frame.f_globals.get("__name__", ""))
+        if name.startswith("_gpulab_learner"):
+            return True
+        module = sys.modules.get(name)
+        own = module is not None and frame.f_globals is getattr(module, "__dict__", None)
+        if own and name.split(".")[0] in _THREADED:
+            return False
+        frame = frame.f_back
+    return False
 
 
 def describe(exc: BaseException, path: Path) -> str:

@@ -151,19 +151,28 @@ def _watching_moves(want: Any, given: Any = None) -> Iterator[list[str]]:
 
     lo = given.__array_interface__["data"][0] if given is not None else 0
     hi = lo + (given.nbytes if given is not None else 0)
+    # The exemption is for the values handed in, not for their buffer: results written into
+    # it and moved from there are a move, so the bytes are compared with a copy kept here
+    handed = given.copy() if given is not None else None
+
+    def the_given_values(a: Any) -> bool:
+        if not lo <= a.data_ptr() < hi:
+            return False
+        return bool(np.array_equal(given.view(np.uint8), handed.view(np.uint8)))
 
     class _Copies(TorchDispatchMode):
         """Every ATen operator, whatever Python name reached it (Tensor.new_tensor,
         torch.ops.aten._to_copy, ...): one that takes a CPU tensor of more than one element
-        and gives a tensor on `want` is a move. The values the check handed in are exempt:
-        creating the tensor from them on the device (torch.as_tensor) copies them once."""
+        and gives a tensor on `want` is a move. The values the check handed in are exempt
+        while they still are those values: creating the tensor from them on the device
+        (torch.as_tensor) copies them once."""
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
             out = func(*args, **(kwargs or {}))
             outs = out if isinstance(out, tuple | list) else (out,)
             if any(on_want(o) for o in outs) and not copies:
                 for a in [*args, *(kwargs or {}).values()]:
-                    if on_cpu(a) and a.numel() > 1 and not lo <= a.data_ptr() < hi:
+                    if on_cpu(a) and a.numel() > 1 and not the_given_values(a):
                         copies.append(f"{func} of a CPU tensor of shape {tuple(a.shape)}")
                         break
             return out

@@ -309,11 +309,16 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         m.register_forward_hook(count_forward)
         m.register_full_backward_hook(count_backward)
 
+    # Each layer's weight as the call found it: a step trains every weight, and a timed step
+    # that froze them (no weight gradient, a third of the flops) leaves them as they were
+    before: list[Any] = []
+
     def prepare(s: Any) -> None:
         seen.clear()
         scaler.reset_calls()
         for key in rows:
             rows[key] = 0
+        before[:] = [m.weight.detach().clone() for m in linears]
 
     def check_call(s: Any, returned: Any) -> str | None:
         missing = _missing_calls(scaler.calls)
@@ -334,6 +339,14 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
                     f"{where} saw {fwd} samples forward and {bwd} backward, not the batch's "
                     f"{batch} once each: train on the whole batch, forward and backward, every "
                     "layer, every call"
+                )
+        for i, (m, was) in enumerate(zip(linears, before, strict=True)):
+            if torch.equal(m.weight.detach(), was):
+                where = "the step's first layer" if i == 0 else f"layer {i + 1} of the step"
+                return (
+                    f"{where}'s weight did not change in this call: the step must compute "
+                    "every weight's gradient and update it (frozen or skipped weights are not "
+                    "the step)"
                 )
         return None
 

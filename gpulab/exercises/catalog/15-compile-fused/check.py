@@ -79,6 +79,9 @@ _COMPILERS = ("torch", "triton")
 _urandom = os.urandom  # bound before any learner's code exists
 KEPT = "does run keep an answer from an earlier call?"
 SMALL = 4096  # an eager operation on fewer elements than this is no pass over the input
+# ... but many of them together are: eager operations touching an eighth of the input's elements
+# or more, summed over one call, ran the chain in pieces (the scale's few ops touch a handful)
+EAGER_SHARE = 8
 MAX_GRAPHS = 2  # one for the first size, one more once torch.compile marks the size dynamic
 CPU_THREADS = 1  # the same thread setting for both sides of every round (see exercises.md)
 _tally: dict[str, Any] = {"graphs": 0, "breaks": {}, "sizes": 0}
@@ -186,22 +189,23 @@ def _differs(got: Any, want: Any) -> str | None:
     return f"{bad:,} of {want.numel():,} elements differ from the chain's value"
 
 
-def _eager_ops(fn: Any, x: Any, w: Any) -> tuple[list[str], Any]:
+def _eager_ops(fn: Any, x: Any, w: Any) -> tuple[list[str], int, Any]:
     """The operations one call of fn dispatched one by one, outside any compiled graph, on an
     operand of SMALL or more elements (a scale worked out eagerly from the first element is no
-    pass over the input), and what the call returned."""
+    pass over the input), the elements all its eager operations touched together (the largest
+    operand of each, summed: the chain run eagerly on small slices adds up to whole passes),
+    and what the call returned."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         got = fn(x, w)
-    ops = [
-        e.name
+    eager = [
+        (e.name, max((math.prod(shape) for shape in e.input_shapes if shape), default=0))
         for e in prof.events()
-        if e.name.startswith("aten::")
-        and e.name not in NOT_WORK
-        and any(math.prod(shape) >= SMALL for shape in e.input_shapes if shape)
+        if e.name.startswith("aten::") and e.name not in NOT_WORK
     ]
-    return ops, got
+    ops = [name for name, size in eager if size >= SMALL]
+    return ops, sum(size for _name, size in eager), got
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
@@ -213,7 +217,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
         gpu = ctx.device.startswith("cuda")
         rounds = []
         fresh = Refresher()
-        with _threads(ctx.device), refuse.one_thread([], exits=False, exempt=_COMPILERS):
+        with _threads(ctx.device), refuse.one_thread([], exits=True, exempt=_COMPILERS):
             # warm (compiles for this size happen here), and the answer on this input checked
             wrong = _differs(fn(x, w), _eager(x, w))
             if wrong:
@@ -223,7 +227,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
                 # the one that is watched, and none may run the chain outside the graph
                 for k in range(CPU_PROFILED):
                     fresh(x)
-                    ops, got = _eager_ops(fn, x, w)
+                    ops, touched, got = _eager_ops(fn, x, w)
                     wrong = _differs(got, _eager(x, w))
                     if wrong:
                         return {
@@ -233,6 +237,8 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
                         }
                     if ops:
                         return {"gpu": False, "eager_ops": ops}
+                    if touched >= x.numel() // EAGER_SHARE:
+                        return {"gpu": False, "eager_ops": [], "touched": touched}
                 return {"gpu": False, "eager_ops": []}
             ours = ctx.reference()
             _differs(ours(x, w), _eager(x, w))  # warm: our chain compiles for this size here
@@ -294,11 +300,18 @@ def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismat
     if got.get("wrong"):
         return api.Mismatch(got["wrong"])
     if not got["gpu"]:
-        return _work_outside_the_graph(got["eager_ops"])
+        return _work_outside_the_graph(got["eager_ops"], got.get("touched", 0), case)
     return _speed(got, ctx)
 
 
-def _work_outside_the_graph(ops: list[str]) -> api.Mismatch | None:
+def _work_outside_the_graph(ops: list[str], touched: int, case: api.Case) -> api.Mismatch | None:
+    if touched:
+        return api.Mismatch(
+            f"on the large input your run's eager operations, each on fewer than {SMALL:,} "
+            f"elements, touched {touched:,} elements together against the input's "
+            f"{case.args['x'].size:,}: the chain ran eagerly in small pieces, outside the "
+            "compiled graph; it must run as the compiled function's generated code"
+        )
     if not ops:
         return None
     names = ", ".join(dict.fromkeys(op.removeprefix("aten::") for op in ops))

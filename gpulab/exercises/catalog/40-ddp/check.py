@@ -106,6 +106,7 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
 
     from gpulab.exercises.counting import CountingDataset
 
@@ -119,10 +120,31 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
     trained: list[Any] = []
     wrapped: list[bool] = []
     through = [0]  # training forwards that went through the DDP wrapper of this model
+    # DDP prepares its gradient all-reduce in a forward only while require_backward_grad_sync
+    # is on (no_sync() turns it off): a forward with it off leaves averaging to the learner.
+    # Read before and after the wrapper's forward, so a flag flipped in between counts as off.
+    synced = [0]  # training forwards through the wrapper with DDP's all-reduce armed
+    pending: list[bool] = []  # this forward's flag, read before it ran
+    since_step = [False]  # a synced forward since the last optimizer step of this model
+    steps = [0, 0]  # optimizer steps of this model's parameters: all, and with no synced forward
 
-    def via_ddp(_m: Any, _inputs: Any) -> None:
+    def via_ddp(m: Any, _inputs: Any) -> None:
         if torch.is_grad_enabled():
             through[0] += 1
+            pending.append(bool(getattr(m, "require_backward_grad_sync", False)))
+
+    def after_ddp(m: Any, _inputs: Any, _out: Any) -> None:
+        if pending and pending.pop() and getattr(m, "require_backward_grad_sync", False):
+            synced[0] += 1
+            since_step[0] = True
+
+    ours = {id(p) for p in model.parameters()}
+
+    def stepping(opt: Any, _args: Any, _kwargs: Any) -> None:
+        if any(id(p) in ours for g in opt.param_groups for p in g["params"]):
+            steps[0] += 1
+            steps[1] += not since_step[0]
+            since_step[0] = False
 
     def saw(_m: Any, inputs: Any) -> None:
         if torch.is_grad_enabled():
@@ -136,17 +158,23 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
         real_init(self, module, *args, **kwargs)
         if module is model:
             self.register_forward_pre_hook(via_ddp)
+            self.register_forward_hook(after_ddp)
 
     DDP.__init__ = spy  # type: ignore[method-assign] - put back below
+    stepped = register_optimizer_step_pre_hook(stepping)
     try:
         fn(model, data, epochs=EPOCHS, batch_size=BATCH, lr=LR, log=lines.append)
     finally:
         DDP.__init__ = real_init  # type: ignore[method-assign] - the original
+        stepped.remove()
     return {
         "trained_on": torch.cat(trained).numpy() if trained else np.zeros((0, SIZES[0]), "f4"),
         "ddp": any(wrapped),
         "forwards": len(trained),
         "through_ddp": through[0],
+        "synced": synced[0],
+        "steps": steps[0],
+        "unsynced_steps": steps[1],
         "weights": [p.detach().numpy().copy() for p in model.parameters()],
         "lines": lines,
         "destroyed": not dist.is_initialized(),
@@ -211,6 +239,19 @@ def compare(
                 f"rank {rank} ran {out['forwards'] - out['through_ddp']} of its {out['forwards']} "
                 f"training forwards past DistributedDataParallel{never}: call the wrapped model, "
                 "so that DDP's hooks average the gradients in the backward"
+            )
+        if out["forwards"] and not out["synced"]:
+            return api.Mismatch(
+                f"rank {rank} ran all {out['forwards']} of its training forwards inside "
+                "ddp.no_sync(): DDP averaged none of its gradients (averaging them by hand is "
+                "not the exercise); run the forward and backward outside no_sync()"
+            )
+        if out["unsynced_steps"]:
+            return api.Mismatch(
+                f"rank {rank} took {out['unsynced_steps']} of its {out['steps']} optimizer "
+                "steps with every forward since the step before inside ddp.no_sync(): DDP "
+                "averaged none of those gradients; no_sync() is for the micro-batches before "
+                "the last of an accumulation, whose backward then averages them all"
             )
         want_rows = _share_rows(case, rank)
         seen = out["trained_on"]
