@@ -5,6 +5,7 @@ by a worker thread started at import, after vector_add has returned. The timer s
 return; a checked call's own a + b (a full pass) gives the worker time to finish before `out`
 is read; the unchecked two thirds are never looked at. The deferred part also runs while the
 next contender is timed, taking memory bandwidth from it."""
+
 import queue
 import threading
 
