@@ -5,6 +5,7 @@
 # test of the card), triton (the Triton, cuda-graphs and deterministic-sum catalog), redteam (the
 # fifth and sixth red teams' catalog files, the host-memory rule's GPU path), rest (files not re-run since
 # their last fix), bench (the exercises bench, repeat 5), fixes (what the last H200 run found),
+# redteam2 (the evening red teams' fixes, not yet run on a GPU),
 # shared (checks beside another program on the GPU: is it named, and only then; then the tests
 # the shared suite run of 2026-11-29 left: cuda-graphs' freed-memory fix in a used worker).
 set -u
@@ -24,6 +25,13 @@ for part in $parts; do
       timeout -s INT 300 $PT tests/exercises/test_exercises_catalog.py tests/exercises/test_own_work.py \
         -k "mapped-memory or reduction-kernel or memo-on-the-device or own-slot or keyword-launch or preamble or raw-inputs or global-increment or deterministic-sum or moved-by or forward-without-hooks or first-layer-only or thread-from-a-torch or mask-read-by-apply or triton-named or device-agnostic or model-to-device or mixed-precision or honest-timing" \
         > "$out/redteam.log" 2>&1 ;;
+    redteam2)
+      # the seventh and eighth red teams' fixes (2026-11-29, evening), written without device
+      # time: the collective guard's op names and closures on NCCL, the exits under Triton's
+      # launcher and Inductor, mixed-precision's weight snapshot, the import-thread rule
+      timeout -s INT 540 $PT tests/exercises/test_exercises_catalog.py tests/exercises/test_collectives.py \
+        -k "ring-allreduce or reduce-scatter or ddp or tree-reduction or triton or compile-fused or profile-step or mixed-precision or memory-tracker or device-agnostic or vector-add or grid-2d or map-add-ten or stencil-shared or dot-reduction or warp-argmax or softmax-rows or deterministic-sum" \
+        > "$out/redteam2.log" 2>&1 ;;
     shared)
       timeout -s INT 240 python3 bench/probe_shared_gpu.py "$out" > "$out/shared.log" 2>&1
       timeout -s INT 330 $PT tests/exercises/test_exercises_repeat.py tests/test_streams_graphs.py \

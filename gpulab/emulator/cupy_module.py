@@ -161,7 +161,7 @@ class DeviceArray(np.ndarray):
     def get(self, stream: Any = None, order: str = "C", out: Any = None) -> np.ndarray:
         """`cupy.ndarray.get()`: a NumPy copy (a copy to the host in the trace)."""
         _to_host()
-        host = np.array(self.view(np.ndarray), order=order)  # type: ignore[call-overload]
+        host = np.array(self.view(np.ndarray), order=order)  # type: ignore[call-overload]  # order is a str here, as CuPy takes it
         if out is not None:
             out[...] = host
             return out
