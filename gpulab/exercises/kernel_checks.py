@@ -375,3 +375,46 @@ def shared_bytes(launch: Any) -> int | None:
 def block_threads(launch: Any) -> int:
     block = launch.block if isinstance(launch.block, tuple | list) else (launch.block or 1,)
     return int(np.prod([int(d) for d in block], dtype=np.int64))
+
+
+def launch_threads(launch: Any) -> int:
+    """Threads one launch started: its grid's blocks times its block's threads (an
+    ElementwiseKernel or ReductionKernel, whose launch CuPy sizes, counts as one)."""
+    if launch.grid is None and launch.block is None:
+        return 1
+    grid = launch.grid if isinstance(launch.grid, tuple | list) else (launch.grid or 1,)
+    return int(np.prod([int(d) for d in grid], dtype=np.int64)) * block_threads(launch)
+
+
+def each_call(ctx: api.Context, since: int, rule: Callable[[list[Any]], str | None]) -> None:
+    """Apply `rule` to the launches of every call the learner's function made since the watch
+    held `since` calls; CheckError with the first reason it gives. Read from what ran: the
+    launches the watch recorded, not the source."""
+    watch = getattr(ctx, "watch", None)
+    for record in watch.calls[since:] if watch is not None else []:
+        if record.launches:  # no kernel of theirs: OWN_KERNEL says so
+            why = rule(record.launches)
+            if why:
+                raise api.CheckError(why)
+
+
+def calls_so_far(ctx: api.Context) -> int:
+    watch = getattr(ctx, "watch", None)
+    return len(watch.calls) if watch is not None else 0
+
+
+def parallel_rule(n: int, least: int = 256) -> Callable[[list[Any]], str | None]:
+    """A scan or histogram of n >= 16 * least values done by fewer than `least` threads in all:
+    one thread walking the array is a CPU loop on a GPU, not the pattern the exercise teaches."""
+
+    def rule(launches: list[Any]) -> str | None:
+        started = sum(launch_threads(la) for la in launches)
+        if n >= 16 * least and started < least:
+            return (
+                f"your launches started {started} thread(s) for {n:,} values: a thread walking "
+                "the array is a CPU loop on the GPU; this exercise teaches the parallel "
+                f"pattern (blocks of threads working together, at least {least} threads here)"
+            )
+        return None
+
+    return rule

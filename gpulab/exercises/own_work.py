@@ -284,7 +284,9 @@ class Watch:
     records a CallRecord, enforces `require_kernel` and, outside timing, early returns.
     """
 
-    def __init__(self, *, require_kernel: bool | str = False, source: Path | None = None) -> None:
+    def __init__(
+        self, *, require_kernel: bool | str | tuple[str, ...] = False, source: Path | None = None
+    ) -> None:
         self.require_kernel = require_kernel
         self.source = source
         self.compiled: list[tuple[str, str]] = []  # (name, kind), in the order created
@@ -654,6 +656,12 @@ class Watch:
                 return (
                     f"your {launch.kind} lets CuPy write the reduction's kernel: this exercise asks for a "
                     "RawKernel (or RawModule) whose code does the reduction it teaches"
+                )
+            kinds = self.require_kernel if isinstance(self.require_kernel, tuple) else ()
+            if kinds and launch.kind not in kinds:
+                return (
+                    f"your {launch.kind} lets CuPy write what this exercise teaches: write "
+                    f"a {' or a '.join(kinds)}"
                 )
         return ""
 

@@ -128,7 +128,9 @@ def run_check(
     learner = yard_module = None
     # Installed before the Guard's snapshot, so restoring what the learner patched keeps it.
     own = getattr(check, "OWN_KERNEL", False)
-    watch = Watch(require_kernel=own if own == "raw" else bool(own), source=path)
+    watch = Watch(
+        require_kernel=own if own == "raw" or isinstance(own, tuple) else bool(own), source=path
+    )
     actx.watch = watch
     actx.reference = lambda: watch.ours(ys.reference_entry(ex))
     actx.notes = []

@@ -30,7 +30,24 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
-    return kc.run_guarded(fn, [case.args["a"]], case.args["a"].shape, np.float32)
+    since = kc.calls_so_far(ctx)
+    got = kc.run_guarded(fn, [case.args["a"]], case.args["a"].shape, np.float32)
+    kc.each_call(ctx, since, _whole_warps)
+    return got
+
+
+def _whole_warps(launches: list[Any]) -> str | None:
+    """A block of whole warps: a GPU runs a block's threads 32 at a time, so a block sized to
+    divide n (205 threads for n = 1025) wastes lanes and dodges the guard this step teaches."""
+    for la in launches:
+        threads = kc.block_threads(la)
+        if la.block is not None and threads % 32:
+            return (
+                f"your block of {threads} thread{'s' if threads != 1 else ''} is not a whole number of warps (32 threads): "
+                "a GPU runs a block 32 threads at a time; keep the block a multiple of 32 and let "
+                "the threads past n do nothing (if (i < n))"
+            )
+    return None
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:

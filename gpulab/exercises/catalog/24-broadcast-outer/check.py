@@ -10,7 +10,9 @@ from gpulab.exercises import api
 from gpulab.exercises import kernel_checks as kc
 
 ENTRY = "outer_add"
-OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
+# a RawKernel of the learner's: an ElementwiseKernel handed col[:, None] and row[None, :] lets
+# CuPy do the broadcasting this exercise teaches
+OWN_KERNEL = ("RawKernel", "RawModule")
 
 
 def big_shape(ctx: api.Context) -> tuple[int, int]:

@@ -29,7 +29,22 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     a = case.args
-    return kc.run_guarded(fn, [a["alpha"], a["x"], a["y"]], a["x"].shape, np.float32)
+    since = kc.calls_so_far(ctx)
+    got = kc.run_guarded(fn, [a["alpha"], a["x"], a["y"]], a["x"].shape, np.float32)
+    kc.each_call(ctx, since, _one_launch)
+    return got
+
+
+def _one_launch(launches: list[Any]) -> str | None:
+    """Fused is one kernel: x and y read once, out written once. Two launches (the axpy, then
+    a ReLU over out) write out twice and read it back."""
+    if len(launches) > 1:
+        names = ", ".join(la.kernel for la in launches[:3])
+        return (
+            f"your call launched {len(launches)} kernels ({names}): fusing is one kernel that "
+            "reads x and y once and writes out once"
+        )
+    return None
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
