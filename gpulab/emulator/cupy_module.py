@@ -374,15 +374,15 @@ class _Fused(np.lib.mixins.NDArrayOperatorsMixin):
     __array_priority__ = 100
 
     def __init__(self, a: np.ndarray) -> None:
-        self._a = a
+        self.__held = a  # mangled: a fused body reaches the array only through what CuPy allows
 
-    shape = property(lambda self: self._a.shape)
-    dtype = property(lambda self: self._a.dtype)
-    ndim = property(lambda self: self._a.ndim)
-    size = property(lambda self: self._a.size)
+    shape = property(lambda self: self._Fused__held.shape)
+    dtype = property(lambda self: self._Fused__held.dtype)
+    ndim = property(lambda self: self._Fused__held.ndim)
+    size = property(lambda self: self._Fused__held.size)
 
     def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> _Fused:
-        return _Fused(self._a.astype(dtype))
+        return _Fused(self._Fused__held.astype(dtype))
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if "out" in kwargs:
@@ -404,7 +404,7 @@ class _Fused(np.lib.mixins.NDArrayOperatorsMixin):
         if attr.startswith("__"):
             raise AttributeError(attr)  # no __array__ nor buffer: NumPy cannot read it as data
         if attr in ("sum", "prod", "max", "min"):
-            return lambda *a, **k: _fused(getattr(self._a, attr)(*a, **k))
+            return lambda *a, **k: _fused(getattr(self._Fused__held, attr)(*a, **k))
         raise _not_fusable(f"ndarray.{attr}")
 
     def __iter__(self) -> Any:
@@ -423,7 +423,7 @@ class _Fused(np.lib.mixins.NDArrayOperatorsMixin):
 
 
 def _unfused(x: Any) -> Any:
-    return x._a if isinstance(x, _Fused) else x
+    return x._Fused__held if isinstance(x, _Fused) else x
 
 
 def _fused(x: Any) -> Any:

@@ -309,6 +309,14 @@ def install() -> None:
     for method, kind in _GROUP_COLLECTIVES.items():
         if hasattr(group_cls, method):
             _guard_group(group_cls, method, kind)
+    # A group's backend (`group._get_backend(device)`: ProcessGroupGloo, ProcessGroupNCCL) has
+    # the same collectives on a class of its own, which a red team called directly
+    import torch._C._distributed_c10d as c10d_c
+
+    backend_cls = getattr(c10d_c, "Backend", None)
+    for method, kind in _GROUP_COLLECTIVES.items():
+        if backend_cls is not None and method in vars(backend_cls):
+            _guard_group(backend_cls, method, kind)
     # The functional collectives take a second to import in a rank on a busy 2-core box: they
     # are guarded when something imports them, if nothing has yet
     if _FUNCTIONAL_MODULE in sys.modules:
@@ -354,6 +362,17 @@ def install() -> None:
         return bool(real_completed(self))
 
     _put(work_cls, "is_completed", is_completed)
+    for name in ("result", "synchronize"):  # each blocks until the request is done
+        real_block = getattr(work_cls, name, None)
+        if real_block is None:
+            continue
+
+        def blocking(self: Any, *args: Any, _real: Any = real_block, _name: str = name) -> Any:
+            if state.active and state.mode == HOOK:
+                waits(f"its communication (Work.{_name}())")
+            return _real(self, *args)
+
+        _put(work_cls, name, blocking)
     _guard_waits()
     _guard_ops()
     _STATE.installed = True
@@ -398,6 +417,15 @@ def _guard_waits() -> None:
         return real_sync(*args, **kwargs)
 
     _put(torch.cuda, "synchronize", synchronize)
+    real_wait = getattr(torch._C, "wait", None)  # torch.jit.wait's, and the TorchScript futures'
+    if real_wait is not None:
+
+        def jit_wait(future: Any) -> Any:
+            if state.active and state.mode == HOOK and not base_done(future):
+                waits("a future that has not completed (torch.jit.wait)")
+            return real_wait(future)
+
+        _put(torch._C, "wait", jit_wait)
 
 
 class _GuardedOp:

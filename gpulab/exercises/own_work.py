@@ -53,6 +53,7 @@ from typing import Any
 from gpulab.core import nvrtc
 from gpulab.exercises import kernel_trace, ptx_shares
 from gpulab.exercises.refuse import module_frame
+from gpulab.exercises.sandbox import starts_watched, thread_name
 
 GATE_MS = 20.0  # how long a gate holds a learner's non-blocking stream (a check's call only)
 _GATE = r"""
@@ -584,6 +585,7 @@ class Watch:
             was_active, watch._active = watch._active, True
             before = _current_streams()
             refused: list[str] = []
+            threads: list[Any] = []
             ran: list[str] = []
             traced = contextlib.ExitStack()
             try:
@@ -596,7 +598,17 @@ class Watch:
                     ran = traced.enter_context(watch.trace.call())
                 with around() if around is not None else nullcontext(refused) as seen:
                     refused = seen
-                    out = fn(*args, **kwargs)
+                    with starts_watched(threads):
+                        out = fn(*args, **kwargs)
+                if threads:
+                    # work left to a thread goes on after the call returns: outside the timed
+                    # window and the check of what the call wrote (a red team's vector-add
+                    # finished its sum on a thread started on the first call)
+                    refused.append(
+                        f"your function started a thread ({thread_name(threads[0])}): work it "
+                        "does after the call returns is outside what the check times and "
+                        "checks; do the work in the call"
+                    )
             except Exception:  # re-raised: the refusal replaces what the learner's code raised
                 traced.close()
                 if refused:  # the refusal, not what the learner's code made of it

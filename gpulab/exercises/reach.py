@@ -75,6 +75,8 @@ REACHING: dict[str, str] = {
         ("get_referrers", "get_referents", "get_objects", "_current_frames"),
         "walks the interpreter's objects: the grader's references live there",
     ),
+    # a red team read a tensor's memory from its C struct (x._cdata plus offsets) through ctypes
+    "_cdata": "reads a tensor's memory through its C struct, past every watch the check keeps",
 }
 # Names harmless alone but not beside the module they come from
 _DYNAMO = "torch._dynamo.utils"
@@ -83,6 +85,11 @@ _FROM_MODULE = {(_DYNAMO, "counters"): f"edits dynamo's counters: {_GRADER}"}
 EXITS = {
     "to_dlpack": "hands the tensor to another library through DLPack, past the check's watch",
     "_to_dlpack": "hands the tensor to another library through DLPack, past the check's watch",
+    # a pointer (x.data_ptr(), which a Triton wrapper may ask for) turned into an array
+    **dict.fromkeys(
+        ("ctypeslib", "UnownedMemory", "from_buffer"),
+        "turns a pointer into an array of another library's, past the check's watch",
+    ),
 }
 
 

@@ -133,7 +133,13 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
             through[0] += 1
             pending.append(bool(getattr(m, "require_backward_grad_sync", False)))
 
+    hooked: list[str] = []  # a communication hook of the learner's, by name
+
     def after_ddp(m: Any, _inputs: Any, _out: Any) -> None:
+        # A Python comm hook replaces DDP's all-reduce of each bucket: one that returns the
+        # bucket unchanged leaves the averaging to the learner's own code
+        for hook, _state in getattr(m, "_comm_hooks", ()) or ():
+            hooked.append(getattr(hook, "__name__", "a hook"))
         if pending and pending.pop() and getattr(m, "require_backward_grad_sync", False):
             synced[0] += 1
             since_step[0] = True
@@ -175,6 +181,7 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
         "synced": synced[0],
         "steps": steps[0],
         "unsynced_steps": steps[1],
+        "hooked": hooked[:1],
         "weights": [p.detach().numpy().copy() for p in model.parameters()],
         "lines": lines,
         "destroyed": not dist.is_initialized(),
@@ -239,6 +246,12 @@ def compare(
                 f"rank {rank} ran {out['forwards'] - out['through_ddp']} of its {out['forwards']} "
                 f"training forwards past DistributedDataParallel{never}: call the wrapped model, "
                 "so that DDP's hooks average the gradients in the backward"
+            )
+        if out.get("hooked"):
+            return api.Mismatch(
+                f"rank {rank}'s DDP has a communication hook of yours ({out['hooked'][0]}): it "
+                "replaces DDP's own averaging of the gradients, which is what this exercise "
+                "teaches; leave DDP's all-reduce as it is (register_comm_hook is ddp-overlap's)"
             )
         if out["forwards"] and not out["synced"]:
             return api.Mismatch(
