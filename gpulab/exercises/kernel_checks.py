@@ -418,3 +418,24 @@ def parallel_rule(n: int, least: int = 256) -> Callable[[list[Any]], str | None]
         return None
 
     return rule
+
+
+def tile_traffic_rule(values: int, what: str) -> Callable[[list[Any]], str | None]:
+    """On the emulator, which counts each launch's shared-memory accesses as they run: a tiled
+    kernel moves at least `values` values through shared memory in a call (each element of a
+    transpose in and out of its tile; each of a matmul's K products' operands read from a
+    tile). A kernel that shares one index through shared memory and does the work from global
+    memory touches it a few times a block. On a GPU the counts are not read (no launch has
+    them); the compiled code's rule stands there."""
+
+    def rule(launches: list[Any]) -> str | None:
+        counted = [la.ran.shared_touches for la in launches if getattr(la, "ran", None)]
+        if not sum(counted) or sum(counted) >= values:
+            return None  # none at all: the shared-memory rule names that, in its own words
+        return (
+            f"your kernels touched shared memory {sum(counted):,} times for {what}: a tiled "
+            f"kernel moves its {what} through its tiles (at least {values:,} shared accesses); "
+            "the values are read from global memory instead"
+        )
+
+    return rule

@@ -52,7 +52,16 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     a, b = case.args["a"], case.args["b"]
     reps = kc.repeats(ctx, a.shape[0] * b.shape[1])
-    return kc.run_guarded(fn, [a, b], (a.shape[0], b.shape[1]), np.float32, repeats=reps)
+    since = kc.calls_so_far(ctx)
+    got = kc.run_guarded(fn, [a, b], (a.shape[0], b.shape[1]), np.float32, repeats=reps)
+    # every output's K products read their two operands from tiles: 2K reads an output, fewer
+    # where a thread keeps a row of the tile in registers for several outputs (the reference:
+    # about K/2); asked at K/16, which a kernel holding one shared index (about 1 an output)
+    # stays under once K > 16
+    outputs, k = a.shape[0] * b.shape[1], a.shape[1]
+    least = outputs * k // 16
+    kc.each_call(ctx, since, kc.tile_traffic_rule(least, f"{outputs:,} outputs of {k} products"))
+    return got
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
