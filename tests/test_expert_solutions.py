@@ -48,7 +48,9 @@ def _cuda_c_exercises() -> list[Path]:
     return [
         ex.folder
         for ex in _EXERCISES.values()
-        if re.search(r'^OWN_KERNEL = (True\b|"raw")', (ex.folder / "check.py").read_text(), re.M)
+        if re.search(
+            r'^OWN_KERNEL = (True\b|"raw"|\("\w+")', (ex.folder / "check.py").read_text(), re.M
+        )
         and "cupy" in ex.needs
     ]
 
