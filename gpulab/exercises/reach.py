@@ -85,15 +85,18 @@ _FROM_MODULE = {(_DYNAMO, "counters"): f"edits dynamo's counters: {_GRADER}"}
 EXITS = {
     "to_dlpack": "hands the tensor to another library through DLPack, past the check's watch",
     "_to_dlpack": "hands the tensor to another library through DLPack, past the check's watch",
-    # a pointer (x.data_ptr(), which a Triton wrapper may ask for) turned into an array
-    **dict.fromkeys(
-        ("ctypeslib", "UnownedMemory", "from_buffer"),
-        "turns a pointer into an array of another library's, past the check's watch",
-    ),
 }
+# For a check that allows a list of operations (tree-reduction, the Triton exercises): a pointer
+# (x.data_ptr(), which a Triton wrapper may ask for) turned into another library's array
+POINTERS = dict.fromkeys(
+    ("ctypeslib", "UnownedMemory", "from_buffer", "from_address", "frombuffer"),
+    "turns a pointer into an array of another library's, past the check's watch",
+)
 
 
-def reaches_for_the_grader(source: str, *, refusing: bool = False) -> str | None:
+def reaches_for_the_grader(
+    source: str, *, refusing: bool = False, allowing: bool = False
+) -> str | None:
     """One line naming the first such name and its line, or None. `refusing`: the check has a
     REFUSE table, so the exits past its modes count too. A file that does not parse is left to
     the load, which reports the syntax error."""
@@ -101,7 +104,9 @@ def reaches_for_the_grader(source: str, *, refusing: bool = False) -> str | None
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    table = {**REACHING, **EXITS} if refusing else REACHING
+    table = {**REACHING, **EXITS} if refusing else dict(REACHING)
+    if allowing:
+        table.update(POINTERS)
     hits = [
         (getattr(node, "lineno", 0), name, why)
         for node in ast.walk(tree)

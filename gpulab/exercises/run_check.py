@@ -137,7 +137,7 @@ def run_check(
     refuse = getattr(check, "ALLOW", None) or getattr(check, "REFUSE", None)
     if refuse:
         watch.around = _refusing(refuse)
-    reaching = _reaching(path, refusing=bool(refuse))
+    reaching = _reaching(path, refusing=bool(refuse), allowing=hasattr(check, "ALLOW"))
     if reaching:
         return _fail(result, "wrong", reaching, t0)
     try:
@@ -350,14 +350,14 @@ def _load_yardstick(ex: Exercise) -> tuple[Any, Any, ys.Choice]:
     return module, fn, choice
 
 
-def _reaching(path: Path, *, refusing: bool) -> str | None:
+def _reaching(path: Path, *, refusing: bool, allowing: bool) -> str | None:
     """The source's first name that reaches for the grader (gpulab.exercises.reach), read before
     any input is made; a file that cannot be read is left to the load, which says why."""
     try:
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    return reaches_for_the_grader(source, refusing=refusing)
+    return reaches_for_the_grader(source, refusing=refusing, allowing=allowing)
 
 
 def _refusing(rule: Any) -> Any:
