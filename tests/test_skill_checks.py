@@ -73,6 +73,12 @@ def test_the_trace_counts_the_learners_kernels_launch_by_launch():
     # a demangled C++ signature is matched by the function's name, not a substring
     assert kernel_trace.foreign(["void scan<256>(float*, int)"], ["scan"]) == []
     assert kernel_trace.foreign(["void rescan(float*)"], ["scan"]) == ["void rescan(float*)"]
+    # the profiler demangles every name: a C kernel named `h` is recorded as "unsigned char"
+    # (histogram's one-thread shortcut on an H200 was named a library kernel for it)
+    assert kernel_trace.foreign(["unsigned char"], ["h"]) == []
+    assert kernel_trace.foreign(["int"], ["i"]) == []
+    assert kernel_trace.foreign(["int"], ["h"]) == ["int"]
+    assert kernel_trace.demangled("histogram") == "histogram"
 
 
 def test_a_copy_counts_only_after_a_learner_kernel_that_returned_an_array():

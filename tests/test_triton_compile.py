@@ -175,7 +175,9 @@ def test_compile_fused_on_the_gpu():
     assert result.verdict == "pass", result.message
     # each fails here too; which rule names it first is the catalog test's (through a worker):
     # in this process, after the compiles above, the saving rule can come first (H200)
-    for w in ex.wrong:
+    shortcuts = [w for w in ex.wrong if not w.cpu_only]
+    assert len(shortcuts) < len(ex.wrong)  # numpy-on-the-large-input does the work on a GPU
+    for w in shortcuts:
         result = _gpu_check(ex, w.path, 3)
         assert result.verdict == "fail", (w.name, result.message)
 

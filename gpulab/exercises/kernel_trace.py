@@ -19,6 +19,9 @@ CuPy, the CPU tests) has its own record (gpulab.emulator.cupy_module), read thro
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
+import functools
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -49,7 +52,34 @@ def _is_own(name: str, own: str) -> bool:
     is the kernel compiled under the learner's name `own`."""
     if not own or _LIBRARY.match(own):
         return False
-    return name == own or re.search(rf"(^|[\s:*&]){re.escape(own)}(\(|<|$)", name) is not None
+    if name == own or name == demangled(own):
+        return True
+    return re.search(rf"(^|[\s:*&]){re.escape(own)}(\(|<|$)", name) is not None
+
+
+@functools.cache
+def demangled(name: str) -> str:
+    """`name` as the trace shows it: the profiler demangles every kernel's name, and a C name
+    that reads as an Itanium type code comes back as that type (a kernel `extern "C" h` is
+    recorded as "unsigned char", `i` as "int"). `name` itself where it demangles to nothing or
+    the C++ runtime's demangler cannot be loaded."""
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
+        libc = ctypes.CDLL(None)
+        fn = lib.__cxa_demangle
+    except (OSError, AttributeError):
+        return name
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+    status = ctypes.c_int(0)
+    out = fn(name.encode(), None, None, ctypes.byref(status))
+    if not out:
+        return name
+    try:
+        text = ctypes.string_at(out).decode(errors="replace")
+    finally:
+        libc.free(ctypes.c_void_p(out))
+    return text if status.value == 0 else name
 
 
 _COPY = re.compile(r"^cupy_copy|^memcpy", re.IGNORECASE)

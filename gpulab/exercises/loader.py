@@ -74,6 +74,9 @@ class Wrong:
     # the kernel runs; a GPU's check reads the compiled code, which cannot show it (a known
     # limit, listed in docs/exercises.md)
     emulator_only: str = ""
+    # "# cpu-only: why" on the second line: a shortcut only where the inputs are on the CPU (a
+    # NumPy path for CPU tensors); on a GPU the same file does the work the exercise asks
+    cpu_only: str = ""
 
     def matches(self, message: str) -> bool:
         """Whether the grader's message names this mistake (any of the alternatives)."""
@@ -452,12 +455,17 @@ def _wrong(path: Path) -> Wrong:
     m = _EXPECT.match(first.strip())
     if not m:
         raise ExerciseFormatError(path, "the first line must be '# expect: <text of the message>'")
-    only = (
-        second.strip().removeprefix("# emulator-only:")
-        if second.startswith("# emulator-only:")
-        else ""
+    limits = {"emulator-only": "", "cpu-only": ""}
+    for key in limits:
+        if second.startswith(f"# {key}:"):
+            limits[key] = second.strip().removeprefix(f"# {key}:").strip()
+    return Wrong(
+        name=path.stem,
+        path=path,
+        expect=m.group(1),
+        emulator_only=limits["emulator-only"],
+        cpu_only=limits["cpu-only"],
     )
-    return Wrong(name=path.stem, path=path, expect=m.group(1), emulator_only=only.strip())
 
 
 def _right(path: Path) -> Right:

@@ -61,11 +61,15 @@ def needs_device(ex) -> bool:
     return bool(set(ex.needs) & {"gpu", "cupy"})
 
 
+def has_cuda() -> bool:
+    """Whether this machine has a CUDA GPU the checks will use."""
+    return any(d.kind == "cuda" for d in inventory().devices)
+
+
 def runs_on_a_gpu_here(ex) -> bool:
     """Whether the check will use this machine's GPU: a Triton exercise runs in the interpreter
     without one and compiled with one, where a known-wrong kernel can fault like any other."""
-    has_cuda = any(d.kind == "cuda" for d in inventory().devices)
-    return needs_device(ex) or (has_cuda and "triton" in ex.needs)
+    return needs_device(ex) or (has_cuda() and "triton" in ex.needs)
 
 
 def check(ex, path, seed):

@@ -105,6 +105,10 @@ def test_wrong_solution_is_rejected(seed, ex, wrong):
         # holds what the emulator saw was never used; the test says so by what it asserts
         assert result.verdict == "pass" or wrong.matches(result.message), result.message
         return
+    if wrong.cpu_only and exercise_checks.has_cuda():
+        # its shortcut is taken on CPU tensors only: on a GPU it does the exercise's work
+        assert result.verdict == "pass" or wrong.matches(result.message), result.message
+        return
     assert result.verdict == "fail", f"{wrong.path} passed: {result.message}"
     assert wrong.matches(result.message), (
         f"{wrong.path}: expected {wrong.expect!r} in {result.message!r}"
