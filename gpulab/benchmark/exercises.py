@@ -6,7 +6,8 @@ Per exercise: our reference solution checked `repeat` times in a row with fresh 
 check's verdict, grade, the learner's speed as a fraction of the yardstick timed in the same
 rounds (with its interval) and of the ceiling, and the library's; how often the grade changed
 from one repeat to the next (a flip: noise deciding a grade); the check latency from submitting
-to the verdict (the first check of the exercise in this worker, and a repeat); every known-wrong
+to the verdict (the first check of the exercise in this worker, and a repeat, which for a
+collective exercise comes `EDIT_PAUSE_S` after the first, as a learner's would); every known-wrong
 solution: rejected, and with the message its `# expect:` line names; every unusual correct one
 (right/): passed. A reference check that fails is a false rejection, counted and kept with its
 message: noise must never decide a verdict.
@@ -37,6 +38,9 @@ from gpulab.exercises.loader import load_catalog
 
 FIRST_CHECK_S = 1.5  # a small kernel exercise, compilation included
 REPEAT_CHECK_S = 0.5
+# Before a collective exercise's repeat check: the seconds a learner takes to edit and save,
+# in which the worker starts the ranks that check will take (NCCL's set-up is 1 to 3 s)
+EDIT_PAUSE_S = 4.0
 SEED = 20260101
 REPEAT = 3  # checks of the reference (and the expert) per exercise by default
 SOAK_SEED = 20270000
@@ -141,6 +145,10 @@ async def _run(
             sys.stderr.write(f"  exercise {ex.id}\n")
             prepare_s = await checker.prepare(ex)
             first, first_s = await checker.check(ex, ex.solution_path, SEED)
+            if ex.ranked:
+                # a learner edits between checks: the worker, idle, starts the ranks the next
+                # check takes (gpulab.core.ranks, "standing by"); back to back it could not
+                await asyncio.sleep(EDIT_PAUSE_S)
             again, repeat_s = await checker.check(ex, ex.solution_path, SEED + 1)
             refs = [first, again] + await _checks(
                 checker, ex, ex.solution_path, SEED + 2, repeat - 2

@@ -3,6 +3,7 @@ multi-process experiment (core/ranks.py)."""
 
 from __future__ import annotations
 
+import os
 import signal
 
 
@@ -17,3 +18,14 @@ def describe_exit(returncode: int) -> tuple[str, int | None, str | None]:
             name, desc = f"signal {-returncode}", f"signal {-returncode}"
         return f"was killed by {name} ({desc.lower()})", None, name
     return f"exited with code {returncode}", returncode, None
+
+
+# Off switch for every process gpulab starts ahead of need (the runner's spare worker, the
+# ranks a collective check keeps standing by): each holds memory while it waits
+NO_STANDBY_ENV = "GPULAB_NO_STANDBY"
+
+
+def standby_off(env: dict[str, str] | None = None) -> bool:
+    """Whether GPULAB_NO_STANDBY is set (in `env`, else this process's environment)."""
+    value = (env or {}).get(NO_STANDBY_ENV, os.environ.get(NO_STANDBY_ENV, ""))
+    return value.strip() in ("1", "true", "yes")

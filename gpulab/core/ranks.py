@@ -17,6 +17,20 @@ And if the process that called `launch` dies (killed, or its own parent died): e
 started with PR_SET_PDEATHSIG = SIGKILL, so the kernel ends them with it. No rank outlives the job.
 
 The environment reaches the ranks unchanged: NCCL's settings (NCCL_*) are whatever the user set.
+
+Ranks standing by. Starting ranks costs seconds (a process each, CUDA's context, NCCL's
+communicator), which a learner checking a collective exercise again and again would pay in every
+check. A launch with `warm=True` takes ranks started ahead of it when a set of its shape (world
+size, backend) stands by, and notes its shape; `replenish()`, called when the caller is idle
+(after a check), makes the sets standing by exactly the shapes taken since: each waits, its
+process group joined and one collective run, for one job, then ends like any other rank. So
+every job still gets fresh processes (nothing of one learner's code reaches the next check),
+the next check finds them started, and nothing starts while a check times. Sets left unused for
+`STANDBY_IDLE_S` are stopped; GPULAB_NO_STANDBY=1 keeps none.
+
+Every rank has an inbox (its own queue) and an outbox (one queue to the launcher), on the rank's
+context: a job that serves commands (gpulab.exercises.rank_pool) uses them, and a rank standing
+by gets its job there.
 """
 
 from __future__ import annotations
@@ -25,6 +39,7 @@ import contextlib
 import ctypes
 import faulthandler
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import pickle
 import queue
@@ -32,14 +47,16 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpulab.core.errors import Cancelled
 from gpulab.core.interval import median_interval
-from gpulab.core.processes import describe_exit
+from gpulab.core.processes import describe_exit, standby_off
 
 # The experiment's Context (gpulab.experiments.base): core sits below experiments, so it is
 # named here and used by what it has (has_cuda, inventory, progress, log, check_cancelled).
@@ -49,6 +66,9 @@ CANCEL_GRACE_S = 0.5  # ranks that ignore a cancel this long are killed (well in
 POLL_S = 0.02
 PR_SET_PDEATHSIG = 1
 RANK_PIDS_ENV = "GPULAB_RANK_PIDS_FILE"  # tests: where launch() writes the rank pids
+STANDBY_IDLE_S = 600.0  # ranks standing by this long unused are stopped (their memory freed)
+STANDBY_POLL_S = 0.25  # a rank standing by looks at its cancel flag this often
+TAKEN_KEPT = 16  # shapes remembered between replenishes (a check takes 4)
 # Imported once in the fork server, so a rank starts with them (see preload)
 _PRELOAD = ["torch", "torch.distributed", __name__]
 
@@ -74,6 +94,8 @@ class RankContext:
     _events: Any = None  # a multiprocessing queue to the parent (None: run by torchrun)
     _cancel: Any = None  # a multiprocessing Event the parent sets on a cancel
     _sent: float = field(default=0.0, repr=False)
+    inbox: Any = None  # this rank's queue from the launcher (None: run by torchrun)
+    outbox: Any = None  # the queue every rank answers the launcher on
 
     def progress(self, fraction: float, message: str = "") -> None:
         """Report progress (rate-limited); only rank 0's reaches the UI."""
@@ -181,6 +203,7 @@ def _rank_main(index: int, spec: dict[str, Any], fn: Callable[..., Any], args: t
     rc = RankContext(
         index, spec["world_size"], backend, device, spec["quick"], events, spec["cancel"]
     )
+    rc.inbox, rc.outbox = spec["inboxes"][index], spec["outbox"]
     kwargs: dict[str, Any] = {}
     if backend == "nccl":
         kwargs["device_id"] = torch.device(device)  # binds the communicator to this rank's GPU
@@ -192,6 +215,12 @@ def _rank_main(index: int, spec: dict[str, Any], fn: Callable[..., Any], args: t
         **kwargs,
     )
     try:
+        if fn is None:  # standing by: the group joined and warmed, the job comes to the inbox
+            _warm(rc)
+            job = _next_job(rc)
+            if job is None:
+                return
+            fn, args, rc.quick = job
         value = fn(rc, *args)
         events.put(("done", index, value))
     except Cancelled:
@@ -200,6 +229,30 @@ def _rank_main(index: int, spec: dict[str, Any], fn: Callable[..., Any], args: t
         if dist.is_initialized():  # a rank's own code may have left the group already
             with contextlib.suppress(Exception):
                 dist.destroy_process_group()
+
+
+def _warm(rc: RankContext) -> None:
+    """One small all-reduce: NCCL builds its communicator and gloo its pairs at the first
+    collective, which a rank standing by pays before its job, not in it."""
+    import torch
+    import torch.distributed as dist
+
+    dist.all_reduce(torch.zeros(1, device=rc.device))
+    rc.synchronize()
+
+
+def _next_job(rc: RankContext) -> tuple[Callable[..., Any], tuple, bool] | None:
+    """What a rank standing by was given: (fn, args, quick), or None when told to stop."""
+    while True:
+        try:
+            message = rc.inbox.get(timeout=STANDBY_POLL_S)
+        except queue.Empty:
+            if rc.cancelled:
+                return None
+            continue
+        if message[0] == "job":
+            return message[1], message[2], message[3]
+        return None
 
 
 def _kill(processes: list[Any]) -> None:
@@ -284,7 +337,175 @@ def preload(*modules: str) -> None:
 def _context(method: str) -> Any:
     mp = multiprocessing.get_context(method)
     mp.set_forkserver_preload(list(_PRELOAD))
+    _fork_server_running()
     return mp
+
+
+_keeper_lock = threading.Lock()
+_keeper: ThreadPoolExecutor | None = None
+
+
+def _fork_server_running() -> None:
+    """Start the fork server (if it is not running) from a thread that lives as long as this
+    process. PDEATHSIG follows the thread that started a process, not the process: a server
+    started from a rank pool's thread was killed when that pool ended, and the next launch
+    read "unexpected EOF" from it (and ranks standing by, its children, died with it)."""
+    global _keeper
+    with _keeper_lock:
+        if _keeper is None:
+            _keeper = ThreadPoolExecutor(1, thread_name_prefix="gpulab-forkserver")
+    _keeper.submit(multiprocessing.forkserver.ensure_running).result()
+
+
+class _Ranks:
+    """One set of started ranks and their plumbing (queues, cancel flag, store folder)."""
+
+    def __init__(
+        self,
+        world_size: int,
+        backend: str,
+        quick: bool,
+        fn: Callable[..., Any] | None,
+        args: tuple,
+    ) -> None:
+        import torch.multiprocessing as tmp
+
+        self.shape = (world_size, backend, quick)
+        method = _start_method(backend)
+        mp = _context(method)
+        self.events = mp.Queue()
+        self.cancel = mp.Event()
+        self.inboxes = [mp.Queue() for _ in range(world_size)]
+        self.outbox = mp.Queue()
+        self.folder = tempfile.mkdtemp(prefix="gpulab-ranks-")
+        spec = {
+            "parent": os.getpid(),
+            "backend": backend,
+            "world_size": world_size,
+            "store": os.path.join(self.folder, "store"),
+            "quick": quick,
+            "events": self.events,
+            "cancel": self.cancel,
+            "inboxes": self.inboxes,
+            "outbox": self.outbox,
+        }
+        self.context = tmp.start_processes(
+            _rank_main, args=(spec, fn, args), nprocs=world_size, join=False, start_method=method
+        )
+        self.processes = list(self.context.processes)
+        pids_file = os.environ.get(RANK_PIDS_ENV)
+        if pids_file:  # every rank started, standing by or not: tests look for leftovers
+            with open(pids_file, "a", encoding="utf-8") as f:
+                f.write(" ".join(str(p.pid) for p in self.processes) + "\n")
+
+    def usable(self) -> bool:
+        """Every rank still there, none ended (a rank standing by may have failed to start, or
+        been killed: its exit code reaches us through the fork server a moment after the
+        process is gone, so the process table is asked too)."""
+        return all(p.exitcode is None and _running(p.pid) for p in self.processes)
+
+    def give(self, fn: Callable[..., Any], args: tuple, quick: bool) -> None:
+        """Hand a set standing by its job."""
+        for q in self.inboxes:
+            q.put(("job", fn, args, quick))
+
+    def close(self) -> None:
+        """End the ranks still there and free what they used."""
+        for q in self.inboxes:
+            with contextlib.suppress(Exception):
+                q.put(("stop",))
+        self.cancel.set()
+        _kill(self.processes)
+        for q in (self.events, self.outbox, *self.inboxes):
+            with contextlib.suppress(Exception):
+                q.close()
+                q.cancel_join_thread()  # a rank gone must not hold this process at its exit
+        for path in self.context.error_files:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)  # no /proc (not Linux): alive or not, zombie or not
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return state not in ("Z", "X")
+
+
+_standby_lock = threading.Lock()
+_standing: list[_Ranks] = []  # sets started ahead, each waiting for one job
+_taken: list[tuple[int, str, bool]] = []  # shapes warm launches took since the last replenish
+_idle_timer: threading.Timer | None = None
+
+
+def _take(shape: tuple[int, str, bool]) -> _Ranks | None:
+    with _standby_lock:
+        _taken.append(shape)
+        del _taken[:-TAKEN_KEPT]  # a caller that never replenishes keeps only the latest
+        for i, held in enumerate(_standing):
+            if held.shape == shape:
+                del _standing[i]
+                break
+        else:
+            return None
+    if held.usable():
+        return held
+    held.close()
+    return None
+
+
+def replenish(start: bool = True) -> None:
+    """Make the ranks standing by exactly the shapes that warm launches took since the last
+    call (none: every set stops). Call it when idle: a set starting takes CPU and, on NCCL, GPU
+    memory and a communicator's set-up. `start=False` (not idle: a job is waiting) only
+    stops the sets not wanted."""
+    global _idle_timer
+    with _standby_lock:
+        wanted = [] if standby_off() else list(_taken)
+        _taken.clear()
+        keep, stop = [], []
+        for held in _standing:
+            if held.shape in wanted and held.usable():
+                wanted.remove(held.shape)
+                keep.append(held)
+            else:
+                stop.append(held)
+        for world_size, backend, quick in wanted if start else []:
+            keep.append(_Ranks(world_size, backend, quick, None, ()))
+        _standing[:] = keep
+        if _idle_timer is not None:
+            _idle_timer.cancel()
+        _idle_timer = None
+        if keep:
+            _idle_timer = threading.Timer(STANDBY_IDLE_S, drop_standby)
+            _idle_timer.daemon = True
+            _idle_timer.start()
+    for held in stop:
+        held.close()
+
+
+def drop_standby() -> None:
+    """Stop every set of ranks standing by."""
+    with _standby_lock:
+        stop = list(_standing)
+        _standing.clear()
+    for held in stop:
+        held.close()
+
+
+def standing_by() -> list[tuple[tuple[int, str, bool], list[int]]]:
+    """The sets standing by now: each one's shape (world size, backend, quick) and pids."""
+    with _standby_lock:
+        return [(held.shape, [p.pid for p in held.processes]) for held in _standing]
 
 
 def launch(
@@ -294,33 +515,24 @@ def launch(
     args: tuple = (),
     *,
     backend: str | None = None,
+    warm: bool = False,
+    on_start: Callable[[list[Any], Any], None] | None = None,
 ) -> list[Any]:
-    """Run `fn(rank_ctx, *args)` on `world_size` ranks; the values they returned, in rank order."""
-    import torch.multiprocessing as tmp
+    """Run `fn(rank_ctx, *args)` on `world_size` ranks; the values they returned, in rank order.
 
+    `warm`: take a set of ranks standing by if one has this shape (see the module doc).
+    `on_start(inboxes, outbox)`: called once the ranks are there, with their queues."""
     backend = backend or backend_for(ctx)
-    method = _start_method(backend)
-    mp = _context(method)
-    events = mp.Queue()
-    cancel = mp.Event()
-    folder = tempfile.mkdtemp(prefix="gpulab-ranks-")
-    spec = {
-        "parent": os.getpid(),
-        "backend": backend,
-        "world_size": world_size,
-        "store": os.path.join(folder, "store"),
-        "quick": ctx.quick,
-        "events": events,
-        "cancel": cancel,
-    }
-    context = tmp.start_processes(
-        _rank_main, args=(spec, fn, args), nprocs=world_size, join=False, start_method=method
-    )
-    processes = list(context.processes)
-    pids_file = os.environ.get(RANK_PIDS_ENV)
-    if pids_file:
-        with open(pids_file, "a", encoding="utf-8") as f:
-            f.write(" ".join(str(p.pid) for p in processes) + "\n")
+    shape = (world_size, backend, bool(ctx.quick))
+    ranks_ = _take(shape) if warm else None
+    if ranks_ is not None:
+        ranks_.give(fn, args, bool(ctx.quick))
+    else:
+        ranks_ = _Ranks(world_size, backend, bool(ctx.quick), fn, args)
+    processes, context = ranks_.processes, ranks_.context
+    events, cancel = ranks_.events, ranks_.cancel
+    if on_start is not None:
+        on_start(ranks_.inboxes, ranks_.outbox)
     fractions = [0.0] * world_size
     messages = [""] * world_size
     shown = ""
@@ -347,6 +559,10 @@ def launch(
                 ctx.measurement(rest[0])
             elif kind == "done":
                 values[rank] = rest[0]
+                if len(values) == world_size and cancel_at is None:
+                    # every answer is in: what is left of the ranks is leaving their group and
+                    # exiting (a tenth of a second a check), which `close` cuts short
+                    return [values[r] for r in range(world_size)]
             elif kind == "cancelled":
                 cancel_at = cancel_at or time.monotonic()
             if kind:
@@ -377,10 +593,4 @@ def launch(
             if cancel_at is not None and time.monotonic() - cancel_at > CANCEL_GRACE_S:
                 _kill(processes)
     finally:
-        _kill(processes)
-        events.close()
-        events.cancel_join_thread()
-        for path in context.error_files:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-        shutil.rmtree(folder, ignore_errors=True)
+        ranks_.close()

@@ -164,16 +164,31 @@ def case(ctx: api.Context, world: int, ns: Sequence[int], unit: str = "values ea
     return api.Case(name, {"seed": seed, "sizes": list(ns), "world": world, "backend": be})
 
 
-def inputs(case_: api.Case) -> list[np.ndarray]:
-    """Every size's inputs, one row per rank (the same on every rank and in the grader)."""
-    a = case_.args
-    rng = np.random.default_rng(a["seed"])
-    return [rng.standard_normal((a["world"], n), dtype=np.float32) for n in a["sizes"]]
+def row(case_: api.Case, k: int, rank: int, n: int, part: int = 0) -> np.ndarray:
+    """Rank `rank`'s float32 input of size index `k` (n values, uniform in [-1, 1)), from a
+    stream of its own: a rank draws only its own row, the grader each row once. `part` tells
+    two inputs of one rank apart."""
+    rng = np.random.default_rng([case_.args["seed"], k, rank, part])
+    x = rng.random(n, dtype=np.float32)
+    x *= 2
+    x -= 1
+    return x
+
+
+def inputs(case_: api.Case, rank: int) -> list[np.ndarray]:
+    """Rank `rank`'s input of every size."""
+    return [row(case_, k, rank, n) for k, n in enumerate(case_.args["sizes"])]
 
 
 def sums(case_: api.Case) -> list[np.ndarray]:
     """The reference: the sum over the ranks of every size's inputs, in float64."""
-    return [x.astype(np.float64).sum(axis=0) for x in inputs(case_)]
+    out = []
+    for k, n in enumerate(case_.args["sizes"]):
+        total = np.zeros(n, dtype=np.float64)
+        for rank in range(case_.args["world"]):
+            total += row(case_, k, rank, n)
+        out.append(total)
+    return out
 
 
 def compare_ranks(
@@ -187,7 +202,6 @@ def compare_ranks(
     """The first rank and size whose output `what` differs from `pick(want, rank, world)`;
     an output left as its input is named."""
     world = len(got)
-    xs = inputs(case_)
     for k, w in enumerate(want):
         for rank in range(world):
             out = got[rank][k]
@@ -195,9 +209,9 @@ def compare_ranks(
             bad = api.compare_arrays(expect, out, name=what, rtol=RTOL, atol=ATOL)
             if bad is None:
                 continue
-            n = xs[k].shape[1]
+            n = case_.args["sizes"][k]
             bad.message = f"rank {rank}, {n:,} values: {bad.message}"
-            if out.shape == xs[k][rank].shape and np.array_equal(out, xs[k][rank]):
+            if out.shape == (n,) and np.array_equal(out, row(case_, k, rank, n)):
                 bad.message += f" ({what} is its input, unchanged)"
             return bad
     return None

@@ -115,6 +115,7 @@ class Exercise:
     timed: bool = field(default=False)  # check.py defines timing()
     intensity: Intensity | None = None  # FLOPs and bytes of the graded work (exercise.md)
     ceiling: str = ""  # the calibrated figure a GPU grades against: copy, h2d, matmul:fp16...
+    ranked: bool = False  # check.py defines rank(): the learner's function runs on N ranks
 
     @property
     def graded_by_speed(self) -> bool:
@@ -362,6 +363,7 @@ def load_exercise(folder: Path) -> Exercise:
         entry=entry,
         timed="timing" in names,
         ceiling=ceiling,
+        ranked="rank" in names,
     )
 
 

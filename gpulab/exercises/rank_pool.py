@@ -23,7 +23,6 @@ pool is garbage, or with the process that started them (PR_SET_PDEATHSIG, gpulab
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import queue
 import threading
 import time
@@ -43,12 +42,10 @@ class PoolFailed(CheckError):
     """A rank's command failed, a rank died, or the ranks stopped answering; the pool is closed."""
 
 
-def _shutdown(commands: list[Any], stop: threading.Event, thread: threading.Thread | None) -> None:
-    for q in commands:
+def _shutdown(channels: list[Any], stop: threading.Event, thread: threading.Thread | None) -> None:
+    for q in channels[0] if channels else []:
         with contextlib.suppress(Exception):
             q.put(("stop", ()))
-            q.close()
-            q.cancel_join_thread()  # a rank already gone must not hold this process at its exit
     if thread is not None and thread.is_alive():
         thread.join(STOP_GRACE_S)
     stop.set()  # ranks still there are killed by the launcher
@@ -72,8 +69,8 @@ class RankPool:
         self.closed = False
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self._commands: list[Any] = []
-        self._replies: Any = None
+        self._channels: list[Any] = []  # the ranks' inboxes and their outbox, once started
+        self._ready = threading.Event()
         self._finalizer: Any = None
 
     def register(self, path: str, text: str, entry: str) -> int:
@@ -84,26 +81,28 @@ class RankPool:
         return len(self.files) - 1
 
     def _start(self) -> None:
-        mp = multiprocessing.get_context("forkserver")
-        self._commands = [mp.Queue() for _ in range(self.world)]
-        self._replies = mp.Queue()
-        job = (*self.check, self.files, self._commands, self._replies)
+        job = (*self.check, self.files)
         ctx = Context(is_cancelled=self._stop.is_set)
         # The thread must not hold the pool itself, or a pool no one holds any more would never
         # be garbage, and its finalizer never stop the ranks
         world, backend, failures = self.world, self.backend, self._failures
+        channels, ready = self._channels, self._ready
+
+        def started(inboxes: list[Any], outbox: Any) -> None:
+            channels.extend([inboxes, outbox])
+            ready.set()
 
         def run() -> None:
             try:
-                ranks.launch(ctx, _serve, world, job, backend=backend)
+                ranks.launch(ctx, _serve, world, job, backend=backend, warm=True, on_start=started)
             except BaseException as exc:  # noqa: BLE001 - reported by the next ask
                 failures.append(exc)
+            finally:
+                ready.set()
 
         self._thread = threading.Thread(target=run, name="gpulab-rank-pool", daemon=True)
         self._thread.start()
-        self._finalizer = weakref.finalize(
-            self, _shutdown, self._commands, self._stop, self._thread
-        )
+        self._finalizer = weakref.finalize(self, _shutdown, channels, self._stop, self._thread)
 
     def ask(self, command: str, *args: Any) -> list[Any]:
         """Every rank's answer to `command`, in rank order; PoolFailed if any rank failed."""
@@ -111,14 +110,20 @@ class RankPool:
             raise PoolFailed("the ranks were stopped already")
         if self._thread is None:
             self._start()
-        for q in self._commands:
+        self._ready.wait()
+        if not self._channels:
+            self.close()
+            why = str(self._failures[0]) if self._failures else "the ranks did not start"
+            raise PoolFailed(why)
+        inboxes, replies = self._channels
+        for q in inboxes:
             q.put((command, args))
         answers: dict[int, Any] = {}
         errors: dict[int, str] = {}
         end = time.monotonic() + self.deadline_s
         while len(answers) + len(errors) < self.world:
             try:
-                rank, ok, value = self._replies.get(timeout=POLL_S)
+                rank, ok, value = replies.get(timeout=POLL_S)
             except queue.Empty:
                 if self._thread is not None and not self._thread.is_alive():
                     self.close()
@@ -160,20 +165,12 @@ def _first(errors: dict[int, str]) -> str:
     return f"rank {rank}: {errors[rank]}"
 
 
-def _serve(
-    rc: Any,
-    check_file: str,
-    check_text: str,
-    files: list[tuple[str, str, str]],
-    commands: list[Any],
-    replies: Any,
-) -> None:
+def _serve(rc: Any, check_file: str, check_text: str, files: list[tuple[str, str, str]]) -> None:
     check, functions = ranked.load_in_rank(rc, check_file, check_text, files)
     state = check.pool_start(rc, functions)
-    inbox = commands[rc.rank]
     while True:
         try:
-            command, args = inbox.get(timeout=POLL_S)
+            command, args = rc.inbox.get(timeout=POLL_S)
         except queue.Empty:
             rc.check_cancelled()
             continue
@@ -182,8 +179,8 @@ def _serve(
         try:
             value = getattr(state, command)(*args)
         except CheckError as exc:
-            replies.put((rc.rank, False, str(exc)))
+            rc.outbox.put((rc.rank, False, str(exc)))
         except Exception as exc:  # noqa: BLE001 - the check's own failure, said as such
-            replies.put((rc.rank, False, f"{type(exc).__name__}: {exc}"))
+            rc.outbox.put((rc.rank, False, f"{type(exc).__name__}: {exc}"))
         else:
-            replies.put((rc.rank, True, value))
+            rc.outbox.put((rc.rank, True, value))

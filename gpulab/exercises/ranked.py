@@ -68,7 +68,7 @@ def launch(
     end = time.monotonic() + deadline_s if deadline_s else None
     ctx = Context(is_cancelled=(lambda: time.monotonic() > end) if end else None)
     try:
-        return ranks.launch(ctx, _rank_entry, world_size, job, backend=backend)
+        return ranks.launch(ctx, _rank_entry, world_size, job, backend=backend, warm=True)
     except Cancelled:
         raise Stuck(f"the {world_size} ranks had not finished after {deadline_s:g} s") from None
 

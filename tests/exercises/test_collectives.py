@@ -5,6 +5,7 @@ hooks)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import textwrap
 import time
@@ -255,3 +256,42 @@ def test_a_collective_is_read_against_the_library_not_one_devices_memory(monkeyp
     out = speed._ceiling(SimpleNamespace(), actx, SimpleNamespace(ceiling=pk.LINK), [300.0])
     assert out["value"] is None and "links between GPUs" in out["why"]
     assert pk.peak_for(pk.Peaks.__new__(pk.Peaks), pk.LINK) is None
+
+
+def _pids_in(path: Path) -> list[int]:
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+async def test_a_repeat_check_through_the_worker_runs_on_ranks_it_started_while_idle(tmp_path):
+    """After a collective check the worker, idle, starts the ranks the next check will take
+    (gpulab.core.ranks, standing by); the next check takes them, and a job that takes none (an
+    experiment, another exercise) leaves none standing by."""
+    from gpulab.ex.session import Checker
+
+    ex = find("ring-allreduce")
+    pids_file = tmp_path / "pids"
+    env = {ranks.RANK_PIDS_ENV: str(pids_file)}  # the spare worker is off by the flag below
+    async with Checker(quick=True, standby=False, env=env) as c:
+        await c.client.wait_ready(120)
+        result, _ = await c.check(ex, ex.solution_path, 1)
+        assert result.passed, result.message
+        used = set(_pids_in(pids_file))
+        end = time.monotonic() + 60
+        while len(set(_pids_in(pids_file)) - used) < 2 + 3 + 4 + 2 and time.monotonic() < end:
+            await asyncio.sleep(0.05)  # three cases' ranks and the timing pool's, started after it
+        waiting = set(_pids_in(pids_file)) - used
+        assert len(waiting) == 11 and all(_alive(p) for p in waiting)
+        result, _ = await c.check(ex, ex.solution_path, 2)
+        assert result.passed, result.message
+        # each set serves one job: had the check started its own, these would stand by still
+        end = time.monotonic() + 10
+        while any(_alive(p) for p in waiting) and time.monotonic() < end:
+            await asyncio.sleep(0.05)
+        assert not any(_alive(p) for p in waiting)
+        job = await c.client.submit("allreduce", {"ranks": 2, "max_bytes": 64})
+        final = await job.wait()
+        assert final["type"] == "result", final
+        end = time.monotonic() + 10
+        while any(_alive(p) for p in _pids_in(pids_file)) and time.monotonic() < end:
+            await asyncio.sleep(0.05)
+        assert not any(_alive(p) for p in _pids_in(pids_file))

@@ -10,23 +10,21 @@ measurement.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import time
 from collections.abc import Callable
 
+from gpulab.core.processes import standby_off
 from gpulab.runner.client.handle import WorkerProcess
 
 SPARE_DELAY_S = 0.5  # the worker idles this long before a spare starts (not in `gpulab run`)
-NO_STANDBY_ENV = "GPULAB_NO_STANDBY"
 MAX_SPARE_FAILURES = 3  # spares dying before their `standby` note: stop starting them
 
 
 def standby_wanted(flag: bool, env: dict[str, str]) -> bool:
     """The constructor's flag, unless GPULAB_NO_STANDBY=1 (in the given env or this process's)."""
-    off = env.get(NO_STANDBY_ENV, os.environ.get(NO_STANDBY_ENV, ""))
-    return flag and off.strip() not in ("1", "true", "yes")
+    return flag and not standby_off(env)
 
 
 class SparePool:

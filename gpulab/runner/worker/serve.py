@@ -37,7 +37,7 @@ import traceback
 from typing import Any, TextIO
 
 from gpulab.core import events as ev
-from gpulab.core import memory, peaks
+from gpulab.core import memory, peaks, ranks
 from gpulab.core.devices import detect
 from gpulab.experiments.inline import run_job
 from gpulab.runner.protocol import PROTOCOL, FrameWriter, read_frame
@@ -188,6 +188,11 @@ class Worker:
                         traceback=traceback.format_exc(),
                     )
                 )
+            # Idle: the ranks the job took (a collective check's) stand by again for the next
+            # check, started while the learner edits; any other job stops them. A set that
+            # cannot start leaves the next check to start its own.
+            with contextlib.suppress(Exception):
+                ranks.replenish(start=self.commands.empty())
 
     # --- one job --------------------------------------------------------------------------------
     def send_event(self, event: dict[str, Any]) -> None:

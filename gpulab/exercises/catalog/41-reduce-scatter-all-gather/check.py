@@ -38,21 +38,25 @@ def cases(ctx: api.Context) -> list[api.Case]:
     return [cc.case(ctx, w, [*cc.EDGE, ctx.big(4, w * w)], "values a chunk") for w in cc.WORLDS]
 
 
-def _inputs(case: api.Case) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per chunk size: x (a row of world chunks per rank) and all_gather's own input chunks."""
-    rng = np.random.default_rng(case.args["seed"])
+def _inputs(case: api.Case, rank: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per chunk size: rank `rank`'s x (world chunks) and its own chunk for all_gather."""
     w = case.args["world"]
     return [
-        (
-            rng.standard_normal((w, w * c), dtype=np.float32),
-            rng.standard_normal((w, c), dtype=np.float32),
-        )
-        for c in case.args["sizes"]
+        (cc.row(case, k, rank, w * c), cc.row(case, k, rank, c, part=1))
+        for k, c in enumerate(case.args["sizes"])
     ]
 
 
 def expected(case: api.Case, ctx: api.Context) -> list[tuple[np.ndarray, np.ndarray]]:
-    return [(x.astype(np.float64).sum(axis=0), g.reshape(-1)) for x, g in _inputs(case)]
+    w = case.args["world"]
+    out = []
+    for k, c in enumerate(case.args["sizes"]):
+        total = np.zeros(w * c, dtype=np.float64)
+        for r in range(w):
+            total += cc.row(case, k, r, w * c)
+        every = np.concatenate([cc.row(case, k, r, c, part=1) for r in range(w)])
+        out.append((total, every))
+    return out
 
 
 def before_load(rc: Any) -> None:
@@ -65,12 +69,12 @@ def rank(rc: Any, fn: Any, case: api.Case) -> list[dict[str, Any]]:
 
     gather = cc.partner(fn, "all_gather")
     out = []
-    for x_all, g_all in _inputs(case):
-        w, c = case.args["world"], g_all.shape[1]
-        x = torch.from_numpy(x_all[rc.rank].copy()).to(rc.device)
+    for x_mine, g_mine in _inputs(case, rc.rank):
+        w, c = case.args["world"], g_mine.shape[0]
+        x = torch.from_numpy(x_mine.copy()).to(rc.device)
         mine = torch.full((c,), float("nan"), device=rc.device)
         cc.call(fn, mine, x)
-        chunk = torch.from_numpy(g_all[rc.rank].copy()).to(rc.device)
+        chunk = torch.from_numpy(g_mine.copy()).to(rc.device)
         every = torch.full((w * c,), float("nan"), device=rc.device)
         cc.call(gather, every, chunk)
         cc.sync(rc.device)
@@ -78,8 +82,8 @@ def rank(rc: Any, fn: Any, case: api.Case) -> list[dict[str, Any]]:
             {
                 "mine": mine.cpu().numpy(),
                 "every": every.cpu().numpy(),
-                "x_kept": bool(np.array_equal(x.cpu().numpy(), x_all[rc.rank])),
-                "chunk_kept": bool(np.array_equal(chunk.cpu().numpy(), g_all[rc.rank])),
+                "x_kept": bool(np.array_equal(x.cpu().numpy(), x_mine)),
+                "chunk_kept": bool(np.array_equal(chunk.cpu().numpy(), g_mine)),
             }
         )
     return out
