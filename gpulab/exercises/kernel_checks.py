@@ -372,9 +372,19 @@ def shared_bytes(launch: Any) -> int | None:
     return None if static is None else static + int(launch.shared_dynamic)
 
 
+def dims(d: Any) -> tuple[int, ...]:
+    """A launch's grid or block as CuPy takes it (an int, a tuple; None: 1), as a tuple."""
+    return tuple(int(x) for x in d) if isinstance(d, tuple | list) else (int(d or 1),)
+
+
+def xy(d: Any) -> tuple[int, int]:
+    """(x, y) of a launch's grid or block (y 1 where it has one dimension)."""
+    v = dims(d)
+    return v[0], (v[1] if len(v) > 1 else 1)
+
+
 def block_threads(launch: Any) -> int:
-    block = launch.block if isinstance(launch.block, tuple | list) else (launch.block or 1,)
-    return int(np.prod([int(d) for d in block], dtype=np.int64))
+    return int(np.prod(dims(launch.block), dtype=np.int64))
 
 
 def launch_threads(launch: Any) -> int:
@@ -382,8 +392,7 @@ def launch_threads(launch: Any) -> int:
     ElementwiseKernel or ReductionKernel, whose launch CuPy sizes, counts as one)."""
     if launch.grid is None and launch.block is None:
         return 1
-    grid = launch.grid if isinstance(launch.grid, tuple | list) else (launch.grid or 1,)
-    return int(np.prod([int(d) for d in grid], dtype=np.int64)) * block_threads(launch)
+    return int(np.prod(dims(launch.grid), dtype=np.int64)) * block_threads(launch)
 
 
 def each_call(ctx: api.Context, since: int, rule: Callable[[list[Any]], str | None]) -> None:

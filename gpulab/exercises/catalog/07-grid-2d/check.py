@@ -27,12 +27,6 @@ SHAPES = ((1, 1), (1, 33), (2, 31), (31, 33), (33, 1023), (1025, 31), (257, 1023
 ONE_BLOCK_Y = 128
 
 
-def _dims(d: Any) -> tuple[int, int]:
-    """(x, y) of a launch's grid or block as CuPy takes it (an int, a tuple; None: 1)."""
-    v = tuple(int(x) for x in d) if isinstance(d, tuple | list) else (int(d or 1),)
-    return v[0], (v[1] if len(v) > 1 else 1)
-
-
 def shape_rule(ctx: api.Context, rows: int, cols: int) -> str | None:
     """Why the last call's launches are not a 2-D grid of 2-D blocks, or None. On a matrix of
     more than one row and column some launch must have 2-D blocks (blockDim.y > 1), and where
@@ -46,19 +40,19 @@ def shape_rule(ctx: api.Context, rows: int, cols: int) -> str | None:
     if not launches:
         return None  # no kernel of theirs: OWN_KERNEL says so
     shown = ", ".join(
-        f"{la.kernel} grid {_dims(la.grid)[0]} x {_dims(la.grid)[1]}, block "
-        f"{_dims(la.block)[0]} x {_dims(la.block)[1]}"
+        f"{la.kernel} grid {kc.xy(la.grid)[0]} x {kc.xy(la.grid)[1]}, block "
+        f"{kc.xy(la.block)[0]} x {kc.xy(la.block)[1]}"
         for la in launches[:2]
     )
-    two_d = [la for la in launches if _dims(la.block)[1] > 1]
+    two_d = [la for la in launches if kc.xy(la.block)[1] > 1]
     if not two_d:
         return (
             f"your launch is not 2-D ({shown}): this exercise asks for a 2-D grid of 2-D blocks "
             "(blockDim.y > 1), x along the columns and y down the rows"
         )
     tall = min(rows, cols)
-    if all(tall > max(ONE_BLOCK_Y, _dims(la.block)[1]) for la in two_d) and not any(
-        _dims(la.grid)[1] > 1 for la in two_d
+    if all(tall > max(ONE_BLOCK_Y, kc.xy(la.block)[1]) for la in two_d) and not any(
+        kc.xy(la.grid)[1] > 1 for la in two_d
     ):
         return (
             f"your grid is not 2-D on a {rows} x {cols} matrix ({shown}): this exercise asks for "
