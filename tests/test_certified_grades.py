@@ -276,6 +276,43 @@ def test_a_slowed_yardstick_is_graded_against_its_record_and_the_record_never_dr
     assert "reached 100 GB/s on this device" in ys.words(ex, key)
 
 
+def test_a_grade_against_the_record_shows_the_records_interval(monkeypatch, tmp_path):
+    """A slowed yardstick: the figure is your speed over its record here, and so is the
+    interval beside it (a CPU check showed "0.89 [0.96-1.34]": the record's figure with the
+    paired rounds' interval)."""
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(ys, "key_for", lambda *a, **k: "cpu-test")
+    ex = find("vector-add")
+    choice = ys.choose(ex)
+    ys.observe(ex, choice, "cpu-test", value=100.0, fraction=0.9, metric="GB/s", ceiling="copy")
+    yours = [0.0120, 0.0125, 0.0130, 0.0124, 0.0126, 0.0122, 0.0128, 0.0125, 0.0127]  # ~80 GB/s
+    times = {speed.YOU: yours, speed.YARD: [0.02] * 9}  # the yardstick at 50 of its 100 GB/s
+    rounds = SimpleNamespace(times=times)
+    rounds.ratios = lambda num, den: Rounds.ratios(rounds, num, den)
+    out = {
+        "metric": "GB/s",
+        "work": 1e9,
+        "yardstick": {"fraction": 0.5},
+        "ceiling": {"name": "copy"},
+    }
+    actx = SimpleNamespace(device_index=0, gpu=False, cupy=False, quick=True)
+    yard = SimpleNamespace(choice=choice)
+    speed._grade_by_yardstick(
+        out, rounds, ex, yard, SimpleNamespace(inventory=None), actx, 80.0, 50.0, {}
+    )
+    r = out["of_yardstick"]
+    assert r["basis"] == "record" and r["figure"] == pytest.approx(0.8, abs=0.01)
+    assert r["lo"] <= r["figure"] <= r["hi"] < 1.0  # not the paired rounds' 1.5-1.7
+    assert "below its best here (100)" in out["yardstick"]["slowed"]
+    # a yardstick at its usual speed: the paired rounds, as always
+    times[speed.YARD] = [0.0105] * 9
+    speed._grade_by_yardstick(
+        out, rounds, ex, yard, SimpleNamespace(inventory=None), actx, 80.0, 95.2, {}
+    )
+    assert out["of_yardstick"]["basis"] == "rounds"
+    assert out["of_yardstick"]["lo"] <= out["of_yardstick"]["figure"] <= out["of_yardstick"]["hi"]
+
+
 # ------------------------------------------------------------------------- the ratio rules
 
 

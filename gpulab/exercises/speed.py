@@ -353,9 +353,13 @@ def _grade_by_yardstick(
     slowed = ""
     if kept and yard_value and value and float(kept.get("value") or 0) > 0:
         best = float(kept["value"])
-        if yard_value < ys.SLOWED * best:
-            # Something slowed the yardstick in this check: grade against its record here
-            figure = min(figure, value / best)
+        rates = [_rate(out["work"], t, out["metric"]) for t in rounds.times[YOU]]
+        of_best = median_interval([r / best for r in rates if r])
+        if yard_value < ys.SLOWED * best and of_best.median < figure:
+            # Something slowed the yardstick in this check: grade against its record here,
+            # the interval too (your speed each round over the record), or the line would
+            # show one figure with another's interval
+            ratio, figure = of_best, of_best.median
             basis = "record"
             slowed = (
                 f"{yard.choice.words} ran at {yard_value:,.4g} {out['metric']} in this check, "
