@@ -154,9 +154,8 @@ async def test_a_multi_rank_job_through_the_worker(tmp_path):
 
 @pytest.fixture
 def no_standby_left():
-    ranks.replenish(start=False)  # what warm launches of earlier tests in this process took
+    ranks.drop_standby()  # and what warm launches of earlier tests in this process took
     yield
-    ranks.replenish()  # nothing taken since: every set standing by stops
     ranks.drop_standby()
 
 
@@ -188,7 +187,7 @@ def test_a_warm_launch_takes_the_ranks_standing_by_and_each_job_gets_fresh_ones(
     assert wait_gone(kept, 2.0) == []  # the 2-rank set stood by for a shape no longer taken
 
 
-def test_a_launch_that_is_not_warm_uses_none_and_any_other_job_stops_them(
+def test_a_launch_that_is_not_warm_uses_none_and_a_job_that_takes_none_stops_them(
     monkeypatch, no_standby_left
 ):
     monkeypatch.delenv("GPULAB_NO_STANDBY", raising=False)
@@ -198,7 +197,9 @@ def test_a_launch_that_is_not_warm_uses_none_and_any_other_job_stops_them(
     cold = ranks.launch(Context(), rank_fns.sum_of_ranks, 2, (1.0,), backend="gloo")
     assert not {v["pid"] for v in cold} & set(waiting)  # an experiment's ranks are its own
     assert _standing_pids() == waiting
-    ranks.replenish()  # the job after took none: an experiment, a kernel exercise
+    ranks.replenish()  # a check that took none (it failed before its ranks): they stay
+    assert _standing_pids() == waiting
+    ranks.drop_standby()  # what the worker does before a job that takes none
     assert ranks.standing_by() == [] and wait_gone(waiting, 2.0) == []
 
 

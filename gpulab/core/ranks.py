@@ -25,8 +25,9 @@ size, backend) stands by, and notes its shape; `replenish()`, called when the ca
 (after a check), makes the sets standing by exactly the shapes taken since: each waits, its
 process group joined and one collective run, for one job, then ends like any other rank. So
 every job still gets fresh processes (nothing of one learner's code reaches the next check),
-the next check finds them started, and nothing starts while a check times. Sets left unused for
-`STANDBY_IDLE_S` are stopped; GPULAB_NO_STANDBY=1 keeps none.
+the next check finds them started, and nothing starts while a check times. A job that takes no
+ranks stops them before it runs (`drop_standby`: their memory would move its figures); so do
+`STANDBY_IDLE_S` unused and GPULAB_NO_STANDBY=1.
 
 Every rank has an inbox (its own queue) and an outbox (one queue to the launcher), on the rank's
 context: a job that serves commands (gpulab.exercises.rank_pool) uses them, and a rank standing
@@ -465,11 +466,13 @@ def _take(shape: tuple[int, str, bool]) -> _Ranks | None:
 
 def replenish(start: bool = True) -> None:
     """Make the ranks standing by exactly the shapes that warm launches took since the last
-    call (none: every set stops). Call it when idle: a set starting takes CPU and, on NCCL, GPU
-    memory and a communicator's set-up. `start=False` (not idle: a job is waiting) only
-    stops the sets not wanted."""
+    call; where none did (a check that failed before its ranks), leave them as they are. Call
+    it when idle: a set starting takes CPU and, on NCCL, GPU memory and a communicator's
+    set-up. `start=False` (not idle: a job is waiting) only stops the sets not wanted."""
     global _idle_timer
     with _standby_lock:
+        if not _taken and not standby_off():
+            return
         wanted = [] if standby_off() else list(_taken)
         _taken.clear()
         keep, stop = [], []
@@ -494,10 +497,12 @@ def replenish(start: bool = True) -> None:
 
 
 def drop_standby() -> None:
-    """Stop every set of ranks standing by."""
+    """Stop every set of ranks standing by (and forget the shapes taken: none is wanted). The
+    worker calls it before a job that takes no ranks, whose figures their memory would move."""
     with _standby_lock:
         stop = list(_standing)
         _standing.clear()
+        _taken.clear()
     for held in stop:
         held.close()
 

@@ -89,6 +89,11 @@ class ExerciseCheck(Experiment):
         except UnknownExercise as exc:
             raise ParamError("exercise", name, str(exc)) from None
 
+    def takes_ranks(self, params: dict[str, Any]) -> bool:
+        """Whether this check runs the learner's function on ranks (a collective exercise):
+        the worker keeps ranks standing by for it (gpulab.core.ranks)."""
+        return bool(self._exercise(str(params.get("exercise", ""))).ranked)
+
     def check(self, params: dict[str, Any], inventory: Any) -> None:
         """Refuse an exercise this machine cannot run (e.g. a CuPy one without a GPU)."""
         require_runnable(self._exercise(params["exercise"]), inventory)

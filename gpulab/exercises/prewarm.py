@@ -54,6 +54,11 @@ class ExercisePrepare(Experiment):
     summary = "Compiles what an exercise's check needs, before the learner's first check"
     params = ParamSet((Text("exercise", "vector-add", "exercise id"),))
 
+    def takes_ranks(self, params: dict[str, Any]) -> bool:
+        """A collective exercise's preparation keeps its ranks standing by (gpulab.core.ranks):
+        opening the exercise again must not cost the next check its ranks."""
+        return bool(find(str(params.get("exercise", ""))).ranked)
+
     def check(self, params: dict[str, Any], inventory: Any) -> None:
         """Refuse an unknown exercise or one this machine cannot run."""
         try:

@@ -295,3 +295,19 @@ async def test_a_repeat_check_through_the_worker_runs_on_ranks_it_started_while_
         while any(_alive(p) for p in _pids_in(pids_file)) and time.monotonic() < end:
             await asyncio.sleep(0.05)
         assert not any(_alive(p) for p in _pids_in(pids_file))
+
+
+def test_only_a_collective_exercises_jobs_keep_the_ranks_standing_by():
+    """The worker stops the ranks standing by before any other job: their memory (a CUDA
+    context a rank on NCCL) would move that job's figures."""
+    from gpulab.exercises import job, prewarm
+    from gpulab.runner.worker.serve import takes_ranks
+
+    check, prepare = job.EXPERIMENT.id, prewarm.EXPERIMENT_ID
+    for ex_id in ("ring-allreduce", "reduce-scatter-all-gather", "ddp", "ddp-overlap"):
+        assert takes_ranks({"experiment": check, "params": {"exercise": ex_id}})
+        assert takes_ranks({"experiment": prepare, "params": {"exercise": ex_id}})
+    assert not takes_ranks({"experiment": check, "params": {"exercise": "vector-add"}})
+    assert not takes_ranks({"experiment": "allreduce", "params": {"ranks": 2}})
+    assert not takes_ranks({"experiment": "no-such-job", "params": {}})
+    assert not takes_ranks({"experiment": check, "params": {"exercise": "no-such-exercise"}})

@@ -40,6 +40,7 @@ from gpulab.core import events as ev
 from gpulab.core import memory, peaks, ranks
 from gpulab.core.devices import detect
 from gpulab.experiments.inline import run_job
+from gpulab.experiments.registry import get
 from gpulab.runner.protocol import PROTOCOL, FrameWriter, read_frame
 from gpulab.runner.worker.cuda import cuda_broken, init_cuda, primary_context_active, release_memory
 from gpulab.runner.worker.process import LineStream, close_fds, die_with_parent, host_rss
@@ -189,8 +190,8 @@ class Worker:
                     )
                 )
             # Idle: the ranks the job took (a collective check's) stand by again for the next
-            # check, started while the learner edits; any other job stops them. A set that
-            # cannot start leaves the next check to start its own.
+            # check, started while the learner edits (a job that takes none stopped them
+            # before it ran). A set that cannot start leaves the next check to start its own.
             with contextlib.suppress(Exception):
                 ranks.replenish(start=self.commands.empty())
 
@@ -235,6 +236,10 @@ class Worker:
         def log_line(line: str, stream: str) -> None:
             self.send_event(ev.make(ev.LOG, job, line=line, stream=stream))
 
+        if not takes_ranks(cmd):
+            # ranks standing by hold memory (a CUDA context a rank on NCCL) that this job's
+            # figures would otherwise count against
+            ranks.drop_standby()
         out, err = LineStream(log_line, "stdout"), LineStream(log_line, "stderr")
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err
@@ -290,6 +295,16 @@ class Worker:
         while not stop.wait(MEMORY_INTERVAL_S):
             with contextlib.suppress(Exception):
                 self.send_event(self.memory_event(job, device))
+
+
+def takes_ranks(cmd: dict[str, Any]) -> bool:
+    """Whether the job in `cmd` may take ranks standing by (gpulab.core.ranks): its experiment
+    says so by a `takes_ranks(params)` (the exercise check: a collective exercise's)."""
+    try:
+        asks = getattr(get(str(cmd.get("experiment", ""))), "takes_ranks", None)
+        return bool(asks(cmd.get("params") or {})) if asks is not None else False
+    except Exception:  # noqa: BLE001 - an unknown job takes none; run_job reports it
+        return False
 
 
 def _real_stdout() -> TextIO:
