@@ -74,6 +74,25 @@ def test_a_failing_rank_ends_every_rank(tmp_path, monkeypatch, how):
     assert wait_gone(rank_pids(tmp_path / "pids"), 0.5) == []
 
 
+def test_a_rank_failing_with_a_collective_in_flight_is_reported_at_once(tmp_path, monkeypatch):
+    """Its group's teardown would wait for the collective its peers never join: the failure
+    stayed hidden until a check's deadline (a ddp-overlap check on CI's loaded box)."""
+    monkeypatch.setenv(ranks.RANK_PIDS_ENV, str(tmp_path / "pids"))
+    end = time.monotonic() + 60
+    t0 = time.monotonic()
+    with pytest.raises(ranks.RankFailed) as info:
+        ranks.launch(
+            Context(is_cancelled=lambda: time.monotonic() > end),
+            rank_fns.fails_with_a_collective_in_flight,
+            2,
+            (1,),
+            backend="gloo",
+        )
+    assert info.value.rank == 1 and "broke with a collective in flight" in str(info.value)
+    assert time.monotonic() - t0 < 30
+    assert wait_gone(rank_pids(tmp_path / "pids"), 2.0) == []
+
+
 @pytest.mark.parametrize("cooperative", [True, False], ids=["cooperative", "ignoring"])
 def test_cancel_ends_every_rank_within_2_s(tmp_path, monkeypatch, cooperative):
     monkeypatch.setenv(ranks.RANK_PIDS_ENV, str(tmp_path / "pids"))

@@ -50,6 +50,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -226,10 +227,19 @@ def _rank_main(index: int, spec: dict[str, Any], fn: Callable[..., Any], args: t
         events.put(("done", index, value))
     except Cancelled:
         events.put(("cancelled", index, None))
-    finally:
-        if dist.is_initialized():  # a rank's own code may have left the group already
-            with contextlib.suppress(Exception):
-                dist.destroy_process_group()
+    except Exception:  # noqa: BLE001 - the rank's failure, told to the launcher by its file
+        # Leave at once, with the traceback where the launcher reads it: leaving the group
+        # while peers wait inside a collective of ours can block, and so can this process's
+        # exit (gloo's worker threads are joined), which hid a failure until the deadline
+        with open(spec["errors"][index], "wb") as f:
+            pickle.dump(traceback.format_exc(), f)
+        with contextlib.suppress(Exception):
+            events.close()
+            events.join_thread()  # what the rank said before it failed reaches the launcher
+        os._exit(1)
+    if dist.is_initialized():  # a rank's own code may have left the group already
+        with contextlib.suppress(Exception):
+            dist.destroy_process_group()
 
 
 def _warm(rc: RankContext) -> None:
@@ -265,7 +275,7 @@ def _kill(processes: list[Any]) -> None:
         p.join(timeout=2.0)
 
 
-def _first_failed(context: Any, processes: list[Any]) -> int:
+def _first_failed(errors: list[str], processes: list[Any]) -> int:
     """The rank whose failure is the cause: once one rank fails, its peers fail too (their
     collectives lose a partner, and say so). A rank killed by a signal (no traceback file)
     comes first, then one whose error is its own, then the earliest file."""
@@ -273,7 +283,7 @@ def _first_failed(context: Any, processes: list[Any]) -> int:
     failed = [r for r, p in enumerate(processes) if p.exitcode not in (None, 0)]
     stamps: dict[int, tuple[int, bool]] = {}
     for r in failed:
-        path = context.error_files[r]
+        path = errors[r]
         try:
             with open(path, "rb") as f:  # an error about the transport is a peer's echo
                 text = f.read()
@@ -284,8 +294,8 @@ def _first_failed(context: Any, processes: list[Any]) -> int:
     return min(stamps, key=lambda r: (stamps[r][1], stamps[r][0]))
 
 
-def _failure(context: Any, rank: int, exitcode: int) -> RankFailed:
-    path = context.error_files[rank]
+def _failure(errors: list[str], rank: int, exitcode: int) -> RankFailed:
+    path = errors[rank]
     tb = ""
     if path and os.path.exists(path):
         with contextlib.suppress(Exception), open(path, "rb") as f:
@@ -379,6 +389,9 @@ class _Ranks:
         self.inboxes = [mp.Queue() for _ in range(world_size)]
         self.outbox = mp.Queue()
         self.folder = tempfile.mkdtemp(prefix="gpulab-ranks-")
+        # where a failing rank leaves its traceback (torch's own files are written only by a
+        # rank that unwinds to its exit, which ours no longer do)
+        self.errors = [os.path.join(self.folder, f"error-{r}.pickle") for r in range(world_size)]
         spec = {
             "parent": os.getpid(),
             "backend": backend,
@@ -389,6 +402,7 @@ class _Ranks:
             "cancel": self.cancel,
             "inboxes": self.inboxes,
             "outbox": self.outbox,
+            "errors": self.errors,
         }
         self.context = tmp.start_processes(
             _rank_main, args=(spec, fn, args), nprocs=world_size, join=False, start_method=method
@@ -534,7 +548,7 @@ def launch(
         ranks_.give(fn, args, bool(ctx.quick))
     else:
         ranks_ = _Ranks(world_size, backend, bool(ctx.quick), fn, args)
-    processes, context = ranks_.processes, ranks_.context
+    processes = ranks_.processes
     events, cancel = ranks_.events, ranks_.cancel
     if on_start is not None:
         on_start(ranks_.inboxes, ranks_.outbox)
@@ -577,10 +591,10 @@ def launch(
                 cancel_at = time.monotonic()
             for rank, p in enumerate(processes):
                 if p.exitcode not in (None, 0) and cancel_at is None:
-                    first = _first_failed(context, processes)
+                    first = _first_failed(ranks_.errors, processes)
                     code = processes[first].exitcode
                     _kill(processes)
-                    raise _failure(context, first, code)
+                    raise _failure(ranks_.errors, first, code)
                 if p.exitcode == 0 and rank not in values and cancel_at is None:
                     # torch's wrapper exits 0 on a KeyboardInterrupt, with no result: the rest
                     # would wait in a collective forever. Its last message gets a moment to land.

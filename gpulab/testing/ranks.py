@@ -44,3 +44,16 @@ def spin(rc: RankContext, cooperative: bool) -> None:
         if cooperative:
             rc.progress(0.1, "spinning")
         time.sleep(0.01)
+
+
+def fails_with_a_collective_in_flight(rc: RankContext, bad: int) -> None:
+    """Rank `bad` starts an all-reduce its peers never join, then raises: tearing its group down
+    (or exiting, which joins gloo's worker threads) would wait for that all-reduce forever."""
+    import torch
+    import torch.distributed as dist
+
+    dist.barrier()
+    if rc.rank == bad:
+        dist.all_reduce(torch.ones(1 << 16), async_op=True)
+        raise ValueError("broke with a collective in flight")
+    time.sleep(3600)
