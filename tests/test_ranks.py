@@ -93,6 +93,21 @@ def test_a_rank_failing_with_a_collective_in_flight_is_reported_at_once(tmp_path
     assert wait_gone(rank_pids(tmp_path / "pids"), 2.0) == []
 
 
+def test_a_rank_that_calls_sys_exit_is_a_failure_named_as_such(tmp_path, monkeypatch):
+    monkeypatch.setenv(ranks.RANK_PIDS_ENV, str(tmp_path / "pids"))
+    end = time.monotonic() + 60
+    with pytest.raises(ranks.RankFailed) as info:
+        ranks.launch(
+            Context(is_cancelled=lambda: time.monotonic() > end),
+            rank_fns.exits_quietly,
+            2,
+            (1,),
+            backend="gloo",
+        )
+    assert info.value.rank == 1 and "SystemExit" in str(info.value)
+    assert wait_gone(rank_pids(tmp_path / "pids"), 2.0) == []
+
+
 @pytest.mark.parametrize("cooperative", [True, False], ids=["cooperative", "ignoring"])
 def test_cancel_ends_every_rank_within_2_s(tmp_path, monkeypatch, cooperative):
     monkeypatch.setenv(ranks.RANK_PIDS_ENV, str(tmp_path / "pids"))

@@ -227,7 +227,7 @@ def _rank_main(index: int, spec: dict[str, Any], fn: Callable[..., Any], args: t
         events.put(("done", index, value))
     except Cancelled:
         events.put(("cancelled", index, None))
-    except Exception:  # noqa: BLE001 - the rank's failure, told to the launcher by its file
+    except BaseException:  # noqa: BLE001 - the rank's failure (a sys.exit too), in its file
         # Leave at once, with the traceback where the launcher reads it: leaving the group
         # while peers wait inside a collective of ours can block, and so can this process's
         # exit (gloo's worker threads are joined), which hid a failure until the deadline

@@ -57,3 +57,17 @@ def fails_with_a_collective_in_flight(rc: RankContext, bad: int) -> None:
         dist.all_reduce(torch.ones(1 << 16), async_op=True)
         raise ValueError("broke with a collective in flight")
     time.sleep(3600)
+
+
+def exits_quietly(rc: RankContext, bad: int) -> None:
+    """Rank `bad` calls sys.exit(0) (learner code may); the others wait in a collective."""
+    import sys
+
+    import torch
+    import torch.distributed as dist
+
+    dist.barrier()
+    if rc.rank == bad:
+        sys.exit(0)
+    dist.all_reduce(torch.ones(1))
+    time.sleep(3600)
