@@ -74,37 +74,27 @@ def test_a_failing_rank_ends_every_rank(tmp_path, monkeypatch, how):
     assert wait_gone(rank_pids(tmp_path / "pids"), 0.5) == []
 
 
-def test_a_rank_failing_with_a_collective_in_flight_is_reported_at_once(tmp_path, monkeypatch):
-    """Its group's teardown would wait for the collective its peers never join: the failure
-    stayed hidden until a check's deadline (a ddp-overlap check on CI's loaded box)."""
+@pytest.mark.parametrize(
+    ("fn", "said"),
+    [
+        # its group's teardown would wait for the collective its peers never join: the
+        # failure stayed hidden until a check's deadline (ddp-overlap on CI's loaded box)
+        (rank_fns.fails_with_a_collective_in_flight, "broke with a collective in flight"),
+        # learner code may call sys.exit: a failure too, named
+        (rank_fns.exits_quietly, "SystemExit"),
+    ],
+    ids=["collective-in-flight", "sys-exit"],
+)
+def test_a_failing_rank_is_reported_at_once_with_its_own_words(tmp_path, monkeypatch, fn, said):
     monkeypatch.setenv(ranks.RANK_PIDS_ENV, str(tmp_path / "pids"))
     end = time.monotonic() + 60
     t0 = time.monotonic()
     with pytest.raises(ranks.RankFailed) as info:
         ranks.launch(
-            Context(is_cancelled=lambda: time.monotonic() > end),
-            rank_fns.fails_with_a_collective_in_flight,
-            2,
-            (1,),
-            backend="gloo",
+            Context(is_cancelled=lambda: time.monotonic() > end), fn, 2, (1,), backend="gloo"
         )
-    assert info.value.rank == 1 and "broke with a collective in flight" in str(info.value)
+    assert info.value.rank == 1 and said in str(info.value)
     assert time.monotonic() - t0 < 30
-    assert wait_gone(rank_pids(tmp_path / "pids"), 2.0) == []
-
-
-def test_a_rank_that_calls_sys_exit_is_a_failure_named_as_such(tmp_path, monkeypatch):
-    monkeypatch.setenv(ranks.RANK_PIDS_ENV, str(tmp_path / "pids"))
-    end = time.monotonic() + 60
-    with pytest.raises(ranks.RankFailed) as info:
-        ranks.launch(
-            Context(is_cancelled=lambda: time.monotonic() > end),
-            rank_fns.exits_quietly,
-            2,
-            (1,),
-            backend="gloo",
-        )
-    assert info.value.rank == 1 and "SystemExit" in str(info.value)
     assert wait_gone(rank_pids(tmp_path / "pids"), 2.0) == []
 
 
