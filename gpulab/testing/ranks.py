@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from typing import Any
 
@@ -61,8 +62,6 @@ def fails_with_a_collective_in_flight(rc: RankContext, bad: int) -> None:
 
 def exits_quietly(rc: RankContext, bad: int) -> None:
     """Rank `bad` calls sys.exit(0) (learner code may); the others wait in a collective."""
-    import sys
-
     import torch
     import torch.distributed as dist
 
