@@ -29,3 +29,16 @@ def standby_off(env: dict[str, str] | None = None) -> bool:
     """Whether GPULAB_NO_STANDBY is set (in `env`, else this process's environment)."""
     value = (env or {}).get(NO_STANDBY_ENV, os.environ.get(NO_STANDBY_ENV, ""))
     return value.strip() in ("1", "true", "yes")
+
+
+def start_time(pid: int) -> int | None:
+    """The kernel's start tick of `pid` (None: gone, or a zombie): with the pid, it names one
+    process. Linux's /proc; None everywhere else."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses: the fields follow the last ')'.
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])

@@ -58,7 +58,7 @@ from typing import Any
 
 from gpulab.core.errors import Cancelled
 from gpulab.core.interval import median_interval
-from gpulab.core.processes import describe_exit, standby_off
+from gpulab.core.processes import describe_exit, standby_off, start_time
 
 # The experiment's Context (gpulab.experiments.base): core sits below experiments, so it is
 # named here and used by what it has (has_cuda, inventory, progress, log, check_cancelled).
@@ -442,18 +442,9 @@ class _Ranks:
 
 
 def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)  # no /proc (not Linux): alive or not, zombie or not
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    return state not in ("Z", "X")
+    if os.path.isdir("/proc"):
+        return start_time(pid) is not None  # gone, or a zombie the fork server has not reaped
+    return True  # no /proc: the exit code alone tells
 
 
 _standby_lock = threading.Lock()

@@ -180,15 +180,17 @@ def inputs(case_: api.Case, rank: int) -> list[np.ndarray]:
     return [row(case_, k, rank, n) for k, n in enumerate(case_.args["sizes"])]
 
 
+def total(case_: api.Case, k: int, n: int) -> np.ndarray:
+    """The float64 sum over the ranks of their rows of size index `k` (n values each)."""
+    out = np.zeros(n, dtype=np.float64)
+    for rank in range(case_.args["world"]):
+        out += row(case_, k, rank, n)
+    return out
+
+
 def sums(case_: api.Case) -> list[np.ndarray]:
     """The reference: the sum over the ranks of every size's inputs, in float64."""
-    out = []
-    for k, n in enumerate(case_.args["sizes"]):
-        total = np.zeros(n, dtype=np.float64)
-        for rank in range(case_.args["world"]):
-            total += row(case_, k, rank, n)
-        out.append(total)
-    return out
+    return [total(case_, k, n) for k, n in enumerate(case_.args["sizes"])]
 
 
 def compare_ranks(

@@ -21,6 +21,8 @@ from typing import Any
 
 from textual_serve.app_service import AppService
 
+from gpulab.core.processes import start_time
+
 QUIT_GRACE_S = 3.0  # the app's own quit: it gives its workers 2 s
 TERM_GRACE_S = 5.0  # after SIGTERM (the lab's backstop ends it within 4 s)
 KILL_WAIT_S = 2.0
@@ -34,17 +36,6 @@ def children(pid: int) -> list[int]:
         with contextlib.suppress(OSError):
             out += [int(c) for c in (task / "children").read_text().split()]
     return out
-
-
-def start_time(pid: int) -> int | None:
-    """The kernel's start tick of `pid` (None: gone): with the pid, it names one process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name may hold spaces and parentheses: the fields follow the last ')'.
-    fields = stat.rsplit(")", 1)[1].split()
-    return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
 def descendants(pid: int) -> list[tuple[int, int]]:
