@@ -20,7 +20,8 @@ figure it times beside the learner's, its reference) uses them.
 What a call did wrong is recorded with the learner's line, and `watching` raises the first
 record (`Refused`, one line) when the call returns, so a learner's `except Exception` around it
 changes nothing. A refused collective is also raised where it happens; a hook's wait is only
-recorded (raised inside DDP's backward, it would leave its peers waiting).
+recorded (raised inside DDP's backward, it would leave its peers waiting), but for
+torch.jit.wait, refused where it stands (see `jit_wait`).
 
 On gloo a lone isend or irecv is completed where it is posted, as NCCL would run it (`_in_order`).
 
@@ -421,8 +422,13 @@ def _guard_waits() -> None:
     if real_wait is not None:
 
         def jit_wait(future: Any) -> Any:
-            if state.active and state.mode == HOOK and not base_done(future):
-                waits("a future that has not completed (torch.jit.wait)")
+            if state.active and state.mode == HOOK:
+                # A wait in the hook, whether or not the all-reduce happened to finish first
+                # (that race decided the verdict); refused where it stands, not waited: under
+                # CI's load three gloo ranks waiting here did not finish in 30 s. A rank that
+                # fails leaves at once and its peers are stopped (gpulab.core.ranks).
+                waits("a future (torch.jit.wait)")
+                raise Refused(state.found[-1])
             return real_wait(future)
 
         _put(torch._C, "wait", jit_wait)
