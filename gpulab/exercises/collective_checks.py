@@ -13,7 +13,9 @@ a pool of ranks that stay up for the whole timing (gpulab.exercises.rank_pool): 
 function, our yardstick and the library's own collective (NCCL on GPUs, gloo on the CPU) take
 turns on buffers of the same size. The figure is the bus bandwidth (nccl-tests' busbw: the bytes
 each rank sends and receives over its links, per second), so it compares across world sizes.
-Every timed call's result is checked on every rank (one input element changes per call).
+Before every timed call every element of every rank's input changes, by a pattern of its own
+(PoolState), and the timed calls' results are checked on every rank: an answer kept from an
+earlier call, whole or updated where the rank's own input changed, is wrong.
 
 torch is imported inside the functions: check modules are read by processes without it.
 """
@@ -28,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from gpulab.core import ranks
-from gpulab.exercises import api, collective_guard, ranked
+from gpulab.exercises import api, collective_guard, fresh, ranked
 from gpulab.exercises.rank_pool import RankPool
 
 ranks.preload(__name__)  # every rank of these checks imports this module and the guard
@@ -257,13 +259,15 @@ def spec(fn: Any, ctx: api.Context, timed: Timed) -> api.TimingSpec:
     n = ctx.big(4) if pool.backend == "nccl" else ctx.big(4, 4)
     n = max(world, n - n % world)  # whole chunks: a reduce-scatter's input splits evenly
 
+    seed = fresh.seed()
+
     def setup(i: int) -> str:
         key = f"{who}:{i}"
-        pool.ask("setup", key, n)
+        pool.ask("setup", key, n, seed)
         return key
 
     def prepare(key: str) -> None:
-        pool.ask("prepare", key)
+        pool.ask("prepare", key, [fresh.offset(n) for _ in range(world)])
 
     def learner(key: str) -> None:
         pool.ask("call", who, key)
@@ -304,41 +308,39 @@ def spec(fn: Any, ctx: api.Context, timed: Timed) -> api.TimingSpec:
 
 class PoolState:
     """A pool rank's side of the timing (see rank_pool): the functions, the buffers of every
-    input set, and the reference they are checked against. `op` says what one call is."""
+    input set, and what they are checked against. `op` says what one call is.
+
+    Fresh data every call (gpulab.exercises.fresh): before each call, rank r's input is its own
+    base row times the check's factor table rolled by an offset drawn for that rank and that call
+    (x_r[i] = base_r[i] * f[(i + o_r) mod n]), so every element of every rank changes, each
+    rank's by its own pattern. A rank's kept input and answer say nothing of the new sum: the
+    other ranks' changes differ from its own, so only moving their data gives it. Every rank
+    holds every rank's base row and the table (drawn from the same seeds), so it knows the sum
+    of any call from the offsets alone, without asking the library it is compared with."""
 
     def __init__(self, rc: Any, functions: list[Any], op: Any) -> None:
         self.rc, self.functions, self.op = rc, functions, op
         self.sets: dict[str, dict[str, Any]] = {}
-        self.base: Any = None
-        self.want: Any = None
-        self.calls = 0
+        self.bases: list[Any] = []
+        self.table: Any = None
 
-    def setup(self, key: str, n: int) -> None:
+    def setup(self, key: str, n: int, seed: int) -> None:
         import torch
 
-        if self.base is None or self.base.numel() != n:
-            # Every rank draws every rank's input from the same seeds, so each knows the sum
-            # without asking the library it is compared with
+        if self.table is None or self.table.numel() != n:
             dev, world = self.rc.device, self.rc.world_size
-            total = torch.zeros(n, dtype=torch.float64, device=dev)
+            self.bases = []
             for r in range(world):
-                g = torch.Generator(device=dev).manual_seed(1000 + r)
-                x = torch.randn(n, generator=g, device=dev)
-                total += x
-                if r == self.rc.rank:
-                    self.base = x
-            self.want = total.float()
-        self.sets[key] = {**self.op.buffers(n, self.rc.device), "k": 0, "delta": 0.0}
+                g = torch.Generator(device=dev).manual_seed(seed + 1 + r)
+                self.bases.append(torch.randn(n, generator=g, device=dev))
+            self.table = fresh.torch_factors(n, seed, dev, torch.float32)
+        self.sets[key] = {**self.op.buffers(n, self.rc.device), "offsets": None}
 
-    def prepare(self, key: str) -> None:
+    def prepare(self, key: str, offsets: list[int]) -> None:
         s = self.sets[key]
-        self.calls += 1
-        n = self.base.numel()
-        # One element changes every call (the same on every rank): a call that skipped its work
-        # leaves last call's sum there
-        s["k"], s["delta"] = (self.calls * 7919) % n, float(self.calls % 61 + 1)
-        self.op.prepare(s, self.base)
-        s["x"][s["k"]] += s["delta"]
+        s["offsets"] = offsets
+        self.op.prepare(s, self.bases[self.rc.rank])
+        fresh.roll_mul(s["x"], self.table, offsets[self.rc.rank])
 
     def call(self, who: int, key: str) -> None:
         s = self.sets[key]
@@ -348,23 +350,31 @@ class PoolState:
             self.op.learner(self.functions[who], s)
         sync(self.rc.device)
 
+    def want(self, offsets: list[int]) -> Any:
+        """The float64 sum over the ranks of the inputs these offsets made (each product in
+        float32, as the ranks' inputs were)."""
+        import torch
+
+        total = torch.zeros(self.table.numel(), dtype=torch.float64, device=self.rc.device)
+        for base, o in zip(self.bases, offsets, strict=True):
+            x = base.clone()
+            fresh.roll_mul(x, self.table, o)
+            total += x
+        return total
+
     def verify(self, key: str) -> str | None:
         import torch
 
         s = self.sets[key]
         world, rank = self.rc.world_size, self.rc.rank
+        total = self.want(s["offsets"])
         for name, got, lo in self.op.outputs(s, rank, world):
-            want = self.want[lo : lo + got.numel()]
-            diff = (got.double() - want.double()).abs()
-            if lo <= s["k"] < lo + got.numel():
-                i = s["k"] - lo
-                diff[i] = (got[i].double() - want[i].double() - world * s["delta"]).abs()
-            bad = ~(diff <= ATOL + RTOL * want.double().abs())
+            want = total[lo : lo + got.numel()]
+            bad = ~((got.double() - want).abs() <= ATOL + RTOL * want.abs())
             if bool(bad.any()):
                 i = int(torch.nonzero(bad)[0])
-                expect = float(want[i]) + (world * s["delta"] if i + lo == s["k"] else 0.0)
                 return (
-                    f"{name}[{i}] = {float(got[i]):.6g}, expected {expect:.6g}; "
+                    f"{name}[{i}] = {float(got[i]):.6g}, expected {float(want[i]):.6g}; "
                     f"{int(bad.sum()):,} of {got.numel():,} wrong"
                 )
         return None

@@ -120,8 +120,7 @@ class Refresher:
         head, tail = table[r:n], table[:r]
         if _is_torch(x):
             if op == "mul":
-                flat[: n - r].mul_(head.to(x.dtype))
-                flat[n - r :].mul_(tail.to(x.dtype))
+                roll_mul(flat, table, r)
             else:
                 flat[: n - r].bitwise_xor_(head.to(x.dtype))
                 flat[n - r :].bitwise_xor_(tail.to(x.dtype))
@@ -138,26 +137,51 @@ def _len(table: Any) -> int:
     return int(table.numel()) if _is_torch(table) else int(table.size)
 
 
+def seed() -> int:
+    """A seed from the OS's entropy (the factors of processes that must agree on them)."""
+    return _rng.getrandbits(63)
+
+
+def offset(n: int) -> int:
+    """Where a rewrite starts in its table this time: 0 <= offset < n, from the OS's entropy."""
+    return _rng.randrange(n)
+
+
+def torch_factors(n: int, seed_: int, device: Any, dtype: Any) -> Any:
+    """n factors in [LOW, HIGH) as a torch tensor, the same for the same seed on any process."""
+    import torch  # deferred: only torch callers ask, and they have it imported
+
+    gen = torch.Generator(device=device).manual_seed(seed_)
+    u = torch.rand(n, generator=gen, device=device, dtype=torch.float64)
+    return torch.exp(u * (np.log(HIGH) - np.log(LOW)) + np.log(LOW)).to(dtype)
+
+
+def roll_mul(flat: Any, table: Any, r: int) -> None:
+    """flat[i] *= table[(i + r) mod n], in place, for 1-D torch tensors of n elements."""
+    n = int(flat.numel())
+    flat[: n - r].mul_(table[r:n].to(flat.dtype))
+    flat[n - r :].mul_(table[:r].to(flat.dtype))
+
+
 def _draw(x: Any, n: int, kind: str, bits: int) -> Any:
     """n factors in [LOW, HIGH) (kind "f"), n masks in [1, 2**bits) ("i") or n whole shifts in
     [1, bits) ("w", bits the span), on x's device."""
-    seed = _rng.getrandbits(63)
+    seed_ = seed()
     if _is_torch(x):
         import torch  # deferred: x is a tensor, so torch is imported already
 
-        gen = torch.Generator(device=x.device).manual_seed(seed)
         if kind == "f":
-            u = torch.rand(n, generator=gen, device=x.device, dtype=torch.float64)
-            return torch.exp(u * (np.log(HIGH) - np.log(LOW)) + np.log(LOW)).to(x.dtype)
+            return torch_factors(n, seed_, x.device, x.dtype)
+        gen = torch.Generator(device=x.device).manual_seed(seed_)
         top = bits if kind == "w" else 1 << bits
         return torch.randint(1, top, (n,), generator=gen, device=x.device, dtype=x.dtype)
     if isinstance(x, np.ndarray):
-        g = np.random.default_rng(seed)
+        g = np.random.default_rng(seed_)
         if kind == "f":
             return np.exp(g.uniform(np.log(LOW), np.log(HIGH), n)).astype(x.dtype)
         return g.integers(1, bits if kind == "w" else 1 << bits, n).astype(x.dtype)
     xp = importlib.import_module(type(x).__module__.split(".")[0])  # CuPy: drawn on the device
-    g = xp.random.default_rng(seed)
+    g = xp.random.default_rng(seed_)
     if kind == "f":
         return xp.exp(g.uniform(np.log(LOW), np.log(HIGH), n)).astype(x.dtype)
     top = bits if kind == "w" else 1 << bits
