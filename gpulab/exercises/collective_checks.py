@@ -102,8 +102,7 @@ def call(fn: Any, *args: Any) -> Any:
     exception made one line with the learner's line number."""
     path = learner_file(fn)
     try:
-        with collective_guard.watching(path):
-            return fn(*args)
+        return collective_guard.call(path, fn, *args)
     except collective_guard.Refused:
         raise
     except Exception as exc:  # noqa: BLE001 - re-raised as one line: it ends the job
@@ -133,7 +132,7 @@ def failure(exc: ranks.RankFailed | ranked.Stuck) -> str:
     if isinstance(exc, ranked.Stuck):
         return f"{exc}: {DEADLOCK}"
     text = str(exc)
-    for cls in (collective_guard.Refused, collective_guard.LearnerFailed):
+    for cls in (collective_guard.Refused, collective_guard.LearnerFailed, ranked.Rebound):
         text = text.replace(f"{cls.__module__}.{cls.__name__}: ", "")
     return text
 

@@ -47,6 +47,8 @@ import datetime
 import importlib.abc
 import importlib.util
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,7 +134,6 @@ class _State:
         self.requests: list[tuple[Any, str, str]] = []  # (work, which call, where)
         self.waited: set[int] = set()
         self.depth = 0
-        self.complete: Any = None  # Work.wait as torch has it: completes a request unrecorded
         # ids of the requests completed where they were posted: gloo's wait on a receive
         # consumes a message, so a second wait on one would wait for the next
         self.completed: set[int] = set()
@@ -192,19 +193,52 @@ def _put(owner: Any, name: str, value: Any) -> None:
     _STATE.kept[(owner, name)] = value
 
 
+def _inside(fn: Any, args: tuple) -> Any:
+    """The frame a learner's P2P call runs in (`call`): the wrappers look for its code on the
+    stack, so a call is watched whatever the learner's code does to the guard's state."""
+    return fn(*args)
+
+
+def call(learner_file: str, fn: Any, *args: Any) -> Any:
+    """`fn(*args)` under the P2P rules (`watching`)."""
+    with watching(learner_file):
+        return _inside(fn, args)
+
+
+def _stack_rule() -> Any:
+    """A function telling whether a learner's P2P call (`_inside`) is on this thread's stack,
+    holding the code it looks for and the frame reader as they were at install."""
+    code, getframe = _inside.__code__, sys._getframe
+
+    def in_call() -> bool:
+        frame: Any = getframe(1)
+        while frame is not None:
+            if frame.f_code is code:
+                return True
+            frame = frame.f_back
+        return False
+
+    return in_call
+
+
+_IN_CALL = _stack_rule()
+
+
+def _p2p(state: Any, in_call: Any) -> bool:
+    """Whether the P2P rules hold now: the flag `watching` set, or its frame on the stack."""
+    return bool(state.active and state.mode == P2P) or bool(in_call())
+
+
 def _guard_group(cls: Any, method: str, kind: str) -> None:
     real = getattr(cls, method)
-    state, refuse, where = (
-        _STATE,
-        _refuse,
-        _where,
-    )  # held here: rebinding the module's is no way out
+    # held here: rebinding the module's is no way out
+    state, refuse, where, in_call = _STATE, _refuse, _where, _IN_CALL
 
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _p2p(state, in_call):
+            refuse(kind)
         if not state.active:
             return real(self, *args, **kwargs)
-        if state.mode == P2P:
-            refuse(kind)
         work = real(self, *args, **kwargs)
         if work is not None:
             state.requests.append((work, f"the {kind}", where()))
@@ -213,12 +247,12 @@ def _guard_group(cls: Any, method: str, kind: str) -> None:
     _put(cls, method, guarded)
 
 
-def _guard_module(module: Any, name: str, kind: str) -> None:
+def _guard_module(module: Any, name: str, kind: str, hooks_too: bool = True) -> None:
     real = getattr(module, name)
-    state, refuse = _STATE, _refuse
+    state, refuse, in_call = _STATE, _refuse, _IN_CALL
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        if state.active:
+        if (state.active and hooks_too) or _p2p(state, in_call):
             refuse(kind)
         return real(*args, **kwargs)
 
@@ -254,9 +288,9 @@ class _GuardOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-def _track(modules: tuple[Any, ...], name: str) -> None:
+def _track(modules: tuple[Any, ...], name: str, complete: Any) -> None:
     real = getattr(modules[0], name)
-    state, here, in_order, complete = _STATE, _where, _in_order, _complete
+    state, here, in_order = _STATE, _where, _in_order
 
     def tracked(*args: Any, **kwargs: Any) -> Any:
         # Only the outermost call's requests are the learner's: batch_isend_irecv calls isend
@@ -292,11 +326,18 @@ def _in_order() -> bool:
     return dist.is_initialized() and dist.get_backend() == "gloo"
 
 
-def _complete(out: Any) -> None:
-    for work in out if isinstance(out, list) else [out]:
-        if work is not None:
-            _STATE.complete(work)  # not the learner's wait: the wait rule still counts theirs
-            _STATE.completed.add(id(work))
+def _completer(real_wait: Any) -> Any:
+    """Completes requests where they are posted with torch's own Work.wait, held in a closure
+    (a hook with it in reach could wait unseen), so the wait rule still counts the learner's."""
+    state = _STATE
+
+    def complete(out: Any) -> None:
+        for work in out if isinstance(out, list) else [out]:
+            if work is not None:
+                real_wait(work)
+                state.completed.add(id(work))
+
+    return complete
 
 
 def install() -> None:
@@ -324,11 +365,15 @@ def install() -> None:
         _guard_functional(sys.modules[_FUNCTIONAL_MODULE])
     else:
         sys.meta_path.insert(0, _GuardOnImport())
-    for name in _P2P:
-        _track((c10d, dist), name)
+    # C++ entry points that run a collective past the group's Python methods (DDP's own start
+    # broadcasts its module this way, outside any learner's call)
+    for module in (dist, c10d_c):
+        if hasattr(module, "_broadcast_coalesced"):
+            _guard_module(module, "_broadcast_coalesced", "broadcast", hooks_too=False)
     work_cls = c10d.Work
     real_wait = work_cls.wait
-    _STATE.complete = real_wait
+    for name in _P2P:
+        _track((c10d, dist), name, _completer(real_wait))
     state, waits = _STATE, _waits
 
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -418,6 +463,22 @@ def _guard_waits() -> None:
         return real_sync(*args, **kwargs)
 
     _put(torch.cuda, "synchronize", synchronize)
+    # A wait of Python's own: an Event a done-callback sets, a Queue it fills, a sleep between
+    # polls (an Event, a Queue, a Semaphore and a Barrier all wait through Condition.wait)
+    real_cond_wait, real_sleep = threading.Condition.wait, time.sleep
+
+    def cond_wait(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if state.active and state.mode == HOOK:
+            waits("a thread's signal (an Event, a Queue or a Condition)")
+        return real_cond_wait(self, *args, **kwargs)
+
+    def sleep(seconds: float) -> None:
+        if state.active and state.mode == HOOK:
+            waits("time to pass (time.sleep)")
+        real_sleep(seconds)
+
+    _put(threading.Condition, "wait", cond_wait)
+    _put(time, "sleep", sleep)
     real_wait = getattr(torch._C, "wait", None)  # torch.jit.wait's, and the TorchScript futures'
     if real_wait is not None:
 
@@ -441,10 +502,11 @@ class _GuardedOp:
     def __init__(self, op: Any, name: str, state: Any, refuse: Any, waits: Any) -> None:
         self._op, self._name = op, name
         self._state, self._refuse, self._waits = state, refuse, waits
+        self._in_call = _IN_CALL
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         state = self._state
-        if state.active and state.mode == P2P and self._name not in _P2P_OPS:
+        if self._name not in _P2P_OPS and _p2p(state, self._in_call):
             self._refuse(_op_kind(self._name))
         elif state.active and state.mode == HOOK and self._name == "wait_tensor":
             self._waits("a functional collective's result (wait_tensor)")
@@ -542,10 +604,17 @@ def _settle() -> None:
     _STATE.requests = []
 
 
-def _problem(mode: str, kit: dict[str, Any], module: dict[str, Any]) -> str | None:
+def _problem(mode: str, kit: dict[str, Any], module: dict[str, Any], path: str) -> str | None:
     """What the call just ended did wrong, first thing first (None: nothing)."""
     rebound = _restore(kit, module)
+    as_set = {"active": True, "mode": mode, "path": str(path)}
+    changed = next((k for k, v in as_set.items() if getattr(_STATE, k, None) != v), None)
     _STATE.active = False
+    if changed:
+        return (
+            f"your code changed {__name__}._STATE.{changed}, which the check uses to watch the "
+            "call: the check's own state is not yours to change"
+        )
     if rebound:
         return (
             f"your code rebound {rebound}, which the check uses to watch the call: a check's "
@@ -581,11 +650,11 @@ def watching(learner_file: str, _module: dict[str, Any] = globals()) -> Iterator
     try:
         yield
     except Exception:  # whatever the learner's code raised: a refusal it caused comes first
-        problem = kit["_problem"](P2P, kit, _module)
+        problem = kit["_problem"](P2P, kit, _module, learner_file)
         if problem:  # the refusal, not what the learner's code made of it
             raise Refused(problem) from None
         raise
-    problem = kit["_problem"](P2P, kit, _module)
+    problem = kit["_problem"](P2P, kit, _module, learner_file)
     kit["_settle"]()
     if problem:
         raise Refused(problem)
@@ -601,7 +670,7 @@ def recording(learner_file: str, _module: dict[str, Any] = globals()) -> Iterato
     try:
         yield found
     finally:
-        problem = kit["_problem"](HOOK, kit, _module)
+        problem = kit["_problem"](HOOK, kit, _module, learner_file)
         kit["_settle"]()
         if problem:
             found.append(problem)

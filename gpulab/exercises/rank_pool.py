@@ -166,7 +166,7 @@ def _first(errors: dict[int, str]) -> str:
 
 
 def _serve(rc: Any, check_file: str, check_text: str, files: list[tuple[str, str, str]]) -> None:
-    check, functions = ranked.load_in_rank(rc, check_file, check_text, files)
+    check, functions, guard = ranked.load_in_rank(rc, check_file, check_text, files)
     state = check.pool_start(rc, functions)
     while True:
         try:
@@ -178,7 +178,8 @@ def _serve(rc: Any, check_file: str, check_text: str, files: list[tuple[str, str
             return
         try:
             value = getattr(state, command)(*args)
-        except CheckError as exc:
+            ranked.guarded(guard)  # before the answer: a call that rebound what ran after it
+        except (CheckError, ranked.Rebound) as exc:
             rc.outbox.put((rc.rank, False, str(exc)))
         except Exception as exc:  # noqa: BLE001 - the check's own failure, said as such
             rc.outbox.put((rc.rank, False, f"{type(exc).__name__}: {exc}"))

@@ -22,7 +22,7 @@ from typing import Any
 
 from gpulab.core import ranks
 from gpulab.core.errors import Cancelled
-from gpulab.exercises.sandbox import fresh_name, load_text
+from gpulab.exercises.sandbox import Guard, fresh_name, load_text
 from gpulab.experiments.base import Context
 
 # This module and what it imports (the sandbox, the experiments' Context); and torch._dynamo,
@@ -75,9 +75,11 @@ def launch(
 
 def load_in_rank(
     rc: Any, check_file: str, check_text: str, files: list[tuple[str, str, str]]
-) -> tuple[Any, list[Any]]:
-    """In a rank: (the check's module, the entry function of each (path, text, entry) file),
-    the check's `before_load(rc)` run before any of the files is loaded."""
+) -> tuple[Any, list[Any], Guard]:
+    """In a rank: (the check's module, the entry function of each (path, text, entry) file, a
+    Guard over gpulab's modules and the check's), the check's `before_load(rc)` run before any
+    of the files is loaded. Whatever of those the files rebound as they loaded fails here
+    (`guarded`), and so after each thing the rank does for the check."""
     # A rank inherits the fork server's start method, and a process started that way cannot import
     # the learner's module: a DataLoader worker (num_workers > 0) whose collate_fn the learner
     # wrote would die unpickling it. Fork, as torchrun's ranks do on Linux.
@@ -86,15 +88,36 @@ def load_in_rank(
     before = getattr(check, "before_load", None)
     if before is not None:
         before(rc)
+    # Taken before any file loads, the yardstick's too: in one rank with the learner's, its
+    # code is the check's to keep
+    guard = Guard(own_only=True, extra=(check,))
     functions = []
     for path, text, entry in files:
         module = load_text(text, Path(path), fresh_name("learner", "ranked"))
         functions.append(getattr(module, entry))
-    return check, functions
+    guard.keep_code(*functions)
+    guarded(guard)
+    return check, functions, guard
+
+
+class Rebound(RuntimeError):
+    """The learner's code rebound a function of the check's; str() is one line."""
+
+
+def guarded(guard: Guard) -> None:
+    """Put back what was rebound since the last look; Rebound names the first thing."""
+    changed = guard.restore()
+    if changed:
+        raise Rebound(
+            f"your code rebound {changed[0]}, which the check uses to run and verify your "
+            "call: a check's own functions are not yours to change"
+        )
 
 
 def _rank_entry(
     rc: Any, check_file: str, check_text: str, path: str, text: str, entry: str, case: Any
 ) -> Any:
-    check, (fn,) = load_in_rank(rc, check_file, check_text, [(path, text, entry)])
-    return check.rank(rc, fn, case)
+    check, (fn,), guard = load_in_rank(rc, check_file, check_text, [(path, text, entry)])
+    out = check.rank(rc, fn, case)
+    guarded(guard)
+    return out

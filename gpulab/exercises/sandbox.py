@@ -177,7 +177,12 @@ def describe(exc: BaseException, path: Path) -> str:
 
 
 class Guard:
-    """Snapshots of module and class namespaces; `restore()` undoes whatever changed in them."""
+    """Snapshots of module and class namespaces; `restore()` undoes whatever changed in them.
+
+    `own_only`: gpulab's modules and their classes only (a rank of a collective exercise, where
+    torch.distributed's names are the collective guard's). `extra`: modules loaded by path that
+    the check runs (its check.py, our yardstick), their classes, and the code of their functions
+    (a function's `__code__` swapped is a rebinding too)."""
 
     MODULES = (
         "numpy",
@@ -206,20 +211,36 @@ class Guard:
     # ones too (the comparison's scan, the kernel trace's verdict, the rule a call runs under)
     OWN = ("gpulab.exercises", "gpulab.core", "gpulab.telemetry")
 
-    def __init__(self) -> None:
+    def __init__(self, own_only: bool = False, extra: tuple[types.ModuleType, ...] = ()) -> None:
         self._saved: list[tuple[Any, dict[str, Any]]] = []
         self._private: set[int] = set()  # ids of the namespaces whose private names count too
+        self._code: list[tuple[Any, Any]] = []  # (function, its __code__) of the extra modules
         self.changed: set[str] = set()  # every name any restore() put back, for the verdict
-        for name in self.MODULES:
+        for name in () if own_only else self.MODULES:
             mod = sys.modules.get(name)
             if mod is not None:
                 self._saved.append((mod, dict(vars(mod))))
-        for name, mod in list(sys.modules.items()):
-            if name.startswith(self.OWN) and name not in self.MODULES and mod is not None:
-                self._saved.append((mod, dict(vars(mod))))
+        own = [
+            mod
+            for name, mod in list(sys.modules.items())
+            if name.startswith(self.OWN) and name not in self.MODULES and mod is not None
+        ]
+        for mod in [*own, *extra]:
+            self._saved.append((mod, dict(vars(mod))))
+        if own_only or extra:
+            # Their classes too: a check's state lives in instances, read through the methods
+            for mod in [*own, *extra]:
+                for value in list(vars(mod).values()):
+                    if isinstance(value, type) and value.__module__ == mod.__name__:
+                        self._saved.append((value, dict(vars(value))))
+                        self._private.add(id(value))
+        for mod in extra:
+            self.keep_code(*vars(mod).values())
         for obj, _ in self._saved:
-            if getattr(obj, "__name__", "").startswith(self.OWN):
+            if getattr(obj, "__name__", "").startswith(self.OWN) or obj in extra:
                 self._private.add(id(obj))
+        if own_only:
+            return
         torch = sys.modules.get("torch")
         if torch is not None:
             self._saved.append((torch.Tensor, dict(vars(torch.Tensor))))
@@ -237,11 +258,21 @@ class Guard:
         # random.Random's methods: a patch there would outlive the check in the worker
         self._saved.append((random.Random, dict(vars(random.Random))))
 
+    def keep_code(self, *functions: Any) -> None:
+        """Watch these functions' code: restore() puts back a `__code__` swapped since."""
+        for fn in functions:
+            if isinstance(fn, types.FunctionType):
+                self._code.append((fn, fn.__code__))
+
     def restore(self) -> list[str]:
         """Put back every function and class that was rebound or added; returns their names
         ("numpy.allclose", ...). Data is left alone: libraries keep state in module globals
         (torch.cuda._initialized flips on first use) that must move forward, not back."""
         changed: list[str] = []
+        for fn, code in self._code:
+            if fn.__code__ is not code:
+                fn.__code__ = code
+                changed.append(f"{fn.__qualname__}.__code__")
         for obj, saved in self._saved:
             now = vars(obj)
             if _same(now, saved):

@@ -159,19 +159,44 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
     model[0].register_forward_pre_hook(saw)
     real_init = DDP.__init__
 
+    groups: list[int] = []  # the ranks in the group of each DDP of this model
+
     def spy(self: Any, module: Any, *args: Any, **kwargs: Any) -> None:
         wrapped.append(module is model)
         real_init(self, module, *args, **kwargs)
         if module is model:
             self.register_forward_pre_hook(via_ddp)
             self.register_forward_hook(after_ddp)
+            group = getattr(self, "process_group", None)
+            groups.append(int(group.size()) if group is not None else rc.world_size)
+
+    # A hook set on the reducer itself (the C++ binding register_comm_hook ends in) is one too
+    c10d_c = torch._C._distributed_c10d
+    binds = [
+        (owner, name, getattr(owner, name))
+        for owner in dict.fromkeys((dist, c10d_c))
+        for name in ("_register_comm_hook", "_register_builtin_comm_hook")
+        if hasattr(owner, name)
+    ]
+
+    def binding(real: Any) -> Any:
+        def register(reducer: Any, *args: Any) -> Any:
+            hook = args[-1]
+            hooked.append(getattr(hook, "__name__", None) or str(hook))
+            return real(reducer, *args)
+
+        return register
 
     DDP.__init__ = spy  # type: ignore[method-assign] - put back below
+    for owner, name, real in binds:
+        setattr(owner, name, binding(real))
     stepped = register_optimizer_step_pre_hook(stepping)
     try:
         fn(model, data, epochs=EPOCHS, batch_size=BATCH, lr=LR, log=lines.append)
     finally:
         DDP.__init__ = real_init  # type: ignore[method-assign] - the original
+        for owner, name, real in binds:
+            setattr(owner, name, real)
         stepped.remove()
     return {
         "trained_on": torch.cat(trained).numpy() if trained else np.zeros((0, SIZES[0]), "f4"),
@@ -182,6 +207,8 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
         "steps": steps[0],
         "unsynced_steps": steps[1],
         "hooked": hooked[:1],
+        "groups": groups,
+        "world": rc.world_size,
         "weights": [p.detach().numpy().copy() for p in model.parameters()],
         "lines": lines,
         "destroyed": not dist.is_initialized(),
@@ -246,6 +273,13 @@ def compare(
                 f"rank {rank} ran {out['forwards'] - out['through_ddp']} of its {out['forwards']} "
                 f"training forwards past DistributedDataParallel{never}: call the wrapped model, "
                 "so that DDP's hooks average the gradients in the backward"
+            )
+        small = [n for n in out.get("groups", ()) if n < out.get("world", WORLD)]
+        if small:
+            return api.Mismatch(
+                f"rank {rank} built DistributedDataParallel over a group of {small[0]} of the "
+                f"{out.get('world', WORLD)} ranks: its hooks average over that group only; "
+                "leave process_group out (the default group holds every rank)"
             )
         if out.get("hooked"):
             return api.Mismatch(

@@ -101,30 +101,34 @@ def _mlp(weights: list[np.ndarray]) -> Any:
     return torch.nn.Sequential(*layers[:-1])
 
 
-def _single(case: api.Case, lr: float) -> list[np.ndarray]:
+def _single(case: api.Case, lr: float) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
     """One process on every step's whole global batch (the mean over it is the average of the
-    ranks' equal-sized means, which is what DDP's averaged gradients give)."""
+    ranks' equal-sized means, which is what DDP's averaged gradients give): the trained weights,
+    and every step's gradients as the backward pass left them."""
     import torch
 
     weights, x, y = _data(case)
     model = _mlp(weights)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     batch = case.args["world"] * PER_RANK
+    grads = []
     for s in range(STEPS):
         xb = torch.from_numpy(x[s * batch : (s + 1) * batch])
         yb = torch.from_numpy(y[s * batch : (s + 1) * batch])
         loss = torch.nn.functional.mse_loss(model(xb), yb)
         opt.zero_grad()
         loss.backward()
+        grads.append([p.grad.numpy().copy() for p in model.parameters()])
         opt.step()
-    return [p.detach().numpy().copy() for p in model.parameters()]
+    return [p.detach().numpy().copy() for p in model.parameters()], grads
 
 
 def expected(case: api.Case, ctx: api.Context) -> dict[str, Any]:
     if case.args.get("timed"):
         return {}
     world = case.args["world"]
-    return {"mean": _single(case, LR), "sum": _single(case, LR * world)}
+    mean, grads = _single(case, LR)
+    return {"mean": mean, "grads": grads, "sum": _single(case, LR * world)[0]}
 
 
 def before_load(rc: Any) -> None:
@@ -173,6 +177,7 @@ def _train(rc: Any, hook: Any, case: api.Case) -> dict[str, Any]:
     ddp.register_comm_hook(None, hooked.call)
     opt = torch.optim.SGD(ddp.parameters(), lr=LR)
     batch = rc.world_size * PER_RANK
+    grads = []  # as each backward pass left them: what DDP made of the hook's futures
     try:
         for s in range(STEPS):
             lo = s * batch + rc.rank * PER_RANK  # this rank's share of the step's batch
@@ -181,6 +186,7 @@ def _train(rc: Any, hook: Any, case: api.Case) -> dict[str, Any]:
             loss = torch.nn.functional.mse_loss(ddp(xb), yb)
             opt.zero_grad()
             loss.backward()
+            grads.append([p.grad.detach().cpu().numpy().copy() for p in ddp.module.parameters()])
             opt.step()
         cc.sync(rc.device)
     except Exception as exc:  # noqa: BLE001 - the hook's rule, or its exception, in one line
@@ -193,6 +199,7 @@ def _train(rc: Any, hook: Any, case: api.Case) -> dict[str, Any]:
         raise collective_guard.Refused(hooked.problem)
     return {
         "weights": [p.detach().cpu().numpy().copy() for p in ddp.module.parameters()],
+        "grads": grads,
         "calls": hooked.calls,
     }
 
@@ -231,6 +238,19 @@ def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismat
             )
     err = _close(got[0]["weights"], want["mean"])
     if err <= RTOL:
+        # Right weights from wrong gradients: the averaging was done elsewhere (the parameters
+        # all-reduced after each step, say), not by the futures the hook handed DDP
+        for r, out in enumerate(got):
+            for s, (mine, whole) in enumerate(zip(out["grads"], want["grads"], strict=True)):
+                apart = _close(mine, whole)
+                if apart > RTOL:
+                    return api.Mismatch(
+                        f"rank {r}'s gradients after step {s + 1}'s backward pass are not the "
+                        f"mean over the ranks (relative difference {apart:.2g}), yet the "
+                        "weights are right: they were averaged somewhere else than in your "
+                        "hook; DDP's gradients are what the hook's futures return",
+                        max_error=apart,
+                    )
         if not _gpus_for_timing(ctx) and case.args["world"] == WORLDS[-1]:
             ctx.notes.append(
                 "exposed communication is timed where 2 or more GPUs run NCCL; here only "
