@@ -281,6 +281,9 @@ def run_check(
                 except OwnWorkError as exc:
                     _restore(result, guard)
                     return _fail(result, "wrong", f"timed run: {exc}", t0)
+                except api.CheckError as exc:  # the check's words already (a rank's failure)
+                    _restore(result, guard)
+                    return _fail(result, "error", f"timed run: {exc}", t0)
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - the learner's code, at full size
