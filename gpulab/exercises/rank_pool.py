@@ -151,13 +151,19 @@ class RankPool:
             raise PoolFailed(_first(errors))
         return [answers[r] for r in range(self.world)]
 
-    def close(self) -> None:
-        """Stop the ranks (waiting briefly for them to leave on their own)."""
+    def close(self, wait: bool = True) -> None:
+        """Stop the ranks (waiting briefly for them to leave on their own). `wait=False`: tell
+        them and return; they leave in the background (a check's last answer is in, and their
+        exit, a tenth of a second or more with NCCL, is nobody's wait)."""
         if self.closed:
             return
         self.closed = True
-        if self._finalizer is not None:
+        if self._finalizer is None:
+            return
+        if wait:
             self._finalizer()
+        else:
+            threading.Thread(target=self._finalizer, name="gpulab-pool-close", daemon=True).start()
 
 
 def _first(errors: dict[int, str]) -> str:
