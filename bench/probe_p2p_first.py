@@ -49,8 +49,12 @@ def main(rank, world):
             dist.recv(b, left)
             dist.send(a, right)
 
-    for what, fn in (("batched ring 1st", batched), ("batched ring 2nd", batched),
-                     ("lone send/recv 1st", lone), ("lone send/recv 2nd", lone)):
+    for what, fn in (
+        ("batched ring 1st", batched),
+        ("batched ring 2nd", batched),
+        ("lone send/recv 1st", lone),
+        ("lone send/recv 2nd", lone),
+    ):
         _timed(what, fn, rank)
     dist.destroy_process_group()
 
