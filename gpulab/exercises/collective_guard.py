@@ -171,8 +171,8 @@ def _call() -> str:
     return f": `{frame.line}`{_where()}" if frame and frame.line else ""
 
 
-def _refuse(kind: str) -> None:
-    message = f"the library's {kind} is not allowed here{_call()}; {WHY}"
+def _refuse(kind: str, why: str = WHY) -> None:
+    message = f"the library's {kind} is not allowed here{_call()}; {why}"
     _STATE.found.append(message)
     raise Refused(message)
 
@@ -245,6 +245,41 @@ def _guard_group(cls: Any, method: str, kind: str) -> None:
         return work
 
     _put(cls, method, guarded)
+
+
+# Other roads a P2P call could move whole tensors by: the control-plane collectives over the
+# rendezvous store, and the store's own reads and writes (torch's P2P calls use it from C++)
+_STORE_DATA = (
+    "set",
+    "get",
+    "compare_set",
+    "add",
+    "append",
+    "multi_get",
+    "multi_set",
+    "queue_push",
+    "queue_pop",
+    "wait",
+)
+WHY_STORE = "it moves the data past the point-to-point messages the exercise is about"
+
+
+def _guard_methods(cls: Any, names: Any, kind: str) -> None:
+    """Refuse `cls`'s methods `names` in a P2P call (a class of torch's C extension)."""
+    state, refuse, in_call = _STATE, _refuse, _IN_CALL
+    for name in names:
+        real = vars(cls).get(name)
+        if real is None:
+            continue
+
+        def guarded(
+            self: Any, *args: Any, _real: Any = real, _name: str = name, **kwargs: Any
+        ) -> Any:
+            if _p2p(state, in_call):
+                refuse(f"{kind} ({cls.__name__}.{_name})", WHY_STORE)
+            return _real(self, *args, **kwargs)
+
+        _put(cls, name, guarded)
 
 
 def _guard_module(module: Any, name: str, kind: str, hooks_too: bool = True) -> None:
@@ -370,6 +405,12 @@ def install() -> None:
     for module in (dist, c10d_c):
         if hasattr(module, "_broadcast_coalesced"):
             _guard_module(module, "_broadcast_coalesced", "broadcast", hooks_too=False)
+    control = getattr(c10d_c, "_ControlCollectives", None)
+    if control is not None:
+        names = [k for k, v in vars(control).items() if not k.startswith("_") and callable(v)]
+        _guard_methods(control, names, "collective over the store")
+    if hasattr(c10d_c, "Store"):
+        _guard_methods(c10d_c.Store, _STORE_DATA, "key-value store")
     work_cls = c10d.Work
     real_wait = work_cls.wait
     for name in _P2P:
@@ -604,8 +645,12 @@ def _settle() -> None:
     _STATE.requests = []
 
 
-def _problem(mode: str, kit: dict[str, Any], module: dict[str, Any], path: str) -> str | None:
-    """What the call just ended did wrong, first thing first (None: nothing)."""
+def _problem(
+    mode: str, kit: dict[str, Any], module: dict[str, Any], path: str, returned: bool = True
+) -> str | None:
+    """What the call just ended did wrong, first thing first (None: nothing). A call that
+    raised (`returned` False) left its requests as they were when it raised: its own exception
+    is the story there, not the waits it never reached."""
     rebound = _restore(kit, module)
     as_set = {"active": True, "mode": mode, "path": str(path)}
     changed = next((k for k, v in as_set.items() if getattr(_STATE, k, None) != v), None)
@@ -622,7 +667,7 @@ def _problem(mode: str, kit: dict[str, Any], module: dict[str, Any], path: str) 
         )
     if _STATE.found:
         return _STATE.found[0]
-    for work, what, where in _STATE.requests:
+    for work, what, where in _STATE.requests if returned else ():
         if id(work) in _STATE.waited:
             continue
         if mode == HOOK:
@@ -650,7 +695,7 @@ def watching(learner_file: str, _module: dict[str, Any] = globals()) -> Iterator
     try:
         yield
     except Exception:  # whatever the learner's code raised: a refusal it caused comes first
-        problem = kit["_problem"](P2P, kit, _module, learner_file)
+        problem = kit["_problem"](P2P, kit, _module, learner_file, False)
         if problem:  # the refusal, not what the learner's code made of it
             raise Refused(problem) from None
         raise

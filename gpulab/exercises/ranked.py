@@ -77,7 +77,7 @@ def load_in_rank(
     rc: Any, check_file: str, check_text: str, files: list[tuple[str, str, str]]
 ) -> tuple[Any, list[Any], Guard]:
     """In a rank: (the check's module, the entry function of each (path, text, entry) file, a
-    Guard over gpulab's modules and the check's), the check's `before_load(rc)` run before any
+    Guard over torch, gpulab's modules and the check's), the check's `before_load(rc)` run before any
     of the files is loaded. Whatever of those the files rebound as they loaded fails here
     (`guarded`), and so after each thing the rank does for the check."""
     # A rank inherits the fork server's start method, and a process started that way cannot import
@@ -89,8 +89,9 @@ def load_in_rank(
     if before is not None:
         before(rc)
     # Taken before any file loads, the yardstick's too: in one rank with the learner's, its
-    # code is the check's to keep
-    guard = Guard(own_only=True, extra=(check,))
+    # code is the check's to keep. Over torch too (the Tensor methods the pool's verify and
+    # prepare run), with the collective guard's wrappers already in place as the baseline
+    guard = Guard(extra=(check,))
     functions = []
     for path, text, entry in files:
         module = load_text(text, Path(path), fresh_name("learner", "ranked"))
@@ -105,12 +106,22 @@ class Rebound(RuntimeError):
 
 
 def guarded(guard: Guard) -> None:
-    """Put back what was rebound since the last look; Rebound names the first thing."""
+    """Put back what was rebound since the last look; Rebound names the first thing. A torch
+    function or dispatch mode left on counts too: it would see (and could do) the check's work."""
     changed = guard.restore()
     if changed:
         raise Rebound(
             f"your code rebound {changed[0]}, which the check uses to run and verify your "
             "call: a check's own functions are not yours to change"
+        )
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    modes = torch._C._len_torch_function_stack() + torch._C._len_torch_dispatch_stack()
+    if modes:
+        raise Rebound(
+            f"your code left {modes} torch mode(s) on after its call (a TorchFunctionMode or "
+            "TorchDispatchMode entered and not left): it would watch the check's own work"
         )
 
 

@@ -135,7 +135,15 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
 
     hooked: list[str] = []  # a communication hook of the learner's, by name
 
+    left_out: list[int] = []  # parameters of the model DDP's reducer does not average
+    frozen_at_wrap: set[int] = set()  # the reducer takes only what needs a gradient then
+
     def after_ddp(m: Any, _inputs: Any, _out: Any) -> None:
+        # Read from the wrapper as it ran: the parameters its reducer averages (a parameter
+        # ignored, or frozen while DDP was built, is averaged by nobody but the learner)
+        synced_ids = {id(p) for p in getattr(m, "_module_parameters", model.parameters())}
+        synced_ids -= frozen_at_wrap
+        left_out.append(sum(id(p) not in synced_ids for p in model.parameters()))
         # A Python comm hook replaces DDP's all-reduce of each bucket: one that returns the
         # bucket unchanged leaves the averaging to the learner's own code
         for hook, _state in getattr(m, "_comm_hooks", ()) or ():
@@ -163,6 +171,8 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
 
     def spy(self: Any, module: Any, *args: Any, **kwargs: Any) -> None:
         wrapped.append(module is model)
+        if module is model:
+            frozen_at_wrap.update(id(p) for p in model.parameters() if not p.requires_grad)
         real_init(self, module, *args, **kwargs)
         if module is model:
             self.register_forward_pre_hook(via_ddp)
@@ -208,6 +218,8 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
         "unsynced_steps": steps[1],
         "hooked": hooked[:1],
         "groups": groups,
+        "left_out": max(left_out, default=0),
+        "params": sum(1 for _ in model.parameters()),
         "world": rc.world_size,
         "weights": [p.detach().numpy().copy() for p in model.parameters()],
         "lines": lines,
@@ -273,6 +285,13 @@ def compare(
                 f"rank {rank} ran {out['forwards'] - out['through_ddp']} of its {out['forwards']} "
                 f"training forwards past DistributedDataParallel{never}: call the wrapped model, "
                 "so that DDP's hooks average the gradients in the backward"
+            )
+        if out.get("left_out"):
+            return api.Mismatch(
+                f"rank {rank}'s DistributedDataParallel averages {out['params'] - out['left_out']}"
+                f" of the model's {out['params']} parameters: the others were ignored or frozen "
+                "when it was built, so their gradients are averaged by hand, not by DDP's hooks; "
+                "wrap the model with every parameter trainable"
             )
         small = [n for n in out.get("groups", ()) if n < out.get("world", WORLD)]
         if small:

@@ -153,6 +153,22 @@ class _Hooked:
         self.path = cc.learner_file(hook)
         self.problem: str | None = None
         self.calls = 0
+        # What each future the hook returned delivered to DDP, a parameter at a time (by its
+        # id): read as DDP reads it, so averaging done anywhere else does not count
+        self.delivered: dict[int, Any] = {}
+
+        def keep(params: list[Any]) -> Any:
+            def kept(fut: Any) -> Any:
+                value = fut.value()
+                flat = value[0] if isinstance(value, list | tuple) else value
+                at = 0
+                for p in params:
+                    n = p.numel()
+                    self.delivered[id(p)] = flat[at : at + n].detach().reshape(p.shape).clone()
+                    at += n
+                return value
+
+            return kept
 
         # A plain function without annotations: DDP checks a hook's annotations by identity
         def call(state, bucket):
@@ -161,6 +177,8 @@ class _Hooked:
                 out = hook(state, bucket)
             if found and self.problem is None:
                 self.problem = found[0]
+            if hasattr(out, "then"):
+                out = out.then(keep(list(bucket.parameters())))
             return out
 
         self.call = call
@@ -178,6 +196,7 @@ def _train(rc: Any, hook: Any, case: api.Case) -> dict[str, Any]:
     opt = torch.optim.SGD(ddp.parameters(), lr=LR)
     batch = rc.world_size * PER_RANK
     grads = []  # as each backward pass left them: what DDP made of the hook's futures
+    sent = []  # what the hook's futures delivered, each step
     try:
         for s in range(STEPS):
             lo = s * batch + rc.rank * PER_RANK  # this rank's share of the step's batch
@@ -185,8 +204,12 @@ def _train(rc: Any, hook: Any, case: api.Case) -> dict[str, Any]:
             yb = torch.from_numpy(y[lo : lo + PER_RANK]).to(rc.device)
             loss = torch.nn.functional.mse_loss(ddp(xb), yb)
             opt.zero_grad()
+            hooked.delivered.clear()
             loss.backward()
-            grads.append([p.grad.detach().cpu().numpy().copy() for p in ddp.module.parameters()])
+            params = list(ddp.module.parameters())
+            grads.append([p.grad.detach().cpu().numpy().copy() for p in params])
+            missing = torch.full((1,), float("nan"))  # a parameter no future delivered
+            sent.append([hooked.delivered.get(id(p), missing).cpu().numpy().copy() for p in params])
             opt.step()
         cc.sync(rc.device)
     except Exception as exc:  # noqa: BLE001 - the hook's rule, or its exception, in one line
@@ -200,6 +223,7 @@ def _train(rc: Any, hook: Any, case: api.Case) -> dict[str, Any]:
     return {
         "weights": [p.detach().cpu().numpy().copy() for p in ddp.module.parameters()],
         "grads": grads,
+        "sent": sent,
         "calls": hooked.calls,
     }
 
@@ -241,14 +265,16 @@ def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismat
         # Right weights from wrong gradients: the averaging was done elsewhere (the parameters
         # all-reduced after each step, say), not by the futures the hook handed DDP
         for r, out in enumerate(got):
-            for s, (mine, whole) in enumerate(zip(out["grads"], want["grads"], strict=True)):
-                apart = _close(mine, whole)
-                if apart > RTOL:
+            steps = zip(out["sent"], out["grads"], want["grads"], strict=True)
+            for s, (sent, mine, whole) in enumerate(steps):
+                apart = max(_close(sent, whole), _close(mine, whole))
+                if apart > RTOL or apart != apart:
                     return api.Mismatch(
-                        f"rank {r}'s gradients after step {s + 1}'s backward pass are not the "
-                        f"mean over the ranks (relative difference {apart:.2g}), yet the "
-                        "weights are right: they were averaged somewhere else than in your "
-                        "hook; DDP's gradients are what the hook's futures return",
+                        f"rank {r}: what your hook's futures delivered in step {s + 1} is not "
+                        f"the mean over the ranks of their gradients (relative difference "
+                        f"{apart:.2g}), yet the weights are right: they were averaged "
+                        "somewhere else than in your hook; DDP's gradients are what the hook's "
+                        "futures return",
                         max_error=apart,
                     )
         if not _gpus_for_timing(ctx) and case.args["world"] == WORLDS[-1]:
