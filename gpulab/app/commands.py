@@ -83,3 +83,8 @@ class GpuLabCommands(Provider):
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)
+                continue
+            # An id typed as the CLI takes it ("ddp-overlap"), which the title may not hold
+            by_id = matcher.match(help_text)
+            if by_id > 0:
+                yield Hit(by_id * 0.9, name, callback, help=matcher.highlight(help_text))

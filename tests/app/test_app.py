@@ -464,6 +464,27 @@ async def test_command_palette_runs_an_experiment_and_changes_theme():
         await wait_for(pilot, lambda: app.theme == "nord", 5, "the theme")
 
 
+async def test_the_palette_finds_an_exercise_by_the_id_the_cli_takes(tmp_path, monkeypatch):
+    """`ddp-overlap` as typed for `gpulab ex check`: the title ("Overlap a bucket's all-reduce ...") has no
+    hyphen, so it is the id, shown under each hit, that matches."""
+    monkeypatch.setenv("GPULAB_WORKDIR", str(tmp_path))
+    app = fake_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"ddp-overlap")
+        await wait_for(
+            pilot, lambda: len(app.screen.query_one("CommandList").options), 5, "a hit by the id"
+        )
+        await pilot.press("enter")
+        await wait_for(
+            pilot,
+            lambda: getattr(app.exercises.current, "id", None) == "ddp-overlap",
+            10,
+            "the exercise opened",
+        )
+
+
 async def test_live_resize_never_crashes():
     app = fake_app(hold=True)
     async with app.run_test(size=(80, 24)) as pilot:
