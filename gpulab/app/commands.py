@@ -87,4 +87,4 @@ class GpuLabCommands(Provider):
             # An id typed as the CLI takes it ("ddp-overlap"), which the title may not hold
             by_id = matcher.match(help_text)
             if by_id > 0:
-                yield Hit(by_id * 0.9, name, callback, help=matcher.highlight(help_text))
+                yield Hit(by_id * 0.9, name, callback, help=help_text)
