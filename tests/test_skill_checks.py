@@ -195,3 +195,19 @@ def test_the_guard_sees_a_patch_that_claims_to_equal_what_it_replaced():
         assert np.allclose is real
     finally:
         np.allclose = real
+
+
+def test_torch_still_names_its_functions_after_a_watch_stood_in_for_them():
+    """torch builds its table of function names at the first resolve_name and keeps it: built
+    while the exits watch stood in for torch.as_tensor, it named the stand-in, and a later
+    check's mode (profile-step's reads) could not name as_tensor (found through a worker that
+    had run tree-reduction first)."""
+    import torch
+    import torch.overrides
+
+    from gpulab.exercises import refuse
+
+    torch.overrides._get_overridable_functions.cache_clear()
+    with refuse.one_thread([], exits=True):
+        torch.overrides.resolve_name(torch.add)  # a mode naming what ran, inside the watch
+    assert torch.overrides.resolve_name(torch.as_tensor) == "torch.as_tensor"

@@ -246,12 +246,48 @@ PYTHON_READS = frozenset(
 )
 
 
+# Functions that make a tensor over memory they are handed: over a NumPy array or a Python
+# buffer, what is copied into the tensor is in NumPy's hands (a read into Python, by another door)
+HOST_WRAPS = frozenset({"torch.as_tensor", "torch.asarray"})
+
+
+def host_memory(data: Any = None, *_args: Any) -> bool:
+    """Whether torch.as_tensor / asarray is handed memory from outside torch: a NumPy array (or
+    anything with the host array interface) or a Python buffer; not a tensor, not device memory."""
+    if type(data).__module__.startswith("torch") or hasattr(data, "__cuda_array_interface__"):
+        return False
+    if hasattr(data, "__array_interface__") or type(data).__module__.startswith("numpy"):
+        return True
+    return isinstance(data, bytes | bytearray | memoryview) or type(data).__name__ == "array"
+
+
 # Tensor methods that hand values to Python with no operator and no torch function to see: they
 # run Python on each element (apply_, map_, map2_) or print the values (torch's printing turns
 # the modes off itself). Watched by patching them while a step or a call runs.
 # __dlpack__: NumPy's from_dlpack reads a tensor's values in place, with no operator to see
 PYTHON_EXITS = ("apply_", "map_", "map2_", "__dlpack__", "__repr__", "__str__", "__format__")
 PRINTS = ("__repr__", "__str__", "__format__")
+
+
+# ids of the stand-ins a check's watch has put in place now (python_exits', and the refusals
+# gpulab.exercises.refuse patches in): the check's own, each put back when its block ends
+STAND_INS: set[int] = set()
+
+
+def names_settled() -> None:
+    """Have torch build its table of function names (torch.overrides.resolve_name, cached at its
+    first use) before any stand-in is put in place: built while one stood in for a function,
+    the table named the stand-in and not the function, and a later check's mode could not name
+    what ran (profile-step missed a read after another exercise's check in the same worker)."""
+    import torch.overrides  # deferred: called where torch is loaded already
+
+    torch.overrides.resolve_name(torch.overrides.resolve_name)
+
+
+def watching_exit(value: Any) -> bool:
+    """Whether `value` is one of the check's stand-ins in place now (a Guard restoring torch's
+    namespaces after a call made inside the watch names them as no one's change)."""
+    return id(value) in STAND_INS
 
 
 @contextlib.contextmanager
@@ -263,6 +299,7 @@ def python_exits(seen: Callable[[str], None], *, summarized: bool = False) -> It
     leave as text. Put back as they were when the block ends."""
     import torch
 
+    names_settled()
     cls = torch.Tensor
     own = {m: cls.__dict__[m] for m in PYTHON_EXITS if m in cls.__dict__}
 
@@ -290,9 +327,11 @@ def python_exits(seen: Callable[[str], None], *, summarized: bool = False) -> It
     ours = {m: watched(m, getattr(cls, m)) for m in PYTHON_EXITS}
     for m, method in ours.items():
         setattr(cls, m, method)
+    STAND_INS.update(id(method) for method in ours.values())
     try:
         yield
     finally:
+        STAND_INS.difference_update(id(method) for method in ours.values())
         for m, method in ours.items():
             if cls.__dict__.get(m) is not method:
                 continue  # put back already (a guard that restores torch.Tensor ran first)
@@ -317,7 +356,8 @@ class _PythonReads:
 
         class _Reads(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-                if resolve_name(func) in PYTHON_READS:
+                name = resolve_name(func)
+                if name in PYTHON_READS or (name in HOST_WRAPS and host_memory(*args)):
                     outer.count += 1
                 return func(*args, **(kwargs or {}))
 

@@ -292,6 +292,7 @@ class Ran:
     lane_moves: int
     shared_shares: int = 0  # reads of bytes another thread wrote, and shared atomics
     float_atomic_adds: int = 0  # atomicAdd on float or double: the blocks' order decides the bits
+    busiest_thread: int = 0  # the most global-memory accesses one thread of one block made
 
 
 class RawKernel:
@@ -368,6 +369,7 @@ class RawKernel:
             lib.emu_lane_moves,
             lib.emu_shared_shares,
             lib.emu_float_atomic_adds,
+            lib.emu_busiest_thread,
         )
         for counter in counters:
             counter.restype = ctypes.c_ulonglong

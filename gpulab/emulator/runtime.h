@@ -129,6 +129,12 @@ static unsigned long long shared_shares;
 // from them has the scheduler's last bits (the GPU's rule reads `atom.add.f32` from the PTX;
 // without NVRTC, and here, it is counted as it runs).
 static unsigned long long float_atomic_adds;
+// The most global-memory accesses one thread of one block made: a launch of many threads in
+// which one walks the whole array is a loop on one thread, however many were started.
+static unsigned long long busiest;
+static unsigned long long* tcount;  // this block's accesses by each thread
+static unsigned* tblock;            // the block each thread's count is of
+static unsigned tcap, block_serial;
 static unsigned epoch = 1;  // a new one at each block and each __syncthreads()
 // Each warp's __syncwarp() masks since the last barrier (the newest SYNCS of them).
 enum { WARPS = 32, SYNCS = 256 };
@@ -263,7 +269,11 @@ EMU_RAW static void access(uintptr_t a, unsigned n, bool write, bool atomic = fa
         }
     }
     for (int i = 0; i < nregions; ++i)
-        if (a >= regions[i].lo && a + n <= regions[i].hi) return;
+        if (a >= regions[i].lo && a + n <= regions[i].hi) {
+            if (tblock[cur] != block_serial) { tblock[cur] = block_serial; tcount[cur] = 0; }
+            if (++tcount[cur] > busiest) busiest = tcount[cur];
+            return;
+        }
     for (int i = 0; i < nregions; ++i)
         if (a + n > regions[i].glo && a < regions[i].ghi) out_of_bounds(regions[i], a, n, write);
 }
@@ -330,9 +340,15 @@ extern "C" EMU_RAW void __tsan_func_exit() {}
 extern "C" EMU_RAW void __tsan_vptr_update(void**, void*) {}
 extern "C" EMU_RAW void __tsan_vptr_read(void**) {}
 namespace emu {
+EMU_RAW static int source_lane(int kind, int i, int arg, int w);
 EMU_RAW static unsigned long long warp_op(int kind, unsigned mask, unsigned long long v, int arg, int w) {
     int t = cur;
-    if (kind != W_SYNC && kind != W_BALLOT && kind != W_ANY && kind != W_ALL) ++lane_moves;
+    // A lane that reads its own value (a butterfly by 0, an index naming itself) moves nothing
+    bool shuffle = kind == W_IDX || kind == W_UP || kind == W_DOWN || kind == W_XOR;
+    int from = shuffle ? source_lane(kind, t % 32, arg, w) : -1;
+    if (shuffle ? from >= 0 && from != t % 32
+                : kind != W_SYNC && kind != W_BALLOT && kind != W_ANY && kind != W_ALL)
+        ++lane_moves;
     state[t] = WARP; wkind[t] = kind; wmask[t] = mask; wval[t] = v; warg[t] = arg; wwidth[t] = w;
     wait_here();
     return wres[t];
@@ -443,7 +459,8 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
     unsigned nb = g.x * g.y * g.z;
     nthreads = nt;
     err[0] = 0;
-    shared_touches = lane_moves = shared_shares = float_atomic_adds = 0;
+    shared_touches = lane_moves = shared_shares = float_atomic_adds = busiest = 0;
+    if (nt > tcap) { regrow(tcount, nt); regrow(tblock, nt); tcap = nt; }
     regions = rs; nregions = nrs;
     dyn_lo = (uintptr_t)emu::dyn_smem; dyn_hi = dyn_lo + dyn; dyn_end = dyn_lo + DYN_SMEM_BYTES;
     register_dynamic();
@@ -454,6 +471,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
             for (unsigned k = 0; k < nb; ++k) {
                 unsigned id = order ? order[k] : k;
                 blockIdx = dim3(id % g.x, (id / g.x) % g.y, id / (g.x * g.y));
+                ++block_serial;
                 new_epoch();
                 for (unsigned t = 0; t < nt; ++t) {
                     cur = (int)t;
@@ -475,6 +493,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
     for (unsigned k = 0; k < nb && !err[0]; ++k) {
         unsigned id = order ? order[k] : k;
         blockIdx = dim3(id % g.x, (id / g.x) % g.y, id / (g.x * g.y));
+        ++block_serial;
         new_epoch();
         for (unsigned t = 0; t < nt; ++t) {
             ctx[t] = start;
@@ -526,6 +545,7 @@ extern "C" unsigned long long emu_shared_touches() { return emu::shared_touches;
 extern "C" unsigned long long emu_lane_moves() { return emu::lane_moves; }
 extern "C" unsigned long long emu_shared_shares() { return emu::shared_shares; }
 extern "C" unsigned long long emu_float_atomic_adds() { return emu::float_atomic_adds; }
+extern "C" unsigned long long emu_busiest_thread() { return emu::busiest; }
 EMU_RAW static void __syncthreads() { emu::state[emu::cur] = emu::BAR; emu::wait_here(); }
 template <class T> static inline unsigned long long emu_bits(T v) {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");

@@ -424,6 +424,18 @@ def parallel_rule(n: int, least: int = 256) -> Callable[[list[Any]], str | None]
                 "the array is a CPU loop on the GPU; this exercise teaches the parallel "
                 f"pattern (blocks of threads working together, at least {least} threads here)"
             )
+        # On the emulator, from what ran: threads started and left idle while one walks the
+        # array (on a GPU the compiled code cannot say which thread works; its time does)
+        busiest = max(
+            (getattr(la.ran, "busiest_thread", 0) for la in launches if la.ran), default=0
+        )
+        if n >= 16 * least and busiest > n // 16:
+            return (
+                f"one thread of your launches touched {busiest:,} values in global memory, for "
+                f"{n:,} values in all: a thread walking the array is a CPU loop on the GPU, "
+                "however many threads were started; this exercise teaches the parallel "
+                "pattern (the work shared out among the block's threads)"
+            )
         return None
 
     return rule

@@ -915,7 +915,10 @@ def _shares(launch: Launch) -> bool | None:
     return None if read is None else ptx_shares.shares(read[0], launch.kernel)
 
 
-_SHUFFLE = re.compile(r"\b(shfl\.sync|redux\.sync)\b")
+_SHUFFLE = re.compile(r"\b(?:shfl\.sync|redux\.sync)\b[^;]*;")
+# A butterfly, up or down shuffle by an immediate 0 hands each lane its own value: it moves
+# nothing (a red team routed every value through __shfl_xor_sync(FULL, v, 0) to look warp-level)
+_STILL = re.compile(r"\bshfl\.sync\.(?:bfly|up|down)\.b32\s+[^,]+,\s*[^,]+,\s*0\s*,")
 
 
 def uses_shuffles(launch: Launch) -> bool | None:
@@ -932,7 +935,7 @@ def uses_shuffles(launch: Launch) -> bool | None:
     ptx, body = read
     if body is None or re.search(r"\bcall(\.uni)?\b", body):
         body = ptx  # a device function kept apart from the kernel: read them all
-    return bool(_SHUFFLE.search(body))
+    return any(not _STILL.search(m.group(0)) for m in _SHUFFLE.finditer(body))
 
 
 _FLOAT_ADD = re.compile(

@@ -85,6 +85,7 @@ _FROM_MODULE = {(_DYNAMO, "counters"): f"edits dynamo's counters: {_GRADER}"}
 EXITS = {
     "to_dlpack": "hands the tensor to another library through DLPack, past the check's watch",
     "_to_dlpack": "hands the tensor to another library through DLPack, past the check's watch",
+    "_pickle_save": "serializes the tensor's storage past the check's watch",
 }
 # For a check that allows a list of operations (tree-reduction, the Triton exercises): a pointer
 # (x.data_ptr(), which a Triton wrapper may ask for) turned into another library's array

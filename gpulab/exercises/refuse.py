@@ -51,6 +51,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpulab.core.step_trace import STAND_INS, host_memory, names_settled, python_exits
 from gpulab.exercises.api import CheckError
 
 
@@ -235,6 +236,9 @@ _SHARED = (
     "makes a tensor over NumPy's or Python's memory: what is copied into it leaves torch, past "
     "the check's watch"
 )
+_SAVED = "serializes the tensor's storage past the check's watch"
+
+
 _PYTHON_EXIT = (
     "hands the tensor's values to Python (a callback on each element), past the check's "
     "watch: the exercise's own operations must do the work"
@@ -253,9 +257,11 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
 
     originals: dict[str, Any] = {}  # what each patch stands in for, by its label
 
-    def refuse(what: str, why: str) -> Any:
+    def refuse(what: str, why: str, only: Any = None) -> Any:
+        """A stand-in for `what` that refuses (when `only(*args)` says so, if given)."""
+
         def refused(*args: Any, **kwargs: Any) -> Any:
-            if exempt and _called_from(exempt):
+            if (exempt and _called_from(exempt)) or (only is not None and not only(*args)):
                 return originals[what](*args, **kwargs)
             message = _one_line(f"{what} {why}")
             calls.append(message)
@@ -285,9 +291,19 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
                 if hasattr(owner, name):
                     patches.append((owner, name, refuse(f"torch.{name}", why)))
                     labels.append(f"torch.{name}")
+            # The same doors under other names: a tensor made over an ndarray or a buffer
+            # (shares its memory on the CPU), and C++ serialization, which reads the storage
+            # past every operator (a red team summed the pickled bytes with NumPy)
+            for name in ("as_tensor", "asarray"):
+                if hasattr(torch, name):
+                    label = f"torch.{name}"
+                    patches.append((torch, name, refuse(label, _SHARED, only=host_memory)))
+                    labels.append(label)
+            if hasattr(torch._C, "_pickle_save"):
+                patches.append((torch._C, "_pickle_save", refuse("torch._C._pickle_save", _SAVED)))
+                labels.append("torch._C._pickle_save")
     exits_watched: Any = contextlib.nullcontext()
     if exits and sys.modules.get("torch") is not None:
-        from gpulab.core.step_trace import python_exits  # deferred: torch is loaded already
 
         def exit_seen(name: str) -> None:
             if exempt and _called_from(exempt):
@@ -298,15 +314,19 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
             raise RefusedCall(message)
 
         exits_watched = python_exits(exit_seen, summarized=True)
+    if exits and sys.modules.get("torch") is not None:
+        names_settled()
     saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
     for label, (_, _, old) in zip(labels, saved, strict=True):
         originals[label] = old
     for obj, name, new in patches:
         setattr(obj, name, new)
+    STAND_INS.update(id(new) for _, _, new in patches)
     try:
         with exits_watched:
             yield
     finally:
+        STAND_INS.difference_update(id(new) for _, _, new in patches)
         for obj, name, old in saved:
             setattr(obj, name, old)
 

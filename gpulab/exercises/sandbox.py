@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from gpulab.core.step_trace import watching_exit
+
 _counter = itertools.count(1)
 
 
@@ -279,7 +281,11 @@ class Guard:
                 continue
             label = getattr(obj, "__name__", repr(obj))
             private = id(obj) in self._private
-            added = [k for k, v in now.items() if k not in saved and _patchable(k, v, private)]
+            added = [
+                k
+                for k, v in now.items()
+                if k not in saved and _patchable(k, v, private) and not watching_exit(v)
+            ]
             for key in added:
                 with contextlib.suppress(AttributeError, TypeError):
                     delattr(obj, key)
@@ -288,6 +294,8 @@ class Guard:
                 current = now.get(key, _MISSING)
                 if current is not value and _library_wrap(current, value):
                     continue  # torch wrapped its own function, lazily, during the check
+                if current is not value and watching_exit(current):
+                    continue  # the check's own watch on Python's exits, put back as it ends
                 if current is not value and _patchable(key, value, private):
                     with contextlib.suppress(AttributeError, TypeError):
                         setattr(obj, key, value)
