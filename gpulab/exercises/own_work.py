@@ -916,9 +916,22 @@ def _shares(launch: Launch) -> bool | None:
 
 
 _SHUFFLE = re.compile(r"\b(?:shfl\.sync|redux\.sync)\b[^;]*;")
-# A butterfly, up or down shuffle by an immediate 0 hands each lane its own value: it moves
-# nothing (a red team routed every value through __shfl_xor_sync(FULL, v, 0) to look warp-level)
-_STILL = re.compile(r"\bshfl\.sync\.(?:bfly|up|down)\.b32\s+[^,]+,\s*[^,]+,\s*0\s*,")
+_STILL_KIND = re.compile(r"\bshfl\.sync\.(?:bfly|up|down)\.b32\s+(.*);")
+
+
+def _still(shuffle: str, body: str) -> bool:
+    """Whether a butterfly, up or down shuffle moves nothing: its lane offset is 0, written in
+    the instruction or in the register it names, which the code sets to 0 and nothing else (a
+    red team routed every value through __shfl_xor_sync(FULL, v, 0) to look warp-level)."""
+    kind = _STILL_KIND.search(shuffle)
+    operands = [o.strip() for o in kind.group(1).split(",")] if kind else []
+    if len(operands) < 3:
+        return False
+    offset = operands[2]
+    if not offset.startswith("%"):
+        return offset in ("0", "0x00000000")
+    defs = re.findall(rf"^\s*[a-z][\w.]*\s+{re.escape(offset)}\s*,\s*([^;]*);", body, re.M)
+    return bool(defs) and all(d.strip() in ("0", "0x00000000") for d in defs)
 
 
 def uses_shuffles(launch: Launch) -> bool | None:
@@ -935,7 +948,7 @@ def uses_shuffles(launch: Launch) -> bool | None:
     ptx, body = read
     if body is None or re.search(r"\bcall(\.uni)?\b", body):
         body = ptx  # a device function kept apart from the kernel: read them all
-    return any(not _STILL.search(m.group(0)) for m in _SHUFFLE.finditer(body))
+    return any(not _still(m.group(0), body) for m in _SHUFFLE.finditer(body))
 
 
 _FLOAT_ADD = re.compile(
