@@ -477,7 +477,9 @@ def test_each_launch_counts_the_shared_accesses_and_shuffles_that_ran(live: int)
     ran = kernel.ran
     assert isinstance(ran, cuda.Ran)
     if live:
-        assert ran.shared_touches == 64 and ran.lane_moves == 32, ran  # 32 writes, 32 reads
+        # 32 writes and 32 reads; 31 lanes read another lane's value (lane 31's shuffle down by
+        # 1 falls past the warp and hands it its own: it moves nothing)
+        assert ran.shared_touches == 64 and ran.lane_moves == 31, ran
     else:
         assert ran.shared_touches == 0 and ran.lane_moves == 0, ran
 
@@ -584,3 +586,47 @@ def test_the_fake_records_copies_between_host_and_device_and_fuse_compiles_only_
     ]:
         with pytest.raises(TypeError, match=f"cupy.fuse cannot compile {what}"):
             cp.fuse(body)(a)
+
+
+STILL = r"""
+extern "C" __global__ void still(const float* a, float* out) {
+    int t = threadIdx.x;
+    out[t] = __shfl_xor_sync(0xffffffffu, a[t], 0) + __shfl_sync(0xffffffffu, a[t], t);
+}
+"""
+
+
+def test_a_shuffle_that_hands_each_lane_its_own_value_moves_nothing() -> None:
+    """An xor by 0 and an index naming the lane itself run, and their values are used, but no
+    lane reads another's: a red team passed warp-argmax's shuffle rule with the first."""
+    cp = cupy_module.make()
+    a = cp.asarray(np.arange(32, dtype=np.float32))
+    out = cp.zeros(32, dtype=np.float32)
+    kernel = cp.RawKernel(STILL, "still")
+    kernel((1,), (32,), (a, out))
+    assert np.array_equal(cp.asnumpy(out), 2 * np.arange(32, dtype=np.float32))
+    assert kernel.ran.lane_moves == 0, kernel.ran
+
+
+WALK = r"""
+extern "C" __global__ void walk(const float* a, float* out, int n) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        for (int i = 0; i < n; ++i) out[i] = a[i];
+    }
+}
+"""
+
+
+def test_the_busiest_thread_counts_its_own_block_only() -> None:
+    """One thread walking the array touches every value; spread over blocks, each thread of each
+    block counts its own accesses, not the sum over blocks of the threads of its index."""
+    cp = cupy_module.make()
+    n = 4096
+    a = cp.asarray(np.arange(n, dtype=np.float32))
+    out = cp.zeros(n, dtype=np.float32)
+    walker = cp.RawKernel(WALK, "walk")
+    walker((1,), (256,), (a, out, np.int32(n)))
+    assert walker.ran.busiest_thread == 2 * n, walker.ran
+    spread = cp.RawKernel(OOB, "copy")
+    spread((n // 256,), (256,), (a, out, np.int32(n), np.int32(0)))
+    assert spread.ran.busiest_thread <= 2, spread.ran

@@ -471,3 +471,22 @@ def test_where_a_rawkernel_is_asked_for_cupy_may_not_write_the_kernel(
                 fn(*_arrays())
         finally:
             watch.uninstall()
+
+
+def test_a_ptx_shuffle_by_zero_moves_nothing_whether_written_or_in_a_register():
+    """NVRTC put warp-argmax's xor-by-0 shortcut's offset in a register (`mov.u32 %r23, 0`), and
+    the first PTX rule, which read only an immediate 0, let it pass on an H200."""
+    from gpulab.exercises import own_work
+
+    body = (
+        "\tmov.u32 \t%r23, 0;\n\tmov.u32 \t%r27, 16;\n"
+        "\tshfl.sync.bfly.b32 \t%r3|%p1, %r43, %r23, %r24, %r26;\n"
+    )
+    still = "shfl.sync.bfly.b32 \t%r3|%p1, %r43, %r23, %r24, %r26;"
+    moving = "shfl.sync.bfly.b32 \t%r6|%p2, %r44, %r27, %r28, %r30;"
+    assert own_work._still(still, body)
+    assert not own_work._still(moving, body)
+    assert own_work._still("shfl.sync.down.b32 \t%r3|%p1, %r43, 0, 31, -1;", "")
+    assert not own_work._still("shfl.sync.down.b32 \t%r3|%p1, %r43, 1, 31, -1;", "")
+    # an index shuffle by a fixed lane broadcasts that lane's value: a move for the others
+    assert not own_work._still("shfl.sync.idx.b32 \t%r3|%p1, %r43, 0, 31, -1;", "")
