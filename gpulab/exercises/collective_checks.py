@@ -111,6 +111,31 @@ def call(fn: Any, *args: Any) -> Any:
         ) from None
 
 
+def sent() -> int:
+    """The bytes the learner's last call (`call`) sent through torch.distributed, this rank."""
+    return int(collective_guard.sent_bytes())
+
+
+def too_little(total: int, least: int, what: str, world: int) -> str | None:
+    """Why `total` bytes sent over every rank are too few for `what`, at least `least` (None:
+    enough). Data moved between the ranks another way (a file every rank maps, shared memory)
+    reaches the right answer without the point-to-point messages the exercise is about."""
+    if total >= least:
+        return None
+    return (
+        f"your ranks sent {total:,} bytes in all through torch.distributed for {what}, which on "
+        f"{world} ranks must send at least {least:,}: the data moved between the ranks another "
+        "way (shared memory, a file?); move it with send and recv"
+    )
+
+
+def all_reduce_least(n: int, world: int) -> int:
+    """The fewest values an all-reduce of n values a rank sends over all its ranks: every
+    value's sum needs the other world - 1 ranks' parts brought together, then sent back to
+    them (a ring sends exactly this; a reduce and a broadcast too)."""
+    return 2 * (world - 1) * n
+
+
 def partner(fn: Any, name: str) -> Any:
     """The function `name` of the learner's file that `fn` came from (an exercise with two)."""
     other = fn.__globals__.get(name)
@@ -243,6 +268,8 @@ class Timed:
     entry: str
     library_name: str  # the library's collective, timed beside
     what: str  # "an all-reduce"
+    # (n values a rank, world) -> the fewest values a call must send over every rank
+    least: Callable[[int, int], int]
     ceiling: str = "link"  # busbw is bound by the links: no calibrated figure (core.peaks.LINK)
 
 
@@ -275,7 +302,10 @@ def spec(fn: Any, ctx: api.Context, timed: Timed) -> api.TimingSpec:
         pool.ask("call", -1, key)
 
     def check_call(key: str, returned: Any) -> str | None:
-        return next((m for m in pool.ask("verify", key) if m), None)
+        answers = pool.ask("verify", key)
+        wrong = next((m for m, _ in answers if m), None)
+        least = timed.least(n, world) * 4  # float32
+        return wrong or too_little(sum(b for _, b in answers), least, timed.what, world)
 
     def verify(key: str) -> str | None:
         try:
@@ -347,7 +377,7 @@ class PoolState:
         if who < 0:
             self.op.library(s)
         else:
-            self.op.learner(self.functions[who], s)
+            s["sent"] = self.op.learner(self.functions[who], s)
         sync(self.rc.device)
 
     def want(self, offsets: list[int]) -> Any:
@@ -363,10 +393,14 @@ class PoolState:
             total[n - o :].addcmul_(base[n - o :], self.table[:o])
         return total
 
-    def verify(self, key: str) -> str | None:
+    def verify(self, key: str) -> tuple[str | None, int]:
+        """(what is wrong with this rank's output, or None; the bytes its last call sent)."""
+        s = self.sets[key]
+        return self._wrong(s), int(s.get("sent", 0))
+
+    def _wrong(self, s: dict[str, Any]) -> str | None:
         import torch
 
-        s = self.sets[key]
         world, rank = self.rc.world_size, self.rc.rank
         total = self.want(s["offsets"])
         for name, got, lo in self.op.outputs(s, rank, world):
@@ -397,8 +431,9 @@ class AllReduce:
         s["x"].copy_(base)
 
     @staticmethod
-    def learner(fn: Any, s: dict[str, Any]) -> None:
+    def learner(fn: Any, s: dict[str, Any]) -> int:
         call(fn, s["x"])
+        return sent()
 
     @staticmethod
     def library(s: dict[str, Any]) -> None:
@@ -433,9 +468,11 @@ class ReduceScatterAllGather:
         s["chunk"].fill_(float("nan"))
 
     @staticmethod
-    def learner(fn: Any, s: dict[str, Any]) -> None:
+    def learner(fn: Any, s: dict[str, Any]) -> int:
         call(fn, s["chunk"], s["x"])
+        scattered = sent()
         call(partner(fn, "all_gather"), s["y"], s["chunk"])
+        return scattered + sent()
 
     @staticmethod
     def library(s: dict[str, Any]) -> None:

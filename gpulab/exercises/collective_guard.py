@@ -205,6 +205,25 @@ def call(learner_file: str, fn: Any, *args: Any) -> Any:
         return _inside(fn, args)
 
 
+def _bytes_counter() -> tuple[Any, Any]:
+    """(count, sent_bytes): `count(tensors)` adds what a send in a learner's P2P call hands the
+    library; `sent_bytes()` reads and clears it. Held in closures, read right after each call."""
+    held = [0]
+
+    def count(tensors: Any) -> None:
+        for t in tensors if isinstance(tensors, list | tuple) else [tensors]:
+            held[0] += int(t.numel()) * int(t.element_size())
+
+    def sent_bytes() -> int:
+        out, held[0] = held[0], 0
+        return out
+
+    return count, sent_bytes
+
+
+_COUNT, sent_bytes = _bytes_counter()
+
+
 def _stack_rule() -> Any:
     """A function telling whether a learner's P2P call (`_inside`) is on this thread's stack,
     holding the code it looks for and the frame reader as they were at install."""
@@ -405,6 +424,21 @@ def install() -> None:
     for module in (dist, c10d_c):
         if hasattr(module, "_broadcast_coalesced"):
             _guard_module(module, "_broadcast_coalesced", "broadcast", hooks_too=False)
+    # Every send (isend, send, a batch's) ends in the group's `send`, or its backend's: the bytes
+    # a P2P call moved between the ranks, read from what ran (data moved another way, through
+    # shared memory or a file, is not counted: the check asks for a collective's minimum)
+    for cls in (group_cls, backend_cls):
+        real_send = vars(cls).get("send") if cls is not None else None
+        if real_send is not None:
+
+            def send(
+                self: Any, tensors: Any, *args: Any, _real: Any = real_send, **kwargs: Any
+            ) -> Any:
+                if _p2p(_STATE, _IN_CALL):
+                    _COUNT(tensors)
+                return _real(self, tensors, *args, **kwargs)
+
+            _put(cls, "send", send)
     control = getattr(c10d_c, "_ControlCollectives", None)
     if control is not None:
         names = [k for k, v in vars(control).items() if not k.startswith("_") and callable(v)]
@@ -613,6 +647,7 @@ def _guard_ops() -> None:
 
 
 def _start(path: str, mode: str) -> None:
+    sent_bytes()  # what this call sends counts from here
     _STATE.active, _STATE.mode, _STATE.path = True, mode, str(path)
     _STATE.found, _STATE.requests, _STATE.waited = [], [], set()
     _STATE.completed, _STATE.futures = set(), {}

@@ -29,6 +29,7 @@ TIMED = cc.Timed(
     ENTRY,
     "reduce_scatter_tensor + all_gather_into_tensor (*_single in newer PyTorch)",
     "a reduce-scatter then an all-gather",
+    least=cc.all_reduce_least,  # the two halves of an all-reduce, (w - 1) n values each
     ceiling="link",
 )
 
@@ -73,14 +74,17 @@ def rank(rc: Any, fn: Any, case: api.Case) -> list[dict[str, Any]]:
         x = torch.from_numpy(x_mine.copy()).to(rc.device)
         mine = torch.full((c,), float("nan"), device=rc.device)
         cc.call(fn, mine, x)
+        scattered = cc.sent()
         chunk = torch.from_numpy(g_mine.copy()).to(rc.device)
         every = torch.full((w * c,), float("nan"), device=rc.device)
         cc.call(gather, every, chunk)
+        gathered = cc.sent()
         cc.sync(rc.device)
         out.append(
             {
                 "mine": mine.cpu().numpy(),
                 "every": every.cpu().numpy(),
+                "sent": (scattered, gathered),
                 "x_kept": bool(np.array_equal(x.cpu().numpy(), x_mine)),
                 "chunk_kept": bool(np.array_equal(chunk.cpu().numpy(), g_mine)),
             }
@@ -114,6 +118,13 @@ def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismat
                 if bad is not None:
                     bad.message = f"rank {r}, chunks of {c:,}: {fn_name}'s {bad.message}"
                     return bad
+        # Each half of an all-reduce moves (w - 1) n values in all, n = w c a rank
+        for half, fn_name in enumerate(("reduce_scatter", "all_gather")):
+            total = sum(got[r][k]["sent"][half] for r in range(world))
+            least = 4 * cc.all_reduce_least(world * c, world) // 2
+            why = cc.too_little(total, least, f"{fn_name} of chunks of {c:,}", world)
+            if why:
+                return api.Mismatch(f"chunks of {c:,}: {why}")
     return None
 
 

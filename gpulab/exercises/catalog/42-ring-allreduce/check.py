@@ -21,7 +21,14 @@ from gpulab.exercises import collective_checks as cc
 ENTRY = "ring_all_reduce"
 # Its check starts processes of its own: nothing compiled in the worker ahead would be reused
 PREPARE = False
-TIMED = cc.Timed(__file__, ENTRY, "torch.distributed.all_reduce", "an all-reduce", ceiling="link")
+TIMED = cc.Timed(
+    __file__,
+    ENTRY,
+    "torch.distributed.all_reduce",
+    "an all-reduce",
+    least=cc.all_reduce_least,
+    ceiling="link",
+)
 
 
 def cases(ctx: api.Context) -> list[api.Case]:
@@ -36,17 +43,19 @@ def before_load(rc: Any) -> None:
     cc.before_load(rc)
 
 
-def rank(rc: Any, fn: Any, case: api.Case) -> list[Any]:
-    """One rank: the learner's call on this rank's row of every size, in place."""
+def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, list[Any]]:
+    """One rank: the learner's call on this rank's row of every size, in place, and the bytes
+    each call sent through torch.distributed."""
     import torch
 
-    out = []
+    out, sent = [], []
     for x in cc.inputs(case, rc.rank):
         t = torch.from_numpy(x).to(rc.device)
         cc.call(fn, t)  # the tensor the check holds: a result written elsewhere is not in it
+        sent.append(cc.sent())
         cc.sync(rc.device)
         out.append(t.cpu().numpy())
-    return out
+    return {"out": out, "sent": sent}
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> list[Any]:
@@ -55,7 +64,16 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> list[Any]:
 
 
 def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
-    return cc.compare_ranks(want, got, case, what="t")
+    bad = cc.compare_ranks(want, [g["out"] for g in got], case, what="t")
+    if bad is not None:
+        return bad
+    world = case.args["world"]
+    for k, n in enumerate(case.args["sizes"]):
+        total = sum(g["sent"][k] for g in got)
+        why = cc.too_little(total, 4 * cc.all_reduce_least(n, world), f"{n:,} values", world)
+        if why:
+            return api.Mismatch(f"{n:,} values each: {why}")
+    return None
 
 
 def pool_start(rc: Any, functions: list[Any]) -> Any:
