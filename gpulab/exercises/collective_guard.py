@@ -427,6 +427,7 @@ def install() -> None:
     # Every send (isend, send, a batch's) ends in the group's `send`, or its backend's: the bytes
     # a P2P call moved between the ranks, read from what ran (data moved another way, through
     # shared memory or a file, is not counted: the check asks for a collective's minimum)
+    state, in_call, count = _STATE, _IN_CALL, _COUNT  # held here, as the other wrappers hold theirs
     for cls in (group_cls, backend_cls):
         real_send = vars(cls).get("send") if cls is not None else None
         if real_send is not None:
@@ -434,8 +435,8 @@ def install() -> None:
             def send(
                 self: Any, tensors: Any, *args: Any, _real: Any = real_send, **kwargs: Any
             ) -> Any:
-                if _p2p(_STATE, _IN_CALL):
-                    _COUNT(tensors)
+                if _p2p(state, in_call):
+                    count(tensors)
                 return _real(self, tensors, *args, **kwargs)
 
             _put(cls, "send", send)
@@ -447,9 +448,10 @@ def install() -> None:
         _guard_methods(c10d_c.Store, _STORE_DATA, "key-value store")
     work_cls = c10d.Work
     real_wait = work_cls.wait
+    complete = _completer(real_wait)
     for name in _P2P:
-        _track((c10d, dist), name, _completer(real_wait))
-    state, waits = _STATE, _waits
+        _track((c10d, dist), name, complete)
+    waits = _waits
 
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
         state.waited.add(id(self))

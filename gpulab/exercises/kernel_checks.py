@@ -426,9 +426,8 @@ def parallel_rule(n: int, least: int = 256) -> Callable[[list[Any]], str | None]
             )
         # On the emulator, from what ran: threads started and left idle while one walks the
         # array (on a GPU the compiled code cannot say which thread works; its time does)
-        busiest = max(
-            (getattr(la.ran, "busiest_thread", 0) for la in launches if la.ran), default=0
-        )
+        ran = [la.ran for la in launches if getattr(la, "ran", None)]
+        busiest = max((r.busiest_thread for r in ran), default=0)
         if n >= 16 * least and busiest > n // 16:
             return (
                 f"one thread of your launches touched {busiest:,} values in global memory, for "

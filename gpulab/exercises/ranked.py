@@ -91,7 +91,7 @@ def load_in_rank(
     # Taken before any file loads, the yardstick's too: in one rank with the learner's, its
     # code is the check's to keep. Over torch too (the Tensor methods the pool's verify and
     # prepare run), with the collective guard's wrappers already in place as the baseline
-    guard = Guard(extra=(check,))
+    guard = Guard(classes=True, extra=(check,))
     functions = []
     for path, text, entry in files:
         module = load_text(text, Path(path), fresh_name("learner", "ranked"))

@@ -181,10 +181,10 @@ def describe(exc: BaseException, path: Path) -> str:
 class Guard:
     """Snapshots of module and class namespaces; `restore()` undoes whatever changed in them.
 
-    `own_only`: gpulab's modules and their classes only (a rank of a collective exercise, where
-    torch.distributed's names are the collective guard's). `extra`: modules loaded by path that
-    the check runs (its check.py, our yardstick), their classes, and the code of their functions
-    (a function's `__code__` swapped is a rebinding too)."""
+    `classes`: the classes of gpulab's modules too (a rank of a collective exercise, where the
+    timing pool's state lives in instances, read through their methods). `extra`: modules loaded
+    by path that the check runs (its check.py, our yardstick), their classes, and the code of
+    their functions (a function's `__code__` swapped is a rebinding too)."""
 
     MODULES = (
         "numpy",
@@ -213,12 +213,12 @@ class Guard:
     # ones too (the comparison's scan, the kernel trace's verdict, the rule a call runs under)
     OWN = ("gpulab.exercises", "gpulab.core", "gpulab.telemetry")
 
-    def __init__(self, own_only: bool = False, extra: tuple[types.ModuleType, ...] = ()) -> None:
+    def __init__(self, classes: bool = False, extra: tuple[types.ModuleType, ...] = ()) -> None:
         self._saved: list[tuple[Any, dict[str, Any]]] = []
         self._private: set[int] = set()  # ids of the namespaces whose private names count too
         self._code: list[tuple[Any, Any]] = []  # (function, its __code__) of the extra modules
         self.changed: set[str] = set()  # every name any restore() put back, for the verdict
-        for name in () if own_only else self.MODULES:
+        for name in self.MODULES:
             mod = sys.modules.get(name)
             if mod is not None:
                 self._saved.append((mod, dict(vars(mod))))
@@ -229,8 +229,7 @@ class Guard:
         ]
         for mod in [*own, *extra]:
             self._saved.append((mod, dict(vars(mod))))
-        if own_only or extra:
-            # Their classes too: a check's state lives in instances, read through the methods
+        if classes or extra:
             for mod in [*own, *extra]:
                 for value in list(vars(mod).values()):
                     if isinstance(value, type) and value.__module__ == mod.__name__:
@@ -241,8 +240,6 @@ class Guard:
         for obj, _ in self._saved:
             if getattr(obj, "__name__", "").startswith(self.OWN) or obj in extra:
                 self._private.add(id(obj))
-        if own_only:
-            return
         torch = sys.modules.get("torch")
         if torch is not None:
             self._saved.append((torch.Tensor, dict(vars(torch.Tensor))))
