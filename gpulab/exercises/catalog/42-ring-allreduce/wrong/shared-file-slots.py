@@ -51,6 +51,9 @@ def _barrier(device):
         ops += [dist.P2POp(dist.isend, a, p), dist.P2POp(dist.irecv, b, p)]
     for r in dist.batch_isend_irecv(ops):
         r.wait()
+    if device.type == "cuda":
+        # On NCCL wait() only orders the stream: the host must see every rank's slot written
+        torch.cuda.synchronize(device)
 
 
 def ring_all_reduce(t: torch.Tensor) -> None:
