@@ -71,6 +71,12 @@ def test_gpu_expert_is_graded_gold_in_every_check(folder) -> None:
     assert set(grades) == {"gold"}, f"{folder.name}: expert {grades} {figures}"
 
 
+# Alone: the GPU time-slices between contexts, and a median is hit by a slice once the kernel
+# crosses one more often than not; the reference's kernels, several times the expert's, cross
+# first. Beside eleven xdist workers on two H200s (their siblings, which the clock window counts
+# as gpulab's own, so nothing was named) matmul-tiled's reference fell from 0.45 of the expert
+# to 0.12 (bench/results/gpu-suite-phases-h200x2.log)
+@pytest.mark.alone
 @pytest.mark.parametrize("folder", KERNELS, ids=IDS)
 def test_gpu_reference_is_silver_or_better_in_every_check(folder) -> None:
     grades, figures = _grades(folder, "solution.py")
