@@ -277,9 +277,9 @@ def test_a_slowed_yardstick_is_graded_against_its_record_and_the_record_never_dr
 
 
 def test_a_grade_against_the_record_shows_the_records_interval(monkeypatch, tmp_path):
-    """A slowed yardstick: the figure is your speed over its record here, and so is the
-    interval beside it (a CPU check showed "0.89 [0.96-1.34]": the record's figure with the
-    paired rounds' interval)."""
+    """A slowed yardstick on a GPU: the figure is your speed over its record here, and so is the
+    interval beside it (a check showed "0.89 [0.96-1.34]": the record's figure with the paired
+    rounds' interval). On the CPU the paired rounds grade."""
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
     monkeypatch.setattr(ys, "key_for", lambda *a, **k: "cpu-test")
     ex = find("vector-add")
@@ -295,7 +295,7 @@ def test_a_grade_against_the_record_shows_the_records_interval(monkeypatch, tmp_
         "yardstick": {"fraction": 0.5},
         "ceiling": {"name": "copy"},
     }
-    actx = SimpleNamespace(device_index=0, gpu=False, cupy=False, quick=True)
+    actx = SimpleNamespace(device_index=0, gpu=True, cupy=False, quick=True)
     yard = SimpleNamespace(choice=choice)
     speed._grade_by_yardstick(
         out, rounds, ex, yard, SimpleNamespace(inventory=None), actx, 80.0, 50.0, {}
@@ -311,6 +311,16 @@ def test_a_grade_against_the_record_shows_the_records_interval(monkeypatch, tmp_
     )
     assert out["of_yardstick"]["basis"] == "rounds"
     assert out["of_yardstick"]["lo"] <= out["of_yardstick"]["figure"] <= out["of_yardstick"]["hi"]
+    # the same slowed rounds on the CPU: a busy machine slowed both, the paired rounds grade
+    times[speed.YARD] = [0.02] * 9
+    out.pop("yardstick", None)
+    out["yardstick"] = {"fraction": 0.5}
+    cpu = SimpleNamespace(device_index=0, gpu=False, cupy=False, quick=True)
+    speed._grade_by_yardstick(
+        out, rounds, ex, yard, SimpleNamespace(inventory=None), cpu, 80.0, 50.0, {}
+    )
+    assert out["of_yardstick"]["basis"] == "rounds" and "slowed" not in out["yardstick"]
+    assert out["of_yardstick"]["figure"] == pytest.approx(1.6, abs=0.05)
 
 
 # ------------------------------------------------------------------------- the ratio rules

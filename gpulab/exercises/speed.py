@@ -348,10 +348,15 @@ def _grade_by_yardstick(
     ratio = median_interval(rounds.ratios(YARD, YOU))
     figure = ratio.median
     basis = "rounds"
-    key = ys.key_for(ctx.inventory, actx.device_index, cpu=not (actx.gpu or actx.cupy))
+    device = bool(actx.gpu or actx.cupy)
+    key = ys.key_for(ctx.inventory, actx.device_index, cpu=not device)
     kept = ys.record(ex, yard.choice, key)
     slowed = ""
-    if kept and yard_value and value and float(kept.get("value") or 0) > 0:
+    # On the CPU nothing of yours runs on after your call returns (threads are refused, torch's
+    # CPU ops finish before they return): a yardstick slower than its record there was slowed by
+    # the machine's other work, which slowed your rounds as much, so the paired rounds grade. On
+    # a loaded laptop the record made every correct file a grade lower
+    if device and kept and yard_value and value and float(kept.get("value") or 0) > 0:
         best = float(kept["value"])
         rates = [_rate(out["work"], t, out["metric"]) for t in rounds.times[YOU]]
         of_best = median_interval([r / best for r in rates if r])

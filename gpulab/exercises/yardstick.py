@@ -12,9 +12,9 @@ EXPERT_GOLD.
 The yardstick's best figure on this device is also kept (a record per device key, per exercise,
 per version of the code: the yardstick's file and check.py, and the versions of torch, CuPy and
 Triton that ran it), for two uses: the front ends show what gold is on this GPU before the first
-check, and a check whose yardstick ran far below its record (something slowed it: the learner's
-code left work running beside it, or the GPU throttled) grades against the record instead, and
-says so. Only the best figure is kept, so nothing a check does can lower the bar.
+check, and a GPU check whose yardstick ran far below its record (something slowed it: the
+learner's code left work running beside it, or the GPU throttled) grades against the record
+instead, and says so (a CPU check grades by its paired rounds: see speed._grade_by_yardstick). Only the best figure is kept, so nothing a check does can lower the bar.
 
 The record reads JSON only (no torch, no CuPy): the UI process may read it.
 """
