@@ -352,10 +352,10 @@ def _grade_by_yardstick(
     key = ys.key_for(ctx.inventory, actx.device_index, cpu=not device)
     kept = ys.record(ex, yard.choice, key)
     slowed = ""
-    # On the CPU nothing of yours runs on after your call returns (threads are refused, torch's
-    # CPU ops finish before they return): a yardstick slower than its record there was slowed by
-    # the machine's other work, which slowed your rounds as much, so the paired rounds grade. On
-    # a loaded laptop the record made every correct file a grade lower
+    # On the CPU nothing of yours runs on after your call returns (threads are refused at import
+    # and in every call; torch's CPU ops finish before they return): a yardstick slower than its
+    # record there was slowed by the machine's other work, which slowed your rounds as much, so
+    # the paired rounds grade. On a loaded laptop the record cost correct files a grade
     if device and kept and yard_value and value and float(kept.get("value") or 0) > 0:
         best = float(kept["value"])
         rates = [_rate(out["work"], t, out["metric"]) for t in rounds.times[YOU]]
