@@ -311,7 +311,13 @@ class MainScreen(Screen[None]):
             self.show_pane(pane_id)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        """Make the pane that took focus the current one."""
+        """Make the pane that took focus the current one, if it still holds focus. Events
+        bubble late: leaving the lessons pane handed focus to its hidden filter for a moment
+        (Textual's reset after the tree hid), and that focus, arriving after the exercises
+        table had taken focus, made the lessons current again, hid the table (a Hide blurs) and
+        left the keyboard nowhere, about one Tab to Exercises in three at 80x24."""
+        if event.widget is not self.focused:
+            return
         pane_id = self._pane_of(event.widget)
         if pane_id and pane_id != self.current:
             self.show_pane(pane_id, focus=False)

@@ -89,6 +89,27 @@ async def test_five_panes_and_tab_moves_across_them(size):
             assert shown == [p for p in PANES if p != "exercises"]
 
 
+async def test_a_focus_event_that_arrives_after_focus_moved_on_changes_no_pane():
+    """Leaving the lessons pane, Textual hands focus to its hidden filter for a moment; that
+    focus's event, bubbling after the exercises table took focus, made lessons current again,
+    hid the table and left the keyboard nowhere (one Tab to Exercises in three at 80x24)."""
+    from textual import events
+
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        await pilot.press("tab", "tab", "tab", "tab")
+        table = app.query_one("#ex-table", DataTable)
+        await wait_for(pilot, lambda: app.focused is table, 5, "the exercises table's focus")
+        stale = app.query_one("#lesson-filter", Input)
+        screen.post_message(events.DescendantFocus(stale))
+        await pilot.pause(0.2)
+        assert screen.current == "exercises" and app.focused is table
+        await pilot.press("down")
+        assert table.cursor_row == 1
+
+
 async def test_focus_follows_the_pane_and_keys_type_into_fields():
     app = fake_app()
     async with app.run_test(size=(160, 48)) as pilot:
