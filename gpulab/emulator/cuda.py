@@ -76,10 +76,13 @@ _MEETS = re.compile(
     r"__syncthreads|__syncwarp|__shfl|__ballot_sync|__any_sync|__all_sync|__reduce_\w+_sync|"
     r"__activemask|cooperative_groups|\bcg::|__device__"
 )
+# A static `__shared__` declaration: its type, then one declarator or several
+# (`__shared__ float As[16][16], Bs[16][16];` declares two arrays)
 _SHARED_ARRAY = re.compile(
     r"(?<!extern )__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?((?:(?:volatile|const|unsigned|"
-    r"signed|long|short)\s+)*\w+)\s+(\w+)\s*((?:\[[^\]]+\]\s*)*);"
+    r"signed|long|short)\s+)*\w+)\s+(\w+\s*(?:\[[^\]]+\]\s*)*(?:,\s*\w+\s*(?:\[[^\]]+\]\s*)*)*);"
 )
+_DECLARATOR = re.compile(r"(\w+)\s*((?:\[[^\]]+\]\s*)*)")
 _SIZES = {
     "char": 1,
     "short": 2,
@@ -132,15 +135,33 @@ def _tag(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
+def _declarators(decls: str) -> list[tuple[str, str]]:
+    """(name, dimensions) of each declarator of a `__shared__` declaration's list."""
+    return _DECLARATOR.findall(decls)
+
+
+def _depth(text: str, at: int) -> int:
+    """How many braces are open at `at`: 0 at namespace (file) scope."""
+    return text.count("{", 0, at) - text.count("}", 0, at)
+
+
 def _name_shared(body: str) -> str:
-    """Each `__shared__` declaration inside a function followed, on its line, by the call that
-    registers the array with the runtime's race check under its own name."""
+    """Each `__shared__` declaration followed, on its line, by what registers each array it
+    declares with the runtime's race check under its own name: inside a function a call each
+    thread makes as it passes; at file scope (one array for every block, as in a function) a
+    constant whose initialiser registers it when the library is loaded, since no statement
+    may follow a declaration there."""
 
     def add(m: re.Match[str]) -> str:
-        depth = body.count("{", 0, m.start()) - body.count("}", 0, m.start())
-        if depth <= 0:  # at namespace scope: no statement may follow; left unchecked
-            return m.group(0)
-        return f'{m.group(0)} emu::name_shared({m.group(2)}, "{m.group(2)}");'
+        names = [name for name, _ in _declarators(m.group(2))]
+        if _depth(body, m.start()) <= 0:
+            regs = "".join(
+                f' static const bool emu_shared_{n} = (emu::name_shared({n}, "{n}"), true);'
+                for n in names
+            )
+        else:
+            regs = "".join(f' emu::name_shared({n}, "{n}");' for n in names)
+        return m.group(0) + regs
 
     return _SHARED_ARRAY.sub(add, body)
 
@@ -415,31 +436,42 @@ def static_shared_bytes(code: str, name: str) -> int:
     code = re.sub(r"//[^\n]*|/\*.*?\*/", "", code, flags=re.S)
     macros = dict(re.findall(r"^\s*#\s*define\s+(\w+)[ \t]+([^\n]+)$", code, re.M))
     starts = [(m.start(), m.group(1)) for m in _SIGNATURE.finditer(code)]
-    text = code
+    spans = [(0, len(code))]  # the parts of `code` that are the kernel's
     for k, (start, found) in enumerate(starts):
         if found == name:
             end = starts[k + 1][0] if k + 1 < len(starts) else len(code)
-            text = code[:start] if "__device__" in code[:start] else ""
-            text += code[start:end]
+            spans = [(0, start)] if "__device__" in code[:start] else []
+            spans.append((start, end))
+    text = "".join(code[lo:hi] for lo, hi in spans)
     total, unknown = 0, False
-    for ctype, _, dims in _SHARED_ARRAY.findall(text):
+    for m in _SHARED_ARRAY.finditer(code):
+        ctype = m.group(1)
+        decls = _declarators(m.group(2))
+        if _depth(code, m.start()) <= 0:
+            # a file-scope array is the kernel's where its code (or a helper's) names it
+            mine = any(lo <= m.start() < hi for lo, hi in spans)
+            uses = {n: len(re.findall(rf"\b{n}\b", text)) - mine for n, _ in decls}
+            decls = [(n, d) for n, d in decls if uses[n] > 0]
+        elif not any(lo <= m.start() < hi for lo, hi in spans):
+            continue
         words = [w for w in ctype.split() if w not in ("volatile", "const", "signed")]
         size = _SIZES.get(words[-1] if words else "int", 0)
         if "short" in words:
             size = 2
         elif words.count("long") == 2:
             size = 8
-        count = 1
-        for dim in re.findall(r"\[([^\]]+)\]", dims):
-            value = _constant(dim, macros)
-            if value is None:
+        for _, dims in decls:
+            count = 1
+            for dim in re.findall(r"\[([^\]]+)\]", dims):
+                value = _constant(dim, macros)
+                if value is None:
+                    unknown = True
+                    break
+                count *= value
+            if not size:
                 unknown = True
-                break
-            count *= value
-        if not size:
-            unknown = True
-        else:
-            total += size * count
+            else:
+                total += size * count
     if total == 0 and (unknown or re.search(r"(?<!extern )__shared__", text)):
         return 1
     return total
