@@ -9,6 +9,13 @@ The model has batch norm (running statistics far from any batch's own) and dropo
 training mode as a fresh model is, so inference without model.eval() gives other answers and is
 named; the comparison is float32-tight (TF32 off around the call), and parameters or outputs in
 float16/bfloat16 are named too. The batches and the list holding them must come back unchanged.
+
+Where the model ran is read from what torch dispatched during the call (a TorchDispatchMode the
+check enters around it, at the level of the ATen operators): every operator that computed a
+tensor did it on the device, none recorded an autograd graph, and each Linear layer's weight, as
+the model holds it afterwards, took part in matrix products over every batch's rows there. Hooks
+on the model cannot say this: the learner's code holds the model, so it can take the hooks out
+and call them with tensors made on the device (a red team's shortcut did, and passed).
 """
 
 from __future__ import annotations
@@ -131,6 +138,91 @@ def _same(a: Any, b: Any) -> bool:
     return a.type == b.type and (a.index or 0) == (b.index or 0)
 
 
+# Operators that copy, allocate or pin: where they ran says where data went, not where the model
+# ran (a batch's copy to the device runs as one, copy.deepcopy as set_; views are told by their
+# schema, and an operator with no tensor input, a factory, computed nothing from the data)
+_MOVES = frozenset(
+    {
+        "aten._to_copy",
+        "aten.set_",
+        "aten.resize_",
+        "aten.copy_",
+        "aten._copy_from",
+        "aten._copy_from_and_resize",
+        "aten._pin_memory",
+        "aten.clone",
+        "aten.cat",
+        "aten.stack",
+        "aten.empty",
+        "aten.empty_like",
+        "aten.empty_strided",
+        "aten.lift_fresh",
+        "aten.lift_fresh_copy",
+    }
+)
+# The products a Linear layer becomes (aten.linear itself under inference_mode)
+_PRODUCTS = frozenset({"aten.addmm", "aten.mm", "aten.linear", "aten.matmul", "aten.bmm"})
+
+
+class _Ran:
+    """What the learner's call computed, as torch dispatched it: the first operator that ran
+    off the device (name, device), the first that recorded an autograd graph, and each matrix
+    product's operands' storages (kept alive, so an identity read later is not a reused
+    address) with the rows of its output per weight row."""
+
+    def __init__(self) -> None:
+        self.elsewhere: tuple[str, Any] | None = None
+        self.graph: str | None = None
+        self.products: list[tuple[list[Any], int]] = []
+
+    def rows(self, weight: Any) -> int:
+        """The rows the matrix products that took `weight` (by its storage) produced."""
+        mine = weight.untyped_storage()._cdata
+        out_features = int(weight.shape[0])
+        return sum(
+            n // out_features
+            for storages, n in self.products
+            if any(st._cdata == mine for st in storages)
+        )
+
+
+@contextlib.contextmanager
+def _watching(device: Any) -> Iterator[_Ran]:
+    """The call's ATen operators, read as they run: the record is the check's own, filled by the
+    dispatcher, so nothing the learner's code holds (the model, its hooks) can write to it."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    ran = _Ran()
+
+    def tensors(values: Any) -> list[Any]:
+        flat = values if isinstance(values, (tuple, list)) else (values,)
+        return [t for t in flat if isinstance(t, torch.Tensor)]
+
+    class _Seen(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            name = str(func.overloadpacket)
+            if func.is_view or name in _MOVES:
+                return out
+            ins = tensors(args) + tensors(list(kwargs.values()))
+            outs = [t for t in tensors(out) if t.dim() > 0]
+            away = next((t.device for t in outs if not _same(t.device, device)), None)
+            if not ins:
+                away = None
+            if away is not None and ran.elsewhere is None:
+                ran.elsewhere = (name, away)
+            if ran.graph is None and torch.is_grad_enabled() and any(t.requires_grad for t in ins):
+                ran.graph = name
+            if name in _PRODUCTS and outs and away is None:
+                ran.products.append(([t.untyped_storage() for t in ins], outs[0].numel()))
+            return out
+
+    with _Seen():
+        yield ran
+
+
 def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     import torch
 
@@ -138,19 +230,8 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     model = _model(case.args["weights"])  # on the CPU, as a freshly built model is
     batches = [torch.from_numpy(x.copy()) for x in case.args["batches"]]  # CPU, as a loader gives
     given = list(batches)
-    # What each Linear layer saw: where its input lived, and whether its output joined an
-    # autograd graph. The outputs alone cannot tell a forward run on the CPU and moved after,
-    # or a graph built and then detached, from the real thing.
-    ran: list[tuple[Any, Any]] = []
-    layers_ran: set[int] = set()
-
-    def seen(m: Any, args: Any, out: Any) -> None:
-        ran.append((args[0].device, out.grad_fn))
-        layers_ran.add(id(m))
-
-    hooks = [m.register_forward_hook(seen) for m in model if isinstance(m, torch.nn.Linear)]
     try:
-        with _full_float32():
+        with _full_float32(), _watching(device) as ran:
             outs = fn(model, batches, device)
     except Exception as exc:  # a device error, with what to look for
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -164,31 +245,23 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
         else:
             raise  # any other error: the grader names it and the learner's line
         raise api.CheckError(f"device={str(device)!r}: {why}{type(exc).__name__}: {text}") from None
-    finally:
-        for h in hooks:
-            h.remove()
     # the count first: a batch left out is the plainer mistake (it may leave no layer run)
     if not isinstance(outs, (list, tuple)):
         raise api.CheckError(f"predict returned {type(outs).__name__}, expected a list of tensors")
     if len(outs) != len(batches):
         raise api.CheckError(f"predict returned {len(outs)} outputs for {len(batches)} batches")
-    if len(layers_ran) < len(hooks):
+    if ran.elsewhere is not None:
+        op, where = ran.elsewhere
         raise api.CheckError(
-            f"{len(hooks) - len(layers_ran)} of the model's {len(hooks)} Linear layers never ran "
-            "as a module (their forward hooks never fired: a layer's .forward or F.linear called "
-            "by hand runs past them): call model(batch) with the model and the batch on the "
-            "device"
+            f"the model ran a forward pass on {where}, not on {device} ({op} computed there): "
+            "move the model and each batch to the device before the forward, not the outputs "
+            "after it"
         )
-    elsewhere = next((where for where, _ in ran if not _same(where, device)), None)
-    if elsewhere is not None:
+    if ran.graph is not None:
         raise api.CheckError(
-            f"the model ran a forward pass on {elsewhere}, not on {device}: move the model and "
-            "each batch to the device before the forward, not the outputs after it"
-        )
-    if any(graph is not None for _, graph in ran):
-        raise api.CheckError(
-            "the forward pass recorded an autograd graph (detaching the outputs after does not "
-            "undo its cost): run inference under torch.no_grad() or torch.inference_mode()"
+            f"the forward pass recorded an autograd graph ({ran.graph} on tensors that require "
+            "grad; detaching the outputs after does not undo its cost): run inference under "
+            "torch.no_grad() or torch.inference_mode()"
         )
     for i, (now, before, host) in enumerate(zip(batches, given, case.args["batches"], strict=True)):
         if now is not before:
@@ -218,6 +291,18 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
                 "(model.half() or .to(torch.bfloat16) changes the answers; this exercise is "
                 "about where tensors live, not their precision)"
             )
+    # after the parameters' own checks: a moved copy of the model is named as such first
+    rows = sum(int(b.shape[0]) for b in batches)
+    linears = [(i, m) for i, m in enumerate(model) if isinstance(m, torch.nn.Linear)]
+    seen = [(i, ran.rows(m.weight)) for i, m in linears]
+    short = [(i, got) for i, got in seen if got < rows]
+    if short:
+        i, got = short[0]
+        raise api.CheckError(
+            f"{len(short)} of the model's {len(linears)} Linear layers did not run on {device} "
+            f"over every batch (layer {i}'s weight took part in products over {got} of the "
+            f"{rows} rows there): call model(batch) with the model and each batch on the device"
+        )
     for i, out in enumerate(outs):
         if not isinstance(out, torch.Tensor):
             raise api.CheckError(f"output {i} is a {type(out).__name__}, not a tensor")

@@ -1,9 +1,9 @@
 """Check for mixed-precision: one training step with torch.autocast (float16) and a GradScaler.
 
 The check builds a small MLP and a regression batch, and calls the learner's step STEPS times
-with a scaler that counts its calls. After every step it verifies that the Linear layers ran in
-float16 (forward hooks), that scale, step and update were each called once, that the step was
-not skipped, and that the returned loss follows a float64 reference training run of the same
+with a scaler that counts its calls. After every step it verifies that every matrix product ran
+in float16 (read as torch dispatched them), that scale, step and update were each called once,
+that the step was not skipped, and that the returned loss follows a float64 reference training run of the same
 model (plain SGD, no autocast) computed before the learner's code was loaded, and that x and y
 are unchanged. Before each step the check turns whatever gradients the previous step left into
 NaN, as stale values: a step that adds to them finds inf/NaN and is skipped by the scaler. A
@@ -12,6 +12,15 @@ as lesson 13 shows; None or zeros are left alone), passes.
 
 It runs on the CPU too (autocast supports float16 there); only the speed comparison against
 the same step in float32 needs a GPU.
+
+The dtypes are read from a TorchDispatchMode around every call of the learner's step, checked and
+timed alike (the yardstick's too, through the same timing()): each ATen matrix product's operand
+dtypes and its flops, into a record the check holds. Forward hooks on the model could not say
+it: the learner's code holds the model, so it can take the hooks out, run the step in float32
+and call them with float16 tensors it made (a red team's shortcut did, and graded gold at 11x
+on a CPU, where float32 is the fast path). The float16 products must also add up to a forward
+and every weight's gradient over the whole batch, so products run only to be seen cost the
+step's own work.
 """
 
 from __future__ import annotations
@@ -49,6 +58,96 @@ def _small_work(device: str) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+# The ATen matrix products a Linear layer, its backward or a hand-written matmul become
+_PRODUCTS = frozenset(
+    {
+        "aten.addmm",
+        "aten.mm",
+        "aten.bmm",
+        "aten.baddbmm",
+        "aten.addbmm",
+        "aten._addmm_activation",
+        "aten.linear",
+        "aten.matmul",
+        "aten.addmv",
+        "aten.mv",
+        "aten.dot",
+        "aten.vdot",
+    }
+)
+
+
+class _Products:
+    """The matrix products one call ran, as torch dispatched them: float16 flops, and the first
+    product in another dtype (its operator, dtype and operand shapes)."""
+
+    def __init__(self) -> None:
+        self.half = 0
+        self.other: tuple[str, Any, str] | None = None
+
+    def clear(self) -> None:
+        """Start a call's record."""
+        self.half = 0
+        self.other = None
+
+
+# The products whose reduced dimension is in their second operand (the first is what is added)
+_ADDED_TO = frozenset(
+    {"aten.addmm", "aten.baddbmm", "aten.addbmm", "aten._addmm_activation", "aten.addmv"}
+)
+
+
+def _watcher(products: _Products) -> Any:
+    """A function that calls fn(*args) with its matrix products recorded into `products`, by a
+    TorchDispatchMode only the check holds (the autograd engine carries it into the backward's
+    threads); the mode's class is made once, not per call."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Seen(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            out = func(*args, **(kwargs or {}))
+            name = str(func.overloadpacket)
+            if name not in _PRODUCTS or not isinstance(out, torch.Tensor):
+                return out
+            ins = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+            reduced = args[1] if name in _ADDED_TO else args[0]
+            width = int(out.shape[-1]) if out.dim() >= 2 else 1
+            odd = next((a.dtype for a in ins if a.dtype != torch.float16), None)
+            if odd is None:
+                products.half += 2 * int(reduced.numel()) * width
+            elif products.other is None:
+                shapes = " by ".join("x".join(map(str, a.shape)) for a in ins)
+                products.other = (name, odd, shapes)
+            return out
+
+    def watched(fn: Any, *args: Any) -> Any:
+        with _Seen():
+            return fn(*args)
+
+    return watched
+
+
+def _half_wrong(products: _Products, need: int) -> str:
+    """What the recorded products say is wrong with a step that must run every product in
+    float16 and at least `need` flops of them (a forward and the weights' gradients)."""
+    if products.other is not None:
+        name, dtype, shapes = products.other
+        return (
+            f"a matrix product ran in {dtype} inside the training step ({name} on {shapes}): "
+            "run the forward pass under torch.autocast(device_type, dtype=torch.float16)"
+        )
+    if products.half == 0:
+        return "no matrix product ran in the step: the model was never called"
+    if products.half < need:
+        return (
+            f"the step's float16 matrix products came to {products.half:,} flops, fewer than "
+            f"the {need:,} that a forward and every weight's gradient over the whole batch take: "
+            "train on the whole batch, forward and backward, every layer"
+        )
+    return ""
 
 
 def _weights(rng: np.random.Generator, sizes: tuple[int, ...]) -> list[np.ndarray]:
@@ -188,25 +287,19 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> list[float]:
     scaler = _spy_scaler(device.type)
     x = torch.from_numpy(case.args["x"]).to(device)
     y = torch.from_numpy(case.args["y"]).to(device)
-    seen: list[Any] = []
-    hooks = [
-        m.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
-        for m in model
-        if isinstance(m, torch.nn.Linear)
-    ]
-    losses = []
-    try:
-        with _small_work(ctx.device):
-            losses = _steps(fn, model, opt, scaler, x, y, seen)
-    finally:
-        for h in hooks:
-            h.remove()
-    return losses
+    products = _Products()
+    with _small_work(ctx.device):
+        return _steps(fn, model, opt, scaler, x, y, products)
 
 
-def _steps(fn: Any, model: Any, opt: Any, scaler: Any, x: Any, y: Any, seen: list) -> list[float]:
+def _steps(
+    fn: Any, model: Any, opt: Any, scaler: Any, x: Any, y: Any, products: _Products
+) -> list[float]:
     import torch
 
+    # a forward and every weight's gradient: two flops per weight per sample each
+    need = 4 * int(x.shape[0]) * sum(a * b for a, b in zip(SIZES[:-1], SIZES[1:], strict=True))
+    watched = _watcher(products)
     losses = []
     keep_x, keep_y = x.clone(), y.clone()
     for step in range(STEPS):
@@ -218,10 +311,10 @@ def _steps(fn: Any, model: Any, opt: Any, scaler: Any, x: Any, y: Any, seen: lis
             if p.grad is not None and bool(p.grad.ne(0).any()):
                 p.grad = torch.full_like(p, float("nan"))
         before = [p.detach().clone() for p in model.parameters()]
-        seen.clear()
+        products.clear()
         scaler.reset_calls()
         try:
-            loss = fn(model, opt, scaler, x, y)
+            loss = watched(fn, model, opt, scaler, x, y)
         except Exception as exc:
             missing = _missing_calls(scaler.calls)
             if not missing:
@@ -231,14 +324,9 @@ def _steps(fn: Any, model: Any, opt: Any, scaler: Any, x: Any, y: Any, seen: lis
         missing = _missing_calls(scaler.calls)
         if missing:
             raise api.CheckError(f"step {step}: {missing}")
-        if not seen:
-            raise api.CheckError(f"step {step}: the model was never called")
-        wrong = [d for d in seen if d != torch.float16]
+        wrong = _half_wrong(products, need)
         if wrong:
-            raise api.CheckError(
-                f"step {step}: a Linear layer produced {wrong[0]} inside the training step: "
-                "run the forward pass under torch.autocast(device_type, dtype=torch.float16)"
-            )
+            raise api.CheckError(f"step {step}: {wrong}")
         for name, now, kept in (("x", x, keep_x), ("y", y, keep_y)):
             if not torch.equal(now, kept):
                 raise api.CheckError(f"step {step}: train_step changed its input {name}")
@@ -292,15 +380,15 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     # scaler it is given, and each one is checked to have made the whole step
     scaler = _spy_scaler(device.type)
     gen = torch.Generator(device=device).manual_seed(ctx.seed)
-    seen: list[Any] = []
+    products = _Products()
+    watched = _watcher(products)
     linears = [m for m in amp_model if isinstance(m, torch.nn.Linear)]
     # samples each Linear layer saw forward and backward, this call: every layer, not the first
     # alone (a timed step that runs the counted layer whole and the rest on a row is not a step)
     rows = {(i, way): 0 for i in range(len(linears)) for way in ("forward", "backward")}
     for i, m in enumerate(linears):
 
-        def count_forward(_m: Any, inputs: Any, out: Any, i: int = i) -> None:
-            seen.append(out.dtype)
+        def count_forward(_m: Any, inputs: Any, _out: Any, i: int = i) -> None:
             rows[i, "forward"] += int(inputs[0].shape[0])
 
         def count_backward(_m: Any, _grad_in: Any, grad_out: Any, i: int = i) -> None:
@@ -314,7 +402,7 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
     before: list[Any] = []
 
     def prepare(s: Any) -> None:
-        seen.clear()
+        products.clear()
         scaler.reset_calls()
         for key in rows:
             rows[key] = 0
@@ -324,10 +412,8 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         missing = _missing_calls(scaler.calls)
         if missing:
             return missing
-        if not seen:
-            return "the model was never called"
-        if any(d != torch.float16 for d in seen):
-            return "a Linear layer ran outside torch.autocast's float16"
+        if products.other is not None or not products.half:
+            return _half_wrong(products, 0)
         # What the step trained on, read from the model itself: the whole batch, forward and
         # backward, once, through every layer (a quarter of it, a backward through a zero loss,
         # or layers past the first run on a row, is not the step)
@@ -348,7 +434,9 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
                     "every weight's gradient and update it (frozen or skipped weights are not "
                     "the step)"
                 )
-        return None
+        # last: the hooks above name the plainer mistakes, and this holds where they were
+        # called by hand (the products are the step's own work, whoever can reach the model)
+        return _half_wrong(products, 4 * batch * width * width * depth) or None
 
     def setup(i: int) -> Any:
         x = torch.randn(batch, width, device=device, generator=gen)
@@ -363,7 +451,7 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
 
     return api.TimingSpec(
         setup=setup,
-        learner=lambda s: fn(amp_model, amp_opt, scaler, s[0], s[1]),
+        learner=lambda s: watched(fn, amp_model, amp_opt, scaler, s[0], s[1]),
         library=fp32_step,
         library_name="the same step in float32 (no autocast, no scaler)",
         work=6.0 * batch * width * width * depth,
@@ -374,7 +462,8 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         sets=2,
         prepare=prepare,
         check_call=check_call,
-        check_every=True,  # counts from hooks: every timed call is checked, on a CPU too
+        # counts from hooks and the products' record: every timed call is checked, on a CPU too
+        check_every=True,
         note=f"MLP {depth} x {width}x{width}, batch {batch}: 6 flops per weight per sample "
         "(forward 2, backward 4)",
     )

@@ -1,4 +1,4 @@
-# expect: the model ran a forward pass on cpu | never ran as a module
+# expect: the model ran a forward pass on cpu
 """Cheat: the forward pass runs on the CPU, where the model and the batches already are, and only
 the outputs are moved to the device. Each layer is called through its .forward method, not the
 module's __call__, so no forward hook fires: the check's hooks see no layer run anywhere, and an
