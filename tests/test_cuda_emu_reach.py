@@ -62,3 +62,81 @@ def test_static_shared_bytes_count_each_declarator_and_file_scope_arrays_used() 
     assert cuda.static_shared_bytes(FILE_SCOPE, "k") == 64 * 4
     unused = FILE_SCOPE.replace("tile[t] = a[t];", "").replace("tile[(t + 1) % N]", "a[t]")
     assert cuda.static_shared_bytes(unused, "k") == 0
+
+
+def _kernel(source: str, name: str = "k") -> tuple[object, cuda.RawKernel]:
+    cp = cupy_module.make()
+    return cp, cp.RawKernel(source, name)
+
+
+def test_kernel_source_cannot_name_the_runtime_even_through_macros() -> None:
+    forged = r"""
+#define CAT(a, b) a##b
+extern "C" __global__ void k(float* out) {
+#ifndef __CUDA_ARCH__
+    CAT(em, u)::shared_touches += 4;
+#endif
+    out[threadIdx.x] = 1.0f;
+}
+"""
+    cp, kernel = _kernel(forged)
+    with pytest.raises(
+        cuda.EmulatorError, match="names the emulator's runtime \\(emu::shared_touches"
+    ):
+        kernel((1,), (32,), (cp.zeros(32, dtype=np.float32),))
+    # code kept from NVRTC (`#ifndef __CUDACC__`) is kept from the emulator too
+    hidden = forged.replace("__CUDA_ARCH__", "__CUDACC__")
+    cp, kernel = _kernel(hidden)
+    kernel((1,), (32,), (cp.zeros(32, dtype=np.float32),))
+
+
+MEMCPY = r"""
+extern "C" __global__ void k(const float* a, float* out, int n) {
+    if (threadIdx.x != 0) return;
+    float buf[64];
+    memcpy(buf, a, n * sizeof(float));
+    memcpy(out, buf, n * sizeof(float));
+}
+"""
+
+
+def test_memcpy_is_checked_and_counted_as_the_loads_it_replaces() -> None:
+    cp, kernel = _kernel(MEMCPY)
+    a = cp.asarray(np.arange(64, dtype=np.float32))
+    out = cp.zeros(64, dtype=np.float32)
+    kernel((1,), (32,), (a, out, np.int32(64)))
+    assert np.array_equal(out, np.arange(64))
+    assert kernel.ran is not None and kernel.ran.busiest_thread == 128
+    small = cp.zeros(16, dtype=np.float32)
+    with pytest.raises(cuda.EmulatorError, match="out-of-bounds write"):
+        kernel((1,), (32,), (a, small, np.int32(64)))
+
+
+def test_an_address_outside_every_device_allocation_is_host_memory() -> None:
+    cp, kernel = _kernel(
+        r"""
+extern "C" __global__ void k(unsigned long long host, float* out) {
+    out[threadIdx.x] = ((const float*)host)[threadIdx.x];
+}"""
+    )
+    out = cp.zeros(32, dtype=np.float32)
+    host = np.ones(32, dtype=np.float32)
+    with pytest.raises(cuda.EmulatorError, match="read memory outside the device.*host memory"):
+        kernel((1,), (32,), (np.uint64(host.__array_interface__["data"][0]), out))
+    device = cp.ones(32, dtype=np.float32)  # a device allocation's address is device memory
+    kernel((1,), (32,), (np.uint64(device.__array_interface__["data"][0]), out))
+    assert np.array_equal(out, np.ones(32))
+
+
+def test_every_launch_is_in_the_trace_whoever_makes_it() -> None:
+    cp, kernel = _kernel('extern "C" __global__ void k(float* out) { out[threadIdx.x] = 1.0f; }')
+    ew = cp.ElementwiseKernel("float32 x", "float32 y", "y = x")
+    out = cp.zeros(32, dtype=np.float32)
+    with cp.__gpulab_trace__.call() as names:
+        kernel((1,), (32,), (out,))
+        ew(out, out)
+    assert names == ["k", "kernel"]
+    from gpulab.exercises import kernel_trace  # deferred: the grader's side, read here only
+
+    assert kernel_trace.foreign(names, ["k", "ElementwiseKernel"]) == []
+    assert kernel_trace.foreign(names, ["k"]) == ["kernel"]

@@ -69,6 +69,8 @@ _SIGNATURE = re.compile(
     re.S,
 )
 _CACHE: dict[str, ctypes.CDLL] = {}
+# no _FORTIFY_SOURCE: its longjmp check refuses the jumps between fiber stacks (runtime.h)
+_FLAGS = ["-std=c++17", "-O1", "-fPIC", "-w", "-U_FORTIFY_SOURCE"]
 # Headers a GPU compile finds and runtime.h stands in for (cooperative groups, __half).
 _HEADERS = re.compile(r"^\s*#\s*include\s*<(cooperative_groups(?:/\w+)?\.h|cuda_fp16\.h)>", re.M)
 # What makes a kernel's threads meet (fibers needed): barriers, warp operations, device functions.
@@ -100,6 +102,10 @@ _SIZES = {
     "uint4": 16,
 }
 _shuffle: list[np.random.Generator] = []  # set by shuffled_blocks()
+# Called with each launch's kernel name whoever launches it (the learner's wrapper, or the
+# library object behind it): the emulator's stand-in for CUPTI, which records every kernel
+# that runs (gpulab.emulator.cupy_module records the names in an open trace)
+ON_LAUNCH: list[Any] = []
 _DYN_SMEM_BYTES = 227 * 1024  # DYN_SMEM_BYTES of runtime.h
 
 
@@ -198,13 +204,123 @@ def _unit(source: str) -> str:
             f"[=]() EMU_RAW {{ emu_{tag}::{name}({call}); }});\n}}\n"
         )
     undef = "".join(f"#undef {m}\n" for m in macros)
-    return f'namespace emu_{tag} {{\n#line 1 "kernel.cu"\n{body}\n}}\n{undef}' + "".join(launchers)
+    return (
+        f'namespace emu_{tag} {{\n{_KERNEL_PRELUDE}#line 1 "kernel.cu"\n{body}\n}}\n{undef}'
+        f"{_KERNEL_POSTLUDE}" + "".join(launchers)
+    )
+
+
+# What NVRTC defines, so code kept from it (`#ifndef __CUDACC__`) is kept from the emulator too;
+# and memcpy, memmove and memset as the kernel's namespace sees them: checked and counted as the
+# loads and stores they stand for (runtime.h's span), where the C library's would copy past
+# every check. Templates: an argument's class would otherwise bring the C library's in by ADL.
+_KERNEL_PRELUDE = """#define __CUDACC__ 1
+#define __CUDACC_RTC__ 1
+template <class D, class S> EMU_RAW static inline void* memcpy(D* d, S* s, size_t n) {
+    emu::span(s, n, false); emu::span(d, n, true); return ::memmove((void*)d, (const void*)s, n);
+}
+template <class D, class S> EMU_RAW static inline void* memmove(D* d, S* s, size_t n) {
+    emu::span(s, n, false); emu::span(d, n, true); return ::memmove((void*)d, (const void*)s, n);
+}
+template <class D> EMU_RAW static inline void* memset(D* d, int v, size_t n) {
+    emu::span(d, n, true); return ::memset((void*)d, v, n);
+}
+"""
+_KERNEL_POSTLUDE = "#undef __CUDACC__\n#undef __CUDACC_RTC__\n"
+
+
+# Read from the kernel's source as the compiler sees it (macros expanded, comments gone, so no
+# token pasting hides them): names only the emulator has, which kernel code would reach its
+# counters or the host's memory through; NVRTC refuses each.
+_RUNTIME_NAME = re.compile(r"\b(?:emu|emu_\w+|EMU_\w+|__tsan_\w+)\b(?:\s*::\s*\w+)?")
+_ASM = re.compile(r"\b(?:asm|__asm|__asm__)\b")
+_HOST_CALL = re.compile(
+    r"(?:(?:::|\bstd\s*::)\s*)(?:memcpy|memmove|memset)\b|\b__builtin_+mem\w*|"
+    r"\b(?:bcopy|bzero|explicit_bzero|mempcpy|memccpy|wmemcpy|wmemmove|wmemset|wmempcpy|strcpy|"
+    r"strncpy|stpcpy|stpncpy|strcat|strncat|strlcpy|strlcat|swab|fopen|fread|fwrite|mmap|"
+    r"mprotect|munmap|syscall|dlopen|dlsym|popen|getenv|process_vm_readv|process_vm_writev)"
+    r"\s*\("
+)
+_LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
+_MARKER = re.compile(r'^#\s+(\d+)\s+"([^"]*)"')
+_REFUSED: dict[str, str] = {}  # a source's tag -> why the emulator will not build it
+
+
+def _refusal(line: int, text: str) -> str:
+    """Why one line of a kernel's preprocessed source is refused, or ""."""
+    text = _LITERAL.sub('""', text)
+    found = _RUNTIME_NAME.search(text)
+    if found:
+        name = re.sub(r"\s+", "", found.group(0))
+        return (
+            f"your CUDA C names the emulator's runtime ({name}, kernel source line {line}): "
+            "kernel code cannot reach the emulator's counters or bookkeeping, and NVRTC knows "
+            "no such name"
+        )
+    found = _ASM.search(text)
+    if found:
+        return (
+            f"your CUDA C has inline assembly (kernel source line {line}): the emulator cannot "
+            "run PTX; check it on a GPU"
+        )
+    found = _HOST_CALL.search(text)
+    if found:
+        name = re.sub(r"[\s(]+", "", found.group(0))
+        return (
+            f"your CUDA C calls {name} (kernel source line {line}), a host C library function "
+            "device code cannot call: on the emulator it would move memory past every check; "
+            "use memcpy, memset or a loop"
+        )
+    return ""
+
+
+def _scan(sources: list[str], flags: list[str], cxx: str) -> dict[str, str]:
+    """Each refused source's tag and the one line saying why (_refusal), from one preprocessor
+    run over the runtime and every source, each in the macro environment it is compiled in."""
+    parts = [_RUNTIME.read_text(encoding="utf-8")]
+    for i, source in enumerate(sources):
+        macros = sorted(set(re.findall(r"^\s*#\s*define\s+(\w+)", source, re.M)))
+        undef = "".join(f"#undef {m}\n" for m in macros)
+        parts.append(
+            f'namespace emu_scan_{i} {{\n{_KERNEL_PRELUDE}#line 1 "scan-{i}.cu"\n'
+            f'{_HEADERS.sub("", source)}\n#line 1 "runtime.h"\n}}\n{undef}{_KERNEL_POSTLUDE}'
+        )
+    proc = subprocess.run(
+        [cxx, *flags, "-E", "-x", "c++", "-"], input="".join(parts), capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        return {}  # the compile that follows names what is wrong, in the kernel's lines
+    refused: dict[str, str] = {}
+    current, line = -1, 0
+    for text in proc.stdout.splitlines():
+        marker = _MARKER.match(text)
+        if marker:
+            line = int(marker.group(1))
+            hit = re.fullmatch(r"scan-(\d+)\.cu", marker.group(2))
+            current = int(hit.group(1)) if hit else -1
+            continue
+        if current >= 0:
+            tag = _tag(sources[current])
+            why = "" if tag in refused else _refusal(line, text)
+            if why:
+                refused[tag] = why
+        line += 1
+    return refused
 
 
 def prebuild(sources: list[str]) -> None:
     """Compile every source not built yet into one library: one compiler run for a whole test
-    session instead of one per source (the runtime's headers dominate the compile time)."""
-    todo = sorted({s for s in sources if _tag(s) not in _CACHE})
+    session instead of one per source (the runtime's headers dominate the compile time). A
+    source that reaches for what only the emulator has (_refusal) is left out, its reason kept
+    for the launch that asks for it."""
+    todo = sorted({s for s in sources if _tag(s) not in _CACHE and _tag(s) not in _REFUSED})
+    if not todo:
+        return
+    cxx = toolchain.compiler()
+    if cxx is None:
+        raise EmulatorError(f"the CUDA emulator cannot build the kernel: {toolchain.missing()}")
+    _REFUSED.update(_scan(todo, _FLAGS + toolchain.checking_flags(cxx), cxx))
+    todo = [s for s in todo if _tag(s) not in _REFUSED]
     if not todo:
         return
     runtime = _RUNTIME.read_text(encoding="utf-8")
@@ -227,9 +343,7 @@ def _compile(text: str) -> ctypes.CDLL:
     cxx = toolchain.compiler()
     if cxx is None:
         raise EmulatorError(f"the CUDA emulator cannot build the kernel: {toolchain.missing()}")
-    # no _FORTIFY_SOURCE: its longjmp check refuses the jumps between fiber stacks (runtime.h)
-    flags = ["-std=c++17", "-O1", "-fPIC", "-w", "-U_FORTIFY_SOURCE"]
-    flags += toolchain.checking_flags(cxx)
+    flags = _FLAGS + toolchain.checking_flags(cxx)
     key = hashlib.sha256((" ".join(flags) + text).encode()).hexdigest()[:24]
     out_dir = _cache_dir()
     lib = out_dir / f"{key}.so"
@@ -277,6 +391,8 @@ def compile_error(log: str) -> str:
 def _build(source: str) -> ctypes.CDLL:
     if _tag(source) not in _CACHE:
         prebuild([source])
+    if _tag(source) in _REFUSED:
+        raise EmulatorError(_REFUSED[_tag(source)])
     return _CACHE[_tag(source)]
 
 
@@ -382,8 +498,13 @@ class RawKernel:
             perm = _shuffle[-1].permutation(blocks).astype(np.uint32)
             order = perm.ctypes.data_as(ctypes.c_void_p)
             keep.append(perm)
-        self._fn(*g, *b, order, regions, count, ctypes.c_ulonglong(int(shared_mem)), argv)
         lib = _build(self.code)
+        device = memory.device_spans()
+        lib.emu_set_device(device.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(device.size // 2))
+        for hook in ON_LAUNCH:
+            hook(self.name)
+        self._fn(*g, *b, order, regions, count, ctypes.c_ulonglong(int(shared_mem)), argv)
+        lib.emu_set_device(None, ctypes.c_int(0))
         lib.emu_last_error.restype = ctypes.c_char_p
         counters = (
             lib.emu_shared_touches,

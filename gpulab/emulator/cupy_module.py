@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from gpulab.emulator import memory
+from gpulab.emulator import cuda, memory
 from gpulab.emulator.cuda import RawKernel
 
 # The library's own work done inside a traced block (a stack: one list per open block), the
@@ -76,6 +76,12 @@ def _record(name: str) -> None:
     """`name` in the open trace (none open, or inside a fused body: nothing)."""
     if _TRACE and not _FUSING:
         _TRACE[-1].append(name)
+
+
+# Every launch, whoever makes it (a watched wrapper, or the kernel object behind it), is in the
+# record by its kernel's name, as CUPTI records every kernel on a GPU: a launch the watch did
+# not see is then a kernel no launch of the learner's accounts for
+cuda.ON_LAUNCH.append(_record)
 
 
 def _not_fusable(what: str) -> TypeError:
@@ -568,7 +574,7 @@ class ElementwiseKernel:
         in_params: str,
         out_params: str,
         operation: str,
-        name: str = "k",
+        name: str = "kernel",  # CuPy's default, the name a GPU's trace records
         preamble: str = "",
         **_: Any,
     ):
@@ -636,7 +642,7 @@ class ReductionKernel:
         reduce_expr: str,
         post_map_expr: str,
         identity: str,
-        name: str = "r",
+        name: str = "reduce_kernel",  # CuPy's default, as above
         **_: Any,
     ) -> None:
         self.ins, self.outs = _params(in_params), _params(out_params)

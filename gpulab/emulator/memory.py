@@ -5,7 +5,9 @@ compute-sanitizer does on a GPU. The zones are never written: a host allocation 
 address space, not memory, until touched.
 
 `bounds(a)` gives a launch what it checks each argument against: the allocation `a` points into
-and the guard zones around it (for an array made elsewhere, its own buffer and no zones).
+and the guard zones around it (for an array made elsewhere, its own buffer and no zones);
+`device_spans()` every allocation, where a pointer the kernel was not handed (one read from an
+array of pointers) may still point: any other address is outside the device.
 """
 
 from __future__ import annotations
@@ -51,3 +53,14 @@ def bounds(a: np.ndarray) -> tuple[int, int, int, int]:
     top = root if isinstance(root, np.ndarray) else a
     lo = top.ctypes.data
     return lo, lo + top.nbytes, lo, lo + top.nbytes
+
+
+def device_spans() -> np.ndarray:
+    """Every live allocation's data as sorted [lo, hi) address pairs (uint64, flat)."""
+    spans = []
+    for ref, start, nbytes in list(_BLOCKS.values()):
+        root = ref()
+        if root is not None and nbytes:
+            lo = root.ctypes.data + start
+            spans.append((lo, lo + nbytes))
+    return np.array(sorted(spans), dtype=np.uint64).reshape(-1)

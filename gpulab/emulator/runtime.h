@@ -254,28 +254,80 @@ EMU_RAW static void dyn_out_of_bounds(uintptr_t a, unsigned n, bool write) {
     fail(msg);
     stop();
 }
-// Every instrumented load and store of the kernel comes here before it happens.
-EMU_RAW static void access(uintptr_t a, unsigned n, bool write, bool atomic = false) {
+// Every device allocation the emulator's memory holds (sorted [lo, hi) pairs, set before each
+// launch): what a pointer the kernel did not get as an argument may still point into (an array
+// of pointers). Anything else is no device memory: a host buffer's address handed over as a
+// number, or a stray pointer. A GPU stops such an access; here the kernel would read and write
+// the host's memory (and the runtime's own bookkeeping) without a copy the trace records.
+static const uintptr_t* device;
+static int ndevice;
+static uintptr_t stack_lo, stack_hi;  // a launch without fibers: the host thread's stack below it
+EMU_RAW static bool in_device(uintptr_t a, unsigned n) {
+    int lo = 0, hi = ndevice;
+    while (lo < hi) {  // the last allocation starting at or before a
+        int mid = (lo + hi) / 2;
+        if (device[2 * mid] <= a) lo = mid + 1; else hi = mid;
+    }
+    return lo > 0 && a + n <= device[2 * (lo - 1) + 1];
+}
+// The thread's own locals (its fiber's stack), the launch's host stack (where a launch without
+// fibers runs its threads, and the scheduler, whose dim3 temporaries are instrumented code), and
+// CUDA's built-in variables.
+EMU_RAW static bool own_memory(uintptr_t a, unsigned n) {
+    if (a >= stack_lo && a + n <= stack_hi) return true;
+    uintptr_t lo = fibers ? (uintptr_t)&stacks[(size_t)cur * STACK] : 0;
+    if (fibers && a >= lo && a + n <= lo + STACK) return true;
+    const dim3* builtins[] = {&threadIdx, &blockIdx, &blockDim, &gridDim};
+    for (int i = 0; i < 4; ++i)
+        if (a >= (uintptr_t)builtins[i] && a + n <= (uintptr_t)(builtins[i] + 1)) return true;
+    // std::function's own code is instrumented: its reads of the kernel's body, the launch's
+    return a >= (uintptr_t)&body && a + n <= (uintptr_t)(&body + 1);
+}
+EMU_RAW static void outside_device(uintptr_t a, unsigned n, bool write) {
+    char here[96], msg[600];
+    where(here, sizeof here, cur);
+    snprintf(msg, sizeof msg,
+             "%s: %s memory outside the device at 0x%llx, in no device allocation (host "
+             "memory, or a stray pointer): the data must stay in device memory, where your "
+             "kernels do the work (compute-sanitizer: Invalid __global__ %s of size %u)",
+             here, write ? "wrote" : "read", (unsigned long long)a, write ? "write" : "read", n);
+    fail(msg);
+    stop();
+}
+// Every instrumented load and store of the kernel comes here before it happens; `weight`: how
+// many accesses it stands for (a memcpy's bytes, a word each).
+EMU_RAW static void access(uintptr_t a, unsigned n, bool write, bool atomic = false,
+                           unsigned long long weight = 1) {
     if (!watching) return;
     if (a + n > dyn_hi && a < dyn_end && a + n > dyn_lo) dyn_out_of_bounds(a, n, write);
     for (int i = 0; i < nshared; ++i) {
         SharedArray& s = shared[i];
         if (a + n > s.lo && a < s.hi) {
-            ++shared_touches;
+            shared_touches += weight;
             shared_from_other = atomic;
             if (!atomic) shared_access(s, a, n, write);
-            if (shared_from_other) ++shared_shares;
+            if (shared_from_other) shared_shares += weight;
             return;
         }
     }
-    for (int i = 0; i < nregions; ++i)
-        if (a >= regions[i].lo && a + n <= regions[i].hi) {
-            if (tblock[cur] != block_serial) { tblock[cur] = block_serial; tcount[cur] = 0; }
-            if (++tcount[cur] > busiest) busiest = tcount[cur];
-            return;
-        }
-    for (int i = 0; i < nregions; ++i)
-        if (a + n > regions[i].glo && a < regions[i].ghi) out_of_bounds(regions[i], a, n, write);
+    bool global = false;
+    for (int i = 0; i < nregions && !global; ++i)
+        global = a >= regions[i].lo && a + n <= regions[i].hi;
+    if (!global) {
+        for (int i = 0; i < nregions; ++i)
+            if (a + n > regions[i].glo && a < regions[i].ghi)
+                out_of_bounds(regions[i], a, n, write);
+        if (own_memory(a, n)) return;
+        if (!in_device(a, n)) outside_device(a, n, write);
+    }
+    if (tblock[cur] != block_serial) { tblock[cur] = block_serial; tcount[cur] = 0; }
+    tcount[cur] += weight;
+    if (tcount[cur] > busiest) busiest = tcount[cur];
+}
+// memcpy, memmove and memset in a kernel: each byte range checked as one access of the thread
+// (bounds, races, host memory) and counted a word at a time, as the loads it replaces would be.
+EMU_RAW static void span(const void* p, size_t n, bool write) {
+    if (n) access((uintptr_t)p, (unsigned)n, write, false, (n + 3) / 4);
 }
 EMU_RAW static void add_shared(uintptr_t lo, size_t bytes, const char* name, unsigned item,
                                unsigned rank, unsigned d0, unsigned d1, unsigned d2) {
@@ -465,6 +517,11 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
     dyn_lo = (uintptr_t)emu::dyn_smem; dyn_hi = dyn_lo + dyn; dyn_end = dyn_lo + DYN_SMEM_BYTES;
     register_dynamic();
     fibers = barriers;
+    // The kernel's frames lie below this one when it runs on this thread's stack; the launcher's
+    // just above hold the std::function `f`, whose instrumented code reads it
+    char frame;
+    stack_hi = (uintptr_t)&frame + ((uintptr_t)64 << 10);
+    stack_lo = (uintptr_t)&frame - ((uintptr_t)64 << 20);
     if (!barriers) {  // no meeting points: each thread runs to its end, no fibers needed
         watching = true;
         if (setjmp(direct) == 0) {
@@ -541,6 +598,10 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
 }
 }
 extern "C" const char* emu_last_error() { return emu::err; }
+extern "C" EMU_RAW void emu_set_device(const uintptr_t* spans, int n) {
+    emu::device = spans;
+    emu::ndevice = n;
+}
 extern "C" unsigned long long emu_shared_touches() { return emu::shared_touches; }
 extern "C" unsigned long long emu_lane_moves() { return emu::lane_moves; }
 extern "C" unsigned long long emu_shared_shares() { return emu::shared_shares; }

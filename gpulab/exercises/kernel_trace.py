@@ -47,11 +47,17 @@ def allowed(name: str, own: list[str]) -> bool:
     return bool(_INFRA.search(name.strip()))
 
 
+# The name CuPy compiles a kernel made without one under, by the name the watch gives its
+# launches (own_work._kernel_name: the factory's)
+_UNNAMED = {"ElementwiseKernel": "kernel", "ReductionKernel": "reduce_kernel"}
+
+
 def _is_own(name: str, own: str) -> bool:
     """Whether kernel `name` (as the GPU records it: a C name, or a demangled C++ signature)
     is the kernel compiled under the learner's name `own`."""
     if not own or _LIBRARY.match(own):
         return False
+    own = _UNNAMED.get(own, own)
     if name == own or name == demangled(own):
         return True
     return re.search(rf"(^|[\s:*&]){re.escape(own)}(\(|<|$)", name) is not None
