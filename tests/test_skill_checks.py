@@ -172,6 +172,47 @@ def test_the_guard_puts_back_gpulab_private_functions():
         api._scan = real
 
 
+def test_the_guard_puts_back_gpulab_classes_and_a_property_and_calls_them_the_graders():
+    """A red team rebound Rounds._one (a class, not a module, namespace) and made
+    Watch.require_kernel a property that reads False: both are put back and named as the
+    grader's own; NumPy's are put back but are not the grader's."""
+    import numpy as np
+
+    from gpulab.core.rounds import Rounds
+    from gpulab.exercises.own_work import Watch
+
+    real_one = Rounds._one
+    guard = Guard(classes=True)
+    Rounds._one = lambda self, c: 0.0
+    Watch.require_kernel = property(lambda self: False)
+    real_count = np._core.multiarray.count_nonzero
+    np._core.multiarray.count_nonzero = lambda *a, **k: 0
+    try:
+        changed = guard.restore()
+        assert {"Rounds._one", "Watch.require_kernel"} <= set(changed)
+        assert Rounds._one is real_one and "require_kernel" not in vars(Watch)
+        assert np._core.multiarray.count_nonzero is real_count
+        assert {"Rounds._one", "Watch.require_kernel"} <= guard.own_changed
+        assert not any("count_nonzero" in name for name in guard.own_changed)
+    finally:
+        Rounds._one = real_one
+        vars(Watch).get("require_kernel") is not None and delattr(Watch, "require_kernel")
+        np._core.multiarray.count_nonzero = real_count
+
+
+def test_a_profile_hook_set_since_the_snapshot_is_taken_off_and_named():
+    import sys
+
+    guard = Guard()
+    assert guard.hooks_changed() == []
+    sys.setprofile(lambda *a: None)
+    try:
+        assert guard.hooks_changed() == ["sys.setprofile"]
+        assert sys.getprofile() is None and "sys.setprofile" in guard.own_changed
+    finally:
+        sys.setprofile(None)
+
+
 def test_the_guard_sees_a_patch_that_claims_to_equal_what_it_replaced():
     """restore() skips an untouched namespace in one pass; a stand-in whose == says yes to
     everything must still count as a change (identity, not equality)."""

@@ -440,6 +440,28 @@ def parallel_rule(n: int, least: int = 256) -> Callable[[list[Any]], str | None]
     return rule
 
 
+def row_rule(cols: int) -> Callable[[list[Any]], str | None]:
+    """Rows of `cols` >= 1024 values each walked by one thread (a RawKernel with a thread a row,
+    looping over its row: the ElementwiseKernel loop a check refuses by its kind, in another
+    kind). On the emulator, from what ran: the busiest thread touched a quarter of a row or more,
+    where a block (or a warp) a row leaves each thread a few dozen values. On a GPU the compiled
+    code cannot say which thread works; its time does."""
+
+    def rule(launches: list[Any]) -> str | None:
+        ran = [la.ran for la in launches if getattr(la, "ran", None)]
+        busiest = max((r.busiest_thread for r in ran), default=0)
+        if cols >= 1024 and busiest > cols // 4:
+            return (
+                f"one thread of your launches touched {busiest:,} values in global memory, for "
+                f"rows of {cols:,}: a thread walking a row is a CPU loop on the GPU; this "
+                "exercise teaches the row reduced in parallel (a block or a warp a row, its "
+                "threads sharing the row's values)"
+            )
+        return None
+
+    return rule
+
+
 def tile_traffic_rule(values: int, what: str) -> Callable[[list[Any]], str | None]:
     """On the emulator, which counts each launch's shared-memory accesses as they run: a tiled
     kernel moves at least `values` values through shared memory in a call (each element of a

@@ -53,7 +53,7 @@ from typing import Any
 from gpulab.core import nvrtc
 from gpulab.exercises import kernel_trace, ptx_shares
 from gpulab.exercises.refuse import module_frame
-from gpulab.exercises.sandbox import starts_watched, thread_name
+from gpulab.exercises.sandbox import hooks, starts_watched, thread_name, unhook
 
 GATE_MS = 20.0  # how long a gate holds a learner's non-blocking stream (a check's call only)
 _GATE = r"""
@@ -228,19 +228,42 @@ def host_memory(args: Any) -> str:
         if fake or cp is None:
             continue
         ptr = getattr(getattr(a, "data", None), "ptr", None)
-        if ptr is None and isinstance(a, int | getattr(np, "integer", int)) and int(a) >= 1 << 32:
+        raw = ptr is None and isinstance(a, int | getattr(np, "integer", int)) and int(a) >= 1 << 32
+        if raw:
             ptr = int(a)  # a raw address passed as an integer
-        if isinstance(ptr, int) and ptr and _driver_says_host(cp, ptr):
+        kind = _driver_kind(cp, ptr) if isinstance(ptr, int) and ptr else None
+        if kind == 1:  # cudaMemoryTypeHost
             return "host memory mapped into the device's address space (cudaHostAllocMapped)"
+        if raw and isinstance(ptr, int) and kind in (0, None) and _in_host_mapping(ptr):
+            # an address the driver never allocated, inside this process's own pages: an
+            # H200 host's kernels read and wrote a NumPy buffer by its address (HMM), and
+            # NumPy did zip-add's work between two copies
+            return "host memory the GPU reaches by its address (pageable memory, through HMM)"
     return ""
 
 
-def _driver_says_host(cp: Any, ptr: int) -> bool:
+def _driver_kind(cp: Any, ptr: int) -> int | None:
+    """The driver's memory type of an address (0 unregistered, 1 host, 2 device, 3 managed),
+    or None where it will not say."""
     try:
         attrs = cp.cuda.runtime.pointerGetAttributes(ptr)
-    except Exception:  # noqa: BLE001 - not an address the driver knows: not host memory then
+    except Exception:  # noqa: BLE001 - not an address the driver knows
+        return None
+    return int(getattr(attrs, "type", 0))
+
+
+def _in_host_mapping(ptr: int, maps: str = "/proc/self/maps") -> bool:
+    """Whether `ptr` falls in one of this process's memory mappings (not the GPU driver's)."""
+    try:
+        with open(maps, encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                span, _, rest = line.partition(" ")
+                lo, _, hi = span.partition("-")
+                if int(lo, 16) <= ptr < int(hi, 16):
+                    return "/dev/nvidia" not in rest
+    except (OSError, ValueError):
         return False
-    return int(getattr(attrs, "type", 0)) == 1  # cudaMemoryTypeHost
+    return False
 
 
 def launch_parts(kind: str, args: tuple, kwargs: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
@@ -569,6 +592,12 @@ class Watch:
                 launch.host = host_memory(given)
         self._current.launches.append(launch)
         self.launches.append(launch)
+        if launch.host:
+            # refused before it runs: on an H200 host a kernel handed a NumPy buffer's address
+            # faulted (an illegal access that ends the CUDA context) or, another time, read it
+            # through HMM; either way the verdict is this one (kept in the record too, should
+            # the learner's code catch the error)
+            raise OwnWorkError(self.not_own(self._current))
         return launch
 
     # -- calls -----------------------------------------------------------------------------
@@ -584,6 +613,8 @@ class Watch:
             outer, watch._current = watch._current, record
             was_active, watch._active = watch._active, True
             before = _current_streams()
+            hooks_in = hooks()
+            hooked: list[str] = []
             refused: list[str] = []
             threads: list[Any] = []
             ran: list[str] = []
@@ -618,8 +649,17 @@ class Watch:
                 watch._active = was_active
                 watch._current = outer
                 _restore_streams(before)
+                hooked = unhook(hooks_in)
                 if watch.after_call is not None and not watch.timing:
                     watch.after_call()
+            if hooked:
+                # checked in every call, timed ones too: a hook left on runs Python of yours
+                # after the call returned, past the timer's clock and before the check reads
+                refused.insert(
+                    0,
+                    f"your function left a hook on ({hooked[0]}): code it runs after the call "
+                    "returns is outside what the check times and checks; gpulab took it off",
+                )
             watch.calls.append(record)
             if refused:
                 traced.close()
@@ -793,11 +833,18 @@ class Watch:
         launches used shared memory the kernel's compiled code reads or writes; None when every
         call did, or when that cannot be known (no NVRTC to read the code with). A launch's
         `shared_mem=` that the kernel never touches, or a first call alone that uses it, is no
-        use of shared memory."""
+        use of shared memory, nor is a small launch that uses it beside the launches doing the
+        work: the launches that use it must start at least half of the call's threads (a red
+        team's one-block decoy that filled a tile and read a neighbour's slot, beside a kernel
+        reading global memory, was graded silver on an H200)."""
         for k, call in enumerate(self.calls, start=1):
-            used = [_uses_shared(la) for la in call.launches]
-            # a call we cannot read (no NVRTC) is given the benefit of the doubt
-            if call.launches and not any(u is True or u is None for u in used):
+            if not call.launches:
+                continue
+            # a launch we cannot read (no NVRTC) is given the benefit of the doubt
+            using = sum(
+                _launch_threads(la) for la in call.launches if _uses_shared(la) is not False
+            )
+            if 2 * using < sum(_launch_threads(la) for la in call.launches):
                 return k
         return None
 
@@ -814,17 +861,24 @@ class Watch:
             ran = [la.ran for la in call.launches if la.ran is not None]
             if not call.launches or 0 < len(ran) < len(call.launches):
                 continue
-            threads = sum(_threads(la.grid) * _threads(la.block) for la in call.launches)
+            threads = sum(_launch_threads(la) for la in call.launches)
             if threads > most:
                 best, most = (k, call.launches, ran), threads
         if best is None:
             return None
         k, launches, ran = best
         if ran:
-            touched = sum(r.shared_touches for r in ran)
-            return k if touched and not sum(r.shared_shares for r in ran) else None
-        touching = [la for la in launches if _uses_shared(la) is not False]
-        return k if touching and all(_shares(la) is False for la in touching) else None
+            if not sum(r.shared_touches for r in ran):
+                return None
+            sharing = [la for la in launches if la.ran.shared_shares]
+        else:
+            touching = [la for la in launches if _uses_shared(la) is not False]
+            if not touching:
+                return None
+            sharing = [la for la in touching if _shares(la) is not False]
+        # as for using it: the launches that share must start half the call's threads, or a
+        # one-block decoy that shares beside the kernel doing the work would answer for it
+        return k if 2 * sum(_launch_threads(la) for la in sharing) < most else None
 
     def shared_memory_used(self) -> bool | None:
         """Whether any launch of the learner's used shared memory (None: not knowable)."""
@@ -867,6 +921,10 @@ def _made_by_a_library(frame: Any) -> bool:
 _SHARED_ACCESS = re.compile(
     r"\b(ld|st|atom|red|ldmatrix|stmatrix)(\.[a-z0-9]+)*\.shared\b|\bcp\.async\b"
 )
+
+
+def _launch_threads(launch: Launch) -> int:
+    return _threads(launch.grid) * _threads(launch.block)
 
 
 def _threads(dims: Any) -> int:

@@ -63,7 +63,7 @@ class ExerciseProfile(Experiment):
         case = marked[-1] if marked else cases[-1]
         want = check.expected(case, actx)
         ctx.progress(0.1, f"profiling {ex.id}: {case.name}")
-        guard = Guard()
+        guard = Guard(classes=True)  # what the learner's file patches must not outlive the view
         learner = None
         actx.reference = lambda: yardstick.reference_entry(ex)
         try:
@@ -79,6 +79,7 @@ class ExerciseProfile(Experiment):
             raise ExperimentError(str(exc)) from None
         finally:
             guard.restore()
+            guard.hooks_changed()
             forget(learner)
             forget(check)
         result.artifacts.append(Artifact("profile", "text", text="\n".join(text)))

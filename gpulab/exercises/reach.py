@@ -77,6 +77,10 @@ REACHING: dict[str, str] = {
     ),
     # a red team read a tensor's memory from its C struct (x._cdata plus offsets) through ctypes
     "_cdata": "reads a tensor's memory through its C struct, past every watch the check keeps",
+    # and another read and wrote it through x.data_ptr() with ctypes.cast and memmove, NumPy
+    # doing the work between (compile-fused, profile-step, the Triton exercises on the CPU):
+    # no exercise needs memory by address, so the module itself is out
+    "ctypes": "reads and writes memory by its address, past every watch the check keeps",
 }
 # Names harmless alone but not beside the module they come from
 _DYNAMO = "torch._dynamo.utils"
@@ -128,7 +132,15 @@ def _names(node: ast.AST, table: dict[str, str]) -> list[tuple[str, str]]:
             found.append(("torch._dynamo.utils.counters", _FROM_MODULE[(_DYNAMO, "counters")]))
     elif isinstance(node, ast.Name):
         ident = node.id
+    elif isinstance(node, ast.Import):
+        for alias in node.names:
+            top = alias.name.split(".")[0]
+            if top in table:
+                found.append((top, table[top]))
     elif isinstance(node, ast.ImportFrom):
+        top = (node.module or "").split(".")[0]
+        if top in table:
+            found.append((top, table[top]))
         for alias in node.names:
             why = _FROM_MODULE.get((node.module or "", alias.name)) or table.get(alias.name)
             if why:

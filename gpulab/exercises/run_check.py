@@ -160,7 +160,9 @@ def run_check(
         watch.trace = _kernel_trace(ex, check, actx)
         veil.install()  # the profiler looks off to the learner's code, traced call or timed
         watch.install()
-        guard = Guard()
+        # gpulab's classes too: a red team rebound Rounds._one, the Watch's require_kernel and
+        # the emulator's launch record on their classes at import
+        guard = Guard(classes=True)
         result.cases = [CaseRow(c.name, None) for c in cases]
         try:
             with watch.loading():
@@ -168,7 +170,10 @@ def run_check(
         except LearnerError as exc:
             result.restored = guard.restore()
             return _fail(result, "error", str(exc), t0)
-        result.restored = guard.restore()
+        result.restored = guard.restore() + guard.hooks_changed()
+        changed = _graders_own(guard)
+        if changed:
+            return _fail(result, "wrong", changed, t0)
         fn = watch.call(fn)
         watch.after_call = guard.restore  # what each call rebinds, put back as it returns
         laps.lap("load")
@@ -202,6 +207,9 @@ def run_check(
             watch.settle()  # nothing of this case may still be writing when the next allocates
             _restore(result, guard)
             laps.lap("runs")
+            changed = _graders_own(guard)
+            if changed:
+                return _fail(result, "wrong", changed, t0)
             mismatch = (
                 None
                 if error
@@ -234,8 +242,9 @@ def run_check(
         if without is not None:
             why = (
                 f"call {without} of your kernel used no shared memory its code reads or writes "
-                f"(a shared_mem= or a __shared__ array no instruction touches is none, nor one "
-                f"touched only in a branch no thread takes, on the emulator): {shared}"
+                "in the launches that start most of its threads (a shared_mem= or a __shared__ "
+                "array no instruction touches is none, nor one touched only in a branch no "
+                f"thread takes, on the emulator, nor a small launch beside the work): {shared}"
             )
             return _fail(result, "wrong", why, t0)
         lonely = watch.call_sharing_nothing() if shared else None
@@ -247,9 +256,10 @@ def run_check(
                 "thread's store"
             )
             why = (
-                f"in call {lonely} (the largest) of your kernel no thread read a value another "
-                "thread put in shared memory: each read back only its own slot, which saves no "
-                f"global access ({how}): {shared}"
+                f"in call {lonely} (the largest) of your kernel, in the launches that start "
+                "most of its threads, no thread read a value another thread put in shared "
+                "memory: each read back only its own slot, which saves no global access, and a "
+                f"small launch that shares beside them does no work for them ({how}): {shared}"
             )
             return _fail(result, "wrong", why, t0)
         result.verdict, result.grade = PASS, "pass"
@@ -302,6 +312,9 @@ def run_check(
                     return _fail(result, "wrong", f"timed run: {timing['wrong']}", t0)
                 result.grade = timing.get("grade") or "pass"
         result.restored = sorted(set(result.restored) | guard.changed)
+        changed = _graders_own(guard)
+        if changed:
+            return _fail(result, "wrong", changed, t0)
         result.seconds = _now() - t0
         _rest_as_other(result)
         return result
@@ -378,8 +391,28 @@ def _default_compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> a
 
 def _restore(result: CheckResult, guard: Guard) -> None:
     guard.restore()
+    guard.hooks_changed()  # between cases: a check's own hook lives inside its run()
     if guard.changed:  # what this restore and the ones after each call put back
         result.restored = sorted(set(result.restored) | guard.changed)
+
+
+def _graders_own(guard: Guard) -> str:
+    """Why the check fails when the learner's code changed the grader's own code (gpulab's
+    modules and classes, the check, an interpreter hook), else "". Put back is not enough: a
+    red team rebound gpulab.core.rounds.Rounds._one at import (gold from bronze, 1.45x) and the
+    emulator's launch record (a library copy passed a kernel exercise)."""
+    if not guard.own_changed:
+        return ""
+    first = sorted(guard.own_changed)[0]
+    if first.startswith(("sys.", "threading.")):
+        return (
+            f"your code left an interpreter hook on ({first}): code it runs around the check's "
+            "own calls is outside what the check times and checks (gpulab took it off)"
+        )
+    return (
+        f"your code changed {first}, which the check uses to run, time or verify your code: "
+        "the grader's own code is not yours to change (gpulab put it back)"
+    )
 
 
 def _mark(result: CheckResult, row: CaseRow, name: str, why: api.Mismatch | str) -> None:

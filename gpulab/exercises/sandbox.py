@@ -207,34 +207,52 @@ class Guard:
         "torch.autograd.profiler",
         "cupy",
         "cupy.cuda",
+        # numpy's own functions look these up on every call (np.count_nonzero reads
+        # numpy._core.multiarray.count_nonzero): rebound there, the comparison's scan found no
+        # wrong element in any answer; numpy 1's names are numpy.core's
+        "numpy._core.multiarray",
+        "numpy._core.numeric",
+        "numpy._core.fromnumeric",
+        "numpy._core.umath",
+        "numpy.core.multiarray",
+        "numpy.core.numeric",
+        "numpy.core.fromnumeric",
+        "numpy.core.umath",
     )
 
     # gpulab's own modules, every one loaded: a check reads through their functions, private
     # ones too (the comparison's scan, the kernel trace's verdict, the rule a call runs under)
-    OWN = ("gpulab.exercises", "gpulab.core", "gpulab.telemetry")
+    OWN = ("gpulab.exercises", "gpulab.core", "gpulab.telemetry", "gpulab.emulator")
 
     def __init__(self, classes: bool = False, extra: tuple[types.ModuleType, ...] = ()) -> None:
         self._saved: list[tuple[Any, dict[str, Any]]] = []
         self._private: set[int] = set()  # ids of the namespaces whose private names count too
         self._code: list[tuple[Any, Any]] = []  # (function, its __code__) of the extra modules
+        self._own: set[int] = set()  # ids of the grader's own namespaces: gpulab's, the check's
         self.changed: set[str] = set()  # every name any restore() put back, for the verdict
+        # what of it was the grader's own (gpulab's modules and classes, the check, its hooks):
+        # never the learner's to change, so a check fails on it, not only puts it back
+        self.own_changed: set[str] = set()
+        self._hooks = hooks()
         for name in self.MODULES:
             mod = sys.modules.get(name)
-            if mod is not None:
+            if mod is not None and not name.startswith(self.OWN):
                 self._saved.append((mod, dict(vars(mod))))
         own = [
             mod
             for name, mod in list(sys.modules.items())
-            if name.startswith(self.OWN) and name not in self.MODULES and mod is not None
+            if name.startswith(self.OWN) and mod is not None
         ]
         for mod in [*own, *extra]:
             self._saved.append((mod, dict(vars(mod))))
+            self._own.add(id(mod))
         if classes or extra:
             for mod in [*own, *extra]:
                 for value in list(vars(mod).values()):
                     if isinstance(value, type) and value.__module__ == mod.__name__:
                         self._saved.append((value, dict(vars(value))))
                         self._private.add(id(value))
+                        self._own.add(id(value))
         for mod in extra:
             self.keep_code(*vars(mod).values())
         for obj, _ in self._saved:
@@ -263,21 +281,32 @@ class Guard:
             if isinstance(fn, types.FunctionType):
                 self._code.append((fn, fn.__code__))
 
+    def hooks_changed(self) -> list[str]:
+        """The interpreter hooks set since the snapshot, put back (a check's own hook lives
+        inside its run(): ask between cases and after loading, not inside a call)."""
+        names = unhook(self._hooks)
+        self.changed.update(names)
+        self.own_changed.update(names)
+        return names
+
     def restore(self) -> list[str]:
         """Put back every function and class that was rebound or added; returns their names
         ("numpy.allclose", ...). Data is left alone: libraries keep state in module globals
         (torch.cuda._initialized flips on first use) that must move forward, not back."""
         changed: list[str] = []
+        own: list[str] = []
         for fn, code in self._code:
             if fn.__code__ is not code:
                 fn.__code__ = code
                 changed.append(f"{fn.__qualname__}.__code__")
+                own.append(changed[-1])
         for obj, saved in self._saved:
             now = vars(obj)
             if _same(now, saved):
                 continue
             label = getattr(obj, "__name__", repr(obj))
             private = id(obj) in self._private
+            before = len(changed)
             added = [
                 k
                 for k, v in now.items()
@@ -293,12 +322,51 @@ class Guard:
                     continue  # torch wrapped its own function, lazily, during the check
                 if current is not value and watching_exit(current):
                     continue  # the check's own watch on Python's exits, put back as it ends
-                if current is not value and _patchable(key, value, private):
+                if current is not value and (
+                    _patchable(key, value, private)
+                    or (current is not _MISSING and _patchable(key, current, private))
+                ):
                     with contextlib.suppress(AttributeError, TypeError):
                         setattr(obj, key, value)
                         changed.append(f"{label}.{key}")
+            if id(obj) in self._own and len(changed) > before:
+                own += changed[before:]
         self.changed.update(changed)
+        self.own_changed.update(own)
         return changed
+
+
+# Hooks Python calls around every function call or line: one set at import or in a call can
+# finish the work after the timer read its clock and before the check reads the output (a red
+# team deferred three quarters of vector-add to a sys.setprofile hook: 1.9x our reference)
+_HOOKS = ("sys.setprofile", "sys.settrace", "threading.setprofile", "threading.settrace")
+
+
+def hooks() -> tuple[Any, ...]:
+    """The interpreter's profile and trace hooks, this thread's and new threads', and
+    sys.monitoring's tools where there is one (3.12 on)."""
+    monitoring = getattr(sys, "monitoring", None)
+    tools = tuple(monitoring.get_tool(i) for i in range(6)) if monitoring else ()
+    return (sys.getprofile(), sys.gettrace(), threading.getprofile(), threading.gettrace(), tools)
+
+
+def unhook(saved: tuple[Any, ...]) -> list[str]:
+    """Put the hooks back as `saved` holds them; the names of those that had changed."""
+    now = hooks()
+    names = [name for name, a, b in zip(_HOOKS, now[:4], saved[:4], strict=True) if a is not b]
+    if names:
+        sys.setprofile(saved[0])
+        sys.settrace(saved[1])
+        threading.setprofile(saved[2])
+        threading.settrace(saved[3])
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring and now[4] != saved[4]:
+        names.append("sys.monitoring")
+        for i, was in enumerate(saved[4]):
+            if was is None and monitoring.get_tool(i) is not None:
+                monitoring.set_events(i, 0)
+                monitoring.free_tool_id(i)
+    return names
 
 
 _MISSING = object()
@@ -336,4 +404,7 @@ def _patchable(key: str, value: Any, private: bool = False) -> bool:
         return False
     if key.startswith("_") and not key.startswith("__") and not private:
         return False
-    return callable(value) and key not in ("__dict__", "__weakref__")
+    # a descriptor too: a property put on a class wins over every instance's attribute (a red
+    # team made Watch.require_kernel a property that reads False)
+    descriptor = isinstance(value, property | classmethod | staticmethod)
+    return (callable(value) or descriptor) and key not in ("__dict__", "__weakref__")

@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 from gpulab.emulator import cuda, cupy_module
+from gpulab.exercises.sandbox import Guard
 
 _count = itertools.count()
 
@@ -44,6 +45,10 @@ def sources(folder: Path, paths: list[Path] | None = None) -> dict[str, tuple[st
     extra = cupy_module.cupyx_modules()
     saved = {name: sys.modules.get(name) for name in ("cupy", *extra)}
     sys.modules.update(extra)
+    # wrong/ files patch the grader at import (the emulator's trace, gpulab's classes): loaded
+    # here only to read their sources, their patches must not outlive the load, or every later
+    # check in the test process runs on a broken watch (zip-add's library call passed)
+    guard = Guard(classes=True)
     try:
         for path in paths or variants(folder):
             mod = cupy_module.make()
@@ -59,7 +64,11 @@ def sources(folder: Path, paths: list[Path] | None = None) -> dict[str, tuple[st
 
             vars(mod).update(RawKernel=Recorder, RawModule=Module)
             sys.modules["cupy"] = mod
-            load(path)
+            try:
+                load(path)
+            finally:
+                guard.restore()
+                guard.hooks_changed()
     finally:
         for name, module in saved.items():
             if module is None:

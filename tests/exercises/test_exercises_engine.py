@@ -289,7 +289,6 @@ def test_patching_numpy_cannot_flip_the_verdict(tmp_path, double):
         "np.isfinite = lambda x: np.ones(np.shape(x), bool)\n"
         "np.allclose = lambda *a, **k: True\n"
         "np.array_equal = lambda *a, **k: True\n"
-        "api.compare_arrays = lambda *a, **k: None\n"
         "def double(x, out):\n"
         "    np.argmax = lambda *a, **k: 0\n"
         "    out[:] = 3 * x\n",
@@ -297,10 +296,19 @@ def test_patching_numpy_cannot_flip_the_verdict(tmp_path, double):
     real_abs, real_compare = np.abs, api.compare_arrays
     result = check(double, path)
     assert not result.passed and "expected" in result.message
-    assert np.abs is real_abs and api.compare_arrays is real_compare  # put back
-    assert (
-        "numpy.abs" in result.restored and "gpulab.exercises.api.compare_arrays" in result.restored
+    assert np.abs is real_abs and "numpy.abs" in result.restored  # put back
+    # the grader's own comparison rebound: put back, and the check fails on it by itself
+    path = learner(
+        tmp_path,
+        "import gpulab.exercises.api as api\n"
+        "api.compare_arrays = lambda *a, **k: None\n"
+        "def double(x, out):\n"
+        "    out[:] = 2 * x\n",
     )
+    result = check(double, path)
+    assert not result.passed and "the grader's own code is not yours" in result.message
+    assert api.compare_arrays is real_compare
+    assert "gpulab.exercises.api.compare_arrays" in result.restored
 
 
 def test_the_case_handed_to_the_learner_is_a_copy(tmp_path, double):

@@ -18,7 +18,7 @@ import pytest
 
 from gpulab.emulator import toolchain
 from gpulab.exercises import api
-from gpulab.exercises.own_work import OwnWorkError, Watch, library_calls
+from gpulab.exercises.own_work import OwnWorkError, Watch, _in_host_mapping, library_calls
 from gpulab.exercises.speed import _CallChecks, _TimedCallWrong
 from gpulab.testing import fake_cupy
 
@@ -490,3 +490,19 @@ def test_a_ptx_shuffle_by_zero_moves_nothing_whether_written_or_in_a_register():
     assert not own_work._still("shfl.sync.down.b32 \t%r3|%p1, %r43, 1, 31, -1;", "")
     # an index shuffle by a fixed lane broadcasts that lane's value: a move for the others
     assert not own_work._still("shfl.sync.idx.b32 \t%r3|%p1, %r43, 0, 31, -1;", "")
+
+
+def test_an_address_inside_the_processes_own_pages_is_host_memory(tmp_path: Path) -> None:
+    """On an H200 host the driver called a NumPy buffer's address unregistered (type 0), and a
+    kernel handed it as an integer reached it: the process's own mappings say it is host
+    memory; the GPU driver's device files' mappings are not."""
+    maps = tmp_path / "maps"
+    maps.write_text(
+        "7f0000000000-7f0000100000 rw-p 00000000 00:00 0 \n"
+        "7f1000000000-7f1000200000 rw-s 00000000 00:05 7 /dev/nvidia-uvm\n"
+    )
+    assert _in_host_mapping(0x7F0000000010, str(maps))
+    assert not _in_host_mapping(0x7F1000000010, str(maps))  # the driver's own
+    assert not _in_host_mapping(0x7E0000000000, str(maps))  # in no mapping
+    a = np.zeros(1000, np.float32)
+    assert _in_host_mapping(a.ctypes.data)  # this process's real maps

@@ -71,3 +71,21 @@ def test_no_solution_starter_or_right_variant_in_the_catalog_is_refused():
         for path in files:
             why = reaches_for_the_grader(Path(path).read_text(encoding="utf-8"), refusing=refusing)
             assert why is None, f"{path}: {why}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import ctypes\n",
+        "import ctypes.util as u\n",
+        "from ctypes import cast, memmove\n",
+        "from ctypes.util import find_library\n",
+    ],
+)
+def test_ctypes_is_named_however_it_is_imported(source):
+    said = reaches_for_the_grader(source)
+    assert said is not None and "your code uses ctypes" in said and said.startswith("line 1:")
+
+
+def test_a_cast_from_typing_is_not_ctypes():
+    assert reaches_for_the_grader("from typing import cast\nx = cast(int, 3)\n") is None

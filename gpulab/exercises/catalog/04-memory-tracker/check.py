@@ -16,12 +16,11 @@ temporary.
 from __future__ import annotations
 
 import numbers
-import sys
-import threading
 import tracemalloc
 from typing import Any
 
 from gpulab.exercises import api
+from gpulab.exercises.sandbox import Guard, hooks, unhook
 
 ENTRY = "MemoryTracker"
 MIB = 1 << 20
@@ -109,31 +108,10 @@ def _alloc(device: str, nbytes: int) -> Any:
     return _FULL["gpu"]((nbytes,), 7, dtype=torch.uint8, device=device)
 
 
-def _hooks() -> tuple[Any, ...]:
-    """The interpreter's profile and trace hooks, this thread's and new threads' (and
-    sys.monitoring's tools, where there is one): what a tracker that watches the calls the
-    check makes, instead of measuring memory, has to install."""
-    monitoring = getattr(sys, "monitoring", None)
-    tools = tuple(monitoring.get_tool(i) for i in range(6)) if monitoring else ()
-    return (sys.getprofile(), sys.gettrace(), threading.getprofile(), threading.gettrace(), tools)
-
-
-def _put_back(hooks: tuple[Any, ...]) -> None:
-    sys.setprofile(hooks[0])
-    sys.settrace(hooks[1])
-    threading.setprofile(hooks[2])
-    threading.settrace(hooks[3])
-    monitoring = getattr(sys, "monitoring", None)
-    if monitoring:
-        for i, was in enumerate(hooks[4]):
-            if was is None and monitoring.get_tool(i) is not None:
-                monitoring.set_events(i, 0)
-                monitoring.free_tool_id(i)
-
-
-def _hooked(hooks: tuple[Any, ...]) -> bool:
-    now = _hooks()
-    return any(a is not b for a, b in zip(now[:4], hooks[:4], strict=True)) or now[4] != hooks[4]
+def _hooked(saved: tuple[Any, ...]) -> bool:
+    """Whether a profile or trace hook (or a sys.monitoring tool) was set since `saved`; put
+    back if so."""
+    return bool(unhook(saved))
 
 
 _HOOKED = (
@@ -163,23 +141,25 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         # A memory tracker needs no profiler or tracer: one installed anywhere from its
         # constructor to its __exit__ is watching the workload's calls (their sizes in the
         # frames), and is taken away again before the workload runs under it
-        hooks = _hooks()
+        saved = hooks()
+        # The functions the workload calls, looked at once __enter__ has run: a tracker that
+        # rebinds one (numpy._core.numeric.empty, which np.full looks up on every call) counts
+        # what the check allocates by name, not memory, and puts it back in __exit__
+        guard = Guard()
         try:
             tracker = fn(device)
         except Exception as exc:  # noqa: BLE001 - any error of the learner's class is the verdict
             raise api.CheckError(f"MemoryTracker({device!r}) raised {exc!r}") from None
-        if _hooked(hooks):
-            _put_back(hooks)
+        if _hooked(saved):
             raise api.CheckError(_HOOKED)
         swallowed = True
-        hooked = False
+        hooked, rebound = False, []
         reserved_before = _reserved(device)
         try:
             with tracker as t:
-                hooked = _hooked(hooks)
-                if hooked:
-                    _put_back(hooks)
-                else:
+                hooked = _hooked(saved)
+                rebound = guard.restore()
+                if not hooked and not rebound:
                     kept = _alloc(device, keep)
                     tmp = _alloc(device, temp)
                     del tmp
@@ -187,9 +167,13 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
                         raise _Boom("raised inside the with block on purpose")
         except _Boom:
             swallowed = False
-        if hooked or _hooked(hooks):
-            _put_back(hooks)
+        if hooked or _hooked(saved):
             raise api.CheckError(_HOOKED)
+        if rebound:
+            raise api.CheckError(
+                f"your tracker rebinds {rebound[0]} in __enter__: it counts what the check "
+                "calls, not memory; measure with tracemalloc (or torch.cuda's memory figures)"
+            )
         if case.meta["raises"] and swallowed:
             raise api.CheckError(
                 "the tracker swallowed the exception raised inside the with block "

@@ -33,7 +33,10 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     x = case.args["x"]
-    return kc.run_guarded(fn, [x], (x.shape[0],), np.float32)
+    since = kc.calls_so_far(ctx)
+    got = kc.run_guarded(fn, [x], (x.shape[0],), np.float32)
+    kc.each_call(ctx, since, kc.row_rule(x.shape[1]))
+    return got
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:

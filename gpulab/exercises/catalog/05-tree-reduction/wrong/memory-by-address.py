@@ -1,4 +1,4 @@
-# expect: _cdata
+# expect: ctypes | _cdata
 """tree sum"""
 
 import ctypes

@@ -1,4 +1,4 @@
-# expect: your code rebound
+# expect: your code rebound | the grader's own code is not yours to change
 """Shortcut (writing what the check reads): in a rank process there is no Guard, so rebinding
 gpulab.exercises.collective_guard._refuse (a module function, which the docs say is put back after
 every call) switches the refusal off; then the library's all-reduce does the work."""

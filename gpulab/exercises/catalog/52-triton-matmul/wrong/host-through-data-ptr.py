@@ -1,4 +1,4 @@
-# expect: turns a pointer into an array
+# expect: ctypes | turns a pointer into an array
 """Shortcut: np.matmul on views of the tensors' memory reached through data_ptr() and ctypes (the
 one exit the Triton exercises allow); a Triton kernel of mine is launched and stores nothing."""
 
