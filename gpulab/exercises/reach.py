@@ -68,6 +68,12 @@ REACHING: dict[str, str] = {
             "walk_stack",
             "getinnerframes",
             "tb_frame",
+            # a frame's locals without the names above: inspect.stack()'s frames read through
+            # getargvalues found the timer's record and scaled the learner's seconds (gold)
+            "getargvalues",
+            "getframeinfo",
+            "getcoroutinelocals",
+            "getgeneratorlocals",
         ),
         "reads the callers' frames: the grader's references live there",
     ),
@@ -84,7 +90,13 @@ REACHING: dict[str, str] = {
 }
 # Names harmless alone but not beside the module they come from
 _DYNAMO = "torch._dynamo.utils"
-_FROM_MODULE = {(_DYNAMO, "counters"): f"edits dynamo's counters: {_GRADER}"}
+_FRAMES = "reads the callers' frames: the grader's references live there"
+_FROM_MODULE = {
+    (_DYNAMO, "counters"): f"edits dynamo's counters: {_GRADER}",
+    # common words elsewhere (torch.stack), the frame walkers in inspect
+    ("inspect", "stack"): _FRAMES,
+    ("inspect", "trace"): _FRAMES,
+}
 # For a check that refuses a library's one-call answer: the exits its torch modes cannot see
 EXITS = {
     "to_dlpack": "hands the tensor to another library through DLPack, past the check's watch",
@@ -128,8 +140,9 @@ def _names(node: ast.AST, table: dict[str, str]) -> list[tuple[str, str]]:
     ident = None
     if isinstance(node, ast.Attribute):
         ident = node.attr
-        if ident == "counters" and dotted_name(node.value) == _DYNAMO:
-            found.append(("torch._dynamo.utils.counters", _FROM_MODULE[(_DYNAMO, "counters")]))
+        why = _FROM_MODULE.get((dotted_name(node.value) or "", ident))
+        if why:
+            found.append((f"{dotted_name(node.value)}.{ident}", why))
     elif isinstance(node, ast.Name):
         ident = node.id
     elif isinstance(node, ast.Import):

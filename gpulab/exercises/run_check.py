@@ -17,6 +17,7 @@ import copy
 import functools
 import sys
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -161,8 +162,11 @@ def run_check(
         veil.install()  # the profiler looks off to the learner's code, traced call or timed
         watch.install()
         # gpulab's classes too: a red team rebound Rounds._one, the Watch's require_kernel and
-        # the emulator's launch record on their classes at import
-        guard = Guard(classes=True)
+        # the emulator's launch record on their classes at import. And the check's own module
+        # and our yardstick's (loaded by path, in sys.modules while they run): another rebound
+        # the check's run() and timing() to run our solution in place of theirs (gold)
+        ours = tuple(m for m in (check, yard_module) if isinstance(m, types.ModuleType))
+        guard = Guard(classes=True, extra=ours)
         result.cases = [CaseRow(c.name, None) for c in cases]
         try:
             with watch.loading():

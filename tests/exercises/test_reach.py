@@ -89,3 +89,20 @@ def test_ctypes_is_named_however_it_is_imported(source):
 
 def test_a_cast_from_typing_is_not_ctypes():
     assert reaches_for_the_grader("from typing import cast\nx = cast(int, 3)\n") is None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import inspect\nframes = inspect.stack(0)\n",
+        "from inspect import stack\n",
+        "import inspect\nv = inspect.getargvalues(f)\n",
+    ],
+)
+def test_the_frame_walkers_of_inspect_are_named(source):
+    said = reaches_for_the_grader(source)
+    assert said is not None and "reads the callers' frames" in said
+
+
+def test_torch_stack_is_not_a_frame_walker():
+    assert reaches_for_the_grader("import torch\nx = torch.stack([a, b])\n") is None
