@@ -441,9 +441,10 @@ def parallel_rule(n: int, least: int = 256) -> Callable[[list[Any]], str | None]
 
 
 def row_rule(cols: int) -> Callable[[list[Any]], str | None]:
-    """Rows of `cols` >= 1024 values each walked by one thread (a RawKernel with a thread a row,
-    looping over its row: the ElementwiseKernel loop a check refuses by its kind, in another
-    kind). On the emulator, from what ran: the busiest thread touched a quarter of a row or more,
+    """Rows of `cols` >= 1024 values each walked by one thread (reduction-kernel: a RawKernel
+    with a thread a row, looping over it, is the ElementwiseKernel loop the check refuses by its
+    kind, in another kind; softmax-rows' ladder starts there, so it has no such rule). On the
+    emulator, from what ran: the busiest thread touched a quarter of a row or more,
     where a block (or a warp) a row leaves each thread a few dozen values. On a GPU the compiled
     code cannot say which thread works; its time does."""
 
