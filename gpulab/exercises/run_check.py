@@ -165,8 +165,8 @@ def run_check(
         # the emulator's launch record on their classes at import. And the check's own module
         # and our yardstick's (loaded by path, in sys.modules while they run): another rebound
         # the check's run() and timing() to run our solution in place of theirs (gold)
-        ours = tuple(m for m in (check, yard_module) if isinstance(m, types.ModuleType))
-        guard = Guard(classes=True, extra=ours)
+        graders = tuple(m for m in (check, yard_module) if isinstance(m, types.ModuleType))
+        guard = Guard(classes=True, extra=graders)
         result.cases = [CaseRow(c.name, None) for c in cases]
         try:
             with watch.loading():
