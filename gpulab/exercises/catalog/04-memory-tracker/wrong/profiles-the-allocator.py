@@ -1,8 +1,9 @@
 # expect: installed a profiler/tracer
 """Cheat: measures no memory. __enter__ installs a profile function (sys.setprofile) that sees
 every Python call; the workload's allocator is numpy.full (or torch.full on a GPU), and its
-`shape` argument is read from the frame with inspect.getargvalues. kept = the first allocation,
-peak = the first two. __exit__ takes the profile function away again."""
+`shape` argument is read from the frame (by a name built at run time: the source scan names
+the frame readers, and what this file tests is the rule on installing a profiler). kept = the
+first allocation, peak = the first two. __exit__ takes the profile function away again."""
 
 import inspect
 import sys
@@ -18,8 +19,7 @@ class MemoryTracker:
 
     def _seen(self, frame, event, arg):
         if event == "call" and frame.f_code.co_name == "full":
-            info = inspect.getargvalues(frame)
-            shape = info.locals.get("shape")
+            shape = getattr(inspect, "getarg" + "values")(frame).locals.get("shape")
             if shape is not None:
                 n = 1
                 for d in shape if isinstance(shape, (tuple, list)) else (shape,):
