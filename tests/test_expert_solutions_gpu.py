@@ -65,6 +65,10 @@ def _grades(folder, name: str) -> tuple[list[str], list[dict]]:
     return grades, figures
 
 
+# Alone, for the reason given below the reference's test: beside eleven sibling workers on two
+# H200s the expert of conv1d graded 0.65 and 0.74 of itself, stencil-shared's 0.85, silver both
+# (bench/results/gpu-suite-h200x2.log); run one a GPU, both were gold in every check
+@pytest.mark.alone
 @pytest.mark.parametrize("folder", KERNELS, ids=IDS)
 def test_gpu_expert_is_graded_gold_in_every_check(folder) -> None:
     grades, figures = _grades(folder, "expert.py")

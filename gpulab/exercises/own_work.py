@@ -41,6 +41,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import operator
 import os
 import re
 import sys
@@ -135,6 +136,9 @@ class Launch:
     # an argument in host memory (a NumPy array; pinned memory mapped into the GPU's address
     # space): what it is, or "" when every buffer is on the device
     host: str = ""
+    # an integer argument under 4 GiB that is an address in this process's own pages: not
+    # refused (a legitimate count can fall there), but named should the GPU then fault
+    suspect: str = ""
 
     def shared_static(self) -> int | None:
         """Bytes of static shared memory the kernel declares (None: not knowable here)."""
@@ -228,9 +232,9 @@ def host_memory(args: Any) -> str:
         if fake or cp is None:
             continue
         ptr = getattr(getattr(a, "data", None), "ptr", None)
-        raw = ptr is None and isinstance(a, int | getattr(np, "integer", int)) and int(a) >= 1 << 32
+        raw = ptr is None and _as_address(a) >= 1 << 32
         if raw:
-            ptr = int(a)  # a raw address passed as an integer
+            ptr = _as_address(a)  # a raw address passed as an integer
         kind = _driver_kind(cp, ptr) if isinstance(ptr, int) and ptr else None
         if kind == 1:  # cudaMemoryTypeHost
             return "host memory mapped into the device's address space (cudaHostAllocMapped)"
@@ -240,6 +244,37 @@ def host_memory(args: Any) -> str:
             # NumPy did zip-add's work between two copies
             return "host memory the GPU reaches by its address (pageable memory, through HMM)"
     return ""
+
+
+def low_host_address(args: Any) -> str:
+    """An integer argument from 64 KiB to 4 GiB that the driver does not know and that lies in
+    this process's own writable pages, described, or "". host_memory refuses such an address
+    from 4 GiB up only: on an H200 host the heap sat at 0x452f9ad0, where an element count a
+    check passes could also fall, so below 4 GiB it is a suspect, named if the GPU faults."""
+    cp = sys.modules.get("cupy")
+    if cp is None or getattr(cp, "__gpulab_trace__", None) is not None:
+        return ""
+    for a in args:
+        if getattr(getattr(a, "data", None), "ptr", None) is not None:
+            continue
+        ptr = _as_address(a)
+        if (
+            1 << 16 <= ptr < 1 << 32
+            and _driver_kind(cp, ptr) in (0, None)
+            and _in_host_mapping(ptr, writable=True)
+        ):
+            return f"an integer argument, {ptr:#x}, is an address in this process's host memory"
+    return ""
+
+
+def _as_address(a: Any) -> int:
+    """An integer argument's value (a Python int, any NumPy integer scalar), or -1."""
+    if isinstance(a, bool | float) or getattr(a, "ndim", 0) != 0:
+        return -1
+    try:
+        return operator.index(a)
+    except TypeError:
+        return -1
 
 
 def _driver_kind(cp: Any, ptr: int) -> int | None:
@@ -252,14 +287,17 @@ def _driver_kind(cp: Any, ptr: int) -> int | None:
     return int(getattr(attrs, "type", 0))
 
 
-def _in_host_mapping(ptr: int, maps: str = "/proc/self/maps") -> bool:
-    """Whether `ptr` falls in one of this process's memory mappings (not the GPU driver's)."""
+def _in_host_mapping(ptr: int, maps: str = "/proc/self/maps", *, writable: bool = False) -> bool:
+    """Whether `ptr` falls in one of this process's memory mappings (not the GPU driver's;
+    with `writable`, one it may write: the heap, NumPy's buffers, not the program's code)."""
     try:
         with open(maps, encoding="ascii", errors="replace") as fh:
             for line in fh:
                 span, _, rest = line.partition(" ")
                 lo, _, hi = span.partition("-")
                 if int(lo, 16) <= ptr < int(hi, 16):
+                    if writable and not rest.startswith("rw"):
+                        return False
                     return "/dev/nvidia" not in rest
     except (OSError, ValueError):
         return False
@@ -590,6 +628,7 @@ class Watch:
             launch.scalars = tuple(float(a) for a in given if _float_scalar(a))
             if not self.timing:  # a driver query a buffer: kept out of the timed calls
                 launch.host = host_memory(given)
+                launch.suspect = "" if launch.host else low_host_address(given)
         self._current.launches.append(launch)
         self.launches.append(launch)
         if launch.host:
@@ -714,6 +753,18 @@ class Watch:
                 return (
                     f"your {launch.kind} lets CuPy write what this exercise teaches: write "
                     f"a {' or a '.join(kinds)}"
+                )
+        return ""
+
+    def fault_named(self) -> str:
+        """Why the GPU faulted, where a launch of the learner's was handed an address in host
+        memory (a suspect: see low_host_address), or "": said in place of the bare fault."""
+        for launch in reversed(self.launches):
+            if launch.suspect:
+                return (
+                    f"{launch.kernel} was handed memory outside the device ({launch.suspect}, "
+                    "and the GPU faulted reaching it): the data must stay in device memory, "
+                    "where your kernels do the work"
                 )
         return ""
 

@@ -201,7 +201,7 @@ def run_check(
                     raise
                 _restore(result, guard)
                 laps.lap("runs")
-                _crash_if_fatal(exc, result, case.name, t0)
+                _crash_if_fatal(exc, result, case.name, t0, watch)
                 row.passed, row.message = False, f"{ex.entry} raised {describe(exc, path)}"
                 row.seconds = _now() - c0
                 result.failed_case = case.name
@@ -304,7 +304,7 @@ def run_check(
                     if isinstance(exc, Cancelled):
                         raise
                     _restore(result, guard)
-                    _crash_if_fatal(exc, result, "timed run", t0)
+                    _crash_if_fatal(exc, result, "timed run", t0, watch)
                     why = f"timed run: {ex.entry} raised {describe(exc, path)}"
                     return _fail(result, "error", why, t0)
                 finally:
@@ -444,9 +444,13 @@ def _fail(result: CheckResult, kind: str, message: str, t0: float) -> CheckResul
     return result
 
 
-def _crash_if_fatal(exc: BaseException, result: CheckResult, case: str, t0: float) -> None:
+def _crash_if_fatal(
+    exc: BaseException, result: CheckResult, case: str, t0: float, watch: Watch
+) -> None:
     """Raise LearnerCrash when the exception means the process's GPU state is gone or full."""
     kind, message, _ = classify(exc)
+    if kind == ev.KIND_ILLEGAL_ADDRESS:
+        message = watch.fault_named() or message
     if kind in (ev.KIND_ILLEGAL_ADDRESS, ev.KIND_OOM):
         _fail(result, "crash", f"{case}: {message}", t0)
         result.failed_case = case

@@ -11,7 +11,7 @@ import dataclasses
 import sys
 import textwrap
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import pytest
@@ -445,6 +445,79 @@ def test_a_kernel_handed_host_memory_fails(tmp_path: Path, cupy_fake: ModuleType
         """,
     )
     _refused(path, "add was handed memory outside the device")
+
+
+def test_an_integer_address_of_host_memory_is_named_however_it_is_typed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On an H200 host a NumPy uint64 holding a host buffer's address was never taken for an
+    address, and the kernel faulted before the rule could name it: any integer type counts
+    (read through __index__), a float, a bool or an array does not."""
+    from gpulab.exercises import own_work
+
+    driver = SimpleNamespace(
+        cuda=SimpleNamespace(
+            runtime=SimpleNamespace(pointerGetAttributes=lambda p: SimpleNamespace(type=0))
+        )
+    )
+    monkeypatch.setitem(sys.modules, "cupy", driver)
+    host = np.empty(64, np.float32)
+    at = host.ctypes.data
+    for given in (np.uint64(at), np.int64(at), at, np.uintp(at)):
+        assert "host memory" in own_work.host_memory((given, np.int32(64))), type(given)
+    for given in (float(at), np.float64(at), True, np.array([at], np.uint64)):
+        assert own_work.host_memory((given,)) == "", type(given)
+
+
+def test_a_fault_after_a_low_host_address_is_named_as_memory_outside_the_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an H200 host the heap sat at 0x452f9ad0: a kernel handed a NumPy buffer's address
+    there faulted, and the check said only "illegal memory access". An address under 4 GiB in
+    the process's writable pages is a suspect (an element count can fall there too): not
+    refused, named when the GPU faults; one in read-only pages (the program's code) is not."""
+    from gpulab.core import events as ev
+    from gpulab.exercises import own_work, run_check
+    from gpulab.exercises.outcome import CheckResult
+    from gpulab.exercises.run_check import LearnerCrash
+
+    maps = tmp_path / "maps"
+    maps.write_text(
+        "00400000-00600000 r-xp 00000000 08:01 1 /usr/bin/python3\n"
+        "45000000-46000000 rw-p 00000000 00:00 0 [heap]\n"
+    )
+    real = own_work._in_host_mapping
+    monkeypatch.setattr(
+        own_work, "_in_host_mapping", lambda p, m="", **kw: real(p, str(maps), **kw)
+    )
+    driver = SimpleNamespace(
+        cuda=SimpleNamespace(
+            runtime=SimpleNamespace(pointerGetAttributes=lambda p: SimpleNamespace(type=0))
+        )
+    )
+    monkeypatch.setitem(sys.modules, "cupy", driver)
+    named = own_work.low_host_address((np.int64(64), np.uint64(0x452F9AD0)))
+    assert "0x452f9ad0" in named and "host memory" in named
+    assert own_work.host_memory((np.uint64(0x452F9AD0),)) == ""  # not refused before it runs
+    assert own_work.low_host_address((np.int32(0x500000),)) == ""  # code pages: not written
+    assert own_work.low_host_address((np.int32(1 << 22),)) == ""  # in no mapping
+
+    watch = Watch()
+    watch.launches.append(own_work.Launch("ferry_in", "RawModule", suspect=named))
+    fault = RuntimeError("CUDA error: an illegal memory access was encountered")
+    result = CheckResult("dot-reduction", "pass", "", 7, "x.py")
+    with pytest.raises(LearnerCrash) as crash:
+        run_check._crash_if_fatal(fault, result, "n=1", 0.0, watch)
+    assert crash.value.kind == ev.KIND_ILLEGAL_ADDRESS
+    assert "ferry_in was handed memory outside the device" in result.message
+    assert "0x452f9ad0" in result.message and result.message.startswith("n=1: ")
+    plain = CheckResult("dot-reduction", "pass", "", 7, "x.py")
+    with pytest.raises(LearnerCrash):
+        run_check._crash_if_fatal(fault, plain, "n=1", 0.0, Watch())
+    assert (
+        plain.message
+        == "n=1: illegal memory access on the GPU: CUDA error: an illegal memory access was encountered"
+    )
 
 
 def test_where_a_rawkernel_is_asked_for_cupy_may_not_write_the_kernel(
