@@ -630,3 +630,39 @@ def test_the_busiest_thread_counts_its_own_block_only() -> None:
     spread = cp.RawKernel(OOB, "copy")
     spread((n // 256,), (256,), (a, out, np.int32(n), np.int32(0)))
     assert spread.ran.busiest_thread <= 2, spread.ran
+
+
+TEMPLATE = r"""
+template <typename T, int SCALE>
+__global__ void __launch_bounds__(64) scaled(const T* a, T* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] * (T)SCALE + (T)OFFSET;
+}
+"""
+
+
+def test_raw_module_instances_of_a_template_and_macros_from_options() -> None:
+    # a correct first-kernel written as a template instantiated through name_expressions, and
+    # conv2d with its filter size given as -DK=..., were refused on the emulator (no extern "C"
+    # kernel of that name; an undeclared macro) while CuPy runs both on a GPU
+    cp = cupy_module.make()
+    a = cp.asarray(np.arange(100, dtype=np.float32))
+    for opts, offset in (
+        (("-DOFFSET=1",), 1),
+        (("-D", "OFFSET=2"), 2),
+        (("--define-macro=OFFSET",), 1),
+    ):
+        mod = cp.RawModule(code=TEMPLATE, options=opts, name_expressions=("scaled<float, 3>",))
+        kernel = mod.get_function("scaled<float, 3>")
+        assert kernel.name == "scaled<float, 3>"  # the name the trace records, as on a GPU
+        out = cp.full(100, np.nan, dtype=np.float32)
+        kernel((2,), (64,), (a, out, np.int32(100)))
+        assert np.array_equal(out, np.arange(100) * 3 + offset)
+    # a template CuPy was not asked to instantiate is no kernel of the module, as on a GPU
+    with pytest.raises(cuda.EmulatorError):
+        cp.RawModule(code=TEMPLATE, options=("-DOFFSET=1",)).get_function("scaled<float, 3>")
+    out = cp.full(4, np.nan, dtype=np.float32)
+    cp.RawKernel(
+        'extern "C" __global__ void k(float* o) { o[threadIdx.x] = K; }', "k", options=("-DK=7",)
+    )((1,), (4,), (out,))
+    assert np.array_equal(out, np.full(4, 7.0))

@@ -432,11 +432,79 @@ class Ran:
     busiest_thread: int = 0  # the most global-memory accesses one thread of one block made
 
 
+_DEFINE = re.compile(r"(?:-D|--define-macro=?)(\w+)(?:=(.*))?$", re.S)
+
+
+def with_defines(code: str, options: Any) -> str:
+    """`code` with the macros its compiler options define (`-DK=3`, `-D K=3`,
+    `--define-macro=K=3`, as NVRTC reads them) defined in front of it, its lines still
+    numbered from 1; the other options mean nothing to the host compiler."""
+    opts = [str(o) for o in (options or ())]
+    defines = []
+    for i, opt in enumerate(opts):
+        if opt in ("-D", "--define-macro") and i + 1 < len(opts):
+            opt = "-D" + opts[i + 1]
+        m = _DEFINE.match(opt.strip())
+        if m:
+            defines.append(f"#define {m.group(1)} {m.group(2) if m.group(2) is not None else 1}\n")
+    return "".join(defines) + "#line 1\n" + code if defines else code
+
+
+def _top_level_split(text: str) -> list[str]:
+    """`text` split at the commas outside any <>, () or []."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "<(["
+        depth -= ch in ">)]"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+_TEMPLATE = re.compile(r"template\s*<([^{};]*?)>\s*__global__\s+void\s+")
+
+
+def instantiate(code: str, expression: str) -> tuple[str, str] | None:
+    """A template kernel's instantiation (`saxpy<float>`, what CuPy's RawModule takes among its
+    `name_expressions`) as an `extern "C"` kernel the emulator can launch: (the code with a copy
+    of the template's text under a C name, its parameters replaced by the expression's
+    arguments; that C name), or None when `expression` names no template kernel of `code`."""
+    m = re.fullmatch(r"\s*(\w+)\s*<(.*)>\s*", expression, re.S)
+    if m is None:
+        return None
+    base, args = m.group(1), _top_level_split(m.group(2))
+    for t in _TEMPLATE.finditer(code):
+        head = re.match(rf"(?:__launch_bounds__\s*\([^)]*\)\s*)?{base}\s*\(", code[t.end() :])
+        if head is None:
+            continue
+        names = [p.split("=")[0].split()[-1] for p in _top_level_split(t.group(1))]
+        if len(names) < len(args):
+            return None
+        open_at = code.find("{", t.end())
+        depth, end = 0, open_at
+        for end in range(open_at, len(code)):
+            depth += (code[end] == "{") - (code[end] == "}")
+            if depth == 0:
+                break
+        text = code[t.end() : end + 1]
+        for name, arg in zip(names, args, strict=False):
+            text = re.sub(rf"\b{name}\b", arg.replace("\\", "\\\\"), text)
+        symbol = f"{base}__instance_{_tag(expression)[:8]}"
+        text = re.sub(rf"\b{base}(\s*\()", rf"{symbol}\1", text, count=1)
+        return f'{code}\nextern "C" __global__ void {text}\n', symbol
+    return None
+
+
 class RawKernel:
     """`cupy.RawKernel(source, name)` on the CPU: `kernel(grid, block, args)`."""
 
     def __init__(self, code: str, name: str, options: tuple[str, ...] = (), **_: Any) -> None:
-        self.code, self.name = code, name
+        code = with_defines(code, options)
+        # `name` is what the trace records; `_symbol` the C kernel it launches (a template's
+        # instance has one of its own: RawModule.get_function)
+        self.code, self.name, self._symbol = code, name, name
         self.signature = kernel_signature(code, name)
         self.params = [ctype for ctype, _ in self.signature]
         self._fn: Any = None
@@ -447,13 +515,13 @@ class RawKernel:
         """Bytes of static shared memory the kernel declares, as a compiler would count them
         where the sizes are constants and macros (1 when an array's size is beyond this reading,
         so a check asking whether there is any still gets yes)."""
-        return static_shared_bytes(self.code, self.name)
+        return static_shared_bytes(self.code, self._symbol)
 
     def __call__(
         self, grid: Any, block: Any, args: tuple, shared_mem: int = 0, stream: Any = None
     ) -> None:
         if self._fn is None:
-            self._fn = getattr(_build(self.code), f"emu_launch_{_tag(self.code)}_{self.name}")
+            self._fn = getattr(_build(self.code), f"emu_launch_{_tag(self.code)}_{self._symbol}")
         g, b = _dims(grid), _dims(block)
         if not 0 <= int(shared_mem) <= _DYN_SMEM_BYTES:
             raise EmulatorError(

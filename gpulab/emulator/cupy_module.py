@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from gpulab.emulator import cuda, memory
-from gpulab.emulator.cuda import RawKernel
+from gpulab.emulator.cuda import RawKernel, instantiate, with_defines
 
 # The library's own work done inside a traced block (a stack: one list per open block), the
 # emulator's stand-in for the kernels CUPTI records on a GPU (gpulab.exercises.kernel_trace)
@@ -361,14 +361,31 @@ def get_current_stream() -> _Stream:
 class RawModule:
     """`cupy.RawModule(code=...)`: `get_function(name)` is the emulator's RawKernel of that name."""
 
-    def __init__(self, code: str | None = None, *, options: tuple[str, ...] = (), **_: Any):
+    def __init__(
+        self,
+        code: str | None = None,
+        *,
+        options: tuple[str, ...] = (),
+        name_expressions: Any = None,
+        **_: Any,
+    ):
         if code is None:
             raise NotImplementedError("the fake RawModule takes CUDA C source (code=...)")
         self.code = code
+        self.options = tuple(options)
+        self.name_expressions = tuple(name_expressions or ())
 
     def get_function(self, name: str) -> RawKernel:
-        """The kernel `name` of this module's source."""
-        return RawKernel(self.code, name)
+        """The kernel `name` of this module's source; a template's instance (`saxpy<float>`)
+        where `name_expressions` named it, as CuPy asks."""
+        if "<" in name and name in self.name_expressions:
+            code = with_defines(self.code, self.options)
+            made = instantiate(code, name)
+            if made is not None:
+                kernel = RawKernel(made[0], made[1])
+                kernel.name = name  # as CuPy's get_function names it, and the GPU's trace
+                return kernel
+        return RawKernel(self.code, name, options=self.options)
 
 
 class _Fused(np.lib.mixins.NDArrayOperatorsMixin):
