@@ -10,7 +10,9 @@ from gpulab.exercises import api
 from gpulab.exercises import kernel_checks as kc
 
 ENTRY = "add_row_index"
-OWN_KERNEL = True  # the work must be done by a kernel the learner's file compiles
+# a RawKernel of the learner's: an ElementwiseKernel (or cupy.fuse) over the flat matrix, the row
+# as i / cols, lets CuPy write the index, the guard and the launch this exercise teaches
+OWN_KERNEL = ("RawKernel", "RawModule")
 
 
 def big_shape(ctx: api.Context) -> tuple[int, int]:
