@@ -49,7 +49,15 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     x, w = case.args["x"], case.args["w"]
-    return kc.run_guarded(fn, [x, w], x.shape, np.float32, repeats=kc.repeats(ctx, x.size))
+    since = kc.calls_so_far(ctx)
+    got = kc.run_guarded(fn, [x, w], x.shape, np.float32, repeats=kc.repeats(ctx, x.size))
+    # each output's K products read x from the tile (and w from shared memory or registers):
+    # about K shared reads an output, K / 4 where a thread slides a window over several
+    # outputs; asked at K / 16, which a kernel sharing one value (about 1 an output) or staging
+    # only its results through shared memory (2 an output) stays under once K > 32
+    n, k = x.size, w.size
+    kc.each_call(ctx, since, kc.tile_traffic_rule(n * k // 16, f"{n:,} outputs of {k} products"))
+    return got
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
