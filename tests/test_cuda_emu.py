@@ -570,6 +570,11 @@ def test_the_fake_records_copies_between_host_and_device_and_fuse_compiles_only_
     with trace.call() as names:
         float(a[0]), a.get()
     assert names == [cupy_module.DTOH, cupy_module.DTOH]
+    with trace.call() as names:  # CuPy's ndarray.set: a copy from the host, as a GPU records it
+        out.set(np.arange(8, dtype=np.float32) * 3)
+    assert names == [cupy_module.HTOD] and float(cp.asnumpy(out)[7]) == 21
+    with pytest.raises(ValueError, match="Shape or dtype mismatch"):
+        out.set(np.zeros(3, dtype=np.float32))
     with trace.call() as names:
         assert cp.asarray(a) is a and cp.asarray(np.ones(3)) is not None
         out.fill(0)

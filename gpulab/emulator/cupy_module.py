@@ -173,6 +173,18 @@ class DeviceArray(np.ndarray):
             return out
         return host
 
+    def set(self, arr: Any, stream: Any = None) -> None:
+        """`cupy.ndarray.set(arr)`: the host array copied into this one (a copy from the host in
+        the trace, as CUPTI records it on a GPU)."""
+        if not isinstance(arr, np.ndarray) or isinstance(arr, DeviceArray):
+            raise TypeError("Only numpy.ndarray can be set to cupy.ndarray")
+        if arr.shape != self.shape or arr.dtype != self.dtype:
+            raise ValueError("Shape or dtype mismatch")
+        if _FUSING:
+            raise _not_fusable("a copy from the host")
+        _record(HTOD)
+        self.view(np.ndarray)[...] = arr
+
     def item(self, *args: Any) -> Any:
         _to_host()
         return super().item(*args)
