@@ -64,9 +64,15 @@ class Allow:
     ops: frozenset[str]
     about: str
     calls: frozenset[str] = frozenset()
-    # Packages whose own code may do anything inside the call: Triton's launcher and its CPU
-    # interpreter move tensors and read their storage on the learner's behalf
+    # Packages whose own code may, inside the call, run `exempt_ops` and `exempt_calls` beyond
+    # the allowed ones: Triton's launcher and its CPU interpreter move tensors and read their
+    # storage on the learner's behalf. Only those: Triton's code also calls whatever callable
+    # it is handed (ConstexprFunction.__call__, an autotuner's hooks), so a C function such as
+    # torch.addcmul handed to it runs with Triton's frame as its nearest caller, and a red team
+    # passed every case with the work done that way beside a one-element launch
     exempt: tuple[str, ...] = ()
+    exempt_ops: frozenset[str] = frozenset()
+    exempt_calls: frozenset[str] = frozenset()
 
     def why(self, name: str) -> str:
         """The refusal's reason for `name`, an operator outside the allowed ones."""
@@ -165,8 +171,8 @@ def allowing(allow: Allow) -> Iterator[list[str]]:
         calls.append(message)
         raise RefusedCall(message)
 
-    def exempt() -> bool:
-        return bool(allow.exempt) and _called_from(allow.exempt)
+    def exempt(name: str, kinds: frozenset[str]) -> bool:
+        return name in kinds and bool(allow.exempt) and _called_from(allow.exempt)
 
     class _Calls(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
@@ -174,7 +180,7 @@ def allowing(allow: Allow) -> Iterator[list[str]]:
             # data_ptr stays allowed to the learner's own code (a wrapper's aliasing assert); what
             # turns a pointer into an array (ctypes, np.ctypeslib, CuPy's UnownedMemory) is
             # refused by the source scan (gpulab.exercises.reach)
-            if name in _EXITS and name not in allow.calls and not exempt():
+            if name in _EXITS and name not in allow.calls and not exempt(name, allow.exempt_calls):
                 refuse(refusal(name, allow.why(name)))
             outer = getattr(state, "via", None)
             state.via = outer or name or getattr(func, "__qualname__", None)
@@ -186,7 +192,11 @@ def allowing(allow: Allow) -> Iterator[list[str]]:
     class _Ops(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
             name = str(func.overloadpacket)
-            if name not in allow.ops and not name.startswith("aten.sym_") and not exempt():
+            if (
+                name not in allow.ops
+                and not name.startswith("aten.sym_")
+                and not exempt(name, allow.exempt_ops)
+            ):
                 refuse(refusal(name, allow.why(name), getattr(state, "via", None)))
             return func(*args, **(kwargs or {}))
 
@@ -196,7 +206,10 @@ def allowing(allow: Allow) -> Iterator[list[str]]:
     calls_mode.__enter__()
     ops_mode.__enter__()
     try:
-        with one_thread(calls, exits=True, exempt=allow.exempt):
+        # no exemption here: Triton starts no thread and takes no exit to Python for a launch,
+        # and a thread or a map_ started through one of its frames (a C function handed to
+        # ConstexprFunction.__call__) ran torch's addcmul unwatched, or a Python callback
+        with one_thread(calls, exits=True):
             yield calls
     finally:
         _unwind(torch, calls, calls_mode, ops_mode, f_depth, d_depth)

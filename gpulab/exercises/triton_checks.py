@@ -38,6 +38,11 @@ ALLOW = refuse.Allow(
     "writing the Triton kernel",
     calls=refuse.LAUNCH_CALLS,
     exempt=("triton",),
+    # what Triton's launcher and interpreter do to the learner's tensors: read their storage and
+    # copy it to the host and back (the interpreter), copy or clone for an autotuner's
+    # restore_value; none of these computes an answer, whoever hands Triton the call
+    exempt_ops=frozenset({"aten.copy_", "aten.set_", "aten.clone", "aten._to_copy"}),
+    exempt_calls=frozenset({"torch.Tensor.untyped_storage", "torch.Tensor.storage"}),
 )
 
 
