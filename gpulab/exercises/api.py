@@ -35,7 +35,7 @@ the comparison.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,6 +191,12 @@ class TimingSpec:
     # Optional: True where check_call costs next to nothing (counts read from hooks), so every
     # timed call is checked on a CPU too, not a random third
     check_every: bool = False
+    # Optional: the arrays of an input set that a call must leave as it found them (not the
+    # outputs). check_call compares with the library on the inputs as they are after the call,
+    # so a call that zeroed its input made the expected answer trivial (tree-reduction: gold
+    # for a memset and a 0 returned); the grader compares a random sample of each one's
+    # elements across every timed call (gpulab.exercises.speed)
+    inputs: Callable[[Any], Sequence[Any]] | None = None
 
 
 def tolerance(dtype: Any) -> tuple[float, float]:

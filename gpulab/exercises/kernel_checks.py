@@ -318,6 +318,8 @@ def spec(
         note=note,
         prepare=prepare,
         check_call=check_call,
+        # the library's answer is taken on the inputs after the call: they must be as handed
+        inputs=lambda io: [x for x in io[:-1] if hasattr(x, "shape") and getattr(x, "size", 0) > 1],
     )
 
 

@@ -11,10 +11,13 @@ temperature and SM clock are read from NVML right after, so a slow run can be ex
 from __future__ import annotations
 
 import os
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from gpulab.core import peaks as pk
 from gpulab.core.devices import detect
@@ -31,6 +34,7 @@ from gpulab.experiments.base import Context
 from gpulab.telemetry.window import ClockWindow, cpu_state, gpu_state
 
 _urandom = os.urandom  # bound before any learner code exists (see _CallChecks.after)
+_draws = random.Random(os.urandom(16))  # which input elements a timed call is checked on
 _now = time.perf_counter  # bound at import, like the timer's own clock
 
 IMPLAUSIBLE = 1.5  # a figure this far above the device's own ceiling earns no grade
@@ -555,6 +559,8 @@ class _CallChecks:
         self.index = -1  # calls made so far, less one
         self.checked = 0
         self.returned: Any = None
+        self.kinds: list[tuple[str, type]] = []
+        self.samples: list[tuple[Any, Any, bytes]] = []
 
     def before(self, rotate: Any) -> Any:
         def prepare() -> None:
@@ -562,6 +568,9 @@ class _CallChecks:
             self.index += 1
             if self.spec.prepare is not None:
                 self.spec.prepare(self.sets[self.turn[0]])
+            self.kinds = _kinds(self.sets[self.turn[0]])
+            inputs = self.spec.inputs
+            self.samples = [_sample(x) for x in inputs(self.sets[self.turn[0]])] if inputs else []
 
         return prepare
 
@@ -572,6 +581,28 @@ class _CallChecks:
         returned, self.returned = self.returned, None
         if self.restore is not None:  # before the check and the next call's prepare run
             self.restore()
+        # The check reads the inputs it handed over (a sum of them, the library's answer on
+        # them) with torch's own calls: an input whose class the call swapped for a subclass
+        # answers those calls itself (tree-reduction: an eighth of the work graded gold, the
+        # subclass's sum agreeing with it). Every call, checked or not, before anything reads
+        for (where, kind), (_, now) in zip(
+            self.kinds, _kinds(self.sets[self.turn[0]]), strict=False
+        ):
+            # an array's class; an item a call may fill in (None, then its output) is no input
+            if now is not kind and kind.__module__.split(".")[0] in ("torch", "numpy", "cupy"):
+                raise _TimedCallWrong(
+                    f"timed call {self.index + 1}: your code changed the class of its input"
+                    f"{where} from {kind.__name__} to {now.__name__}: a subclass answers the "
+                    "calls the check makes on it afterwards. Leave the inputs as they came"
+                )
+        for i, (x, idx, was) in enumerate(self.samples):
+            if _sampled(x, idx) != was:
+                raise _TimedCallWrong(
+                    f"timed call {self.index + 1}: your code changed its input {i + 1}: a "
+                    "timed call is checked against its inputs as they are after it, so they "
+                    "must stay as they came (work on new buffers)"
+                )
+        self.samples = []
         check = self.spec.check_call
         if check is None:
             return
@@ -628,6 +659,48 @@ class _YardCalls:
             why = why.message
         if why:
             raise YardstickWrong(f"the yardstick's timed call is wrong: {why}")
+
+
+def _kinds(inputs: Any, where: str = "", depth: int = 0) -> list[tuple[str, type]]:
+    """(where, class) of an input set and of what its tuples, lists and dicts hold (two levels):
+    what a timed call must leave as it found. `where` is "" for the set, "[1]" for an item."""
+    out = [(where, type(inputs))]
+    if depth >= 2:
+        return out
+    if isinstance(inputs, tuple | list):
+        for i, item in enumerate(inputs):
+            out += _kinds(item, f"{where}[{i}]", depth + 1)
+    elif isinstance(inputs, dict):
+        for key, item in inputs.items():
+            out += _kinds(item, f"{where}[{key!r}]", depth + 1)
+    return out
+
+
+SAMPLE = 1024  # elements of each input compared across a timed call
+
+
+def _sample(x: Any) -> tuple[Any, Any, bytes]:
+    """(x, positions, the bytes there): SAMPLE positions drawn from the OS's entropy, new every
+    call, so a call cannot know which of its input's elements are looked at; an input changed
+    enough to make the expected answer cheaper (zeroed, halved) shows with certainty."""
+    n = int(x.numel()) if type(x).__module__.startswith("torch") else int(x.size)
+    pos = np.fromiter(sorted(_draws.sample(range(n), min(n, SAMPLE))), dtype=np.int64)
+    top = type(x).__module__.split(".")[0]
+    if top == "torch":
+        import torch  # deferred: already imported where an input is a tensor
+
+        idx: Any = torch.as_tensor(pos, device=x.device)
+    elif top == "cupy":
+        import cupy  # deferred: as torch
+
+        idx = cupy.asarray(pos)
+    else:
+        idx = pos
+    return x, idx, _sampled(x, idx)
+
+
+def _sampled(x: Any, idx: Any) -> bytes:
+    return api.to_host(x.reshape(-1)[idx]).tobytes()
 
 
 class YardstickWrong(Exception):

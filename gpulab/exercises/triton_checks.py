@@ -195,4 +195,6 @@ def spec(
         note=note,
         prepare=prepare,
         check_call=check_call,
+        # the library's answer is taken on the inputs after the call: they must be as handed
+        inputs=lambda io: [x for x in io[:-1] if isinstance(x, torch.Tensor) and x.numel() > 1],
     )
