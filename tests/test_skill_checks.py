@@ -252,3 +252,24 @@ def test_torch_still_names_its_functions_after_a_watch_stood_in_for_them():
     with refuse.one_thread([], exits=True):
         torch.overrides.resolve_name(torch.add)  # a mode naming what ran, inside the watch
     assert torch.overrides.resolve_name(torch.as_tensor) == "torch.as_tensor"
+
+
+def test_a_signal_handler_a_timer_and_a_gc_callback_are_taken_off_and_named():
+    # Each runs Python between two bytecodes of whatever runs next: past a call's watch and
+    # before the check reads its output (a red team finished triton-affine-clamp in a handler)
+    import gc
+    import signal
+
+    guard = Guard()
+    was = signal.getsignal(signal.SIGALRM)
+    signal.signal(signal.SIGALRM, lambda *a: None)
+    signal.setitimer(signal.ITIMER_REAL, 60.0)
+    gc.callbacks.append(lambda *a: None)
+    try:
+        assert guard.hooks_changed() == ["a handler of SIGALRM", "signal.setitimer", "gc.callbacks"]
+        assert signal.getsignal(signal.SIGALRM) is was
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        assert guard.hooks_changed() == []
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, was)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import gc
 import itertools
 import linecache
 import operator
 import random
+import signal
 import sys
 import threading
 import traceback
@@ -344,10 +346,32 @@ _HOOKS = ("sys.setprofile", "sys.settrace", "threading.setprofile", "threading.s
 
 def hooks() -> tuple[Any, ...]:
     """The interpreter's profile and trace hooks, this thread's and new threads', and
-    sys.monitoring's tools where there is one (3.12 on)."""
+    sys.monitoring's tools where there is one (3.12 on); then the other ways Python code runs
+    when nobody called it: the signal handlers, the interval timers that raise signals, and
+    the garbage collector's callbacks."""
     monitoring = getattr(sys, "monitoring", None)
     tools = tuple(monitoring.get_tool(i) for i in range(6)) if monitoring else ()
-    return (sys.getprofile(), sys.gettrace(), threading.getprofile(), threading.gettrace(), tools)
+    return (
+        sys.getprofile(),
+        sys.gettrace(),
+        threading.getprofile(),
+        threading.gettrace(),
+        tools,
+        tuple(signal.getsignal(s) for s in _SIGNALS),
+        tuple(signal.getitimer(t) for t in _TIMERS),
+        tuple(gc.callbacks),
+    )
+
+
+# A handler of an interval timer's signal, or a collector's callback, runs between two
+# bytecodes of whatever runs next: a red team's handler polled until the check's watch was off,
+# then let torch's addcmul write the output of triton-affine-clamp before the check read it
+_SIGNALS = tuple(s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP))
+_TIMERS = tuple(
+    getattr(signal, t)
+    for t in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF")
+    if hasattr(signal, t)
+)
 
 
 def unhook(saved: tuple[Any, ...]) -> list[str]:
@@ -366,6 +390,18 @@ def unhook(saved: tuple[Any, ...]) -> list[str]:
             if was is None and monitoring.get_tool(i) is not None:
                 monitoring.set_events(i, 0)
                 monitoring.free_tool_id(i)
+    for sig, was, handler in zip(_SIGNALS, saved[5], now[5], strict=True):
+        if handler is not was:
+            names.append(f"a handler of {signal.Signals(sig).name}")
+            with contextlib.suppress(ValueError, OSError, TypeError):  # not the main thread
+                signal.signal(sig, was)
+    for timer, was, ticking in zip(_TIMERS, saved[6], now[6], strict=True):
+        if ticking != was and was == (0.0, 0.0):
+            names.append("signal.setitimer")
+            signal.setitimer(timer, 0)
+    if len(now[7]) != len(saved[7]) or any(map(operator.is_not, now[7], saved[7])):
+        names.append("gc.callbacks")
+        gc.callbacks[:] = saved[7]
     return names
 
 

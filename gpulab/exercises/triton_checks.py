@@ -129,13 +129,18 @@ def run_guarded(
         args.append(view)
         kept.append((names[i] if i < len(names) else f"input {i + 1}", x, buf, buf.clone()))
     out_buf = torch.full((total + 2 * g,), float("nan"), dtype=_torch_dtype(dtype)).to(device)
-    fn(*args, out_buf[g : g + total].view(shape))
+    # held until out_buf is read: a finalizer on the view handed over (weakref.finalize) ran
+    # when it was let go, past the watch, and a red team's torch.addcmul wrote out there
+    out = out_buf[g : g + total].view(shape)
+    fn(*args, out)
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     for name, host, buf, before in kept:
         if not torch.equal(buf.view(torch.int16), before.view(torch.int16)):
             raise api.CheckError(kc.input_changed(name, host, buf.cpu().numpy()))
-    return out_buf.cpu().numpy()[None]
+    got = out_buf.cpu().numpy().copy()[None]  # a copy: on the CPU .numpy() shares the memory
+    del out
+    return got
 
 
 def spec(
