@@ -360,6 +360,8 @@ def hooks() -> tuple[Any, ...]:
         tuple(signal.getsignal(s) for s in _SIGNALS),
         tuple(signal.getitimer(t) for t in _TIMERS),
         tuple(gc.callbacks),
+        gc.isenabled(),
+        gc.get_threshold(),
     )
 
 
@@ -402,7 +404,30 @@ def unhook(saved: tuple[Any, ...]) -> list[str]:
     if len(now[7]) != len(saved[7]) or any(map(operator.is_not, now[7], saved[7])):
         names.append("gc.callbacks")
         gc.callbacks[:] = saved[7]
+    if now[8] != saved[8]:
+        names.append("gc.enable" if now[8] else "gc.disable")
+        (gc.enable if saved[8] else gc.disable)()
+    if now[9] != saved[9]:
+        names.append("gc.set_threshold")
+        gc.set_threshold(*saved[9])
     return names
+
+
+@contextlib.contextmanager
+def collector_off() -> Iterator[None]:
+    """The garbage collector off for the block: from a call into the learner's code until the
+    check has read what it wrote. A finalizer (__del__, weakref.finalize) on an object in a
+    reference cycle runs at the collector's next pass, between two bytecodes of whatever runs
+    then; one that made another like itself while the watch was on polled until it was off,
+    and a red team's let torch write triton-affine-clamp's output before the check read it.
+    Whatever the block made is collected once it ends, when the reading is done."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 _MISSING = object()

@@ -10,6 +10,7 @@ temperature and SM clock are read from NVML right after, so a slow run can be ex
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import time
@@ -560,10 +561,15 @@ class _CallChecks:
         self.checked = 0
         self.returned: Any = None
         self.kinds: list[tuple[str, type]] = []
+        self.collector = False  # whether the collector was on before this call's prepare
         self.samples: list[tuple[Any, Any, bytes]] = []
 
     def before(self, rotate: Any) -> Any:
         def prepare() -> None:
+            # the collector off from here until this call's check has read (sandbox's
+            # collector_off): a finalizer of the learner's cannot run between the two
+            self.collector = gc.isenabled()
+            gc.disable()
             rotate()
             self.index += 1
             if self.spec.prepare is not None:
@@ -578,6 +584,13 @@ class _CallChecks:
         self.returned = self.spec.learner(self.sets[self.turn[0]])
 
     def after(self, force: bool = False) -> None:
+        try:
+            self._after(force)
+        finally:
+            if self.collector:
+                gc.enable()
+
+    def _after(self, force: bool) -> None:
         returned, self.returned = self.returned, None
         if self.restore is not None:  # before the check and the next call's prepare run
             self.restore()
