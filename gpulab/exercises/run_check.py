@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import gc
 import sys
 import time
 import types
@@ -288,6 +289,7 @@ def run_check(
                     yspec = _ours("timing() of the yardstick", ex, lambda: check.timing(ours, actx))
                     yard = YardRun(yard_choice, yspec) if yspec is not None else None
                 watch.timing = True
+                collector = gc.isenabled()  # the timed calls turn it off around each call
                 try:
                     timing = time_and_grade(
                         spec, ex, actx, exp_ctx, guard=guard, laps=laps, yard=yard
@@ -311,6 +313,8 @@ def run_check(
                     return _fail(result, "error", why, t0)
                 finally:
                     watch.timing = False
+                    if collector:  # a call that raised left it off
+                        gc.enable()
                 result.restored = sorted(set(result.restored) | set(guard.restore()))
                 result.timing = timing if "learner" in timing else None
                 if timing.get("wrong"):

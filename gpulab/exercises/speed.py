@@ -653,8 +653,13 @@ class _YardCalls:
         self.turn = 0
         self.returned: Any = None
         self.checked = False
+        self.collector = False
 
     def before(self) -> None:
+        # the collector off around each call as around the learner's (_CallChecks): neither
+        # side pays for a pass the other does not
+        self.collector = gc.isenabled()
+        gc.disable()
         self.turn = (self.turn + 1) % len(self.sets)
         if self.spec.prepare is not None:
             self.spec.prepare(self.sets[self.turn])
@@ -663,6 +668,13 @@ class _YardCalls:
         self.returned = self.spec.learner(self.sets[self.turn])
 
     def after(self) -> None:
+        try:
+            self._after()
+        finally:
+            if self.collector:
+                gc.enable()
+
+    def _after(self) -> None:
         returned, self.returned = self.returned, None
         if self.checked or self.spec.check_call is None:
             return
