@@ -273,3 +273,31 @@ def test_a_signal_handler_a_timer_and_a_gc_callback_are_taken_off_and_named():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, was)
+
+
+def test_a_library_handler_that_chains_to_the_one_it_replaced_is_not_a_hook():
+    """torch's DataLoader sets a SIGCHLD handler the first time it starts workers, which calls
+    the handler it replaced: a correct solution feeding batches through a loader with workers
+    was refused for it. A handler of the learner's that torch's then chains to still fails."""
+    import signal
+
+    from torch.utils.data._utils import signal_handling
+
+    was = signal.getsignal(signal.SIGCHLD)
+    try:
+        guard = Guard()
+        signal_handling._SIGCHLD_handler_set = False
+        signal_handling._set_SIGCHLD_handler()
+        assert guard.hooks_changed() == []
+        assert signal.getsignal(signal.SIGCHLD) is not was  # torch's stays: it is the library's
+
+        signal.signal(signal.SIGCHLD, was)
+        guard = Guard()
+        signal.signal(signal.SIGCHLD, lambda *a: None)  # the learner's, then torch's around it
+        signal_handling._SIGCHLD_handler_set = False
+        signal_handling._set_SIGCHLD_handler()
+        assert guard.hooks_changed() == ["a handler of SIGCHLD"]
+        assert signal.getsignal(signal.SIGCHLD) is was
+    finally:
+        signal.signal(signal.SIGCHLD, was)
+        signal_handling._SIGCHLD_handler_set = False

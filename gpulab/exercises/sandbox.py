@@ -376,6 +376,25 @@ _TIMERS = tuple(
 )
 
 
+# Handlers a library installs on first use, each calling the handler it replaced: torch's
+# DataLoader sets one for SIGCHLD the first time it starts worker processes (a correct
+# model-to-device feeding its batches through a loader with workers was refused for it)
+_LIBRARY_HANDLERS = ("torch.utils.data._utils.signal_handling",)
+
+
+def _chains_to(handler: Any, was: Any) -> bool:
+    """Whether `handler` is a library's that only adds to `was`: defined in one of
+    _LIBRARY_HANDLERS, and every function it closes over is `was` itself (a handler of the
+    learner's installed first, then chained by the library, is a change like any other)."""
+    if getattr(handler, "__module__", None) not in _LIBRARY_HANDLERS:
+        return False
+    held = []
+    for cell in getattr(handler, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # an empty cell holds nothing
+            held.append(cell.cell_contents)
+    return all(h is was for h in held if callable(h))
+
+
 def unhook(saved: tuple[Any, ...]) -> list[str]:
     """Put the hooks back as `saved` holds them; the names of those that had changed."""
     now = hooks()
@@ -393,7 +412,7 @@ def unhook(saved: tuple[Any, ...]) -> list[str]:
                 monitoring.set_events(i, 0)
                 monitoring.free_tool_id(i)
     for sig, was, handler in zip(_SIGNALS, saved[5], now[5], strict=True):
-        if handler is not was:
+        if handler is not was and not _chains_to(handler, was):
             names.append(f"a handler of {signal.Signals(sig).name}")
             with contextlib.suppress(ValueError, OSError, TypeError):  # not the main thread
                 signal.signal(sig, was)
