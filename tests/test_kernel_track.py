@@ -276,3 +276,10 @@ def test_timing_learner_and_library_agree(folder: Path, cupy_fake: ModuleType) -
     assert "differs from" in spec.check_call(inputs, None)
     first = next(i for i, x in enumerate(inputs) if isinstance(x, np.ndarray))
     assert not np.array_equal(inputs[first], spec.setup(1)[first]), "input sets are not rotated"
+
+
+def test_the_cli_test_of_the_emulator_covers_the_same_exercises() -> None:
+    """tests/exercises/test_emulated_checks.py takes one wrong/ file of each exercise through
+    the CLI because this file checks every one: the two must list the same exercises."""
+    cli = {ex.folder.name for ex in load_catalog() if "cupy" in ex.needs}
+    assert cli == {p.name for p in KERNELS}
