@@ -136,9 +136,10 @@ class Launch:
     # an argument in host memory (a NumPy array; pinned memory mapped into the GPU's address
     # space): what it is, or "" when every buffer is on the device
     host: str = ""
-    # an integer argument under 4 GiB that is an address in this process's own pages: not
-    # refused (a legitimate count can fall there), but named should the GPU then fault
-    suspect: str = ""
+    # the integers from 64 KiB to 4 GiB it was handed by value: an address of this process's
+    # own pages among them is not refused (a legitimate count can fall there), but named
+    # should the GPU then fault (Watch.fault_named: the driver and /proc are asked only then)
+    suspect: tuple[int, ...] = ()
 
     def shared_static(self) -> int | None:
         """Bytes of static shared memory the kernel declares (None: not knowable here)."""
@@ -246,23 +247,32 @@ def host_memory(args: Any) -> str:
     return ""
 
 
-def low_host_address(args: Any) -> str:
-    """An integer argument from 64 KiB to 4 GiB that the driver does not know and that lies in
-    this process's own writable pages, described, or "". host_memory refuses such an address
-    from 4 GiB up only: on an H200 host the heap sat at 0x452f9ad0, where an element count a
-    check passes could also fall, so below 4 GiB it is a suspect, named if the GPU faults."""
+def low_integers(args: Any) -> tuple[int, ...]:
+    """The integers from 64 KiB to 4 GiB among a launch's arguments (not arrays), on a GPU:
+    where a host address below 4 GiB would be. host_memory refuses an address from 4 GiB up
+    only: on an H200 host the heap sat at 0x452f9ad0, where an element count a check passes
+    could also fall, so below 4 GiB such a value is kept, and looked at only if the GPU
+    faults (low_host_address)."""
     cp = sys.modules.get("cupy")
     if cp is None or getattr(cp, "__gpulab_trace__", None) is not None:
-        return ""
-    for a in args:
-        if getattr(getattr(a, "data", None), "ptr", None) is not None:
-            continue
-        ptr = _as_address(a)
-        if (
-            1 << 16 <= ptr < 1 << 32
-            and _driver_kind(cp, ptr) in (0, None)
-            and _in_host_mapping(ptr, writable=True)
-        ):
+        return ()
+    return tuple(
+        v
+        for v in (
+            -1 if getattr(getattr(a, "data", None), "ptr", None) is not None else _as_address(a)
+            for a in args
+        )
+        if 1 << 16 <= v < 1 << 32
+    )
+
+
+def low_host_address(values: tuple[int, ...]) -> str:
+    """The first of `values` that the driver does not know and that lies in this process's
+    own writable pages, described, or "" (see low_integers)."""
+    cp = sys.modules.get("cupy")
+    for ptr in values:
+        kind = _driver_kind(cp, ptr) if cp is not None else None
+        if kind in (0, None) and _in_host_mapping(ptr, writable=True):
             return f"an integer argument, {ptr:#x}, is an address in this process's host memory"
     return ""
 
@@ -628,7 +638,7 @@ class Watch:
             launch.scalars = tuple(float(a) for a in given if _float_scalar(a))
             if not self.timing:  # a driver query a buffer: kept out of the timed calls
                 launch.host = host_memory(given)
-                launch.suspect = "" if launch.host else low_host_address(given)
+                launch.suspect = () if launch.host else low_integers(given)
         self._current.launches.append(launch)
         self.launches.append(launch)
         if launch.host:
@@ -760,9 +770,10 @@ class Watch:
         """Why the GPU faulted, where a launch of the learner's was handed an address in host
         memory (a suspect: see low_host_address), or "": said in place of the bare fault."""
         for launch in reversed(self.launches):
-            if launch.suspect:
+            suspect = low_host_address(launch.suspect) if launch.suspect else ""
+            if suspect:
                 return (
-                    f"{launch.kernel} was handed memory outside the device ({launch.suspect}, "
+                    f"{launch.kernel} was handed memory outside the device ({suspect}, "
                     "and the GPU faulted reaching it): the data must stay in device memory, "
                     "where your kernels do the work"
                 )

@@ -496,14 +496,16 @@ def test_a_fault_after_a_low_host_address_is_named_as_memory_outside_the_device(
         )
     )
     monkeypatch.setitem(sys.modules, "cupy", driver)
-    named = own_work.low_host_address((np.int64(64), np.uint64(0x452F9AD0)))
+    kept = own_work.low_integers((np.int64(64), np.uint64(0x452F9AD0), np.float32(1e6)))
+    assert kept == (0x452F9AD0,)  # the launch keeps the value only: nothing asked yet
+    named = own_work.low_host_address(kept)
     assert "0x452f9ad0" in named and "host memory" in named
     assert own_work.host_memory((np.uint64(0x452F9AD0),)) == ""  # not refused before it runs
-    assert own_work.low_host_address((np.int32(0x500000),)) == ""  # code pages: not written
-    assert own_work.low_host_address((np.int32(1 << 22),)) == ""  # in no mapping
+    assert own_work.low_host_address((0x500000,)) == ""  # code pages: not written
+    assert own_work.low_host_address((1 << 22,)) == ""  # in no mapping
 
     watch = Watch()
-    watch.launches.append(own_work.Launch("ferry_in", "RawModule", suspect=named))
+    watch.launches.append(own_work.Launch("ferry_in", "RawModule", suspect=kept))
     fault = RuntimeError("CUDA error: an illegal memory access was encountered")
     result = CheckResult("dot-reduction", "pass", "", 7, "x.py")
     with pytest.raises(LearnerCrash) as crash:
