@@ -170,6 +170,29 @@ def test_reduction_kernel_over_everything_and_over_rows() -> None:
     assert np.array_equal(out, [5, 10])
 
 
+def test_reduction_kernel_reduce_type_is_a_c_type_as_under_nvrtc() -> None:
+    cp = cupy_module.make()
+    x = cp.asarray(np.full((1, 4), 1 + 2**-12, dtype=np.float32))
+    # CuPy pastes reduce_type into the source: a C type compiles and the sum is kept in it
+    wide = cp.ReductionKernel(
+        "float32 x",
+        "float32 y",
+        "(double)x * (double)x",
+        "a + b",
+        "y = (float)a",
+        "0.0",
+        "sq",
+        reduce_type="double",
+    )
+    assert float(wide(x, axis=1)[0]) == pytest.approx(4 * (1 + 2**-12) ** 2, rel=1e-7)
+    # NumPy's name is no C type: an H200's NVRTC refused a right/ file that passed here
+    numpy_name = cp.ReductionKernel(
+        "float32 x", "float32 y", "x * x", "a + b", "y = a", "0.0", "sq2", reduce_type="float64"
+    )
+    with pytest.raises(Exception, match="float64"):
+        numpy_name(x, axis=1)
+
+
 VECTOR = r"""
 extern "C" __global__ void twice(const float* a, float* out, int n4) {
     extern __shared__ float buf[];

@@ -672,11 +672,15 @@ class ReductionKernel:
         post_map_expr: str,
         identity: str,
         name: str = "reduce_kernel",  # CuPy's default, as above
+        reduce_type: str | None = None,
         **_: Any,
     ) -> None:
         self.ins, self.outs = _params(in_params), _params(out_params)
         self.exprs = (map_expr, reduce_expr, post_map_expr, identity)
         self.name = name
+        # pasted into the source as CuPy does: a C type ("double"); NumPy's name ("float64")
+        # fails to compile here as under NVRTC, where a right/ file that passed here failed
+        self.reduce_type = reduce_type
 
     def __call__(
         self, x: np.ndarray, out: Any = None, axis: Any = None, keepdims: bool = False
@@ -695,12 +699,13 @@ class ReductionKernel:
             raise ValueError("Out shape is mismatched")  # CuPy's own words
         mapped, reduce, post, ident = self.exprs
         typedef = f"typedef {t} {xt};" if xt not in _CTYPES else ""
+        acc = self.reduce_type or t
         src = (
             f'extern "C" __global__ void {self.name}(const {t}* {xn}_, {t}* {yn}_, long long m, '
             f"long long k) {{\n  {typedef}\n  for (long long r = 0; r < m; ++r) {{\n"
-            f"    {t} a = ({ident});\n"
+            f"    {acc} a = ({ident});\n"
             f"    for (long long i = 0; i < k; ++i) {{ const {t} {xn} = {xn}_[r * k + i]; "
-            f"{t} b = ({mapped}); a = ({reduce}); }}\n"
+            f"{acc} b = ({mapped}); a = ({reduce}); }}\n"
             f"    {t}& {yn} = {yn}_[r]; {post};\n  }}\n}}\n"
         )
         flat = out.reshape(-1)

@@ -11,7 +11,7 @@ _kernel = cp.ReductionKernel(
     "y = (float)sqrt(a)",
     "0.0",
     "row_norm_d",
-    reduce_type="float64",
+    reduce_type="double",
 )
 
 
