@@ -275,6 +275,42 @@ def test_a_signal_handler_a_timer_and_a_gc_callback_are_taken_off_and_named():
         signal.signal(signal.SIGALRM, was)
 
 
+def test_handlers_are_read_past_a_rebound_signal_module(monkeypatch):
+    """The hooks are read after every call, timed ones too, through the C module's readers
+    bound at import: signal.getsignal rebound to lie hides no handler."""
+    import signal
+
+    guard = Guard()
+    was = signal.getsignal(signal.SIGUSR1)
+    monkeypatch.setattr(signal, "getsignal", lambda sig: signal.SIG_DFL)
+    monkeypatch.setattr(signal, "getitimer", lambda which: (0.0, 0.0))
+    signal.signal(signal.SIGUSR1, lambda *a: None)
+    try:
+        assert guard.hooks_changed() == ["a handler of SIGUSR1"]
+    finally:
+        signal.signal(signal.SIGUSR1, was)
+
+
+def test_the_yardstick_pays_the_hooks_read_a_learners_call_pays():
+    """Both sides of a timed round read and compare the hooks after their call, inside the
+    window (an H200's experts graded 0.44 to 0.72 of themselves while only the learner's side
+    did): a handler the yardstick's function leaves is taken off as a learner's would be."""
+    import signal
+
+    from gpulab.exercises.own_work import Watch
+
+    was = signal.getsignal(signal.SIGUSR2)
+
+    def ours():
+        signal.signal(signal.SIGUSR2, lambda *a: None)
+
+    try:
+        Watch().ours(ours)()
+        assert signal.getsignal(signal.SIGUSR2) is was
+    finally:
+        signal.signal(signal.SIGUSR2, was)
+
+
 def test_a_library_handler_that_chains_to_the_one_it_replaced_is_not_a_hook():
     """torch's DataLoader sets a SIGCHLD handler the first time it starts workers, which calls
     the handler it replaced: a correct solution feeding batches through a loader with workers

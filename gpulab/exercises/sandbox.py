@@ -9,6 +9,7 @@ before the comparison runs and before the worker serves anything else.
 
 from __future__ import annotations
 
+import _signal
 import _thread
 import contextlib
 import gc
@@ -357,8 +358,8 @@ def hooks() -> tuple[Any, ...]:
         threading.getprofile(),
         threading.gettrace(),
         tools,
-        tuple(signal.getsignal(s) for s in _SIGNALS),
-        tuple(signal.getitimer(t) for t in _TIMERS),
+        tuple(map(_getsignal, _SIGNALS)),
+        tuple(map(_getitimer, _TIMERS)),
         tuple(gc.callbacks),
         gc.isenabled(),
         gc.get_threshold(),
@@ -369,6 +370,11 @@ def hooks() -> tuple[Any, ...]:
 # bytecodes of whatever runs next: a red team's handler polled until the check's watch was off,
 # then let torch's addcmul write the output of triton-affine-clamp before the check read it
 _SIGNALS = tuple(s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP))
+# The C module's readers, bound at import, before any learner code: signal.getsignal wraps its
+# answer in an enum (about 0.35 us a signal, 20 us for all of them after every call), and a
+# rebinding of the module's names cannot blind these
+_getsignal = _signal.getsignal
+_getitimer = _signal.getitimer
 _TIMERS = tuple(
     getattr(signal, t)
     for t in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF")
@@ -411,7 +417,10 @@ def unhook(saved: tuple[Any, ...]) -> list[str]:
             if was is None and monitoring.get_tool(i) is not None:
                 monitoring.set_events(i, 0)
                 monitoring.free_tool_id(i)
-    for sig, was, handler in zip(_SIGNALS, saved[5], now[5], strict=True):
+    # the loop only where a handler changed: this runs after every timed call, inside the
+    # timed window (about 25 us a call for the 60 handlers on a slow host, as the yardstick's)
+    changed = any(map(operator.is_not, now[5], saved[5]))
+    for sig, was, handler in zip(_SIGNALS, saved[5], now[5], strict=True) if changed else ():
         if handler is not was and not _chains_to(handler, was):
             names.append(f"a handler of {signal.Signals(sig).name}")
             with contextlib.suppress(ValueError, OSError, TypeError):  # not the main thread
