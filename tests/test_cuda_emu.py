@@ -193,6 +193,18 @@ def test_reduction_kernel_reduce_type_is_a_c_type_as_under_nvrtc() -> None:
         numpy_name(x, axis=1)
 
 
+def test_fuse_over_a_lambda_fails_as_cupy_14s_compile_does() -> None:
+    cp = cupy_module.make()
+    x = cp.asarray(np.arange(4, dtype=np.float32))
+    with pytest.raises(TypeError, match="no C name"):
+        cp.fuse(lambda a: a + 1)(x)
+
+    def plus_one(a):
+        return a + 1
+
+    assert np.array_equal(cp.fuse(plus_one)(x), [1, 2, 3, 4])
+
+
 VECTOR = r"""
 extern "C" __global__ void twice(const float* a, float* out, int n4) {
     extern __shared__ float buf[];
@@ -230,7 +242,8 @@ def test_raw_module_fuse_and_events() -> None:
     out = cp.zeros(8, dtype=np.float32)
     mod.get_function("twice")((1,), (2,), (a, out, np.int32(2)), shared_mem=8)
     assert np.array_equal(out, np.full(8, 2.0))
-    assert cp.fuse(lambda x: x + 1)(a)[0] == 2.0 and cp.fuse(kernel_name="k")(lambda x: x)(a) is a
+    assert cp.fuse(kernel_name="k")(lambda x: x + 1)(a)[0] == 2.0
+    assert cp.fuse(kernel_name="k")(lambda x: x)(a) is a
     s = cp.cuda.Stream(non_blocking=True)
     ev = cp.cuda.Event(disable_timing=True)
     ev.record(s)
@@ -602,7 +615,9 @@ def test_the_fake_records_copies_between_host_and_device_and_fuse_compiles_only_
         assert cp.asarray(a) is a and cp.asarray(np.ones(3)) is not None
         out.fill(0)
     assert names == [cupy_module.HTOD]
-    fused = cp.fuse(lambda x, y: cp.maximum(x * np.float32(2) + y, np.float32(0)).sum())
+    fused = cp.fuse(kernel_name="relu_sum")(
+        lambda x, y: cp.maximum(x * np.float32(2) + y, np.float32(0)).sum()
+    )
     with trace.call() as names:
         assert float(cp.asnumpy(fused(a, a))) == 3 * 28
     assert names == [cupy_module.DTOH]  # the fused kernel's own steps are not the library's
@@ -613,7 +628,7 @@ def test_the_fake_records_copies_between_host_and_device_and_fuse_compiles_only_
         (lambda x: x[1:], "indexing"),
     ]:
         with pytest.raises(TypeError, match=f"cupy.fuse cannot compile {what}"):
-            cp.fuse(body)(a)
+            cp.fuse(kernel_name="body")(body)(a)
 
 
 STILL = r"""

@@ -12,6 +12,7 @@ kernels a GPU's profiler sees (gpulab.exercises.kernel_trace).
 from __future__ import annotations
 
 import contextlib
+import functools
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -467,14 +468,22 @@ def _fused(x: Any) -> Any:
     return _Fused(x) if isinstance(x, np.ndarray) else x
 
 
-def _one_kernel(f: Any) -> Any:
+def _one_kernel(f: Any, kernel_name: str | None = None) -> Any:
     """`f` run by NumPy as one fused kernel: on a GPU CuPy compiles it into a single kernel of
     the learner's, so its element-wise steps are no library work for an open trace. The body
     gets proxies (_Fused) of its array arguments, as CuPy's; what CuPy cannot compile into a
     fused kernel (np.bincount, np.cumsum, a copy to the host, indexing) raises TypeError."""
 
     def fused(*args: Any, **kwargs: Any) -> Any:
-        _FUSING.append(getattr(f, "__name__", "fuse"))
+        name = kernel_name or getattr(f, "__name__", "fuse")
+        if not name.isidentifier():
+            # CuPy 14 names the fused kernel after the function: on an H200, NVRTC refused
+            # "<lambda>" ("expected an identifier"), so a lambda passed here and failed there
+            raise TypeError(
+                f"cupy.fuse names its kernel after the function, and {name!r} is no C name: "
+                "the compile fails; define the function with def"
+            )
+        _FUSING.append(name)
         try:
             out = f(*(_fused(a) for a in args), **{k: _fused(v) for k, v in kwargs.items()})
         finally:
@@ -504,7 +513,7 @@ def fuse(*args: Any, **kwargs: Any) -> Any:
     emulate: NumPy is exact; what CuPy could not fuse is refused)."""
     if args and callable(args[0]) and not kwargs:
         return _one_kernel(args[0])
-    return _one_kernel
+    return functools.partial(_one_kernel, kernel_name=kwargs.get("kernel_name"))
 
 
 def make() -> types.ModuleType:
