@@ -475,7 +475,7 @@ def _one_kernel(f: Any, kernel_name: str | None = None) -> Any:
     fused kernel (np.bincount, np.cumsum, a copy to the host, indexing) raises TypeError."""
 
     def fused(*args: Any, **kwargs: Any) -> Any:
-        name = kernel_name or getattr(f, "__name__", "fuse")
+        name = str(kernel_name or getattr(f, "__name__", None) or "fuse")
         if not name.isidentifier():
             # CuPy 14 names the fused kernel after the function: on an H200, NVRTC refused
             # "<lambda>" ("expected an identifier"), so a lambda passed here and failed there
