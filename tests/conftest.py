@@ -20,6 +20,33 @@ if os.environ.get("GPULAB_TEST_GPUS") and os.environ.get("PYTEST_XDIST_WORKER", 
     ]
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """Workers for `-n auto` (pyproject's addopts): two on a machine without an NVIDIA GPU, none
+    (one process, as before) on one with a GPU, where the GPU tests time against the device and
+    those marked `alone` need it to themselves (bench/gpu_suite_one.sh spreads them over the
+    GPUs instead). Two, not every core: the tests that wait or time hold on a 2-core box with
+    one core busy, and CI is such a box (its suite took 866 s of its 900 in one process, 554 s
+    in two). PYTEST_XDIST_AUTO_NUM_WORKERS still decides where it is set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    if _nvidia_gpu_here():
+        return 0
+    n = min(2, os.cpu_count() or 1)
+    return n if n > 1 else 0
+
+
+def _nvidia_gpu_here() -> bool:
+    """Whether the NVIDIA driver lists a GPU this process may use, read without importing
+    torch (the controller process never needs it)."""
+    if os.environ.get("GPULAB_FORCE_CPU") or os.environ.get("CUDA_VISIBLE_DEVICES") == "":
+        return False
+    try:
+        return bool(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return os.path.exists("/dev/nvidia0")
+
+
 @functools.cache
 def gpu_available() -> bool:
     if os.environ.get("GPULAB_FORCE_CPU"):
