@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole `pytest -m gpu` as one run, over the GPUs in GPUS (default: all), each test under its
-# own timeout so a hung test fails alone. Three phases:
+# own timeout so a hung test fails alone. Three phases, run in the order 1, 3, 2 (the longest last):
 #   1. the GPU tests not marked `alone`, in WORKERS pytest-xdist workers a GPU sharing it,
 #      work-stealing (most of the suite is compiling, process starts and small kernels; their
 #      grades are ratios against a yardstick timed in the same rounds);
@@ -35,12 +35,15 @@ phase() {  # name, then pytest's arguments
   echo "exit=$? after $(( $(date +%s) - start )) s" >> "$out/$name.log"
 }
 export GPULAB_TEST_GPUS=$gpus
+# The long phase last: a run its device time cuts short (at b3189f9 the last tests of the
+# multi-GPU files were cut, after 14 minutes of phase 2) still has the short phases whole
 phase phase1 $PT -q -n $(( workers * n )) --dist worksteal -m "gpu and not alone" $ignore tests
-phase phase2 $PT -v -n "$n" --dist worksteal -m "gpu and alone and not host" $ignore tests
 unset GPULAB_TEST_GPUS
 CUDA_VISIBLE_DEVICES=${gpus%%,*} phase phase3a $PT -v -m "gpu and host" $ignore tests
 CUDA_VISIBLE_DEVICES=$gpus phase phase3 $PT -v -m gpu $(ls $multi 2>/dev/null)
-for f in "$out"/phase1.log "$out"/phase2.log "$out"/phase3a.log "$out"/phase3.log; do
+export GPULAB_TEST_GPUS=$gpus
+phase phase2 $PT -v -n "$n" --dist worksteal -m "gpu and alone and not host" $ignore tests
+for f in "$out"/phase1.log "$out"/phase3a.log "$out"/phase3.log "$out"/phase2.log; do
   echo "== $(basename "$f"): $(grep -E '(passed|failed|error)' "$f" | tail -1) $(tail -1 "$f")"
   grep -E '^(FAILED|ERROR)' "$f"
 done
