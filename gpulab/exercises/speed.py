@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import os
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,7 +34,6 @@ from gpulab.experiments.base import Context
 from gpulab.telemetry.window import ClockWindow, cpu_state, gpu_state
 
 _urandom = os.urandom  # bound before any learner code exists (see _CallChecks.after)
-_draws = random.Random(os.urandom(16))  # which input elements a timed call is checked on
 _now = time.perf_counter  # bound at import, like the timer's own clock
 
 IMPLAUSIBLE = 1.5  # a figure this far above the device's own ceiling earns no grade
@@ -713,7 +711,7 @@ def _sample(x: Any) -> tuple[Any, Any, Any]:
     the timed call (the yardstick's prepare waits for nothing), and a Triton reference whose
     launch takes longer than the lead spin graded 0.53 of itself on an H200."""
     n = int(x.numel()) if type(x).__module__.startswith("torch") else int(x.size)
-    pos = np.fromiter(sorted(_draws.sample(range(n), min(n, SAMPLE))), dtype=np.int64)
+    pos = _positions(n)
     top = type(x).__module__.split(".")[0]
     if top == "torch":
         import torch  # deferred: already imported where an input is a tensor
@@ -729,6 +727,18 @@ def _sample(x: Any) -> tuple[Any, Any, Any]:
     else:
         idx = pos
     return x, idx, x.reshape(-1)[idx]
+
+
+def _positions(n: int) -> np.ndarray:
+    """Up to SAMPLE positions in [0, n), sorted, straight from the OS's entropy (_urandom,
+    bound at import): no state in this process tells them ahead. They came from a
+    random.Random, whose state a call can read: a red team's tree_sum kept it from the call
+    before, knew this call's positions, zeroed its input everywhere else and summed only those
+    (silver, with the work skipped)."""
+    if n <= SAMPLE:
+        return np.arange(n, dtype=np.int64)
+    raw = np.frombuffer(_urandom(8 * SAMPLE), dtype=np.uint64) % np.uint64(n)
+    return np.unique(raw).astype(np.int64)  # sorted; a repeat leaves one fewer
 
 
 def _sampled(x: Any, idx: Any, was: Any) -> bool:

@@ -581,3 +581,18 @@ def test_an_address_inside_the_processes_own_pages_is_host_memory(tmp_path: Path
     assert not _in_host_mapping(0x7E0000000000, str(maps))  # in no mapping
     a = np.zeros(1000, np.float32)
     assert _in_host_mapping(a.ctypes.data)  # this process's real maps
+
+
+def test_the_input_sample_is_drawn_from_the_oss_entropy_not_a_readable_state():
+    """A timed call's sample positions: sorted, in range, new every call, all of a small input,
+    and no random.Random in the grader's module whose state a call could read ahead
+    (tree-reduction's wrong/predicts-the-input-sample kept one from the call before)."""
+    import random
+
+    from gpulab.exercises import speed
+
+    a, b = speed._positions(10**8), speed._positions(10**8)
+    assert 1000 <= len(a) <= speed.SAMPLE and a[0] >= 0 and a[-1] < 10**8
+    assert np.all(np.diff(a) > 0) and not np.array_equal(a, b)
+    assert np.array_equal(speed._positions(5), np.arange(5))
+    assert not [v for v in vars(speed).values() if isinstance(v, random.Random)]
