@@ -256,14 +256,10 @@ def low_integers(args: Any) -> tuple[int, ...]:
     cp = sys.modules.get("cupy")
     if cp is None or getattr(cp, "__gpulab_trace__", None) is not None:
         return ()
-    return tuple(
-        v
-        for v in (
-            -1 if getattr(getattr(a, "data", None), "ptr", None) is not None else _as_address(a)
-            for a in args
-        )
-        if 1 << 16 <= v < 1 << 32
+    values = (
+        _as_address(a) for a in args if getattr(getattr(a, "data", None), "ptr", None) is None
     )
+    return tuple(v for v in values if 1 << 16 <= v < 1 << 32)
 
 
 def low_host_address(values: tuple[int, ...]) -> str:
@@ -788,9 +784,9 @@ class Watch:
 
         def yardstick(*args: Any, **kwargs: Any) -> Any:
             before = _current_streams()
-            # the hooks read and compared as around a learner's call: about 25 us on a slow
-            # host after the last launch, inside the window; an H200's experts graded 0.44 to
-            # 0.72 of themselves while only the learner's side paid it
+            # the hooks read and compared as around a learner's call (after the last launch,
+            # inside the window): an H200's experts graded 0.44 to 0.72 of themselves while
+            # only the learner's side paid it
             hooks_in = hooks()
             around = watch.around
             try:

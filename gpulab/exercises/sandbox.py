@@ -418,7 +418,7 @@ def unhook(saved: tuple[Any, ...]) -> list[str]:
                 monitoring.set_events(i, 0)
                 monitoring.free_tool_id(i)
     # the loop only where a handler changed: this runs after every timed call, inside the
-    # timed window (about 25 us a call for the 60 handlers on a slow host, as the yardstick's)
+    # timed window, as around the yardstick's
     changed = any(map(operator.is_not, now[5], saved[5]))
     for sig, was, handler in zip(_SIGNALS, saved[5], now[5], strict=True) if changed else ():
         if handler is not was and not _chains_to(handler, was):
