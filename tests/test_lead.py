@@ -157,6 +157,134 @@ def test_watch_patches_torch_streams_under_both_names_and_restores_them():
         assert (getattr(torch.cuda, n), getattr(torch.cuda.streams, n)) == before[n]
 
 
+class _Queue:
+    """Stands in for the spin kernel: records the cycles each lead queues."""
+
+    def __init__(self) -> None:
+        self.cycles: list[int] = []
+
+    def __call__(self, cycles: int) -> None:
+        self.cycles.append(cycles)
+
+
+def test_a_spin_covers_a_measured_host_time_within_its_bounds():
+    from gpulab.core.lead import ASSUMED_MHZ, COVER, LEAD_MAX_US, LEAD_US, Spin
+
+    q = _Queue()
+    s = Spin(q)
+    s()
+    assert q.cycles == [int(LEAD_US * ASSUMED_MHZ)]
+    s.cover(50e-6)  # a quick launch: the spin it asked for stays
+    assert s.us == LEAD_US
+    s.cover(400e-6)  # a Triton launch under the watch on an H200
+    assert s.us == pytest.approx(COVER * 400.0)
+    s.cover(100e-6)  # it never shrinks within a check: the longest launch seen is covered
+    assert s.us == pytest.approx(COVER * 400.0)
+    s()
+    assert q.cycles[-1] == int(COVER * 400.0 * ASSUMED_MHZ)
+    s.cover(1.0)  # a second of host work is the call's own cost, not a launch to hide
+    assert s.us == LEAD_MAX_US
+
+
+def test_a_tied_spin_keeps_the_checked_calls_as_long_as_the_timed_ones():
+    from gpulab.core.lead import COVER, Spin
+
+    untimed, timed = Spin(_Queue()), Spin(_Queue())
+    untimed.cover(300e-6)  # measured on our yardstick before the learner's first call
+    timed.tie(untimed)
+    assert timed.us == untimed.us == pytest.approx(COVER * 300.0)
+    timed.cover(500e-6)  # a longer launch during the rounds: the checked calls follow
+    assert untimed.us == timed.us == pytest.approx(COVER * 500.0)
+
+
+def test_speed_ties_the_timed_spin_to_the_watchs(monkeypatch):
+    from gpulab.core.lead import Spin
+
+    monkeypatch.setattr(speed, "lead_spin", lambda sync, dev: Spin(_Queue()))
+    untimed = Spin(_Queue())
+    untimed.cover(1e-3)
+    gpu = SimpleNamespace(gpu=True, cupy=True, device_index=0)
+    made = speed._lead(_spec(), gpu, SimpleNamespace(streams=[], lead=untimed))
+    assert made is not None and made.us == untimed.us == 1500.0
+
+
+class _FakeTime:
+    """A host clock that moves only when a stand-in call says it took time: the host times
+    these tests read hold on a loaded machine."""
+
+    t = 0.0
+
+    @classmethod
+    def now(cls) -> float:
+        return cls.t
+
+    @classmethod
+    def call(cls, seconds: float):
+        def run(*args):
+            cls.t += seconds
+
+        return run
+
+
+class _HostClock:
+    """The CUDA-event clock's stand-in with its host time: what each call took on the host."""
+
+    def __init__(self, kind: str) -> None:
+        self.host_s = 0.0
+
+    def time(self, fn, inner, lead=None):
+        if lead is not None:
+            lead()
+        t0 = _FakeTime.now()
+        fn()
+        self.host_s = _FakeTime.now() - t0
+        return 1e-4
+
+
+def test_rounds_cover_the_yardsticks_host_time_and_never_the_learners(monkeypatch):
+    from gpulab.core import rounds
+    from gpulab.core.lead import COVER, LEAD_US, Spin
+    from gpulab.core.rounds import Contender, Rounds
+
+    monkeypatch.setattr(timing, "EventClock", _HostClock)
+    monkeypatch.setattr(timing, "sync_for", lambda kind: lambda: None)
+    monkeypatch.setattr(rounds, "_now", _FakeTime.now)
+    lead = Spin(_Queue())
+    covered: list[float] = []
+    real = lead.cover
+    monkeypatch.setattr(lead, "cover", lambda host_s: covered.append(host_s) or real(host_s))
+    you = Contender("you", _FakeTime.call(0.002))  # a learner's 2 ms of host work: theirs to pay
+    ours = Contender("yardstick", _FakeTime.call(0.0004))
+    r = Rounds([you, ours], sync="cupy", lead=lead, lead_from=("yardstick",))
+    r.warm(1)  # even a quick check's single warm-up measures the yardstick once more
+    assert covered == [pytest.approx(0.0004)]
+    r.extend(3)
+    assert covered == [pytest.approx(0.0004)] * 4  # every timed call of it too, none of yours
+    assert lead.us == pytest.approx(COVER * 400.0)
+    # with no contender named, the spin stays as asked
+    plain = Spin(_Queue())
+    Rounds([you, ours], sync="cupy", lead=plain).extend(2)
+    assert plain.us == LEAD_US
+
+
+def test_the_yardsticks_host_time_sets_the_spin_before_the_learners_first_call(monkeypatch):
+    from gpulab.core.lead import COVER, Spin
+    from gpulab.exercises import run_check
+
+    monkeypatch.setattr(run_check, "_now", _FakeTime.now)
+    calls: list[int] = []
+
+    def yard(x):
+        calls.append(x)
+        _FakeTime.call(0.02 if len(calls) == 1 else 0.0004)()  # a cold first call: a compile
+
+    check = SimpleNamespace(run=lambda fn, case, actx: fn(case.x))
+    watch = SimpleNamespace(ours=lambda fn: fn, lead=Spin(_Queue()))
+    run_check._cover(check, watch, yard, SimpleNamespace(x=3), SimpleNamespace())
+    assert calls == [3, 3]
+    assert watch.lead.us == pytest.approx(COVER * 400.0)  # the warm call's, not the cold one's
+
+
 # ---------------------------------------------------------------------------------- on a GPU
 
 
@@ -235,7 +363,8 @@ def test_gpu_a_check_is_led_unless_the_learner_made_a_stream(tmp_path):
     ex = find("map-add-ten")
     plain, _ = check_inline(ex.id, str(ex.solution_path), 7)
     assert plain.passed, plain.message
-    assert plain.timing["lead_us"] == 200.0
+    # at least the spin asked for, grown to cover our yardstick's host time (core.lead)
+    assert plain.timing["lead_us"] >= 200.0
     path = tmp_path / "solution.py"
     path.write_text(textwrap.dedent(_STREAM_SOLUTION))
     streamy, _ = check_inline(ex.id, str(path), 7)

@@ -12,6 +12,11 @@ GPU calls are timed with CUDA events (the same `EventClock` as `Timer`, with the
 lead spin ahead of each start event); CPU calls with perf_counter. `before` and `after` run
 untimed around every call, as with `Timer.measure`. `mark` runs after every round, untimed (the
 grader reads the GPU's clocks there).
+
+`lead_from` names the contenders whose host time the lead must hide (core.lead's Spin.cover):
+measured on their warm calls and again on every timed one, so the spin grows to cover the
+longest launch they have shown on this host. The grader names the yardstick, never the learner:
+a learner's host time beyond the yardstick's is theirs to pay.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class Rounds:
         lead: Callable[[], Any] | None = None,
         cancel_check: Callable[[], None] | None = None,
         mark: Callable[[], None] | None = None,
+        lead_from: Sequence[str] = (),
     ) -> None:
         if sync not in _timing.SYNC_KINDS:
             raise ValueError(f"sync must be one of {_timing.SYNC_KINDS}, got {sync!r}")
@@ -59,6 +65,9 @@ class Rounds:
         self.contenders = list(contenders)
         self.sync = sync
         self.lead = lead if sync != "none" else None
+        cover = getattr(self.lead, "cover", None)
+        self._cover: Callable[[float], Any] = cover or (lambda host_s: None)
+        self.lead_from = frozenset(lead_from) if cover is not None else frozenset()
         self.cancel_check = cancel_check or (lambda: None)
         self.mark = mark or (lambda: None)
         self._device_sync = _timing.sync_for(sync)
@@ -72,6 +81,8 @@ class Rounds:
             c.before()
         if self._clock is not None:
             t = self._clock.time(c.call, 1, self.lead)
+            if c.name in self.lead_from:
+                self._cover(self._clock.host_s)
         else:
             t0 = _now()
             c.call()
@@ -96,10 +107,15 @@ class Rounds:
             if c.after:
                 c.after()
             self.cancel_check()
-            for _ in range(max(0, warmup - 1)):
+            # a contender the lead covers makes one warm call at least: its host time, before
+            # the first timed round
+            for _ in range(max(0, warmup - 1, 1 if c.name in self.lead_from else 0)):
                 if c.before:
                     c.before()
+                t0 = _now()
                 c.call()
+                if c.name in self.lead_from:
+                    self._cover(_now() - t0)
                 self._device_sync()
                 if c.after:
                     c.after()

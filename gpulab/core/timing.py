@@ -74,6 +74,7 @@ class EventClock:
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
+        self.host_s = 0.0
         if kind == "torch":
             import torch
 
@@ -95,8 +96,10 @@ class EventClock:
         if lead is not None:
             lead()  # device work queued ahead of the start event: see Timer.measure
         start.record()
+        t0 = _now()
         for _ in range(inner):
             fn()
+        self.host_s = (_now() - t0) / inner  # the host's side of the call
         end.record()
         end.synchronize()
         if self.kind == "torch":

@@ -23,7 +23,7 @@ from gpulab.core import peaks as pk
 from gpulab.core.devices import detect
 from gpulab.core.interval import median_interval
 from gpulab.core.judging import over_note
-from gpulab.core.lead import LEAD_US
+from gpulab.core.lead import LEAD_US, Spin
 from gpulab.core.lead import spin as lead_spin
 from gpulab.core.rounds import Contender, Rounds
 from gpulab.exercises import api
@@ -230,9 +230,10 @@ def time_and_grade(
         "note": spec.note,
         "sets": n_sets,
         "method": learner_t.method,
-        # A spin queued ahead of each start event hid the host's launch latency (core.lead);
-        # 0 where none did: no GPU, the spec opted out, or the learner's code used its own stream.
-        "lead_us": LEAD_US if lead is not None else 0.0,
+        # A spin queued ahead of each start event hid the host's launch latency (core.lead),
+        # grown to cover the yardstick's; 0 where none did: no GPU, the spec opted out, or the
+        # learner's code used its own stream.
+        "lead_us": float(getattr(lead, "us", LEAD_US)) if lead is not None else 0.0,
         "learner": {
             "median_s": learner_t.median_s,
             "min_s": learner_t.min_s,
@@ -466,7 +467,14 @@ def _take_rounds(
         def build() -> tuple[Rounds, Any]:
             window = ClockWindow(ctx.inventory, actx.device_index) if on_device else None
             mark = (lambda: window.mark(_now())) if window is not None else None
-            r = Rounds(contenders, sync=spec.sync, lead=lead, cancel_check=cancel, mark=mark)
+            r = Rounds(
+                contenders,
+                sync=spec.sync,
+                lead=lead,
+                cancel_check=cancel,
+                mark=mark,
+                lead_from=(YARD,) if ycalls is not None else (),
+            )
             return r, window
 
         return build
@@ -512,7 +520,11 @@ def _lead(spec: api.TimingSpec, actx: api.Context, watch: Any) -> Any:
     a stream of its own, whose work would not wait for a spin on the current stream."""
     if not (actx.gpu or actx.cupy) or not spec.lead or _streams(watch):
         return None
-    return lead_spin(spec.sync, actx.device_index)
+    made = lead_spin(spec.sync, actx.device_index)
+    untimed = getattr(watch, "lead", None)
+    if made is not None and isinstance(untimed, Spin):
+        made.tie(untimed)  # as long as the checked calls' spin, and they grow together
+    return made
 
 
 def traced_call(calls: _CallChecks, rotate: Any, watch: Any) -> None:
