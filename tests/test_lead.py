@@ -285,6 +285,34 @@ def test_the_yardsticks_host_time_sets_the_spin_before_the_learners_first_call(m
     assert watch.lead.us == pytest.approx(COVER * 400.0)  # the warm call's, not the cold one's
 
 
+def test_the_spin_is_grown_before_a_check_in_process_and_never_where_ranks_run(monkeypatch):
+    """On a CPU no spin is queued; here one stands in for the GPU's, so the step that grows it
+    runs as on a device. A ranked exercise's ranks load the function again from its module's
+    file: calling our yardstick through a wrapper there failed both collective references on
+    2x H200 ("module ... has no attribute 'ring_all_reduce'")."""
+    from gpulab.core.lead import Spin
+    from gpulab.exercises import run_check
+    from gpulab.exercises.job import check_inline
+    from gpulab.exercises.loader import find
+
+    covered: list[str] = []
+    real = run_check._cover
+
+    def spy(check, watch, yard_fn, case, actx):
+        covered.append(yard_fn.__name__)
+        real(check, watch, yard_fn, case, actx)
+
+    monkeypatch.setattr(run_check, "_untimed_lead", lambda actx: Spin(_Queue()))
+    monkeypatch.setattr(run_check, "_cover", spy)
+    for ex_id, ranked in (("vector-add", False), ("ring-allreduce", True)):
+        ex = find(ex_id)
+        assert ex.ranked is ranked
+        result, _ = check_inline(ex.id, str(ex.solution_path), 11, quick=True)
+        assert result.passed, (ex_id, result.message)
+        assert covered == ([ex.entry] if not ranked else []), covered
+        covered.clear()
+
+
 # ---------------------------------------------------------------------------------- on a GPU
 
 
