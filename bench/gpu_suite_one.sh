@@ -17,6 +17,8 @@
 # On one H200 (a063866's tree, before the marks) phase 1 took 611 s with 6 workers, and the
 # tests now marked `alone` about 17 minutes in one process. On two H200s of one host (b5f15ee,
 # before `host`): phase 1 164 s in 12 workers, phase 2 799 s in 2, phase 3 51 s.
+# At c76b98e (993 tests, two H200s): phase 1 139 s, 3a 122 s, 3 51 s, 2 863 s; 20 minutes in all
+# with the install, so it needs three device calls back to back and two thirds of a session's time.
 set -u
 per=${1:-240}
 out=${OUT:-/tmp}
