@@ -54,7 +54,14 @@ from typing import Any
 from gpulab.core import nvrtc
 from gpulab.exercises import kernel_trace, ptx_shares
 from gpulab.exercises.refuse import module_frame
-from gpulab.exercises.sandbox import hooks, starts_watched, thread_name, unhook
+from gpulab.exercises.sandbox import (
+    hooks,
+    speed_changed,
+    speed_settings,
+    starts_watched,
+    thread_name,
+    unhook,
+)
 
 GATE_MS = 20.0  # how long a gate holds a learner's non-blocking stream (a check's call only)
 _GATE = r"""
@@ -659,7 +666,9 @@ class Watch:
             was_active, watch._active = watch._active, True
             before = _current_streams()
             hooks_in = hooks()
+            speed_in = speed_settings()
             hooked: list[str] = []
+            slowed: list[str] = []
             refused: list[str] = []
             threads: list[Any] = []
             ran: list[str] = []
@@ -695,6 +704,7 @@ class Watch:
                 watch._current = outer
                 _restore_streams(before)
                 hooked = unhook(hooks_in)
+                slowed = speed_changed(speed_in)
                 if watch.after_call is not None and not watch.timing:
                     watch.after_call()
             if hooked:
@@ -704,6 +714,14 @@ class Watch:
                     0,
                     f"your function left a hook on ({hooked[0]}): code it runs after the call "
                     "returns is outside what the check times and checks; gpulab took it off",
+                )
+            if slowed:
+                # checked in every call, timed ones too: the yardstick's rounds run after yours
+                refused.insert(
+                    0,
+                    f"your function changed {slowed[0]} and left it so: what is timed beside "
+                    "your calls (the yardstick) would run under it; put such a setting back "
+                    "before you return (gpulab did)",
                 )
             watch.calls.append(record)
             if refused:

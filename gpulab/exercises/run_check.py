@@ -185,7 +185,8 @@ def run_check(
         except LearnerError as exc:
             result.restored = guard.restore()
             return _fail(result, "error", str(exc), t0)
-        result.restored = guard.restore() + guard.hooks_changed()
+        # a speed setting changed at import is put back: each call is then held to it
+        result.restored = guard.restore() + guard.hooks_changed() + guard.speed_changed()
         changed = _graders_own(guard)
         if changed:
             return _fail(result, "wrong", changed, t0)

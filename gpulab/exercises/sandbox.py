@@ -16,6 +16,7 @@ import gc
 import itertools
 import linecache
 import operator
+import os
 import random
 import signal
 import sys
@@ -237,6 +238,7 @@ class Guard:
         # never the learner's to change, so a check fails on it, not only puts it back
         self.own_changed: set[str] = set()
         self._hooks = hooks()
+        self._speed = speed_settings()
         for name in self.MODULES:
             mod = sys.modules.get(name)
             if mod is not None and not name.startswith(self.OWN):
@@ -290,6 +292,14 @@ class Guard:
         names = unhook(self._hooks)
         self.changed.update(names)
         self.own_changed.update(names)
+        return names
+
+    def speed_changed(self) -> list[str]:
+        """The speed settings (speed_settings) changed since the snapshot, put back: asked
+        after loading, where a file that slows the process at import would have each call set
+        its own speed back first and leave the yardstick the slow one."""
+        names = speed_changed(self._speed)
+        self.changed.update(names)
         return names
 
     def restore(self) -> list[str]:
@@ -439,6 +449,58 @@ def unhook(saved: tuple[Any, ...]) -> list[str]:
         names.append("gc.set_threshold")
         gc.set_threshold(*saved[9])
     return names
+
+
+# Process-wide settings that set how fast the next code runs, whoever's it is. A red team's
+# tree_sum set torch's thread count back to the machine's at the start of each call and to 1 as
+# it returned: every yardstick round, timed beside its own, ran on one thread (bronze work graded
+# silver on 2 cores; on 8 it is gold). What a call changes must be as it found it when it returns
+_os_affinity = getattr(os, "sched_getaffinity", None)
+_os_set_affinity = getattr(os, "sched_setaffinity", None)
+# torch.backends flags whose change slows what runs after (never a precision choice)
+_BACKEND_FLAGS = (("cudnn", "enabled"), ("mkldnn", "enabled"))
+
+
+def speed_settings() -> tuple[tuple[str, Any], ...]:
+    """(name, value) of each setting above, as the process holds it now."""
+    out: list[tuple[str, Any]] = []
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        out.append(("torch.set_num_threads", torch.get_num_threads()))
+        backends = getattr(torch, "backends", None)
+        for module, flag in _BACKEND_FLAGS:
+            held = getattr(backends, module, None)
+            if held is not None and hasattr(held, flag):
+                out.append((f"torch.backends.{module}.{flag}", getattr(held, flag)))
+    if _os_affinity is not None:
+        with contextlib.suppress(OSError):
+            out.append(("os.sched_setaffinity", frozenset(_os_affinity(0))))
+    return tuple(out)
+
+
+def speed_changed(saved: tuple[tuple[str, Any], ...]) -> list[str]:
+    """Put each setting back as `saved` holds it; "name (was -> now)" for each that changed."""
+    now = dict(speed_settings())
+    changed = []
+    for name, was in saved:
+        if name not in now or now[name] == was:
+            continue
+        changed.append(f"{name} ({_shown(was)} -> {_shown(now[name])})")
+        with contextlib.suppress(Exception):  # put back as far as it can be
+            if name == "torch.set_num_threads":
+                sys.modules["torch"].set_num_threads(was)
+            elif name == "os.sched_setaffinity" and _os_set_affinity is not None:
+                _os_set_affinity(0, was)
+            else:
+                _, module, flag = name.rsplit(".", 2)
+                setattr(getattr(sys.modules["torch"].backends, module), flag, was)
+    return changed
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, frozenset):
+        return f"{len(value)} CPUs"
+    return repr(value)
 
 
 @contextlib.contextmanager

@@ -596,3 +596,31 @@ def test_the_input_sample_is_drawn_from_the_oss_entropy_not_a_readable_state():
     assert np.all(np.diff(a) > 0) and not np.array_equal(a, b)
     assert np.array_equal(speed._positions(5), np.arange(5))
     assert not [v for v in vars(speed).values() if isinstance(v, random.Random)]
+
+
+def test_a_call_that_leaves_the_thread_count_changed_is_refused() -> None:
+    """A call that sets torch's thread count and puts it back is fine; one that leaves it at 1
+    would have the yardstick, timed after it, run on one thread: refused and put back."""
+    import torch
+
+    was = torch.get_num_threads()
+    threads = 2
+    torch.set_num_threads(threads)
+    watch = Watch()
+
+    def tidy() -> int:
+        torch.set_num_threads(1)
+        torch.set_num_threads(threads)
+        return 1
+
+    def leaves_one() -> int:
+        torch.set_num_threads(1)
+        return 1
+
+    try:
+        assert watch.call(tidy)() == 1
+        with pytest.raises(OwnWorkError, match="changed torch.set_num_threads"):
+            watch.call(leaves_one)()
+        assert torch.get_num_threads() == threads
+    finally:
+        torch.set_num_threads(was)
