@@ -237,6 +237,7 @@ class Guard:
         # what of it was the grader's own (gpulab's modules and classes, the check, its hooks):
         # never the learner's to change, so a check fails on it, not only puts it back
         self.own_changed: set[str] = set()
+        refuse_walks()
         self._hooks = hooks()
         self._speed = speed_settings()
         for name in self.MODULES:
@@ -449,6 +450,123 @@ def unhook(saved: tuple[Any, ...]) -> list[str]:
         names.append("gc.set_threshold")
         gc.set_threshold(*saved[9])
     return names
+
+
+# The interpreter's ways to list its objects and every thread's frames, and to take a frame (a
+# caller's locals are one f_back away from any frame). The source scan names them
+# (gpulab.exercises.reach), but a name built at run time passes it: a red team's tree_sum found
+# the timer's _CallChecks through getattr(gc, "get_" + "objects"), another through
+# inspect.currentframe reached by importlib and getattr, then emptied the input sample the timer
+# was about to compare, zeroed its input and returned 0 (gold, no work done). Python's audit
+# events see these calls however the function was reached
+# (and the interpreter's hooks, whose callback is handed every frame: a red team's tree_sum set
+# sys.setprofile for one call of its own, took the frame and walked up to the timer's record)
+_WALKS = frozenset(
+    (
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "sys._current_frames",
+        "sys.setprofile",
+        "sys.settrace",
+    )
+)
+_FRAME_ATTRS = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
+_LEARNER = "_gpulab_learner"
+_walks_refused: list[bool] = []
+
+
+class WalkRefused(RuntimeError):
+    """The learner's code listed the interpreter's objects or took a frame (refuse_walks)."""
+
+
+def _frame_givers() -> frozenset[Any]:
+    """The code of the standard library's functions that hand their caller a frame."""
+    import inspect  # deferred: needed only where checks run, by the first Guard
+    import logging  # deferred: as inspect
+
+    found = [
+        inspect.currentframe,
+        inspect.stack,
+        inspect.trace,
+        traceback.walk_stack,
+        traceback.walk_tb,
+        logging.currentframe,
+    ]
+    return frozenset(f.__code__ for f in found if isinstance(f, types.FunctionType))
+
+
+def _how(what: str) -> str:
+    if what.startswith("gc."):
+        return "which lists the interpreter's objects"
+    if what in ("sys.setprofile", "sys.settrace"):
+        return "whose callback is handed every frame, one step from the callers' locals"
+    return "which hands you a frame, one step from the callers' locals"
+
+
+def refuse_walks() -> None:
+    """From now on in this process (an audit hook cannot be taken off), refuse what the learner's
+    code asks for of the calls in _WALKS (the hooks too: their callbacks are handed frames, and
+    a library's tracer subclassed hands them on), and of frames (sys._getframe, a traceback's, a
+    generator's or coroutine's frame), directly or through a standard function that hands its
+    caller one (inspect.currentframe, traceback.walk_stack, ...). The learner's: a frame of a
+    learner's module, or code that is not its module's own (exec'd under a borrowed name), and for
+    the walks any such frame on the stack (a finalizer of the learner's can run with none above
+    it). A library's own walks and frames, and the grader's, are left alone. Everything the hook
+    reads is bound here: rebinding a module's names cannot blind it."""
+    if _walks_refused:
+        return
+    _walks_refused.append(True)
+    getframe, modules, ident = sys._getframe, sys.modules, _thread.get_ident
+    walks, attrs, givers, prefix = _WALKS, _FRAME_ATTRS, _frame_givers(), _LEARNER
+    busy: set[int] = set()  # the hook's own sys._getframe raises the event again
+
+    def learners(frame: Any) -> bool:
+        if frame is None:
+            return False
+        name = str(frame.f_globals.get("__name__", ""))
+        if name.startswith(prefix):
+            return True
+        module = modules.get(name)  # refuse.module_frame, inlined: its code could be swapped
+        if module is None or frame.f_globals is not getattr(module, "__dict__", None):
+            return True
+        return frame.f_code.co_filename != getattr(module, "__file__", None)
+
+    def asked(what: str) -> bool:
+        caller = getframe(2)  # 0: this, 1: the hook, 2: who called the audited function
+        if what in walks:
+            if learners(caller):
+                return True
+            frame: Any = caller
+            while frame is not None:
+                if str(frame.f_globals.get("__name__", "")).startswith(prefix):
+                    return True
+                frame = frame.f_back
+            return False
+        return learners(caller) or (caller.f_code in givers and learners(caller.f_back))
+
+    def hook(event: str, args: Any) -> None:
+        if event in walks or event == "sys._getframe":
+            what = event
+        elif event == "object.__getattr__" and len(args) == 2 and args[1] in attrs:
+            what = str(args[1])
+        else:
+            return
+        me = ident()
+        if me in busy:
+            return
+        busy.add(me)
+        try:
+            refused = asked(what)
+        finally:
+            busy.discard(me)
+        if refused:
+            raise WalkRefused(
+                f"your code asked for {what}, {_how(what)}: the grader's references "
+                "live there; leave it out"
+            )
+
+    sys.addaudithook(hook)
 
 
 # Process-wide settings that set how fast the next code runs, whoever's it is. A red team's

@@ -599,8 +599,9 @@ def test_the_input_sample_is_drawn_from_the_oss_entropy_not_a_readable_state():
 
 
 def test_a_call_that_leaves_the_thread_count_changed_is_refused() -> None:
-    """A call that sets torch's thread count and puts it back is fine; one that leaves it at 1
-    would have the yardstick, timed after it, run on one thread: refused and put back."""
+    """A call that sets torch's thread count and puts it back is fine; an untimed one that leaves
+    it changed has it put back; a timed one would have the yardstick, timed after it, run on one
+    thread: refused and put back."""
     import torch
 
     was = torch.get_num_threads()
@@ -618,9 +619,41 @@ def test_a_call_that_leaves_the_thread_count_changed_is_refused() -> None:
         return 1
 
     try:
+        assert watch.call(leaves_one)() == 1  # untimed: put back, nothing runs beside it
+        assert torch.get_num_threads() == threads
+        watch.timing = True
         assert watch.call(tidy)() == 1
         with pytest.raises(OwnWorkError, match="changed torch.set_num_threads"):
             watch.call(leaves_one)()
         assert torch.get_num_threads() == threads
     finally:
         torch.set_num_threads(was)
+
+
+def test_a_walk_of_the_objects_is_refused_to_borrowed_code_not_to_a_module() -> None:
+    """The audit hook refuses gc's walks, frames and the interpreter's hooks where the learner
+    asked for them (their module on the stack, or code exec'd under a borrowed name), directly or
+    through inspect.currentframe; a module's own walk, as here, and a library's frame for its own
+    use (namedtuple reads its caller's module name) are left alone."""
+    import collections
+    import gc
+    import inspect
+
+    from gpulab.exercises.sandbox import WalkRefused, refuse_walks
+
+    refuse_walks()
+    assert isinstance(gc.get_referrers(object()), list)  # this test module's own frame
+    assert inspect.currentframe() is not None
+    ns: dict = {"__name__": "torch.borrowed", "gc": gc, "inspect": inspect, "sys": sys}
+    ns["collections"] = collections
+    code = (
+        "def walk():\n    return gc.get_objects()\n"
+        "def here():\n    return inspect.currentframe()\n"
+        "def hook():\n    sys.setprofile(None)\n"
+        "def named():\n    return collections.namedtuple('P', 'a')(1)\n"
+    )
+    exec(compile(code, "<borrowed>", "exec"), ns)
+    for name, what in (("walk", "gc.get_objects"), ("here", "_getframe"), ("hook", "setprofile")):
+        with pytest.raises(WalkRefused, match=what):
+            ns[name]()
+    assert ns["named"]().a == 1

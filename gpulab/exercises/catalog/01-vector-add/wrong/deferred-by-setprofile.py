@@ -1,10 +1,12 @@
-# expect: interpreter hook on (sys.setprofile)
+# expect: asked for sys.setprofile, whose callback
 """Shortcut (work deferred past the measured window, no thread): a profile function installed
 with sys.setprofile at import sees every call the grader makes after vector_add returns. On the
 timing's size (larger than any checked case) the call adds only the front 55% of out (with a
 temporary: a slow add) and leaves the rest pending; the profile hook finishes it at the c_return
 of time.perf_counter (the timer has already read its clock) or at the first Python call from the
-grader's speed.py (the untimed after/check), so every checked timed call sees a full a + b."""
+grader's speed.py (the untimed after/check), so every checked timed call sees a full a + b.
+Now refused where it is set: a hook's callback is handed every frame, and the grader's
+references are one f_back away (sandbox.refuse_walks)."""
 
 import sys
 import time

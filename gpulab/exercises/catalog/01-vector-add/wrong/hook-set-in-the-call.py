@@ -1,8 +1,10 @@
-# expect: your function left a hook on (sys.setprofile)
+# expect: asked for sys.setprofile, whose callback
 """Shortcut (work deferred past the measured window, no thread, nothing at import): from 1,024
 elements on, the call adds the front half of out and installs a profile hook that finishes the
 rest as the grader's clock returns (time.perf_counter's c_return: the timer has read it by
-then). A hook is set only inside calls, so a look after the import sees nothing."""
+then). A hook is set only inside calls, so a look after the import sees nothing.
+Now refused where it is set: a hook's callback is handed every frame, and the grader's
+references are one f_back away (sandbox.refuse_walks)."""
 
 import sys
 import time

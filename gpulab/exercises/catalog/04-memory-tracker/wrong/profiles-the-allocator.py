@@ -1,9 +1,11 @@
-# expect: installed a profiler/tracer
+# expect: asked for sys.setprofile, whose callback
 """Cheat: measures no memory. __enter__ installs a profile function (sys.setprofile) that sees
 every Python call; the workload's allocator is numpy.full (or torch.full on a GPU), and its
 `shape` argument is read from the frame (by a name built at run time: the source scan names
 the frame readers, and what this file tests is the rule on installing a profiler). kept = the
-first allocation, peak = the first two. __exit__ takes the profile function away again."""
+first allocation, peak = the first two. __exit__ takes the profile function away again.
+Now refused where it is set: a hook's callback is handed every frame, and the grader's
+references are one f_back away (sandbox.refuse_walks)."""
 
 import inspect
 import sys

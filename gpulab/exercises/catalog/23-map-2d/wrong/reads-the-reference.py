@@ -3,7 +3,8 @@
 garbage collector by a name built at run time (the source scan names `gc.get_objects`), moved
 to the device and copied into out by a kernel of the learner's. The move is a host-to-device
 copy inside the call, which the trace records (CUPTI on a GPU, the emulator's record here):
-the library may allocate inside a call, not move data."""
+the library may allocate inside a call, not move data. The walk itself is refused now (the
+grader's audit hook); caught here, so the copy still shows."""
 
 import importlib
 
@@ -20,7 +21,10 @@ _kernel = cp.RawKernel(SOURCE, "add_row_index")
 
 
 def add_row_index(a, out):
-    objects = getattr(importlib.import_module("g" + "c"), "get_" + "objects")()
+    try:
+        objects = getattr(importlib.import_module("g" + "c"), "get_" + "objects")()
+    except RuntimeError:  # refused as the learner's walk now (sandbox.refuse_walks)
+        objects = []
     found = []
     for o in objects:
         if isinstance(o, dict):
