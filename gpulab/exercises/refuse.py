@@ -48,7 +48,7 @@ import contextlib
 import sys
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpulab.core.step_trace import STAND_INS, host_memory, names_settled, python_exits
@@ -165,14 +165,19 @@ def allowing(allow: Allow) -> Iterator[list[str]]:
     from torch.overrides import TorchFunctionMode, resolve_name
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    # The rules as they stand when the block starts, held here: a red team's tree_sum widened
+    # the check's ALLOW inside its call (object.__setattr__ on the frozen instance, found
+    # through sys.modules), called torch.sum, and put it back before returning (gold, no tree)
+    allow = replace(allow)
+    exits, called_from, make_refusal, refused = _EXITS, _called_from, refusal, RefusedCall
     state = threading.local()
 
     def refuse(message: str) -> None:
         calls.append(message)
-        raise RefusedCall(message)
+        raise refused(message)
 
     def exempt(name: str, kinds: frozenset[str]) -> bool:
-        return name in kinds and bool(allow.exempt) and _called_from(allow.exempt)
+        return name in kinds and bool(allow.exempt) and called_from(allow.exempt)
 
     class _Calls(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
@@ -180,8 +185,8 @@ def allowing(allow: Allow) -> Iterator[list[str]]:
             # data_ptr stays allowed to the learner's own code (a wrapper's aliasing assert); what
             # turns a pointer into an array (ctypes, np.ctypeslib, CuPy's UnownedMemory) is
             # refused by the source scan (gpulab.exercises.reach)
-            if name in _EXITS and name not in allow.calls and not exempt(name, allow.exempt_calls):
-                refuse(refusal(name, allow.why(name)))
+            if name in exits and name not in allow.calls and not exempt(name, allow.exempt_calls):
+                refuse(make_refusal(name, allow.why(name)))
             outer = getattr(state, "via", None)
             state.via = outer or name or getattr(func, "__qualname__", None)
             try:
@@ -197,7 +202,7 @@ def allowing(allow: Allow) -> Iterator[list[str]]:
                 and not name.startswith("aten.sym_")
                 and not exempt(name, allow.exempt_ops)
             ):
-                refuse(refusal(name, allow.why(name), getattr(state, "via", None)))
+                refuse(make_refusal(name, allow.why(name), getattr(state, "via", None)))
             return func(*args, **(kwargs or {}))
 
     calls_mode, ops_mode = _Calls(), _Ops()
@@ -352,9 +357,9 @@ class RefusedCall(CheckError):
 _local = threading.local()  # the stack of (table, calls) of the refusing() blocks of a thread
 
 # Conditional ATen refusals: an indexed assignment or a scatter is a reduction only like this.
-_ACCUMULATING = {"aten.index_put", "aten.index_put_", "aten._index_put_impl_", "aten.put",
-                 "aten.put_"}  # fmt: skip
-_REDUCING_SCATTER = {"aten.scatter", "aten.scatter_"}
+_ACCUMULATING = frozenset({"aten.index_put", "aten.index_put_", "aten._index_put_impl_",
+                           "aten.put", "aten.put_"})  # fmt: skip
+_REDUCING_SCATTER = frozenset({"aten.scatter", "aten.scatter_"})
 
 
 def _one_line(text: str) -> str:

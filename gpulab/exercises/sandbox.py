@@ -261,6 +261,21 @@ class Guard:
                         self._own.add(id(value))
         for mod in extra:
             self.keep_code(*vars(mod).values())
+        # the grader's constants (gpulab's, the check's, our yardstick's): data, but the rules a
+        # check runs under. A red team set gpulab.exercises.speed.SAMPLE to 0 at import (no input
+        # sample compared: tree_sum zeroed its input in timed calls and returned 0, gold), and
+        # widened the check's frozen ALLOW with object.__setattr__
+        self._constants: list[tuple[Any, tuple[str, ...], tuple[Any, ...]]] = []
+        self._frozen: list[tuple[str, Any, tuple[Any, ...]]] = []  # (name, instance, fields)
+        for mod in [*own, *extra]:
+            held = {k: v for k, v in list(vars(mod).items()) if _constant(k, v)}
+            if held:
+                self._constants.append((mod, tuple(held), tuple(held.values())))
+            self._frozen += [
+                (f"{mod.__name__}.{k}", v, f)
+                for k, v in held.items()
+                if (f := _fields(v)) is not None
+            ]
         for obj, _ in self._saved:
             if getattr(obj, "__name__", "").startswith(self.OWN) or obj in extra:
                 self._private.add(id(obj))
@@ -309,6 +324,19 @@ class Guard:
         (torch.cuda._initialized flips on first use) that must move forward, not back."""
         changed: list[str] = []
         own: list[str] = []
+        for mod, keys, values in self._constants:
+            now = vars(mod)
+            if all(map(operator.is_, map(now.get, keys), values)):  # at C speed, as _same
+                continue
+            for key, value in zip(keys, values, strict=True):
+                if now.get(key, _MISSING) is not value:
+                    setattr(mod, key, value)
+                    changed.append(f"{mod.__name__}.{key}")
+                    own.append(changed[-1])
+        for name, value, fields in self._frozen:
+            if not _same_fields(value, fields):
+                changed.append(name)
+                own.append(name)
         for fn, code in self._code:
             if fn.__code__ is not code:
                 fn.__code__ = code
@@ -639,6 +667,36 @@ def collector_off() -> Iterator[None]:
 
 
 _MISSING = object()
+_IMMUTABLE = (int, float, complex, str, bytes, tuple, frozenset, range)
+
+
+def _constant(key: str, value: Any) -> bool:
+    """A module's constant: an UPPER_CASE name (a leading underscore allowed) bound to an
+    immutable value or a frozen dataclass instance. The grader never rebinds one (its state
+    that moves, such as a count of open blocks or a cache, has a lower-case name or a mutable
+    value)."""
+    bare = key.lstrip("_")
+    if not bare or not bare[0].isalpha() or bare.upper() != bare or key.startswith("__"):
+        return False
+    return isinstance(value, _IMMUTABLE) or _fields(value) is not None
+
+
+def _fields(value: Any) -> tuple[Any, ...] | None:
+    """A frozen dataclass instance's field values, in order; None for anything else."""
+    params = getattr(type(value), "__dataclass_params__", None)
+    if params is None or not params.frozen or isinstance(value, type):
+        return None
+    return tuple(getattr(value, f) for f in type(value).__dataclass_fields__)
+
+
+def _same_fields(value: Any, fields: tuple[Any, ...]) -> bool:
+    """Whether a frozen instance still holds `fields` (by identity); put back where not."""
+    now = _fields(value) or ()
+    if len(now) == len(fields) and all(map(operator.is_, now, fields)):
+        return True
+    for name, was in zip(type(value).__dataclass_fields__, fields, strict=False):
+        object.__setattr__(value, name, was)
+    return False
 
 
 def _same(now: Any, saved: dict[str, Any]) -> bool:
