@@ -510,6 +510,7 @@ class WalkRefused(RuntimeError):
 
 def _frame_givers() -> frozenset[Any]:
     """The code of the standard library's functions that hand their caller a frame."""
+    import asyncio.base_tasks  # deferred: as inspect
     import inspect  # deferred: needed only where checks run, by the first Guard
     import logging  # deferred: as inspect
 
@@ -520,6 +521,8 @@ def _frame_givers() -> frozenset[Any]:
         traceback.walk_stack,
         traceback.walk_tb,
         logging.currentframe,
+        # a task's get_stack(): a red team's coroutine took its own frame there, walked up
+        asyncio.base_tasks._task_get_stack,
     ]
     return frozenset(f.__code__ for f in found if isinstance(f, types.FunctionType))
 
