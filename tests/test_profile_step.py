@@ -6,7 +6,6 @@ test_profile_step_gpu.py."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 
 import numpy as np
@@ -24,10 +23,11 @@ EX = load_catalog().get("profile-step")
 
 
 def _check():
-    spec = importlib.util.spec_from_file_location("_profile_step_check", EX.check_path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    # loaded as the grader loads it, into sys.modules: code of a module the interpreter does not
+    # know counts as the learner's for the grader's audit hook (sandbox.refuse_walks)
+    from gpulab.exercises.run_check import load_check
+
+    return load_check(EX)
 
 
 def _state(batch: int = 16, width: int = 32):

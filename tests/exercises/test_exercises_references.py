@@ -8,7 +8,6 @@ that each tolerance accepts an honest float32 kernel and rejects a wrong one.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import numpy as np
@@ -21,13 +20,11 @@ CATALOG = load_catalog()
 
 
 def _check(exercise_id: str):
-    path = CATALOG.get(exercise_id).check_path
-    spec = importlib.util.spec_from_file_location(
-        f"_refcheck_{exercise_id.replace('-', '_')}", path
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    # loaded as the grader loads it, into sys.modules: code of a module the interpreter does not
+    # know counts as the learner's for the grader's audit hook (sandbox.refuse_walks)
+    from gpulab.exercises.run_check import load_check
+
+    return load_check(CATALOG.get(exercise_id))
 
 
 def _ctx(seed: int = 3) -> api.Context:
