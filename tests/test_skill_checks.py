@@ -311,6 +311,26 @@ def test_the_yardstick_pays_the_hooks_read_a_learners_call_pays():
         signal.signal(signal.SIGUSR2, was)
 
 
+def test_the_yardstick_pays_the_speed_settings_read_a_learners_call_pays():
+    """The speed settings (torch's thread count, the CPU affinity, cudnn's switches) are read
+    and compared after every learner call, inside the window; the yardstick's wrapper does the
+    same, so neither side pays a cost the other does not, and what its function changed is put
+    back."""
+    torch = pytest.importorskip("torch")
+    from gpulab.exercises.own_work import Watch
+
+    was = torch.get_num_threads()
+
+    def ours():
+        torch.set_num_threads(1 if was != 1 else 2)
+
+    try:
+        Watch().ours(ours)()
+        assert torch.get_num_threads() == was
+    finally:
+        torch.set_num_threads(was)
+
+
 def test_a_library_handler_that_chains_to_the_one_it_replaced_is_not_a_hook():
     """torch's DataLoader sets a SIGCHLD handler the first time it starts workers, which calls
     the handler it replaced: a correct solution feeding batches through a loader with workers

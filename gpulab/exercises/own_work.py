@@ -808,6 +808,7 @@ class Watch:
             # inside the window): an H200's experts graded 0.44 to 0.72 of themselves while
             # only the learner's side paid it
             hooks_in = hooks()
+            speed_in = speed_settings()  # read and compared as around a learner's call, too
             around = watch.around
             try:
                 with watch.aside(), around() if around is not None else nullcontext([]) as seen:
@@ -815,6 +816,7 @@ class Watch:
             finally:
                 _restore_streams(before)
                 unhook(hooks_in)
+                speed_changed(speed_in)
             if seen:
                 raise RuntimeError(f"our yardstick made a call this check refuses: {seen[0]}")
             if watch.timing:
