@@ -17,11 +17,9 @@ torch = pytest.importorskip("torch")
 
 
 def _check():
-    # loaded as the grader loads it, into sys.modules: code of a module the interpreter does not
-    # know counts as the learner's for the grader's audit hook (sandbox.refuse_walks)
-    from gpulab.exercises.run_check import load_check
+    from gpulab.testing.checks import open_check  # why not importlib: its module doc
 
-    return load_check(find("bandwidth"))
+    return open_check(find("bandwidth"))
 
 
 CHECK = _check()

@@ -26,11 +26,9 @@ EX = load_catalog().get("honest-timing")
 
 
 def _check_module():
-    # loaded as the grader loads it, into sys.modules: code of a module the interpreter does not
-    # know counts as the learner's for the grader's audit hook (sandbox.refuse_walks)
-    from gpulab.exercises.run_check import load_check
+    from gpulab.testing.checks import open_check  # why not importlib: its module doc
 
-    return load_check(EX)
+    return open_check(EX)
 
 
 CHECK = _check_module()
