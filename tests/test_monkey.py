@@ -33,6 +33,7 @@ from gpulab.app.main_screen import MainScreen
 
 PANES = ("gpu-info", "lessons", "experiments", "memory-gauge")
 BURST = 40
+MORE = 4  # how far past its keys a run goes for a second lesson (see test_monkey)
 RAPID = 0.8  # the share of bursts typed fast (see type_fast); the others go key by key, settled
 QUIT_KEYS = {"q", "ctrl+q", "ctrl+c"}
 
@@ -139,14 +140,21 @@ async def test_monkey(seed, total, monkeypatch):
             await pilot.pause(0.05)
         assert app.handshake is not None, "the worker never reported ready"
         burst = 0
-        while len(pressed) < total:
+        # The keys go on past `total`, up to MORE times it, until a second lesson has opened:
+        # whether one opens within the first 500 depends on how fast the lesson loads beside the
+        # keys (at 500 the coverage line failed now and then on a loaded 2-core box); the keys,
+        # drawn from the seed, are the same either way, only how many are typed changes
+        while len(pressed) < total or (
+            len(set(app.lessons_opened)) < 2 and len(pressed) < MORE * total
+        ):
             pane = PANES[burst % len(PANES)]
             burst += 1
             while not isinstance(app.screen, MainScreen):  # a dialog left open: close it
                 app.pop_screen()
                 await pilot.pause()
             app.focus_pane(pane)
-            keys = rng.choices(names, weights, k=min(BURST, total - len(pressed)))
+            left = total - len(pressed)
+            keys = rng.choices(names, weights, k=min(BURST, left) if left > 0 else BURST)
             rapid = rng.random() < RAPID
             for key in keys:
                 pressed.append(key)
@@ -164,4 +172,12 @@ async def test_monkey(seed, total, monkeypatch):
             f"{len(app.lessons_opened)}, runs {len(app.panel.runs)}, quits ignored {app.quits}"
         )
         _check(app, f"seed {seed}, at the end")
+        # Keys typed fast can still be queued when the run ends; taken during the app's shutdown,
+        # Textual's own binding check reads a screen stack already emptied (ScreenStackError at
+        # run_test's exit, seed 0 with 520 keys, one run in two): the test's artifact, so the
+        # queue is drained first
+        for _ in range(1000):
+            if app._message_queue.empty():
+                break
+            await pilot.pause()
         assert len(set(app.lessons_opened)) >= 2, "the keys never showed a second lesson"
