@@ -1,30 +1,47 @@
 #!/usr/bin/env bash
-# `gpulab bench --suite exercises` split over the GPUs of one machine, one process per GPU, so
-# the whole catalog (references and experts --repeat times, every wrong/ and right/, then a soak
-# of --soak checks of every GPU exercise's reference with a core kept busy) fits one device call.
+# `gpulab bench --suite exercises` split over the GPUs of one machine, so the whole catalog
+# (references and experts REPEAT times, every wrong/ and right/, then a soak of SOAK checks of
+# every exercise's reference with a core kept busy) takes a fraction of the time one process
+# would. Each group runs in its own process with one GPU visible; a GPU's groups run one after
+# another, never side by side (two checks sharing a GPU time each other). Last, the collective
+# exercises, in one process with every GPU visible (their ranks take one GPU each).
 # Usage (device machine, project root, wheels on PYTHONPATH): bash bench/gpu_exercises_split.sh
-#   REPEAT SOAK   (default 5 50). Writes $OUT/ex-N.json and ex-N.md per GPU and $OUT/ex.log.
+#   [REPEAT [SOAK]]   (default 5 50). Writes $OUT/ex-N.json, ex-N.md, ex-N.log per group,
+#   ex-ranked.* for the collectives, and a summary in $OUT/ex.log.
+# GROUPS_FILE (a file of comma-separated exercise ids, one group a line) and GPUS (which GPUs)
+# choose another split.
 set -u
 repeat=${1:-5}
 soak=${2:-50}
 out=${OUT:-/tmp}
-# GROUPS (a file of comma-separated exercise ids, one group a line) and GPUS (which GPUs, in
-# order) choose another split
 if [ -n "${GROUPS_FILE:-}" ]; then mapfile -t groups < "$GROUPS_FILE"; else groups=(
   "mixed-precision,profile-step,vector-add,model-to-device,conv2d,zip-add,grid-stride,transpose-tiled,reduction-kernel"
-  "ddp,honest-timing,histogram,memory-tracker,cuda-graphs,guards,stencil-shared,softmax-rows,warp-argmax"
+  "honest-timing,histogram,memory-tracker,cuda-graphs,guards,stencil-shared,softmax-rows,warp-argmax"
   "triton-matmul,streams-overlap,matmul-tiled,first-kernel,deterministic-sum,map-2d,dot-reduction,conv1d,triton-affine-clamp"
   "bandwidth,compile-fused,tree-reduction,device-agnostic,grid-2d,map-add-ten,broadcast-outer,scan,elementwise-fused,triton-causal-softmax"
 ); fi
+ranked=${RANKED:-ring-allreduce,reduce-scatter-all-gather,ddp,ddp-overlap}
 IFS=, read -r -a gpus <<< "${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)}"
-for ((i = 0; i < ${#groups[@]}; i++)); do
-  gpu=${gpus[$((i % ${#gpus[@]}))]}
-  ( CUDA_VISIBLE_DEVICES=$gpu GPULAB_DATA_DIR=/tmp/gpulab-bench-$i python3 -m gpulab bench \
-      --suite exercises --repeat "$repeat" --soak "$soak" --exercise "${groups[$i]}" \
-      --json "$out/ex-$i.json" --markdown "$out/ex-$i.md" > "$out/ex-$i.log" 2>&1
-    echo "exit=$?" >> "$out/ex-$i.log" ) &
+one() {  # group index, GPU
+  CUDA_VISIBLE_DEVICES=$2 GPULAB_DATA_DIR=/tmp/gpulab-bench-$1 python3 -m gpulab bench \
+    --suite exercises --repeat "$repeat" --soak "$soak" --exercise "${groups[$1]}" \
+    --json "$out/ex-$1.json" --markdown "$out/ex-$1.md" > "$out/ex-$1.log" 2>&1
+  echo "exit=$?" >> "$out/ex-$1.log"
+}
+start=$(date +%s)
+for ((g = 0; g < ${#gpus[@]}; g++)); do
+  ( for ((i = g; i < ${#groups[@]}; i += ${#gpus[@]})); do one "$i" "${gpus[$g]}"; done ) &
 done
 wait
-for ((i = 0; i < ${#groups[@]}; i++)); do
-  echo "== group $i"; grep -E "^  (pass|miss|FAILED)|exit=" "$out/ex-$i.log"
-done | tee "$out/ex.log"
+echo "groups done after $(( $(date +%s) - start )) s" > "$out/ex.log"
+if [ -n "$ranked" ]; then
+  CUDA_VISIBLE_DEVICES=${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)} \
+    GPULAB_DATA_DIR=/tmp/gpulab-bench-ranked python3 -m gpulab bench --suite exercises \
+    --repeat "$repeat" --exercise "$ranked" --json "$out/ex-ranked.json" \
+    --markdown "$out/ex-ranked.md" > "$out/ex-ranked.log" 2>&1
+  echo "exit=$?" >> "$out/ex-ranked.log"
+fi
+echo "all done after $(( $(date +%s) - start )) s" >> "$out/ex.log"
+for f in "$out"/ex-*.log; do
+  echo "== $f"; grep -E "^  (pass|miss|FAILED)|exit=" "$f"
+done >> "$out/ex.log"

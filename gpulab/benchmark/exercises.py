@@ -12,9 +12,12 @@ solution: rejected, and with the message its `# expect:` line names; every unusu
 (right/): passed. A reference check that fails is a false rejection, counted and kept with its
 message: noise must never decide a verdict.
 
-`--soak N` (opt-in, long): every GPU exercise's reference checked N times more in a row while
-another process keeps one CPU core busy (the learner's editor, a build, a notebook beside the
-lab): every rejection and grade flip is counted.
+`--soak N` (opt-in, long): on a GPU, every exercise's reference checked N times more in a row
+while another process keeps one CPU core busy (the learner's editor, a build, a notebook beside
+the lab): every rejection and grade flip is counted. The PyTorch exercises count too, since they
+run and are timed on the GPU when there is one; the collective exercises do not (a check of
+theirs is seconds of rank start-up and NCCL, which fifty in a row would spend on set-up, not on
+the grade; their references are checked `--repeat` times like every other).
 
 Before its first check each exercise is prepared (`exercise-prepare`, what the TUI runs when a
 learner opens the exercise: its check's own kernels compiled while the statement is read); that
@@ -44,7 +47,6 @@ EDIT_PAUSE_S = 4.0
 SEED = 20260101
 REPEAT = 3  # checks of the reference (and the expert) per exercise by default
 SOAK_SEED = 20270000
-_GPU_NEEDS = ("gpu", "cupy", "triton")
 
 
 def exercises_part(
@@ -219,7 +221,7 @@ async def _run(
         if soak and gpu:
             with busy_core():
                 for ex in catalog:
-                    if ex.unavailable(inv) or not set(ex.needs) & set(_GPU_NEEDS):
+                    if ex.unavailable(inv) or ex.ranked:
                         continue
                     sys.stderr.write(f"  soak {ex.id} x{soak}\n")
                     done = await _checks(checker, ex, ex.solution_path, SOAK_SEED, soak)
