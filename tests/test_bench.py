@@ -308,6 +308,26 @@ def test_exercise_bench_counts_false_rejections_and_right_solutions():
     assert "right/rawmodule rejected: no kernel" in text
 
 
+def test_a_declared_limit_is_listed_not_counted_as_a_missed_rejection():
+    """On a GPU an emulator-only or cpu-only wrong/ is a declared limit (its file says why):
+    it may pass there, and the bench lists it with its reason instead of calling the catalog
+    short; the same file passing without a limit is a miss."""
+    from gpulab.benchmark import exercises as ex_bench
+
+    limited = {"name": "one-thread", "expect": "a thread walking", "rejected": False,
+               "message_ok": False, "message": "all 8 input sets correct",
+               "limit": "on a GPU the compiled code cannot say which thread does the work"}  # fmt: skip
+    entry = _exercise_entry(wrong=[*_exercise_entry()["wrong"], limited])
+    by = {c["name"]: c for c in ex_bench.comparisons({"exercises": [entry]}, gpu=True)}
+    held = by["exercises: known-wrong solutions rejected with their message"]
+    assert held["status"] == "pass" and held["value"] == 1.0
+    text = "\n".join(ex_bench.markdown_lines({"exercises": [entry]}))
+    assert "| 1/1 |" in text and "one-thread (a declared limit here: on a GPU" in text
+    missed = _exercise_entry(wrong=[*_exercise_entry()["wrong"], {**limited, "limit": ""}])
+    by = {c["name"]: c for c in ex_bench.comparisons({"exercises": [missed]}, gpu=True)}
+    assert by["exercises: known-wrong solutions rejected with their message"]["status"] == "miss"
+
+
 def test_exercise_bench_wants_every_expert_solution_gold_in_every_repeat():
     from gpulab.benchmark import exercises as ex_bench
 

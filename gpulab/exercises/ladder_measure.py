@@ -28,7 +28,7 @@ from gpulab.core.lead import spin
 from gpulab.core.rounds import Contender, Rounds
 from gpulab.exercises import api, ladder
 from gpulab.exercises.loader import Exercise
-from gpulab.exercises.run_check import load_check
+from gpulab.exercises.run_check import loaded_check
 from gpulab.exercises.sandbox import load_learner
 
 LIBRARY = "library"  # the library path's name among the contenders
@@ -80,30 +80,30 @@ def measure(
 
     say = say or (lambda _s: None)
     steps = ladder.rungs(ex)
-    check: Any = load_check(ex)
-    ctx = api.Context(
-        rng=np.random.default_rng(11), seed=11, gpu=True, cupy=True, device=f"cuda:{device}"
-    )
-    contenders = []
-    work, metric, library_name, ceiling = 0.0, ex.metric or "", "", ""
-    with cp.cuda.Device(device):
-        for r in steps:
-            say(f"compiling {r.title}")
-            _, fn = load_learner(r.path, f"ladder-{ex.id}-{r.number}", check.ENTRY)
-            spec = check.timing(fn, ctx)
-            inputs = spec.setup(0)
-            work, metric, ceiling = float(spec.work), spec.metric, spec.ceiling
-            contenders.append(Contender(r.name, _call(spec.learner, inputs)))
-            if spec.library is not None and not library_name:
-                library_name = spec.library_name
-                contenders.append(Contender(LIBRARY, _call(spec.library, inputs)))
-        if ceiling == "copy":  # bound by the device's memory, as a copy is (not by a link)
-            contenders.append(Contender(ROOF, _copy(cp, work)))
-        timed = Rounds(contenders, sync="cupy", lead=spin("cupy", device))
-        say("warming up")
-        timed.warm(2)
-        say(f"timing {len(contenders)} contenders in {rounds} rounds")
-        timed.extend(rounds)
+    with loaded_check(ex) as check:
+        ctx = api.Context(
+            rng=np.random.default_rng(11), seed=11, gpu=True, cupy=True, device=f"cuda:{device}"
+        )
+        contenders = []
+        work, metric, library_name, ceiling = 0.0, ex.metric or "", "", ""
+        with cp.cuda.Device(device):
+            for r in steps:
+                say(f"compiling {r.title}")
+                _, fn = load_learner(r.path, f"ladder-{ex.id}-{r.number}", check.ENTRY)
+                spec = check.timing(fn, ctx)
+                inputs = spec.setup(0)
+                work, metric, ceiling = float(spec.work), spec.metric, spec.ceiling
+                contenders.append(Contender(r.name, _call(spec.learner, inputs)))
+                if spec.library is not None and not library_name:
+                    library_name = spec.library_name
+                    contenders.append(Contender(LIBRARY, _call(spec.library, inputs)))
+            if ceiling == "copy":  # bound by the device's memory, as a copy is (not by a link)
+                contenders.append(Contender(ROOF, _copy(cp, work)))
+            timed = Rounds(contenders, sync="cupy", lead=spin("cupy", device))
+            say("warming up")
+            timed.warm(2)
+            say(f"timing {len(contenders)} contenders in {rounds} rounds")
+            timed.extend(rounds)
     names = [r.name for r in steps]
     return tally(timed, names, work, metric, library_name, roofed=ceiling == "copy")
 

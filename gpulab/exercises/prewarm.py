@@ -26,7 +26,7 @@ from gpulab.core.results import Result
 from gpulab.exercises.job import exercise_context, require_runnable
 from gpulab.exercises.loader import UnknownExercise, find
 from gpulab.exercises.outcome import PREPARE_JOB
-from gpulab.exercises.run_check import load_check, run_check
+from gpulab.exercises.run_check import loaded_check, run_check
 from gpulab.experiments.base import Context, Experiment, ExperimentError
 from gpulab.experiments.registry import register_hidden
 
@@ -42,7 +42,8 @@ def worth_preparing(ex: Any) -> bool:
     pay for ahead: every exercise (one marked `needs: cpu` runs on the GPU where there is one:
     tree-reduction's first check took 4.2 s on an H100, its repeats 0.3 s), unless its check
     opts out (`PREPARE = False`: one that starts processes of its own, like the DDP exercise)."""
-    return bool(getattr(load_check(ex), "PREPARE", True))
+    with loaded_check(ex) as check:
+        return bool(getattr(check, "PREPARE", True))
 
 
 class ExercisePrepare(Experiment):

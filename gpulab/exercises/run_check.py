@@ -19,7 +19,7 @@ import gc
 import sys
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,18 @@ def load_check(ex: Exercise) -> Any:
         return load_text(path.read_text(encoding="utf-8"), path, fresh_name("check", ex.id))
     except Exception as exc:  # re-raised as ours: a check that will not load is our bug
         raise ExerciseBug(f"{path} failed to load: {type(exc).__name__}: {exc}") from exc
+
+
+@contextlib.contextmanager
+def loaded_check(ex: Exercise) -> Iterator[Any]:
+    """load_check for a block, the module out of sys.modules after it: a check module left
+    there outlives its job, and a learner's file loaded later in the worker finds it among the
+    grader's (a check-module-rebound shortcut rebound a prepare's leftover, not its check's)."""
+    check = load_check(ex)
+    try:
+        yield check
+    finally:
+        forget(check)
 
 
 def _ours(what: str, ex: Exercise, fn: Callable[[], Any]) -> Any:

@@ -37,6 +37,21 @@ def test_worth_preparing_every_exercise_but_ddp() -> None:
     assert not prewarm.worth_preparing(find("ddp"))  # PREPARE = False: it starts processes
 
 
+def test_asking_leaves_no_check_module_behind() -> None:
+    """The question loads the check to read PREPARE; a module left in sys.modules outlived its
+    job, and on a GPU worker a learner's check-module-rebound shortcut found that leftover among
+    the grader's and failed with the wrong message (the exercises bench on 2x H200)."""
+    import sys
+
+    def checks() -> set[str]:
+        return {name for name in sys.modules if name.startswith("_gpulab_check_")}
+
+    before = checks()
+    for ex_id in ("first-kernel", "tree-reduction", "ddp"):
+        prewarm.worth_preparing(find(ex_id))
+    assert checks() == before
+
+
 def _gpu_context() -> Context:
     inv = Inventory(
         backends={
