@@ -398,6 +398,9 @@ def test_exercise_bench_counts_grade_flips_between_repeats():
     steady = ex_bench.series([result("gold", 0.97), result("gold", 0.99), result("gold", 0.98)])
     assert steady["passed"] and steady["flips"] == 0 and steady["figure"] == 0.98
     assert steady["grades"] == ["gold"] * 3 and len(steady["timings"]) == 3
+    # each check's interval is kept: a flip between checks is read against it
+    kept = steady["timings"][0]["of_yardstick"]
+    assert (kept["figure"], kept["lo"], kept["hi"]) == (0.97, 0.96, 0.98)
     flipping = ex_bench.series([result("gold", 0.86), result("silver", 0.84), result("gold", 0.86)])
     assert flipping["flips"] == 2 and flipping["grades"] == ["gold", "silver", "gold"]
     one_fails = ex_bench.series([result("gold", 0.9), result(None, 0, "fail")])

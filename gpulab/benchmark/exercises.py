@@ -237,8 +237,11 @@ def check_timing(timing: dict[str, Any]) -> dict[str, Any]:
     """What one check's timing says beyond its fraction: the learner's median, fastest and
     slowest call, how many, and the library's fraction timed in the same check. A check that
     comes out low with its library low too saw a slow GPU; with the library at its usual figure,
-    something in the learner's calls."""
+    something in the learner's calls. The interval of the fraction of the yardstick, its basis
+    and the rounds it took (extended while it straddled a grade line) show whether a grade that
+    changed between checks was a certain one."""
     learner = timing.get("learner") or {}
+    of_yard = timing.get("of_yardstick") or {}
     return {
         "fraction": timing.get("fraction"),
         "library_fraction": timing.get("library_fraction"),
@@ -248,6 +251,10 @@ def check_timing(timing: dict[str, Any]) -> dict[str, Any]:
         "runs": learner.get("runs"),
         "device_state": timing.get("device_state"),
         "lead_us": timing.get("lead_us"),
+        "of_yardstick": {k: of_yard.get(k) for k in ("figure", "lo", "hi", "basis", "straddles")},
+        "rounds": timing.get("rounds"),
+        "extended_rounds": timing.get("extended_rounds"),
+        "window": {k: (timing.get("window") or {}).get(k) for k in ("throttled", "shared")},
     }
 
 
