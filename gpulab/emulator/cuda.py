@@ -234,6 +234,12 @@ _KERNEL_POSTLUDE = "#undef __CUDACC__\n#undef __CUDACC_RTC__\n"
 # counters or the host's memory through; NVRTC refuses each.
 _RUNTIME_NAME = re.compile(r"\b(?:emu|emu_\w+|EMU_\w+|__tsan_\w+)\b(?:\s*::\s*\w+)?")
 _ASM = re.compile(r"\b(?:asm|__asm|__asm__)\b")
+# The attributes that turn the emulator's per-access counting off for a function: a red team's
+# scan and histogram walked the whole array on one thread inside a no_sanitize("thread")
+# helper, so the busiest thread read as having touched nothing (the one-thread rules passed)
+_UNCOUNTED = re.compile(
+    r"\b(?:no_sanitize\w*|disable_sanitizer_instrumentation|no_instrument_function)\b"
+)
 _HOST_CALL = re.compile(
     r"(?:(?:::|\bstd\s*::)\s*)(?:memcpy|memmove|memset)\b|\b__builtin_+mem\w*|"
     r"\b(?:bcopy|bzero|explicit_bzero|mempcpy|memccpy|wmemcpy|wmemmove|wmemset|wmempcpy|strcpy|"
@@ -256,6 +262,13 @@ def _refusal(line: int, text: str) -> str:
             f"your CUDA C names the emulator's runtime ({name}, kernel source line {line}): "
             "kernel code cannot reach the emulator's counters or bookkeeping, and NVRTC knows "
             "no such name"
+        )
+    found = _UNCOUNTED.search(text)
+    if found:
+        return (
+            f"your CUDA C turns off the instrumentation the emulator counts each thread's "
+            f"memory accesses by ({found.group(0)}, kernel source line {line}): a GPU build has "
+            "no use for it; leave it out"
         )
     found = _ASM.search(text)
     if found:

@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpulab.core.step_trace import STAND_INS, host_memory, names_settled, python_exits
+from gpulab.exercises import frames
 from gpulab.exercises.api import CheckError
 
 
@@ -347,6 +348,84 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
         STAND_INS.difference_update(id(new) for _, _, new in patches)
         for obj, name, old in saved:
             setattr(obj, name, old)
+
+
+_ALIASED = (
+    "while your file loads makes a tensor and NumPy (or a file, a Python buffer) share memory: "
+    "a call that copies its input there hands the work past the check's watch; make a copy "
+    "(torch.tensor(array), array.copy())"
+)
+
+
+@contextlib.contextmanager
+def aliases_refused(calls: list[str]) -> Iterator[None]:
+    """While the learner's file loads, a tensor and memory outside torch are not made to share
+    memory, by any of the ways in (from_numpy, frombuffer, a shared from_file, as_tensor or
+    asarray over a host array, from_dlpack of one) or out (numpy(), __array__, __dlpack__).
+    Such a pair outlives the import: a red team's tree_sum made torch.from_numpy(buffer) at
+    import, copied x into it in each call (copy_ is allowed) and summed the buffer with NumPy
+    (gold, no tree), and its compile-fused did the chain in NumPy over np.memmap of the file a
+    torch.from_file(shared=True) tensor mapped. Refused ones are recorded in `calls` too: a
+    file that catches the refusal still fails."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+
+    _, _, deciding = frames.classifier()
+    getframe = sys._getframe
+
+    def refuse(what: str, real: Any, only: Any = None) -> Any:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            # a library the file imports may share memory for its own use as it loads
+            mine = deciding(getframe(1))
+            if not mine or (only is not None and not only(*args, **kwargs)):
+                return real(*args, **kwargs)
+            message = _one_line(f"{what} {_ALIASED}")
+            calls.append(message)
+            raise RefusedCall(message)
+
+        return refused
+
+    def shared(_filename: Any = None, shared: Any = None, *_a: Any, **kw: Any) -> bool:
+        return bool(kw.get("shared", shared))
+
+    def from_host(data: Any = None, *_a: Any, **_kw: Any) -> bool:
+        return host_memory(data)
+
+    dlpack = getattr(torch.utils, "dlpack", None)
+    targets: list[tuple[Any, str, str, Any]] = [
+        (torch, "from_numpy", "torch.from_numpy", None),
+        (torch, "frombuffer", "torch.frombuffer", None),
+        (torch, "from_file", "torch.from_file", shared),
+        (torch, "as_tensor", "torch.as_tensor", from_host),
+        (torch, "asarray", "torch.asarray", from_host),
+        (torch, "from_dlpack", "torch.from_dlpack", from_host),
+        (dlpack, "from_dlpack", "torch.utils.dlpack.from_dlpack", from_host),
+        (torch.UntypedStorage, "from_file", "torch.UntypedStorage.from_file", shared),
+        (torch.UntypedStorage, "from_buffer", "torch.UntypedStorage.from_buffer", None),
+        (torch.Tensor, "numpy", "torch.Tensor.numpy", None),
+        (torch.Tensor, "__array__", "torch.Tensor.__array__", None),
+        (torch.Tensor, "__dlpack__", "torch.Tensor.__dlpack__", None),
+    ]
+    saved = []
+    for owner, name, label, only in targets:
+        if owner is None or not hasattr(owner, name):
+            continue
+        own = name in vars(owner)
+        stand_in = refuse(label, getattr(owner, name), only)
+        saved.append((owner, name, own, vars(owner)[name] if own else None))
+        setattr(owner, name, stand_in)
+        STAND_INS.add(id(stand_in))
+    try:
+        yield
+    finally:
+        for owner, name, own, real in reversed(saved):
+            STAND_INS.discard(id(getattr(owner, name, None)))
+            if own:
+                setattr(owner, name, real)
+            else:
+                delattr(owner, name)
 
 
 class RefusedCall(CheckError):

@@ -35,7 +35,7 @@ from gpulab.exercises.loader import Exercise
 from gpulab.exercises.outcome import FAIL, PASS, CaseRow, CheckResult
 from gpulab.exercises.own_work import OwnWorkError, Watch
 from gpulab.exercises.reach import reaches_for_the_grader
-from gpulab.exercises.refuse import watching
+from gpulab.exercises.refuse import aliases_refused, watching
 from gpulab.exercises.sandbox import (
     Guard,
     LearnerError,
@@ -191,12 +191,18 @@ def run_check(
         graders = tuple(m for m in (check, yard_module) if isinstance(m, types.ModuleType))
         guard = Guard(classes=True, extra=graders)
         result.cases = [CaseRow(c.name, None) for c in cases]
+        aliased: list[str] = []  # memory shared with NumPy at import (refuse.aliases_refused)
         try:
-            with watch.loading():
+            with watch.loading(), aliases_refused(aliased):
                 learner, fn = load_learner(path, ex.id, ex.entry)
         except LearnerError as exc:
             result.restored = guard.restore()
+            if aliased:
+                return _fail(result, "wrong", aliased[0], t0)
             return _fail(result, "error", str(exc), t0)
+        if aliased:  # refused, and the file caught it and loaded on
+            result.restored = guard.restore()
+            return _fail(result, "wrong", aliased[0], t0)
         # a speed setting changed at import is put back: each call is then held to it
         result.restored = guard.restore() + guard.hooks_changed() + guard.speed_changed()
         changed = _graders_own(guard)

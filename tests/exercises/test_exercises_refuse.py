@@ -6,6 +6,7 @@ against the legitimate code that must still pass: pairwise adds, torch.cat, padd
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 
@@ -228,3 +229,54 @@ def test_importing_refuse_imports_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_memory_shared_with_numpy_while_the_file_loads_is_refused(tmp_path) -> None:
+    """A tensor and NumPy made to share memory at import outlive it: a red team's tree_sum made
+    torch.from_numpy(buffer) at import, copied x into it in each call and summed the buffer with
+    NumPy (gold, no tree). While a learner's file loads, each way in and out is refused (and
+    recorded, so a file that catches it still fails); a copy is not, nor a library's own use as
+    the file imports it, and everything is put back after."""
+    from gpulab.exercises.refuse import aliases_refused
+    from gpulab.exercises.sandbox import forget, fresh_name, load_text
+
+    lib = tmp_path / "a_library.py"
+    lib.write_text("import numpy as np, torch\nTABLE = torch.from_numpy(np.arange(4.0))\n")
+    sys.path.insert(0, str(tmp_path))
+    before = (torch.from_numpy, torch.Tensor.numpy, torch.as_tensor, torch.from_file)
+    shares = {
+        "from_numpy": "torch.from_numpy(np.zeros(8, np.float32))",
+        "numpy": "torch.zeros(8).numpy()",
+        "array": "np.asarray(torch.zeros(8))",
+        "frombuffer": "torch.frombuffer(bytearray(32), dtype=torch.float32)",
+        "as_tensor": "torch.as_tensor(np.zeros(8))",
+        "from_file": f"torch.from_file({str(tmp_path / 'f')!r}, shared=True, size=8)",
+        "caught": "A = None\ntry:\n    torch.from_numpy(np.zeros(2))\nexcept Exception:\n    A = 1",
+    }
+    copies = (
+        "import a_library\n"
+        "A = torch.tensor(np.zeros(8, np.float32))\nB = torch.as_tensor([1.0, 2.0])\n"
+        "C = torch.zeros(8).tolist()\nD = a_library.TABLE.sum()\n"
+    )
+    try:
+        for name, line in shares.items():
+            calls: list[str] = []
+            text = f"import numpy as np\nimport torch\n{line}\n"
+            module = None
+            with aliases_refused(calls), contextlib.suppress(RefusedCall):
+                module = load_text(text, tmp_path / "l.py", fresh_name("learner", name))
+            forget(module)
+            assert calls and "while your file loads makes a tensor and NumPy" in calls[0], name
+        calls = []
+        with aliases_refused(calls):
+            module = load_text(
+                "import numpy as np\nimport torch\n" + copies,
+                tmp_path / "c.py",
+                fresh_name("learner", "copies"),
+            )
+        forget(module)
+        assert calls == [] and module.B.tolist() == [1.0, 2.0]
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("a_library", None)
+    assert (torch.from_numpy, torch.Tensor.numpy, torch.as_tensor, torch.from_file) == before

@@ -657,3 +657,83 @@ def test_a_walk_of_the_objects_is_refused_to_borrowed_code_not_to_a_module() -> 
         with pytest.raises(WalkRefused, match=what):
             ns[name]()
     assert ns["named"]().a == 1
+
+
+def test_processes_and_frames_through_the_standard_library_are_refused_to_the_learner(
+    tmp_path: Path,
+) -> None:
+    """A process the learner's code starts or signals (a red team forked a NumPy child that did
+    the sum, and CPU hogs it stopped during its own calls) is refused however it is reached:
+    directly or through subprocess; one a library starts for its own work (torch's compile
+    workers) is not. A frame a standard function takes on the learner's behalf (heapq.nsmallest
+    resuming traceback.walk_stack, or calling sys._getframe as its key) is refused; the standard
+    modules that take one for their own use (namedtuple, TypeVar, Enum, logging, warnings, a
+    printed stack) still serve the learner."""
+    import subprocess
+
+    from gpulab.exercises.sandbox import WalkRefused, forget, fresh_name, load_text, refuse_walks
+
+    refuse_walks()
+    lib_path = tmp_path / "some_library.py"
+    lib_path.write_text(
+        "import subprocess, sys\n"
+        "def spawn():\n"
+        "    return subprocess.run([sys.executable, '-c', 'pass']).returncode\n"
+    )
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("some_library", lib_path)
+    assert spec is not None and spec.loader is not None
+    library = importlib.util.module_from_spec(spec)
+    sys.modules["some_library"] = library
+    spec.loader.exec_module(library)
+    text = textwrap.dedent(
+        """
+        import collections, enum, heapq, logging, os, subprocess, sys, traceback, typing
+        import warnings
+        import some_library
+
+        def fork():
+            sys.audit("os.fork")  # the event os.fork raises before it forks
+        def run():
+            subprocess.run(["true"])
+        def kill():
+            os.kill(os.getpid(), 0)
+        def heap_walk():
+            return heapq.nsmallest(3, traceback.walk_stack(None), key=id)
+        def heap_key():
+            return heapq.nsmallest(1, [1], key=sys._getframe)
+        def own_use():
+            P = collections.namedtuple("P", "a")
+            T = typing.TypeVar("T")
+            E = enum.Enum("E", "a b")
+            logging.getLogger("gpulab-test").info("a line")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                warnings.warn("a warning")
+            return P(1).a, T.__name__, E.a.value, len(traceback.format_stack()) > 0
+        def library_spawns():
+            return some_library.spawn()
+        def relayed():
+            import torch.multiprocessing as tmp
+            tmp.start_processes(print, nprocs=1, start_method="fork")
+        """
+    )
+    learner = load_text(text, tmp_path / "learner.py", fresh_name("learner", "processes"))
+    try:
+        for name, what in (
+            ("fork", "os.fork"),
+            ("run", "subprocess.Popen"),
+            ("kill", "os.kill"),
+            ("heap_walk", "_getframe"),
+            ("heap_key", "_getframe"),
+            ("relayed", "os.fork"),
+        ):
+            with pytest.raises(WalkRefused, match=what):
+                getattr(learner, name)()
+        assert learner.own_use() == (1, "T", 1, True)
+        assert learner.library_spawns() == 0
+        assert subprocess.run([sys.executable, "-c", "pass"]).returncode == 0  # ours
+    finally:
+        forget(learner)
+        sys.modules.pop("some_library", None)
