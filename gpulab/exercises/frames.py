@@ -5,15 +5,38 @@ rebinding a module's names later cannot blind the functions it returns."""
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
-from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 LEARNER = "_gpulab_learner"  # the prefix of every learner module's name (sandbox.fresh_name)
 # Libraries whose job is to start processes or share memory for their caller: a call through
 # them is their caller's (torch.multiprocessing.spawn for the learner's code is the learner's)
 RELAYS = ("torch.multiprocessing", "joblib", "loky", "multiprocess")
+# Libraries that start processes of their own while a learner's call runs: compilers and their
+# worker pools (torch.compile's, Triton's ptxas, CuPy's, the emulator's g++)
+STARTERS = (
+    "torch._inductor",
+    "torch._dynamo",
+    "torch.utils.cpp_extension",
+    "triton",
+    "cupy",
+    "cupyx",
+    "cupy_backends",
+    "gpulab",
+)
+
+
+class Classifier(NamedTuple):
+    """The questions, each of a frame (see classifier())."""
+
+    learners: Any
+    standard: Any
+    deciding: Any
+    any_learner: Any
+    names: Any
+    starter: Any
 
 
 def standard_roots() -> tuple[str, ...]:
@@ -25,19 +48,27 @@ def standard_roots() -> tuple[str, ...]:
     return (*(os.path.join(r, "") for r in roots), "<frozen ")
 
 
-def classifier() -> tuple[Callable[[Any], bool], Callable[[Any], bool], Callable[[Any], bool]]:
-    """(learners, standard, deciding), each of a frame:
+def classifier() -> Classifier:
+    """The questions, bound now, each of a frame:
     - learners: a frame of a learner's module, or code that is not its module's own (exec'd under
       a borrowed name, or in no module at all);
     - standard: a frame of the standard library's own code, in its own module (installed
       packages are not: they live under the standard library's directory on many systems);
-    - deciding: whether the first frame from this one up that is neither the standard library's
-      nor a relay's is the learner's, i.e. on whose behalf a standard function acts
-      (subprocess.run for the learner's code, or for torch's, which starts its compile workers
-      so)."""
-    modules, prefix, relays = sys.modules, LEARNER, RELAYS
+    - deciding: the first frame from this one up that is neither the standard library's nor a
+      relay's: on whose behalf a standard function acts (subprocess.run for the learner's code,
+      or for torch's, which starts its compile workers so), or None;
+    - any_learner: whether a learner's module has a frame from this one up;
+    - starter: a frame of a compiler's or pool's own code (STARTERS), which starts processes
+      of its own in a learner's call;
+    - names(frame, words): whether the line the frame is running names one of `words` itself:
+      a library that asks for a frame, a process or NumPy's memory for its own use writes so on
+      that line (`sys._getframe(1)`, `subprocess.Popen(...)`); one that calls a function it was
+      handed (heapq's key, pytree's map, contextmanager's generator function) does not, and a
+      learner's code can hand it sys._getframe, os.fork or torch.from_numpy."""
+    modules, prefix, relays, starters = sys.modules, LEARNER, RELAYS, STARTERS
     roots = standard_roots()
     installed = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+    getline = linecache.getline
 
     def learners(frame: Any) -> bool:
         if frame is None:
@@ -61,11 +92,34 @@ def classifier() -> tuple[Callable[[Any], bool], Callable[[Any], bool], Callable
         filename = frame.f_code.co_filename
         return filename.startswith(roots) and not any(p in filename for p in installed)
 
-    def deciding(frame: Any) -> bool:
+    def deciding(frame: Any) -> Any:
         while frame is not None and (
             standard(frame) or str(frame.f_globals.get("__name__", "")).startswith(relays)
         ):
             frame = frame.f_back
-        return frame is not None and learners(frame)
+        return frame
 
-    return learners, standard, deciding
+    def any_learner(frame: Any) -> bool:
+        while frame is not None:
+            if str(frame.f_globals.get("__name__", "")).startswith(prefix):
+                return True
+            frame = frame.f_back
+        return False
+
+    def names(frame: Any, words: tuple[str, ...]) -> bool:
+        if frame is None or learners(frame):
+            return False
+        line = getline(frame.f_code.co_filename, frame.f_lineno or 0)
+        return any(w in line for w in words)
+
+    def starter(frame: Any) -> bool:
+        """A frame of one of STARTERS, from a file inside its package's own directory (a module
+        the learner's code registers under such a name is not one)."""
+        name = str(frame.f_globals.get("__name__", ""))
+        if not any(name == s or name.startswith(s + ".") for s in starters) or learners(frame):
+            return False
+        package = modules.get(name.split(".")[0])
+        where = [os.path.join(str(p), "") for p in getattr(package, "__path__", ())]
+        return any(frame.f_code.co_filename.startswith(w) for w in where)
+
+    return Classifier(learners, standard, deciding, any_learner, names, starter)

@@ -87,6 +87,12 @@ REACHING: dict[str, str] = {
     # doing the work between (compile-fused, profile-step, the Triton exercises on the CPU):
     # no exercise needs memory by address, so the module itself is out
     "ctypes": "reads and writes memory by its address, past every watch the check keeps",
+    # a red team's child process started by the C function subprocess forks with (it raises no
+    # audit event) summed a buffer it inherited; hogs were stopped through a pidfd (no event)
+    **dict.fromkeys(
+        ("_posixsubprocess", "fork_exec", "spawnv_passfds", "pidfd_send_signal", "pidfd_open"),
+        "starts or signals another process, whose work the check cannot see or time",
+    ),
 }
 # Names harmless alone but not beside the module they come from
 _DYNAMO = "torch._dynamo.utils"

@@ -372,13 +372,19 @@ def aliases_refused(calls: list[str]) -> Iterator[None]:
         yield
         return
 
-    _, _, deciding = frames.classifier()
+    ask = frames.classifier()
     getframe = sys._getframe
 
     def refuse(what: str, real: Any, only: Any = None) -> Any:
+        words = (what.rsplit(".", 1)[-1],)
+
         def refused(*args: Any, **kwargs: Any) -> Any:
-            # a library the file imports may share memory for its own use as it loads
-            mine = deciding(getframe(1))
+            # a library the file imports may share memory for its own use as it loads (its line
+            # names the function); one handed the function by the learner's code does not
+            caller = getframe(1)
+            mine = ask.learners(caller) or (
+                not ask.names(caller, words) and ask.any_learner(caller)
+            )
             if not mine or (only is not None and not only(*args, **kwargs)):
                 return real(*args, **kwargs)
             message = _one_line(f"{what} {_ALIASED}")
@@ -407,6 +413,17 @@ def aliases_refused(calls: list[str]) -> Iterator[None]:
         (torch.Tensor, "numpy", "torch.Tensor.numpy", None),
         (torch.Tensor, "__array__", "torch.Tensor.__array__", None),
         (torch.Tensor, "__dlpack__", "torch.Tensor.__dlpack__", None),
+        # memory in /dev/shm or behind a file descriptor, which NumPy maps through /proc/self/fd
+        (torch.Tensor, "share_memory_", "torch.Tensor.share_memory_", None),
+        (torch.UntypedStorage, "share_memory_", "torch.UntypedStorage.share_memory_", None),
+        (torch.UntypedStorage, "_share_fd_cpu_", "torch.UntypedStorage._share_fd_cpu_", None),
+        (
+            torch.UntypedStorage,
+            "_share_filename_cpu_",
+            "torch.UntypedStorage._share_filename_cpu_",
+            None,
+        ),
+        (torch.UntypedStorage, "_new_shared", "torch.UntypedStorage._new_shared", None),
     ]
     saved = []
     for owner, name, label, only in targets:

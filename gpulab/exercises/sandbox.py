@@ -94,6 +94,12 @@ def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, 
     # the window the check times, and between the calls it checks (a red team's vector-add
     # deferred 65% of its sum so and was graded gold): no exercise needs one
     started = [t for t in started if isinstance(t, str) or t.is_alive()]
+    if PROCESS_START in started:
+        forget(module)
+        raise LearnerError(
+            f"{path.name} started a process when it was loaded ({PROCESS_START}): its work "
+            "is outside what the check sees and times; start none"
+        )
     if started:
         forget(module)
         raise LearnerError(
@@ -139,15 +145,46 @@ def starts_watched(started: list[Any]) -> Iterator[None]:
 
         return started_raw
 
+    # multiprocessing's processes: its spawn and forkserver starts fork in C with no audit event
+    # (a red team's vector-add started CPU hogs so, at import, and stopped them during its calls)
+    mp_process = sys.modules.get("multiprocessing.process")
+    base = getattr(mp_process, "BaseProcess", None)
+    real_process: Any = getattr(base, "start", None)
+
+    def process_start(process: Any) -> None:
+        if _process_by_learner(sys._getframe(1)):
+            started.append(PROCESS_START)
+            raise RuntimeError(f"{PROCESS_START} refused: start no process")
+        real_process(process)
+
     setattr(threading.Thread, "start", start)  # noqa: B010 - for the block only
     for name in raw:
         setattr(_thread, name, raw_start(name))
+    if base is not None:
+        setattr(base, "start", process_start)  # noqa: B010
     try:
         yield
     finally:
         setattr(threading.Thread, "start", real)  # noqa: B010
         for name, fn in raw.items():
             setattr(_thread, name, fn)
+        if base is not None:
+            setattr(base, "start", real_process)  # noqa: B010
+
+
+PROCESS_START = "multiprocessing's Process.start"
+
+
+def _process_by_learner(frame: Any) -> bool:
+    """Whether the learner's code starts this process, no compiler's pool between."""
+    ask = frames.classifier()
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith(frames.LEARNER):
+            return True
+        if ask.starter(frame):
+            return False
+        frame = frame.f_back
+    return False
 
 
 # threading keeps its own reference to these: patching them here touches the learner's calls only
@@ -519,28 +556,10 @@ _PROCESSES = frozenset(
         "signal.pthread_kill",
     )
 )
-# Standard modules that take a frame for their own use and hand none back (a namedtuple's module
-# name, a TypeVar's, a log record's line, a warning's, a printed stack): the learner may call
-# them. Any other standard function that takes a frame on the learner's behalf is a door: a red
-# team's heapq.nsmallest resumed traceback.walk_stack for it and handed back the frames
-_OWN_USE = frozenset(
-    (
-        "abc",
-        "asyncio",
-        "collections",
-        "contextlib",
-        "dataclasses",
-        "enum",
-        "functools",
-        "importlib",
-        "linecache",
-        "logging",
-        "threading",
-        "traceback",
-        "typing",
-        "warnings",
-    )
-)
+# The words of a line that asks a frame giver for a frame itself (torch.fx's
+# `inspect.currentframe()`); heapq.nsmallest resuming traceback.walk_stack for a red team's
+# tree_sum named none of them, and handed the frames back (gold, no work)
+_GIVER_WORDS = ("currentframe", "stack(", "trace(", "walk_stack", "walk_tb", "get_stack")
 _LEARNER = frames.LEARNER
 _walks_refused: list[bool] = []
 
@@ -605,8 +624,9 @@ def refuse_walks() -> None:
     _walks_refused.append(True)
     getframe, ident = sys._getframe, _thread.get_ident
     walks, attrs, givers, prefix = _WALKS, _FRAME_ATTRS, _frame_givers(), _LEARNER
-    processes, own_use, logging_giver = _PROCESSES, _OWN_USE, _logging_giver()
-    learners, standard, deciding = frames.classifier()
+    processes, logging_giver = _PROCESSES, _logging_giver()
+    learners, standard, deciding, any_learner, names, starter = frames.classifier()
+    giver_words = _GIVER_WORDS
     busy: set[int] = set()  # the hook's own sys._getframe raises the event again
 
     def asked(what: str) -> bool:
@@ -621,16 +641,28 @@ def refuse_walks() -> None:
                 frame = frame.f_back
             return False
         if what in processes:
-            return deciding(caller)
+            # whose behalf: the first frame past the standard library and the relays; a
+            # compiler's own pool starts, one that calls what it was handed does not
+            decider = deciding(caller)
+            if decider is None:
+                return False
+            if learners(decider):
+                return True
+            return not starter(decider) and any_learner(decider)
         if learners(caller):
             return True
         if caller.f_code is logging_giver:  # a log record's caller line: logging's own use
             return learners(caller.f_back)
         if caller.f_code in givers:
-            return deciding(caller.f_back)
-        if standard(caller) and str(caller.f_globals["__name__"]).split(".")[0] not in own_use:
-            return deciding(caller)
-        return False
+            taker = caller.f_back  # who asked the giver (or resumed it)
+            if taker is None or names(taker, giver_words):
+                return False
+            return learners(taker) or any_learner(taker)
+        # a frame taken for the code's own use names it on its line (namedtuple's module name,
+        # dynamo's frame); a function handed sys._getframe and called does not
+        if names(caller, ("_getframe", "getframe(") if what == "sys._getframe" else (what,)):
+            return False
+        return any_learner(caller)
 
     def hook(event: str, args: Any) -> None:
         if event in walks or event in processes or event == "sys._getframe":

@@ -238,7 +238,9 @@ def test_memory_shared_with_numpy_while_the_file_loads_is_refused(tmp_path) -> N
     recorded, so a file that catches it still fails); a copy is not, nor a library's own use as
     the file imports it, and everything is put back after."""
     from gpulab.exercises.refuse import aliases_refused
-    from gpulab.exercises.sandbox import forget, fresh_name, load_text
+    from gpulab.exercises.sandbox import forget, fresh_name, load_text, refuse_walks
+
+    refuse_walks()  # as in a check: the refusals' own frame reads must pass the audit hook
 
     lib = tmp_path / "a_library.py"
     lib.write_text("import numpy as np, torch\nTABLE = torch.from_numpy(np.arange(4.0))\n")
