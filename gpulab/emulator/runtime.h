@@ -384,8 +384,10 @@ EMU_ACCESS(2)
 EMU_ACCESS(4)
 EMU_ACCESS(8)
 EMU_ACCESS(16)
-extern "C" EMU_RAW void __tsan_read_range(void* a, size_t n) { emu::access((uintptr_t)a, (unsigned)n, false); }
-extern "C" EMU_RAW void __tsan_write_range(void* a, size_t n) { emu::access((uintptr_t)a, (unsigned)n, true); }
+// a range (a struct or an array copied whole) counts a word at a time, as span() does: counted
+// as one access, a thread copying a row in 1 KiB chunks passed the one-thread rules
+extern "C" EMU_RAW void __tsan_read_range(void* a, size_t n) { emu::access((uintptr_t)a, (unsigned)n, false, false, (n + 3) / 4); }
+extern "C" EMU_RAW void __tsan_write_range(void* a, size_t n) { emu::access((uintptr_t)a, (unsigned)n, true, false, (n + 3) / 4); }
 extern "C" EMU_RAW void __tsan_init() {}
 extern "C" EMU_RAW void __tsan_func_entry(void*) {}
 extern "C" EMU_RAW void __tsan_func_exit() {}
