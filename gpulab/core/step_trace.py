@@ -267,6 +267,8 @@ def host_memory(data: Any = None, *_args: Any) -> bool:
 # __dlpack__: NumPy's from_dlpack reads a tensor's values in place, with no operator to see
 PYTHON_EXITS = ("apply_", "map_", "map2_", "__dlpack__", "__repr__", "__str__", "__format__")
 PRINTS = ("__repr__", "__str__", "__format__")
+# torch.serialization's ways to write a tensor's bytes (torch.save is its save)
+SAVES = ("save", "_save", "_legacy_save")
 
 
 # ids of the stand-ins a check's watch has put in place now (python_exits', and the refusals
@@ -328,9 +330,30 @@ def python_exits(seen: Callable[[str], None], *, summarized: bool = False) -> It
     for m, method in ours.items():
         setattr(cls, m, method)
     STAND_INS.update(id(method) for method in ours.values())
+    # torch.save writes a tensor's bytes from C++, past every operator and method: a red team's
+    # profile-step saved the mask to a BytesIO and read it in Python (no read counted)
+    saves = [
+        (module, name, getattr(module, name))
+        for module, name in ((torch, "save"), *((torch.serialization, n) for n in SAVES))
+        if hasattr(module, name)
+    ]
+
+    def saving(real: Any) -> Any:
+        def saved(*args: Any, **kwargs: Any) -> Any:
+            seen("torch.save")
+            return real(*args, **kwargs)
+
+        return saved
+
+    for module, name, real in saves:
+        setattr(module, name, stand_in := saving(real))
+        STAND_INS.add(id(stand_in))
     try:
         yield
     finally:
+        for module, name, real in saves:
+            STAND_INS.discard(id(getattr(module, name, None)))
+            setattr(module, name, real)
         STAND_INS.difference_update(id(method) for method in ours.values())
         for m, method in ours.items():
             if cls.__dict__.get(m) is not method:

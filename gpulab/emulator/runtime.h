@@ -700,6 +700,28 @@ template <unsigned N, class P = void> struct thread_block_tile {
 };
 template <unsigned N, class P> static inline thread_block_tile<N, P> tiled_partition(const P&) { return {}; }
 template <unsigned N, class P> static inline void sync(const thread_block_tile<N, P>& g) { g.sync(); }
+// The lanes of a warp active where it was made (coalesced_threads()): its ranks count those
+// lanes in order, whatever their positions (a red team's correct dot-reduction used it and
+// the emulator refused to compile it)
+struct coalesced_group {
+    unsigned m;
+    explicit coalesced_group(unsigned mask) : m(mask) {}
+    EMU_RAW static unsigned lane() { return (unsigned)emu::cur % 32u; }
+    unsigned thread_rank() const { return (unsigned)__builtin_popcount(m & ((1u << lane()) - 1u)); }
+    unsigned size() const { return (unsigned)__builtin_popcount(m); }
+    unsigned num_threads() const { return size(); }
+    unsigned lane_of(unsigned r) const {
+        unsigned x = m;
+        for (unsigned i = 0; i < r && x; ++i) x &= x - 1u;
+        return x ? (unsigned)__builtin_ctz(x) : 0u;
+    }
+    void sync() const { __syncwarp(m); }
+    template <class T> T shfl(T v, int src) const { return __shfl_sync(m, v, (int)lane_of((unsigned)src)); }
+    int any(int p) const { return __any_sync(m, p); }
+    int all(int p) const { return __all_sync(m, p); }
+};
+static inline coalesced_group coalesced_threads() { return coalesced_group(__activemask()); }
+static inline void sync(const coalesced_group& g) { g.sync(); }
 template <class T> struct plus { T operator()(T a, T b) const { return a + b; } };
 template <class T> struct less { T operator()(T a, T b) const { return a < b ? a : b; } };
 template <class T> struct greater { T operator()(T a, T b) const { return a > b ? a : b; } };
@@ -707,6 +729,11 @@ template <unsigned N, class P, class T, class Op>
 static inline T reduce(const thread_block_tile<N, P>& g, T v, Op op) {
     for (unsigned o = N / 2; o > 0; o >>= 1) v = op(v, g.shfl_xor(v, (int)o));
     return v;
+}
+template <class T, class Op> static inline T reduce(const coalesced_group& g, T v, Op op) {
+    T acc = g.shfl(v, 0);  // every lane folds the same values in rank order: one answer for all
+    for (unsigned r = 1; r < g.size(); ++r) acc = op(acc, g.shfl(v, (int)r));
+    return acc;
 }
 }
 struct __half {

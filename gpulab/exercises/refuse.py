@@ -328,6 +328,7 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
             if exempt and _called_from(exempt):
                 return
             why = _DLPACK if name.endswith("__dlpack__") else _PYTHON_EXIT
+            why = _SAVED if name == "torch.save" else why
             message = _one_line(f"{name} {why}")
             calls.append(message)
             raise RefusedCall(message)

@@ -93,6 +93,22 @@ class _Products:
         self.other = None
 
 
+# Products by another name: a red team ran each Linear as a 1x1 conv1d in float32 (not a matrix
+# product by the list above) while float16 products made on the meta device (shapes, no data,
+# no cost) stood in for the step's. A convolution must be float16 too; a product off the data's
+# device counts for nothing
+_CONVOLUTIONS = frozenset(
+    {
+        "aten.convolution",
+        "aten._convolution",
+        "aten.convolution_backward",
+        "aten.cudnn_convolution",
+        "aten.mkldnn_convolution",
+        "aten._slow_conv2d_forward",
+    }
+)
+
+
 # The products whose reduced dimension is in their second operand (the first is what is added)
 _ADDED_TO = frozenset(
     {"aten.addmm", "aten.baddbmm", "aten.addbmm", "aten._addmm_activation", "aten.addmv"}
@@ -110,7 +126,16 @@ def _watcher(products: _Products) -> Any:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
             out = func(*args, **(kwargs or {}))
             name = str(func.overloadpacket)
+            if name in _CONVOLUTIONS:
+                ins = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+                odd = next((a.dtype for a in ins if a.dtype != torch.float16), None)
+                if odd is not None and products.other is None:
+                    shapes = " by ".join("x".join(map(str, a.shape)) for a in ins)
+                    products.other = (name, odd, shapes)
+                return out
             if name not in _PRODUCTS or not isinstance(out, torch.Tensor):
+                return out
+            if out.device.type == "meta":  # shapes only: no work was done
                 return out
             ins = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
             reduced = args[1] if name in _ADDED_TO else args[0]
