@@ -5,7 +5,8 @@
 # test of the card), triton (the Triton, cuda-graphs and deterministic-sum catalog), redteam (the
 # fifth and sixth red teams' catalog files, the host-memory rule's GPU path), rest (files not re-run since
 # their last fix), bench (the exercises bench, repeat 5), fixes (what the last H200 run found),
-# redteam2 (the evening red teams' fixes, not yet run on a GPU),
+# redteam2 (the evening red teams' fixes, not yet run on a GPU), redteam3 (the three red teams
+# of 2026-11-30: processes, frames through libraries, memory shared at import; not yet on a GPU),
 # shared (checks beside another program on the GPU: is it named, and only then; then the tests
 # the shared suite run of 2026-11-29 left: cuda-graphs' freed-memory fix in a used worker).
 set -u
@@ -32,6 +33,14 @@ for part in $parts; do
       timeout -s INT 540 $PT tests/exercises/test_exercises_catalog.py tests/exercises/test_collectives.py \
         -k "ring-allreduce or reduce-scatter or ddp or tree-reduction or triton or compile-fused or profile-step or mixed-precision or memory-tracker or device-agnostic or vector-add or grid-2d or map-add-ten or stencil-shared or dot-reduction or warp-argmax or softmax-rows or deterministic-sum" \
         > "$out/redteam2.log" 2>&1 ;;
+    redteam3)
+      # the three red teams of 2026-11-30 (processes, frames through libraries, memory shared
+      # at import, the asking line's names, STARTERS), written without device time: a library
+      # on the GPU path (Triton's launcher and ptxas, Inductor's workers, CuPy, NCCL) that takes
+      # a frame or starts a process on a line not naming it would be a false rejection here
+      timeout -s INT 540 $PT tests/exercises/test_exercises_catalog.py tests/exercises/test_exercises_repeat.py \
+        -k "triton or compile-fused or tree-reduction or vector-add or mixed-precision or profile-step or dot-reduction or scan or histogram or reduction-kernel or ddp or ring-allreduce or cuda-graphs" \
+        > "$out/redteam3.log" 2>&1 ;;
     shared)
       timeout -s INT 240 python3 bench/probe_shared_gpu.py "$out" > "$out/shared.log" 2>&1
       timeout -s INT 330 $PT tests/exercises/test_exercises_repeat.py tests/test_streams_graphs.py \
