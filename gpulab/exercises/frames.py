@@ -5,6 +5,7 @@ rebinding a module's names later cannot blind the functions it returns."""
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import sys
@@ -43,6 +44,7 @@ class Classifier(NamedTuple):
     starter: Any
 
 
+@functools.cache
 def standard_roots() -> tuple[str, ...]:
     """Where the standard library's code lives (frozen modules name themselves "<frozen ...>")."""
     import sysconfig  # deferred: read once per classifier

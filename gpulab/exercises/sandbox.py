@@ -198,7 +198,7 @@ def thread_name(started: Any) -> str:
 def _started_by_learner(frame: Any) -> bool:
     while frame is not None:
         name = str(frame.f_globals.get("__name__", ""))
-        if name.startswith("_gpulab_learner"):
+        if name.startswith(frames.LEARNER):
             return True
         module = sys.modules.get(name)
         own = module is not None and frame.f_globals is getattr(module, "__dict__", None)
@@ -560,7 +560,6 @@ _PROCESSES = frozenset(
 # `inspect.currentframe()`); heapq.nsmallest resuming traceback.walk_stack for a red team's
 # tree_sum named none of them, and handed the frames back (gold, no work)
 _GIVER_WORDS = ("currentframe", "stack(", "trace(", "walk_stack", "walk_tb", "get_stack")
-_LEARNER = frames.LEARNER
 _walks_refused: list[bool] = []
 
 
@@ -623,23 +622,16 @@ def refuse_walks() -> None:
         return
     _walks_refused.append(True)
     getframe, ident = sys._getframe, _thread.get_ident
-    walks, attrs, givers, prefix = _WALKS, _FRAME_ATTRS, _frame_givers(), _LEARNER
+    walks, attrs, givers = _WALKS, _FRAME_ATTRS, _frame_givers()
     processes, logging_giver = _PROCESSES, _logging_giver()
-    learners, standard, deciding, any_learner, names, starter = frames.classifier()
+    learners, _, deciding, any_learner, names, starter = frames.classifier()
     giver_words = _GIVER_WORDS
     busy: set[int] = set()  # the hook's own sys._getframe raises the event again
 
     def asked(what: str) -> bool:
         caller = getframe(2)  # 0: this, 1: the hook, 2: who called the audited function
         if what in walks:
-            if learners(caller):
-                return True
-            frame: Any = caller
-            while frame is not None:
-                if str(frame.f_globals.get("__name__", "")).startswith(prefix):
-                    return True
-                frame = frame.f_back
-            return False
+            return learners(caller) or any_learner(caller)
         if what in processes:
             # whose behalf: the first frame past the standard library and the relays; a
             # compiler's own pool starts, one that calls what it was handed does not

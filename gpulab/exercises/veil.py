@@ -24,7 +24,8 @@ import sys
 import types
 from typing import Any
 
-_LEARNER = "_gpulab_learner"
+from gpulab.exercises.frames import LEARNER as _LEARNER
+
 _TRUSTED = ("torch", "gpulab")
 _state: dict[str, Any] = {"on": False, "installed": False}
 
