@@ -402,6 +402,7 @@ def test_the_cli_draws_the_roof_band(tmp_path, monkeypatch, capsys):
     assert main(["ex", "ladder", ex.id, "--figure", "4300", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)["ladder"]
     assert data["rung"] == 4 and data["band"] == [4, 5, 6] and data["roof"] == H200_ROOF
+    assert data["band_kind"] == "roof"
     assert [r["figure"]["at_roof"] for r in data["rungs"]] == [0.0] * 3 + [1.0] * 3
     assert data["hint"].startswith("You are at this GPU's memory roof")
     # what the TUI shows after a graded check at the expert's speed
@@ -435,3 +436,45 @@ def test_the_rounds_mark_each_rung_against_the_copy_timed_beside_it():
     plain = tally(timed, names, work, "GB/s", "lib", roofed=False)
     assert plain.roof is None and "at_roof" not in plain.rungs["fast"]
     assert not plain.ordered(names)
+
+
+# softmax-rows as measured on an H200 (bench/results/ladders-h200.json, GB/s): block-per-row ran at
+# 0.97 of the expert, both below the roof (0.85 and 0.87 of a copy)
+SOFTMAX_H200 = dict(zip(LADDERS["softmax-rows"][0], [193, 1644, 3475, 3573], strict=True))
+
+
+def test_neighbouring_rungs_one_check_cannot_tell_apart_are_a_tied_band():
+    ex = CATALOG.get("softmax-rows")
+    rungs, record = ladder.rungs(ex), _roofed(SOFTMAX_H200, roof=4086.0)
+    assert not any(ladder.at_roof(f) for f in record.values())
+    three, four = rungs[2], rungs[3]
+    # the expert checked as a learner's file read 0.992 of itself beside itself on an H200, nearer
+    # block-per-row's 0.973 by ratio than the top's 1.0 once the check's own spread is counted
+    for of_top in (0.96, 0.973, 0.992, 1.0, 1.03):
+        p = ladder.place(rungs, record, of_top=of_top)
+        assert p is not None and p.band == (three, four) and not p.roofed, (of_top, p)
+        assert p.rung == three and p.above is None and p.speedup is None
+        assert p.sentence() == (
+            "You are on rungs 3 to 4, the top, which ran within 5% of each other on this GPU:"
+            " the ideas above rung 3 gain too little here to tell apart."
+        )
+    # rungs a check can tell apart keep their own places, and the next one's idea is the hint
+    two = ladder.place(rungs, record, of_top=1644 / 3573)
+    assert two is not None and two.rung == rungs[1] and two.band == () and two.above == three
+    assert two.sentence().startswith("You are on rung 2, ")
+    # on the H100's figures, where the expert is well clear of rung 3, no band
+    apart = _roofed(SOFTMAX_H200 | {"block-per-row": 2600}, roof=4086.0)
+    p = ladder.place(rungs, apart, of_top=0.99)
+    assert p is not None and p.rung == four and p.band == ()
+    # a tie below the top: the rung past the band is the next hint, timed against the figure
+    low = _roofed(SOFTMAX_H200 | {"warp-per-row": 3400}, roof=4086.0)
+    q = ladder.place(rungs, low, value=3420)
+    assert q is not None and q.band == (rungs[1], three, four) and q.above is None
+    mid = _roofed(SOFTMAX_H200 | {"block-per-row": 1700}, roof=4086.0)
+    r = ladder.place(rungs, mid, value=1650)
+    assert r is not None and r.band == (rungs[1], three) and r.above == four
+    assert r.speedup == pytest.approx(3573 / 1650)
+    assert r.sentence().startswith(
+        "You are on rungs 2 to 3, which ran within 5% of each other on this GPU"
+    )
+    assert f"its idea: {four.idea}." in r.sentence()

@@ -497,6 +497,10 @@ def cmd_ladder(args: argparse.Namespace) -> int:
                     "figure": value,
                     "rung": placed.rung.number if placed else None,
                     "band": [r.number for r in placed.band] if placed else [],
+                    # a band at the memory roof, or rungs tied within ladder.TIE of each other
+                    "band_kind": ("roof" if placed.roofed else "tied")
+                    if placed and placed.band
+                    else None,
                     "roof": ladder.roof(measured),
                     "hint": ladder.hint(rungs, placed),
                 }

@@ -17,6 +17,9 @@ timed in the same rounds. A learner's figure is placed on the nearest rung (by r
 next rung's idea is the next hint: "you are on rung 3, shared tiles; rung 4 ran 2.3x faster on
 this GPU; its idea: ...". The rungs' code is never shown: the expert opens at gold, as always.
 
+Neighbouring rungs within TIE of each other on this GPU are tied: one check cannot tell them apart,
+so a figure near them is placed in their band, and the hint is the rung past it.
+
 A memory-bound ladder (GB/s) is also timed against its roof, a device copy of the bytes the check
 moves, in the same rounds: a rung at ROOF_FRACTION of it or more is marked at the roof. No rung
 can beat DRAM, so the rungs at the roof form a band whose order is noise: the ladder is in order
@@ -55,6 +58,11 @@ _POINTER = "# file: "  # in a .ref rung: the exercise's file that is the rung
 # tail, the launch), so within 10% nothing is left that an idea of a rung could win on this GPU.
 ROOF_FRACTION = 0.9
 _NEAR = 1.15  # a figure within this ratio of a rung's is on it
+# Neighbouring rungs nearer each other than this are tied: one check cannot tell them apart, since
+# a check's figure of its own yardstick spans 0.98 to 1.03 of it between repeats (the exercises
+# bench on H100 and H200). On an H200, softmax-rows' block-per-row rung ran at 0.97 of the
+# expert, and a checked expert was placed on the rung below it.
+TIE = 1.05
 
 
 @dataclass(frozen=True)
@@ -190,15 +198,18 @@ class Placement:
     above: Rung | None  # the next rung up (past the band), None on the top one
     speedup: float | None  # how much faster the next rung ran than the learner's figure
     ratio: float  # the learner's figure over `rung`'s
-    band: tuple[Rung, ...] = ()  # the rungs at the memory roof, when the nearest is one of them
+    band: tuple[Rung, ...] = ()  # the rungs the nearest is indistinguishable from, itself too
+    roofed: bool = True  # the band is at the memory roof (else its rungs are tied: see TIE)
 
     def sentence(self, metric: str = "") -> str:
         """'You are on rung 3, shared tiles; rung 4 ran 2.3x faster on this GPU; its idea: ...',
         or, in the roof band, that the ideas above its lowest rung gain nothing more here."""
         near = "near" if abs(math.log(self.ratio)) > math.log(_NEAR) else "on"
         head = f"You are {near} {self.rung.title}"
-        if self.band:
+        if self.band and self.roofed:
             head = self._at_roof()
+        elif self.band:
+            head = self._tied(near)
         elif self.above is None:
             return head + ": the top of the ladder, what gold is measured against."
         if self.above is None:
@@ -208,6 +219,14 @@ class Placement:
         return (
             head + f"; {self.above.title.split(',')[0]} ran {self.speedup:.1f}x faster than"
             f" yours on this GPU; its idea: {self.above.idea}."
+        )
+
+    def _tied(self, near: str) -> str:
+        top = ", the top" if self.above is None else ""
+        return (
+            f"You are {near} {_span(self.band)}{top}, which ran within {TIE - 1:.0%} of each other"
+            f" on this GPU: the ideas above rung {self.band[0].number} gain too little here to"
+            " tell apart"
         )
 
     def _at_roof(self) -> str:
@@ -244,14 +263,16 @@ def place(
     if not known:
         return None
     rung, figure = min(known, key=lambda rf: abs(math.log(mine / rf[1])))
-    band = _band(ladder, measured, rung)
+    band, roofed = _band(ladder, measured, rung), True
+    if not band:
+        band, roofed = _tie(ladder, measured, rung, use), False
     if band:
         rung, figure = band[0], float(measured[band[0].name][use])
     top = band[-1] if band else rung
     above = next((r for r in ladder if r.number == top.number + 1), None)
     up = measured.get(above.name, {}).get(use) if above is not None else None
     speedup = float(up) / mine if up else None
-    return Placement(rung, above, speedup, mine / figure, band)
+    return Placement(rung, above, speedup, mine / figure, band, roofed)
 
 
 def _band(
@@ -267,6 +288,25 @@ def _band(
         else:
             run = []
     return tuple(run) if rung in run else ()
+
+
+def _tie(
+    ladder: list[Rung], measured: dict[str, dict[str, float]], rung: Rung, use: str
+) -> tuple[Rung, ...]:
+    """The unbroken run of neighbouring rungs, each within TIE of the next, that holds `rung`;
+    () when its neighbours are farther."""
+    figs = {r.name: measured.get(r.name, {}).get(use) for r in ladder}
+    run: list[Rung] = []
+    for r in ladder:
+        last = figs.get(run[-1].name) if run else None
+        mine = figs[r.name]
+        if run and last and mine and max(last, mine) / min(last, mine) < TIE:
+            run.append(r)
+        elif rung in run:
+            break
+        else:
+            run = [r]
+    return tuple(run) if rung in run and len(run) > 1 else ()
 
 
 def hint(ladder: list[Rung], p: Placement | None) -> str:
