@@ -206,3 +206,61 @@ def test_experiments_on_the_gpu(exp_id, params):
     ran = {m["contender"] for m in result["measurements"]}
     assert ran == {c.id for c in registry.get(exp_id).contenders if c.backend == "torch-cuda"}
     print(exp_id, result["summary"])
+
+
+def _chain(x, w):
+    import torch
+
+    y = x * w + 0.5
+    y = y / (y[:1].abs() + 1.0)
+    return torch.tanh(y) * torch.sigmoid(y) + y * y
+
+
+def test_compile_fused_compiles_its_dynamic_graph_at_the_large_input():
+    """The size a dynamic graph is compiled at is the one Inductor tunes its kernels for: the
+    large input comes right after n=1 (which torch.compile always specializes), so the graph that
+    runs hot is tuned for it. On an H200 the graph compiled at n=33 ran the 32M input at 0.38 ms,
+    compiled there at 0.15 ms (bench/results/probe-compile-fused-order-h200.log)."""
+    import numpy as np
+    import torch
+
+    from gpulab.exercises import api
+    from gpulab.exercises.run_check import loaded_check
+
+    def compiled_at(seen, dynamic):
+        def backend(gm, example_inputs):
+            from torch._inductor.compile_fx import compile_fx
+
+            seen.append(max(t.shape[0] for t in example_inputs if isinstance(t, torch.Tensor)))
+            return compile_fx(gm, example_inputs)
+
+        return torch.compile(_chain, backend=backend, dynamic=dynamic)
+
+    ex = CATALOG.get("compile-fused")
+    for dynamic in (None, False):
+        torch._dynamo.reset()
+        seen: list[int] = []
+        fn = compiled_at(seen, dynamic)
+        with loaded_check(ex) as check:
+            ctx = api.Context(
+                rng=np.random.default_rng(5), seed=5, gpu=False, cupy=False, device="cpu"
+            )
+            verdicts = []
+            for case in check.cases(ctx):
+                got = check.run(fn, case, ctx)
+                want = check.expected(case, ctx)
+                verdicts.append((case.name, check.compare(want, got, case, ctx)))
+                if dynamic is False and len(seen) == 3:
+                    break  # the third graph is named; the rest would only add more
+        sizes = [int(name.split("n=")[1].split(",")[0]) for name, _ in verdicts]
+        assert sizes[:3] == [1, 1 << 20, 33], sizes
+        if dynamic is None:  # the default: static at n=1, then dynamic, compiled at 1M
+            assert seen == [1, 1 << 20] and all(v is None for _, v in verdicts), verdicts
+        else:  # a graph per size: named at the third size, not after the timed one
+            assert seen == [1, 1 << 20, 33], seen
+            name, bad = verdicts[-1]
+            assert (
+                name == "n=33"
+                and bad is not None
+                and "recompiled for every new shape" in bad.message
+            )

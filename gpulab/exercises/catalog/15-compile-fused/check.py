@@ -1,8 +1,10 @@
 """Check for compile-fused: a function torch.compile turns into whole graphs, once, and faster.
 
 The learner's `run(x, w)` must compute the chain below through a torch.compile'd function that
-(1) has no graph break, (2) compiles at most twice over six sizes (the first size, then once
-with the size dynamic: a compile per size means every new shape pays the compile again), and
+(1) has no graph break, (2) compiles at most twice over seven sizes (the first size, then once
+with the size dynamic: a compile per size means every new shape pays the compile again; the
+large input comes second, so the dynamic graph is compiled, and tuned, at the size that runs
+hot), and
 (3) on a GPU saves, against the same chain in eager PyTorch, at least half of what our own
 compiled solution saves, all three timed in interleaved rounds on a large input on this GPU
 (gpulab.exercises.saving; where even ours gains too little here, only correctness is graded and
@@ -10,9 +12,12 @@ the verdict says so), and on the CPU does the work on that input inside the comp
 call there, under torch.profiler, dispatches no eager operation over it.
 
 The learner's calls in the rounds are timed ones (`ctx.timed_calls()`): the grader's per-call
-bookkeeping waits for the end of the loop. Timed through it, a compiled call on an H200 carried
-about 0.6 ms of the grader's own work per call against eager's none, and a correct fused chain
-(0.10 ms, 6.6x eager in bench/results/compile-fused-probe-h200.json) read 0.91x eager.
+bookkeeping waits for the end of the loop. On an H200 a correct fused chain read 0.91x eager here
+while bare it ran 6.6x (bench/results/compile-fused-probe-h200.json); the cause was the order
+of the sizes, not the grader: the large input came last, so the graph that ran it was the dynamic
+one compiled, and tuned, at n=33 (0.38 ms a call against 0.15 ms compiled at 32M, eager 0.67 ms;
+cProfile put the grader's Python at a few tens of microseconds a call:
+bench/results/probe-compile-fused-overhead-h200.log, probe-compile-fused-order-h200.log).
 
 Graph breaks and compiled graphs are read from torch._dynamo's own counters (the numbers
 `torch._dynamo.explain` and TORCH_LOGS=graph_breaks report), before and after each call.
@@ -118,7 +123,12 @@ def cases(ctx: api.Context) -> list[api.Case]:
     w = ctx.rng.uniform(0.5, 2, big).astype(np.float32)
     # On the CPU this input is profiled, not timed (see the module's docstring)
     name = f"speed: n={big}, yours vs eager" if ctx.gpu else f"all in the graph: n={big}"
-    out.append(api.Case(name, {"x": x, "w": w}, {"speed": True}))
+    # Second, after n=1 (a size torch.compile always specializes): the first size that changes
+    # is the one the dynamic graph is compiled at, and Inductor tunes its kernels for that size.
+    # Compiled at n=33, the graph ran the 32M input at 0.38 ms on an H200; compiled at 32M, at
+    # 0.15 ms (a static graph: 0.135 ms; eager 0.67 ms): bench/results/probe-compile-fused-order-
+    # h200.log. The large input is the one a program would run hot.
+    out.insert(1, api.Case(name, {"x": x, "w": w}, {"speed": True}))
     return out
 
 
@@ -208,6 +218,19 @@ def _eager_ops(fn: Any, x: Any, w: Any) -> tuple[list[str], int, Any]:
     return ops, sum(size for _name, size in eager), got
 
 
+def _counted(fn: Any, x: Any, w: Any) -> Any:
+    """fn(x, w), the graphs it compiled and the graph breaks it met added to the tally."""
+    graphs, breaks = _counts()
+    got = fn(x, w)
+    graphs_after, breaks_after = _counts()
+    _tally["graphs"] += graphs_after - graphs
+    _tally["sizes"] += 1
+    for reason, count in breaks_after.items():
+        if count > breaks.get(reason, 0):
+            _tally["breaks"][reason] = count - breaks.get(reason, 0)
+    return got
+
+
 def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     import torch
 
@@ -218,8 +241,10 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
         rounds = []
         fresh = Refresher()
         with _threads(ctx.device), refuse.one_thread([], exits=True, exempt=_COMPILERS):
-            # warm (compiles for this size happen here), and the answer on this input checked
-            wrong = _differs(fn(x, w), _eager(x, w))
+            # warm (compiles for this size happen here, counted with the other sizes'), and
+            # the answer on this input checked
+            got = _counted(fn, x, w)
+            wrong = _differs(got, _eager(x, w))
             if wrong:
                 return {"gpu": gpu, "wrong": f"on the large input: {wrong}"}
             if not gpu:
@@ -260,15 +285,8 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
                     }
                 rounds.append((eager, yours, mine))
         return {"rounds": rounds, "gpu": True}
-    graphs, breaks = _counts()
     with _threads(ctx.device):  # compiled with the thread count it is timed with
-        got = fn(x, w)
-    graphs_after, breaks_after = _counts()
-    _tally["graphs"] += graphs_after - graphs
-    _tally["sizes"] += 1
-    for reason, count in breaks_after.items():
-        if count > breaks.get(reason, 0):
-            _tally["breaks"][reason] = count - breaks.get(reason, 0)
+        got = _counted(fn, x, w)
     if not isinstance(got, torch.Tensor):
         raise api.CheckError(f"run returned {type(got).__name__}, expected a tensor")
     return api.to_host(got)
@@ -284,23 +302,24 @@ def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismat
         bad = api.compare_arrays(want, got, rtol=2e-5, atol=2e-6)
         if bad is not None:
             return bad
-        if _tally["breaks"]:
-            reason = next(iter(_tally["breaks"]))
-            return api.Mismatch(
-                f"graph break in your compiled function: {_one_line(reason)} "
-                "(torch._dynamo.explain(chain)(x, w) lists every break)"
-            )
-        return None
-    if _tally["graphs"] == 0:
+    if _tally["breaks"]:
+        reason = next(iter(_tally["breaks"]))
         return api.Mismatch(
-            "no compiled graph ran: run() must call a torch.compile'd function (is it calling "
-            "chain eagerly?)"
+            f"graph break in your compiled function: {_one_line(reason)} "
+            "(torch._dynamo.explain(chain)(x, w) lists every break)"
         )
     if _tally["graphs"] > MAX_GRAPHS:
         return api.Mismatch(
             f"torch.compile made {_tally['graphs']} graphs for {_tally['sizes']} sizes: it "
             "recompiled for every new shape (dynamic=False?). Let the size be dynamic "
             "(the default marks it after the second shape, or torch._dynamo.mark_dynamic(x, 0))"
+        )
+    if not case.meta.get("speed"):
+        return None
+    if _tally["graphs"] == 0:
+        return api.Mismatch(
+            "no compiled graph ran: run() must call a torch.compile'd function (is it calling "
+            "chain eagerly?)"
         )
     if got.get("wrong"):
         return api.Mismatch(got["wrong"])
