@@ -7,7 +7,7 @@
 # their last fix), bench (the exercises bench, repeat 5), fixes (what the last H200 run found),
 # redteam2 (the evening red teams' fixes, not yet run on a GPU), redteam3 (the three red teams
 # of 2026-11-30: processes, frames through libraries, memory shared at import; not yet on a GPU),
-# shared (checks beside another program on the GPU: is it named, and only then; then the tests
+# order (compile-fused's large input second), shared (checks beside another program on the GPU: is it named, and only then; then the tests
 # the shared suite run of 2026-11-29 left: cuda-graphs' freed-memory fix in a used worker).
 set -u
 out=${OUT:-/tmp}
@@ -41,6 +41,14 @@ for part in $parts; do
       timeout -s INT 540 $PT tests/exercises/test_exercises_catalog.py tests/exercises/test_exercises_repeat.py \
         -k "triton or compile-fused or tree-reduction or vector-add or mixed-precision or profile-step or dot-reduction or scan or histogram or reduction-kernel or ddp or ring-allreduce or cuda-graphs" \
         > "$out/redteam3.log" 2>&1 ;;
+    order)
+      # compile-fused with its large input second (2026-11-30, written after the probes, not yet
+      # checked on a GPU): the reference, its right/ and wrong/ files, and the ratio it measures
+      timeout -s INT 420 $PT -s tests/test_triton_compile.py tests/exercises/test_exercises_catalog.py \
+        -k "compile-fused or compile_fused" > "$out/order.log" 2>&1
+      timeout -s INT 120 python3 -m gpulab bench --suite exercises --repeat 3 \
+        --exercise compile-fused --json "$out/order-bench.json" --markdown "$out/order-bench.md" \
+        > "$out/order-bench.log" 2>&1 ;;
     shared)
       timeout -s INT 240 python3 bench/probe_shared_gpu.py "$out" > "$out/shared.log" 2>&1
       timeout -s INT 330 $PT tests/exercises/test_exercises_repeat.py tests/test_streams_graphs.py \
