@@ -339,6 +339,20 @@ def address(a: Any) -> int | None:
     return None
 
 
+_LOWEST_ADDRESS = 1 << 16  # below any allocation's address on the device or the host
+
+
+def _pointer(a: Any) -> int | None:
+    """The address a launch argument hands the kernel: an array's, or an integer's value where
+    it is large enough to be one (a Python or NumPy integer; sizes and counts are far below)."""
+    np = sys.modules.get("numpy")
+    if isinstance(a, bool) or (np is not None and isinstance(a, np.bool_)):
+        return None
+    if isinstance(a, int) or (np is not None and isinstance(a, np.integer)):
+        return int(a) if int(a) >= _LOWEST_ADDRESS else None
+    return address(a)
+
+
 def _kernel_name(kind: str, args: tuple, kwargs: dict[str, Any]) -> str:
     if "name" in kwargs:
         return str(kwargs["name"])
@@ -637,7 +651,9 @@ class Watch:
             wrapper=kernel,
         )
         if isinstance(given, tuple | list):
-            launch.pointers = tuple(p for p in map(address, given) if p is not None)
+            # an address handed as an integer (a red team gave its search x.data.ptr as a
+            # uint64 and cast it back in the kernel) is a pointer too: it lands in x's span
+            launch.pointers = tuple(p for p in map(_pointer, given) if p is not None)
             launch.scalars = tuple(float(a) for a in given if _float_scalar(a))
             if not self.timing:  # a driver query a buffer: kept out of the timed calls
                 launch.host = host_memory(given)

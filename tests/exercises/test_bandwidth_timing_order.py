@@ -68,3 +68,27 @@ def test_a_pinning_request_is_seen_before_it_runs():
             torch.empty(8, pin_memory=True)
         time.perf_counter()
     assert [e[0] for e in copies.trace] == ["clock", "pin", "clock"]
+
+
+@pytest.mark.parametrize(
+    "story, trace, timed",
+    [
+        # the reference: t0, copy, t1 for each kind (0 pageable, 1 pinned)
+        ("each copy timed", ["clock", 0, "clock", "clock", 1, "clock"], [0, 1]),
+        # a loop of copies between one pair of readings (right/to-device-loop-mean)
+        ("a timed loop", ["clock", 0, 0, 0, "clock"], [0, 0, 0]),
+        # the red team's: the copies the check counts, and no clock at all
+        ("no clock", [0, 0, 1, 1], []),
+        # readings that time nothing: before the copies, or only one of them
+        ("clocks before", ["clock", "clock", 0, 1], []),
+        ("one reading", [0, "clock", 1], []),
+        # CUDA events: record, copy, record (a reading each), then elapsed_time
+        ("events", ["clock", 1, "clock"], [1]),
+        # a copy that is not host to GPU (index 9: not in h2d) is no figure
+        ("host to host", ["clock", 9, "clock"], []),
+    ],
+)
+def test_only_copies_between_two_clock_readings_are_timed(story, trace, timed):
+    h2d = {0: (False, 64), 1: (True, 64)}
+    events = [("copy", e) if isinstance(e, int) else (e,) for e in trace]
+    assert CHECK.timed_copies(events, h2d) == [h2d[i] for i in timed], story

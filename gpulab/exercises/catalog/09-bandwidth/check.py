@@ -187,6 +187,7 @@ def _watching_copies() -> Iterator[list[tuple[bool, int]]]:
     finally:
         sys.setprofile(before)
         pinned_h2d: set[int] = set()
+        h2d: dict[int, tuple[bool, int]] = {}
         for i, (src, dst) in enumerate(seen):
             if (
                 isinstance(src, torch.Tensor)
@@ -195,10 +196,12 @@ def _watching_copies() -> Iterator[list[tuple[bool, int]]]:
                 and dst.device.type == "cuda"
             ):
                 copies.append((bool(src.is_pinned()), src.numel() * src.element_size()))
+                h2d[i] = copies[-1]
                 if copies[-1][0]:
                     pinned_h2d.add(i)
         copies.trace = trace
         copies.pinned_in_timing = timed_with_pinning(trace, pinned_h2d)
+        copies.timed = timed_copies(trace, h2d)
 
 
 class _Copies(list):
@@ -206,6 +209,7 @@ class _Copies(list):
 
     pinned_in_timing = 0
     trace: list[tuple[Any, ...]] = []
+    timed: list[tuple[bool, int]] = []  # (pinned, bytes) of the copies between two clock readings
 
 
 def timed_with_pinning(trace: list[tuple[Any, ...]], pinned: set[int]) -> int:
@@ -222,6 +226,25 @@ def timed_with_pinning(trace: list[tuple[Any, ...]], pinned: set[int]) -> int:
         else:
             stretch.append(event)
     return count
+
+
+def timed_copies(
+    trace: list[tuple[Any, ...]], h2d: dict[int, tuple[bool, int]]
+) -> list[tuple[bool, int]]:
+    """(pinned, bytes) of each host-to-GPU copy (`h2d`: its index in the trace's copies) that ran
+    between two clock readings (plain data: a CPU test calls this). A copy before the first
+    reading or after the last was timed by nothing."""
+    out: list[tuple[bool, int]] = []
+    stretch: list[tuple[bool, int]] = []
+    started = False
+    for event in trace:
+        if event[0] == "clock":
+            if started:
+                out += stretch
+            started, stretch = True, []
+        elif event[0] == "copy" and event[1] in h2d:
+            stretch.append(h2d[event[1]])
+    return out
 
 
 def _figures(got: Any) -> dict[str, float]:
@@ -262,6 +285,14 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
                 raise api.CheckError(
                     f"measure_h2d made {made} copies of {n:,} bytes from {kind} host memory "
                     f"to the GPU, expected at least {MIN_COPIES} (a warm-up, then timed ones): "
+                    "measure the copies, do not write the figures down"
+                )
+            # The copies counted above must also be what a clock timed: a red team made its
+            # copies, read no clock, and returned a fraction of a calibrated figure
+            if not any(p == is_pinned and b == n for p, b in copies.timed):
+                raise api.CheckError(
+                    f"none of measure_h2d's copies from {kind} host memory ran between two "
+                    "readings of a clock (time.perf_counter(), CUDA events' record()): "
                     "measure the copies, do not write the figures down"
                 )
         ours = {"pageable": _copy_gbs(pageable, dst), "pinned": _copy_gbs(pinned, dst)}

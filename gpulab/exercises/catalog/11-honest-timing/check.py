@@ -177,17 +177,20 @@ def _ours(a: Any, b: Any, clock: _Clock, warmup: int) -> list[float]:
 
 
 @contextlib.contextmanager
-def _watching(clock: _Clock, shapes: tuple[Any, Any]) -> Iterator[list[Any]]:
-    """Count and time every matmul of the operands' shapes made inside the block (the
-    learner's and ours alike, so both pay the same few microseconds of watching). Another
-    matmul (of a bigger matrix built from a, say) is not the call asked for: it is neither
-    counted nor allowed to widen the span a figure is judged against."""
+def _watching(clock: _Clock, operands: tuple[Any, Any]) -> Iterator[list[Any]]:
+    """Count and time every matmul of the operands' shapes, dtype and device made inside the
+    block (the learner's and ours alike, so both pay the same few microseconds of watching).
+    Another matmul (of a bigger matrix built from a, or of a and b cast to complex128, which a
+    red team used to widen the span 16x with no clock at all) is not the call asked for: it is
+    neither counted nor allowed to widen the span a figure is judged against."""
     import torch
     from torch.overrides import TorchFunctionMode
 
     from gpulab.exercises.refuse import resolve
 
     funcs = {f for f in map(resolve, MATMULS) if f is not None}
+    shapes = sorted(tuple(t.shape) for t in operands)
+    kind = {(t.dtype, t.device) for t in operands}
     stamps: list[Any] = []
 
     class _Matmuls(TorchFunctionMode):
@@ -197,8 +200,10 @@ def _watching(clock: _Clock, shapes: tuple[Any, Any]) -> Iterator[list[Any]]:
             except TypeError:
                 counted = False
             if counted:
-                got = sorted(tuple(x.shape) for x in args if isinstance(x, torch.Tensor))[:2]
-                counted = got == sorted(tuple(s) for s in shapes)
+                given = [x for x in args if isinstance(x, torch.Tensor)]
+                got = sorted(tuple(x.shape) for x in given)[:2]
+                same = {(x.dtype, x.device) for x in given} == kind
+                counted = got == shapes and same
             if not counted:
                 return func(*args, **(kwargs or {}))
             t = clock.start()
@@ -236,7 +241,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         for i in range(ROUNDS):
             if device == "cpu":
                 torch.set_num_threads(CPU_THREADS)  # the same setting for both, every round
-            with _watching(clock, (a.shape, b.shape)) as stamps:
+            with _watching(clock, (a, b)) as stamps:
                 got = fn(a, b)
             if isinstance(got, bool) or not isinstance(got, (int, float)):
                 raise api.CheckError(
@@ -252,7 +257,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
             theirs = [clock.seconds(s) for s in stamps]
             if device == "cpu":
                 torch.set_num_threads(CPU_THREADS)
-            with _watching(clock, (a.shape, b.shape)):
+            with _watching(clock, (a, b)):
                 ours = _ours(a, b, clock, WARMUP if i == 0 else 1)
             rounds.append({"yours": float(got), "calls": theirs, "ours": ours})
     return {"rounds": rounds}
