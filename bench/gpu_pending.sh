@@ -7,7 +7,7 @@
 # their last fix), bench (the exercises bench, repeat 5), fixes (what the last H200 run found),
 # redteam2 (the evening red teams' fixes, not yet run on a GPU), redteam3 (the three red teams
 # of 2026-11-30: processes, frames through libraries, memory shared at import; not yet on a GPU),
-# order (compile-fused's large input second), shared (checks beside another program on the GPU: is it named, and only then; then the tests
+# order (compile-fused's large input second), redteam4 (the fourth red team's rules), shared (checks beside another program on the GPU: is it named, and only then; then the tests
 # the shared suite run of 2026-11-29 left: cuda-graphs' freed-memory fix in a used worker).
 set -u
 out=${OUT:-/tmp}
@@ -49,6 +49,13 @@ for part in $parts; do
       timeout -s INT 120 python3 -m gpulab bench --suite exercises --repeat 3 \
         --exercise compile-fused --json "$out/order-bench.json" --markdown "$out/order-bench.md" \
         > "$out/order-bench.log" 2>&1 ;;
+    redteam4)
+      # the fourth red team's rules (2026-11-30, CPU only so far): integer addresses counted
+      # as a launch's pointers (every kernel exercise's launches), conv2d's RawKernel rule,
+      # honest-timing's dtype-and-device match, bandwidth's copies between clock readings
+      timeout -s INT 480 $PT tests/exercises/test_exercises_catalog.py \
+        -k "warp-argmax or conv2d or honest-timing or bandwidth or grid-2d or dot-reduction" \
+        > "$out/redteam4.log" 2>&1 ;;
     shared)
       timeout -s INT 240 python3 bench/probe_shared_gpu.py "$out" > "$out/shared.log" 2>&1
       timeout -s INT 330 $PT tests/exercises/test_exercises_repeat.py tests/test_streams_graphs.py \
