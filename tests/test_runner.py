@@ -284,6 +284,21 @@ async def test_a_retiring_worker_takes_no_queued_job(runner):
     assert not [e for e in runner.seen[before:] if e["type"] == ev.FAILED and e["job"] == ""]
 
 
+async def test_a_result_that_asks_the_worker_to_retire_is_delivered_then_the_worker_goes(runner):
+    """A check whose learner's file left a thread running passes its result on, and the next job
+    runs on a new worker: nothing of that file's is left to serve the next one."""
+    await runner.wait_ready(START_S)
+    old = runner.worker_pid
+    job = await runner.submit("test-leaves-a-thread")
+    queued = await runner.submit("montecarlo", {"samples": 20_000})
+    end = await final(job)
+    assert end["type"] == ev.RESULT, end
+    assert end["result"]["summary"]["retire_worker"] == "the job left a thread running"
+    assert (await final(queued))["type"] == ev.RESULT, queued.final
+    assert runner.worker_pid != old
+    assert await until(lambda: not pid_alive(old), 5)
+
+
 async def test_hang_cancelled_cooperatively_within_a_second(runner):
     await runner.wait_ready(START_S)
     pid = runner.worker_pid

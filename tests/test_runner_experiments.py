@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from gpulab.core.params import Int, ParamSet
-from gpulab.core.results import Result
+from gpulab.core.results import RETIRE_WORKER, Result
 from gpulab.experiments.base import Context, Experiment
 from gpulab.experiments.registry import all_experiments
 
@@ -64,7 +64,21 @@ class IllegalAddress(Experiment):
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
 
-EXPERIMENTS = (Noisy(), Raises(), IllegalAddress())
+class LeavesAThread(Experiment):
+    """A job whose code left something running (a refused learner's file): its result asks the
+    worker to retire after sending it."""
+
+    id = "test-leaves-a-thread"
+    title = "a job that leaves a thread running (test)"
+    params = ParamSet(())
+
+    def run(self, ctx: Context, params: dict[str, Any]) -> Result:
+        result = self.new_result(ctx, params)
+        result.summary[RETIRE_WORKER] = "the job left a thread running"
+        return self.finish(result)
+
+
+EXPERIMENTS = (Noisy(), Raises(), IllegalAddress(), LeavesAThread())
 
 
 def install() -> None:

@@ -126,6 +126,11 @@ class RunRecord(_Serial):
     gpulab_version: str = ""
 
 
+# A result's summary key: why the worker that ran the job must not take another (something the
+# job's code started still runs in it); the worker retires after sending the result
+RETIRE_WORKER = "retire_worker"
+
+
 @dataclass
 class Result(_Serial):
     """The whole outcome of one run."""

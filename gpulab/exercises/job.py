@@ -18,7 +18,7 @@ from typing import Any
 
 from gpulab.core.devices import detect
 from gpulab.core.params import SEED_MAX, Bool, Int, ParamError, ParamSet, Text
-from gpulab.core.results import Measurement, Result, Verdict
+from gpulab.core.results import RETIRE_WORKER, Measurement, Result, Verdict
 from gpulab.emulator import session as emulator
 from gpulab.exercises import api
 from gpulab.exercises.loader import UnknownExercise, find
@@ -155,6 +155,8 @@ class ExerciseCheck(Experiment):
             ctx.measurement(m)
             result.measurements.append(m)
         result.summary["check"] = check.to_dict()
+        if check.retire:
+            result.summary[RETIRE_WORKER] = check.retire
         result.explanation = check.message
         return self.finish(result)
 

@@ -71,6 +71,9 @@ class CheckResult:
     seconds: float = 0.0
     # Where `seconds` went, in the order the check spends it (see Laps); sums to `seconds`.
     phases: dict[str, float] = field(default_factory=dict)
+    # why the worker that ran this check must not run the next one ("" when it may): something
+    # of the learner's still runs in it (gpulab.exercises.run_check)
+    retire: str = ""
 
     @property
     def passed(self) -> bool:

@@ -43,8 +43,10 @@ from gpulab.exercises.sandbox import (
     describe,
     forget,
     fresh_name,
+    interop_threads,
     load_learner,
     load_text,
+    native_threads,
 )
 from gpulab.exercises.speed import YardRun, YardstickWrong, time_and_grade
 
@@ -137,6 +139,25 @@ def run_check(
 ) -> CheckResult:
     """Check `path` against exercise `ex` with the inputs of `seed`. `exp_ctx` (an experiments
     Context) gives cancellation, logs and the calibrated ceilings for timing."""
+    threads = native_threads()
+    result = _run_check(ex, path, seed, actx, exp_ctx=exp_ctx, on_case=on_case)
+    # torch's inter-op threads outlive the check that started them (torch.jit.fork in a call),
+    # and a pool that already exists lets the next file's fork at import start no new thread,
+    # which is how load_learner sees one: the next check gets a worker without them
+    if not result.retire and interop_threads(threads):
+        result.retire = "the check started torch's inter-op threads (torch.jit.fork)"
+    return result
+
+
+def _run_check(
+    ex: Exercise,
+    path: Path,
+    seed: int,
+    actx: api.Context,
+    *,
+    exp_ctx: Any = None,
+    on_case: Callable[[int, int, CaseRow], None] | None = None,
+) -> CheckResult:
     t0 = _now()
     result = CheckResult(ex.id, FAIL, "", seed, str(path), device=actx.device)
     laps = Laps(result.phases, t0)
@@ -197,6 +218,8 @@ def run_check(
                 learner, fn = load_learner(path, ex.id, ex.entry)
         except LearnerError as exc:
             result.restored = guard.restore()
+            if exc.leftover:
+                result.retire = "the learner's file left a thread or a process running"
             if aliased:
                 return _fail(result, "wrong", aliased[0], t0)
             return _fail(result, "error", str(exc), t0)

@@ -21,6 +21,7 @@ import random
 import signal
 import sys
 import threading
+import time
 import traceback
 import types
 from collections.abc import Iterator
@@ -36,9 +37,14 @@ _counter = itertools.count(1)
 class LearnerError(Exception):
     """The learner's code failed (syntax, import, a raise); str() is one line for a person."""
 
-    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+    def __init__(
+        self, message: str, cause: BaseException | None = None, *, leftover: bool = False
+    ) -> None:
         super().__init__(message)
         self.cause = cause
+        # a thread or a process of the file's is still running: the worker that loaded it must
+        # not take the next check (a refused file's hogs or server would serve the next one)
+        self.leftover = leftover
 
 
 def fresh_name(prefix: str, ident: str) -> str:
@@ -80,6 +86,7 @@ def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, 
     except OSError as exc:
         raise LearnerError(f"cannot read {path}: {exc.strerror or exc}") from None
     started: list[Any] = []
+    threads = native_threads()
     try:
         with starts_watched(started):
             module = load_text(text, path, fresh_name("learner", ident))
@@ -89,6 +96,8 @@ def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, 
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a learner's SystemExit is a failed check too
+        if INTEROP in started:  # the refusal itself, not caught: say what was refused
+            raise LearnerError(_thread_at_import(path, INTEROP), exc) from None
         raise LearnerError(f"importing {path.name} raised {describe(exc, path)}", exc) from None
     # A thread the file leaves running can finish a call's work after the call returns, outside
     # the window the check times, and between the calls it checks (a red team's vector-add
@@ -98,15 +107,17 @@ def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, 
         forget(module)
         raise LearnerError(
             f"{path.name} started a process when it was loaded ({PROCESS_START}): its work "
-            "is outside what the check sees and times; start none"
+            "is outside what the check sees and times; start none",
+            leftover=True,
         )
+    # torch.jit.fork (from Python or TorchScript) starts torch's inter-op threads in C++: no
+    # Thread object, no audit event, and the check's torch modes, which are per thread, never
+    # reach them (a red team's tree_sum handed x to a torch.sum served there: gold, no tree)
+    if interop_threads(threads):
+        started.append(INTEROP)
     if started:
         forget(module)
-        raise LearnerError(
-            f"{path.name} started a thread when it was loaded ({thread_name(started[0])}): work "
-            "it does beside your function is outside the calls the check times and checks; "
-            "start none"
-        )
+        raise LearnerError(_thread_at_import(path, started[0]), leftover=True)
     fn = getattr(module, entry, None)
     if fn is None:
         forget(module)
@@ -157,6 +168,24 @@ def starts_watched(started: list[Any]) -> Iterator[None]:
             raise RuntimeError(f"{PROCESS_START} refused: start no process")
         real_process(process)
 
+    # torch.jit.fork from Python ends in torch._C.fork, which runs the function on torch's
+    # inter-op threads (started in C++, no Thread object): refused to the learner's import,
+    # whether or not the pool already has threads (TorchScript's own fork is seen by the new
+    # threads it starts: load_learner)
+    torch_c = getattr(sys.modules.get("torch"), "_C", None)
+    real_fork: Any = getattr(torch_c, "fork", None)
+
+    def fork(*args: Any, **kwargs: Any) -> Any:
+        caller: Any = sys._getframe(1)
+        if caller.f_globals.get("__name__") == "torch.jit._async":  # torch.jit.fork itself
+            caller = caller.f_back
+        if caller is not None and _started_by_learner(caller):
+            started.append(INTEROP)
+            raise RuntimeError(f"torch.jit.fork refused while your file loads ({INTEROP})")
+        return real_fork(*args, **kwargs)
+
+    if real_fork is not None:
+        setattr(torch_c, "fork", fork)  # noqa: B010
     setattr(threading.Thread, "start", start)  # noqa: B010 - for the block only
     for name in raw:
         setattr(_thread, name, raw_start(name))
@@ -170,9 +199,56 @@ def starts_watched(started: list[Any]) -> Iterator[None]:
             setattr(_thread, name, fn)
         if base is not None:
             setattr(base, "start", real_process)  # noqa: B010
+        if real_fork is not None:
+            setattr(torch_c, "fork", real_fork)  # noqa: B010
 
 
 PROCESS_START = "multiprocessing's Process.start"
+
+
+def _thread_at_import(path: Path, started: Any) -> str:
+    return (
+        f"{path.name} started a thread when it was loaded ({thread_name(started)}): work it "
+        "does beside your function is outside the calls the check times and checks; start none"
+    )
+
+
+INTEROP = "torch's inter-op pool, through torch.jit.fork"
+_INTEROP_NAME = "PTThreadPool"  # what c10's ThreadPool names its threads (/proc's comm)
+
+
+_NAMING_S = 0.25  # a new thread names itself once it runs: how long to wait for that
+_monotonic, _sleep = time.monotonic, time.sleep  # bound before any learner's file rebinds them
+
+
+def native_threads() -> dict[int, str]:
+    """This process's threads, id -> name (/proc's comm; empty where /proc is not)."""
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return {}
+    out = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/comm", encoding="utf-8") as f:
+                out[int(tid)] = f.read().strip()
+        except (OSError, ValueError):
+            continue  # a thread that ended while the list was read
+    return out
+
+
+def interop_threads(before: dict[int, str] | None = None) -> set[int]:
+    """The ids of this process's threads in torch's inter-op pool; with `before`, only those
+    started since. A pool thread names itself after it starts, so new threads are given up to
+    _NAMING_S to do so (only when there are new ones: OpenMP's keep the process's name)."""
+    deadline = _monotonic() + _NAMING_S
+    while True:
+        now = native_threads()
+        new = set(now) - set(before) if before is not None else set(now)
+        pool = {t for t in new if now[t] == _INTEROP_NAME}
+        if pool or not new or before is None or _monotonic() >= deadline:
+            return pool
+        _sleep(0.005)
 
 
 def _process_by_learner(frame: Any) -> bool:

@@ -39,6 +39,7 @@ from typing import Any, TextIO
 from gpulab.core import events as ev
 from gpulab.core import memory, peaks, ranks
 from gpulab.core.devices import detect
+from gpulab.core.results import RETIRE_WORKER
 from gpulab.experiments.inline import run_job
 from gpulab.experiments.registry import get
 from gpulab.runner.protocol import PROTOCOL, FrameWriter, read_frame
@@ -272,7 +273,9 @@ class Worker:
             )
         )
         retire = ""
-        if final["type"] != ev.RESULT:
+        if final["type"] == ev.RESULT:
+            retire = str(((final.get("result") or {}).get("summary") or {}).get(RETIRE_WORKER, ""))
+        elif final["type"] != ev.RESULT:
             retire = cuda_broken(self.inventory, device)
             if final.get("kind") == ev.KIND_ILLEGAL_ADDRESS and not retire:
                 retire = "an illegal address leaves the CUDA context unusable"
