@@ -21,7 +21,7 @@ import time
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 from gpulab.core import events as ev
 from gpulab.core.errors import Cancelled
@@ -51,6 +51,7 @@ from gpulab.exercises.sandbox import (
 from gpulab.exercises.speed import YardRun, YardstickWrong, time_and_grade
 
 _now = time.perf_counter  # bound before any learner's code could rebind it
+P = ParamSpec("P")
 # Added to a wrong output when the call ran on a gated non-blocking stream (own_work's doc)
 SIDE_STREAM = (
     "your function launched on a non-blocking stream and returned before its kernel finished: "
@@ -128,6 +129,23 @@ def _ours(what: str, ex: Exercise, fn: Callable[[], Any]) -> Any:
         ) from exc
 
 
+def _retiring(check: Callable[P, CheckResult]) -> Callable[P, CheckResult]:
+    """A check that marks its result to retire the worker when it started torch's inter-op
+    threads (torch.jit.fork in a call): they outlive it, and a pool that already exists lets
+    the next file's fork at import start no new thread, which is how load_learner sees one."""
+
+    @functools.wraps(check)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> CheckResult:
+        threads = native_threads()
+        result = check(*args, **kwargs)
+        if not result.retire and interop_threads(threads):
+            result.retire = "the check started torch's inter-op threads (torch.jit.fork)"
+        return result
+
+    return checked
+
+
+@_retiring
 def run_check(
     ex: Exercise,
     path: Path,
@@ -139,25 +157,6 @@ def run_check(
 ) -> CheckResult:
     """Check `path` against exercise `ex` with the inputs of `seed`. `exp_ctx` (an experiments
     Context) gives cancellation, logs and the calibrated ceilings for timing."""
-    threads = native_threads()
-    result = _run_check(ex, path, seed, actx, exp_ctx=exp_ctx, on_case=on_case)
-    # torch's inter-op threads outlive the check that started them (torch.jit.fork in a call),
-    # and a pool that already exists lets the next file's fork at import start no new thread,
-    # which is how load_learner sees one: the next check gets a worker without them
-    if not result.retire and interop_threads(threads):
-        result.retire = "the check started torch's inter-op threads (torch.jit.fork)"
-    return result
-
-
-def _run_check(
-    ex: Exercise,
-    path: Path,
-    seed: int,
-    actx: api.Context,
-    *,
-    exp_ctx: Any = None,
-    on_case: Callable[[int, int, CaseRow], None] | None = None,
-) -> CheckResult:
     t0 = _now()
     result = CheckResult(ex.id, FAIL, "", seed, str(path), device=actx.device)
     laps = Laps(result.phases, t0)

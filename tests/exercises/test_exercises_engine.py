@@ -509,3 +509,27 @@ def test_a_check_that_must_calibrate_says_so_first_and_only_once(monkeypatch):
     ]
     again, events = check_inline("double", solution, 4, quick=True, inventory=inv)
     assert again.passed and said(events) == []
+
+
+def test_a_file_that_leaves_work_running_retires_its_worker():
+    """A file whose thread still runs after it loaded is refused, and its result asks the worker
+    to retire: the thread would otherwise keep running beside the next check. torch.jit.fork
+    from Python is refused before it starts anything, so that file's worker may stay, as may a
+    plain file's."""
+    pytest.importorskip("torch")
+    ex = load_catalog().get("vector-add")
+
+    def check(path: Path):
+        ctx = api.Context(
+            rng=np.random.default_rng(3), seed=3, gpu=False, cupy=False, device="cpu", quick=True
+        )
+        return run_check(ex, path, 3, ctx)
+
+    left = check(ex.folder / "wrong" / "raw-thread-at-import.py")
+    assert "started a thread when it was loaded" in left.message and left.retire, left.message
+    assert left.to_dict()["retire"] == left.retire
+    fork = check(ex.folder / "wrong" / "interop-hogs.py")
+    assert fork.verdict == "fail" and "started a thread when it was loaded" in fork.message
+    assert "torch.jit.fork" in fork.message and fork.retire == "", fork
+    good = check(ex.solution_path)
+    assert good.verdict == "pass" and good.retire == "", good.message
