@@ -86,6 +86,7 @@ def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, 
     except OSError as exc:
         raise LearnerError(f"cannot read {path}: {exc.strerror or exc}") from None
     started: list[Any] = []
+    _intra_op_pool_started()  # its threads are torch's own: up before the file, not counted
     threads = native_threads()
     try:
         with starts_watched(started):
@@ -115,6 +116,11 @@ def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, 
     # reach them (a red team's tree_sum handed x to a torch.sum served there: gold, no tree)
     if interop_threads(threads):
         started.append(INTEROP)
+    else:
+        # Any other thread started in C while the file loads, by whatever library: a red team's
+        # world-size-1 gloo group ran a Future's callback on gloo's own thread, which served
+        # torch.sum to every call from there (gold, no tree)
+        started += [f"a native thread named {name}" for name in foreign_threads(threads)]
     if started:
         forget(module)
         raise LearnerError(_thread_at_import(path, started[0]), leftover=True)
@@ -235,6 +241,36 @@ def native_threads() -> dict[int, str]:
         except (OSError, ValueError):
             continue  # a thread that ended while the list was read
     return out
+
+
+# Threads a library starts for itself that run none of the learner's Python: the CUDA driver's
+# (when a file is the first to touch the device) and the autograd engine's device threads
+_OWN_THREADS = ("cuda", "pt_autograd")
+
+
+def foreign_threads(before: dict[int, str]) -> list[str]:
+    """The names of threads started since `before` that no Python Thread object stands for and no
+    library runs for itself (_OWN_THREADS): threads started in C, which the check's per-thread
+    torch modes never reach."""
+    python = {t.native_id for t in threading.enumerate()}
+    now = native_threads()
+    return sorted(
+        name
+        for tid, name in now.items()
+        if tid not in before and tid not in python and not name.startswith(_OWN_THREADS)
+    )
+
+
+_POOL: list[bool] = []  # [True] once torch's intra-op threads have been started here
+
+
+def _intra_op_pool_started() -> None:
+    """torch's intra-op (OpenMP) threads start at its first parallel operation: started here, so
+    the first file to run one at import is not taken to start them."""
+    torch = sys.modules.get("torch")
+    if torch is not None and not _POOL:
+        torch.ones(1 << 17).add_(1.0)
+        _POOL.append(True)
 
 
 def interop_threads(before: dict[int, str] | None = None) -> set[int]:
