@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core import nvrtc
-from gpulab.exercises import kernel_trace, ptx_shares
+from gpulab.exercises import frames, kernel_trace, ptx_shares
 from gpulab.exercises.refuse import module_frame
 from gpulab.exercises.sandbox import (
     hooks,
@@ -183,7 +183,14 @@ class _Kernel:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         launch = self._watch._launched(self, args, kwargs)
-        out = self.inner(*args, **kwargs)
+        try:
+            out = self.inner(*args, **kwargs)
+        except BaseException:
+            # refused by the launcher (too few arguments, a bad shape): it never ran, so it is
+            # no launch of the learner's (a red team's such decoy, named as its ElementwiseKernel,
+            # stood in for it in the kernel trace)
+            self._watch._unlaunched(launch)
+            raise
         if launch is not None:
             launch.ran = getattr(self.inner, "ran", None)
             if hasattr(out, "shape"):
@@ -561,7 +568,7 @@ class Watch:
 
             def fuse(*args: Any, **kwargs: Any) -> Any:
                 made = real(*args, **kwargs)
-                if not watch._active or _made_by_a_library(sys._getframe(1)):
+                if not watch._active or _made_by_a_library(sys._getframe(1), kind):
                     return made
                 if args and callable(args[0]) and not kwargs:  # @cupy.fuse
                     name = getattr(args[0], "__name__", "fuse")
@@ -581,7 +588,7 @@ class Watch:
             inner = real(*args, **kwargs)
             if not watch._active:  # the check's own kernels are not the learner's
                 return inner
-            if _made_by_a_library(sys._getframe(1)):
+            if _made_by_a_library(sys._getframe(1), kind):
                 return inner  # cupyx.scipy.ndimage builds its kernels inside the learner's call
             if kind == "RawModule":
                 return _Module(inner, watch)
@@ -637,6 +644,11 @@ class Watch:
     def _compiled(self, name: str, kind: str) -> None:
         if (name, kind) not in self.compiled:
             self.compiled.append((name, kind))
+
+    def _unlaunched(self, launch: Launch | None) -> None:
+        if launch is not None and self._current is not None:
+            with contextlib.suppress(ValueError):
+                self._current.launches.remove(launch)
 
     def _launched(self, kernel: _Kernel, args: tuple, kwargs: dict[str, Any]) -> Launch | None:
         if self._current is None:
@@ -1005,16 +1017,19 @@ def _real_cupy() -> Any:
 _LIBRARIES = ("cupy", "cupyx", "cupy_backends", "torch", "triton", "numpy", "scipy")
 
 
-def _made_by_a_library(frame: Any) -> bool:
+def _made_by_a_library(frame: Any, kind: str) -> bool:
     """Whether a kernel factory was called by a library's own code (cupyx.scipy.ndimage makes
     an ElementwiseKernel inside the call it serves), not by the learner's: the first caller
-    outside gpulab's watch decides."""
+    outside gpulab's watch decides, and only on a line that names the factory. A library line
+    that calls what it was handed is the learner's doing: a red team wrapped
+    cp.ElementwiseKernel in torch.no_grad(), whose wrapper then made the kernel, unwatched."""
     for _ in range(8):
         if frame is None:
             return False
         module = str(frame.f_globals.get("__name__", ""))
         if not module.startswith("gpulab.exercises.own_work"):
-            return module.split(".")[0] in _LIBRARIES and module_frame(frame)
+            own = module.split(".")[0] in _LIBRARIES and module_frame(frame)
+            return own and frames.classifier().names(frame, (kind,))
         frame = frame.f_back
     return False
 
