@@ -427,12 +427,14 @@ def parallel_rule(n: int, least: int = 256) -> Callable[[list[Any]], str | None]
                 f"pattern (blocks of threads working together, at least {least} threads here)"
             )
         # On the emulator, from what ran: threads started and left idle while one walks the
-        # array (on a GPU the compiled code cannot say which thread works; its time does)
-        ran = [la.ran for la in launches if getattr(la, "ran", None)]
-        busiest = max((r.busiest_thread for r in ran), default=0)
+        # array (on a GPU the compiled code cannot say which thread works; its time does). The
+        # busiest thread of each launch, added up over the call's launches: a red team cut the
+        # one-thread walk into 64 launches of a thread each, each carrying the total to the next
+        busiest = _busiest_over_launches(launches)
         if n >= 16 * least and busiest > n // 16:
             return (
-                f"one thread of your launches touched {busiest:,} values in global memory, for "
+                f"one thread of your launches touched {busiest:,} values in global memory (the "
+                f"busiest of each launch, added over them), for "
                 f"{n:,} values in all: a thread walking the array is a CPU loop on the GPU, "
                 "however many threads were started; this exercise teaches the parallel "
                 "pattern (the work shared out among the block's threads)"
@@ -440,6 +442,12 @@ def parallel_rule(n: int, least: int = 256) -> Callable[[list[Any]], str | None]
         return None
 
     return rule
+
+
+def _busiest_over_launches(launches: list[Any]) -> int:
+    """The global accesses of each launch's busiest thread, added over the launches that ran
+    on the emulator: the longest walk one thread a launch makes in the call, in sequence."""
+    return sum(la.ran.busiest_thread for la in launches if getattr(la, "ran", None))
 
 
 def row_rule(cols: int) -> Callable[[list[Any]], str | None]:
@@ -451,8 +459,7 @@ def row_rule(cols: int) -> Callable[[list[Any]], str | None]:
     code cannot say which thread works; its time does."""
 
     def rule(launches: list[Any]) -> str | None:
-        ran = [la.ran for la in launches if getattr(la, "ran", None)]
-        busiest = max((r.busiest_thread for r in ran), default=0)
+        busiest = _busiest_over_launches(launches)
         if cols >= 1024 and busiest > cols // 4:
             return (
                 f"one thread of your launches touched {busiest:,} values in global memory, for "
