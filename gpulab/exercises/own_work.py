@@ -357,6 +357,10 @@ def _pointer(a: Any) -> int | None:
         return None
     if isinstance(a, int) or (np is not None and isinstance(a, np.integer)):
         return int(a) if int(a) >= _LOWEST_ADDRESS else None
+    # a float holds an address exactly (below 2**53): a red team handed x as np.float64(ptr)
+    if isinstance(a, float) or (np is not None and isinstance(a, np.floating)):
+        f = float(a)
+        return int(f) if f.is_integer() and _LOWEST_ADDRESS <= f < 2.0**53 else None
     return address(a)
 
 

@@ -45,7 +45,15 @@ def warp_rule(ctx: api.Context, x: tuple[int, int]) -> str | None:
     fallback = Path(source).read_text() if source is not None else ""
     launches = watch.calls[-1].launches
     lo, hi = x
-    searching = [ln for ln in launches if any(lo <= p < hi for p in ln.pointers)]
+    # handed x: its address, or one inside or at the end of its span (a red team passed the
+    # end pointer and indexed back), as an array, an integer or a float
+    searching = [ln for ln in launches if any(lo <= p <= hi for p in ln.pointers)]
+    # and the launch that starts the most threads, however x reaches it: the search is spread
+    # over the threads, a launch that finishes the job needs few
+    if launches:
+        widest = max(launches, key=kc.launch_threads)
+        if widest not in searching:
+            searching.append(widest)
     for launch in launches:
         if launch.kind not in ("RawKernel", "RawModule"):
             return (

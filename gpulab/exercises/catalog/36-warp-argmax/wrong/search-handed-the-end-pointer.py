@@ -1,0 +1,42 @@
+# expect: has no warp shuffle that runs
+"""Shortcut (a red team's, 2026-11-30; passed on the emulator before the rule): as
+search-handed-an-address.py, with the search handed the address one past x's end as a uint64
+and indexing back from it, so an address rule that took x's span as [start, end) missed it; no
+shuffle, a packed-key atomicMax, while a one-warp decoy handed x shuffles."""
+
+import cupy as cp
+import numpy as np
+
+SRC = r"""
+extern "C" __global__ void decoy(const float* x, float* sink, long long n) {
+    float v = threadIdx.x < n ? x[threadIdx.x] : -1e30f;
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
+    if (threadIdx.x == 0) sink[0] = v;
+}
+extern "C" __global__ void search(unsigned long long xe, unsigned long long* key, long long n) {
+    const float* x = ((const float*)xe) - n;
+    long long step = (long long)blockDim.x * gridDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += step) {
+        unsigned int b = __float_as_uint(x[i]);
+        b = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+        unsigned long long k = ((unsigned long long)b << 32) | (0xffffffffu - (unsigned int)i);
+        atomicMax(key, k);
+    }
+}
+extern "C" __global__ void finish(const unsigned long long* key, long long* out) {
+    out[0] = (long long)(0xffffffffu - (unsigned int)(key[0] & 0xffffffffu));
+}
+"""
+_m = cp.RawModule(code=SRC)
+_decoy, _search, _finish = (_m.get_function(k) for k in ("decoy", "search", "finish"))
+
+
+def warp_argmax(x, out):
+    n = x.size
+    d = x.data
+    ptr = d.ptr if hasattr(d, "ptr") else x.__array_interface__["data"][0]
+    key = cp.zeros(1, dtype=cp.uint64)
+    sink = cp.empty(1, dtype=cp.float32)
+    _decoy((1,), (32,), (x, sink, np.int64(n)))
+    _search((min(1024, (n + 255) // 256),), (256,), (np.uint64(ptr + 4 * n), key, np.int64(n)))
+    _finish((1,), (1,), (key, out))
