@@ -89,7 +89,9 @@ SMALL = 4096  # an eager operation on fewer elements than this is no pass over t
 EAGER_SHARE = 8
 MAX_GRAPHS = 2  # one for the first size, one more once torch.compile marks the size dynamic
 CPU_THREADS = 1  # the same thread setting for both sides of every round (see exercises.md)
-_tally: dict[str, Any] = {"graphs": 0, "breaks": {}, "sizes": 0}
+_tally: dict[str, Any] = {"graphs": 0, "breaks": {}, "sizes": 0, "eager": []}
+COMPILED_REGION = "Torch-Compiled Region"  # torch.profiler's event for a compiled graph's run
+EAGER_FLOOR = 1025  # below this size a few eager ops on the scale touch an eighth of the input
 
 
 def _reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -199,23 +201,25 @@ def _differs(got: Any, want: Any) -> str | None:
     return f"{bad:,} of {want.numel():,} elements differ from the chain's value"
 
 
-def _eager_ops(fn: Any, x: Any, w: Any) -> tuple[list[str], int, Any]:
+def _eager_ops(fn: Any, x: Any, w: Any) -> tuple[list[str], int, bool, Any]:
     """The operations one call of fn dispatched one by one, outside any compiled graph, on an
     operand of SMALL or more elements (a scale worked out eagerly from the first element is no
     pass over the input), the elements all its eager operations touched together (the largest
     operand of each, summed: the chain run eagerly on small slices adds up to whole passes),
-    and what the call returned."""
+    whether it entered a compiled graph, and what the call returned."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         got = fn(x, w)
+    events = prof.events()
     eager = [
         (e.name, max((math.prod(shape) for shape in e.input_shapes if shape), default=0))
-        for e in prof.events()
+        for e in events
         if e.name.startswith("aten::") and e.name not in NOT_WORK
     ]
     ops = [name for name, size in eager if size >= SMALL]
-    return ops, sum(size for _name, size in eager), got
+    compiled = any(e.name.startswith(COMPILED_REGION) for e in events)
+    return ops, sum(size for _name, size in eager), compiled, got
 
 
 def _counted(fn: Any, x: Any, w: Any) -> Any:
@@ -252,7 +256,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
                 # the one that is watched, and none may run the chain outside the graph
                 for k in range(CPU_PROFILED):
                     fresh(x)
-                    ops, touched, got = _eager_ops(fn, x, w)
+                    ops, touched, _, got = _eager_ops(fn, x, w)
                     wrong = _differs(got, _eager(x, w))
                     if wrong:
                         return {
@@ -286,7 +290,15 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
                 rounds.append((eager, yours, mine))
         return {"rounds": rounds, "gpu": True}
     with _threads(ctx.device):  # compiled with the thread count it is timed with
-        got = _counted(fn, x, w)
+        _counted(fn, x, w)
+        # Every size runs compiled, not only the large one: a red team ran the chain eagerly on
+        # the six sizes and a static graph on the large input (one graph, no break). Profiled on
+        # a second call, since a compile's tracing dispatches the chain's operations too, on
+        # copies (new buffers: an answer kept per buffer is the speed rounds' to name).
+        _, touched, compiled, got = _eager_ops(fn, x.clone(), w.clone())
+    n = x.numel()
+    if not compiled or (n >= EAGER_FLOOR and touched >= n // EAGER_SHARE):
+        _tally["eager"].append(n)
     if not isinstance(got, torch.Tensor):
         raise api.CheckError(f"run returned {type(got).__name__}, expected a tensor")
     return api.to_host(got)
@@ -308,6 +320,17 @@ def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismat
             f"graph break in your compiled function: {_one_line(reason)} "
             "(torch._dynamo.explain(chain)(x, w) lists every break)"
         )
+    if _tally["graphs"] == 0:
+        return api.Mismatch(
+            "no compiled graph ran: run() must call a torch.compile'd function (is it calling "
+            "chain eagerly?)"
+        )
+    if _tally["eager"]:
+        return api.Mismatch(
+            f"at n={_tally['eager'][0]} your run did its work outside the compiled graph (the "
+            "chain's operations dispatched one by one, or no compiled graph entered): every size "
+            "must run compiled, so that one dynamic graph serves them all"
+        )
     if _tally["graphs"] > MAX_GRAPHS:
         return api.Mismatch(
             f"torch.compile made {_tally['graphs']} graphs for {_tally['sizes']} sizes: it "
@@ -316,11 +339,6 @@ def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismat
         )
     if not case.meta.get("speed"):
         return None
-    if _tally["graphs"] == 0:
-        return api.Mismatch(
-            "no compiled graph ran: run() must call a torch.compile'd function (is it calling "
-            "chain eagerly?)"
-        )
     if got.get("wrong"):
         return api.Mismatch(got["wrong"])
     if not got["gpu"]:
