@@ -37,13 +37,16 @@ from gpulab.exercises.own_work import OwnWorkError, Watch
 from gpulab.exercises.reach import reaches_for_the_grader
 from gpulab.exercises.refuse import aliases_refused, watching
 from gpulab.exercises.sandbox import (
+    INTEROP_NAME,
     Guard,
     LearnerError,
     collector_off,
     describe,
+    foreign_threads,
     forget,
     fresh_name,
     interop_threads,
+    intra_op_pool_started,
     load_learner,
     load_text,
     native_threads,
@@ -136,13 +139,31 @@ def _retiring(check: Callable[P, CheckResult]) -> Callable[P, CheckResult]:
 
     @functools.wraps(check)
     def checked(*args: P.args, **kwargs: P.kwargs) -> CheckResult:
+        intra_op_pool_started()
         threads = native_threads()
+        t0 = _now()
         result = check(*args, **kwargs)
         if not result.retire and interop_threads(threads):
             result.retire = "the check started torch's inter-op threads (torch.jit.fork)"
+        # A thread started in C during the calls, still running: a red team's first call made a
+        # one-rank gloo group whose Future callback then served torch.sum to every later call
+        # from gloo's thread, out of the check's per-thread modes (gold, no tree). A fork of
+        # torch's (PTThreadPool) carries the modes with it: it only retires the worker.
+        foreign = [n for n in foreign_threads(threads) if n != INTEROP_NAME]
+        if foreign:
+            result.retire = f"a thread the learner's code started still runs ({foreign[0]})"
+            if result.verdict == PASS:
+                _fail(result, "wrong", _still_running(foreign[0]), t0)
         return result
 
     return checked
+
+
+def _still_running(name: str) -> str:
+    return (
+        f"your code started a thread that is still running (a native thread named {name}): work "
+        "it does beside your function is outside the calls the check watches and times; start none"
+    )
 
 
 @_retiring

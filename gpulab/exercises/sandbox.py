@@ -86,7 +86,7 @@ def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, 
     except OSError as exc:
         raise LearnerError(f"cannot read {path}: {exc.strerror or exc}") from None
     started: list[Any] = []
-    _intra_op_pool_started()  # its threads are torch's own: up before the file, not counted
+    intra_op_pool_started()  # its threads are torch's own: up before the file, not counted
     threads = native_threads()
     try:
         with starts_watched(started):
@@ -220,7 +220,7 @@ def _thread_at_import(path: Path, started: Any) -> str:
 
 
 INTEROP = "torch's inter-op pool, through torch.jit.fork"
-_INTEROP_NAME = "PTThreadPool"  # what c10's ThreadPool names its threads (/proc's comm)
+INTEROP_NAME = "PTThreadPool"  # what c10's ThreadPool names its threads (/proc's comm)
 
 
 _NAMING_S = 0.25  # a new thread names itself once it runs: how long to wait for that
@@ -250,21 +250,28 @@ _OWN_THREADS = ("cuda", "pt_autograd")
 
 def foreign_threads(before: dict[int, str]) -> list[str]:
     """The names of threads started since `before` that no Python Thread object stands for and no
-    library runs for itself (_OWN_THREADS): threads started in C, which the check's per-thread
-    torch modes never reach."""
+    library runs for itself: threads started in C, which the check's per-thread torch modes
+    never reach. Only named ones count: a thread keeps the process's name unless it names
+    itself, and torch's own pools start unnamed ones as a compile or a thread setting asks
+    (compile-fused's reference and model-to-device's right/ started some in a call); gloo's
+    and torch's inter-op threads name themselves (_OWN_THREADS: those that run no Python)."""
     python = {t.native_id for t in threading.enumerate()}
     now = native_threads()
+    unnamed = now.get(threading.main_thread().native_id or 0, "")
     return sorted(
         name
         for tid, name in now.items()
-        if tid not in before and tid not in python and not name.startswith(_OWN_THREADS)
+        if tid not in before
+        and tid not in python
+        and name != unnamed
+        and not name.startswith(_OWN_THREADS)
     )
 
 
 _POOL: list[bool] = []  # [True] once torch's intra-op threads have been started here
 
 
-def _intra_op_pool_started() -> None:
+def intra_op_pool_started() -> None:
     """torch's intra-op (OpenMP) threads start at its first parallel operation: started here, so
     the first file to run one at import is not taken to start them."""
     torch = sys.modules.get("torch")
@@ -281,7 +288,7 @@ def interop_threads(before: dict[int, str] | None = None) -> set[int]:
     while True:
         now = native_threads()
         new = set(now) - set(before) if before is not None else set(now)
-        pool = {t for t in new if now[t] == _INTEROP_NAME}
+        pool = {t for t in new if now[t] == INTEROP_NAME}
         if pool or not new or before is None or _monotonic() >= deadline:
             return pool
         _sleep(0.005)
