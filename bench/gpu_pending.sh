@@ -50,11 +50,13 @@ for part in $parts; do
         --exercise compile-fused --json "$out/order-bench.json" --markdown "$out/order-bench.md" \
         > "$out/order-bench.log" 2>&1 ;;
     redteam4)
-      # the fourth red team's rules (2026-11-30, CPU only so far): integer addresses counted
-      # as a launch's pointers (every kernel exercise's launches), conv2d's RawKernel rule,
-      # honest-timing's dtype-and-device match, bandwidth's copies between clock readings
+      # the red teams' rules of 2026-11-30's evening (CPU only so far): integer and float
+      # addresses counted as a launch's pointers, conv2d's RawKernel rule and library frames
+      # naming the factory, honest-timing's dtype-and-device match, bandwidth's copies between
+      # clock readings, and threads started in C (at import, or named and still running at the
+      # check's end: the CUDA driver's threads must not be taken for the learner's)
       timeout -s INT 480 $PT tests/exercises/test_exercises_catalog.py \
-        -k "warp-argmax or conv2d or honest-timing or bandwidth or grid-2d or dot-reduction" \
+        -k "warp-argmax or conv2d or honest-timing or bandwidth or grid-2d or dot-reduction or tree-reduction or vector-add or triton or compile-fused or profile-step or streams-overlap or cuda-graphs" \
         > "$out/redteam4.log" 2>&1 ;;
     shared)
       timeout -s INT 240 python3 bench/probe_shared_gpu.py "$out" > "$out/shared.log" 2>&1
