@@ -185,10 +185,9 @@ class _Kernel:
         launch = self._watch._launched(self, args, kwargs)
         try:
             out = self.inner(*args, **kwargs)
-        except BaseException:
-            # refused by the launcher (too few arguments, a bad shape): it never ran, so it is
-            # no launch of the learner's (a red team's such decoy, named as its ElementwiseKernel,
-            # stood in for it in the kernel trace)
+        except BaseException:  # re-raised: a launch the launcher refused is no launch
+            # (too few arguments, a bad shape: it never ran; a red team's such decoy, named as
+            # its ElementwiseKernel, stood in for it in the kernel trace)
             self._watch._unlaunched(launch)
             raise
         if launch is not None:
