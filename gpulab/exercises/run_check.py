@@ -151,8 +151,11 @@ def _retiring(check: Callable[P, CheckResult]) -> Callable[P, CheckResult]:
         # torch's (PTThreadPool) carries the modes with it: it only retires the worker.
         foreign = [n for n in foreign_threads(threads) if n != INTEROP_NAME]
         if foreign:
-            result.retire = f"a thread the learner's code started still runs ({foreign[0]})"
-            if result.verdict == PASS:
+            result.retire = f"a thread started in the check still runs ({foreign[0]})"
+            # Failed only where the check ran on the CPU: on a GPU the profiler's CUPTI and the
+            # driver may start named threads of their own during a check, and that has not been
+            # measured yet (bench/gpu_pending.sh redteam4); there the worker only retires
+            if result.verdict == PASS and result.device == "cpu":
                 _fail(result, "wrong", _still_running(foreign[0]), t0)
         return result
 
