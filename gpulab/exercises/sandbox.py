@@ -18,6 +18,7 @@ import linecache
 import operator
 import os
 import random
+import re
 import signal
 import sys
 import threading
@@ -727,6 +728,24 @@ def _how(what: str) -> str:
     return f"{why}: the grader's references live there; leave it out"
 
 
+# A thread's name in /proc (its comm) is how the grader tells a thread started in C from torch's
+# own unnamed pools: a red team renamed gloo's serving thread to the process's name
+_COMM = re.compile(r"^/proc/(self|thread-self|\d+)/(task/\d+/)?comm$")
+_RENAMES = "a thread's name is how the check tells whose thread it is; leave it as it is"
+
+
+def _renames_a_thread(args: tuple) -> bool:
+    """Whether an audited open() writes a thread's name (/proc/.../comm)."""
+    path, mode = args[0], args[1] if len(args) > 1 else None
+    if isinstance(path, bytes):
+        path = path.decode(errors="replace")
+    if not isinstance(path, str) or not path.endswith("comm") or not _COMM.match(path):
+        return False
+    flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
+    writes = isinstance(mode, str) and any(c in mode for c in "wax+")
+    return writes or bool(flags & (os.O_WRONLY | os.O_RDWR))
+
+
 def refuse_walks() -> None:
     """From now on in this process (an audit hook cannot be taken off), refuse what the learner's
     code asks for of the calls in _WALKS (the hooks too: their callbacks are handed frames, and
@@ -780,6 +799,10 @@ def refuse_walks() -> None:
             what = event
         elif event == "object.__getattr__" and len(args) == 2 and args[1] in attrs:
             what = str(args[1])
+        elif event == "open" and args and _renames_a_thread(args):
+            if learners(getframe(1)) or any_learner(getframe(1)):
+                raise WalkRefused(f"your code opened {args[0]!s} to write: {_RENAMES}")
+            return
         else:
             return
         me = ident()

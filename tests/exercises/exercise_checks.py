@@ -79,6 +79,7 @@ LEAVE_THREADS = {
     "gloo-callback-serves-the-sum",
     "gloo-callback-started-in-a-call",
     "interop-thread-serves-the-sum",
+    "gloo-thread-renamed",
 }
 
 
