@@ -115,7 +115,7 @@ def load_learner(path: Path, ident: str, entry: str) -> tuple[types.ModuleType, 
     # torch.jit.fork (from Python or TorchScript) starts torch's inter-op threads in C++: no
     # Thread object, no audit event, and the check's torch modes, which are per thread, never
     # reach them (a red team's tree_sum handed x to a torch.sum served there: gold, no tree)
-    if interop_threads(threads):
+    if interop_threads(threads, settle=True):
         started.append(INTEROP)
     else:
         # Any other thread started in C while the file loads, by whatever library: a red team's
@@ -281,16 +281,17 @@ def intra_op_pool_started() -> None:
         _POOL.append(True)
 
 
-def interop_threads(before: dict[int, str] | None = None) -> set[int]:
-    """The ids of this process's threads in torch's inter-op pool; with `before`, only those
-    started since. A pool thread names itself after it starts, so new threads are given up to
-    _NAMING_S to do so (only when there are new ones: OpenMP's keep the process's name)."""
+def interop_threads(before: dict[int, str], *, settle: bool = False) -> set[int]:
+    """The ids of the threads in torch's inter-op pool started since `before`. A pool thread
+    names itself after it starts: with `settle` (just after a fork may have started one), new
+    threads are given up to _NAMING_S to do so (only when there are new ones: OpenMP's keep the
+    process's name)."""
     deadline = _monotonic() + _NAMING_S
     while True:
         now = native_threads()
-        new = set(now) - set(before) if before is not None else set(now)
+        new = set(now) - set(before)
         pool = {t for t in new if now[t] == INTEROP_NAME}
-        if pool or not new or before is None or _monotonic() >= deadline:
+        if pool or not new or not settle or _monotonic() >= deadline:
             return pool
         _sleep(0.005)
 
