@@ -7,7 +7,8 @@
 # their last fix), bench (the exercises bench, repeat 5), fixes (what the last H200 run found),
 # redteam2 (the evening red teams' fixes, not yet run on a GPU), redteam3 (the three red teams
 # of 2026-11-30: processes, frames through libraries, memory shared at import; not yet on a GPU),
-# order (compile-fused's large input second), redteam4 (the fourth red team's rules), shared (checks beside another program on the GPU: is it named, and only then; then the tests
+# order (compile-fused's large input second; ran in the suite of 3b90a67), redteam4 (the fourth red team's rules; ran
+# there too), threads (the end-of-check thread rule, now failing on a GPU as well), shared (checks beside another program on the GPU: is it named, and only then; then the tests
 # the shared suite run of 2026-11-29 left: cuda-graphs' freed-memory fix in a used worker).
 set -u
 out=${OUT:-/tmp}
@@ -58,6 +59,15 @@ for part in $parts; do
       timeout -s INT 480 $PT tests/exercises/test_exercises_catalog.py \
         -k "warp-argmax or conv2d or honest-timing or bandwidth or grid-2d or dot-reduction or tree-reduction or vector-add or triton or compile-fused or profile-step or streams-overlap or cuda-graphs" \
         > "$out/redteam4.log" 2>&1 ;;
+    threads)
+      # the end-of-check thread rule fails on a GPU since 2026-11-30 (inherited names not
+      # counted): the probe alone on the GPU, every line's threads=[] but the (every new...) note,
+      # then the files that leave threads, through a worker, on a device with CUDA
+      timeout -s INT 300 python3 bench/probe_threads_gpu.py > "$out/threads.log" 2>&1
+      timeout -s INT 240 python3 -m pytest -q -p no:cacheprovider -o addopts= -rfE --timeout 150 \
+        tests/exercises/test_exercises_catalog.py tests/exercises/test_exercises_engine.py \
+        -k "tree-reduction or vector-add or model-to-device or profile-step or inherited or retires" \
+        > "$out/threads-tests.log" 2>&1 ;;
     shared)
       timeout -s INT 240 python3 bench/probe_shared_gpu.py "$out" > "$out/shared.log" 2>&1
       timeout -s INT 330 $PT tests/exercises/test_exercises_repeat.py tests/test_streams_graphs.py \

@@ -249,22 +249,37 @@ def native_threads() -> dict[int, str]:
 _OWN_THREADS = ("cuda", "pt_autograd")
 
 
+def _inherited_names(now: dict[int, str]) -> set[str]:
+    """The names a thread has when it never named itself: a new thread copies its creator's, so
+    the main thread's now, and the process's name at its start (the program's file, as the
+    kernel cuts it to 15 bytes). Both count because some torch builds rename the main thread
+    (pt_main_thread) at import: on an H200 with torch 2.11, threads of pools created from a
+    thread that still had the process's name (OpenMP's, 31 of them on 32 cores) were left by
+    our own model-to-device, profile-step and first-kernel references
+    (bench/results/probe-threads-h200x2.log)."""
+    names = {now.get(threading.main_thread().native_id or 0, "")}
+    for program in (sys.executable, sys.orig_argv[0] if sys.orig_argv else ""):
+        if program:
+            names.add(os.path.basename(program)[:15])
+    return names
+
+
 def foreign_threads(before: dict[int, str]) -> list[str]:
     """The names of threads started since `before` that no Python Thread object stands for and no
     library runs for itself: threads started in C, which the check's per-thread torch modes
-    never reach. Only named ones count: a thread keeps the process's name unless it names
+    never reach. Only named ones count: a thread keeps its creator's name unless it names
     itself, and torch's own pools start unnamed ones as a compile or a thread setting asks
     (compile-fused's reference and model-to-device's right/ started some in a call); gloo's
     and torch's inter-op threads name themselves (_OWN_THREADS: those that run no Python)."""
     python = {t.native_id for t in threading.enumerate()}
     now = native_threads()
-    unnamed = now.get(threading.main_thread().native_id or 0, "")
+    unnamed = _inherited_names(now)
     return sorted(
         name
         for tid, name in now.items()
         if tid not in before
         and tid not in python
-        and name != unnamed
+        and name not in unnamed
         and not name.startswith(_OWN_THREADS)
     )
 

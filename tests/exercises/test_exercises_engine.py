@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -533,3 +534,27 @@ def test_a_file_that_leaves_work_running_retires_its_worker():
     assert "torch.jit.fork" in fork.message and fork.retire == "", fork
     good = check(ex.solution_path)
     assert good.verdict == "pass" and good.retire == "", good.message
+
+
+def test_threads_that_kept_an_inherited_name_are_not_taken_for_the_learners(monkeypatch):
+    """A thread that never named itself carries its creator's name: the main thread's now, or the
+    process's name where a torch build renamed the main thread at import (on an H200, torch
+    2.11: OpenMP's pool threads named like the program were left by our own references). Those
+    are not counted; a thread that named itself (gloo's) is, whatever the main thread is called."""
+    from gpulab.exercises import sandbox
+
+    main = threading.main_thread().native_id
+    program = os.path.basename(sys.executable)[:15]
+    before = {main: "pt_main_thread"}
+
+    def table(**new):
+        rows = {main: "pt_main_thread"}
+        rows.update({10_000_000 + i: name for i, name in enumerate(new.values())})
+        return rows
+
+    monkeypatch.setattr(sandbox, "native_threads", lambda: table(a=program, b="pt_main_thread"))
+    assert sandbox.foreign_threads(before) == []
+    monkeypatch.setattr(sandbox, "native_threads", lambda: table(a=program, b="gloo:-1"))
+    assert sandbox.foreign_threads(before) == ["gloo:-1"]
+    monkeypatch.setattr(sandbox, "native_threads", lambda: table(a="cuda-EvtHandlr", b="my-worker"))
+    assert sandbox.foreign_threads(before) == ["my-worker"]
