@@ -264,3 +264,32 @@ def test_compile_fused_compiles_its_dynamic_graph_at_the_large_input():
                 and bad is not None
                 and "recompiled for every new shape" in bad.message
             )
+
+
+def test_compile_fused_draws_its_large_input_on_the_device():
+    """On a GPU the 32M-element input is drawn on the device from a seed the case carries (on the
+    host it was half of a repeat check's second on an H200): same seed, same values; the values
+    in the ranges the host's cases use; the case holds no large array to copy per call."""
+    import numpy as np
+
+    from gpulab.exercises import api
+    from gpulab.exercises.run_check import loaded_check
+
+    ex = CATALOG.get("compile-fused")
+    with loaded_check(ex) as check:
+
+        def speed_case(seed):
+            ctx = api.Context(
+                rng=np.random.default_rng(seed), seed=seed, gpu=True, cupy=False, device="cpu"
+            )
+            return next(c for c in check.cases(ctx) if c.meta.get("speed"))
+
+        case = speed_case(5)
+        assert set(case.args) == {"n", "seed"} and case.args["n"] == 1 << 25
+        x, w = check._inputs(case, "cpu")
+        again, _ = check._inputs(speed_case(5), "cpu")
+        other, _ = check._inputs(speed_case(6), "cpu")
+    assert x.shape == w.shape == (1 << 25,) and str(x.dtype) == "torch.float32"
+    assert -3 <= float(x.min()) < -2.99 and 2.99 < float(x.max()) < 3
+    assert 0.5 <= float(w.min()) < 0.51 and 1.99 < float(w.max()) < 2
+    assert bool((x == again).all()) and not bool((x == other).all())

@@ -121,8 +121,17 @@ def cases(ctx: api.Context) -> list[api.Case]:
     # dynamo's per-call guards weigh as much as the fusion saves. On the CPU one thread a side
     # at 1M elements keeps a round near a tenth of a second.
     big = (1 << 25) if ctx.gpu else (1 << 20)
-    x = ctx.rng.uniform(-3, 3, big).astype(np.float32)
-    w = ctx.rng.uniform(0.5, 2, big).astype(np.float32)
+    if ctx.gpu:
+        # Drawn on the device when the case runs (_inputs): 32M float64 draws on the host and
+        # their conversion were 0.48 s of a repeat check's 1.0 s on an H200 host
+        # (bench/results/exercises-compile-fused-h200x2.md), and each call's deep copy of the
+        # case copied 256 MB more; the speed rounds rewrite x before every call anyway
+        args: dict[str, Any] = {"n": big, "seed": int(ctx.rng.integers(1 << 62))}
+    else:
+        args = {
+            "x": ctx.rng.uniform(-3, 3, big).astype(np.float32),
+            "w": ctx.rng.uniform(0.5, 2, big).astype(np.float32),
+        }
     # On the CPU this input is profiled, not timed (see the module's docstring)
     name = f"speed: n={big}, yours vs eager" if ctx.gpu else f"all in the graph: n={big}"
     # Second, after n=1 (a size torch.compile always specializes): the first size that changes
@@ -130,7 +139,7 @@ def cases(ctx: api.Context) -> list[api.Case]:
     # Compiled at n=33, the graph ran the 32M input at 0.38 ms on an H200; compiled at 32M, at
     # 0.15 ms (a static graph: 0.135 ms; eager 0.67 ms): bench/results/probe-compile-fused-order-
     # h200.log. The large input is the one a program would run hot.
-    out.insert(1, api.Case(name, {"x": x, "w": w}, {"speed": True}))
+    out.insert(1, api.Case(name, args, {"speed": True}))
     return out
 
 
@@ -235,11 +244,28 @@ def _counted(fn: Any, x: Any, w: Any) -> Any:
     return got
 
 
+def _inputs(case: api.Case, device: str) -> tuple[Any, Any]:
+    """The case's x and w as tensors on `device`: copied from the host, or drawn there from the
+    case's seed (the same values for the same seed on the same device)."""
+    import torch
+
+    if "x" in case.args:
+        return (
+            torch.from_numpy(case.args["x"]).to(device),
+            torch.from_numpy(case.args["w"]).to(device),
+        )
+    g = torch.Generator(device=device)
+    g.manual_seed(case.args["seed"])
+    n = case.args["n"]
+    x = torch.rand(n, generator=g, device=device).mul_(6.0).sub_(3.0)  # uniform on [-3, 3)
+    w = torch.rand(n, generator=g, device=device).mul_(1.5).add_(0.5)  # on [0.5, 2)
+    return x, w
+
+
 def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     import torch
 
-    x = torch.from_numpy(case.args["x"]).to(ctx.device)
-    w = torch.from_numpy(case.args["w"]).to(ctx.device)
+    x, w = _inputs(case, ctx.device)
     if case.meta.get("speed"):
         gpu = ctx.device.startswith("cuda")
         rounds = []
@@ -346,12 +372,16 @@ def compare(want: Any, got: Any, case: api.Case, ctx: api.Context) -> api.Mismat
     return _speed(got, ctx)
 
 
+def _size(case: api.Case) -> int:
+    return int(case.args["n"]) if "n" in case.args else int(case.args["x"].size)
+
+
 def _work_outside_the_graph(ops: list[str], touched: int, case: api.Case) -> api.Mismatch | None:
     if touched:
         return api.Mismatch(
             f"on the large input your run's eager operations, each on fewer than {SMALL:,} "
             f"elements, touched {touched:,} elements together against the input's "
-            f"{case.args['x'].size:,}: the chain ran eagerly in small pieces, outside the "
+            f"{_size(case):,}: the chain ran eagerly in small pieces, outside the "
             "compiled graph; it must run as the compiled function's generated code"
         )
     if not ops:
