@@ -103,7 +103,15 @@ _MOVES = (
     "torch.tensor",
     "torch.asarray",
     "torch.Tensor.__setitem__",
+    "torch.Tensor.new_tensor",
 )
+
+# torch.tensor, as_tensor, asarray and new_tensor build a tensor from a Python list in C++ with
+# torch's dispatch modes excluded: the whole result built by NumPy on the host, `.tolist()`, then
+# torch.tensor(..., device=device) passed as made on the device. The exponents (degree + 1 <= 6)
+# and the values handed in may come that way; more host-made elements in one call are a move.
+_FROM_DATA = frozenset({"tensor", "as_tensor", "asarray", "Tensor.new_tensor"})
+HOST_ELEMENTS = 16
 
 
 @contextlib.contextmanager
@@ -119,6 +127,14 @@ def _watching_moves(want: Any, given: Any = None) -> Iterator[list[str]]:
 
     watched = {resolve(n): n.removeprefix("torch.") for n in _MOVES}
     moves: list[str] = []
+    from_host = [0]
+
+    def the_values_as_data(data: Any) -> bool:
+        try:
+            flat = np.asarray(data, dtype=np.float64).ravel()
+        except Exception:  # noqa: BLE001 - not numbers the values could be: not the values
+            return False
+        return given is not None and np.array_equal(flat, given.astype(np.float64).ravel())
 
     def on_want(t: Any) -> bool:
         return isinstance(t, torch.Tensor) and _same(t.device, want)
@@ -133,6 +149,21 @@ def _watching_moves(want: Any, given: Any = None) -> Iterator[list[str]]:
                 name = watched.get(func)
             except TypeError:
                 name = None
+            if name in _FROM_DATA:
+                data = (args[1:] if name == "Tensor.new_tensor" else args)[:1]
+                data = data[0] if data else (kwargs or {}).get("data")
+                if (
+                    not isinstance(data, torch.Tensor | np.ndarray)
+                    and on_want(out)
+                    and not the_values_as_data(data)
+                ):
+                    from_host[0] += out.numel()
+                    if from_host[0] > HOST_ELEMENTS:
+                        moves.append(
+                            f"{name} of {out.numel()} values made on the host, {from_host[0]} "
+                            "in this call"
+                        )
+                    return out
             if name and args:
                 if name == "Tensor.copy_":
                     src = args[1] if len(args) > 1 else (kwargs or {}).get("src")
