@@ -51,8 +51,11 @@ IDS = [p.name for p in KERNELS]
 
 
 def _header(path: Path) -> tuple[str, str]:
-    """A variant's first two lines: `# expect: ...` (or `# why: ...`), and `# gpu-only: ...`."""
-    return tuple((path.read_text().splitlines() + ["", ""])[:2])  # type: ignore[return-value]
+    """A variant's first two lines: `# expect: ...` (or `# why: ...`), and `# gpu-only: ...`;
+    a wrong/ file's `# family:` line (the loader's) is passed over, as it says nothing of where
+    the file can be shown wrong."""
+    lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("# family:")]
+    return tuple((lines + ["", ""])[:2])  # type: ignore[return-value]
 
 
 _load = kernel_sources.load

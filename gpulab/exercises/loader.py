@@ -41,6 +41,21 @@ REQUIRED_CHECK_NAMES = ("ENTRY", "cases", "expected", "run")
 _FOLDER = re.compile(r"^(\d{2,3})-([a-z0-9][a-z0-9-]*)$")
 _EXPECT = re.compile(r"^#\s*expect:\s*(.+?)\s*$")
 _WHY = re.compile(r"^#\s*why:\s*(.+?)\s*$")
+_FAMILY = re.compile(r"^#\s*family:\s*(\S+)\s*$")
+# What a wrong/ file's `# family:` line may name: eight families of shortcut, and `mistake` for
+# an honest wrong answer; tests/exercises/test_families.py counts coverage by them, so a key is
+# one token that a table and a grep both keep whole. docs/exercises.md explains each.
+FAMILIES = (
+    "library",
+    "timed-vs-checked",
+    "memo",
+    "property-proxy",
+    "lazy",
+    "writes-what-check-reads",
+    "loose-property",
+    "escape",
+    "mistake",
+)
 _CEILING = re.compile(r"^(copy|h2d|d2h|link|matmul:[a-z0-9]+)$")
 # The ceiling a check grades against when its timing spec names none (kernel_checks.spec's).
 DEFAULT_CEILING = {"GB/s": "copy", "TFLOP/s": "matmul:fp32"}
@@ -70,11 +85,14 @@ class Wrong:
     path: Path
     expect: str  # alternatives separated by " | ": a write past the end may corrupt a
     # neighbour (a wrong value) or fault (an illegal address), depending on the allocator
-    # "# emulator-only: why" on the second line: rejected from what the CPU emulator counts as
+    # "# family: <key>" on the second line, one of FAMILIES: which shortcut (or an honest
+    # mistake) the file is, so coverage per family and exercise type can be counted
+    family: str = "mistake"
+    # "# emulator-only: why" on the third line: rejected from what the CPU emulator counts as
     # the kernel runs; a GPU's check reads the compiled code, which cannot show it (a known
     # limit, listed in docs/exercises.md)
     emulator_only: str = ""
-    # "# cpu-only: why" on the second line: a shortcut only where the inputs are on the CPU (a
+    # "# cpu-only: why" on the third line: a shortcut only where the inputs are on the CPU (a
     # NumPy path for CPU tensors); on a GPU the same file does the work the exercise asks
     cpu_only: str = ""
 
@@ -451,20 +469,30 @@ def _ceiling(tree: ast.Module, check: Path, metric: str) -> str:
 def _wrong(path: Path) -> Wrong:
     try:
         with path.open(encoding="utf-8") as f:
-            first, second = f.readline(), f.readline()
+            first, second, third = f.readline(), f.readline(), f.readline()
     except OSError as exc:
         raise ExerciseFormatError(path, f"cannot be read: {exc.strerror or exc}") from None
     m = _EXPECT.match(first.strip())
     if not m:
         raise ExerciseFormatError(path, "the first line must be '# expect: <text of the message>'")
+    fam = _FAMILY.match(second.strip())
+    if not fam:
+        raise ExerciseFormatError(
+            path, f"the second line must be '# family: <{'|'.join(FAMILIES)}>'"
+        )
+    if fam.group(1) not in FAMILIES:
+        raise ExerciseFormatError(
+            path, f"unknown family '{fam.group(1)}': one of {', '.join(FAMILIES)}"
+        )
     limits = {"emulator-only": "", "cpu-only": ""}
     for key in limits:
-        if second.startswith(f"# {key}:"):
-            limits[key] = second.strip().removeprefix(f"# {key}:").strip()
+        if third.startswith(f"# {key}:"):
+            limits[key] = third.strip().removeprefix(f"# {key}:").strip()
     return Wrong(
         name=path.stem,
         path=path,
         expect=m.group(1),
+        family=fam.group(1),
         emulator_only=limits["emulator-only"],
         cpu_only=limits["cpu-only"],
     )

@@ -88,7 +88,7 @@ def test_the_catalog_own_slot_shortcuts_read_as_sharing_nothing(wrong: str) -> N
     assert len(kernels) == 1
     assert [_reading(code, name) for code, name in kernels.values()] == [False]
     # on a GPU the check itself now shows it: no line marks it emulator-only any more
-    assert not path.read_text().splitlines()[1].startswith("# emulator-only:")
+    assert not any(ln.startswith("# emulator-only:") for ln in path.read_text().splitlines()[:3])
 
 
 # Kernels written for this test. Each names what it shows; `window` is a 1-D stencil frame.

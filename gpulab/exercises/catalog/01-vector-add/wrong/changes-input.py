@@ -1,4 +1,5 @@
 # expect: changed its input a
+# family: mistake
 import torch
 
 

@@ -1,4 +1,5 @@
 # expect: asked for sys.setprofile, whose callback
+# family: lazy
 """Shortcut (work deferred past the measured window, no thread): a profile function installed
 with sys.setprofile at import sees every call the grader makes after vector_add returns. On the
 timing's size (larger than any checked case) the call adds only the front 55% of out (with a

@@ -1,4 +1,5 @@
 # expect: started a thread when it was loaded
+# family: escape
 """Shortcut (work deferred past the measured window): a slow add (a temporary, then a copy: an
 honest version of it grades bronze here) on the front part of `out`, and the back 65% finished
 by a worker thread started at import, after vector_add has returned. The timer stops on the

@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 import torch
 
 

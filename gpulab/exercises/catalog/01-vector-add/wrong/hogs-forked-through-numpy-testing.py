@@ -1,4 +1,5 @@
 # expect: os.fork
+# family: escape
 """vector-add: three passes graded silver; os.fork and os.kill called THROUGH numpy.testing.
 assert_no_warnings, so the audit hook's "first non-stdlib frame" is NumPy's, not the learner's.
 

@@ -1,4 +1,5 @@
 # expect: starts or signals another process | Process.start
+# family: escape
 """vector-add: three passes graded gold; CPU hogs started at import by multiprocessing's "spawn"
 context, stopped with signal.pidfd_send_signal during each call.
 

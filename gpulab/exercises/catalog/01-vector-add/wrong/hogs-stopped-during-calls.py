@@ -1,4 +1,5 @@
 # expect: os.fork
+# family: escape
 """vector-add: three passes over memory graded gold by hog processes that only run between calls.
 
 Trick (family: "the yardstick slowed from outside the call"; same as tree-reduction-stopped-hog.py):

@@ -1,4 +1,5 @@
 # expect: asked for sys.setprofile, whose callback
+# family: lazy
 """Shortcut (work deferred past the measured window, no thread, nothing at import): from 1,024
 elements on, the call adds the front half of out and installs a profile hook that finishes the
 rest as the grader's clock returns (time.perf_counter's c_return: the timer has read it by

@@ -1,4 +1,5 @@
 # expect: started a thread when it was loaded
+# family: escape
 """Shortcut (a red team's, 2026-11-30): bronze work graded up. The add is done twice, and two CPU
 hogs started at import with torch.jit.fork run on torch's inter-op threads (no Thread object),
 pausing while vector_add runs, so only the yardstick's rounds share the cores with them (gold,

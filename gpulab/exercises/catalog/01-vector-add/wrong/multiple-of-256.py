@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 import torch
 
 

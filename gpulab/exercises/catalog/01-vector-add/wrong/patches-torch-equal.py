@@ -1,4 +1,5 @@
 # expect: changed its input a
+# family: writes-what-check-reads
 """Cheat: adds in place into the caller's `a` (wrong/changes-input.py), and silences the
 input check by rebinding torch.equal during the call (the grader's run() reads it after the
 call, before its Guard puts it back)."""

@@ -1,4 +1,5 @@
 # expect: returned a new tensor
+# family: mistake
 import torch
 
 

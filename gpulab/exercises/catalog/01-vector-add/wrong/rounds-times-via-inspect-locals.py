@@ -1,4 +1,5 @@
 # expect: reads the callers' frames
+# family: writes-what-check-reads
 """Shortcut (timer's instance state, reached through frames by names no scan lists): an
 honest but slow add (a temporary, then a copy: bronze when honest). On its first call under
 the timing (Rounds.warm), the call walks `inspect.stack(0)` and reads each frame's locals

@@ -1,4 +1,5 @@
 # expect: work kept from an earlier call
+# family: memo
 """Remembers which outputs it has written and skips a call on one it has seen: every correctness
 case hands it a fresh `out`, the timed calls come back to theirs (poisoned in between)."""
 

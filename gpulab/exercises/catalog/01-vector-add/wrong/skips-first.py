@@ -1,4 +1,5 @@
 # expect: out[0] = nan
+# family: mistake
 import torch
 
 

@@ -1,4 +1,5 @@
 # expect: changed torch.set_num_threads
+# family: writes-what-check-reads
 """Shortcut (slowing what is timed beside it): torch's thread count set to 1 at import, so on the
 CPU the yardstick's rounds add on one thread, while each call of this file sets it back to the
 machine's for its own add and to 1 again as it returns. The add is done twice, so on its own it

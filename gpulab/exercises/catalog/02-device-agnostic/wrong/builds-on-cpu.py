@@ -1,4 +1,5 @@
 # expect: built on the CPU and then moved
+# family: mistake
 """Wrong: builds both tensors on the CPU, then copies them to the device."""
 
 import numpy as np

@@ -1,4 +1,5 @@
 # expect: a tensor was built on the CPU and then moved
+# family: loose-property
 """Cheat: builds every column on the host with NumPy and moves it to the device, each through
 the caller's own `values` buffer (overwritten with the column, moved with torch.as_tensor, put
 back at the end), as if moving the values handed in, which the check allows."""

@@ -1,4 +1,5 @@
 # expect: built on the CPU and then moved (Tensor.to
+# family: mistake
 """Wrong: the values go straight to the device, but the exponents are made on the CPU and moved."""
 
 import numpy as np

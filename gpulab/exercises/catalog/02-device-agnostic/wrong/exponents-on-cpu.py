@@ -1,4 +1,5 @@
 # expect: a tensor on the wrong device
+# family: mistake
 """Wrong: the exponents are created on the CPU, whatever device the values are on."""
 
 import numpy as np

@@ -1,4 +1,5 @@
 # expect: dtype torch.float64
+# family: mistake
 """Wrong: keeps NumPy's float64 instead of the float32 that was asked for."""
 
 import numpy as np

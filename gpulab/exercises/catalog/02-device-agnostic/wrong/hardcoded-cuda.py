@@ -1,4 +1,5 @@
 # expect: asked for device 'cpu'
+# family: mistake
 """Wrong: "cuda" is hard-coded, so the code breaks on a CPU-only machine and ignores `device`."""
 
 import numpy as np

@@ -1,4 +1,5 @@
 # expect: but the result is on
+# family: mistake
 """Wrong: always uses the best device, even when the caller asked for another one."""
 
 import numpy as np

@@ -1,4 +1,5 @@
 # expect: a tensor was built on the CPU and then moved (as_tensor
+# family: loose-property
 """Cheat: computes the whole result on the CPU, then moves it with torch.as_tensor(..., device=)
 (the check watches Tensor.to / .cuda / .type / copy_, not the factories)."""
 

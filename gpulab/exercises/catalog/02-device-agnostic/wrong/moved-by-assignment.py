@@ -1,4 +1,5 @@
 # expect: an assignment from a CPU tensor
+# family: loose-property
 """Cheat: computes the result on the CPU, then copies it into an empty tensor on the device by
 slice assignment (Tensor.__setitem__, not copy_)."""
 

@@ -1,4 +1,5 @@
 # expect: a tensor was built on the CPU and then moved
+# family: loose-property
 """Cheat: computes the whole result on the CPU, then moves it with the ATen operator under
 Tensor.to, called directly (torch.ops.aten._to_copy): the watch matches the Python names of the
 moves, and an OpOverload is none of them."""

@@ -1,4 +1,5 @@
 # expect: a tensor was built on the CPU and then moved
+# family: loose-property
 """Cheat: computes the whole result on the CPU, then moves it with new_tensor on an empty tensor
 made on the device: new_tensor copies its argument onto self's device, like .to(device), and
 the check's list of moves (to, cuda, type, copy_, the factories, assignment) does not name it."""

@@ -1,4 +1,5 @@
 # expect: no pick_device()
+# family: loose-property
 """Shortcut: pick_device() (half of the exercise) is missing altogether; the check only ever
 calls features()."""
 

@@ -1,4 +1,5 @@
 # expect: expected (1, 4)
+# family: mistake
 """Wrong: range(degree) stops one power short (no values**degree column)."""
 
 import numpy as np

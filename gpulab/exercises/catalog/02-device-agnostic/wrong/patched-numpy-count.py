@@ -1,4 +1,5 @@
 # expect: expected
+# family: writes-what-check-reads
 """Shortcut (patching what the grader reads, in a module the Guard does not snapshot): computes
 nothing (zeros of the right shape, dtype and device). At import it rebinds
 numpy._core.multiarray.count_nonzero, which numpy.count_nonzero's Python implementation looks up

@@ -1,4 +1,5 @@
 # expect: recorded an autograd graph
+# family: loose-property
 """Shortcut: builds the whole autograd graph for every batch, then detaches the outputs, so
 `requires_grad` is False without running under no_grad."""
 

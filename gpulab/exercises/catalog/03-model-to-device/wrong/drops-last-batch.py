@@ -1,4 +1,5 @@
 # expect: outputs for
+# family: mistake
 """Wrong: an off-by-one loop that skips the last batch."""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: a tensor on the wrong device
+# family: mistake
 """Wrong: moves the first batch and forgets the rest."""
 
 import torch

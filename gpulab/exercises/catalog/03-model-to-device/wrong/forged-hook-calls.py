@@ -1,4 +1,5 @@
 # expect: the model ran a forward pass on cpu
+# family: writes-what-check-reads
 """Shortcut (property forged): the forward runs on the CPU, where the model and batches already
 are, and with an autograd graph (no no_grad); the outputs are detached and moved to the device
 afterwards (wrong/runs-on-cpu-moves-after.py). The check learns where each Linear layer ran from

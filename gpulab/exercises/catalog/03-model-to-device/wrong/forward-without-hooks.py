@@ -1,4 +1,5 @@
 # expect: the model ran a forward pass on cpu
+# family: loose-property
 """Cheat: the forward pass runs on the CPU, where the model and the batches already are, and only
 the outputs are moved to the device. Each layer is called through its .forward method, not the
 module's __call__, so no forward hook fires: the check's hooks see no layer run anywhere, and an

@@ -1,4 +1,5 @@
 # expect: keep the model in float32
+# family: mistake
 """Wrong: halves the model to go faster, and casts the outputs back so they look float32."""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: requires grad | recorded an autograd graph
+# family: mistake
 """Wrong: no torch.no_grad(), so every output drags an autograd graph along."""
 
 

@@ -1,4 +1,5 @@
 # expect: a tensor on the wrong device
+# family: mistake
 """Wrong: moves the batches but leaves the model's weights on the CPU."""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: the model's parameter
+# family: mistake
 """Wrong: moves a copy of the model, so the caller's model never reaches the device."""
 
 import copy

@@ -1,4 +1,5 @@
 # expect: model.eval()
+# family: mistake
 """Wrong: never switches the model to eval mode, so dropout drops and batch norm uses the batch."""
 
 import torch

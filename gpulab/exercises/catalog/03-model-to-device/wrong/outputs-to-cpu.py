@@ -1,4 +1,5 @@
 # expect: back to the CPU
+# family: mistake
 """Wrong: copies every output back to the CPU, which was not asked for (and costs a sync)."""
 
 import torch

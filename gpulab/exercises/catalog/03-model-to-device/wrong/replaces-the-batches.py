@@ -1,4 +1,5 @@
 # expect: in the list it was given
+# family: mistake
 """Wrong: writes the device copies back into the caller's list, changing its input."""
 
 import torch

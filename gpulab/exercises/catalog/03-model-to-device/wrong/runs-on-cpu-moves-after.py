@@ -1,4 +1,5 @@
 # expect: the model ran a forward pass on cpu
+# family: loose-property
 """Cheat: runs the model on the CPU, where model and batches already are, and only then moves the
 model and the outputs to the device: nothing is computed "on device"."""
 

@@ -1,4 +1,5 @@
 # expect: peak_delta =
+# family: mistake
 """Wrong: reports the absolute peak, not the rise above where the block started."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: allocated_delta =
+# family: mistake
 """Wrong: confuses what the block kept with its peak."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: left tracemalloc running
+# family: mistake
 """Wrong: starts tracemalloc and never stops it, so every later allocation is slower."""
 
 from __future__ import annotations

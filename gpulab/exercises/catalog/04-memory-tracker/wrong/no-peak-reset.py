@@ -1,4 +1,5 @@
 # expect: peak_delta =
+# family: mistake
 """Wrong: never resets the peak, so a spike from before the block counts as the block's."""
 
 from __future__ import annotations

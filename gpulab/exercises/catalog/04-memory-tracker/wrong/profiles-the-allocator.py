@@ -1,4 +1,5 @@
 # expect: asked for sys.setprofile, whose callback
+# family: writes-what-check-reads
 """Cheat: measures no memory. __enter__ installs a profile function (sys.setprofile) that sees
 every Python call; the workload's allocator is numpy.full (or torch.full on a GPU), and its
 `shape` argument is read from the frame (by a name built at run time: the source scan names

@@ -1,4 +1,5 @@
 # expect: reads the callers' frames
+# family: escape
 """Cheat: measures nothing; reads the block's sizes from the caller's frame (the check's run())."""
 
 import sys

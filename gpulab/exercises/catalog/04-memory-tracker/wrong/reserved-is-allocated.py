@@ -1,4 +1,5 @@
 # expect: reserved_delta =
+# family: mistake
 """Wrong: reports allocated memory as reserved (and invents a reserved figure on the CPU)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: restarted tracemalloc that somebody else started
+# family: loose-property
 """Shortcut: restarts tracemalloc at every block (stop + start), even when somebody else was
 tracing: that throws away the other tracer's traces and its baseline, but makes the absolute
 figures equal the deltas, so no start value or peak reset is needed. Tracing is left on only when

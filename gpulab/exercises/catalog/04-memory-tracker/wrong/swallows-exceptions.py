@@ -1,4 +1,5 @@
 # expect: swallowed
+# family: mistake
 """Wrong: __exit__ returns True, which silently swallows any exception raised in the block."""
 
 from __future__ import annotations

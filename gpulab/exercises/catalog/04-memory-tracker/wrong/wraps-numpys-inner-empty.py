@@ -1,4 +1,5 @@
 # expect: your tracker rebinds
+# family: writes-what-check-reads
 """Shortcut (writing what the check reads, one level down): no memory is measured. The check
 bound numpy.full before this file loaded (wrong/wraps-the-allocator.py), but numpy.full looks
 up `empty` in numpy._core.numeric's globals on every call. __enter__ rebinds that name to a

@@ -1,4 +1,5 @@
 # expect: your tracker rebinds
+# family: writes-what-check-reads
 """A shortcut (writing what the check reads): no memory is measured. __enter__ rebinds
 numpy.full, which the workload allocates with, and records the bytes each call asks for; its
 __exit__ puts it back. The check allocates through functions it bound before this file loaded.

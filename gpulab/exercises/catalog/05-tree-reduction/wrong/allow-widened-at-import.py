@@ -1,4 +1,5 @@
 # expect: changed _gpulab_check_tree_reduction
+# family: writes-what-check-reads
 """Shortcut (the check's rules rewritten): at import, the check module's frozen ALLOW (found in
 sys.modules by its name) widened with object.__setattr__ to let aten.sum through, and left so:
 every call is watched under the widened list and torch.sum does the work. Gold with no tree."""

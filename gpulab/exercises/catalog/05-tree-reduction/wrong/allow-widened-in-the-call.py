@@ -1,4 +1,5 @@
 # expect: reaches aten.sum
+# family: writes-what-check-reads
 """Shortcut (the check's rules rewritten): the check module, found in sys.modules by its name,
 holds the ALLOW its watch reads at every operator. Inside the call its frozen instance is widened
 with object.__setattr__ to let aten.sum through, torch.sum does the work, and the old list is put

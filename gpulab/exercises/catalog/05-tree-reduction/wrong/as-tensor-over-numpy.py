@@ -1,4 +1,5 @@
 # expect: torch.as_tensor makes a tensor over NumPy's or Python's memory
+# family: escape
 """Shortcut: torch.as_tensor(numpy_buffer) shares NumPy's memory like the refused from_numpy;
 x is copied into it (copy_ is allowed) and NumPy sums the buffer."""
 

@@ -1,4 +1,5 @@
 # expect: is not among the operations this exercise allows
+# family: library
 """Wrong: tries the library first and falls back to a tree only when the check refuses it."""
 
 import torch

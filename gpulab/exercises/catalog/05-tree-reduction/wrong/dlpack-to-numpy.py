@@ -1,4 +1,5 @@
 # expect: through DLPack
+# family: escape
 """Cheat: hands the tensor to NumPy through DLPack (torch.utils.dlpack.to_dlpack is not seen by
 the TorchFunctionMode; Tensor.__dlpack__ and .numpy() are refused) and lets NumPy sum it."""
 

@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Wrong: at an odd length the unpaired middle value is silently dropped."""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: is not among the operations this exercise allows
+# family: library
 """Cheat: torch._foreach_norm(ord=1) gives sum(|v|) per chunk in one call (aten._foreach_norm was
 not in the refusal table); positive part minus negative part is the sum. Only the few hundred
 partial sums go through a (real) tree."""

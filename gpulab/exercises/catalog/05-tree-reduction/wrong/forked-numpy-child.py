@@ -1,4 +1,5 @@
 # expect: os.fork
+# family: escape
 """tree-reduction: no tree at all; NumPy in a forked child process sums a shared-memory copy.
 
 Trick (family: "work done in another process", a new door past "NumPy doing the work through

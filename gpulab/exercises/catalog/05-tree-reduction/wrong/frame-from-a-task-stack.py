@@ -1,4 +1,5 @@
 # expect: asked for cr_frame, which hands you a frame
+# family: escape
 """Shortcut (reading the grader's state): a coroutine run by asyncio.run inside the call asks its
 task for its stack (Task.get_stack, asyncio's own code reading cr_frame), so its frame comes back
 with no frame name in the source; f_back leads through the event loop to the timer's record of

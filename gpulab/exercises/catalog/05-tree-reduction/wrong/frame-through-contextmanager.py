@@ -1,4 +1,5 @@
 # expect: sys._getframe
+# family: escape
 """tree-reduction: gold with no work; a frame taken through contextlib (an "own use" module).
 
 Trick: contextlib is in sandbox._OWN_USE, so a standard frame of contextlib calling sys._getframe

@@ -1,4 +1,5 @@
 # expect: sys._getframe
+# family: escape
 """tree-reduction: gold with no work; a frame taken through a third-party higher-order function.
 
 Trick (family: "a frame through the standard library", generalised): sys._getframe (reached by

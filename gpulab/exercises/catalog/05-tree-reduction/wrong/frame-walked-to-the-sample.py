@@ -1,4 +1,5 @@
 # expect: asked for sys._getframe, which hands you a frame
+# family: writes-what-check-reads
 """Shortcut (reading the grader's state): inspect.currentframe reached through importlib and
 getattr (the source scan reads names, not strings), then f_back to the timer's frame, whose
 `self` is its record of the call: the input sample it compares after the call is emptied, the

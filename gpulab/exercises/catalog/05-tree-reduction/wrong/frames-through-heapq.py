@@ -1,4 +1,5 @@
 # expect: sys._getframe
+# family: escape
 """tree-reduction: gold with no work; the timer's frame reached through a stdlib generator gadget.
 
 Trick (family: "the grader's state reached at run time", a new door past the audit hook):

@@ -1,4 +1,5 @@
 # expect: while your file loads makes a tensor and NumPy
+# family: escape
 """tree-reduction: gold with no tree; torch.from_numpy at import, called through numpy.testing.
 
 Trick (family: "memory shared with NumPy at import"): aliases_refused's stand-in asks

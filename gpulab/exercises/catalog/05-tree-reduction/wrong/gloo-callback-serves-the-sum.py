@@ -1,4 +1,5 @@
 # expect: started a thread when it was loaded
+# family: escape
 """Shortcut (a red team's, 2026-11-30): no tree. At import, a one-rank gloo process group (made
 directly, so no default group is set) runs an all-reduce whose Future callback never returns:
 it loops on gloo's own thread, started in C (no Thread object, no audit event, out of the

@@ -1,4 +1,5 @@
 # expect: started a thread that is still running
+# family: escape
 """Shortcut (2026-11-30, after a red team's import-time version was refused): no tree. The first
 call makes a one-rank gloo process group whose all-reduce's Future callback never returns: it
 loops on gloo's own thread, started in C (no Thread object, no audit event, out of the check's

@@ -1,4 +1,5 @@
 # expect: a thread's name is how the check tells
+# family: escape
 """Shortcut (2026-11-30, against the rule that names threads started in C): the gloo door at
 import, then every new thread renamed to the process's name through /proc/self/task/<id>/comm,
 so the serving thread passes for one of torch's own unnamed pool threads (gold before the rule)."""

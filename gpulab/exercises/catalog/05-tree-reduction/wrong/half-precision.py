@@ -1,4 +1,5 @@
 # expect: off by
+# family: mistake
 """Wrong: sums in float16 to go faster: 11 bits of mantissa and a maximum of 65504."""
 
 import torch

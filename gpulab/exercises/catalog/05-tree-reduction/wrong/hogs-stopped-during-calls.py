@@ -1,4 +1,5 @@
 # expect: os.fork
+# family: escape
 """tree-reduction: a slow tree graded gold by slowing everyone else's rounds.
 
 Trick (family: "the yardstick slowed from outside the call"): at import the file forks two

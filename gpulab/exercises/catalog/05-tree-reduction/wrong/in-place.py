@@ -1,4 +1,5 @@
 # expect: changed its input
+# family: mistake
 """Wrong: adds in place into the caller's tensor, destroying its data."""
 
 import torch

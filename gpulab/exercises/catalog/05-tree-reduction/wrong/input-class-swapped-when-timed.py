@@ -1,4 +1,5 @@
 # expect: changed the class of its input
+# family: writes-what-check-reads
 """Shortcut (writing what the check reads): a timed call is told by its count (the checked
 calls, one an input set, come first), and there the tree is built over an eighth of the values
 only. The check verifies a timed call by summing the input it handed over, after the call, with

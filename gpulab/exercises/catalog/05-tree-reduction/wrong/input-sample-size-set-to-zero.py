@@ -1,4 +1,5 @@
 # expect: changed gpulab.exercises.speed.SAMPLE
+# family: writes-what-check-reads
 """Shortcut (the grader's constants rewritten): gpulab.exercises.speed.SAMPLE, how many of a timed
 call's input elements are compared across it, set to 0 at import. No element is compared, so the
 timed calls zero their input and return 0 (the check sums the input as the call left it); the

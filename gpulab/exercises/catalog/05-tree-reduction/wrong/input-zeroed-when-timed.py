@@ -1,4 +1,5 @@
 # expect: changed its input 1
+# family: timed-vs-checked
 """Shortcut (writing what the check reads): a timed call is told by its count (the checked
 calls, one an input set, come first), and there the input is zeroed in place and 0 returned. The
 check verifies a timed call by summing, after the call, the input it handed over: a sum of

@@ -1,4 +1,5 @@
 # expect: started a thread when it was loaded
+# family: escape
 """Shortcut (a red team's, 2026-11-30): no tree. At import, a TorchScript fork of a
 @torch.jit.ignore function starts a loop on torch's inter-op threads (started in C++: no
 Thread object, no audit event), where the check's torch modes, which are per thread, never

@@ -1,4 +1,5 @@
 # expect: is not among the operations this exercise allows
+# family: timed-vs-checked
 """Writes the tree for the calls it expects to be checked, then lets torch.sum do the timed ones
 (the grader makes one more call at the timing size with its refusals on, and checks it)."""
 

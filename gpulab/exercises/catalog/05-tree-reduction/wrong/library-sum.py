@@ -1,4 +1,5 @@
 # expect: is not among the operations this exercise allows
+# family: library
 """Wrong: the library's one call. Correct to the last bit, and it teaches nothing."""
 
 import torch

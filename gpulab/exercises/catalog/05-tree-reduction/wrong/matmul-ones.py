@@ -1,4 +1,5 @@
 # expect: is not among the operations this exercise allows
+# family: library
 """Wrong: a dot product with a vector of ones is a sum, done by the library in one call."""
 
 import torch

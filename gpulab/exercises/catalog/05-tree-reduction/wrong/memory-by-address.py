@@ -1,4 +1,5 @@
 # expect: ctypes | _cdata
+# family: escape
 """tree sum"""
 
 import ctypes

@@ -1,4 +1,5 @@
 # expect: switches off torch's function and dispatch modes
+# family: writes-what-check-reads
 """Cheat: steps outside the check's torch modes for one call and puts them back exactly as they
 were, so the refusal never fires and nothing is seen as removed."""
 

@@ -1,4 +1,5 @@
 # expect: sum = 0.0
+# family: mistake
 """Wrong: only whole blocks of 256 values are summed; the tail (and any short input) is lost."""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: while your file loads makes a tensor and NumPy
+# family: escape
 """Shortcut (NumPy's memory shared at import): torch.from_numpy(buffer) at import, before any
 call is watched; each call copies x into that tensor (copy_ is allowed) and NumPy sums the
 buffer, which is the same memory. Before the fix: pass, gold, no tree (red team, on the CPU)."""

@@ -1,4 +1,5 @@
 # expect: is not among the operations this exercise allows
+# family: library
 """Wrong: leaves torch for NumPy, whose sum does the whole reduction in one call."""
 
 import numpy as np

@@ -1,4 +1,5 @@
 # expect: while your file loads makes a tensor and NumPy
+# family: escape
 """Shortcut (NumPy's memory shared at import, the other way): a torch buffer made at import and
 a NumPy view of it (Tensor.numpy(), no copy); each call copies x into the buffer and NumPy sums
 the view."""

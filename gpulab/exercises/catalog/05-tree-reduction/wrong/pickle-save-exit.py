@@ -1,4 +1,5 @@
 # expect: your code uses _pickle_save
+# family: escape
 """Shortcut: torch._C._pickle_save(x) serializes the tensor in C++ (no Tensor method, no ATen op
 the modes see); the raw record is viewed in place inside the zip bytes and NumPy sums it."""
 

@@ -1,4 +1,5 @@
 # expect: _posixsubprocess
+# family: escape
 """tree-reduction: passes (bronze..silver on a loaded 2-core box) with no tree; a child process
 started by _posixsubprocess.fork_exec sums a shared-memory copy.
 

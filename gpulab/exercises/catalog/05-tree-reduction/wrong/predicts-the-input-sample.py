@@ -1,4 +1,5 @@
 # expect: changed its input 1
+# family: writes-what-check-reads
 """Shortcut (reading what the grader draws): a timed call's input is compared with itself on
 1,024 positions drawn before the call. Drawn from a random.Random whose state any call could
 read (sys.modules has the grader's module), the state kept from the call before gives this call's

@@ -1,4 +1,5 @@
 # expect: asked for sys.setprofile, whose callback
+# family: writes-what-check-reads
 """Shortcut (reading the grader's state): sys.setprofile, reached by a name built at run time,
 set for one call of its own and taken off before returning (so no hook is left on): the callback
 is handed that call's frame, whose f_back chain reaches the timer's record of the call. Its

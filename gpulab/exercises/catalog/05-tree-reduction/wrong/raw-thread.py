@@ -1,4 +1,5 @@
 # expect: your function started a thread
+# family: escape
 """tree sum"""
 
 import _thread

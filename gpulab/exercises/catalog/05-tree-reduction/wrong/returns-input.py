@@ -1,4 +1,5 @@
 # expect: expected one number
+# family: mistake
 """Wrong: returns the input instead of reducing it."""
 
 import torch

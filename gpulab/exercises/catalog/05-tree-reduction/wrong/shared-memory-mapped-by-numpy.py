@@ -1,4 +1,5 @@
 # expect: while your file loads makes a tensor and NumPy
+# family: escape
 """tree-reduction: gold with no tree; Tensor.share_memory_() at import, NumPy maps its shm fd.
 
 Trick (family: "memory shared with NumPy at import", a way in not on the list): share_memory_()

@@ -1,4 +1,5 @@
 # expect: work kept from an earlier call
+# family: memo
 """Keeps each tensor's sum and returns it when handed the same tensor again: the correctness
 cases each get a fresh tensor, the timed calls come back to theirs, changed in between."""
 

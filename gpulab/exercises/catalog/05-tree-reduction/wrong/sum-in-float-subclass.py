@@ -1,4 +1,5 @@
 # expect: acts as an array or a number
+# family: lazy
 """Cheat: returns a float subclass whose value is computed by torch.sum only when the grader
 calls float() on it, after the call has returned and the refusals are off."""
 

@@ -1,4 +1,5 @@
 # expect: _len_torch_function_stack
+# family: timed-vs-checked
 """Cheat: writes the tree only while the check's TorchFunctionMode is on the stack (correctness
 cases and the one watched call); the timed calls, which run without the refusals, use torch.sum."""
 

@@ -1,4 +1,5 @@
 # expect: could not convert string to float: '  ...'
+# family: escape
 """A tensor's repr prints its values with torch's dispatch modes switched off (torch's own
 printing does it, not the learner's code), so no refusal sees them go: with the print threshold
 raised, repr(x) would be every value as text, summed in Python. Inside a checked call a tensor

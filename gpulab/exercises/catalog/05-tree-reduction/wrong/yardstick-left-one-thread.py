@@ -1,4 +1,5 @@
 # expect: changed torch.set_num_threads
+# family: writes-what-check-reads
 """Shortcut (slowing what is timed beside it): torch's thread count set to 1 at import, so the
 yardstick's rounds run on one thread, while each call sets it back to the machine's for its own
 work and to 1 again as it returns. Twice the reference's work graded silver against a yardstick

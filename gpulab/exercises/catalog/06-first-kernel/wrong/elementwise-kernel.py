@@ -1,4 +1,5 @@
 # expect: lets CuPy write what this exercise teaches
+# family: library
 """saxpy with cupy.ElementwiseKernel: CuPy writes the index, the guard and the grid (the statement asks for a RawKernel)."""
 
 import cupy as cp

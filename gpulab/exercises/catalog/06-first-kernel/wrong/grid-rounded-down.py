@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """Wrong: the grid is n // THREADS blocks, rounded down, so the tail is never written."""
 
 from __future__ import annotations

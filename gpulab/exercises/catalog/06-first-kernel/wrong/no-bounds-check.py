@@ -1,4 +1,5 @@
 # expect: wrote past the end | illegal memory access
+# family: mistake
 """Wrong: no bounds check, so the last block's extra threads write past the end of out."""
 
 from __future__ import annotations

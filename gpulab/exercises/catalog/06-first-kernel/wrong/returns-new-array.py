@@ -1,4 +1,5 @@
 # expect: no kernel of yours ran
+# family: mistake
 """Wrong: computes a new array with a CuPy expression and returns it: out is never written, and the kernel it compiles never runs."""
 
 from __future__ import annotations

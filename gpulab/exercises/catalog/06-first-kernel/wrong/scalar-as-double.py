@@ -1,4 +1,5 @@
 # expect: expected | pass np.float32
+# family: mistake
 """Wrong: passes `a` as a Python float, which CuPy sends as a C double; the kernel reads 4 of its 8 bytes as a float."""
 
 from __future__ import annotations

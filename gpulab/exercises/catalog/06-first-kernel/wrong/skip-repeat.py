@@ -1,4 +1,5 @@
 # expect: work kept from an earlier call
+# family: memo
 # gpu-only: only timing calls the function twice on the same buffers, and it runs on a GPU
 """Wrong: remembers which outputs it has computed and, called again on one, computes only what
 it has not done before, which is nothing. Every correctness case hands it a fresh buffer, so it

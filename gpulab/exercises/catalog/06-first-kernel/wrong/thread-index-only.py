@@ -1,4 +1,5 @@
 # expect: out[256] = nan
+# family: mistake
 """Wrong: the index forgets the block, so every block writes the first THREADS elements."""
 
 from __future__ import annotations

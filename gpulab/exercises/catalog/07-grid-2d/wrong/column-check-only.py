@@ -1,4 +1,5 @@
 # expect: past the end
+# family: mistake
 """Wrong: checks the column but not the row, so threads below the last row write past the end."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """Wrong: blocks whose tile crosses the edge of the matrix give up, so it is right only when both sides are multiples of 32."""
 
 from __future__ import annotations

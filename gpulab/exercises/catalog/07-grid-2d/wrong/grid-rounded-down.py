@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """Wrong: the grid is rounded down, so partial blocks at the right and bottom edges are never launched."""
 
 from __future__ import annotations

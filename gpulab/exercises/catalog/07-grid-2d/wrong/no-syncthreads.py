@@ -1,4 +1,5 @@
 # expect: expected | shared-memory race
+# family: mistake
 """Wrong: no __syncthreads() between filling the shared tile and reading it: a race, threads read tile entries other warps have not written yet."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: your launch is not 2-D
+# family: loose-property
 """Property skipped: the statement asks for 'a cupy.RawKernel launched on a 2-D grid of 2-D
 blocks'; this is a 1-D grid of 1-D blocks over the flat index, divided back into (r, c) with / and
 %, so the two ceiling divisions and two bounds checks the lesson is about never appear."""

@@ -1,4 +1,5 @@
 # expect: expected
+# family: writes-what-check-reads
 """Shortcut (patching what the grader reads): a 2-D launch of a kernel that writes nothing, and
 at import numpy._core.multiarray.count_nonzero rebound to answer 0 for boolean arrays: the
 grader's element scan counts wrong elements with np.count_nonzero, whose Python body looks the

@@ -1,4 +1,5 @@
 # expect: the grader's own code is not yours to change
+# family: writes-what-check-reads
 """Shortcut (a library does the work; the watch's classes patched at import): wrong/library-
 copyto.py (cupy.copyto(out, a.T), no kernel of the learner's), passed by two class-level patches
 the Guard never puts back (it snapshots gpulab's module namespaces, not their classes' dicts,

@@ -1,4 +1,5 @@
 # expect: expected | illegal memory access | out-of-bounds read
+# family: mistake
 """Wrong: reads a with a stride of rows instead of cols, which is only right for square matrices."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """Wrong: the grid's x and y are swapped (rows in x, columns in y); only square shapes are covered."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Wrong: repeats the edge pixels (clamp) instead of treating the outside as zero."""
 
 from __future__ import annotations

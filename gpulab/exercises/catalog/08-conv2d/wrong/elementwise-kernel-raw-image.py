@@ -1,4 +1,5 @@
 # expect: lets CuPy write what this exercise teaches
+# family: library
 """Shortcut: an ElementwiseKernel over the output with the image and the filter as raw arrays:
 the window sum is written, but CuPy writes the pixel's index, the guard and the launch, which
 this exercise asks for (a red team's, 2026-11-30)."""

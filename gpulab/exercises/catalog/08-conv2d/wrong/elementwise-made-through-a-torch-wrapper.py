@@ -1,4 +1,5 @@
 # expect: lets CuPy write what this exercise teaches
+# family: library
 """Shortcut (a red team's, 2026-11-30): the ElementwiseKernel made through a torch decorator's
 wrapper (torch.no_grad()), so the factory's caller is torch's frame and the watch took it for a
 library's own kernel; a RawKernel of the same name, launched with too few arguments (refused by

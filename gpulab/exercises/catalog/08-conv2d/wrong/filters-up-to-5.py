@@ -1,4 +1,5 @@
 # expect: 7x7 filter
+# family: mistake
 """Wrong: room for filters up to 5 x 5 in shared memory, enough for the 3 x 3 and 5 x 5 filters
 everyone tries first; a larger filter is cut down to its central 5 x 5, so a 7 x 7 one (the
 statement allows K up to 7) loses its outer ring of weights."""

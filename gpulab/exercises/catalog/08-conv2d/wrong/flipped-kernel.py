@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Wrong: a textbook convolution (the kernel flipped), where the exercise asks for the correlation deep learning calls convolution; Sobel and random filters tell them apart."""
 
 from __future__ import annotations

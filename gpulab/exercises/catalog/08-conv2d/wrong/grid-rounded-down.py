@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """Wrong: the grid is rounded down, so the right and bottom edges of most images are never computed."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """Wrong: skips the border pixels whose window leaves the image, so the output's frame is never written."""
 
 from __future__ import annotations

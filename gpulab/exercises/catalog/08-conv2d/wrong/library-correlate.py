@@ -1,4 +1,5 @@
 # expect: no kernel of yours ran: cupyx.scipy.ndimage.correlate
+# family: library
 """Wrong: the library's filter in the wrapper. The image is right, but CuPy's kernel did the work:
 this exercise is about writing it."""
 

@@ -1,4 +1,5 @@
 # expect: past the end
+# family: mistake
 """Wrong: no check that the thread's pixel is inside the image, so threads past the last row write past the end."""
 
 from __future__ import annotations

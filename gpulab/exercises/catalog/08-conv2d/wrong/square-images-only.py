@@ -1,4 +1,5 @@
 # expect: expected | illegal memory access | out-of-bounds read
+# family: mistake
 """Wrong: steps through the image with the height as the row stride, which is only right for square images."""
 
 from __future__ import annotations

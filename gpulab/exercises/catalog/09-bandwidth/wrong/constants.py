@@ -1,4 +1,5 @@
 # expect: do not write the figures down
+# family: loose-property
 """Wrong: figures written down from an earlier run; nothing is copied or timed."""
 
 

@@ -1,4 +1,5 @@
 # expect: ran between two readings of a clock
+# family: loose-property
 """Cheat (a red team's, 2026-11-30): the two copies of each kind the check counts are made, but
 no clock is read; the figures are a guess (a typical PCIe 5 link, pageable a third of it)."""
 

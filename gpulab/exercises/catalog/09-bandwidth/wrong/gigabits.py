@@ -1,4 +1,5 @@
 # expect: the unit not GB/s
+# family: mistake
 """Wrong: reports gigabits per second (bytes times 8), not gigabytes."""
 
 from __future__ import annotations

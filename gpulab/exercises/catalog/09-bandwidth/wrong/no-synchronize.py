@@ -1,4 +1,5 @@
 # expect: faster than this machine's link
+# family: mistake
 """Wrong: stops the clock when copy_ returns; an asynchronous copy from pinned memory has only been queued."""
 
 from __future__ import annotations

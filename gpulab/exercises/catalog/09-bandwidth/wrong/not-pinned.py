@@ -1,4 +1,5 @@
 # expect: from pinned host memory
+# family: mistake
 """Wrong: the "pinned" buffer is ordinary pageable memory, so both figures measure the slow path."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: pinned = | pageable =
+# family: mistake
 """Wrong: the two figures are returned under each other's names."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: pinned =
+# family: mistake
 """Wrong: pins the data inside the timed region (x.pin_memory() then the copy), so the pinned figure pays for an extra host-side copy every time."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: a matrix product ran in torch.float32 | fewer than
+# family: property-proxy
 """Shortcut (property checked on a proxy): the float16 matrix products are made on the META
 device, where they cost nothing; the real step runs in float32.
 

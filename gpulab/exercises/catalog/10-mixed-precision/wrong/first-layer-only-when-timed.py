@@ -1,4 +1,5 @@
 # expect: of the step saw | the step's first layer saw
+# family: loose-property
 """The timed calls' check counts the rows only the first Linear layer saw, forward and backward,
 and only the dtype of the others. At the timing's width (the checked model is 32 wide) the step
 runs the first layer on the whole batch, the others on one row, and backpropagates through the

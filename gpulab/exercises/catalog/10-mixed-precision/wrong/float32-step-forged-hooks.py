@@ -1,4 +1,5 @@
 # expect: a matrix product ran in torch.float32
+# family: writes-what-check-reads
 """Shortcut (dtype claim forged): the step runs entirely in float32 (no autocast: on a CPU that
 is the fast path), with the scaler's scale/step/update called as asked. The check learns the
 Linear layers' dtype from forward hooks it registered on the model it handed over; this step

@@ -1,4 +1,5 @@
 # expect: was called 0 times in one step
+# family: writes-what-check-reads
 """Writes what the check reads: the spy scaler's `calls` dict is a plain attribute. On the timed
 model (wider than the checked cases' 32) the step is a float16 forward under autocast with no
 gradients; scale, step and update are entered into scaler.calls by hand."""

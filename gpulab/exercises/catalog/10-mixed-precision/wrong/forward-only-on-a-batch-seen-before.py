@@ -1,4 +1,5 @@
 # expect: the step's first layer saw
+# family: timed-vs-checked
 """Tells a timed call by its inputs: the timing rotates between two fixed batches (sets=2), so a
 batch whose data_ptr was seen before is a timed call. For those, the full step runs every second
 call; the others do the forward under autocast and count the scaler calls through the

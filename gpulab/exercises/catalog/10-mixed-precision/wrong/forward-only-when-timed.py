@@ -1,4 +1,5 @@
 # expect: was called 0 times in one step
+# family: timed-vs-checked
 """The whole step on the small checked batches; on the timing's large batch only a forward pass
 without gradients, a third of the work."""
 

@@ -1,4 +1,5 @@
 # expect: reads the callers' frames
+# family: escape
 """Cheat: no real training. The loss comes from the grader's own float64 reference, found by
 walking up the stack to run_check's `want`; a zero-gradient scaled backward and a nudge of the
 weights satisfy the scaler counts and the 'weights changed' test."""

@@ -1,4 +1,5 @@
 # expect: torch.autocast
+# family: mistake
 """Wrong: a scaler but no autocast, so every matmul still runs in float32."""
 
 from __future__ import annotations

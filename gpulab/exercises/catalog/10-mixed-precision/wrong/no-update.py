@@ -1,4 +1,5 @@
 # expect: scaler.update()
+# family: mistake
 """Wrong: never calls scaler.update(), so the scale never adapts (and a skipped step is never recovered from)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: weight did not change in this call
+# family: loose-property
 """At the timing's width (the checked cases' model is 32 wide) the weights are frozen for the
 step: forward under autocast, a scaled backward that only carries the gradient through the
 layers (every layer's backward hook still sees the whole batch) and the biases' gradients,

@@ -1,4 +1,5 @@
 # expect: zero them every step
+# family: mistake
 """Wrong: never clears the gradients, so each backward adds to whatever was left in .grad."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: scaler.step(optimizer)
+# family: mistake
 """Wrong: steps the optimizer directly, with gradients still multiplied by the scale."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: the step's float16 matrix products came to
+# family: writes-what-check-reads
 """Quarter batch when timed, every forward and backward hook taken out and called by hand with
 the full batch's rows."""
 

@@ -1,4 +1,5 @@
 # expect: the step's first layer saw
+# family: loose-property
 """The timed calls' check reads only the scaler's call counts and the Linear layers' output
 dtype; it never looks at what the step trained on. At the timing's width (the checked cases'
 model is 32 wide) the step runs on the first quarter of the batch: forward, scaled backward,

@@ -1,4 +1,5 @@
 # expect: return the unscaled loss
+# family: mistake
 """Wrong: returns the scaled loss, thousands of times the real one."""
 
 from __future__ import annotations

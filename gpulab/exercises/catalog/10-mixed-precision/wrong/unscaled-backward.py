@@ -1,4 +1,5 @@
 # expect: scaler.scale(loss)
+# family: mistake
 """Wrong: backward on the unscaled loss, so small float16 gradients underflow; the scaler has nothing to unscale."""
 
 from __future__ import annotations

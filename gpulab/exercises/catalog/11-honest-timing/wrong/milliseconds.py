@@ -1,4 +1,5 @@
 # expect: seconds (not milliseconds)
+# family: mistake
 """Wrong: returns milliseconds where seconds were asked for."""
 
 from __future__ import annotations

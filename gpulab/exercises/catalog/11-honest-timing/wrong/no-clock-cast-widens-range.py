@@ -1,4 +1,5 @@
 # expect: too fast | too slow | took
+# family: writes-what-check-reads
 """Cheat (a red team's, 2026-11-30): no clock at all, and a figure made up from a guessed rate.
 Every matmul of a's and b's shapes used to count, so one call on a and b cast to complex128
 (the same shapes, many times the work) widened the range a figure must fall in enough for the

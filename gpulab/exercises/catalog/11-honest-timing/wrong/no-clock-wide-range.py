@@ -1,4 +1,5 @@
 # expect: too fast | too slow | took
+# family: writes-what-check-reads
 """Cheat: no clock at all. The figure must lie between half the fastest and twice the slowest of
 the learner's own matmuls as the check timed them, and every matmul counts, whatever its
 operands: one call on sixteen stacked copies of a widens that range sixteenfold, and a made-up

@@ -1,4 +1,5 @@
 # expect: synchronize before reading
+# family: mistake
 """Wrong: never synchronizes, so on a GPU it times how long it takes to queue the work."""
 
 from __future__ import annotations

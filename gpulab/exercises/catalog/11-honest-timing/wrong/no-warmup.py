@@ -1,4 +1,5 @@
 # expect: cold call
+# family: mistake
 """Wrong: no warm-up, one call: it times the first call at this shape, library set-up included."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: per call (not the total
+# family: mistake
 """Wrong: returns the total of all the timed runs instead of the time of one call."""
 
 from __future__ import annotations

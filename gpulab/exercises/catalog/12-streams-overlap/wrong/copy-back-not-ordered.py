@@ -1,4 +1,5 @@
 # expect: make each copy back wait for its step
+# family: mistake
 """Wrong: the copies back have their own stream, but nothing orders a copy back after the step
 that makes its output: it copies whatever the new output's memory held."""
 

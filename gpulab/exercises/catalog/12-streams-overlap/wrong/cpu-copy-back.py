@@ -1,4 +1,5 @@
 # expect: pageable host memory
+# family: loose-property
 """Wrong (a shortcut): brings each output back with .cpu() and copies it into outs on the host:
 right values, no stream or wait to think about, and every copy back blocks the host in pageable
 memory."""

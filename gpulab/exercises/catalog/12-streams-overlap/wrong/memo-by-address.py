@@ -1,4 +1,5 @@
 # expect: keep outputs from an earlier call
+# family: memo
 """Wrong (a shortcut): keeps each chunk's output on the GPU, keyed by the step and the chunk's
 address, and on a later call copies the kept outputs back instead of copying in and computing
 again. The check rewrites every chunk in place before each timed call: the kept outputs are

@@ -1,4 +1,5 @@
 # expect: returned before its copies to the host had landed
+# family: mistake
 """Wrong: the three streams, rightly ordered, but no host wait at the end: a copy back with
 non_blocking=True is only queued when copy_ returns, and the caller reads outs at once."""
 

@@ -1,4 +1,5 @@
 # expect: record_stream on the stream that reads it
+# family: mistake
 """Wrong: each output is made on the compute stream and copied back on another, but dropped
 without record_stream: its memory returns to the compute stream's pool at once, and a later
 step writes into it while the copy back still reads it."""

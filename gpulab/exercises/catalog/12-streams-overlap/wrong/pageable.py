@@ -1,4 +1,5 @@
 # expect: from pageable memory
+# family: loose-property
 """Wrong (a shortcut): gathers the chunks into one host tensor first (torch.cat makes pageable
 memory) and copies slices of it, one copy in for all: the CPU stages it, and nothing overlaps."""
 

@@ -1,4 +1,5 @@
 # expect: your copies back ran on the stream step() computes on
+# family: mistake
 """Wrong (slow): the lesson's prefetcher, with each copy back queued on the compute stream after
 its step. The copies in overlap; the copy back and the compute, the two larger stages, still
 take turns."""

@@ -1,4 +1,5 @@
 # expect: your copies in and back all ran on the stream step() computes on
+# family: mistake
 """Wrong (slow): copy in, compute, copy back on one stream, chunk after chunk. non_blocking
 frees the host, not the engines: they take turns."""
 

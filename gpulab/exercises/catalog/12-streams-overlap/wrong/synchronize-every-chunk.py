@@ -1,4 +1,5 @@
 # expect: waited on the host
+# family: mistake
 """Wrong (slow): three streams, but torch.cuda.synchronize() after every chunk "to be safe", so
 the next chunk is queued only once the GPU is idle: the engines take turns again."""
 

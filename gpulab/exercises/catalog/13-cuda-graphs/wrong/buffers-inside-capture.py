@@ -1,4 +1,5 @@
 # expect: momentum buffers start from zero
+# family: mistake
 """Wrong: the momentum buffers are made inside the captured function, so making them (a fill
 with zeros) is part of the graph: every replay zeroes them again and the momentum is lost."""
 

@@ -1,4 +1,5 @@
 # expect: outside the graph
+# family: loose-property
 """Wrong (a shortcut): replays a graph on every call, a decoy that only fills a scalar, and does
 the update eagerly beside it."""
 

@@ -1,4 +1,5 @@
 # expect: replayed no CUDA graph
+# family: loose-property
 """Wrong here (a shortcut): no graph, the update eager through the foreach kernels, a few
 launches for all 64 tensors. Fast, and not the exercise."""
 

@@ -1,4 +1,5 @@
 # expect: freed after the capture
+# family: mistake
 """Wrong: right/state-in-one-buffer.py holding its buffers but not the momentum tensor, which
 only update() read. Freed when make_step returns, its 4 bytes go back to the allocator while
 every replay still reads them: the momentum is whatever lands there next."""

@@ -1,4 +1,5 @@
 # expect: did not change the parameters
+# family: mistake
 """Wrong: the captured update writes each new parameter to a new tensor (p - lr * buf) and
 rebinds its own list's entry; the tensors the caller holds never change."""
 

@@ -1,4 +1,5 @@
 # expect: frozen into the graph
+# family: mistake
 """Wrong: the learning rate is a Python number read by the captured kernels at capture time.
 step(lr) changes the Python value, which no replay reads: every call steps with the lr the
 capture saw."""

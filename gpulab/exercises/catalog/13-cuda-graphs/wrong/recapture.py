@@ -1,4 +1,5 @@
 # expect: captured 8 graphs in 8 calls
+# family: mistake
 """Wrong: captures a new graph on every call, with that call's learning rate as a number: right
 values, but a capture costs more than the eager step it was meant to replace."""
 

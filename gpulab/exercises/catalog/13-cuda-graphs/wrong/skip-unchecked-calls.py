@@ -1,4 +1,5 @@
 # expect: does step(lr) skip work on calls it thinks are not checked
+# family: timed-vs-checked
 """Wrong (a shortcut): right on the first 8 calls, the ones a check is guessed to read; after
 that it replays only every other call, with twice the learning rate."""
 

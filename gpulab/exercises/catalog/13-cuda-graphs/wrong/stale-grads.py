@@ -1,4 +1,5 @@
 # expect: gradients `grads` held when make_step ran
+# family: mistake
 """Wrong: the lesson's pattern copied without its reason: the gradients are cloned into static
 tensors at make_step time and the graph captured on the clones, but nothing copies the new
 gradients in, so every call steps with the first ones. `grads` is already static: the check

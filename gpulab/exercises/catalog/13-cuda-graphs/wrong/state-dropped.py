@@ -1,4 +1,5 @@
 # expect: freed after the capture
+# family: mistake
 """Wrong: the reference without one line. The momentum buffers are held only by update(), which
 nothing holds once make_step returns: they go back to PyTorch's allocator, and every replay
 writes into whatever tensor is made there next (our own first reference, caught on an H200)."""

@@ -1,4 +1,5 @@
 # expect: make_step changed the parameters
+# family: mistake
 """Wrong: warms up three times as the lesson does, but on the real parameters with a real
 learning rate: they have moved three steps before the first call."""
 

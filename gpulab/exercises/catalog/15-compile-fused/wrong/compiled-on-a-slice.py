@@ -1,4 +1,5 @@
 # expect: outside the compiled graph | is the compiled function the one that runs
+# family: loose-property
 """The compiled function runs, on one element, so dynamo's counters see a graph; the chain that
 makes the answer runs eagerly, one operation at a time."""
 

@@ -1,4 +1,5 @@
 # expect: outside the compiled graph | no compiled graph ran
+# family: loose-property
 """Shortcut (a red team's, 2026-11-30; passed before the rule), the property skipped: a static graph (dynamic=False) only for inputs of a million elements or
 more, eager below: one compile in seven sizes, no dynamic shape ever made, and the rule
 'compiles at most twice' reads it as a graph that compiled once."""

@@ -1,4 +1,5 @@
 # expect: outside the compiled graph | differ from the chain | is the compiled function the one that runs
+# family: timed-vs-checked
 """Tells the profiled call from the others by counting: on a CPU the large input is called
 twice (compared), then a third time under the profiler. Only that third call (and every call on
 small sizes) goes through the compiled function; the others run eagerly."""

@@ -1,4 +1,5 @@
 # expect: starts another thread or process
+# family: escape
 """The chain runs eagerly, op by op, on the large input, but in a worker thread that run() waits
 for: torch.profiler records the operators of the thread that opened the profile, so the
 check's profile of the large input sees no eager operation. Small sizes go through

@@ -1,4 +1,5 @@
 # expect: outside the compiled graph | is the compiled function the one that runs
+# family: loose-property
 """The compiled chain on the small sizes; on a large input the chain runs eagerly, op by op, on
 slices of 4,000 elements: each operation's operands stay under the profile's 4,096-element
 line, and slices and copy_ are what a graph's wrapper may do, so no single operation looks

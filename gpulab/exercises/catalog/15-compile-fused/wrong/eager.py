@@ -1,4 +1,5 @@
 # expect: no compiled graph ran
+# family: mistake
 """The graph breaks are gone, but run() calls chain itself: eager, one kernel per operation."""
 
 import torch

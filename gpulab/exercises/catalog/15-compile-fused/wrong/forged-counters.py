@@ -1,4 +1,5 @@
 # expect: edits dynamo's counters
+# family: writes-what-check-reads
 """No torch.compile at all: the graph count dynamo keeps is raised by hand."""
 
 import torch

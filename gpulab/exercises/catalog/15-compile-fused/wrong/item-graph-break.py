@@ -1,4 +1,5 @@
 # expect: graph break in your compiled function
+# family: mistake
 """The scale read back as a Python float: dynamo stops the graph at .item()."""
 
 import torch

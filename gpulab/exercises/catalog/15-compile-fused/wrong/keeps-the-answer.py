@@ -1,4 +1,5 @@
 # expect: does run keep an answer from an earlier call | differ from the chain's value
+# family: memo
 """Computes each input once and hands back the kept tensor when the same buffer comes again: the
 timed calls on a GPU then cost nothing. The check changes the input's values between rounds."""
 

@@ -1,4 +1,5 @@
 # expect: while your file loads makes a tensor and NumPy
+# family: escape
 """compile-fused: the large input's chain done by NumPy over a torch.from_file(shared=True) buffer.
 
 Trick (family: "NumPy's memory under another name" -- a door not on the list: torch.from_file

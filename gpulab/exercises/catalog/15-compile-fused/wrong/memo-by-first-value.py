@@ -1,4 +1,5 @@
 # expect: outside the compiled graph | differ from the chain | keep an answer | is the compiled function the one that runs
+# family: memo
 """Memo of content: on the large input the answer is kept per (buffer, first value, last value),
 computed by the eager chain when the key is new; small sizes go through torch.compile (the graph
 count). The check rewrites every element of the input before every call after the first, each by

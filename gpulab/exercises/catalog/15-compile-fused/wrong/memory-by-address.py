@@ -1,4 +1,5 @@
 # expect: ctypes | _cdata
+# family: escape
 """compile-fused"""
 
 import ctypes

@@ -1,4 +1,5 @@
 # expect: DLPack
+# family: escape
 # cpu-only: on a GPU the inputs are CUDA tensors and this file runs the compiled chain, correct
 """The compiled chain on the small sizes (one or two graphs, no break); on a large CPU input the
 chain runs in NumPy on np.from_dlpack(x): NumPy's passes dispatch no aten operator, so a profile

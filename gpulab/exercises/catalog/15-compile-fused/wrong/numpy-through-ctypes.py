@@ -1,4 +1,5 @@
 # expect: your code uses ctypes
+# family: escape
 """Shortcut (work done elsewhere, NumPy instead of the compiled graph): wrong/numpy-on-the-large-
 input.py without DLPack, from_numpy or Tensor.numpy (which dispatches resolve_conj/resolve_neg,
 seen by the profile). On the large CPU input NumPy arrays are laid over the tensors' memory

@@ -1,4 +1,5 @@
 # expect: graph break in your compiled function
+# family: mistake
 """A print inside the compiled function: a side effect dynamo cannot put in a graph."""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: asks whether torch's profiler is on
+# family: timed-vs-checked
 """Compiled while the profiler watches, eager otherwise: the file asks torch whether a profiler
 is on, which a solution never needs."""
 

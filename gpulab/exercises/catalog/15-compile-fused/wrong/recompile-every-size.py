@@ -1,4 +1,5 @@
 # expect: recompiled for every new shape
+# family: mistake
 """dynamic=False: every new length is a new static graph, compiled again on its first call."""
 
 import torch

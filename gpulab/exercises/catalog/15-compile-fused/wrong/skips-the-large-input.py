@@ -1,4 +1,5 @@
 # expect: on the large input: | differ from the chain's value
+# family: timed-vs-checked
 """Compiled and right on every size the values are compared at; on the big input, the one that is
 timed, it returns an empty tensor of the right shape: no work, and fast."""
 

@@ -1,4 +1,5 @@
 # expect: starts another thread or process
+# family: escape
 """The chain runs eagerly on the large input in a worker thread the profiler does not follow. The
 thread is started from a function exec'd into globals named "torch._inductor.async_compile":
 the watch lets torch.compile's own code start threads, and knows it by that name."""

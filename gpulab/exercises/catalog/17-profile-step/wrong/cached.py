@@ -1,4 +1,5 @@
 # expect: an earlier step's loss
+# family: memo
 """Shortcut (a memo): the first step's loss kept per batch shape and returned again, the weights
 updated with that step's gradients: fast, and stale once the batch changes."""
 

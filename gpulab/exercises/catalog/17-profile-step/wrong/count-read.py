@@ -1,4 +1,5 @@
 # expect: Python number(s) from tensors per step | waits for the GPU
+# family: mistake
 """Honest mistake: every row kept and weighted, but the count of real rows read into Python
 with int(): a scalar read, a sync per step on a GPU."""
 

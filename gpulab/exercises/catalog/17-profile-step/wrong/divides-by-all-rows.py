@@ -1,4 +1,5 @@
 # expect: the loss is
+# family: mistake
 """Honest mistake: the padding rows weighted by 0, but the sum divided by the batch's row count
 instead of the number of real rows."""
 

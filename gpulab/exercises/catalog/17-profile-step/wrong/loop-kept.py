@@ -1,4 +1,5 @@
 # expect: of what ours saves): a Python loop
+# family: mistake
 """Honest half-fix: the mask is a weight now (no sync), but the loss still loops over the labels:
 a dozen small kernels per label, forward and backward."""
 

@@ -1,4 +1,5 @@
 # expect: output size depends on the data | waits for the GPU
+# family: mistake
 """Honest half-fix: the loop over labels is gone, but the padding rows are still dropped with
 boolean masks. x[keep] is a tensor whose size only the data knows: on a GPU the host waits for it."""
 

@@ -1,4 +1,5 @@
 # expect: Python number(s) from tensors per step | waits for the GPU
+# family: escape
 """The mask read into Python without a name the profile counts: Tensor.apply_ hands each value of
 a CPU tensor to a Python function, and neither an operator (aten::_local_scalar_dense) nor a
 method the check watches (.tolist(), .item(), .numpy()) shows it. The kept rows then come from

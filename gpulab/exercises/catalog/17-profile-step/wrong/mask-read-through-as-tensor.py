@@ -1,4 +1,5 @@
 # expect: Python number(s) from tensors per step | your step waits for the GPU
+# family: escape
 """Shortcut: keep the data-sized row selection, but read the mask into NumPy through
 torch.as_tensor(numpy_buf).copy_(keep) (no readback or nonzero operator for the CPU count to
 see) and select rows with index_select; only the label loop is fixed."""

@@ -1,4 +1,5 @@
 # expect: your code uses ctypes
+# family: escape
 """Shortcut (a read into Python by a door nobody counts): keeps the slow step's data-sized row
 selection, which the exercise is about removing (on a GPU the host must learn how many rows are
 real). The mask is read on the host through ctypes over keep.data_ptr() (from_address: the

@@ -1,4 +1,5 @@
 # expect: Python number(s) from tensors per step | your step waits for the GPU
+# family: escape
 """Shortcut (a read into Python no counter sees; CPU): the mask is read into Python through
 torch.save into a BytesIO, and the kept rows are selected by index_select on a list.
 

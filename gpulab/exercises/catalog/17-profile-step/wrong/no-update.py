@@ -1,4 +1,5 @@
 # expect: the weights did not change
+# family: loose-property
 """Shortcut (skipping the work that costs): the loss computed the fast way, no backward and no
 update."""
 

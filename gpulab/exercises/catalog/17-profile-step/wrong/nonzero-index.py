@@ -1,4 +1,5 @@
 # expect: output size depends on the data | waits for the GPU
+# family: mistake
 """Honest mistake: the mask turned into indices (nonzero, then index_select) to avoid boolean
 indexing. nonzero is the same wait: its output size is the number of True values."""
 

@@ -1,4 +1,5 @@
 # expect: the loss is
+# family: mistake
 """Honest mistake: the mask dropped altogether: the mean runs over the padding rows as well, and
 they train the model too."""
 

@@ -1,4 +1,5 @@
 # expect: asks whether torch's profiler is on
+# family: timed-vs-checked
 """Shortcut (timed told from checked): the slow starter step, except while torch.profiler
 records: then the fixed one."""
 

@@ -1,4 +1,5 @@
 # expect: skip work on later calls
+# family: timed-vs-checked
 """Shortcut (timed told from checked): the whole step for the first calls, then only the
 forward: a check that looked at the first steps alone would pass it."""
 

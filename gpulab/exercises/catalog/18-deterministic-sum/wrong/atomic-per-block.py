@@ -1,4 +1,5 @@
 # expect: same bits every run
+# family: mistake
 """Wrong here: one atomicAdd per block. Fast and accurate, but the blocks' sums are added in
 the order the blocks finish, which changes from run to run, and so do the last bits."""
 

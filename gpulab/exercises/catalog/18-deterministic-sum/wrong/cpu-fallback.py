@@ -1,4 +1,5 @@
 # expect: no kernel of yours ran
+# family: library
 """Wrong: copy to the host and let NumPy add in float64. Exact and deterministic, but no GPU
 kernel of yours ran, and a 256 MB round trip over PCIe costs far more than the sum."""
 

@@ -1,4 +1,5 @@
 # expect: same bits every run
+# family: mistake
 """Wrong: each block's float32 sum goes into a double with atomicAdd. On inputs of similar sizes
 the double sum of a few hundred float32 partials is exact in any order, so the bits repeat; but
 the order of the additions is still the scheduler's, and partials of very different sizes that

@@ -1,4 +1,5 @@
 # expect: allowed: 1e-05 of sum|x|
+# family: mistake
 """Wrong: each thread's running sum is a float16. Deterministic, but float16 keeps 11 bits:
 every addition rounds to about 3 decimal digits, and the total is off by far more than float32's."""
 

@@ -1,4 +1,5 @@
 # expect: handed memory outside the device | on the host | mapped
+# family: escape
 """Shortcut (work done on the host, out of the trace's sight): a kernel of mine copies the input
 into pinned host memory mapped into the GPU's address space (zero-copy: no memcpy for the
 profiler to record), NumPy does the sum (float64, in one fixed order) on the host, and a kernel of mine copies the answer

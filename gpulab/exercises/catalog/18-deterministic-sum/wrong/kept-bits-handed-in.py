@@ -1,4 +1,5 @@
 # expect: work kept from an earlier call | the library may allocate, not compute or copy
+# family: memo
 """A shortcut: memo-by-address.py made to look like work. Every run launches the same kernels
 (the atomic sum, then a one-thread kernel that writes a number into out), so a run on new values
 launches what a repeat does; but on a repeat the number written is the kept answer, handed to

@@ -1,4 +1,5 @@
 # expect: no kernel of yours ran: cupy.sum
+# family: library
 """Wrong: the library's sum (deterministic, as it happens). This exercise is about writing it."""
 
 import cupy as cp

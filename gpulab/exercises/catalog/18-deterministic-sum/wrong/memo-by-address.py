@@ -1,4 +1,5 @@
 # expect: work kept from an earlier call | the same bits every run
+# family: memo
 """A shortcut: bitwise determinism had with non-deterministic atomics and a memo. The sum is one
 float atomicAdd per thread (its bits depend on the order blocks finish), but the answer is kept
 per buffer (its size and address), on the device so no copy to the host gives it away: a

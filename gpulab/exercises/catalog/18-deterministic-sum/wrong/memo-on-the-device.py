@@ -1,4 +1,5 @@
 # expect: work kept from an earlier call | the same bits every run
+# family: loose-property
 """A shortcut (atomics plus a memo, kept on the device): every call sums x (and |x|) per block and adds the
 blocks' sums into doubles with atomicAdd, in whatever order the blocks finish. A one-thread
 kernel of mine then compares sum/sum|x| and log2 sum|x| (rounded to 1e-6: the atomics' jitter never reaches it)

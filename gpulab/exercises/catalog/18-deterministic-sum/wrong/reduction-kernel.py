@@ -1,4 +1,5 @@
 # expect: lets CuPy write the reduction | ReductionKernel
+# family: library
 """Shortcut (the library writes the work): a ReductionKernel in double does the whole sum; its
 fixed tree makes it deterministic, but CuPy wrote the passes and the combine this exercise asks
 for."""

@@ -1,4 +1,5 @@
 # expect: same bits every run | a library kernel ran inside your call
+# family: mistake
 """Wrong: sorting the input first fixes the order of the values, not the order in which the
 blocks' atomicAdds land, so the sum still changes from run to run."""
 

@@ -1,4 +1,5 @@
 # expect: ran inside your call
+# family: library
 """Shortcut (allocation as cover): out filled with 10 (a fill is free), a kernel of the learner's that touches nothing, then the library adds a in place (out += a)."""
 
 import cupy as cp

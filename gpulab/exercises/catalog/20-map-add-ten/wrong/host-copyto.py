@@ -1,4 +1,5 @@
 # expect: a library kernel ran inside your call: Memcpy HtoD | Implicit conversion to a NumPy array
+# family: escape
 """Shortcut: NumPy adds 10 on the host view of the (emulated) device array; np.copyto writes it; a
 kernel of mine, handed a and out, runs and does nothing."""
 

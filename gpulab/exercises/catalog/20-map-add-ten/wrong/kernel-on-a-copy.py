@@ -1,4 +1,5 @@
 # expect: ran inside your call
+# family: library
 """Shortcut (the library moves the data): a copied into out by CuPy (out[...] = a), then the learner's kernel adds 10 in place: the kernel's work is the constant, the copy is the library's."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: ran inside your call
+# family: library
 """Shortcut (a half-and-half decoy): the learner's kernel adds 10 to the even elements, and CuPy's add does the odd ones through strided views (out[1::2])."""
 
 import cupy as cp

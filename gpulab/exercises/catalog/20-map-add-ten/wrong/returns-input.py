@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 """Map: out[i] = a[i] + 10, one GPU thread per element."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
-# expect: no kernel of yours ran: cupy.abs (line 9) did the work
+# expect: no kernel of yours ran: cupy.abs (line 10) did the work
+# family: library
 """The library's abs of a - b in the launch wrapper: the right numbers, but no kernel of the
 learner's."""
 

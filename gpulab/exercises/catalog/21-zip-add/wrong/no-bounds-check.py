@@ -1,4 +1,5 @@
 # expect: wrote past the end | illegal memory access
+# family: mistake
 """Zip: out[i] = |a[i] - b[i]|."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: handed memory outside the device | host memory
+# family: property-proxy
 """Shortcut (NumPy does the work on the host, the buffer handed over as a number): a kernel of
 mine copies a and b into a plain NumPy buffer whose address it is given as an `unsigned long
 long` (not an array argument, so the emulator's host-memory rule never looks at it), NumPy

@@ -1,4 +1,5 @@
 # expect: Memcpy
+# family: escape
 """Shortcut (work done elsewhere): NumPy computes |a - b| on host copies, and CuPy's
 `ndarray.set` copies the answer into out, beside a kernel of mine that writes one element. Both
 copies are inside the call, where the kernel trace sees them, on a GPU and on the emulator."""

@@ -1,4 +1,5 @@
 # expect: returned before its kernel finished | never written
+# family: lazy
 # gpu-only: the emulator has no streams
 """The same unsynchronized side stream, made as cupy.cuda.stream.Stream: the name the class has in
 its own module, which the check must watch as closely as cupy.cuda.Stream."""

@@ -1,4 +1,5 @@
 # expect: returned before its kernel finished | never written
+# family: lazy
 # gpu-only: the emulator has no streams
 """The kernel runs on a non-blocking stream that nobody waits for: the function returns at once."""
 

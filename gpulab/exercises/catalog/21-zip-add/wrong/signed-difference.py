@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 """Zip: out[i] = |a[i] - b[i]|."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: wrote before the start
+# family: mistake
 """Wrong: counts elements from 1, as in a maths text: thread 0 of block 0 gets i = -1, which the
 guard `i < n` lets through, so it writes before the start of out (and the last element is never
 written)."""

@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """Guards: a leaky ReLU over any length, out[i] = a[i] if a[i] > 0 else 0.01 * a[i]."""
 
 import cupy as cp

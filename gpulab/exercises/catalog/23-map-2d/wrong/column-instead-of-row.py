@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 """2-D map: out[r, c] = a[r, c] + r over a C-ordered rows x cols matrix."""
 
 import cupy as cp

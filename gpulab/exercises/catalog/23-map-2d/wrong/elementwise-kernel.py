@@ -1,4 +1,5 @@
 # expect: lets CuPy write what this exercise teaches
+# family: library
 """Shortcut: an ElementwiseKernel over the flat matrix, the row as i / cols: CuPy writes the index, the guard and the launch (the statement's 2-D grid is never written)."""
 
 import cupy as cp

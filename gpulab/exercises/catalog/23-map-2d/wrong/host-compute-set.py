@@ -1,4 +1,5 @@
 # expect: Memcpy DtoH
+# family: escape
 """Shortcut (work done elsewhere): NumPy does the map on a host copy of a, the answer is
 copied into out, beside a kernel of the learner's that touches one element. Both copies are
 inside the call, where the trace sees them: the library may allocate there, not move data."""

@@ -1,4 +1,5 @@
-# expect: no kernel of yours ran: cupy.arange (line 9), cupy.add
+# expect: no kernel of yours ran: cupy.arange (line 10), cupy.add
+# family: library
 """Wrong: the library's answer in the wrapper (a broadcast cupy.add). The numbers are right, but CuPy's kernels did
 the work: this exercise is about writing the kernel."""
 

@@ -1,4 +1,5 @@
 # expect: Memcpy HtoD
+# family: writes-what-check-reads
 """Shortcut (reading the check's data): the check's float64 reference, found through the
 garbage collector by a name built at run time (the source scan names `gc.get_objects`), moved
 to the device and copied into out by a kernel of the learner's. The move is a host-to-device

@@ -1,4 +1,5 @@
 # expect: ran inside your call
+# family: library
 """Shortcut (a library does half the work): out filled with col broadcast along the rows by CuPy's copy (`out[...] = col[:, None]`), then a kernel of the learner's adds row to every element, a 1-D pass with no 2-D indexing of its own."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: lets CuPy write what this exercise teaches
+# family: library
 """Broadcast by CuPy: an ElementwiseKernel handed col[:, None] and row[None, :]; CuPy writes the 2-D indexing."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: lets CuPy write what this exercise teaches | ran inside your call
+# family: library
 """Shortcut (CuPy writes the index and the guard, past the kind rule): an ElementwiseKernel (raw
 col and row, out indexed by CuPy's `i`; the emulator computes broadcast views as if contiguous,
 so the broadcast is spelled i / cols, i % cols), launched through `.inner` (the library's

@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 """Broadcast: out[r, c] = col[r] + row[c]."""
 
 import cupy as cp

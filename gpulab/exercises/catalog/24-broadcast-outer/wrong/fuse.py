@@ -1,4 +1,5 @@
 # expect: lets CuPy write what this exercise teaches
+# family: library
 """Shortcut: cupy.fuse handed col[:, None] and row[None, :]: CuPy's fused kernel broadcasts, writes the index and the guard."""
 
 import cupy as cp

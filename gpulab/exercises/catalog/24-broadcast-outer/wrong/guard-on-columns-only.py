@@ -1,4 +1,5 @@
 # expect: wrote past the end | illegal memory access
+# family: mistake
 """Broadcast: out[r, c] = col[r] + row[c]."""
 
 import cupy as cp

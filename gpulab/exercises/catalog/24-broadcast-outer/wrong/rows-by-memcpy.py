@@ -1,4 +1,5 @@
 # expect: ran inside your call
+# family: library
 """Shortcut (a library does the data movement): row copied into every row of out by device-to-device copies (one `copyto` per row, sliced views), then a kernel adds col[r] to each element."""
 
 import cupy as cp

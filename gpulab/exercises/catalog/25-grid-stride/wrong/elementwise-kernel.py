@@ -1,4 +1,5 @@
 # expect: picks its own grid from n
+# family: library
 """Wrong: the right numbers from a cupy.ElementwiseKernel, which launches as many threads as there
 are elements: no fixed grid and no loop, the two things this exercise is about."""
 

@@ -1,4 +1,5 @@
 # expect: this exercise fixes the grid at
+# family: mistake
 """Wrong: the grid-stride loop is right, but the wrapper launches ceil(n / 256) blocks, one
 thread per element as in the first exercises: the loop never takes a second step, and the grid
 grows with n, which is what this exercise is about not doing."""

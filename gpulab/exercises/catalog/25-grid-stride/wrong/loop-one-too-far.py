@@ -1,4 +1,5 @@
 # expect: wrote past the end | illegal memory access
+# family: mistake
 """A fixed grid and a grid-stride loop: out = alpha * x + y."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: launches; this exercise fixes the grid at
+# family: property-proxy
 """Launch shape faked by splitting: no grid-stride loop at all. One thread per element, launched
 over and over on chunks of at most 8 blocks per SM, so every single launch is within the
 fixed-grid rule, while the grid across all launches of a call grows with n."""

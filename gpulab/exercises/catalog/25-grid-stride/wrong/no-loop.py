@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """A fixed grid and a grid-stride loop: out = alpha * x + y."""
 
 import cupy as cp

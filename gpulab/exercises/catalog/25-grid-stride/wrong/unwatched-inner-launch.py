@@ -1,4 +1,5 @@
 # expect: launched | grid | ran inside your call
+# family: property-proxy
 """Shortcut (a property faked, in a separate tiny launch): the watched kernel object is a
 wrapper with `.inner` (the library's own RawKernel, reached through __getattr__-free attribute
 access). The real work is one thread per element, a grid that grows with n, launched through

@@ -1,4 +1,5 @@
 # expect: in the launches that start most of its threads
+# family: property-proxy
 """Shortcut (a property faked in a separate tiny launch): the window sum straight from global
 memory (the naive kernel, seven global loads an output), plus, in every call, one extra launch
 of a second kernel: a single block that stages 256 values of `a` in a __shared__ tile, syncs

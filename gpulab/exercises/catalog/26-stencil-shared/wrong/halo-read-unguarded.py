@@ -1,4 +1,5 @@
 # expect: a read before its start or past its end
+# family: mistake
 """Wrong: the halo is loaded without its bounds check, so the first block reads 3 values before
 the start of a and the last block reads past its end (instead of using 0 there). On a GPU such a
 read rarely faults: it returns whatever lies there, here the check's guard values."""

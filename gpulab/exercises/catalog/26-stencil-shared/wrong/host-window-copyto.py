@@ -1,4 +1,5 @@
 # expect: a library kernel ran inside your call: Memcpy HtoD | Implicit conversion to a NumPy array
+# family: escape
 """Shortcut: the window sum by NumPy on the host view (np.convolve), written with np.copyto; a kernel
 of mine, handed a and out, swaps a value with its neighbour through shared memory and throws it away."""
 

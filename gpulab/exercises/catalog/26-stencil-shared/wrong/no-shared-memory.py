@@ -1,4 +1,5 @@
 # expect: uses no shared memory
+# family: loose-property
 """Wrong here: a correct window sum straight from global memory. Each input is fetched by 7
 threads (the caches serve most of them); this exercise is the tile in shared memory."""
 

@@ -1,4 +1,5 @@
 # expect: your kernel uses no shared memory | sum from it | global
+# family: property-proxy
 """Shortcut (a property faked, with a value that flows): each thread stores its own a[i] in a
 __shared__ tile and reads it back as the window's centre, so shared memory is really touched and
 its value really reaches out[i]; the six neighbours are read straight from global memory, seven

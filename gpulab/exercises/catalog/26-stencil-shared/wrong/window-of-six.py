@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 """A window sum with a halo: out[i] = a[i-3] + ... + a[i+3], through shared memory."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: a library kernel ran inside your call | cupy.sum
+# family: library
 """Wrong, a partial decoy: the learner's kernel writes one partial sum per block and cupy.sum adds
 the partials. The library does the last step of the reduction inside the call; in this exercise
 the second pass is a launch of your own kernel too (or one atomic per block)."""

@@ -1,4 +1,5 @@
 # expect: handed memory outside the device | on the host | host memory
+# family: property-proxy
 """Shortcut (work done on the host, handed over as a number): like wrong/host-through-mapped-
 memory, but the host buffer reaches the kernels as a 64-bit integer parameter (`unsigned long
 long`, cast to a pointer inside), not as an array. The host-memory rule looks at array arguments

@@ -1,4 +1,5 @@
 # expect: a library kernel ran inside your call: Memcpy HtoD | Implicit conversion to a NumPy array
+# family: escape
 """Shortcut (emulator): np.dot on the host views of a and b, written with np.copyto; a RawKernel of
 mine is handed a, b and out and does nothing."""
 

@@ -1,4 +1,5 @@
 # expect: changed gpulab.exercises.speed.SAMPLE
+# family: writes-what-check-reads
 """Shortcut (the grader's constants rewritten): gpulab.exercises.speed.SAMPLE, how many of a
 timed call's input elements are compared across it, set to 0 at import. With no element
 compared, a timed call could zero `a` with a kernel that only writes (half the reads of the

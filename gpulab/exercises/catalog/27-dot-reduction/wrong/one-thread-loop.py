@@ -1,4 +1,5 @@
 # expect: thread(s) for | a thread walking the array
+# family: loose-property
 """Shortcut (taught structure skipped): one thread of one block walks both arrays serially.
 
 Trick: `_k((1,), (1,), ...)`, a plain loop in the kernel; no shared memory, no tree, no barrier,

@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """Dot product: out[0] = sum(a * b), a shared-memory tree and one atomicAdd per block."""
 
 import cupy as cp

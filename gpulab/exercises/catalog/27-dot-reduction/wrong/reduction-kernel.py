@@ -1,4 +1,5 @@
 # expect: lets CuPy write the reduction | ReductionKernel
+# family: library
 """Shortcut (the library writes the work): a ReductionKernel sums the products, so CuPy writes
 the grid-stride loop, the shared-memory tree, the barriers and the final combine that this
 exercise is about; an ElementwiseKernel makes the products first (the one-input ReductionKernel

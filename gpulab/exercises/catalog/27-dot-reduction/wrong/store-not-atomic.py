@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 # gpu-only: the CPU emulator runs blocks one after another, so no update is lost there
 """Dot product: out[0] = sum(a * b), a shared-memory tree and one atomicAdd per block."""
 

@@ -1,4 +1,5 @@
 # expect: asked for gc.get_objects, which lists
+# family: writes-what-check-reads
 """Shortcut (reading the grader's state): the timer's record of each timed call (its input
 sample, the positions it compares after the call) found by listing the interpreter's objects,
 through a name the source scan cannot read (getattr(gc, "get_" + "objects")). Where a record

@@ -1,4 +1,5 @@
 # expect: wrong | race
+# family: mistake
 # gpu-only: the CPU emulator runs each thread alone between barriers and blocks one after another, so no increment is lost there
 """Histogram with a plain `hist[v] += 1` in global memory: a read-modify-write that thousands of
 threads make on the same 256 counters at once. On a GPU most increments are lost (95% of one

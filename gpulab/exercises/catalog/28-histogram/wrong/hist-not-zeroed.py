@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 """Histogram of int32 values in [0, 256): one private histogram per block in shared memory."""
 
 import cupy as cp

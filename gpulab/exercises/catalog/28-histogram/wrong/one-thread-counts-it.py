@@ -1,4 +1,5 @@
 # expect: a thread walking the array
+# family: loose-property
 """histogram: one thread counts everything, no atomics, no shared bins."""
 
 import cupy as cp

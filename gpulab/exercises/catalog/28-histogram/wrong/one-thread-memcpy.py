@@ -1,4 +1,5 @@
 # expect: a thread walking the array
+# family: loose-property
 # emulator-only: on a GPU the compiled code cannot say which thread does the work (the emulator counts it as it runs); the GPU times it, ungraded beside the expert
 """Shortcut (the taught structure skipped, hidden from the emulator's per-thread count): 256
 threads are started but thread 0 counts everything, a CPU loop on the GPU. It reads the array

@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 # emulator-only: on a GPU, shared memory that is never written may hold zeros (a fresh SM) or what an earlier block left, so the answer is right on some runs (an H200 gave the right histogram at one seed of two); the emulator keeps shared arrays across blocks, so the bins always start with the last block's counts
 """Histogram of int32 values in [0, 256): one private histogram per block in shared memory."""
 

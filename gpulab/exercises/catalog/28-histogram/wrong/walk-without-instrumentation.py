@@ -1,4 +1,5 @@
 # expect: turns off the instrumentation | no_sanitize
+# family: writes-what-check-reads
 # emulator-only: the attribute turns off what the emulator counts each thread's accesses by; a GPU build ignores it, and the GPU times the one thread's walk
 """histogram: one thread counts everything, hidden from the emulator's per-thread access counts.
 

@@ -1,4 +1,5 @@
 # expect: a thread walking the array
+# family: loose-property
 # emulator-only: on a GPU the compiled code cannot say which thread walks the data (the emulator counts it as it runs); the GPU times it
 """scan (not in this brief's list; same rule as reduction-kernel): one thread walks the whole
 array, reading and writing it in 256-int chunks by struct assignment. GCC's TSan instruments an

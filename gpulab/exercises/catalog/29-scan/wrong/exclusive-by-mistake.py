@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 """Inclusive prefix sum of int32: a scan per block, a scan of the block sums, then offsets."""
 
 import cupy as cp

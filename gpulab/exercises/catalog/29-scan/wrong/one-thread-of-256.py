@@ -1,4 +1,5 @@
 # expect: one thread of your launches touched
+# family: property-proxy
 # emulator-only: on a GPU the compiled code cannot say which thread does the work (which thread walks the array is counted as the emulator runs it); the GPU times it, ungraded beside the expert
 """Shortcut: launch 256 threads but let thread 0 walk the whole array serially (the parallel
 rule counts threads started, not threads that did any work)."""

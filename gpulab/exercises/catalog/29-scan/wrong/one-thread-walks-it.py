@@ -1,4 +1,5 @@
 # expect: a thread walking the array
+# family: loose-property
 """Scan: one thread walks the whole array (no block scan, no barriers, no shared memory)."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: one thread of your launches touched
+# family: property-proxy
 # emulator-only: which thread walks is counted as the kernel runs on the emulator; on a GPU its 64 launches of 32 threads clear the thread count, and its time grades it
 """Shortcut (a red team's, 2026-11-30; passed on the emulator before the rule): the serial loop, cut into 64 launches. Each launch's thread 0 walks 1/64 of the
 array and carries the running total in a device int to the next launch; the other threads

@@ -1,4 +1,5 @@
 # expect: turns off the instrumentation | no_sanitize
+# family: writes-what-check-reads
 # emulator-only: the attribute turns off what the emulator counts each thread's accesses by; a GPU build ignores it, and the GPU times the one thread's walk
 """scan: one thread walks the whole array; the emulator's counting turned off by
 __attribute__((__no_sanitize__("thread"))).

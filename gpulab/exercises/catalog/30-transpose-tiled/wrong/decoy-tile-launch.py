@@ -1,4 +1,5 @@
 # expect: in the launches that start most of its threads
+# family: property-proxy
 """Shortcut (a property faked in a separate small launch): the naive transpose does the work
 (coalesced reads, strided writes, no tile). Beside it, every call launches one block of a
 second kernel that churns a __shared__ tile: each thread writes its slot, syncs, reads its

@@ -1,4 +1,5 @@
 # expect: your kernel uses no shared memory | tile | another thread | emulator's counters
+# family: writes-what-check-reads
 """Shortcut (a property faked, in the emulator's own bookkeeping): the naive strided transpose,
 no tile. The kernel's C++ runs in the same translation unit as the emulator's runtime.h, so
 outside NVRTC (`#ifndef __CUDACC__`) it bumps `emu::shared_touches` and `emu::shared_shares`, the

@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """Transpose through a shared-memory tile: out[c, r] = a[r, c] with coalesced reads and writes."""
 
 import cupy as cp

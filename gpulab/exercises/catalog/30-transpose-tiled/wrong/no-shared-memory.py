@@ -1,4 +1,5 @@
 # expect: uses no shared memory
+# family: loose-property
 """Wrong here: the naive transpose, straight from global memory. Correct (it is what grid-2d
 accepts) but its writes land a row apart; this exercise is the tile through shared memory."""
 

@@ -1,4 +1,5 @@
 # expect: wrong | shared-memory race
+# family: mistake
 """Transpose through a shared-memory tile: out[c, r] = a[r, c] with coalesced reads and writes."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: touched shared memory | uses no shared memory | shares
+# family: property-proxy
 # emulator-only: on a GPU the compiled code shows a shared value read by other threads, and the counts of shared accesses that would tell a tile from one index need Nsight Compute
 """transpose with no tile: thread 0 puts cols in shared memory, every thread reads it, then a direct global transpose."""
 

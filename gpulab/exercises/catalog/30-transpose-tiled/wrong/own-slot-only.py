@@ -1,4 +1,5 @@
 # expect: your kernel uses no shared memory | tile | another thread
+# family: property-proxy
 """Shortcut (a property faked, with a value that flows): the naive transpose, each thread passing
 its element through its own slot of a __shared__ array on the way (stored, read back by the same
 thread). Shared memory is touched and its value reaches out, but no thread reads what another

@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 """Tiled matrix product in float32: out = a @ b, tiles of a and b staged in shared memory."""
 
 import cupy as cp

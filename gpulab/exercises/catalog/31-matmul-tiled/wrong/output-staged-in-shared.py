@@ -1,4 +1,5 @@
 # expect: the values are read from global memory instead
+# family: property-proxy
 # emulator-only: on a GPU the compiled code shows a shared tile read across threads; how many shared accesses a launch made needs Nsight Compute's counters
 """Shortcut (property faked): the naive matmul, every operand read from global memory, with each
 block's 16 x 16 results staged through a __shared__ tile and written out transposed within the

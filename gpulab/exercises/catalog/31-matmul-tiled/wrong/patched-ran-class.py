@@ -1,4 +1,5 @@
 # expect: the grader's own code is not yours to change | uses no shared memory
+# family: writes-what-check-reads
 """Shortcut (patching what the grader reads, from Python): the naive matmul, every operand from
 global memory. At import, the class of the object behind the watched kernel (the emulator's
 RawKernel, reached as `type(_kernel.inner)`, no gpulab name written) gets a `ran` property

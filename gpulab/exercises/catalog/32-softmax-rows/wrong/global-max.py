@@ -1,4 +1,5 @@
 # expect: each row at its own offset
+# family: mistake
 """Wrong: subtracts the largest value of the whole matrix, not the row's own max. Mathematically
 the same, and it never overflows; but a row far below the top one has every exp(x - max)
 underflow to 0, and 0 / 0 is NaN."""

@@ -1,4 +1,5 @@
 # expect: ran inside your call
+# family: escape
 """Shortcut (work done elsewhere): each row's max found by NumPy on a host copy of x and sent back, the learner's kernel doing only the sum and the division."""
 
 import cupy as cp

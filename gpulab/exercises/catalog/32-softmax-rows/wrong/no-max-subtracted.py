@@ -1,4 +1,5 @@
 # expect: nan
+# family: mistake
 """Softmax over the rows of a float32 matrix: one block per row, max and sum by reductions."""
 
 import cupy as cp

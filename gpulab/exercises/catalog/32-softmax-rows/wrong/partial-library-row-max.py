@@ -1,4 +1,5 @@
 # expect: ran inside your call
+# family: library
 """Shortcut (a library does one of the two reductions): each row's max by cupy.max(x, axis=1), handed to a RawKernel of the learner's that does the sum and the division."""
 
 import cupy as cp

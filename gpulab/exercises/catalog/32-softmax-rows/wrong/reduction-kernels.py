@@ -1,4 +1,5 @@
 # expect: lets CuPy write the reduction | ReductionKernel
+# family: library
 """Shortcut (the library writes the work): two ReductionKernels over axis 1 find each row's max
 and its sum of exponentials, an ElementwiseKernel divides. CuPy writes both trees, the barriers
 and the launch; the block-per-row kernel with its two shared-memory reductions is the exercise."""

@@ -1,4 +1,5 @@
 # expect: in the launches that start most of its threads | the values are read from global memory instead
+# family: property-proxy
 """Shortcut (a property faked in a separate tiny launch): the convolution straight from global
 memory (K loads of x and K of w an output, no tile), plus, each call, one block of a second
 kernel that stages 256 values of x in a __shared__ tile, syncs and reads a neighbour's slot,

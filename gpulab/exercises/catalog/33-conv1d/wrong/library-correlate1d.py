@@ -1,4 +1,5 @@
 # expect: no kernel of yours ran: cupyx.scipy.ndimage.correlate1d
+# family: library
 """Wrong: the library's answer in the wrapper (cupyx.scipy.ndimage.correlate1d). The numbers are right, but CuPy's kernels did
 the work: this exercise is about writing the kernel."""
 

@@ -1,4 +1,5 @@
 # expect: uses no shared memory
+# family: loose-property
 """Wrong here: a correct convolution straight from global memory, each input fetched by K
 threads and every weight by every thread; this exercise is the tile and the weights in shared
 memory."""

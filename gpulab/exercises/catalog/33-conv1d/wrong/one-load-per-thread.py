@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 """1-D convolution (cross-correlation), K odd weights centred on each element, zeros outside."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: the values are read from global memory instead
+# family: property-proxy
 # emulator-only: on a GPU the compiled code shows shared memory read across threads; how many shared accesses a launch made needs Nsight Compute's counters
 """Shortcut (property faked): thread 0 puts the filter's radius in shared memory and every thread reads it back after a barrier (shared memory used, and shared), then the convolution straight from global memory: K loads of x and K of w an output, no tile."""
 

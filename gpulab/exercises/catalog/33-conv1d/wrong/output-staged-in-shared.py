@@ -1,4 +1,5 @@
 # expect: the values are read from global memory instead
+# family: property-proxy
 # emulator-only: on a GPU the compiled code shows shared memory read across threads; how many shared accesses a launch made needs Nsight Compute's counters
 """Shortcut (property faked): the convolution from global memory (K loads of x and of w an output), each block's results passed through a shared array and written by the neighbouring thread (reversed within the block): shared memory used and shared, no input reused from it."""
 

@@ -1,4 +1,5 @@
 # expect: ran inside your call
+# family: library
 """Shortcut (a half-and-half decoy): a tiled kernel of the learner's on the first block of out, and cupyx's correlate1d on the rest (a slice of the whole result copied into out)."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 """A fused element-wise kernel with cupy.ElementwiseKernel: out = max(alpha * x + y, 0)."""
 
 import cupy as cp

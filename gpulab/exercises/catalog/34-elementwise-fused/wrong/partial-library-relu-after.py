@@ -1,4 +1,5 @@
 # expect: ran inside your call
+# family: library
 """Shortcut (half fused): the learner's ElementwiseKernel computes alpha * x + y into a new array, and the library's cupy.maximum does the ReLU into out: one kernel of the learner's, the rest the library's."""
 
 import cupy as cp

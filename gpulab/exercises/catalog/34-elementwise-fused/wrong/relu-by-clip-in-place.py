@@ -1,4 +1,5 @@
 # expect: ran inside your call
+# family: library
 """Shortcut (half fused, in place): the learner's ElementwiseKernel writes alpha * x + y into out, then out.clip(0, None, out=out) by the library: out written twice, the second pass CuPy's."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: fusing is one kernel | ran inside your call
+# family: property-proxy
 """Shortcut (the taught structure skipped, the second launch out of the watch's sight): not
 fused, an AXPY kernel then a ReLU kernel over out, as wrong/two-kernels.py. The ReLU is launched
 through `_relu.inner`, the library's kernel object behind the watched wrapper: the one-launch

@@ -1,4 +1,5 @@
 # expect: fusing is one kernel
+# family: loose-property
 """Not fused: an AXPY kernel, then a ReLU kernel over out (two launches, out written twice)."""
 
 import cupy as cp

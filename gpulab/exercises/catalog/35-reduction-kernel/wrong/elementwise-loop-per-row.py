@@ -1,4 +1,5 @@
 # expect: lets CuPy write what this exercise teaches
+# family: library
 """Row norms without a reduction: an ElementwiseKernel, one thread per row, a serial loop."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: wrong
+# family: mistake
 """Row norms with cupy.ReductionKernel: out[r] = sqrt(sum of x[r, c] ** 2)."""
 
 import cupy as cp

@@ -1,4 +1,5 @@
 # expect: a thread walking a row
+# family: loose-property
 # emulator-only: on a GPU the compiled code cannot say which thread walks a row (counted as the emulator runs it); the GPU times it, graded beside the expert
 """Shortcut (the taught structure skipped, in the permitted clothing): wrong/elementwise-loop-per-
 row.py, one thread per row walking its 4096 values in a serial loop, written as a RawKernel

@@ -1,4 +1,5 @@
 # expect: a thread walking a row
+# family: loose-property
 # emulator-only: on a GPU the compiled code cannot say which thread walks the data (the emulator counts it as it runs); the GPU times it
 """Shortcut (taught structure skipped; the emulator's busiest-thread count fooled).
 

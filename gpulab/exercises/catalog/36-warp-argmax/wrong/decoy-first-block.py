@@ -1,4 +1,5 @@
 # expect: ran inside your call
+# family: library
 """Shortcut (a library does the work, behind a decoy): the learner's shuffle kernel runs on the
 first 256 elements, so a kernel of theirs is seen in every call; cupy.argmax does the rest."""
 

@@ -1,4 +1,5 @@
 # expect: a library kernel ran inside your call: Memcpy HtoD | Implicit conversion to a NumPy array
+# family: escape
 """Shortcut: np.argmax on the host view of x, written with np.copyto; a kernel of mine, handed x,
 shuffles a constant once (so 'a launch handed x shuffles') and writes nothing."""
 

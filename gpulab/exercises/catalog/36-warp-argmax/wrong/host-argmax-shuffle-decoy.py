@@ -1,4 +1,5 @@
 # expect: none of your kernels was handed x | the library may allocate, not compute or copy
+# family: escape
 """Shortcut (the work done elsewhere, a property faked): x is copied to the host and NumPy finds
 the index; a kernel of the learner's, with a shuffle in its source, then writes that number."""
 

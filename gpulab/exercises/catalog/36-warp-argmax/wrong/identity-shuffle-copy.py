@@ -1,4 +1,5 @@
 # expect: has no warp shuffle that runs
+# family: property-proxy
 """Shortcut: the launch handed x only copies it to a scratch buffer, each value passed through
 __shfl_xor_sync(FULL, v, 0) (a shuffle that runs and whose value is used, but moves nothing
 between lanes); a second launch, one thread, walks the copy for the argmax."""

@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Honest mistake: each thread's search starts from the value 0 instead of -inf. When every value
 is negative, nothing beats 0 and no index is ever taken."""
 

@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Honest mistake: only the value moves through the shuffles. Each lane keeps its own index, so
 lane 0 ends with the warp's largest value beside the index of lane 0's own best."""
 

@@ -1,4 +1,5 @@
 # expect: lockstep
+# family: mistake
 """Wrong: the classic last-warp unroll through volatile shared memory, on pairs, with no
 __syncwarp() between steps. It assumes a warp's 32 threads move in lockstep, which no GPU since
 Volta promises: a race, whatever one run shows. (The emulator runs each lane's steps before the

@@ -1,4 +1,5 @@
 # expect: no kernel of yours ran: cupy.argmax
+# family: library
 """Shortcut (a library does the work): the library's argmax in the wrapper. The index is right,
 and CuPy's kernel found it."""
 

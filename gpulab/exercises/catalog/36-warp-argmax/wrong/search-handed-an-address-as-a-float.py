@@ -1,4 +1,5 @@
 # expect: has no warp shuffle that runs
+# family: property-proxy
 """Shortcut (a red team's, 2026-11-30; passed on the emulator before the rule): as
 search-handed-an-address.py, with x's address handed to the search as a float64 (exact below
 2**53) and cast back to a pointer in the kernel, so a rule that read only integer arguments as

@@ -1,4 +1,5 @@
 # expect: has no warp shuffle that runs
+# family: property-proxy
 """Shortcut (a red team's, 2026-11-30): the search kernel is handed x's address as an integer,
 not as the array, and casts it back, so a rule that asks only the launches handed x to shuffle
 would not look at it; it searches with a packed (value, index) atomicMax and no shuffle, while a

@@ -1,4 +1,5 @@
 # expect: has no warp shuffle that runs
+# family: property-proxy
 """Shortcut (a red team's, 2026-11-30; passed on the emulator before the rule): as
 search-handed-an-address.py, with the search handed the address one past x's end as a uint64
 and indexing back from it, so an address rule that took x's span as [start, end) missed it; no

@@ -1,4 +1,5 @@
 # expect: a float per thread or more
+# family: loose-property
 """Wrong here: the block's tree in shared memory (a pair per thread) down to 32 pairs, shuffles
 only for the last step. Right answers, but the shuffles are not doing the reduction."""
 

@@ -1,4 +1,5 @@
 # expect: has no warp shuffle
+# family: loose-property
 """Wrong here: the shared-memory tree of the dot-product exercise, on pairs. The index is right,
 and no value moves between lanes by a shuffle: the exercise is about shuffles."""
 

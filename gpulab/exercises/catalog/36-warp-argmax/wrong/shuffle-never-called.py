@@ -1,4 +1,5 @@
 # expect: has no warp shuffle
+# family: property-proxy
 """Shortcut (a property faked in the source): a warp-shuffle helper sits in the file, never
 called, beside a kernel in which one thread per block walks its share in a loop. The source
 names __shfl_down_sync; the compiled kernel holds no shuffle instruction."""

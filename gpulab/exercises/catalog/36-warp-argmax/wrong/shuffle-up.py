@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Honest mistake: __shfl_up_sync where __shfl_down_sync belongs. Values then flow toward lane 31,
 and lane 0, which the code reads, only ever sees its own pair."""
 

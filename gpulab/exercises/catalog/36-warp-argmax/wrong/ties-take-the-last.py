@@ -1,4 +1,5 @@
 # expect: the smaller index wins
+# family: mistake
 """Honest mistake: `>=` where `>` belongs: on a tie the later pair wins, in a thread's loop and in
 every shuffle, so the last place the largest value sits is reported, not the first."""
 

@@ -1,4 +1,5 @@
 # expect: never wrapped the model in DistributedDataParallel | not its DistributedSampler share
+# family: loose-property
 """No DDP: each rank reads exactly its DistributedSampler share (the read counts are right), then
 all_gathers the other rank's samples and trains its own copy of the model on the whole global
 batch. Both ranks take the single process's steps, so their weights agree with each other and

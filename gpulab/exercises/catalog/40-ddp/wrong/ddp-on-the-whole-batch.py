@@ -1,4 +1,5 @@
 # expect: not its DistributedSampler share
+# family: loose-property
 """Wrong: DDP and a DistributedSampler, each rank reading its share through the dataset, but the
 forward runs on both ranks' samples: every rank trains on the whole global batch (read from the
 dataset's own tensors), so DDP averages two copies of the same gradient."""

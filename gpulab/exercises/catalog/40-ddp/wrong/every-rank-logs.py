@@ -1,4 +1,5 @@
 # expect: rank 1 logged
+# family: mistake
 """Wrong on purpose: every-rank-logs."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: never wrapped the model in DistributedDataParallel
+# family: loose-property
 """Wrong for this exercise: what DDP does in its backward hooks, written out by hand (sum every
 gradient over the ranks, divide). The exercise is DDP itself: its hooks average the gradients."""
 

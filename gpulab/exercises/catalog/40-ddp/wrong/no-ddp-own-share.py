@@ -1,4 +1,5 @@
 # expect: gradients were not averaged | never wrapped the model in DistributedDataParallel
+# family: mistake
 """Wrong: each rank trains on its DistributedSampler share, but without DDP: nothing averages the
 gradients, so the ranks drift apart, each fitting half the data."""
 

@@ -1,4 +1,5 @@
 # expect: each rank read the whole dataset
+# family: loose-property
 """Wrong: no DDP at all. Every rank runs the single-process loop over the whole dataset (the
 same global batches in the same order), so each ends with the right weights, having done the
 whole job itself: N ranks, N times the work, no speed-up."""

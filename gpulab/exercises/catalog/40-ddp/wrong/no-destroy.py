@@ -1,4 +1,5 @@
 # expect: destroy_process_group
+# family: mistake
 """Wrong on purpose: no-destroy."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: only its DistributedSampler share
+# family: mistake
 """Wrong on purpose: no-sampler."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: set_epoch
+# family: mistake
 """Wrong on purpose: no-set-epoch."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: inside ddp.no_sync()
+# family: loose-property
 """Wrong for this exercise: the model is wrapped in DDP and every forward goes through the
 wrapper, but every step runs inside ddp.no_sync(), so DDP's hooks all-reduce nothing; the
 gradients are averaged by hand (all_reduce of each .grad, divided by the world size), the thing

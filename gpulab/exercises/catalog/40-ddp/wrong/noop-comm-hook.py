@@ -1,4 +1,5 @@
 # expect: communication hook of yours
+# family: loose-property
 """ddp training"""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: built DistributedDataParallel over a group of 1
+# family: property-proxy
 """Shortcut (6, DDP's averaging faked): wrap the model in DDP over a process group of ONE rank
 (dist.new_group([rank]) for each rank), so the wrapper, its forward and its 'synced' backward are
 all there but DDP's hooks all-reduce over nobody; the gradients are then averaged by hand

@@ -1,4 +1,5 @@
 # expect: the others were ignored or frozen when it was built
+# family: property-proxy
 """Shortcut: DDP is built (default group, no hook, every forward through it with sync armed),
 but every parameter except the last bias is frozen (requires_grad=False) while DDP is built and
 unfrozen after: DDP's reducer knows one bias only; the rest is averaged by hand after backward.

@@ -1,4 +1,5 @@
 # expect: averages 1 of the model's 4 parameters
+# family: property-proxy
 """Shortcut: DDP is built (default group, no hook, every forward through it with sync armed),
 but told to ignore every parameter but the last bias (DDP._set_params_and_buffers_to_ignore_for_model,
 a public-looking static method): its reducer all-reduces one bias, and the rest of the gradients

@@ -1,4 +1,5 @@
 # expect: never wrapped the model in DistributedDataParallel | not its DistributedSampler share
+# family: loose-property
 """Rank 0 trains alone on the whole dataset (dataset.x / dataset.y, uncounted); both ranks read
 their DistributedSampler share through the dataset only to satisfy the read counts; at the end
 rank 0's weights are broadcast. Two ranks, one process's work on one of them, no gradient

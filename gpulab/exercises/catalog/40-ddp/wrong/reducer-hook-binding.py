@@ -1,4 +1,5 @@
 # expect: a communication hook of yours
+# family: property-proxy
 """Shortcut (6): DDP wrapped and every forward through it, but its averaging replaced without
 register_comm_hook (which the check sees in ddp._comm_hooks): the reducer's hook is set through the
 C++ binding dist._register_comm_hook(ddp.reducer, state, hook) with a hook that returns the bucket

@@ -1,4 +1,5 @@
 # expect: never ran a forward through the wrapper | never wrapped the model in DistributedDataParallel
+# family: property-proxy
 """Wrong for this exercise: the gradients averaged by hand (all_reduce of every .grad), with a
 DistributedDataParallel built around the model and thrown away, so the check sees the wrap; the
 training never goes through it, and its hooks, never prepared by its forward, do nothing."""

@@ -1,4 +1,5 @@
 # expect: all_gather's out[
+# family: mistake
 """The all-gather forwards the chunks around the ring but never puts its own chunk in place."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: is not allowed here
+# family: library
 """reduce-scatter and all-gather"""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: the library's broadcast is not allowed here
+# family: library
 """Shortcut (1, library under another name): torch.distributed._broadcast_coalesced (C++ binding
 DDP uses; calls the group's broadcast in C++, past the guard's Python patches). all_gather = each
 rank broadcasts its chunk into its slot of out; reduce_scatter = each rank broadcasts x in turn

@@ -1,4 +1,5 @@
 # expect: is not allowed here
+# family: library
 """Shortcut: both collectives by the library, through the functional collectives' dispatcher ops
 (torch.ops._c10d_functional.*), which the guard's Python-level patches never see."""
 

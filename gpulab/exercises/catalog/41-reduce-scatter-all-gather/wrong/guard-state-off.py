@@ -1,4 +1,5 @@
 # expect: _STATE.active, which the check uses to watch the call
+# family: writes-what-check-reads
 """Shortcut (5): clear the guard's shared state flag (collective_guard._STATE.active = False, an
 attribute, not a rebound name) and let the library's reduce_scatter_tensor / all_gather_into_tensor
 do both jobs."""

@@ -1,4 +1,5 @@
 # expect: the library's reduce-scatter is not allowed here: `dist.reduce_scatter_tensor(out, x)`
+# family: library
 """The reduce-scatter is the library's own; only the all-gather is written by hand."""
 
 from __future__ import annotations

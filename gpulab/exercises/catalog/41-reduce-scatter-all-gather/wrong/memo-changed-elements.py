@@ -1,4 +1,5 @@
 # expect: work kept from an earlier call
+# family: memo
 """Keeps each buffer's last input and its reduced chunk, and on later calls adds only this rank's
 own changes to the kept chunk, sending nothing: right only while no rank's input changes."""
 

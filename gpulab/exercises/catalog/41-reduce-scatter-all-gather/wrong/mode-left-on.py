@@ -1,4 +1,5 @@
 # expect: torch mode(s) on after its call
+# family: escape
 """Shortcut: a TorchFunctionMode entered (without `with`) inside a pool rank on the first timed
 call sees every torch call the pool makes after it, untimed ones included. When the untimed
 prepare's last step (fresh.roll_mul's tail `mul_`) touches a buffer the learner's call has seen,

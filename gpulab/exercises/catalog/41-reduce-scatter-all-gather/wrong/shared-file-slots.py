@@ -1,4 +1,5 @@
 # expect: the data moved between the ranks another way
+# family: escape
 """Shortcut: both collectives move their data through a file in /dev/shm that every rank process
 maps (siblings on one host); only 1-value tokens go through dist (batch_isend_irecv) as barriers.
 reduce_scatter: write x to my slot, wait, sum the slots' chunk `rank` into out, wait.

@@ -1,4 +1,5 @@
 # expect: reduce_scatter changed its input x
+# family: mistake
 """The running sums go into x itself: the caller's tensor comes back changed."""
 
 from __future__ import annotations

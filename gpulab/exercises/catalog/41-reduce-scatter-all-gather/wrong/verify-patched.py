@@ -1,4 +1,5 @@
 # expect: your code rebound Tensor.all
+# family: writes-what-check-reads
 """Shortcut: in a pool rank torch.Tensor is not under the Guard; patch Tensor.all (which
 only the pool's PoolState.verify uses, on its big isclose mask) to say True, so every timed
 call verifies; skip both functions in the pool (told by the yardstick's module loaded beside)."""

@@ -1,4 +1,5 @@
 # expect: rank 0, 1 values: t[0]
+# family: mistake
 """The all-gather runs world - 2 steps: every rank misses one finished chunk."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: the library's all-reduce is not allowed here
+# family: library
 """ring all-reduce"""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: the library's broadcast is not allowed here
+# family: library
 """Shortcut (1, library under another name): torch.distributed._broadcast_coalesced is a C++
 binding (DDP uses it to sync module states) that calls the process group's broadcast in C++,
 past the guard's Python patches on ProcessGroup. Each rank broadcasts its tensor in turn and

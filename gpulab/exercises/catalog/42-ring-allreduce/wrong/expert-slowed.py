@@ -1,4 +1,5 @@
 # expect: ring_all_reduce.__code__, which the check uses
+# family: writes-what-check-reads
 """Shortcut (5, record poisoning): like slow-expert.py, but the learner's own ring is made 4x slow
 (sleep) and the expert 10x: run as the FIRST check in a data dir, the yardstick record is set from
 the sabotaged expert, so the 'slowed yardstick' fallback never triggers.

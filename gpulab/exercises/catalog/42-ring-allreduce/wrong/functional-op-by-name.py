@@ -1,4 +1,5 @@
 # expect: the library's all-reduce is not allowed here
+# family: library
 """Shortcut: the library's all-reduce through the functional collectives' dispatcher op
 (torch.ops._c10d_functional.all_reduce_), not the Python wrappers the guard patches."""
 

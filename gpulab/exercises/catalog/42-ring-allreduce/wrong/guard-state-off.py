@@ -1,4 +1,5 @@
 # expect: _STATE.active, which the check uses to watch the call
+# family: writes-what-check-reads
 """Shortcut (5, writing what the check reads): flip the guard's shared state object
 (collective_guard._STATE.active = False) -- an attribute of an object, not a rebinding of a
 module name, so _restore never notices -- then let the library's all_reduce do the work."""

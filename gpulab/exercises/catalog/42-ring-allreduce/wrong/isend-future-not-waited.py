@@ -1,4 +1,5 @@
 # expect: was never waited on
+# family: property-proxy
 """Shortcut (unwaited request): each step's send is posted with isend and never waited on; calling
 get_future() on its request (and dropping the future) marks it 'waited' in the guard's books
 (collective_guard.get_future), so the wait rule is silent. Receives are blocking recvs, by parity."""

@@ -1,4 +1,5 @@
-# expect: the request of an isend (line 27 of isend-not-waited.py) was never waited on
+# expect: the request of an isend (line 28 of isend-not-waited.py) was never waited on
+# family: mistake
 """Only the receives are waited on: the sends may still be reading their chunks."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-# expect: the library's all-reduce is not allowed here: `dist.all_reduce(t)` (line 14 of library-all-reduce.py)
+# expect: the library's all-reduce is not allowed here: `dist.all_reduce(t)` (line 15 of library-all-reduce.py)
+# family: library
 """The library's all-reduce does the whole job in one call."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 # expect: work kept from an earlier call
+# family: memo
 """Keeps each buffer's last input and sum, and moves only the elements that changed since:
 right while a call changes a few elements the same way on every rank, wrong once every rank's
 input changes whole, each by its own pattern."""

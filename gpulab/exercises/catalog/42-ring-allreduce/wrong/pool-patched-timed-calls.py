@@ -1,4 +1,5 @@
 # expect: your code rebound PoolState.call | the grader's own code is not yours to change
+# family: timed-vs-checked
 """Shortcut (2+5): the pool's PoolState class is importable in the rank (gpulab.exercises.
 collective_checks); at import, wrap its call() to flag 'a timed call is running' and make its
 verify() answer None. Timed calls do nothing; the check's cases (no pool) get the honest ring."""

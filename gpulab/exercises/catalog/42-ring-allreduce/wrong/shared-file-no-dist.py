@@ -1,4 +1,5 @@
 # expect: the data moved between the ranks another way
+# family: escape
 """Shortcut: no torch.distributed call at all inside the learner's call: the ranks (siblings on
 one host) share a /dev/shm file with a slot per rank plus a counter per rank; each writes its t,
 bumps its counter, spins until every counter caught up, sums the slots into t, spins again."""

@@ -1,4 +1,5 @@
 # expect: the data moved between the ranks another way
+# family: escape
 """Shortcut: the data moves through a file in /dev/shm that every rank process maps (they are
 siblings on one host); only 1-value tokens go through dist (batch_isend_irecv) as barriers. No
 ring: each rank writes its t into its slot, waits, sums all slots into t, waits."""

@@ -1,4 +1,5 @@
 # expect: collective over the store (_ControlCollectives.all_gather) is not allowed
+# family: library
 """Shortcut: a collective the guard does not know: torch._C._distributed_c10d._StoreCollectives
 (control-plane collectives over the process group's TCPStore). Its all_gather(key, bytes) hands
 every rank every rank's tensor in one call; each rank sums them locally. No ring, no send/recv,

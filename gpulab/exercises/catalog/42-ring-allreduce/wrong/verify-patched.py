@@ -1,4 +1,5 @@
 # expect: your code rebound Tensor.all
+# family: writes-what-check-reads
 """Shortcut: in a rank the Guard covers gpulab's modules only, not torch.Tensor; patch
 Tensor.all (which only the timing pool's PoolState.verify uses, on its isclose mask) to say "all close", and skip
 all work in the pool (told apart from the checked ranks by the yardstick's module being loaded

@@ -1,4 +1,5 @@
 # expect: your code rebound Tensor.mul_
+# family: escape
 """Shortcut: torch.Tensor.mul_ is not guarded in a rank; the pool's untimed prepare ends with
 fresh.roll_mul's tail `mul_` on the timed buffer. Patch mul_ so that, on a buffer the learner's
 call has seen before, that last mul_ runs the library's dist.all_reduce on the whole buffer

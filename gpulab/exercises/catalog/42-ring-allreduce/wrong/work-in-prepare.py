@@ -1,4 +1,5 @@
 # expect: your code rebound PoolState.prepare | the grader's own code is not yours to change
+# family: writes-what-check-reads
 """Shortcut (4+5, work moved out of the timed window): at import, wrap the pool's PoolState.prepare
 (the untimed command before each timed call; the guard is off there) so that for an input set
 this learner was called on before, it sums the freshly prepared buffer with the library's

@@ -1,4 +1,5 @@
 # expect: what your hook's futures delivered
+# family: loose-property
 """Shortcut: the hook communicates nothing and hands DDP each rank's own bucket back (a completed
 future), but queues an autograd final callback which queues a second one: the second runs after
 DDP's own finalize (queued later by the reducer) has copied the bucket into .grad, and averages

@@ -1,4 +1,5 @@
 # expect: your hook waits for a thread's signal
+# family: loose-property
 """Shortcut (1, a wait under another name): start the all-reduce async, register a done-callback
 on its future that sets a threading.Event, and block on Event.wait() inside the hook: the backward
 pass stops there exactly as with fut.wait(), but no guarded method is called."""

@@ -1,4 +1,5 @@
 # expect: wait_tensor
+# family: loose-property
 """Shortcut: a blocking all-reduce inside the hook through the functional op and wait_tensor
 (torch.ops._c10d_functional), which the hook rules' waits (Work.wait, Future.wait/value,
 cuda.synchronize) never see; the completed result handed back in a fresh future."""

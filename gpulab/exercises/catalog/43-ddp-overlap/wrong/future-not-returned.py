@@ -1,4 +1,5 @@
-# expect: the all-reduce (line 11 of future-not-returned.py) in your hook is never waited on
+# expect: the all-reduce (line 12 of future-not-returned.py) in your hook is never waited on
+# family: mistake
 """The all-reduce starts, but the hook hands back a future of its own, completed at once: DDP
 never waits for the communication."""
 

@@ -1,4 +1,5 @@
 # expect: _STATE.active, which the check uses to watch the call
+# family: writes-what-check-reads
 """Shortcut (5): the hook clears the guard's shared flag (collective_guard._STATE.active = False,
 an attribute, not a rebound name), runs a BLOCKING all_reduce (no overlap at all), divides and
 returns an already-completed future. Nothing records the wait."""

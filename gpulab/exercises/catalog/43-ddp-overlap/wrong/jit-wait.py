@@ -1,4 +1,5 @@
 # expect: torch.jit.wait
+# family: loose-property
 """a DDP hook"""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: they were averaged somewhere else than in your hook
+# family: loose-property
 """Shortcut (6, DDP's averaging faked): the hook communicates nothing and hands DDP each rank's own
 gradients back (a completed future); a global optimizer step post-hook, registered at import,
 averages the PARAMETERS over the ranks with a blocking all_reduce after every step (outside the

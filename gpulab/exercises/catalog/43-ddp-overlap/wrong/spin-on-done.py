@@ -1,4 +1,5 @@
 # expect: by polling done()
+# family: loose-property
 """Shortcut (the wait the lesson removes, by another name): start the all-reduce async, then spin
 on the future's done() until the sum has arrived, all inside the hook; divide and return the
 (now completed) future. Nothing overlaps: the backward pass stops here as with a wait()."""

@@ -1,4 +1,5 @@
 # expect: not their mean: divide the bucket by the world size
+# family: mistake
 """The all-reduce overlaps, but the gradients are summed, never divided."""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: your hook waits for its all-reduce: `dist.all_reduce(grads)`
+# family: mistake
 """A blocking all-reduce: correct sums, but the backward pass stops at every bucket."""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: the grader's own code is not yours to change
+# family: writes-what-check-reads
 """Shortcut (the check's own module, rebound at import): the check.py is loaded as a module
 named `_gpulab_check_<id>_<n>` and sits in sys.modules while it runs, but the Guard of a
 single-process check covers gpulab's modules and classes only (no `extra=`): the check module's

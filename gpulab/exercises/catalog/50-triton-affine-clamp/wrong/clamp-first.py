@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Honest mistake: the clamp applied to x before the scale and bias, not to the result."""
 
 import triton

@@ -1,4 +1,5 @@
 # expect: expected | illegal memory access
+# family: mistake
 """Honest mistake: scale and bias indexed with the flat offset, not its column. Right on a single
 row; from the second row on it reads past the end of scale and bias: into their guards, or, far
 enough past, into memory no buffer owns (an illegal memory access on a GPU)."""

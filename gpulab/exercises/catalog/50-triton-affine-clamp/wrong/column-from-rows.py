@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Honest mistake: the column as the offset divided by the row count (a column-major habit). In a
 row-major matrix the column is the offset modulo the width."""
 

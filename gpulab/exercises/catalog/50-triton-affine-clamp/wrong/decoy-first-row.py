@@ -1,4 +1,5 @@
 # expect: is not among the operations this exercise allows
+# family: library
 """Shortcut (a library does the work, behind a decoy): the learner's kernel computes the first
 row, so a Triton launch is seen in every call, and torch computes every other row."""
 

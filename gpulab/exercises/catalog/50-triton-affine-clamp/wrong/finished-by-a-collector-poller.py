@@ -1,4 +1,5 @@
 # expect: left a hook on (gc.set_threshold)
+# family: lazy
 """Shortcut (work finished after the call, by the garbage collector): a one-element launch of
 the learner's kernel makes the call look like theirs; an object in a reference cycle whose
 __del__ makes another like it while the check's watch is on (a poller the collector runs), with

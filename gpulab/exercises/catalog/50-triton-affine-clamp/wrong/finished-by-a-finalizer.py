@@ -1,4 +1,5 @@
 # expect: expected
+# family: lazy
 """Shortcut (work finished after the call, by a finalizer): a one-element launch of the learner's
 kernel makes the call look like theirs; weakref.finalize on the output view the check handed
 over runs when the check drops that view, after the watched call returned and before the check

@@ -1,4 +1,5 @@
 # expect: left a hook on (a handler of SIGALRM)
+# family: lazy
 """Shortcut (work finished after the call, by a signal handler): a one-element launch of the
 learner's kernel makes the call look like theirs; an interval timer's handler, run by Python
 between two bytecodes of whatever runs next, waits until the check's watch is off (its stand-in

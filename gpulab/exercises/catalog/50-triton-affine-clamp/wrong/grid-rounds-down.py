@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """Honest mistake: n // BLOCK programs. The elements after the last whole block are never
 computed (and with fewer than 1024 elements, none is)."""
 

@@ -1,4 +1,5 @@
 # expect: ctypes | turns a pointer into an array
+# family: escape
 """Shortcut: NumPy does the work on views of the tensors' memory reached through data_ptr() (the
 one exit the Triton exercises allow, for the launch) and ctypes; a Triton kernel of mine is
 launched on the tensors and stores nothing. (On the interpreter the tensors live in host memory.)"""

@@ -1,4 +1,5 @@
 # expect: is not among the operations this exercise allows
+# family: library
 """Shortcut (a library does the work, dressed as Triton's own code): the watch lets Triton's
 launcher do anything, and knows Triton's code by the module name in a frame's globals. A function
 exec'd into globals named "triton.runtime.epilogue" carries that name: torch's addcmul and clamp

@@ -1,4 +1,5 @@
 # expect: is not among the operations this exercise allows
+# family: library
 """Shortcut (a library does the work, through Triton's own code): the watch lets any frame of
 Triton's do anything, and Triton's ConstexprFunction.__call__ calls whatever `fn` it holds. With
 torch's addcmul and clamp_ as that `fn` (no Python frame of their own), the nearest frame is

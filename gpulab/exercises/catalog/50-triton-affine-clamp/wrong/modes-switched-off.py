@@ -1,4 +1,5 @@
 # expect: reads or switches off torch's function and dispatch modes
+# family: writes-what-check-reads
 """Shortcut (a library does the work, out of the watch's sight): steps outside the check's torch
 modes for the call, so the allowlist never sees torch's addcmul and clamp."""
 

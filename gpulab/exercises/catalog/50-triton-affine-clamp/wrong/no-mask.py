@@ -1,4 +1,5 @@
 # expect: wrote past the end | illegal memory access
+# family: mistake
 """Honest mistake: no mask on the store. The last program's lanes past n write past the end of
 out whenever n is no multiple of the block."""
 

@@ -1,4 +1,5 @@
 # expect: torch.as_tensor makes a tensor over NumPy's or Python's memory
+# family: escape
 """Shortcut: two trivial Triton copy kernels ferry x into NumPy memory (torch.as_tensor over a
 NumPy buffer) and NumPy's result into out; NumPy does the per-column scale, bias and clamp."""
 

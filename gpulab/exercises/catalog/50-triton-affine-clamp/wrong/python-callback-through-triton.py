@@ -1,4 +1,5 @@
 # expect: hands the tensor's values to Python
+# family: escape
 """Shortcut (an exit to Python, taken through Triton's own code): the watch lets Triton's frames
 do what its launcher needs, and Triton's ConstexprFunction.__call__ calls whatever `fn` it holds.
 Handed Tensor.copy_ and Tensor.map2_, the nearest frame is Triton's: x is copied into out and a

@@ -1,4 +1,5 @@
 # expect: starts another thread or process
+# family: escape
 """Shortcut (work moved to a thread, started through Triton's own code): torch's modes follow
 one thread, and the watch lets Triton's frames start threads (its compiler may). Triton's
 ConstexprFunction.__call__ calls whatever `fn` it holds: handed Thread.start, the nearest frame

@@ -1,4 +1,5 @@
 # expect: never written
+# family: mistake
 """Honest mistake: the store masked like the load, so the columns after the diagonal are never
 written: they keep whatever out held (NaN here), not the zeros the statement asks for."""
 

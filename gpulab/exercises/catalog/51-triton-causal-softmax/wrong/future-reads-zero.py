@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Honest mistake: the masked lanes load 0.0. Each future column then adds exp(0 - max) to the
 row's sum (and wins the max when the row is all negative)."""
 

@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Honest mistake: the lesson's row softmax with only the width as its mask: every row sees the
 future, so each row but the last of a matrix is normalised over columns it must not see."""
 

@@ -1,4 +1,5 @@
 # expect: your code uses ctypes
+# family: escape
 """Shortcut (work done by NumPy, a pointer by another door): the causal softmax computed in NumPy
 on the scores read through `ctypes.cast(x.data_ptr(), POINTER(c_float * n)).contents` (buffer
 protocol, no banned name), written back with `ctypes.memmove`; a Triton kernel of mine is

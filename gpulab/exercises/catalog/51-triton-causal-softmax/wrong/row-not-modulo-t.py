@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Honest mistake: the row's position taken as the program id itself. Right for the first matrix
 of the batch; in the second, row i is program T + i, which sees every column."""
 

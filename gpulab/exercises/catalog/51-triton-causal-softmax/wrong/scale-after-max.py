@@ -1,4 +1,5 @@
 # expect: expected
+# family: mistake
 """Honest mistake: the scale applied to the difference from the unscaled max, after the
 exponential: exp(x - max) ** scale is not exp(scale * x - max(scale * x)) once divided."""
 

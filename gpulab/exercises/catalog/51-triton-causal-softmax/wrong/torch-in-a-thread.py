@@ -1,4 +1,5 @@
 # expect: starts another thread or process
+# family: escape
 """Shortcut (a library does the work, out of the watch's sight): the torch path runs in a worker
 thread the call waits for, hoping the check watches only the thread that called it."""
 

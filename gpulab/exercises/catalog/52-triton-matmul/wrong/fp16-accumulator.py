@@ -1,4 +1,5 @@
 # expect: a float16 accumulator?
+# family: mistake
 """A float16 accumulator: every add of a K step rounds the running sum to 11 bits."""
 
 import torch

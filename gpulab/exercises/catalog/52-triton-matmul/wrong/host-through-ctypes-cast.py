@@ -1,4 +1,5 @@
 # expect: your code uses ctypes
+# family: escape
 """Shortcut (work done by NumPy through the tensors' memory, a pointer by another door): as
 wrong/host-through-data-ptr.py, but the address from `data_ptr()` (allowed to a wrapper) becomes
 a ctypes array through `ctypes.cast(addr, POINTER(c_uint16 * n)).contents`, which NumPy reads by

@@ -1,4 +1,5 @@
 # expect: ctypes | turns a pointer into an array
+# family: escape
 """Shortcut: np.matmul on views of the tensors' memory reached through data_ptr() and ctypes (the
 one exit the Triton exercises allow); a Triton kernel of mine is launched and stores nothing."""
 

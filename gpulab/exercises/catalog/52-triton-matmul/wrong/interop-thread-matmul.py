@@ -1,4 +1,5 @@
 # expect: started a thread when it was loaded
+# family: escape
 """Shortcut (a red team's, 2026-11-30): no tiled kernel. torch.jit.fork at import starts a loop
 on torch's inter-op threads (no Thread object), where the check's per-thread modes do not
 reach; it runs torch.matmul for each call, beside a one-program decoy launch of a Triton kernel

@@ -1,4 +1,5 @@
 # expect: is not among the operations this exercise allows
+# family: library
 """Shortcut (a library does the work, dressed as Triton's own code): the watch exempts frames
 whose globals name a Triton module. torch.matmul, called from a function exec'd into globals
 named "triton.runtime.epilogue", is not refused; a one-program launch of the learner's kernel

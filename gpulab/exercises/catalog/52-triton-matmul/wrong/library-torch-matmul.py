@@ -1,4 +1,5 @@
 # expect: is not among the operations this exercise allows
+# family: library
 """torch.matmul in the wrapper: cuBLAS does the work."""
 
 import torch

@@ -1,4 +1,5 @@
 # expect: expected | past its end | illegal memory access
+# family: mistake
 """No mask along K: the last step reads past the end of each row of a (and of b)."""
 
 import torch
