@@ -45,8 +45,10 @@ AFFECTED: dict[str, frozenset[str]] = {
     "lazy": frozenset({"kernel", "triton", "torch"}),
     # the grader's own code, constants and counters share every process a check runs in
     "writes-what-check-reads": frozenset(TYPES),
-    # Triton's checks hold no taught property but the answer and the learner's own kernel (its
-    # tiling and fusion are graded by speed): loosening one is not a way past them
+    # Triton's checks read no taught property but the answer and the learner's own kernel: a
+    # fusion split into two kernels, or a softmax shifted by its first score instead of its max,
+    # passes them (found writing this table; a wrong/ file must be rejected, so those wait for a
+    # rule). Only a loosening the answer shows (triton-matmul's float16 steps) is held there
     "loose-property": frozenset({"kernel", "ranked", "gpu-torch", "torch"}),
     # threads, processes and memory by address exist wherever the learner's Python runs
     "escape": frozenset(TYPES),
