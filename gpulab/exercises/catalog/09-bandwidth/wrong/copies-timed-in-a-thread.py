@@ -1,4 +1,4 @@
-# expect: your function started a thread
+# expect: your function started a thread | starts another thread or process
 # family: escape
 """Shortcut (the measurement moved to a thread). GPU-only: not run on the CPU box. The copies and
 the clock readings run in a worker thread the call waits for, where the check's per-thread

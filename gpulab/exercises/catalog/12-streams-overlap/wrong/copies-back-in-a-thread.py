@@ -1,4 +1,4 @@
-# expect: your function started a thread
+# expect: your function started a thread | starts another thread or process
 # family: escape
 """Shortcut (the overlap from a thread, not from streams). GPU-only: not run on the CPU box.
 Every chunk is copied in and computed on the current stream, and a worker thread copies each
