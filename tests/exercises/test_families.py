@@ -39,10 +39,10 @@ AFFECTED: dict[str, frozenset[str]] = {
     # ones, whose rules watch what ran (hooks, dispatch modes, the profiler)
     "property-proxy": frozenset({"kernel", "ranked"}),
     # a result that is read after the call: a CUDA C kernel left running on a stream nobody
-    # waits for, a Triton or torch output finished by a handler or computed when read. The
-    # ranked and gpu-torch checks read their results through collectives and host copies made
-    # inside the call
-    "lazy": frozenset({"kernel", "triton", "torch"}),
+    # waits for, a Triton or torch output finished by a handler, a tensor or a figure computed
+    # when read. The ranked functions write in place and return nothing a check reads later
+    # (a DDP hook's future is DDP's to wait on, inside the backward)
+    "lazy": frozenset({"kernel", "triton", "gpu-torch", "torch"}),
     # the grader's own code, constants and counters share every process a check runs in
     "writes-what-check-reads": frozenset(TYPES),
     # Triton's checks read no taught property but the answer and the learner's own kernel: a
