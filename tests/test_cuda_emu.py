@@ -709,3 +709,37 @@ def test_raw_module_instances_of_a_template_and_macros_from_options() -> None:
         'extern "C" __global__ void k(float* o) { o[threadIdx.x] = K; }', "k", options=("-DK=7",)
     )((1,), (4,), (out,))
     assert np.array_equal(out, np.full(4, 7.0))
+
+
+MATCH = r"""
+extern "C" __global__ void match(const int* x, unsigned* any, unsigned* all, int* pred) {
+    int t = threadIdx.x;
+    any[t] = __match_any_sync(0xffffffffu, x[t]);
+    int p = -1;
+    all[t] = __match_all_sync(0xffffffffu, 4, &p);  // every lane holds the same value
+    pred[t] = p;
+    if (t < 16) {  // half the warp, the values apart: no match of all
+        int q = -1;
+        all[32 + t] = __match_all_sync(0x0000ffffu, (long long)x[t], &q);
+        pred[32 + t] = q;
+    }
+}
+"""
+
+
+def test_match_any_and_match_all_group_lanes_by_value() -> None:
+    """__match_any_sync hands each lane the mask of the lanes holding its value (a histogram's
+    warp-aggregated atomics use it); __match_all_sync the mask when every lane named agrees,
+    else 0, with the predicate set to match."""
+    cp = cupy_module.make()
+    host = np.array([i % 3 for i in range(32)], dtype=np.int32)
+    any_ = cp.zeros(32, dtype=np.uint32)
+    all_ = cp.zeros(48, dtype=np.uint32)
+    pred = cp.full(48, -1, dtype=np.int32)
+    cp.RawKernel(MATCH, "match")((1,), (32,), (cp.asarray(host), any_, all_, pred))
+    want = [sum(1 << j for j in range(32) if host[j] == host[i]) for i in range(32)]
+    assert cp.asnumpy(any_).tolist() == want
+    assert cp.asnumpy(all_)[:32].tolist() == [0xFFFFFFFF] * 32
+    assert cp.asnumpy(pred)[:32].tolist() == [1] * 32
+    assert cp.asnumpy(all_)[32:].tolist() == [0] * 16
+    assert cp.asnumpy(pred)[32:].tolist() == [0] * 16

@@ -76,6 +76,7 @@ _HEADERS = re.compile(r"^\s*#\s*include\s*<(cooperative_groups(?:/\w+)?\.h|cuda_
 # What makes a kernel's threads meet (fibers needed): barriers, warp operations, device functions.
 _MEETS = re.compile(
     r"__syncthreads|__syncwarp|__shfl|__ballot_sync|__any_sync|__all_sync|__reduce_\w+_sync|"
+    r"__match_\w+_sync|"
     r"__activemask|cooperative_groups|\bcg::|__device__"
 )
 # A static `__shared__` declaration: its type, then one declarator or several

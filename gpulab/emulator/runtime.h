@@ -32,11 +32,12 @@ typedef dim3 uint3;
 static dim3 threadIdx, blockIdx, blockDim, gridDim;
 namespace emu {
 enum { RUN = 0, BAR = 1, WARP = 2, DONE = 3 };
-enum { W_SYNC, W_IDX, W_UP, W_DOWN, W_XOR, W_BALLOT, W_ANY, W_ALL, W_ADD, W_UMAX, W_UMIN, W_IMAX, W_IMIN };
+enum { W_SYNC, W_IDX, W_UP, W_DOWN, W_XOR, W_BALLOT, W_ANY, W_ALL, W_ADD, W_UMAX, W_UMIN, W_IMAX, W_IMIN,
+    W_MATCH_ANY, W_MATCH_ALL };
 static const char* const WNAME[] = {"__syncwarp", "__shfl_sync", "__shfl_up_sync",
     "__shfl_down_sync", "__shfl_xor_sync", "__ballot_sync", "__any_sync", "__all_sync",
     "__reduce_add_sync", "__reduce_max_sync", "__reduce_min_sync", "__reduce_max_sync",
-    "__reduce_min_sync"};
+    "__reduce_min_sync", "__match_any_sync", "__match_all_sync"};
 // The threads of a block as fibers. Each starts on its own stack from a ucontext (makecontext,
 // setcontext); after that every switch is _setjmp/_longjmp, which, unlike swapcontext, costs no
 // system call (no signal mask to save): a kernel switches at every barrier and warp operation.
@@ -487,6 +488,16 @@ EMU_RAW static bool release(unsigned base) {
             case W_UMIN: wres[t] = umin; break;
             case W_IMAX: wres[t] = (unsigned)imax; break;
             case W_IMIN: wres[t] = (unsigned)imin; break;
+            case W_MATCH_ANY:
+            case W_MATCH_ALL: {
+                // the lanes of the mask whose value has these bits (all of them, or none: all)
+                unsigned same = 0;
+                for (unsigned o = 0; o < 32; ++o)
+                    if (((m >> o) & 1u) && base + o < end && wval[base + o] == wval[t]) same |= 1u << o;
+                unsigned named = end - base >= 32 ? m : m & ((1u << (end - base)) - 1u);
+                wres[t] = kind == W_MATCH_ANY ? same : (same == named ? named : 0u);
+                break;
+            }
             default: {
                 int s = source_lane(kind, (int)lane, warg[t], wwidth[t]);
                 if (s < 0) { wres[t] = wval[t]; break; }
@@ -631,6 +642,15 @@ template <class T> static inline T __shfl_xor_sync(unsigned m, T v, int d, int w
 static inline unsigned __ballot_sync(unsigned m, int p) { return (unsigned)emu::warp_op(emu::W_BALLOT, m, p != 0, 0, 32); }
 static inline int __any_sync(unsigned m, int p) { return (int)emu::warp_op(emu::W_ANY, m, p != 0, 0, 32); }
 static inline int __all_sync(unsigned m, int p) { return (int)emu::warp_op(emu::W_ALL, m, p != 0, 0, 32); }
+// Warp-aggregated atomics group lanes by value: a 4- or 8-byte value, compared by its bits
+template <class T> static inline unsigned __match_any_sync(unsigned m, T v) {
+    return (unsigned)emu::warp_op(emu::W_MATCH_ANY, m, emu_bits(v), 0, 32);
+}
+template <class T> static inline unsigned __match_all_sync(unsigned m, T v, int* pred) {
+    unsigned r = (unsigned)emu::warp_op(emu::W_MATCH_ALL, m, emu_bits(v), 0, 32);
+    *pred = r != 0;
+    return r;
+}
 static inline unsigned __reduce_add_sync(unsigned m, unsigned v) { return (unsigned)emu::warp_op(emu::W_ADD, m, v, 0, 32); }
 static inline int __reduce_add_sync(unsigned m, int v) { return (int)(unsigned)emu::warp_op(emu::W_ADD, m, (unsigned)v, 0, 32); }
 static inline unsigned __reduce_max_sync(unsigned m, unsigned v) { return (unsigned)emu::warp_op(emu::W_UMAX, m, v, 0, 32); }

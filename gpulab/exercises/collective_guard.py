@@ -46,6 +46,7 @@ import contextlib
 import datetime
 import importlib.abc
 import importlib.util
+import inspect
 import sys
 import threading
 import time
@@ -496,9 +497,55 @@ def install() -> None:
             return _real(self, *args)
 
         _put(work_cls, name, blocking)
+    # gloo's monitored barrier blocks in C++ until every rank has reached it, with no Work to
+    # wait on: a hook calling it passed where dist.barrier() (a Work waited) was named
+    for cls in (group_cls, backend_cls):
+        real_barrier = vars(cls).get("monitored_barrier") if cls is not None else None
+        if real_barrier is not None:
+
+            def monitored(self: Any, *args: Any, _real: Any = real_barrier, **kwargs: Any) -> Any:
+                if state.active and state.mode == HOOK:
+                    waits("every rank (monitored_barrier)")
+                return _real(self, *args, **kwargs)
+
+            _put(cls, "monitored_barrier", monitored)
     _guard_waits()
     _guard_ops()
+    _guard_library_hooks()
     _STATE.installed = True
+
+
+# torch's own communication hooks: DDP's default all-reduce hook is exactly what ddp-overlap
+# asks for, and a file re-exporting it (`from ...default_hooks import allreduce_hook`) passed
+_LIBRARY_HOOKS = (
+    "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
+    "torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook",
+)
+
+
+def _guard_library_hooks() -> None:
+    """Each function of torch's hook modules, used inside a learner's hook, is recorded as
+    the library doing the hook (not raised: the ranks go on in step, as for a wait)."""
+    state = _STATE
+    for module_name in _LIBRARY_HOOKS:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:  # noqa: BLE001 - not in this torch: nothing to guard
+            continue
+        for name, real in list(vars(module).items()):
+            if not inspect.isfunction(real) or real.__module__ != module_name:
+                continue
+
+            def hooked(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+                if state.active and state.mode == HOOK:
+                    state.found.append(
+                        f"your hook hands the bucket to torch's own {_name} "
+                        f"({_real.__module__}){_call()}: that is the hook this exercise asks you "
+                        "to write; start the bucket's all-reduce yourself and return its future"
+                    )
+                return _real(*args, **kwargs)
+
+            _put(module, name, hooked)
 
 
 def _guard_waits() -> None:
@@ -587,6 +634,8 @@ class _GuardedOp:
             self._refuse(_op_kind(self._name))
         elif state.active and state.mode == HOOK and self._name == "wait_tensor":
             self._waits("a functional collective's result (wait_tensor)")
+        elif state.active and state.mode == HOOK and self._name == "monitored_barrier_":
+            self._waits("every rank (monitored_barrier)")
         return self._op(*args, **kwargs)
 
     def __getattr__(self, attr: str) -> Any:
@@ -615,6 +664,7 @@ _OPS = {
         "scatter_",
         "alltoall_",
         "alltoall_base_",
+        "monitored_barrier_",
     ),
     "_c10d_functional": (
         "all_reduce",

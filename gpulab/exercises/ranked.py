@@ -22,6 +22,7 @@ from typing import Any
 
 from gpulab.core import ranks
 from gpulab.core.errors import Cancelled
+from gpulab.exercises import api
 from gpulab.exercises.sandbox import Guard, fresh_name, load_text
 from gpulab.experiments.base import Context
 
@@ -45,11 +46,31 @@ def file_text(path: str) -> str:
     )
 
 
+class NotInTheFile(api.CheckError):
+    """The entry function the file names is defined somewhere else; str() is one line."""
+
+    final = True  # every case would load the same other file
+
+
 def source(fn: Any) -> tuple[str, str]:
     """(path, text) of the file that defines `fn`: the text the grader loaded, for a rank to load
-    again."""
-    path = sys.modules[fn.__module__].__file__ or ""
+    again. `fn` must come from a file gpulab loaded (the learner's, our yardstick): a file that
+    only imported its entry (`from torch...default_hooks import allreduce_hook`, ddp-overlap's
+    very answer) had each rank load torch's own module as the learner's file, and passed."""
+    name = getattr(fn, "__module__", None) or ""
+    module = sys.modules.get(name)
+    if module is None or not name.startswith(_LOADED):
+        where = f"{name}.{getattr(fn, '__qualname__', fn)}" if name else repr(fn)
+        raise NotInTheFile(
+            f"your file's {getattr(fn, '__name__', 'entry function')} is {where}, imported, not "
+            "written there: write the function in your file (the exercise is that function)"
+        )
+    path = module.__file__ or ""
     return path, file_text(path)
+
+
+# the module names `sandbox.fresh_name` gives the files gpulab loads
+_LOADED = "_gpulab_"
 
 
 def launch(
