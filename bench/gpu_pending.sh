@@ -8,7 +8,9 @@
 # redteam2 (the evening red teams' fixes, not yet run on a GPU), redteam3 (the three red teams
 # of 2026-11-30: processes, frames through libraries, memory shared at import; not yet on a GPU),
 # order (compile-fused's large input second; ran in the suite of 3b90a67), redteam4 (the fourth red team's rules; ran
-# there too), threads (the end-of-check thread rule, now failing on a GPU as well), shared (checks beside another program on the GPU: is it named, and only then; then the tests
+# there too), threads (the end-of-check thread rule, now failing on a GPU as well), redteam5 (the
+# rules of 2026-11-30's late session: compile-fused's input drawn on the GPU, torch's global hooks as
+# speed settings, a ranked entry defined in the file, the new wrong/ files of every family), shared (checks beside another program on the GPU: is it named, and only then; then the tests
 # the shared suite run of 2026-11-29 left: cuda-graphs' freed-memory fix in a used worker).
 set -u
 out=${OUT:-/tmp}
@@ -68,6 +70,19 @@ for part in $parts; do
         tests/exercises/test_exercises_catalog.py tests/exercises/test_exercises_engine.py \
         -k "tree-reduction or vector-add or model-to-device or profile-step or inherited or retires" \
         > "$out/threads-tests.log" 2>&1 ;;
+    redteam5)
+      # written without device time on 2026-11-30 (late): compile-fused's 32M input drawn on the
+      # GPU from the case's seed; mixed-precision's global hooks and anomaly mode as speed
+      # settings; ddp-overlap's entry defined in the file, torch's DDP hooks named, gloo's
+      # monitored_barrier; the families' new GPU-only wrong/ files (bandwidth, honest-timing,
+      # streams-overlap); then compile-fused's repeat-check time
+      timeout -s INT 420 $PT tests/exercises/test_exercises_catalog.py tests/exercises/test_collectives.py \
+        tests/test_triton_compile.py \
+        -k "compile-fused or compile_fused or mixed-precision or ddp-overlap or bandwidth or honest-timing or streams-overlap or first-kernel or map-add-ten" \
+        > "$out/redteam5.log" 2>&1
+      timeout -s INT 150 python3 -m gpulab bench --suite exercises --repeat 3 \
+        --exercise compile-fused,mixed-precision --json "$out/redteam5-bench.json" \
+        --markdown "$out/redteam5-bench.md" > "$out/redteam5-bench.log" 2>&1 ;;
     shared)
       timeout -s INT 240 python3 bench/probe_shared_gpu.py "$out" > "$out/shared.log" 2>&1
       timeout -s INT 330 $PT tests/exercises/test_exercises_repeat.py tests/test_streams_graphs.py \
