@@ -155,6 +155,15 @@ def _watcher(products: _Products) -> Any:
     return watched
 
 
+def _least_flops(batch: int, weights: list[int]) -> int:
+    """The float16 product flops a step over `batch` rows cannot do without: each layer's
+    forward and weight gradient, and the gradient every layer but the first hands back to the
+    one before (two flops per weight per row each). A red team's timed step fed the first
+    layer a made-up upstream gradient instead of the second layer's, a fifth of the products
+    fewer, and passed (every weight still changed)."""
+    return 4 * batch * sum(weights) + 2 * batch * sum(weights[1:])
+
+
 def _half_wrong(products: _Products, need: int) -> str:
     """What the recorded products say is wrong with a step that must run every product in
     float16 and at least `need` flops of them (a forward and the weights' gradients)."""
@@ -169,8 +178,9 @@ def _half_wrong(products: _Products, need: int) -> str:
     if products.half < need:
         return (
             f"the step's float16 matrix products came to {products.half:,} flops, fewer than "
-            f"the {need:,} that a forward and every weight's gradient over the whole batch take: "
-            "train on the whole batch, forward and backward, every layer"
+            f"the {need:,} that a forward, every weight's gradient and the gradient each layer "
+            "hands back to the one before take over the whole batch: train on the whole batch, "
+            "forward and backward, every layer"
         )
     return ""
 
@@ -322,8 +332,9 @@ def _steps(
 ) -> list[float]:
     import torch
 
-    # a forward and every weight's gradient: two flops per weight per sample each
-    need = 4 * int(x.shape[0]) * sum(a * b for a, b in zip(SIZES[:-1], SIZES[1:], strict=True))
+    need = _least_flops(
+        int(x.shape[0]), [a * b for a, b in zip(SIZES[:-1], SIZES[1:], strict=True)]
+    )
     watched = _watcher(products)
     losses = []
     keep_x, keep_y = x.clone(), y.clone()
@@ -461,7 +472,7 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
                 )
         # last: the hooks above name the plainer mistakes, and this holds where they were
         # called by hand (the products are the step's own work, whoever can reach the model)
-        return _half_wrong(products, 4 * batch * width * width * depth) or None
+        return _half_wrong(products, _least_flops(batch, [width * width] * depth)) or None
 
     def setup(i: int) -> Any:
         x = torch.randn(batch, width, device=device, generator=gen)
