@@ -28,6 +28,7 @@ import numpy as np
 from gpulab.exercises import api, refuse
 from gpulab.exercises import kernel_checks as kc
 from gpulab.exercises.fresh import Refresher
+from gpulab.exercises.own_work import TRITON_KIND
 
 UNTIMED = "interpreter: correctness only, no speed grade (Triton's interpreter on the CPU)"
 # What a Triton exercise's call may do besides launching the learner's kernels: allocate, view,
@@ -141,6 +142,24 @@ def run_guarded(
     got = out_buf.cpu().numpy().copy()[None]  # a copy: on the CPU .numpy() shares the memory
     del out
     return got
+
+
+def one_kernel(watch: Any, what: str) -> None:
+    """Raise api.CheckError when the learner's last call ran more than one kernel of theirs: an
+    exercise that teaches a fused kernel (`what`: "the affine and the clamp") is not met by its
+    steps split into kernels, each a pass over memory (a red team's affine kernel then an in-place
+    clamp, and a causal softmax as three kernels, passed on the interpreter: correctness only).
+    Kernels are told apart by their function: an autotuner's many launches of one are one."""
+    calls = getattr(watch, "calls", None)
+    if not calls:
+        return  # the check's function called directly (tests), not through the grader's watch
+    names = list(dict.fromkeys(k.kernel for k in calls[-1].launches if k.kind == TRITON_KIND))
+    if len(names) > 1:
+        raise api.CheckError(
+            f"your call ran {len(names)} kernels of yours ({', '.join(names)}): this exercise "
+            f"fuses {what} into one kernel, so each element is read and written once; each "
+            "kernel more is another pass over memory"
+        )
 
 
 def spec(

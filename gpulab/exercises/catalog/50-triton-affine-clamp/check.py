@@ -66,7 +66,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     def call(x: Any, scale: Any, bias: Any, out: Any) -> None:
         fn(x, scale, bias, lo, hi, out)
 
-    return tc.run_guarded(
+    got = tc.run_guarded(
         call,
         [a["x"], a["scale"], a["bias"]],
         a["x"].shape,
@@ -74,6 +74,8 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
         ctx.device,
         names=("x", "scale", "bias"),
     )
+    tc.one_kernel(ctx.watch, "the affine and the clamp")
+    return got
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:

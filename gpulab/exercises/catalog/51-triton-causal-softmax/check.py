@@ -47,6 +47,13 @@ def cases(ctx: api.Context) -> list[api.Case]:
         out.append(_case(f"{b}x{t}x{t}", x, float(np.float32(1 / np.sqrt(d)))))
     hot = rng.uniform(80, 100, (2, 40, 40)).astype(np.float32)
     out.append(_case("2x40x40, values 80..100 (exp overflows float32)", hot, 1.0))
+    # Each row's first score far below its diagonal's: shifted by anything but the row's max
+    # (a red team shifted by the first score) exp overflows to inf, and inf/inf is NaN
+    low_first = rng.uniform(-5, 5, (2, 24, 24)).astype(np.float32)
+    low_first[:, :, 0] = -100.0
+    rows = np.arange(1, 24)
+    low_first[:, rows, rows] = 100.0
+    out.append(_case("2x24x24, each row's first score -100 and its diagonal 100", low_first, 1.0))
     # Rows far apart: a padding value that leaks, or a max shared between rows, shows
     offsets = rng.permutation(np.array([-3000, -100, 0, 50, 800, 2000] * 2, dtype=np.float32))
     apart = rng.uniform(-5, 5, (1, 12, 12)).astype(np.float32) + offsets[None, :, None]
@@ -73,7 +80,9 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     def call(x_dev: Any, out: Any) -> None:
         fn(x_dev, scale, out)
 
-    return tc.run_guarded(call, [x], x.shape, np.float32, ctx.device, names=("x",))
+    got = tc.run_guarded(call, [x], x.shape, np.float32, ctx.device, names=("x",))
+    tc.one_kernel(ctx.watch, "the scale, the mask and the softmax")
+    return got
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
