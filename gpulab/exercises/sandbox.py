@@ -630,6 +630,14 @@ def unhook(saved: tuple[Any, ...]) -> list[str]:
             if was is None and monitoring.get_tool(i) is not None:
                 monitoring.set_events(i, 0)
                 monitoring.free_tool_id(i)
+    # Timers first: a handler put back to the default before its timer stops lets the next
+    # tick end the process (SIGALRM's default action; a red team's 10 us timer crashed a test
+    # process this way under load)
+    stopped = []
+    for timer, was, ticking in zip(_TIMERS, saved[6], now[6], strict=True):
+        if ticking != was and was == (0.0, 0.0):
+            stopped.append("signal.setitimer")  # named after the handlers: the handler says more
+            signal.setitimer(timer, 0)
     # the loop only where a handler changed: this runs after every timed call, inside the
     # timed window, as around the yardstick's
     changed = any(map(operator.is_not, now[5], saved[5]))
@@ -638,10 +646,7 @@ def unhook(saved: tuple[Any, ...]) -> list[str]:
             names.append(f"a handler of {signal.Signals(sig).name}")
             with contextlib.suppress(ValueError, OSError, TypeError):  # not the main thread
                 signal.signal(sig, was)
-    for timer, was, ticking in zip(_TIMERS, saved[6], now[6], strict=True):
-        if ticking != was and was == (0.0, 0.0):
-            names.append("signal.setitimer")
-            signal.setitimer(timer, 0)
+    names += stopped
     if len(now[7]) != len(saved[7]) or any(map(operator.is_not, now[7], saved[7])):
         names.append("gc.callbacks")
         gc.callbacks[:] = saved[7]
