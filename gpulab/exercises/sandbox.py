@@ -853,8 +853,9 @@ _BACKEND_FLAGS = (("cudnn", "enabled"), ("mkldnn", "enabled"))
 # Process-wide hooks torch runs on every module, optimizer or saved tensor, whoever's: a red
 # team's mixed-precision step took its global module forward pre-hook (which slept) off as each
 # call began and put it back as the call returned, so only the yardstick's rounds ran it (a step
-# 2.5 times our reference's time graded gold, 1.2x). The registries and anomaly mode count as
-# speed settings; the saved-tensor hooks are compared by the top of their stack.
+# 2.5 times our reference's time graded gold, 1.2x). The registries, anomaly mode and
+# deterministic mode count as speed settings; the saved-tensor hooks are compared by the top of
+# their stack.
 _GLOBAL_HOOKS = (
     (
         "torch.nn.modules.module",
@@ -873,6 +874,9 @@ _GLOBAL_HOOKS = (
     ("torch.optim.optimizer", ("_global_optimizer_pre_hooks", "_global_optimizer_post_hooks")),
 )
 _ANOMALY = "torch.autograd.set_detect_anomaly"
+# Deterministic mode fills every new tensor with NaN (fill_uninitialized_memory): our
+# mixed-precision step ran 1.4x slower under it, a tree_sum's levels 2.4x
+_DETERMINISTIC = "torch.use_deterministic_algorithms"
 _SAVED_HOOKS = "torch.autograd.graph.saved_tensors_hooks"
 
 
@@ -890,6 +894,9 @@ def _torch_hooks(torch: Any) -> list[tuple[str, Any]]:
                 out.append((f"{module_name}.{name}", _Registry(registry.items())))
     with contextlib.suppress(Exception):  # a torch without these readers: nothing to compare
         out.append((_ANOMALY, (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())))
+    with contextlib.suppress(Exception):  # as above
+        mode = torch.are_deterministic_algorithms_enabled()
+        out.append((_DETERMINISTIC, (mode, torch.is_deterministic_algorithms_warn_only_enabled())))
     top = getattr(getattr(torch._C, "_autograd", None), "_top_saved_tensors_default_hooks", None)
     if top is not None:
         with contextlib.suppress(Exception):  # as above
@@ -901,6 +908,8 @@ def _put_back_hooks(name: str, was: Any) -> None:
     torch = sys.modules["torch"]
     if name == _ANOMALY:
         torch._C._set_anomaly_enabled(*was)
+    elif name == _DETERMINISTIC:
+        torch.use_deterministic_algorithms(was[0], warn_only=was[1])
     elif name == _SAVED_HOOKS:
         autograd = torch._C._autograd
         for _ in range(64):  # the stack's hooks pushed since, popped back to the saved top
@@ -960,6 +969,8 @@ def _shown(value: Any) -> str:
         return f"{len(value)} hook(s)"
     if isinstance(value, tuple) and value and callable(value[0]):
         return "a pack and unpack hook"
+    if isinstance(value, tuple) and value and isinstance(value[0], bool):
+        return repr(value[0])  # the mode; the second flag (check_nan, warn_only) rides along
     return repr(value)
 
 
