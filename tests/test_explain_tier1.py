@@ -270,7 +270,7 @@ def test_check_sanitize_reports_the_first_error(monkeypatch, tmp_path, capsys):
     fake_nvtools.install(monkeypatch, tmp_path, f"replay:{FIX / 'sanitizer' / 'oob-write'}")
     assert main(["ex", "check", "zip-add", "--sanitize"]) == 1
     out = capsys.readouterr().out
-    assert "memcheck: Invalid __global__ read" in out and "line 10 of your file" in out
+    assert "memcheck: Invalid __global__ read" in out and "line 11 of your file" in out
     assert "racecheck: no errors" in out
     fake_nvtools.install(monkeypatch, tmp_path, f"replay:{FIX / 'sanitizer' / 'clean'}")
     assert main(["ex", "check", "zip-add", "--sanitize", "--json"]) == 0

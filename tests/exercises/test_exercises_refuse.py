@@ -282,3 +282,45 @@ def test_memory_shared_with_numpy_while_the_file_loads_is_refused(tmp_path) -> N
         sys.path.remove(str(tmp_path))
         sys.modules.pop("a_library", None)
     assert (torch.from_numpy, torch.Tensor.numpy, torch.as_tensor, torch.from_file) == before
+
+
+def test_a_thread_another_thread_of_ours_starts_during_a_call_is_not_the_calls():
+    """The stand-ins are process-wide: a thread the worker's (or a harness's) own thread starts
+    while a call runs is not the call's, and under load one was charged to it. From the watched
+    thread, or from any thread whose stack holds a frame of the learner's, it is refused."""
+    import threading
+
+    from gpulab.exercises.refuse import one_thread
+
+    def starts_one() -> str:
+        t = threading.Thread(target=lambda: None)
+        try:
+            t.start()
+        except RefusedCall:
+            return "refused"
+        t.join()
+        return "started"
+
+    learners = {"__name__": "_gpulab_learner_7", "starts_one": starts_one}
+    exec("def as_learner():\n    return starts_one()\n", learners)  # a frame of the learner's
+    seen: dict[str, str] = {}
+    gates = {n: threading.Event() for n in ("ours", "learner's")}
+
+    def waiting(name: str, fn) -> None:
+        gates[name].wait(30)
+        seen[name] = fn()
+
+    # started before the block (as a worker's threads are), released inside it
+    threads = [
+        threading.Thread(target=waiting, args=("ours", starts_one)),
+        threading.Thread(target=waiting, args=("learner's", learners["as_learner"])),
+    ]
+    for t in threads:
+        t.start()
+    with one_thread([], exits=False):
+        seen["watched"] = starts_one()
+        for gate in gates.values():
+            gate.set()
+        for t in threads:
+            t.join(30)
+    assert seen == {"watched": "refused", "ours": "started", "learner's": "refused"}, seen
