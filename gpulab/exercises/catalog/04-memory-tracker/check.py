@@ -25,6 +25,7 @@ from gpulab.exercises.sandbox import Guard, hooks, unhook
 ENTRY = "MemoryTracker"
 MIB = 1 << 20
 FIELDS = ("allocated_delta", "peak_delta", "reserved_delta")
+_UNSPLIT = MIB + 512  # kSmallSize, and the 512 B a request is rounded to: a large block's rest up to it stays whole
 
 
 def cases(ctx: api.Context) -> list[api.Case]:
@@ -259,7 +260,13 @@ def compare(want: dict, got: dict, case: api.Case, ctx: api.Context) -> api.Mism
                 )
             continue
         slack = max(256 * 1024, 0.02 * w)
-        if abs(g - w) > slack:
+        # PyTorch's caching allocator hands out a whole cached block when what would be left of
+        # it is under 1 MiB (it splits a large block only above that), and counts the block as
+        # allocated: on an H200, in a warm worker, a 40,902,813 B keep read 41,943,040 (a
+        # cached 40 MiB block) and the reference was rejected. Each allocation of the block's
+        # may so be up to 1 MiB over: one for the delta (the keep), two for the peak.
+        over = 0 if case.args["device"] == "cpu" else _UNSPLIT * (2 if name == "peak_delta" else 1)
+        if not -slack <= g - w <= slack + over:
             return api.Mismatch(
                 f"{name} = {g:,.0f} bytes, expected about {w:,}",
                 expected=w,
