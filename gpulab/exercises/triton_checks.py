@@ -55,6 +55,13 @@ def use_interpreter(ctx: api.Context) -> bool:
         os.environ["TRITON_INTERPRET"] = "1"
         if not _interpreted_triton():
             _forget_triton()
+    else:
+        # Triton's own disk cache of autotune timings, keyed on the kernel's source (and what it
+        # calls), its configs, the tuning key and the GPU: an autotuner made anew by every check
+        # timed each config at each of the cases' shapes, 4.4 s of triton-matmul's 6.3 s repeat
+        # check on an H200 (bench/results/exercises-h200x2-2ae75d8.md), for a kernel that had
+        # not changed. An edited kernel is tuned again; a learner's own setting is kept.
+        os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
     import triton  # noqa: F401  - deferred: imported here so the watch sees it (module doc)
 
     return interpret
