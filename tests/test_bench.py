@@ -421,17 +421,10 @@ def test_exercise_bench_counts_grade_flips_between_repeats():
     assert soak["value"] == 1.0 and soak["status"] == "miss"
 
 
-def test_an_exercise_bench_cut_short_keeps_what_it_measured(monkeypatch):
-    """Each finished exercise is handed on at once (`on_part`, which `gpulab bench` writes to
-    its JSON and Markdown), so a run stopped by a time limit or ctrl+c loses only the exercise
-    it was in."""
-    import contextlib
-
-    from gpulab.benchmark import exercises as ex_bench
+def _fake_checker(check, prepare=lambda _ex: None):
+    """A stand-in for the bench's Checker: this machine's inventory, `check(ex, path, seed)`
+    for each check (a (CheckResult, seconds) pair), `prepare(ex)` before an exercise's first."""
     from gpulab.core.devices import detect
-    from gpulab.exercises.run_check import CheckResult
-
-    ids = ["vector-add", "device-agnostic", "model-to-device"]
 
     class Client:
         async def wait_ready(self, _timeout):
@@ -447,15 +440,33 @@ def test_an_exercise_bench_cut_short_keeps_what_it_measured(monkeypatch):
         async def __aexit__(self, *_exc):
             return None
 
-        async def prepare(self, _ex):
+        async def prepare(self, ex):
+            prepare(ex)
             return 0.1
 
-        async def check(self, ex, _path, _seed):
-            if ex.id == ids[2]:
-                raise KeyboardInterrupt  # the limit strikes in the third exercise
-            return CheckResult(ex.id, "pass", "ok", 1, "p", timing={}, grade="gold"), 0.2
+        async def check(self, ex, path, seed):
+            return check(ex, path, seed)
 
-    monkeypatch.setattr(ex_bench, "Checker", FakeChecker)
+    return FakeChecker
+
+
+def test_an_exercise_bench_cut_short_keeps_what_it_measured(monkeypatch):
+    """Each finished exercise is handed on at once (`on_part`, which `gpulab bench` writes to
+    its JSON and Markdown), so a run stopped by a time limit or ctrl+c loses only the exercise
+    it was in."""
+    import contextlib
+
+    from gpulab.benchmark import exercises as ex_bench
+    from gpulab.exercises.run_check import CheckResult
+
+    ids = ["vector-add", "device-agnostic", "model-to-device"]
+
+    def check(ex, _path, _seed):
+        if ex.id == ids[2]:
+            raise KeyboardInterrupt  # the limit strikes in the third exercise
+        return CheckResult(ex.id, "pass", "ok", 1, "p", timing={}, grade="gold"), 0.2
+
+    monkeypatch.setattr(ex_bench, "Checker", _fake_checker(check))
     parts: list[list[str]] = []
 
     def keep(part):
@@ -467,3 +478,56 @@ def test_an_exercise_bench_cut_short_keeps_what_it_measured(monkeypatch):
     assert parts == [ids[:1], ids[:2]]
     cut = {"exercises": [{**_exercise_entry(), "exercise": i} for i in ids[:2]], "partial": True}
     assert "**Cut short:** the run stopped after 2 exercise(s)." in ex_bench.markdown_lines(cut)
+
+
+def test_a_soak_alone_prepares_each_exercise_and_checks_only_its_reference(monkeypatch):
+    """`gpulab bench --suite exercises --soak N --soak-only`: the long variant without the
+    wrong/, right/ and repeat checks it would otherwise follow (a device session's minutes go
+    to the soak), each exercise prepared before its checks; its rejections are judged, and a
+    wrong/ file is never checked."""
+    import contextlib
+    from pathlib import Path
+
+    from gpulab.benchmark import exercises as ex_bench
+    from gpulab.core.devices import detect
+    from gpulab.exercises.run_check import CheckResult
+
+    ids = ["vector-add", "model-to-device"]
+    seen: list[tuple[str, str]] = []
+
+    def prepare(ex):
+        seen.append(("prepare", ex.id))
+
+    def check(ex, path, seed):
+        seen.append((ex.id, Path(path).parent.name))
+        verdict = "fail" if (ex.id, seed) == (ids[1], ex_bench.SOAK_SEED + 2) else "pass"
+        return CheckResult(ex.id, verdict, "why", seed, str(path), timing={}), 0.2
+
+    class GPU:  # soaks run only on a GPU: this inventory says it has one
+        devices = [type("D", (), {"kind": "cuda"})()]
+
+        def __getattr__(self, name):
+            return getattr(detect(), name)
+
+    monkeypatch.setattr(ex_bench, "Checker", _fake_checker(check, prepare))
+    monkeypatch.setattr(ex_bench.Inventory, "from_dict", staticmethod(lambda _d: GPU()))
+    monkeypatch.setattr(ex_bench, "busy_core", contextlib.nullcontext)
+    part = ex_bench.exercises_part(only=ids, soak=3, soak_only=True)
+    assert part["exercises"] == [] and part["soak_only"] is True
+    assert [s["checks"] for s in part["soak"]] == [3, 3]
+    # prepared, then only the reference (the exercise's own folder, never wrong/ or right/)
+    folders = {f for e, f in seen if e != "prepare"}
+    assert seen[0] == ("prepare", ids[0]) and ("prepare", ids[1]) in seen
+    assert all(not f.startswith(("wrong", "right")) for f in folders), folders
+    judged = {c["name"]: c for c in ex_bench.comparisons(part, gpu=True)}
+    soak = judged["exercises: soak, rejections in 6 reference checks with a core busy"]
+    assert soak["value"] == 1.0 and soak["status"] == "miss"
+    text = "\n".join(ex_bench.markdown_lines(part))
+    assert "--soak-only" in text and "model-to-device/solution.py rejected in the soak: why" in text
+
+
+def test_soak_only_needs_a_soak(tmp_path, monkeypatch):
+    from gpulab.cli import main
+
+    monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
+    assert main(["bench", "--suite", "exercises", "--soak-only"]) == 2

@@ -46,6 +46,11 @@ def add_parser(sub: Any) -> None:
         help="exercises: then check every GPU exercise's reference this many times more with a "
         "CPU core kept busy (opt-in, long)",
     )
+    bench.add_argument(
+        "--soak-only",
+        action="store_true",
+        help="exercises: the soak alone (with --soak N), no wrong/, right/ or repeat checks",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -78,6 +83,9 @@ def main(args: argparse.Namespace) -> int:
     soak = int(getattr(args, "soak", 0) or 0)
     if soak < 0:
         raise BadInput(f"--soak {soak}: a number of checks, 0 or more")
+    soak_only = bool(getattr(args, "soak_only", False))
+    if soak_only and (soak < 1 or suite != "exercises"):
+        raise BadInput("--soak-only: with --suite exercises and --soak N (N checks of each)")
     quick = bool(getattr(args, "quick", False))
     repeat = int(getattr(args, "repeat", 3) or 3)
     if repeat < 2:
@@ -97,7 +105,16 @@ def main(args: argparse.Namespace) -> int:
         paths[1].write_text(markdown(clean))
 
     report = json_safe(
-        run_bench(suite, only, quick, on_run=write, repeat=repeat, exercises=exercises, soak=soak)
+        run_bench(
+            suite,
+            only,
+            quick,
+            on_run=write,
+            repeat=repeat,
+            exercises=exercises,
+            soak=soak,
+            soak_only=soak_only,
+        )
     )
     write(report)
     json_path, md_path = paths

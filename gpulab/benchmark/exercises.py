@@ -56,13 +56,17 @@ def exercises_part(
     only: list[str] | None = None,
     soak: int = 0,
     on_part: Callable[[dict[str, Any]], None] | None = None,
+    soak_only: bool = False,
 ) -> dict[str, Any]:
     """Check every exercise's reference, expert, wrong and right solutions through a warm
     worker, the reference and expert `repeat` times; `only`: these exercise ids; `soak`: that
-    many more reference checks of every GPU exercise with a core kept busy. `on_part` gets the
-    results so far (marked `"partial": true`) after each exercise, so a run cut short (a time
-    limit, ctrl+c) keeps what it measured."""
-    return asyncio.run(_run(quick, device, max(2, repeat), only or [], max(0, soak), on_part))
+    many more reference checks of every GPU exercise with a core kept busy (`soak_only`: the
+    soak alone, each exercise prepared first). `on_part` gets the results so far (marked
+    `"partial": true`) after each exercise, so a run cut short (a time limit, ctrl+c) keeps what
+    it measured."""
+    return asyncio.run(
+        _run(quick, device, max(2, repeat), only or [], max(0, soak), on_part, soak_only)
+    )
 
 
 def series(results: list[Any]) -> dict[str, Any]:
@@ -118,6 +122,7 @@ async def _run(
     only: list[str],
     soak: int,
     on_part: Callable[[dict[str, Any]], None] | None = None,
+    soak_only: bool = False,
 ) -> dict[str, Any]:
     entries: list[dict[str, Any]] = []
     soaked: list[dict[str, Any]] = []
@@ -130,6 +135,7 @@ async def _run(
                     "repeat": repeat,
                     "exercises": entries,
                     "soak": soaked,
+                    "soak_only": soak_only,
                     "partial": True,
                 }
             )
@@ -144,6 +150,8 @@ async def _run(
             if why:
                 entries.append({"exercise": ex.id, "order": ex.order, "skipped": why})
                 continue
+            if soak_only:
+                continue  # prepared where its soak begins
             sys.stderr.write(f"  exercise {ex.id}\n")
             prepare_s = await checker.prepare(ex)
             first, first_s = await checker.check(ex, ex.solution_path, SEED)
@@ -227,10 +235,18 @@ async def _run(
                     if ex.unavailable(inv) or ex.ranked:
                         continue
                     sys.stderr.write(f"  soak {ex.id} x{soak}\n")
+                    if soak_only:
+                        await checker.prepare(ex)
                     done = await _checks(checker, ex, ex.solution_path, SOAK_SEED, soak)
                     soaked.append({"exercise": ex.id, **series(done)})
                     part()
-    return {"quick": quick, "repeat": repeat, "exercises": entries, "soak": soaked}
+    return {
+        "quick": quick,
+        "repeat": repeat,
+        "exercises": entries,
+        "soak": soaked,
+        "soak_only": soak_only,
+    }
 
 
 def check_timing(timing: dict[str, Any]) -> dict[str, Any]:
@@ -278,7 +294,7 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
     ones fail."""
     ran = [e for e in part["exercises"] if "skipped" not in e]
     if not ran:
-        return []
+        return _soak_comparisons(part)  # a soak alone (--soak-only), or nothing ran
     wrongs = [w for e in ran for w in e["wrong"] if not w.get("limit")]
     rights = [r for e in ran for r in e.get("right", [])]
     checks = sum(e.get("reference_checks", 2) for e in ran)
@@ -349,28 +365,7 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
                 higher=False,
             )
         )
-    soak = part.get("soak") or []
-    if soak:
-        checks = sum(s["checks"] for s in soak)
-        rejected = sum(len(s["messages"]) for s in soak)
-        out.append(
-            judge(
-                f"exercises: soak, rejections in {checks} reference checks with a core busy",
-                "0",
-                float(rejected),
-                0.0,
-                higher=False,
-            )
-        )
-        out.append(
-            judge(
-                "exercises: soak, grade flips",
-                "0",
-                float(sum(s["flips"] for s in soak)),
-                0.0,
-                higher=False,
-            )
-        )
+    out += _soak_comparisons(part)
     kernels = [e for e in ran if "cupy" in e.get("needs", [])] or ran
     which = "kernel exercises" if kernels is not ran else "exercises"
     out.append(
@@ -403,6 +398,34 @@ def comparisons(part: dict[str, Any], gpu: bool) -> list[dict[str, Any]]:
     return out
 
 
+def _soak_comparisons(part: dict[str, Any]) -> list[dict[str, Any]]:
+    """The soak's claims: no rejection and no grade flip in its reference checks."""
+    out: list[dict[str, Any]] = []
+    soak = part.get("soak") or []
+    if soak:
+        checks = sum(s["checks"] for s in soak)
+        rejected = sum(len(s["messages"]) for s in soak)
+        out.append(
+            judge(
+                f"exercises: soak, rejections in {checks} reference checks with a core busy",
+                "0",
+                float(rejected),
+                0.0,
+                higher=False,
+            )
+        )
+        out.append(
+            judge(
+                "exercises: soak, grade flips",
+                "0",
+                float(sum(s["flips"] for s in soak)),
+                0.0,
+                higher=False,
+            )
+        )
+    return out
+
+
 def markdown_lines(part: dict[str, Any]) -> list[str]:
     """The exercises part of the Markdown report."""
 
@@ -417,6 +440,8 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
         fig = "-" if x.get("figure") is None else f"{x['figure']:.2f}"
         return f"{'/'.join(g or '-' for g in x['grades'])} ({fig})"
 
+    if part.get("soak_only"):
+        return _soak_lines(part)
     lines = [
         "",
         "## Exercises (reference solutions through the worker)",
@@ -452,11 +477,7 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
             f"{prepared} | {e['first_check_s']:.2f} s | {e['repeat_check_s']:.2f} s | "
             f"{slowest(e.get('repeat_phases'))} | {refs} | {ok}/{len(held)} | {rights} |"
         )
-    for s in part.get("soak") or []:
-        lines.append(
-            f"\nsoak {s['exercise']}: {s['checks']} checks, {len(s['messages'])} rejected, "
-            f"{s['flips']} grade flips, grades {sorted(set(s['grades']))}"
-        )
+    lines += _soak_lines(part)[1:]
     bad = [
         (e["exercise"], w)
         for e in part["exercises"]
@@ -479,4 +500,26 @@ def markdown_lines(part: dict[str, Any]) -> list[str]:
         x = e.get("expert")
         for message in (x or {}).get("messages", []):
             lines.append(f"\n{e['exercise']}/expert.py rejected: {message}")
+    return lines
+
+
+def _soak_lines(part: dict[str, Any]) -> list[str]:
+    """The soak's lines: per exercise, its checks, rejections (with their messages), flips."""
+    lines = [""]
+    if part.get("soak_only"):
+        lines += [
+            "## Soak (`--soak-only`): each GPU exercise's reference checked in a row, a core busy",
+            "",
+            *(
+                [f"**Cut short:** the run stopped after {len(part['soak'])} exercise(s).", ""]
+                if part.get("partial")
+                else []
+            ),
+        ]
+    for s in part.get("soak") or []:
+        lines.append(
+            f"\nsoak {s['exercise']}: {s['checks']} checks, {len(s['messages'])} rejected, "
+            f"{s['flips']} grade flips, grades {sorted(set(s['grades']))}"
+        )
+        lines += [f"\n{s['exercise']}/solution.py rejected in the soak: {m}" for m in s["messages"]]
     return lines

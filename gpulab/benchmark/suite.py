@@ -237,6 +237,7 @@ def run_bench(
     repeat: int = 3,
     exercises: list[str] | None = None,
     soak: int = 0,
+    soak_only: bool = False,
 ) -> dict[str, Any]:
     """The suite's report; `on_run(report)` after each run, so a killed bench keeps its rows."""
     inventory = detect()
@@ -292,7 +293,7 @@ def run_bench(
                 on_run(report)
 
         report["exercises"] = ex_bench.exercises_part(
-            quick, repeat=repeat, only=exercises, soak=soak, on_part=keep
+            quick, repeat=repeat, only=exercises, soak=soak, on_part=keep, soak_only=soak_only
         )
         report["comparisons"] += ex_bench.comparisons(report["exercises"], not peaks.cpu)
     report["finished_at"] = time.time()
