@@ -9,7 +9,8 @@
 #   [REPEAT [SOAK]]   (default 5 50). Writes $OUT/ex-N.json, ex-N.md, ex-N.log per group,
 #   ex-ranked.* for the collectives, and a summary in $OUT/ex.log.
 # GROUPS_FILE (a file of comma-separated exercise ids, one group a line) and GPUS (which GPUs)
-# choose another split.
+# choose another split; SOAK_ONLY=1 runs the soak alone (`--soak-only`: no wrong/, right/ or
+# repeat checks) and no collectives.
 set -u
 repeat=${1:-5}
 soak=${2:-50}
@@ -20,11 +21,13 @@ if [ -n "${GROUPS_FILE:-}" ]; then mapfile -t groups < "$GROUPS_FILE"; else grou
   "triton-matmul,streams-overlap,matmul-tiled,first-kernel,deterministic-sum,map-2d,dot-reduction,conv1d,triton-affine-clamp"
   "bandwidth,compile-fused,tree-reduction,device-agnostic,grid-2d,map-add-ten,broadcast-outer,scan,elementwise-fused,triton-causal-softmax"
 ); fi
-ranked=${RANKED:-ring-allreduce,reduce-scatter-all-gather,ddp,ddp-overlap}
+ranked=${RANKED-ring-allreduce,reduce-scatter-all-gather,ddp,ddp-overlap}
+only=()
+if [ -n "${SOAK_ONLY:-}" ]; then only=(--soak-only); ranked=""; fi
 IFS=, read -r -a gpus <<< "${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)}"
 one() {  # group index, GPU
   CUDA_VISIBLE_DEVICES=$2 GPULAB_DATA_DIR=/tmp/gpulab-bench-$1 python3 -m gpulab bench \
-    --suite exercises --repeat "$repeat" --soak "$soak" --exercise "${groups[$1]}" \
+    --suite exercises --repeat "$repeat" --soak "$soak" "${only[@]}" --exercise "${groups[$1]}" \
     --json "$out/ex-$1.json" --markdown "$out/ex-$1.md" > "$out/ex-$1.log" 2>&1
   echo "exit=$?" >> "$out/ex-$1.log"
 }

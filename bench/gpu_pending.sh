@@ -11,7 +11,9 @@
 # there too), threads (the end-of-check thread rule, now failing on a GPU as well), redteam5 (the
 # rules of 2026-11-30's late session: compile-fused's input drawn on the GPU, torch's global hooks as
 # speed settings, a ranked entry defined in the file, the new wrong/ files of every family), shared (checks beside another program on the GPU: is it named, and only then; then the tests
-# the shared suite run of 2026-11-29 left: cuda-graphs' freed-memory fix in a used worker).
+# the shared suite run of 2026-11-29 left: cuda-graphs' freed-memory fix in a used worker), next (what
+# 2026-12-01 wrote without device time, then the bench's unreached exercises; both GPUs for the
+# collectives), soak (the long variant alone over the GPUs, `SOAK_ONLY=1 gpu_exercises_split.sh`).
 set -u
 out=${OUT:-/tmp}
 PT="python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts= -rfE --timeout 150"
@@ -83,6 +85,24 @@ for part in $parts; do
       timeout -s INT 150 python3 -m gpulab bench --suite exercises --repeat 3 \
         --exercise compile-fused,mixed-precision --json "$out/redteam5-bench.json" \
         --markdown "$out/redteam5-bench.md" > "$out/redteam5-bench.log" 2>&1 ;;
+    next)
+      # written without device time on 2026-12-01, after the 2ae75d8 bench: memory-tracker's
+      # allocator slack (its reference was rejected there once), Triton's autotune cache (the
+      # repeat check of triton-matmul), the red teams' new rules of that day; then the six
+      # exercises that bench did not reach, repeat 5, and the collectives it did not reach
+      timeout -s INT 300 $PT tests/exercises/test_exercises_catalog.py \
+        tests/exercises/test_triton_autotune_cache.py tests/exercises/test_memory_tracker_slack.py \
+        -k "memory-tracker or triton or guards or slack or autotune" > "$out/next.log" 2>&1
+      timeout -s INT 420 python3 -m gpulab bench --suite exercises --repeat 5 \
+        --exercise memory-tracker,scan,elementwise-fused,triton-causal-softmax,triton-matmul \
+        --json "$out/next-bench.json" --markdown "$out/next-bench.md" > "$out/next-bench.log" 2>&1
+      timeout -s INT 540 python3 -m gpulab bench --suite exercises --repeat 5 \
+        --exercise reduce-scatter-all-gather,ring-allreduce,ddp-overlap \
+        --json "$out/next-ranked.json" --markdown "$out/next-ranked.md" > "$out/next-ranked.log" 2>&1 ;;
+    soak)
+      # issue 31's long variant: every GPU exercise's reference 50 times in a row with a core
+      # busy, the soak alone, split over the GPUs (the collectives are not soaked)
+      SOAK_ONLY=1 bash bench/gpu_exercises_split.sh 2 50 > "$out/soak.log" 2>&1 ;;
     shared)
       timeout -s INT 240 python3 bench/probe_shared_gpu.py "$out" > "$out/shared.log" 2>&1
       timeout -s INT 330 $PT tests/exercises/test_exercises_repeat.py tests/test_streams_graphs.py \
