@@ -675,6 +675,28 @@ def test_the_busiest_thread_counts_its_own_block_only() -> None:
     assert spread.ran.busiest_thread <= 2, spread.ran
 
 
+CLAMPED = r"""
+extern "C" __global__ void clamped(const float* a, float* out, int n) {
+    int i = min((int)(blockIdx.x * blockDim.x + threadIdx.x), n - 1);
+    out[i] = a[i];
+}
+"""
+
+
+def test_global_stores_are_counted_in_bytes() -> None:
+    """A guarded copy stores its output once; a clamped index lets the spare threads store again."""
+    cp = cupy_module.make()
+    n = 1000
+    a = cp.asarray(np.arange(n, dtype=np.float32))
+    out = cp.zeros(n, dtype=np.float32)
+    guarded = cp.RawKernel(OOB, "copy")
+    guarded((4,), (256,), (a, out, np.int32(n), np.int32(0)))
+    assert guarded.ran.global_written == 4 * n, guarded.ran
+    clamped = cp.RawKernel(CLAMPED, "clamped")
+    clamped((4,), (256,), (a, out, np.int32(n)))
+    assert clamped.ran.global_written == 4 * 1024, clamped.ran
+
+
 TEMPLATE = r"""
 template <typename T, int SCALE>
 __global__ void __launch_bounds__(64) scaled(const T* a, T* out, int n) {

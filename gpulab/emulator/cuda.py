@@ -443,6 +443,7 @@ class Ran:
     shared_shares: int = 0  # reads of bytes another thread wrote, and shared atomics
     float_atomic_adds: int = 0  # atomicAdd on float or double: the blocks' order decides the bits
     busiest_thread: int = 0  # the most global-memory accesses one thread of one block made
+    global_written: int = 0  # bytes stored into global memory, atomics aside
 
 
 _DEFINE = re.compile(r"(?:-D|--define-macro=?)(\w+)(?:=(.*))?$", re.S)
@@ -593,6 +594,7 @@ class RawKernel:
             lib.emu_shared_shares,
             lib.emu_float_atomic_adds,
             lib.emu_busiest_thread,
+            lib.emu_global_written,
         )
         for counter in counters:
             counter.restype = ctypes.c_ulonglong

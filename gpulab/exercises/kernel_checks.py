@@ -472,6 +472,26 @@ def row_rule(cols: int) -> Callable[[list[Any]], str | None]:
     return rule
 
 
+def written_once_rule(nbytes: int) -> Callable[[list[Any]], str | None]:
+    """On the emulator, which counts the bytes each launch stores into global memory: a map
+    whose spare threads do nothing stores its output's `nbytes` once. An index clamped
+    (`min(i, n - 1)`) or wrapped (`i % n`) in place of a guard, or a block of 32 threads all
+    writing one element of the tail, stores more: the right answer, with no thread left idle.
+    On a GPU no launch has the count; the time grades the spare writes there."""
+
+    def rule(launches: list[Any]) -> str | None:
+        counted = [la.ran.global_written for la in launches if getattr(la, "ran", None)]
+        if sum(counted) <= nbytes:
+            return None
+        return (
+            f"your kernels stored {sum(counted):,} bytes into global memory for an output of "
+            f"{nbytes:,}: threads past the end wrote anyway (an index clamped or wrapped, "
+            "several threads writing one element); a spare thread must do nothing: if (i < n)"
+        )
+
+    return rule
+
+
 def tile_traffic_rule(values: int, what: str) -> Callable[[list[Any]], str | None]:
     """On the emulator, which counts each launch's shared-memory accesses as they run: a tiled
     kernel moves at least `values` values through shared memory in a call (each element of a

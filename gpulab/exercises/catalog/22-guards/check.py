@@ -33,6 +33,12 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     since = kc.calls_so_far(ctx)
     got = kc.run_guarded(fn, [case.args["a"]], case.args["a"].shape, np.float32)
     kc.each_call(ctx, since, _whole_warps)
+    try:
+        kc.each_call(ctx, since, kc.written_once_rule(case.args["a"].nbytes))
+    except api.CheckError:
+        # a write past the end or a wrong element is the mistake to name, not the count
+        if kc.compare_guarded(expected(case, ctx), got) is None:
+            raise
     return got
 
 
