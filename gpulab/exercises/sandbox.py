@@ -20,6 +20,7 @@ import os
 import random
 import re
 import signal
+import stat
 import sys
 import threading
 import time
@@ -767,6 +768,77 @@ def _renames_a_thread(args: tuple) -> bool:
     return writes or bool(flags & (os.O_WRONLY | os.O_RDWR))
 
 
+# Any byte of this process by its address, read and written with plain file calls: a red team's
+# triton-matmul read a and b at data_ptr() through /proc/self/mem (os.pread), let NumPy multiply
+# them and wrote out back (os.pwrite), beside a kernel that stored nothing. Named however the
+# path reaches it: /proc/<pid>/mem, a symlink, /dev/fd/../mem, or a directory of /proc handed
+# to a later open as dir_fd (whose relative name the event carries alone)
+_PROC_PID = re.compile(r"^/proc/(\d+)(/task/\d+)?(/.*)?$")
+_MEMORY = "reads or writes this process's memory by its address, past every watch the check keeps"
+
+
+def _resolved(path: str, lstat: Any, readlink: Any, getcwd: Any, islink: Any) -> str:
+    """`path` with every symlink followed, as the kernel would (".." after the link it follows);
+    a component that does not exist ends the walk, the rest kept as written."""
+    parts = path.split("/")
+    done = "" if path.startswith("/") else getcwd().rstrip("/")
+    hops = 0
+    while parts:
+        part = parts.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            done = done.rsplit("/", 1)[0]
+            continue
+        here = f"{done}/{part}"
+        try:
+            mode = lstat(here).st_mode
+        except (OSError, ValueError):
+            return "/".join([here, *parts])
+        if islink(mode) and hops < 40:
+            hops += 1
+            target = readlink(here)
+            parts = target.split("/") + parts
+            if target.startswith("/"):
+                done = ""
+            continue
+        done = here
+    return done or "/"
+
+
+def _reaches_memory(path: Any, lstat: Any, readlink: Any, getcwd: Any, islink: Any) -> bool:
+    """Whether an open (or a symlink's target) of the learner's reaches this process's memory
+    file, or a directory of /proc a dir_fd open could reach it from."""
+    if isinstance(path, bytes):
+        path = path.decode(errors="replace")
+    if not isinstance(path, str) or not path:
+        return False
+    if not path.startswith("/") and path.rstrip("/").rsplit("/", 1)[-1] == "mem":
+        return True  # relative to a directory we cannot see (dir_fd): the name is enough
+    real = _resolved(path, lstat, readlink, getcwd, islink)
+    if real == "/proc":
+        return True
+    m = _PROC_PID.match(real)
+    if m is None:
+        return False
+    rest = m.group(3) or ""
+    return rest in ("", "/mem", "/task", "/fd") or rest.startswith(("/mem/", "/task/"))
+
+
+def _linked(event: str, args: tuple) -> Any:
+    """The path an audited open names, or where a new symlink points (a relative target read
+    from the link's own folder, as the kernel reads it)."""
+    path = args[0]
+    if event == "os.symlink" and len(args) > 1 and isinstance(path, str | bytes):
+        src, dst = os.fsdecode(path), args[1]
+        if isinstance(dst, str | bytes) and not src.startswith("/"):
+            dst = os.fsdecode(dst)
+            if dst.startswith("/"):
+                return f"{dst.rsplit('/', 1)[0]}/{src}"
+        return src
+    return path
+
+
 def refuse_walks() -> None:
     """From now on in this process (an audit hook cannot be taken off), refuse what the learner's
     code asks for of the calls in _WALKS (the hooks too: their callbacks are handed frames, and
@@ -785,6 +857,8 @@ def refuse_walks() -> None:
     processes, logging_giver = _PROCESSES, _logging_giver()
     learners, _, deciding, any_learner, names, starter = frames.classifier()
     giver_words = _GIVER_WORDS
+    reaches, linked = _reaches_memory, _linked
+    memory_io = (os.lstat, os.readlink, os.getcwd, stat.S_ISLNK)
     busy: set[int] = set()  # the hook's own sys._getframe raises the event again
 
     def asked(what: str) -> bool:
@@ -823,6 +897,11 @@ def refuse_walks() -> None:
         elif event == "open" and args and _renames_a_thread(args):
             if learners(getframe(1)) or any_learner(getframe(1)):
                 raise WalkRefused(f"your code opened {args[0]!s} to write: {_RENAMES}")
+            return
+        elif event in ("open", "os.symlink") and args and reaches(linked(event, args), *memory_io):
+            if learners(getframe(1)) or any_learner(getframe(1)):
+                verb = "opened" if event == "open" else "made a link to"
+                raise WalkRefused(f"your code {verb} {args[0]!s}, which {_MEMORY}")
             return
         else:
             return
