@@ -444,6 +444,7 @@ class Ran:
     float_atomic_adds: int = 0  # atomicAdd on float or double: the blocks' order decides the bits
     busiest_thread: int = 0  # the most global-memory accesses one thread of one block made
     global_written: int = 0  # bytes stored into global memory, atomics aside
+    global_read: int = 0  # bytes loaded from global memory, atomics aside
 
 
 _DEFINE = re.compile(r"(?:-D|--define-macro=?)(\w+)(?:=(.*))?$", re.S)
@@ -595,6 +596,7 @@ class RawKernel:
             lib.emu_float_atomic_adds,
             lib.emu_busiest_thread,
             lib.emu_global_written,
+            lib.emu_global_read,
         )
         for counter in counters:
             counter.restype = ctypes.c_ulonglong

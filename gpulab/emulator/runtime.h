@@ -137,6 +137,9 @@ static unsigned long long busiest;
 // element once stores its output's size; spare threads that write anyway (an index clamped or
 // wrapped instead of a guard) store more.
 static unsigned long long global_written;
+// Bytes the launch loaded from global memory (atomics aside): a tiled kernel loads each input
+// once a tile, a kernel that reads its operands from global memory once a use.
+static unsigned long long global_read;
 static unsigned long long* tcount;  // this block's accesses by each thread
 static unsigned* tblock;            // the block each thread's count is of
 static unsigned tcap, block_serial;
@@ -325,7 +328,7 @@ EMU_RAW static void access(uintptr_t a, unsigned n, bool write, bool atomic = fa
         if (own_memory(a, n)) return;
         if (!in_device(a, n)) outside_device(a, n, write);
     }
-    if (write && !atomic) global_written += n;
+    if (!atomic) (write ? global_written : global_read) += n;
     if (tblock[cur] != block_serial) { tblock[cur] = block_serial; tcount[cur] = 0; }
     tcount[cur] += weight;
     if (tcount[cur] > busiest) busiest = tcount[cur];
@@ -529,7 +532,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
     unsigned nb = g.x * g.y * g.z;
     nthreads = nt;
     err[0] = 0;
-    shared_touches = lane_moves = shared_shares = float_atomic_adds = busiest = global_written = 0;
+    shared_touches = lane_moves = shared_shares = float_atomic_adds = busiest = global_written = global_read = 0;
     if (nt > tcap) { regrow(tcount, nt); regrow(tblock, nt); tcap = nt; }
     regions = rs; nregions = nrs;
     dyn_lo = (uintptr_t)emu::dyn_smem; dyn_hi = dyn_lo + dyn; dyn_end = dyn_lo + DYN_SMEM_BYTES;
@@ -626,6 +629,7 @@ extern "C" unsigned long long emu_shared_shares() { return emu::shared_shares; }
 extern "C" unsigned long long emu_float_atomic_adds() { return emu::float_atomic_adds; }
 extern "C" unsigned long long emu_busiest_thread() { return emu::busiest; }
 extern "C" unsigned long long emu_global_written() { return emu::global_written; }
+extern "C" unsigned long long emu_global_read() { return emu::global_read; }
 EMU_RAW static void __syncthreads() { emu::state[emu::cur] = emu::BAR; emu::wait_here(); }
 template <class T> static inline unsigned long long emu_bits(T v) {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");

@@ -492,6 +492,27 @@ def written_once_rule(nbytes: int) -> Callable[[list[Any]], str | None]:
     return rule
 
 
+def global_reads_rule(most: int, what: str) -> Callable[[list[Any]], str | None]:
+    """On the emulator, which counts the bytes each launch loads from global memory: a tiled
+    kernel loads each input value once a tile and reuses it from there, so a call loads at
+    most `most` bytes (a few times what plain tiles would). A kernel that stages a tile it then
+    ignores (or stages one operand and reads the other at every use) loads about what the
+    naive kernel does, however much shared memory it touches. On a GPU no launch has the count
+    (Nsight Compute's would); the compiled code's rules and the time stand there."""
+
+    def rule(launches: list[Any]) -> str | None:
+        counted = [la.ran.global_read for la in launches if getattr(la, "ran", None)]
+        if sum(counted) <= most:
+            return None
+        return (
+            f"your kernels loaded {sum(counted):,} bytes from global memory for {what}, more "
+            f"than a tiled kernel loads ({most:,} at most): the values are read from global "
+            "memory at each use, not reused from the tiles"
+        )
+
+    return rule
+
+
 def tile_traffic_rule(values: int, what: str) -> Callable[[list[Any]], str | None]:
     """On the emulator, which counts each launch's shared-memory accesses as they run: a tiled
     kernel moves at least `values` values through shared memory in a call (each element of a
