@@ -177,21 +177,30 @@ def _ours(a: Any, b: Any, clock: _Clock, warmup: int) -> list[float]:
 
 
 @contextlib.contextmanager
-def _watching(clock: _Clock, operands: tuple[Any, Any]) -> Iterator[list[Any]]:
-    """Count and time every matmul of the operands' shapes, dtype and device made inside the
-    block (the learner's and ours alike, so both pay the same few microseconds of watching).
-    Another matmul (of a bigger matrix built from a, or of a and b cast to complex128, which a
-    red team used to widen the span 16x with no clock at all) is not the call asked for: it is
-    neither counted nor allowed to widen the span a figure is judged against."""
+def _watching(
+    clock: _Clock, operands: tuple[Any, Any], kept: tuple[Any, Any] | None = None
+) -> Iterator[list[Any]]:
+    """Count and time every a @ b made inside the block (the learner's and ours alike, so both
+    pay the same few microseconds of watching): a and b themselves, plain tensors, a product of
+    a @ b's size. Another matmul (of a bigger matrix built from a, of a and b cast to
+    complex128, of a copy of a scaled into denormals, which a CPU multiplies 100x slower, of a
+    tensor subclass whose __torch_function__ sleeps, or an einsum of a and b that is no
+    product: red teams widened the span that way and returned a constant, no clock at all) is
+    not the call asked for: it is neither counted nor allowed to widen the span a figure is
+    judged against. With `kept` (the CPU), a and b must hold their values at every counted
+    call: written into denormals and put back before returning, they passed the check after
+    the call."""
     import torch
     from torch.overrides import TorchFunctionMode
 
     from gpulab.exercises.refuse import resolve
 
     funcs = {f for f in map(resolve, MATMULS) if f is not None}
-    shapes = sorted(tuple(t.shape) for t in operands)
-    kind = {(t.dtype, t.device) for t in operands}
+    want = {(t.data_ptr(), tuple(t.shape), t.dtype, t.device) for t in operands}
+    size = operands[0].shape[0] * operands[1].shape[-1]
+    plain = (torch.Tensor, torch.nn.Parameter)
     stamps: list[Any] = []
+    changed: list[str] = []
 
     class _Matmuls(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
@@ -201,18 +210,28 @@ def _watching(clock: _Clock, operands: tuple[Any, Any]) -> Iterator[list[Any]]:
                 counted = False
             if counted:
                 given = [x for x in args if isinstance(x, torch.Tensor)]
-                got = sorted(tuple(x.shape) for x in given)[:2]
-                same = {(x.dtype, x.device) for x in given} == kind
-                counted = got == shapes and same
+                got = {(x.data_ptr(), tuple(x.shape), x.dtype, x.device) for x in given}
+                counted = want <= got and all(type(x) in plain for x in given)
+            if counted and kept is not None and not changed:
+                for name, now, was in zip("ab", operands, kept, strict=True):
+                    if not torch.equal(now, was):
+                        changed.append(name)
             if not counted:
                 return func(*args, **(kwargs or {}))
             t = clock.start()
             out = func(*args, **(kwargs or {}))
-            stamps.append(clock.stop(t))
+            stamp = clock.stop(t)
+            if isinstance(out, torch.Tensor) and out.numel() == size:
+                stamps.append(stamp)
             return out
 
     with _Matmuls():
         yield stamps
+    if changed:
+        raise api.CheckError(
+            f"time_matmul changed its input {changed[0]} before a matmul it made (and put it "
+            "back): time a @ b on the values you were given"
+        )
 
 
 @contextlib.contextmanager
@@ -241,7 +260,8 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         for i in range(ROUNDS):
             if device == "cpu":
                 torch.set_num_threads(CPU_THREADS)  # the same setting for both, every round
-            with _watching(clock, (a, b)) as stamps:
+            held = (keep_a, keep_b) if device == "cpu" else None
+            with _watching(clock, (a, b), held) as stamps:
                 got = fn(a, b)
             if isinstance(got, bool) or not isinstance(got, (int, float)):
                 raise api.CheckError(
@@ -257,7 +277,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
             theirs = [clock.seconds(s) for s in stamps]
             if device == "cpu":
                 torch.set_num_threads(CPU_THREADS)
-            with _watching(clock, (a, b)):
+            with _watching(clock, (a, b), held):
                 ours = _ours(a, b, clock, WARMUP if i == 0 else 1)
             rounds.append({"yours": float(got), "calls": theirs, "ours": ours})
     return {"rounds": rounds}
