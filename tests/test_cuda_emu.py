@@ -613,8 +613,13 @@ def test_the_fake_records_copies_between_host_and_device_and_fuse_compiles_only_
         out.set(np.zeros(3, dtype=np.float32))
     with trace.call() as names:
         assert cp.asarray(a) is a and cp.asarray(np.ones(3)) is not None
-        out.fill(0)
-    assert names == [cupy_module.HTOD]
+        out.fill(0)  # a zero fill is a memset on a GPU: allocation, in the trace by that name
+    assert names == [cupy_module.HTOD, "memset"]
+    with trace.call() as names:  # NumPy's in-place methods are CuPy kernels on a GPU
+        out.put([0], np.float32(5))
+        out.flat[1:3] = np.ones(2, dtype=np.float32)
+        out.fill(2)
+    assert names == ["cupy_put", cupy_module.HTOD, "cupy_copy", "cupy_copy__float_float32"]
     fused = cp.fuse(kernel_name="relu_sum")(
         lambda x, y: cp.maximum(x * np.float32(2) + y, np.float32(0)).sum()
     )

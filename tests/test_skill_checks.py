@@ -78,6 +78,11 @@ def test_the_trace_counts_the_learners_kernels_launch_by_launch():
     assert kernel_trace.foreign(["unsigned char"], ["h"]) == []
     assert kernel_trace.foreign(["int"], ["i"]) == []
     assert kernel_trace.foreign(["int"], ["h"]) == ["int"]
+    # a few fills with a scalar a call are allocation; one a row (map-2d's row numbers) is work
+    fills = ["cupy_copy__int_float32"] * (kernel_trace.FILLS + 2)
+    assert kernel_trace.foreign(fills[:-2], []) == []
+    assert kernel_trace.foreign([*fills, "memset"], []) == fills[:2]
+    assert "filled arrays with a scalar" in kernel_trace.foreign_message(fills, [])
     assert kernel_trace.demangled("histogram") == "histogram"
 
 

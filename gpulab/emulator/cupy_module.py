@@ -186,6 +186,34 @@ class DeviceArray(np.ndarray):
         _record(HTOD)
         self.view(np.ndarray)[...] = arr
 
+    # NumPy's own methods that write an array in place, past __setitem__ and the ufuncs: on a
+    # GPU each is a CuPy kernel (a fill with a scalar is allocation's kin; the trace caps them)
+    def fill(self, value: Any) -> None:
+        _record_fill(value)
+        self.view(np.ndarray).fill(value)
+
+    def put(self, *args: Any, **kwargs: Any) -> None:
+        if any(_host(x) for x in (*args, *kwargs.values())):
+            _record(HTOD)
+        _record("cupy_put")
+        self.view(np.ndarray).put(*args, **kwargs)
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        _record("cupy_sort")
+        self.view(np.ndarray).sort(*args, **kwargs)
+
+    def partition(self, *args: Any, **kwargs: Any) -> None:
+        _record("cupy_partition")
+        self.view(np.ndarray).partition(*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def flat(self) -> _Flat:
+        return _Flat(self)
+
+    @flat.setter
+    def flat(self, value: Any) -> None:
+        _Flat(self)[...] = value
+
     def item(self, *args: Any) -> Any:
         _to_host()
         return super().item(*args)
@@ -205,6 +233,41 @@ class DeviceArray(np.ndarray):
     def __complex__(self) -> complex:
         _to_host()
         return complex(self.view(np.ndarray))
+
+
+class _Flat:
+    """`DeviceArray.flat`: reads as NumPy's flat iterator does, a write through it a copy kernel
+    (from the host: a copy over first), as `cupy.flatiter`'s are on a GPU."""
+
+    def __init__(self, a: DeviceArray) -> None:
+        self._it = a.view(np.ndarray).flat
+
+    def __getitem__(self, key: Any) -> Any:
+        got = self._it[key]
+        if _TRACE or _FUSING:
+            _to_host()
+        return got
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if _host(value) or isinstance(value, list | tuple):
+            _record(HTOD)
+        _record("cupy_copy")
+        self._it[key] = value.view(np.ndarray) if isinstance(value, DeviceArray) else value
+
+    def __len__(self) -> int:
+        return len(self._it)
+
+    def __iter__(self) -> Any:
+        if _TRACE or _FUSING:
+            _to_host()
+        return iter(self._it)
+
+
+def _record_fill(value: Any) -> None:
+    """A fill with a scalar, named as a GPU's trace names it: a memset for zero, else CuPy's
+    copy from a Python number (kernel_trace counts them as allocation, a few a call)."""
+    zero = bool(np.all(np.asarray(value) == 0))
+    _record("memset" if zero else "cupy_copy__float_float32")
 
 
 class _Trace:
@@ -231,7 +294,8 @@ def _device(shape: Any, dtype: Any) -> np.ndarray:
 def empty(shape: Any, dtype: Any = np.float64) -> np.ndarray:
     """An uninitialised array (NaN or 0x5A bytes, as fresh device memory holds garbage)."""
     out = _device(shape, dtype)
-    out.fill(np.nan if np.dtype(dtype).kind == "f" else 0x5A)  # garbage, as cudaMalloc gives
+    # garbage, as cudaMalloc gives (no fill in the trace: a GPU runs none)
+    out.view(np.ndarray).fill(np.nan if np.dtype(dtype).kind == "f" else 0x5A)
     return out
 
 
