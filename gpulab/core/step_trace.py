@@ -229,7 +229,10 @@ def profile_steps(
     return trace
 
 
-# Tensor methods that hand values to Python or NumPy: on a GPU each waits for the device
+# Tensor methods that hand values to Python or NumPy: on a GPU each waits for the device.
+# A tensor's storage too: no step needs one, and its Python side reads the bytes with no
+# operator to see (a red team's profile-step wrote keep's storage into a BytesIO with
+# UntypedStorage._write_file and built the row index from the bytes: no read counted on a CPU)
 PYTHON_READS = frozenset(
     "torch.Tensor." + m
     for m in (
@@ -242,6 +245,8 @@ PYTHON_READS = frozenset(
         "__index__",
         "__array__",
         "__dlpack__",
+        "untyped_storage",
+        "storage",
     )
 )
 
