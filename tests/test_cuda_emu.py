@@ -700,6 +700,10 @@ def test_global_stores_are_counted_in_bytes() -> None:
     clamped = cp.RawKernel(CLAMPED, "clamped")
     clamped((4,), (256,), (a, out, np.int32(n)))
     assert clamped.ran.global_written == 4 * 1024, clamped.ran
+    # the loads are counted through each array the launch was handed, in argument order
+    (a_lo, _, a_read), (_, _, out_read) = clamped.ran.region_reads
+    assert a_read == 4 * 1024 and out_read == 0 and a_lo <= a.ctypes.data, clamped.ran
+    assert clamped.ran.global_read == a_read
 
 
 TEMPLATE = r"""

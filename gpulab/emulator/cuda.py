@@ -445,6 +445,8 @@ class Ran:
     busiest_thread: int = 0  # the most global-memory accesses one thread of one block made
     global_written: int = 0  # bytes stored into global memory, atomics aside
     global_read: int = 0  # bytes loaded from global memory, atomics aside
+    # (first byte, end, bytes loaded) of each pointer argument's allocation, in argument order
+    region_reads: tuple[tuple[int, int, int], ...] = ()
 
 
 _DEFINE = re.compile(r"(?:-D|--define-macro=?)(\w+)(?:=(.*))?$", re.S)
@@ -600,7 +602,13 @@ class RawKernel:
         )
         for counter in counters:
             counter.restype = ctypes.c_ulonglong
-        self.ran = Ran(*(int(counter()) for counter in counters))
+        lib.emu_region_read.restype = ctypes.c_ulonglong
+        reads = tuple(
+            (int(regions[i].lo), int(regions[i].hi), int(lib.emu_region_read(ctypes.c_int(i))))
+            for i in range(count)
+        )
+        touches, moves, shares, float_adds, busiest, written, read = (int(c()) for c in counters)
+        self.ran = Ran(touches, moves, shares, float_adds, busiest, written, read, reads)
         error = lib.emu_last_error()
         if error:
             raise EmulatorError(f"kernel {self.name}: {error.decode()}")

@@ -140,6 +140,9 @@ static unsigned long long global_written;
 // Bytes the launch loaded from global memory (atomics aside): a tiled kernel loads each input
 // once a tile, a kernel that reads its operands from global memory once a use.
 static unsigned long long global_read;
+// The bytes loaded through each argument's allocation (the first 64): which input a kernel
+// reads at every use and which it reuses from a tile.
+static unsigned long long region_read[64];
 static unsigned long long* tcount;  // this block's accesses by each thread
 static unsigned* tblock;            // the block each thread's count is of
 static unsigned tcap, block_serial;
@@ -319,8 +322,10 @@ EMU_RAW static void access(uintptr_t a, unsigned n, bool write, bool atomic = fa
         }
     }
     bool global = false;
+    int which = -1;
     for (int i = 0; i < nregions && !global; ++i)
-        global = a >= regions[i].lo && a + n <= regions[i].hi;
+        if ((global = a >= regions[i].lo && a + n <= regions[i].hi)) which = i;
+    if (!write && !atomic && which >= 0 && which < 64) region_read[which] += n;
     if (!global) {
         for (int i = 0; i < nregions; ++i)
             if (a + n > regions[i].glo && a < regions[i].ghi)
@@ -533,6 +538,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
     nthreads = nt;
     err[0] = 0;
     shared_touches = lane_moves = shared_shares = float_atomic_adds = busiest = global_written = global_read = 0;
+    memset(region_read, 0, sizeof region_read);
     if (nt > tcap) { regrow(tcount, nt); regrow(tblock, nt); tcap = nt; }
     regions = rs; nregions = nrs;
     dyn_lo = (uintptr_t)emu::dyn_smem; dyn_hi = dyn_lo + dyn; dyn_end = dyn_lo + DYN_SMEM_BYTES;
@@ -630,6 +636,7 @@ extern "C" unsigned long long emu_float_atomic_adds() { return emu::float_atomic
 extern "C" unsigned long long emu_busiest_thread() { return emu::busiest; }
 extern "C" unsigned long long emu_global_written() { return emu::global_written; }
 extern "C" unsigned long long emu_global_read() { return emu::global_read; }
+extern "C" unsigned long long emu_region_read(int i) { return i >= 0 && i < 64 ? emu::region_read[i] : 0; }
 EMU_RAW static void __syncthreads() { emu::state[emu::cur] = emu::BAR; emu::wait_here(); }
 template <class T> static inline unsigned long long emu_bits(T v) {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");

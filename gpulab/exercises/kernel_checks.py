@@ -69,13 +69,16 @@ def run_guarded(
     repeats: int = 1,
     names: Sequence[str] = (),
     before: Callable[[int], None] | None = None,
+    spans: list[list[int]] | None = None,
 ) -> np.ndarray:
     """Call fn(*device copies of inputs, out) `repeats` times, each with a fresh poisoned output
     in the middle of a guarded buffer; the host buffers, stacked: shape (repeats, guard + total +
     guard). Each input sits in a guarded buffer too, and after each call the inputs must be as
     they were and their guards untouched (api.CheckError names the input and the element).
     `before(r)`, where given, runs just before call r (outside the learner's call): a check
-    that wants each run in another context (other work on the GPU) sets it up there."""
+    that wants each run in another context (other work on the GPU) sets it up there. `spans`,
+    where given, gets each array input's device address, a list per input (one a run): a rule
+    that reads what a launch loaded through one input finds its allocation by it."""
     import cupy as cp
 
     total = int(np.prod(shape, dtype=np.int64))
@@ -90,6 +93,10 @@ def run_guarded(
             if isinstance(x, np.ndarray):
                 buf, view = guarded_copy(x, cp, uploaded[i])
                 args.append(view)
+                if spans is not None:
+                    while len(spans) <= i:
+                        spans.append([])
+                    spans[i].append(_address(view))
                 name = names[i] if i < len(names) else f"input {i + 1}"
                 kept.append((name, x, buf, buf.copy()))  # a device snapshot, guards and all
             else:
@@ -502,8 +509,8 @@ def global_reads_rule(most: int, what: str) -> Callable[[list[Any]], str | None]
 
     def rule(launches: list[Any]) -> str | None:
         counted = [la.ran.global_read for la in launches if getattr(la, "ran", None)]
-        if sum(counted) <= most:
-            return None
+        if sum(counted) <= most or not _touched_shared(launches):
+            return None  # no shared memory at all: the shared-memory rule names that
         return (
             f"your kernels loaded {sum(counted):,} bytes from global memory for {what}, more "
             f"than a tiled kernel loads ({most:,} at most): the values are read from global "
@@ -511,6 +518,45 @@ def global_reads_rule(most: int, what: str) -> Callable[[list[Any]], str | None]
         )
 
     return rule
+
+
+def _address(a: Any) -> int:
+    """The device address of an array's first element (CuPy's, or the emulator's NumPy)."""
+    data = getattr(a, "data", None)
+    ptr = getattr(data, "ptr", None)
+    return int(ptr) if isinstance(ptr, int) else int(a.ctypes.data)
+
+
+def input_reads_rule(
+    spared: Sequence[int], most: int, what: str
+) -> Callable[[list[Any]], str | None]:
+    """On the emulator, the bytes a call's launches loaded through each allocation they were
+    handed but those at `spared` (the addresses of a small input that may be read at every
+    use, conv1d's weights; from run_guarded's `spans`): at most `most` through any one of
+    them, what a tile that loads each value a few times reads. A kernel that tiles the weights
+    and reads x at every product (or a copy of x it made) loads x once a product. On a GPU no
+    launch has the count."""
+
+    def rule(launches: list[Any]) -> str | None:
+        loaded: dict[tuple[int, int], int] = {}
+        for la in launches:
+            for lo, hi, read in getattr(getattr(la, "ran", None), "region_reads", ()):
+                if not any(lo <= a < hi for a in spared):
+                    loaded[(lo, hi)] = loaded.get((lo, hi), 0) + read
+        worst = max(loaded.values(), default=0)
+        if worst <= most or not _touched_shared(launches):
+            return None  # no shared memory at all: the shared-memory rule names that
+        return (
+            f"your kernels loaded {worst:,} bytes of one array from global memory for {what}, "
+            f"more than a tiled kernel loads ({most:,} at most): its values are read from "
+            "global memory at each use, not reused from a tile"
+        )
+
+    return rule
+
+
+def _touched_shared(launches: list[Any]) -> bool:
+    return any(la.ran.shared_touches for la in launches if getattr(la, "ran", None))
 
 
 def tile_traffic_rule(values: int, what: str) -> Callable[[list[Any]], str | None]:

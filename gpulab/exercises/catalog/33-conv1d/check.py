@@ -50,13 +50,23 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     x, w = case.args["x"], case.args["w"]
     since = kc.calls_so_far(ctx)
-    got = kc.run_guarded(fn, [x, w], x.shape, np.float32, repeats=kc.repeats(ctx, x.size))
+    spans: list[list[int]] = []
+    got = kc.run_guarded(
+        fn, [x, w], x.shape, np.float32, repeats=kc.repeats(ctx, x.size), spans=spans
+    )
     # each output's K products read x from the tile (and w from shared memory or registers):
     # about K shared reads an output, K / 4 where a thread slides a window over several
     # outputs; asked at K / 16, which a kernel sharing one value (about 1 an output) or staging
     # only its results through shared memory (2 an output) stays under once K > 32
     n, k = x.size, w.size
-    kc.each_call(ctx, since, kc.tile_traffic_rule(n * k // 16, f"{n:,} outputs of {k} products"))
+    what = f"{n:,} outputs of {k} products"
+    kc.each_call(ctx, since, kc.tile_traffic_rule(n * k // 16, what))
+    # x from its tile: each value loaded about once (the halo adds 2R a block); four loads an
+    # output at most, through any array but w (which a thread may read at every product).
+    # Tiling w alone and reading x (or a copy of it) at every product loads K an output. Asked
+    # where K and the array leave room: a 33-element array's halo is most of it
+    if k >= 7 and n >= 1024:
+        kc.each_call(ctx, since, kc.input_reads_rule(spans[1], 4 * n * x.itemsize, what))
     return got
 
 
