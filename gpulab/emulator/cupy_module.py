@@ -206,7 +206,7 @@ class DeviceArray(np.ndarray):
         _record("cupy_partition")
         self.view(np.ndarray).partition(*args, **kwargs)
 
-    @property  # type: ignore[override]
+    @property  # type: ignore[override]  # NumPy types flat as its own flatiter; the fake hands back its recording stand-in
     def flat(self) -> _Flat:
         return _Flat(self)
 
