@@ -532,10 +532,13 @@ def time_steps(
     rounds: int = 5,
     per_round: int = 3,
     clock: Callable[[], float] = time.perf_counter,
+    after: Callable[[str], None] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Seconds per step of each callable, in interleaved rounds (a, b, a, b, ...) so a load that
     comes and goes moves both: each round runs `per_round` steps and waits for the device
-    before reading the clock. One warm-up round first. {name: {median_s, min_s, max_s}}."""
+    before reading the clock. One warm-up round first. {name: {median_s, min_s, max_s}}.
+    `after(name)` runs after each callable's turn, its clock read: a check's own bookkeeping
+    (putting back what a learner's step rebound) outside every timed interval."""
     import torch
 
     def sync() -> None:
@@ -545,7 +548,7 @@ def time_steps(
     seen: dict[str, list[float]] = {k: [] for k in steps}
     done = dict.fromkeys(steps, 0)  # each callable sees step 0, 1, 2, ... of its own
     with small_work(gpu):
-        _rounds(steps, seen, done, rounds, per_round, sync, clock)
+        _rounds(steps, seen, done, rounds, per_round, sync, clock, after)
     return {
         name: {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v)}
         for name, v in seen.items()
@@ -560,6 +563,7 @@ def _rounds(
     per_round: int,
     sync: Callable[[], None],
     clock: Callable[[], float],
+    after: Callable[[str], None] | None = None,
 ) -> None:
     for r in range(rounds + 1):
         for name, fn in steps.items():
@@ -571,3 +575,5 @@ def _rounds(
             sync()
             if r:  # round 0 warms up
                 seen[name].append((clock() - t0) / per_round)
+            if after is not None:
+                after(name)

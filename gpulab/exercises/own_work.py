@@ -698,6 +698,8 @@ class Watch:
             before = _current_streams()
             hooks_in = hooks()
             speed_in = speed_settings()
+            modes_in = _mode_depths()
+            modes_left = 0
             hooked: list[str] = []
             slowed: list[str] = []
             refused: list[str] = []
@@ -736,8 +738,20 @@ class Watch:
                 _restore_streams(before)
                 hooked = unhook(hooks_in)
                 slowed = speed_changed(speed_in)
+                modes_left = _pop_modes(modes_in)
                 if watch.after_call is not None and not watch.timing:
                     watch.after_call()
+            if modes_left:
+                # a mode left on runs the learner's Python inside whatever torch runs next: a
+                # red team's profile-step left one on after its first call that padded the
+                # slow step's per-label losses with 400 operators each, so the bound on the
+                # learner's operators (a share of what the slow step spends) let its loop pass
+                refused.insert(
+                    0,
+                    f"your function left {modes_left} torch mode(s) on (a TorchFunctionMode or "
+                    "TorchDispatchMode entered and not left): it runs your code inside what "
+                    "runs after the call, the check's own work too; gpulab took it off",
+                )
             if hooked:
                 # checked in every call, timed ones too: a hook left on runs Python of yours
                 # after the call returned, past the timer's clock and before the check reads
@@ -1174,6 +1188,29 @@ def _ptx_entry(ptx: str, name: str) -> str | None:
             end = ptx.find("\n}", m.end())
             return ptx[m.end() : end if end >= 0 else len(ptx)]
     return None
+
+
+def _mode_depths() -> tuple[int, int]:
+    """How many torch function and dispatch modes are on now ((0, 0) without torch)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return (0, 0)
+    return (torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack())
+
+
+def _pop_modes(depths: tuple[int, int]) -> int:
+    """Take off the modes entered above `depths`; how many there were."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0
+    popped = 0
+    while torch._C._len_torch_function_stack() > depths[0]:
+        torch._C._pop_torch_function_stack()
+        popped += 1
+    while torch._C._len_torch_dispatch_stack() > depths[1]:
+        torch._C._pop_torch_dispatch_stack()
+        popped += 1
+    return popped
 
 
 _ARRAY_HOOKS = (

@@ -48,6 +48,7 @@ import numpy as np
 
 from gpulab.core import step_trace as st
 from gpulab.exercises import api, saving
+from gpulab.exercises.own_work import not_plain
 
 ENTRY = "train_step"
 IN, WIDTH, LABELS, LAYERS = 32, 128, 32, 3
@@ -242,24 +243,35 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         step(i)
     out: dict[str, Any] = {}
     if profile:
-        # The profiled and timed steps call your function itself: the grader's watch around
-        # each call synchronizes after it, which the profile would count as your step's.
-        inner = inspect.unwrap(fn)
+        # The profiled and timed steps run inside timed_calls: the grader's watch still asks
+        # its rules of every call (a plain result, no hook or torch mode left on, no thread),
+        # but with no synchronize after it, which the profile would count as your step's.
+        # Called bare, past the watch, a red team's step told the profiled calls by their
+        # count, queued them and returned a tensor subclass whose first read (after the
+        # profile and the timing) ran the slow step for every queued batch: nothing in the
+        # profile, the right losses and weights
         source = _source(fn)
         returned: list[Any] = []
 
         def yours(i: int) -> None:
-            returned.append(inner(params, momenta, *batches[i]))
+            got = fn(params, momenta, *batches[i])
+            lazy = not_plain(got) or not_plain(params) or not_plain(momenta)
+            if lazy:
+                raise api.CheckError(f"step {i}: {lazy}")
+            returned.append(got)
 
-        trace = st.profile_steps(lambda i: yours(WARM + i), PROFILED, gpu=ctx.gpu)
-        # Where the reads come from, from one more step with Python's calls recorded (they
-        # cost the profile far more than the operators do: only when there is a read to find)
-        if trace.readbacks or trace.sized:
-            trace.lines = st.profile_steps(
-                lambda i: yours(WARM + PROFILED), 1, gpu=ctx.gpu, source=source
-            ).lines
-        else:
-            yours(WARM + PROFILED)
+        with ctx.timed_calls():
+            trace = st.profile_steps(lambda i: yours(WARM + i), PROFILED, gpu=ctx.gpu)
+            # Where the reads come from, from one more step with Python's calls recorded (they
+            # cost the profile far more than the operators do: only when there is a read to find)
+            if trace.readbacks or trace.sized:
+                trace.lines = st.profile_steps(
+                    lambda i: yours(WARM + PROFILED), 1, gpu=ctx.gpu, source=source
+                ).lines
+            else:
+                yours(WARM + PROFILED)
+        # (timed_calls put back, as it ended, what your steps rebound: the slow step and ours
+        # are profiled next)
         slow_p, slow_m, _ = _on_device(case, device)
         slow_losses: list[Any] = []
 
@@ -284,19 +296,28 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         out["ours_trace"] = ours_trace.to_dict()
         out["table"] = st.table(trace)
         if ctx.gpu:
-            # Each goes on with the batches after the ones it has used: the slow step profiled
-            # one step, yours PROFILED.
-            timed = st.time_steps(
-                {
-                    "slow": lambda i: slow(WARM + 1 + i),
-                    "yours": lambda i: yours(WARM + PROFILED + 1 + i),
-                    "ours": lambda i: ours(WARM + 1 + i),
-                },
-                gpu=True,
-                rounds=ROUNDS,
-                per_round=PER_ROUND,
-            )
-            out["timing"] = timed
+            # What your steps rebind (torch's functions, ours among them) is put back after
+            # each turn of yours, outside its clock: the slow step and ours run after it
+            restore = getattr(ctx.watch, "after_call", None)
+
+            def after(name: str) -> None:
+                if name == "yours" and restore is not None:
+                    restore()
+
+            with ctx.timed_calls():
+                # Each goes on with the batches after the ones it has used: the slow step
+                # profiled one step, yours PROFILED.
+                out["timing"] = st.time_steps(
+                    {
+                        "slow": lambda i: slow(WARM + 1 + i),
+                        "yours": lambda i: yours(WARM + PROFILED + 1 + i),
+                        "ours": lambda i: ours(WARM + 1 + i),
+                    },
+                    gpu=True,
+                    rounds=ROUNDS,
+                    per_round=PER_ROUND,
+                    after=after,
+                )
         for i, got in enumerate(returned):
             losses.append(_loss_value(got, WARM + i))
     for i, (batch, kept) in enumerate(zip(batches, untouched, strict=True)):
