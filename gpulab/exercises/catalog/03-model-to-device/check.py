@@ -223,6 +223,33 @@ def _watching(device: Any) -> Iterator[_Ran]:
         yield ran
 
 
+@contextlib.contextmanager
+def _reads() -> Iterator[list[str]]:
+    """The names of the calls inside the block that hand a tensor's data to Python or NumPy
+    (gpulab.core.step_trace's reads and exits). A lone integer or bool is no data: a
+    DataLoader draws its workers' seed with .item() (right/loader-with-workers.py)."""
+    import torch
+    from torch.overrides import TorchFunctionMode, resolve_name
+
+    from gpulab.core.step_trace import PYTHON_READS, python_exits
+
+    seen: list[str] = []
+
+    def data(t: Any) -> bool:
+        if not isinstance(t, torch.Tensor):
+            return False
+        return t.is_floating_point() or t.is_complex() or t.numel() > 1
+
+    class _Reads(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            if resolve_name(func) in PYTHON_READS and args and data(args[0]):
+                seen.append(str(resolve_name(func)))
+            return func(*args, **(kwargs or {}))
+
+    with _Reads(), python_exits(seen.append, summarized=True):
+        yield seen
+
+
 def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     import torch
 
@@ -231,7 +258,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
     batches = [torch.from_numpy(x.copy()) for x in case.args["batches"]]  # CPU, as a loader gives
     given = list(batches)
     try:
-        with _full_float32(), _watching(device) as ran:
+        with _full_float32(), _watching(device) as ran, _reads() as reads:
             outs = fn(model, batches, device)
     except Exception as exc:  # a device error, with what to look for
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -250,6 +277,16 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
         raise api.CheckError(f"predict returned {type(outs).__name__}, expected a list of tensors")
     if len(outs) != len(batches):
         raise api.CheckError(f"predict returned {len(outs)} outputs for {len(batches)} batches")
+    if reads:
+        # NumPy's work is no operator the dispatcher sees: a red team's predict read the
+        # weights and each batch into NumPy (.numpy()), ran the forward there, moved the
+        # outputs to the device, and ran each Linear's weight through a product on the device
+        # over an empty input of every batch's size, only to be seen (pass)
+        raise api.CheckError(
+            f"predict read tensor values into Python or NumPy ({reads[0]}, {len(reads)} "
+            f"time(s)): a forward computed there is not on {device}, and on a GPU each read "
+            "waits for it; run the model on the device and leave its outputs there"
+        )
     if ran.elsewhere is not None:
         op, where = ran.elsewhere
         raise api.CheckError(
