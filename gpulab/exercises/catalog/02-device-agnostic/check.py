@@ -212,10 +212,25 @@ def _watching_moves(want: Any, given: Any = None) -> Iterator[list[str]]:
         yield moves
         return
     copies: list[str] = []
+    # Memory another library put on the device, wrapped by DLPack, passes no operator and no
+    # torch function: the table computed by NumPy on the host, copied over by CuPy
+    # (cupy.asarray) and handed to torch.from_dlpack, would build nothing on the device. Every
+    # from_dlpack ends in torch._C._from_dlpack, looked up when it is called (GPU only: the
+    # meta device takes no DLPack, and its CPU case has nothing to move onto)
+    real_from_dlpack = torch._C._from_dlpack
+
+    def from_dlpack(*args: Any, **kwargs: Any) -> Any:
+        out = real_from_dlpack(*args, **kwargs)
+        if on_want(out) and out.numel() > HOST_ELEMENTS:
+            moves.append(f"from_dlpack of {out.numel()} values another library made")
+        return out
+
+    torch._C._from_dlpack = from_dlpack
     try:
         with _Moves(), _Copies():
             yield moves
     finally:
+        torch._C._from_dlpack = real_from_dlpack
         if not moves:  # the Python name that moved it, where one of the watched ones did
             moves.extend(copies)
 
