@@ -704,6 +704,21 @@ def test_global_stores_are_counted_in_bytes() -> None:
     (a_lo, _, a_read), (_, _, out_read) = clamped.ran.region_reads
     assert a_read == 4 * 1024 and out_read == 0 and a_lo <= a.ctypes.data, clamped.ran
     assert clamped.ran.global_read == a_read
+    # neighbouring lanes' accesses compared: a copy's loads and stores lie 4 bytes apart
+    assert guarded.ran.load_near == guarded.ran.load_pairs > 0, guarded.ran
+    assert guarded.ran.store_near == guarded.ran.store_pairs > 0, guarded.ran
+    scattered = cp.RawKernel(SCATTER, "scatter")
+    scattered((1,), (64,), (a, out))
+    assert scattered.ran.store_pairs == 62 and scattered.ran.store_near == 0, scattered.ran
+    assert scattered.ran.load_near == scattered.ran.load_pairs == 62, scattered.ran
+
+
+SCATTER = r"""
+extern "C" __global__ void scatter(const float* a, float* out) {
+    int i = threadIdx.x;
+    out[(i % 8) * 8 + i / 8] = a[i];  // a transpose of 8 x 8: each lane's store a row apart
+}
+"""
 
 
 TEMPLATE = r"""

@@ -447,6 +447,12 @@ class Ran:
     global_read: int = 0  # bytes loaded from global memory, atomics aside
     # (first byte, end, bytes loaded) of each pointer argument's allocation, in argument order
     region_reads: tuple[tuple[int, int, int], ...] = ()
+    # neighbouring lanes' k-th global loads (and stores) compared, and how many of those pairs
+    # lay within 16 bytes of each other: what a warp's one access coalesces into
+    load_pairs: int = 0
+    load_near: int = 0
+    store_pairs: int = 0
+    store_near: int = 0
 
 
 _DEFINE = re.compile(r"(?:-D|--define-macro=?)(\w+)(?:=(.*))?$", re.S)
@@ -608,7 +614,13 @@ class RawKernel:
             for i in range(count)
         )
         touches, moves, shares, float_adds, busiest, written, read = (int(c()) for c in counters)
-        self.ran = Ran(touches, moves, shares, float_adds, busiest, written, read, reads)
+        pairs = (lib.emu_load_pairs, lib.emu_load_near, lib.emu_store_pairs, lib.emu_store_near)
+        for counter in pairs:
+            counter.restype = ctypes.c_ulonglong
+        lp, ln, sp, sn = (int(c()) for c in pairs)
+        self.ran = Ran(
+            touches, moves, shares, float_adds, busiest, written, read, reads, lp, ln, sp, sn
+        )
         error = lib.emu_last_error()
         if error:
             raise EmulatorError(f"kernel {self.name}: {error.decode()}")

@@ -143,6 +143,16 @@ static unsigned long long global_read;
 // The bytes loaded through each argument's allocation (the first 64): which input a kernel
 // reads at every use and which it reuses from a tile.
 static unsigned long long region_read[64];
+// Each thread's first SEQ global accesses in its block (address, store or load), compared lane
+// with lane when the block ends, as one instruction of a warp makes them: the k-th access of
+// lane i and of lane i - 1 "near" when they lie within 16 bytes (one transaction's run, a
+// broadcast included). A transpose's tile makes both its loads and its stores near; the naive
+// one scatters its stores a row apart.
+enum { SEQ = 32 };
+static uintptr_t* gseq;
+static unsigned char* gseqw;
+static unsigned* gseqn;
+static unsigned long long load_pairs, load_near, store_pairs, store_near;
 static unsigned long long* tcount;  // this block's accesses by each thread
 static unsigned* tblock;            // the block each thread's count is of
 static unsigned tcap, block_serial;
@@ -333,7 +343,15 @@ EMU_RAW static void access(uintptr_t a, unsigned n, bool write, bool atomic = fa
         if (own_memory(a, n)) return;
         if (!in_device(a, n)) outside_device(a, n, write);
     }
-    if (!atomic) (write ? global_written : global_read) += n;
+    if (!atomic) {
+        (write ? global_written : global_read) += n;
+        unsigned k = gseqn[cur];
+        if (k < SEQ) {
+            gseq[(size_t)cur * SEQ + k] = a;
+            gseqw[(size_t)cur * SEQ + k] = write;
+            gseqn[cur] = k + 1;
+        }
+    }
     if (tblock[cur] != block_serial) { tblock[cur] = block_serial; tcount[cur] = 0; }
     tcount[cur] += weight;
     if (tcount[cur] > busiest) busiest = tcount[cur];
@@ -528,6 +546,21 @@ EMU_RAW static bool release(unsigned base) {
     }
     return true;
 }
+// A block's threads are done: their access sequences compared lane with lane, then cleared.
+EMU_RAW static void block_done(unsigned nt) {
+    for (unsigned t = 1; t < nt; ++t) {
+        if (t % 32 == 0) continue;
+        unsigned m = gseqn[t] < gseqn[t - 1] ? gseqn[t] : gseqn[t - 1];
+        for (unsigned k = 0; k < m; ++k) {
+            size_t i = (size_t)t * SEQ + k, j = (size_t)(t - 1) * SEQ + k;
+            if (gseqw[i] != gseqw[j]) continue;
+            uintptr_t d = gseq[i] > gseq[j] ? gseq[i] - gseq[j] : gseq[j] - gseq[i];
+            if (gseqw[i]) { ++store_pairs; store_near += d <= 16; }
+            else { ++load_pairs; load_near += d <= 16; }
+        }
+    }
+    memset(gseqn, 0, nt * sizeof *gseqn);
+}
 // Run a grid, blocks in `order` (or in turn); `rs` are the arguments' regions, `dyn` the bytes
 // of dynamic shared memory the launch gave.
 EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order, const Region* rs,
@@ -539,7 +572,13 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
     err[0] = 0;
     shared_touches = lane_moves = shared_shares = float_atomic_adds = busiest = global_written = global_read = 0;
     memset(region_read, 0, sizeof region_read);
-    if (nt > tcap) { regrow(tcount, nt); regrow(tblock, nt); tcap = nt; }
+    load_pairs = load_near = store_pairs = store_near = 0;
+    if (nt > tcap) {
+        regrow(tcount, nt); regrow(tblock, nt); regrow(gseqn, nt);
+        regrow(gseq, (size_t)nt * SEQ); regrow(gseqw, (size_t)nt * SEQ);
+        tcap = nt;
+    }
+    memset(gseqn, 0, nt * sizeof *gseqn);
     regions = rs; nregions = nrs;
     dyn_lo = (uintptr_t)emu::dyn_smem; dyn_hi = dyn_lo + dyn; dyn_end = dyn_lo + DYN_SMEM_BYTES;
     register_dynamic();
@@ -562,6 +601,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
                     threadIdx = dim3(t % b.x, (t / b.x) % b.y, t / (b.x * b.y));
                     f();
                 }
+                block_done(nt);
             }
         }
         watching = false;
@@ -620,6 +660,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
             new_epoch();
             for (unsigned t = 0; t < nt; ++t) if (state[t] == BAR) state[t] = RUN;
         }
+        if (!err[0]) block_done(nt);
     }
     watching = false;
 }
@@ -636,6 +677,10 @@ extern "C" unsigned long long emu_float_atomic_adds() { return emu::float_atomic
 extern "C" unsigned long long emu_busiest_thread() { return emu::busiest; }
 extern "C" unsigned long long emu_global_written() { return emu::global_written; }
 extern "C" unsigned long long emu_global_read() { return emu::global_read; }
+extern "C" unsigned long long emu_load_pairs() { return emu::load_pairs; }
+extern "C" unsigned long long emu_load_near() { return emu::load_near; }
+extern "C" unsigned long long emu_store_pairs() { return emu::store_pairs; }
+extern "C" unsigned long long emu_store_near() { return emu::store_near; }
 extern "C" unsigned long long emu_region_read(int i) { return i >= 0 && i < 64 ? emu::region_read[i] : 0; }
 EMU_RAW static void __syncthreads() { emu::state[emu::cur] = emu::BAR; emu::wait_here(); }
 template <class T> static inline unsigned long long emu_bits(T v) {

@@ -555,6 +555,33 @@ def input_reads_rule(
     return rule
 
 
+def coalesced_rule(least: float = 0.5) -> Callable[[list[Any]], str | None]:
+    """On the emulator, which compares each lane's k-th global load (and store) with its left
+    neighbour's in the warp: at least `least` of those pairs must lie within 16 bytes of each
+    other, loads and stores alike, as a warp's access coalesced into one run does. A transpose
+    that stages a tile for show and writes out[x][y] from its registers scatters every store a
+    row apart. On a GPU the pattern needs Nsight Compute's counters; the time grades it."""
+
+    def rule(launches: list[Any]) -> str | None:
+        ran = [la.ran for la in launches if getattr(la, "ran", None)]
+        if not _touched_shared(launches):
+            return None  # no shared memory at all: the shared-memory rule names that
+        for kind, pairs, near in (
+            ("loads from", sum(r.load_pairs for r in ran), sum(r.load_near for r in ran)),
+            ("stores to", sum(r.store_pairs for r in ran), sum(r.store_near for r in ran)),
+        ):
+            if pairs and near < least * pairs:
+                return (
+                    f"your kernels' {kind} global memory are scattered: of {pairs:,} pairs of "
+                    f"neighbouring lanes' {kind.split()[0]}, {near:,} lie within 16 bytes of "
+                    "each other; through the tile a warp reads a row of a and writes a row of "
+                    "out, each one contiguous run (coalesced)"
+                )
+        return None
+
+    return rule
+
+
 def _touched_shared(launches: list[Any]) -> bool:
     return any(la.ran.shared_touches for la in launches if getattr(la, "ran", None))
 

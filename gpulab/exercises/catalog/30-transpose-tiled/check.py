@@ -42,6 +42,11 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     # each element written into a tile and read out of it: 2 accesses an element, asked at 1.5
     # (a kernel that misses a few elements is named by the comparison, not here)
     kc.each_call(ctx, since, kc.tile_traffic_rule(3 * a.size // 2, f"{a.size:,} elements"))
+    # the tile is for coalescing: a warp's loads and its stores each one run (a tile staged
+    # for show beside out[x][y] written from registers scatters the stores). Asked where both
+    # sides hold a warp's 32
+    if min(a.shape) >= 32:
+        kc.each_call(ctx, since, kc.coalesced_rule())
     return got
 
 

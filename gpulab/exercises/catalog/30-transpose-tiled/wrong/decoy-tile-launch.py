@@ -1,4 +1,4 @@
-# expect: in the launches that start most of its threads
+# expect: in the launches that start most of its threads | stores to global memory are scattered
 # family: property-proxy
 """Shortcut (a property faked in a separate small launch): the naive transpose does the work
 (coalesced reads, strided writes, no tile). Beside it, every call launches one block of a
