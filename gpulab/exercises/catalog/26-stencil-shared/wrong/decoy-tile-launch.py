@@ -1,4 +1,4 @@
-# expect: in the launches that start most of its threads
+# expect: in the launches that start most of its threads | not reused from the tiles
 # family: property-proxy
 """Shortcut (a property faked in a separate tiny launch): the window sum straight from global
 memory (the naive kernel, seven global loads an output), plus, in every call, one extra launch
