@@ -147,6 +147,8 @@ class Launch:
     # own pages among them is not refused (a legitimate count can fall there), but named
     # should the GPU then fault (Watch.fault_named: the driver and /proc are asked only then)
     suspect: tuple[int, ...] = ()
+    # a Triton autotuner's trial launch (Autotuner._bench), not a pass of the call's own
+    trial: bool = False
 
     def shared_static(self) -> int | None:
         """Bytes of static shared memory the kernel declares (None: not knowable here)."""
@@ -504,6 +506,12 @@ class Watch:
                     return [1.0, 1.0, 1.0]
 
                 self._patch(Autotuner, "do_bench", property(lambda _self: once))
+        trials: set[Any] = set()  # the code of the autotuner's benchmark and its kernel_call
+        with suppress(ImportError, AttributeError):
+            from triton.runtime.autotuner import Autotuner  # deferred: only with Triton imported
+
+            bench = Autotuner._bench.__code__
+            trials = {bench, *(c for c in bench.co_consts if isinstance(c, type(bench)))}
         classes = []
         with suppress(ImportError, AttributeError):
             from triton.runtime.jit import JITFunction  # deferred: only with Triton imported
@@ -522,6 +530,7 @@ class Watch:
                 if not kwargs.get("warmup") and watch._current is not None:
                     name = getattr(getattr(self, "fn", None), "__name__", "kernel")
                     launch = Launch(name, TRITON_KIND, grid=kwargs.get("grid"))
+                    launch.trial = _called_from_code(trials)
                     watch._current.launches.append(launch)
                     watch.launches.append(launch)
                 return _real(self, *args, **kwargs)
@@ -1188,6 +1197,18 @@ def _ptx_entry(ptx: str, name: str) -> str | None:
             end = ptx.find("\n}", m.end())
             return ptx[m.end() : end if end >= 0 else len(ptx)]
     return None
+
+
+def _called_from_code(codes: set[Any], depth: int = 12) -> bool:
+    """Whether one of `codes` runs in the few frames above the caller's."""
+    frame: Any = sys._getframe(2)
+    for _ in range(depth):
+        if frame is None:
+            return False
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _mode_depths() -> tuple[int, int]:

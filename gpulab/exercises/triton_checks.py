@@ -156,16 +156,28 @@ def one_kernel(watch: Any, what: str) -> None:
     exercise that teaches a fused kernel (`what`: "the affine and the clamp") is not met by its
     steps split into kernels, each a pass over memory (a red team's affine kernel then an in-place
     clamp, and a causal softmax as three kernels, passed on the interpreter: correctness only).
-    Kernels are told apart by their function: an autotuner's many launches of one are one."""
+    Kernels are told apart by their function, and one function launched twice outside an
+    autotuner's trials is two passes: an autotuner's many trial launches of one are one."""
     calls = getattr(watch, "calls", None)
     if not calls:
         return  # the check's function called directly (tests), not through the grader's watch
-    names = list(dict.fromkeys(k.kernel for k in calls[-1].launches if k.kind == TRITON_KIND))
+    launches = [k for k in calls[-1].launches if k.kind == TRITON_KIND]
+    names = list(dict.fromkeys(k.kernel for k in launches))
     if len(names) > 1:
         raise api.CheckError(
             f"your call ran {len(names)} kernels of yours ({', '.join(names)}): this exercise "
             f"fuses {what} into one kernel, so each element is read and written once; each "
             "kernel more is another pass over memory"
+        )
+    # One function launched several times is several passes too: a red team's causal softmax
+    # ran the unfused path's three passes as three launches of one kernel, picked by a
+    # constexpr stage (passed on the interpreter)
+    passes = [k for k in launches if not k.trial]
+    if len(passes) > 1:
+        raise api.CheckError(
+            f"your call launched {passes[0].kernel} {len(passes)} times: this exercise fuses "
+            f"{what} into one launch, so each element is read and written once; each launch "
+            "more is another pass over memory"
         )
 
 
