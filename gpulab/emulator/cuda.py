@@ -443,8 +443,8 @@ class Ran:
     shared_shares: int = 0  # reads of bytes another thread wrote, and shared atomics
     float_atomic_adds: int = 0  # atomicAdd on float or double: the blocks' order decides the bits
     busiest_thread: int = 0  # the most global-memory accesses one thread of one block made
-    global_written: int = 0  # bytes stored into global memory, atomics aside
-    global_read: int = 0  # bytes loaded from global memory, atomics aside
+    global_written: int = 0  # bytes stored into global memory, atomics included
+    global_read: int = 0  # bytes loaded from global memory, atomics included
     # (first byte, end, bytes loaded) of each pointer argument's allocation, in argument order
     region_reads: tuple[tuple[int, int, int], ...] = ()
     # neighbouring lanes' k-th global loads (and stores) compared, and how many of those pairs

@@ -133,12 +133,12 @@ static unsigned long long float_atomic_adds;
 // The most global-memory accesses one thread of one block made: a launch of many threads in
 // which one walks the whole array is a loop on one thread, however many were started.
 static unsigned long long busiest;
-// Bytes the launch stored into global memory (atomics aside): a map that writes each output
-// element once stores its output's size; spare threads that write anyway (an index clamped or
-// wrapped instead of a guard) store more.
+// Bytes the launch stored into global memory, an atomic's included: a map that writes each
+// output element once stores its output's size; spare threads that write anyway (an index
+// clamped or wrapped instead of a guard) store more.
 static unsigned long long global_written;
-// Bytes the launch loaded from global memory (atomics aside): a tiled kernel loads each input
-// once a tile, a kernel that reads its operands from global memory once a use.
+// Bytes the launch loaded from global memory, an atomic's included: a tiled kernel loads each
+// input once a tile, a kernel that reads its operands from global memory once a use.
 static unsigned long long global_read;
 // The bytes loaded through each argument's allocation (the first 64): which input a kernel
 // reads at every use and which it reuses from a tile.
@@ -335,7 +335,9 @@ EMU_RAW static void access(uintptr_t a, unsigned n, bool write, bool atomic = fa
     int which = -1;
     for (int i = 0; i < nregions && !global; ++i)
         if ((global = a >= regions[i].lo && a + n <= regions[i].hi)) which = i;
-    if (!write && !atomic && which >= 0 && which < 64) region_read[which] += n;
+    // an atomic loads what it updates: a read and a write (a value fetched with atomicOr(p, 0)
+    // is a load like any other)
+    if ((!write || atomic) && which >= 0 && which < 64) region_read[which] += n;
     if (!global) {
         for (int i = 0; i < nregions; ++i)
             if (a + n > regions[i].glo && a < regions[i].ghi)
@@ -343,7 +345,10 @@ EMU_RAW static void access(uintptr_t a, unsigned n, bool write, bool atomic = fa
         if (own_memory(a, n)) return;
         if (!in_device(a, n)) outside_device(a, n, write);
     }
-    if (!atomic) {
+    if (atomic) {
+        global_read += n;
+        global_written += n;
+    } else {
         (write ? global_written : global_read) += n;
         unsigned k = gseqn[cur];
         if (k < SEQ) {
