@@ -453,6 +453,8 @@ class Ran:
     load_near: int = 0
     store_pairs: int = 0
     store_near: int = 0
+    # bytes loaded from device memory in no argument's allocation (an address passed as a number)
+    stray_read: int = 0
 
 
 _DEFINE = re.compile(r"(?:-D|--define-macro=?)(\w+)(?:=(.*))?$", re.S)
@@ -618,8 +620,10 @@ class RawKernel:
         for counter in pairs:
             counter.restype = ctypes.c_ulonglong
         lp, ln, sp, sn = (int(c()) for c in pairs)
+        lib.emu_stray_read.restype = ctypes.c_ulonglong
+        stray = int(lib.emu_stray_read())
         self.ran = Ran(
-            touches, moves, shares, float_adds, busiest, written, read, reads, lp, ln, sp, sn
+            touches, moves, shares, float_adds, busiest, written, read, reads, lp, ln, sp, sn, stray
         )
         error = lib.emu_last_error()
         if error:

@@ -143,6 +143,8 @@ static unsigned long long global_read;
 // The bytes loaded through each argument's allocation (the first 64): which input a kernel
 // reads at every use and which it reuses from a tile.
 static unsigned long long region_read[64];
+// ...and through device memory in no argument's allocation (an address handed as a number)
+static unsigned long long stray_read;
 // Each thread's first SEQ global accesses in its block (address, store or load), compared lane
 // with lane when the block ends, as one instruction of a warp makes them: the k-th access of
 // lane i and of lane i - 1 "near" when they lie within 16 bytes (one transaction's run, a
@@ -344,6 +346,7 @@ EMU_RAW static void access(uintptr_t a, unsigned n, bool write, bool atomic = fa
                 out_of_bounds(regions[i], a, n, write);
         if (own_memory(a, n)) return;
         if (!in_device(a, n)) outside_device(a, n, write);
+        if (!write || atomic) stray_read += n;
     }
     if (atomic) {
         global_read += n;
@@ -577,6 +580,7 @@ EMU_RAW static void launch(dim3 g, dim3 b, bool barriers, const unsigned* order,
     err[0] = 0;
     shared_touches = lane_moves = shared_shares = float_atomic_adds = busiest = global_written = global_read = 0;
     memset(region_read, 0, sizeof region_read);
+    stray_read = 0;
     load_pairs = load_near = store_pairs = store_near = 0;
     if (nt > tcap) {
         regrow(tcount, nt); regrow(tblock, nt); regrow(gseqn, nt);
@@ -682,6 +686,7 @@ extern "C" unsigned long long emu_float_atomic_adds() { return emu::float_atomic
 extern "C" unsigned long long emu_busiest_thread() { return emu::busiest; }
 extern "C" unsigned long long emu_global_written() { return emu::global_written; }
 extern "C" unsigned long long emu_global_read() { return emu::global_read; }
+extern "C" unsigned long long emu_stray_read() { return emu::stray_read; }
 extern "C" unsigned long long emu_load_pairs() { return emu::load_pairs; }
 extern "C" unsigned long long emu_load_near() { return emu::load_near; }
 extern "C" unsigned long long emu_store_pairs() { return emu::store_pairs; }

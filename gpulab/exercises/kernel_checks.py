@@ -540,9 +540,12 @@ def input_reads_rule(
     def rule(launches: list[Any]) -> str | None:
         loaded: dict[tuple[int, int], int] = {}
         for la in launches:
-            for lo, hi, read in getattr(getattr(la, "ran", None), "region_reads", ()):
+            ran = getattr(la, "ran", None)
+            for lo, hi, read in getattr(ran, "region_reads", ()):
                 if not any(lo <= a < hi for a in spared):
                     loaded[(lo, hi)] = loaded.get((lo, hi), 0) + read
+            # loads through an address handed as a number: an array of its own
+            loaded[(0, 0)] = loaded.get((0, 0), 0) + getattr(ran, "stray_read", 0)
         worst = max(loaded.values(), default=0)
         if worst <= most or not _touched_shared(launches):
             return None  # no shared memory at all: the shared-memory rule names that
