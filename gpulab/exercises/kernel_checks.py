@@ -457,6 +457,25 @@ def _busiest_over_launches(launches: list[Any]) -> int:
     return sum(la.ran.busiest_thread for la in launches if getattr(la, "ran", None))
 
 
+def walker_rule(n: int, per: int, how: str) -> Callable[[list[Any]], str | None]:
+    """On the emulator: no thread may make more than a sixteenth of the call's `per` global
+    accesses an element over n elements (from 1,024 of them). One thread walking the whole
+    array while the rest of the grid idles keeps every launch rule and skips the work sharing
+    the exercise teaches (`how`). On a GPU the compiled code cannot say which thread works; its
+    time grades it."""
+
+    def rule(launches: list[Any]) -> str | None:
+        busiest = _busiest_over_launches(launches)
+        if n >= 1024 and busiest > per * n // 16:
+            return (
+                f"one thread of your launches made {busiest:,} global accesses for {n:,} "
+                f"elements: a thread walking the array is a CPU loop on the GPU; {how}"
+            )
+        return None
+
+    return rule
+
+
 def row_rule(cols: int) -> Callable[[list[Any]], str | None]:
     """Rows of `cols` >= 1024 values each walked by one thread (reduction-kernel: a RawKernel
     with a thread a row, looping over it, is the ElementwiseKernel loop the check refuses by its

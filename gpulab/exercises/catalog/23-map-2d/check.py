@@ -34,7 +34,13 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
-    return kc.run_guarded(fn, [case.args["a"]], case.args["a"].shape, np.float32)
+    a = case.args["a"]
+    since = kc.calls_so_far(ctx)
+    got = kc.run_guarded(fn, [a], a.shape, np.float32)
+    # a read and a write an element (on the emulator, kernel_checks.walker_rule)
+    how = "a grid of blocks covers the matrix, a thread an element (or a few)"
+    kc.each_call(ctx, since, kc.walker_rule(a.size, 2, how))
+    return got
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:

@@ -36,7 +36,12 @@ def expected(case: api.Case, ctx: api.Context) -> np.ndarray:
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     col, row = case.args["col"], case.args["row"]
-    return kc.run_guarded(fn, [col, row], (col.size, row.size), np.float32)
+    since = kc.calls_so_far(ctx)
+    got = kc.run_guarded(fn, [col, row], (col.size, row.size), np.float32)
+    # two reads and a write an output (on the emulator, kernel_checks.walker_rule)
+    how = "a 2-D grid covers out, a thread an element (or a few)"
+    kc.each_call(ctx, since, kc.walker_rule(col.size * row.size, 3, how))
+    return got
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:

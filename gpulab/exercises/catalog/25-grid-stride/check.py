@@ -76,28 +76,10 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     why = grid_rule(ctx)
     if why:
         raise api.CheckError(why)
-    kc.each_call(ctx, since, _shared_out(a["x"].size))
+    # x, y and out: 3 accesses an element (on the emulator, kernel_checks.walker_rule)
+    how = "the grid-stride loop shares it among the grid's threads (i += blockDim.x * gridDim.x)"
+    kc.each_call(ctx, since, kc.walker_rule(a["x"].size, 3, how))
     return got
-
-
-def _shared_out(n: int) -> Any:
-    """On the emulator, which counts the global accesses of each launch's busiest thread: the
-    grid-stride loop shares the array among the grid's threads, so no thread touches more than
-    a sixteenth of it (3 accesses an element: x, y, out). One thread of the grid walking all of
-    it (the others idle) keeps the grid fixed and skips the loop this exercise teaches. On a GPU
-    the compiled code cannot say which thread works; its time grades it."""
-
-    def rule(launches: list[Any]) -> str | None:
-        busiest = sum(la.ran.busiest_thread for la in launches if getattr(la, "ran", None))
-        if n >= 1024 and busiest > 3 * n // 16:
-            return (
-                f"one thread of your launches made {busiest:,} global accesses for {n:,} "
-                "elements: a thread walking the array is a CPU loop on the GPU; the grid-stride "
-                "loop shares it among the grid's threads (i += blockDim.x * gridDim.x)"
-            )
-        return None
-
-    return rule
 
 
 def compare(want: np.ndarray, got: Any, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
