@@ -143,12 +143,16 @@ ALLOCATION_AND_VIEWS = frozenset(
 # The Tensor methods that leave torch without computing: a Triton launch reads the pointer.
 LAUNCH_CALLS = frozenset({"torch.Tensor.data_ptr"})
 # The ways out to NumPy or Python, refused where an Allow is given unless it names them.
+# __cuda_array_interface__ hands a CUDA tensor to CuPy or Numba (cupy.asarray reads it), whose
+# kernels no torch mode sees: cupy.matmul on a and b beside a decoy launch would do a Triton
+# matmul's work on a GPU
 _EXITS = frozenset(
     [
         "torch.Tensor.numpy",
         "torch.Tensor.tolist",
         "torch.Tensor.__array__",
         "torch.Tensor.__dlpack__",
+        "torch.Tensor.__cuda_array_interface__.__get__",
         "torch.Tensor.untyped_storage",
         "torch.Tensor.storage",
         "torch.Tensor.data_ptr",
