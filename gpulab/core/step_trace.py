@@ -337,26 +337,36 @@ def python_exits(seen: Callable[[str], None], *, summarized: bool = False) -> It
     STAND_INS.update(id(method) for method in ours.values())
     # torch.save writes a tensor's bytes from C++, past every operator and method: a red team's
     # profile-step saved the mask to a BytesIO and read it in Python (no read counted)
+    # DLPack's exports in C, no Tensor method on the way: a red team's profile-step handed
+    # NumPy an object whose __dlpack__ returned torch.utils.dlpack.to_dlpack(keep) and read the
+    # mask there (no read counted)
+    doors = (
+        (torch, "save", "torch.save"),
+        *((torch.serialization, n, "torch.save") for n in SAVES),
+        (torch._C, "_to_dlpack", "torch.utils.dlpack.to_dlpack"),
+        (torch._C, "_to_dlpack_versioned", "torch.utils.dlpack.to_dlpack"),
+        (torch.utils.dlpack, "to_dlpack", "torch.utils.dlpack.to_dlpack"),
+    )
     saves = [
-        (module, name, getattr(module, name))
-        for module, name in ((torch, "save"), *((torch.serialization, n) for n in SAVES))
+        (module, name, getattr(module, name), label)
+        for module, name, label in doors
         if hasattr(module, name)
     ]
 
-    def saving(real: Any) -> Any:
+    def saving(real: Any, label: str) -> Any:
         def saved(*args: Any, **kwargs: Any) -> Any:
-            seen("torch.save")
+            seen(label)
             return real(*args, **kwargs)
 
         return saved
 
-    for module, name, real in saves:
-        setattr(module, name, stand_in := saving(real))
+    for module, name, real, label in saves:
+        setattr(module, name, stand_in := saving(real, label))
         STAND_INS.add(id(stand_in))
     try:
         yield
     finally:
-        for module, name, real in saves:
+        for module, name, real, _ in saves:
             STAND_INS.discard(id(getattr(module, name, None)))
             setattr(module, name, real)
         STAND_INS.difference_update(id(method) for method in ours.values())

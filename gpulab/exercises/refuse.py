@@ -352,7 +352,7 @@ def one_thread(calls: list[str], exits: bool, exempt: tuple[str, ...] = ()) -> I
         def exit_seen(name: str) -> None:
             if exempt and _called_from(exempt):
                 return
-            why = _DLPACK if name.endswith("__dlpack__") else _PYTHON_EXIT
+            why = _DLPACK if "dlpack" in name else _PYTHON_EXIT
             why = _SAVED if name == "torch.save" else why
             message = _one_line(f"{name} {why}")
             calls.append(message)
