@@ -25,7 +25,9 @@ from gpulab.exercises.sandbox import Guard, hooks, unhook
 ENTRY = "MemoryTracker"
 MIB = 1 << 20
 FIELDS = ("allocated_delta", "peak_delta", "reserved_delta")
-_UNSPLIT = MIB + 512  # kSmallSize, and the 512 B a request is rounded to: a large block's rest up to it stays whole
+# The caching allocator's kSmallSize and the 512 B a request is rounded to: a large block's rest
+# up to this stays whole
+_UNSPLIT = MIB + 512
 
 
 def cases(ctx: api.Context) -> list[api.Case]:
