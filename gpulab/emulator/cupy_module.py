@@ -665,6 +665,10 @@ def _bind(params: list[tuple[str, str]], args: list[Any]) -> dict[str, str]:
     return out
 
 
+# The fake ElementwiseKernel's launch: blocks of 128 threads (CuPy's), at most 64 of them
+_EK_BLOCK, _EK_GRID = 128, 64
+
+
 class ElementwiseKernel:
     """`cupy.ElementwiseKernel` for arrays of one shape and scalars, run by the emulator: the
     operation is pasted into a loop over `i`, as CuPy does, so its C is really compiled. A
@@ -721,13 +725,20 @@ class ElementwiseKernel:
             for t, n in dict((t, n) for t, n in self.ins + self.outs if t not in _CTYPES).items()
         )
         size = (sized or outs)[0].size
+        # a grid-stride loop over a grid of blocks, as CuPy launches it on a GPU: each thread
+        # does a few elements, so a thread that loops over the whole array inside one element's
+        # operation (an ElementwiseKernel over a one-element dummy) is the busiest by far
         src = (
             f"{self.preamble}\n"
             f'extern "C" __global__ void {self.name}({", ".join(decl)}, long long n) {{\n'
             f"  {typedefs}\n"
-            f"  for (long long i = 0; i < n; ++i) {{ {' '.join(bind)} {self.op}; }}\n}}\n"
+            f"  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+            f"       i += (long long)blockDim.x * gridDim.x) {{ {' '.join(bind)} {self.op}; }}\n}}\n"
         )
-        RawKernel(src, self.name)((1,), (1,), (*launch, np.int64(size)))
+        blocks = max(1, min(-(-size // _EK_BLOCK), _EK_GRID))
+        kernel = RawKernel(src, self.name)
+        kernel((blocks,), (_EK_BLOCK,), (*launch, np.int64(size)))
+        self.ran = kernel.ran  # what it did, for the watch (own_work reads a launch's ran)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 

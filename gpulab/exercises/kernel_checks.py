@@ -457,20 +457,15 @@ def _busiest_over_launches(launches: list[Any]) -> int:
     return sum(la.ran.busiest_thread for la in launches if getattr(la, "ran", None))
 
 
-def walker_rule(
-    n: int, per: int, how: str, raw_only: bool = False
-) -> Callable[[list[Any]], str | None]:
+def walker_rule(n: int, per: int, how: str) -> Callable[[list[Any]], str | None]:
     """On the emulator: no thread may make more than a sixteenth of the call's `per` global
     accesses an element over n elements (from 1,024 of them). One thread walking the whole
     array while the rest of the grid idles keeps every launch rule and skips the work sharing
     the exercise teaches (`how`). On a GPU the compiled code cannot say which thread works; its
-    time grades it. `raw_only`: the RawKernel launches alone, where the exercise also takes an
-    ElementwiseKernel or cupy.fuse, which the emulator runs in one thread (CuPy sizes their
-    grid on a GPU)."""
+    time grades it. The emulator runs an ElementwiseKernel over a grid as CuPy does, so one
+    whose single element loops over the array is asked too."""
 
     def rule(launches: list[Any]) -> str | None:
-        if raw_only:
-            launches = [la for la in launches if la.kind in ("RawKernel", "RawModule")]
         busiest = _busiest_over_launches(launches)
         if n >= 1024 and busiest > per * n // 16:
             return (

@@ -28,9 +28,9 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     a = case.args["a"]
     since = kc.calls_so_far(ctx)
     got = kc.run_guarded(fn, [a], a.shape, np.float32)
-    # a read and a write an element, over the RawKernel launches (on the emulator)
+    # a read and a write an element (on the emulator)
     how = "a thread an element, or a few"
-    kc.each_call(ctx, since, kc.walker_rule(a.size, 2, how, raw_only=True))
+    kc.each_call(ctx, since, kc.walker_rule(a.size, 2, how))
     return got
 
 

@@ -33,10 +33,10 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     since = kc.calls_so_far(ctx)
     got = kc.run_guarded(fn, [case.args["a"]], case.args["a"].shape, np.float32)
     kc.each_call(ctx, since, _whole_warps)
-    # a read and a write an element, over the RawKernel launches (on the emulator): one thread
+    # a read and a write an element (on the emulator): one thread
     # looping to n needs no guard and no rounding up
     how = "round the blocks up and let the spare threads do nothing (if (i < n))"
-    kc.each_call(ctx, since, kc.walker_rule(case.args["a"].size, 2, how, raw_only=True))
+    kc.each_call(ctx, since, kc.walker_rule(case.args["a"].size, 2, how))
     try:
         kc.each_call(ctx, since, kc.written_once_rule(case.args["a"].nbytes))
     except api.CheckError:

@@ -32,9 +32,9 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> np.ndarray:
     since = kc.calls_so_far(ctx)
     got = kc.run_guarded(fn, [a["alpha"], a["x"], a["y"]], a["x"].shape, np.float32)
     kc.each_call(ctx, since, _one_launch)
-    # x, y and out: 3 accesses an element, over the RawKernel launches (on the emulator)
+    # x, y and out: 3 accesses an element (on the emulator)
     how = "a thread an element, or a few"
-    kc.each_call(ctx, since, kc.walker_rule(a["x"].size, 3, how, raw_only=True))
+    kc.each_call(ctx, since, kc.walker_rule(a["x"].size, 3, how))
     return got
 
 
