@@ -232,7 +232,10 @@ def test_a_solution_that_skips_repeated_work_fails_the_timed_calls(
         is None
     )
     message = _emulate_timer(check.timing(getattr(_load(path), check.ENTRY), ctx), 12)
-    assert message is not None and first.removeprefix("# expect: ") in message, message
+    # an expect line's alternatives (`a | b`), as the loader reads them: here the emulator's
+    # replay of the timed calls sees the unwritten output, a GPU's watch the missing launch
+    alternatives = first.removeprefix("# expect: ").split("|")
+    assert message is not None and any(a.strip() in message for a in alternatives), message
 
 
 @pytest.mark.parametrize("folder", KERNELS, ids=IDS)

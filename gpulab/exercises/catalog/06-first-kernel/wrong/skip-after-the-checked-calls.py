@@ -1,4 +1,4 @@
-# expect: no kernel of yours ran
+# expect: no kernel of yours ran | the output differs from
 # family: timed-vs-checked
 # gpu-only: the checked cases alone cannot tell; the timer's calls, which need a GPU, do
 """Shortcut (timed told from checked, by counting): the statement's "What is checked" lists the
