@@ -86,19 +86,21 @@ for part in $parts; do
         --exercise compile-fused,mixed-precision --json "$out/redteam5-bench.json" \
         --markdown "$out/redteam5-bench.md" > "$out/redteam5-bench.log" 2>&1 ;;
     next)
-      # written without device time on 2026-12-01, after the 2ae75d8 bench: memory-tracker's
-      # allocator slack (its reference was rejected there once), Triton's autotune cache (the
-      # repeat check of triton-matmul), the red teams' new rules of that day; then the six
-      # exercises that bench did not reach, repeat 5, and the collectives it did not reach
-      timeout -s INT 300 $PT tests/exercises/test_exercises_catalog.py \
+      # written without device time on 2026-12-01 (after the 2ae75d8 bench): memory-tracker's
+      # allocator slack, Triton's autotune cache, and the two red teams' rules that reach the
+      # GPU path (kernel_trace's 16-fill limit on every kernel exercise, conv1d's addresses,
+      # the Triton one-launch count and __cuda_array_interface__ exit, profile-step's timed
+      # steps through the watch, the mode-left-on rule in every exercise, honest-timing's
+      # plain-operand rule, torch.nn.functional in the Guard, model-to-device's and
+      # device-agnostic's moves): the GPU tests of those exercises first, then the whole
+      # catalog through the bench (every reference, expert, right/ and wrong/), repeat 5,
+      # the host-copy exercises alone at the end, then the collectives
+      timeout -s INT 420 $PT tests/exercises/test_exercises_catalog.py \
         tests/exercises/test_triton_autotune_cache.py tests/exercises/test_memory_tracker_slack.py \
-        -k "memory-tracker or triton or guards or slack or autotune" > "$out/next.log" 2>&1
-      timeout -s INT 420 python3 -m gpulab bench --suite exercises --repeat 5 \
-        --exercise memory-tracker,scan,elementwise-fused,triton-causal-softmax,triton-matmul \
-        --json "$out/next-bench.json" --markdown "$out/next-bench.md" > "$out/next-bench.log" 2>&1
-      timeout -s INT 540 python3 -m gpulab bench --suite exercises --repeat 5 \
-        --exercise reduce-scatter-all-gather,ring-allreduce,ddp-overlap \
-        --json "$out/next-ranked.json" --markdown "$out/next-ranked.md" > "$out/next-ranked.log" 2>&1 ;;
+        tests/test_profile_step_gpu.py tests/exercises/test_exercises_honest_timing.py \
+        -k "memory-tracker or triton or map-2d or conv1d or profile or honest or model-to-device or device-agnostic or slack or autotune" \
+        > "$out/next.log" 2>&1
+      OUT=$out bash bench/gpu_exercises_split.sh 5 0 > "$out/next-bench.log" 2>&1 ;;
     soak)
       # issue 31's long variant: every GPU exercise's reference 50 times in a row with a core
       # busy, the soak alone, split over the GPUs (the collectives are not soaked)
