@@ -77,14 +77,7 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
-# The suite's longest tests (the monkey's minute, the browser's half minute), run first: CI's
-# two workers then share out everything after them, where one drawn last ran alone at the end
-# (CI keeps under 15 minutes); each a module of its own, so no module fixture is set up twice
-FIRST = ("tests/test_monkey.py", "tests/test_serve_browser.py")
-
-
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: not item.nodeid.startswith(FIRST))  # stable: the rest in order
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU with a CUDA build of torch")
