@@ -200,10 +200,12 @@ def _watching(
     size = operands[0].shape[0] * operands[1].shape[-1]
     plain = (torch.Tensor, torch.nn.Parameter)
     stamps: list[Any] = []
+    watched: list[float] = []  # each counted call with the watching around it, on the CPU
     changed: list[str] = []
 
     class _Matmuls(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            entered = _now()
             try:
                 counted = func in funcs
             except TypeError:
@@ -223,10 +225,12 @@ def _watching(
             stamp = clock.stop(t)
             if isinstance(out, torch.Tensor) and out.numel() == size:
                 stamps.append(stamp)
+                if kept is not None:
+                    watched.append(_now() - entered)
             return out
 
     with _Matmuls():
-        yield stamps
+        yield stamps, watched
     if changed:
         raise api.CheckError(
             f"time_matmul changed its input {changed[0]} before a matmul it made (and put it "
@@ -261,7 +265,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
             if device == "cpu":
                 torch.set_num_threads(CPU_THREADS)  # the same setting for both, every round
             held = (keep_a, keep_b) if device == "cpu" else None
-            with _watching(clock, (a, b), held) as stamps:
+            with _watching(clock, (a, b), held) as (stamps, watched):
                 got = fn(a, b)
             if isinstance(got, bool) or not isinstance(got, (int, float)):
                 raise api.CheckError(
@@ -279,7 +283,10 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
                 torch.set_num_threads(CPU_THREADS)
             with _watching(clock, (a, b), held):
                 ours = _ours(a, b, clock, WARMUP if i == 0 else 1)
-            rounds.append({"yours": float(got), "calls": theirs, "ours": ours})
+            rnd = {"yours": float(got), "calls": theirs, "ours": ours}
+            if watched:
+                rnd["watched"] = watched
+            rounds.append(rnd)
     return {"rounds": rounds}
 
 
@@ -287,11 +294,18 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.4g} ms"
 
 
+def _watched(rnd: dict[str, Any]) -> list[float]:
+    """The learner's calls with the check's watching around each (on the CPU it compares a and
+    b with their kept values before each call: a few hundred microseconds of a loaded core that
+    the learner's own clock counts and the call's does not)."""
+    return rnd.get("watched") or rnd["calls"]
+
+
 def _span(rnd: dict[str, Any], cold: bool) -> tuple[float, float]:
-    """The fastest and the slowest of the learner's calls in one round (the first round's first
-    call, the cold one, left out when there are others)."""
-    calls = rnd["calls"][1:] if cold and len(rnd["calls"]) > 1 else rnd["calls"]
-    return min(calls), max(calls)
+    """The fastest of the learner's calls in one round and the slowest with its watching (the
+    first round's first call, the cold one, left out when there are others)."""
+    skip = 1 if cold and len(rnd["calls"]) > 1 else 0
+    return min(rnd["calls"][skip:]), max(_watched(rnd)[skip:])
 
 
 def _outside(y: float, lo: float, hi: float, slack: float) -> float:
@@ -359,7 +373,8 @@ def compare(want: dict, got: dict, case: api.Case, ctx: api.Context) -> api.Mism
     # The first round's figure against its calls: above every warm call (by COLD_FACTOR, so a
     # harmless few percent of a mildly cold CPU call passes) and no higher than the cold call,
     # it can only have come from a set that included the cold call.
-    first, slowest_warm, y0 = cold[0], max(cold[1:]), rounds[0]["yours"]
+    seen = _watched(rounds[0])
+    first, slowest_warm, y0 = seen[0], max(seen[1:]), rounds[0]["yours"]
     if y0 > COLD_FACTOR * slowest_warm + slack and first >= y0:
         return api.Mismatch(
             f"time_matmul reported {_ms(y0)} on its first call at this shape, above every warm "
