@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 
@@ -444,10 +445,47 @@ def _fake_checker(check, prepare=lambda _ex: None):
             prepare(ex)
             return 0.1
 
-        async def check(self, ex, path, seed):
+        async def check(self, ex, path, seed, first_failure=False):
+            FakeChecker.first_failure.append(first_failure)
             return check(ex, path, seed)
 
+    FakeChecker.first_failure = []  # each check's flag, in order: the check function reads it
     return FakeChecker
+
+
+def test_a_wrong_file_stops_at_its_first_wrong_case_and_is_checked_whole_if_its_message_differs(
+    monkeypatch,
+):
+    """The bench's wrong/ sweep asks the worker to stop at the first wrong input set (checks
+    cost device time); where that set's message is not the file's family (a later set raised
+    the one it names), the file is checked again whole, as a learner's check would run."""
+    from gpulab.benchmark import exercises as ex_bench
+    from gpulab.exercises.loader import find
+    from gpulab.exercises.run_check import CheckResult
+
+    ex = find("vector-add")
+    named = {w.path.name: w.expect.split("|")[0].strip() for w in ex.wrong}
+    checks: list[tuple[str, bool]] = []
+
+    def check(ex_, path, seed):
+        first = fake.first_failure[-1]
+        checks.append((Path(path).name, first))
+        if Path(path).parent.name != "wrong":
+            return CheckResult(ex_.id, "pass", "ok", seed, str(path), timing={}), 0.1
+        other = first and Path(path) == ex.wrong[0].path
+        said = "n=1: another family" if other else named[Path(path).name]
+        return CheckResult(ex_.id, "fail", said, seed, str(path)), 0.1
+
+    fake = _fake_checker(check)
+    monkeypatch.setattr(ex_bench, "Checker", fake)
+    part = ex_bench.exercises_part(repeat=1, only=[ex.id])
+    wrongs = part["exercises"][0]["wrong"]
+    assert [w["message_ok"] for w in wrongs] == [True] * len(ex.wrong)
+    sweep = [(n, f) for n, f in checks if n in {w.path.name for w in ex.wrong}]
+    first_name = ex.wrong[0].path.name
+    assert sweep[:2] == [(first_name, True), (first_name, False)]  # then whole
+    assert all(f for n, f in sweep[2:]) and len(sweep) == len(ex.wrong) + 1
+    assert wrongs[0]["seconds"] == pytest.approx(0.2)
 
 
 def test_an_exercise_bench_cut_short_keeps_what_it_measured(monkeypatch):

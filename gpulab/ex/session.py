@@ -94,22 +94,31 @@ class Checker:
         self.last_final = job.final or {}
         return time.perf_counter() - t0
 
-    async def check(self, ex: Exercise, path: Path, seed: int) -> tuple[CheckResult, float]:
-        """(the verdict, seconds from submitting to the verdict)."""
+    async def check(
+        self, ex: Exercise, path: Path, seed: int, *, first_failure: bool = False
+    ) -> tuple[CheckResult, float]:
+        """(the verdict, seconds from submitting to the verdict); `first_failure` stops at the
+        first wrong input set (a sweep of known-wrong files)."""
         t0 = time.perf_counter()
         if self.inline:
             # deferred: the grader's imports (NumPy, the watch) only where it runs in this process
             from gpulab.exercises.job import check_inline
 
             result, events = await asyncio.to_thread(
-                check_inline, ex.id, str(path), seed, quick=self.quick
+                check_inline, ex.id, str(path), seed, quick=self.quick, first_failure=first_failure
             )
             for event in events:
                 if self.on_event is not None:
                     self.on_event(event)
             return result, time.perf_counter() - t0
         limit = self.time_limit or ex.time_limit
-        params = {"exercise": ex.id, "path": str(path), "seed": seed, "quick": self.quick}
+        params = {
+            "exercise": ex.id,
+            "path": str(path),
+            "seed": seed,
+            "quick": self.quick,
+            "first_failure": first_failure,
+        }
         job = self.job = await self.client.submit(
             CHECK_JOB, params, device=self.device, hidden=True
         )

@@ -80,6 +80,7 @@ class ExerciseCheck(Experiment):
             Text("path", "-", "the learner's file"),
             Int("seed", 0, "the seed of the input sets", min=0, max=SEED_MAX),
             Bool("quick", False, "small sizes and few timing runs (tests)"),
+            Bool("first_failure", False, "stop at the first wrong input set (wrong/ sweeps)"),
         )
     )
 
@@ -124,7 +125,13 @@ class ExerciseCheck(Experiment):
         started_us = int(time.time() * 1e6)
         with scope:
             check = run_check(
-                graded, Path(params["path"]), actx.seed, actx, exp_ctx=ctx, on_case=on_case
+                graded,
+                Path(params["path"]),
+                actx.seed,
+                actx,
+                exp_ctx=ctx,
+                on_case=on_case,
+                first_failure=bool(params.get("first_failure", False)),
             )
         if (actx.gpu or actx.cupy) and not emulated and not check.passed:
             window = ClockWindow(ctx.inventory, actx.device_index).open(0.0, since_us=started_us)
@@ -201,10 +208,22 @@ def require_runnable(ex: Any, inventory: Any) -> None:
 
 
 def check_inline(
-    exercise: str, path: str, seed: int, *, quick: bool = False, inventory: Any = None
+    exercise: str,
+    path: str,
+    seed: int,
+    *,
+    quick: bool = False,
+    inventory: Any = None,
+    first_failure: bool = False,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """Run one check in this process (tests, the bench's correctness sweep): (CheckResult, events)."""
     events: list[dict[str, Any]] = []
-    params = {"exercise": exercise, "path": str(path), "seed": seed, "quick": quick}
+    params = {
+        "exercise": exercise,
+        "path": str(path),
+        "seed": seed,
+        "quick": quick,
+        "first_failure": first_failure,
+    }
     run_job("inline", EXPERIMENT_ID, params, inventory or detect(), events.append, quick=quick)
     return outcome(events[-1], exercise, str(path), seed), events

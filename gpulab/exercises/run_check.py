@@ -179,9 +179,13 @@ def run_check(
     *,
     exp_ctx: Any = None,
     on_case: Callable[[int, int, CaseRow], None] | None = None,
+    first_failure: bool = False,
 ) -> CheckResult:
     """Check `path` against exercise `ex` with the inputs of `seed`. `exp_ctx` (an experiments
-    Context) gives cancellation, logs and the calibrated ceilings for timing."""
+    Context) gives cancellation, logs and the calibrated ceilings for timing. `first_failure`
+    stops at the first wrong input set (a sweep of known-wrong files: the verdict is the same,
+    the message the first failing case's, where a later case that raises would have named
+    itself instead); a learner sees every case."""
     t0 = _now()
     result = CheckResult(ex.id, FAIL, "", seed, str(path), device=actx.device)
     laps = Laps(result.phases, t0)
@@ -312,7 +316,7 @@ def run_check(
                 row.passed = True
             if on_case is not None:
                 on_case(i, len(cases), row)
-            if final:
+            if final or (first_failure and why is not None):
                 break
         bad = [r for r in result.cases if r.passed is False]
         if bad:

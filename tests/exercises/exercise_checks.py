@@ -38,8 +38,8 @@ class _WorkerChecks:
     def _call(self, coro, timeout: float = 600):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
-    def check(self, ex, path, seed):
-        return self._call(self.checker.check(ex, Path(path), seed))[0]
+    def check(self, ex, path, seed, first_failure=False):
+        return self._call(self.checker.check(ex, Path(path), seed, first_failure=first_failure))[0]
 
     def close(self) -> None:
         self._call(self.checker.__aexit__(None, None, None))
@@ -83,13 +83,25 @@ LEAVE_THREADS = {
 }
 
 
-def check(ex, path, seed):
-    """The check's result for the file at `path`."""
+def check_wrong(ex, wrong, seed):
+    """A known-wrong file's result: stopped at its first wrong input set, or checked whole when
+    that set's message is not the one the file names (a later set raised it)."""
+    result = check(ex, wrong.path, seed, first_failure=True)
+    if result.verdict == "fail" and not wrong.matches(result.message):
+        result = check(ex, wrong.path, seed)
+    return result
+
+
+def check(ex, path, seed, first_failure=False):
+    """The check's result for the file at `path` (`first_failure`: stop at the first wrong input
+    set, for a known-wrong file)."""
     if runs_on_a_gpu_here(ex) or Path(path).stem in LEAVE_THREADS:
         if not _WORKER:
             _WORKER.append(_WorkerChecks())
-        return _WORKER[0].check(ex, path, seed)
-    return check_inline(ex.id, str(path), seed, quick=True, inventory=inventory())[0]
+        return _WORKER[0].check(ex, path, seed, first_failure)
+    return check_inline(
+        ex.id, str(path), seed, quick=True, inventory=inventory(), first_failure=first_failure
+    )[0]
 
 
 # Checks that cannot share the GPU with other work and mean anything: each reads the learner's

@@ -99,7 +99,7 @@ def test_wrong_solution_is_rejected(seed, ex, wrong):
     why = ex.unavailable(_inventory())
     if why:
         pytest.skip(why)
-    result = _check(ex, wrong.path, seed)
+    result = exercise_checks.check_wrong(ex, wrong, seed)
     if wrong.emulator_only and exercise_checks.needs_device(ex):
         # a known limit (docs/exercises.md): on a GPU the check reads the compiled code, which
         # holds what the emulator saw was never used; the test says so by what it asserts

@@ -489,6 +489,26 @@ def test_the_check_job_is_hidden_but_resolvable(monkeypatch):
     assert rows == ["your code", "library: np.multiply"]
 
 
+def test_a_wrong_sweep_stops_at_the_first_wrong_case_with_the_same_verdict(monkeypatch):
+    """first_failure (the tests' and the bench's sweeps of wrong/ files) runs no case after the
+    first wrong one and gives the verdict and message the whole check gives; a learner's check
+    runs every case, so the panel shows each row."""
+    from gpulab.ex import commands as ex_commands
+    from gpulab.exercises.job import check_inline
+
+    monkeypatch.setenv("GPULAB_EXERCISES_PATH", str(FIXTURES))
+    inv = ex_commands.cpu_only("no GPU in this test")
+    wrong = str(FIXTURES / "901-double" / "wrong" / "triples.py")
+    whole, _ = check_inline("double", wrong, 3, quick=True, inventory=inv)
+    first, _ = check_inline("double", wrong, 3, quick=True, inventory=inv, first_failure=True)
+    assert [r.passed for r in whole.cases] == [False] * len(whole.cases)
+    assert [r.passed for r in first.cases] == [False] + [None] * (len(first.cases) - 1)
+    assert (first.verdict, first.kind, first.message) == (whole.verdict, whole.kind, whole.message)
+    right = str(FIXTURES / "901-double" / "solution.py")
+    passed, _ = check_inline("double", right, 3, quick=True, inventory=inv, first_failure=True)
+    assert passed.passed and all(r.passed for r in passed.cases)
+
+
 @pytest.mark.uncalibrated
 def test_a_check_that_must_calibrate_says_so_first_and_only_once(monkeypatch):
     """The ceiling is measured once per device; the check that pays for it says why it waits."""
