@@ -94,6 +94,22 @@ REACHING: dict[str, str] = {
         "starts or signals another process, whose work the check cannot see or time",
     ),
 }
+# The grader's modules a learner's file has no use for, by their dotted path: named in an import,
+# an attribute chain or a string (`importlib.import_module("gpulab.emulator.cupy_module")`). A red
+# team emptied the emulator's record of the library's kernels (`_TRACE`) after `cupy.abs` did
+# zip-add's work beside a one-element decoy kernel, and passed
+MODULES = {
+    "gpulab.emulator": "reaches the emulator's record of what ran in your call, which the check "
+    "reads",
+}
+REACHING["__gpulab_trace__"] = MODULES["gpulab.emulator"]
+# the same record through any function of the fake CuPy (`cupy.empty.__globals__["_TRACE"]`),
+# and a module's globals under the grader's code in general
+REACHING["__globals__"] = "reads a module's globals through one of its functions: the grader's "
+REACHING["__globals__"] += "records and references live there"
+# read as an attribute only (a learner's own variable may bear the name): the emulator's record
+# reached through a module found by another road (`sys.modules[cupy.empty.__module__]._TRACE`)
+ATTRIBUTES = dict.fromkeys(("_TRACE", "ON_LAUNCH"), MODULES["gpulab.emulator"])
 # Names harmless alone but not beside the module they come from
 _DYNAMO = "torch._dynamo.utils"
 _FRAMES = "reads the callers' frames: the grader's references live there"
@@ -146,6 +162,8 @@ def _names(node: ast.AST, table: dict[str, str]) -> list[tuple[str, str]]:
     ident = None
     if isinstance(node, ast.Attribute):
         ident = node.attr
+        if ident in ATTRIBUTES:
+            found.append((ident, ATTRIBUTES[ident]))
         why = _FROM_MODULE.get((dotted_name(node.value) or "", ident))
         if why:
             found.append((f"{dotted_name(node.value)}.{ident}", why))
@@ -166,4 +184,25 @@ def _names(node: ast.AST, table: dict[str, str]) -> list[tuple[str, str]]:
                 found.append((alias.name, why))
     if ident is not None and ident in table:
         found.append((ident, table[ident]))
+    found += _modules(node)
     return found
+
+
+def _modules(node: ast.AST) -> list[tuple[str, str]]:
+    """The grader's modules of MODULES that `node` names: imported, as an attribute chain
+    (`gpulab.emulator.cupy_module`) or in a string that is a module's path."""
+    paths: list[str] = []
+    if isinstance(node, ast.Import):
+        paths = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module:
+        paths = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    elif isinstance(node, ast.Attribute):
+        paths = [dotted_name(node) or ""]
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        paths = [node.value.strip()]
+    return [
+        (path, why)
+        for path in paths
+        for prefix, why in MODULES.items()
+        if path == prefix or path.startswith(prefix + ".")
+    ][:1]

@@ -28,6 +28,16 @@ from gpulab.exercises.reach import reaches_for_the_grader
         ("import gc\nobjs = gc.get_objects()\n", "get_objects"),
         ("from torch._dynamo.utils import counters\n", "counters"),
         ("import torch._dynamo.utils\ntorch._dynamo.utils.counters.clear()\n", "counters"),
+        # the emulator's record of what ran (zip-add's wrong/library-then-trace-emptied.py)
+        ("import gpulab.emulator.cupy_module as m\n", "gpulab.emulator.cupy_module"),
+        ("from gpulab import emulator\n", "gpulab.emulator"),
+        (
+            "import importlib\nm = importlib.import_module('gpulab.emulator.cupy_module')\n",
+            "emulator",
+        ),
+        ("import cupy\ng = cupy.empty.__globals__\n", "__globals__"),
+        ("import sys, cupy\nt = sys.modules[cupy.empty.__module__]._TRACE\n", "_TRACE"),
+        ("import cupy\nt = cupy.__gpulab_trace__\n", "__gpulab_trace__"),
     ],
 )
 def test_each_way_of_reaching_for_the_grader_is_named_with_its_line(source, named):
@@ -106,3 +116,7 @@ def test_the_frame_walkers_of_inspect_are_named(source):
 
 def test_torch_stack_is_not_a_frame_walker():
     assert reaches_for_the_grader("import torch\nx = torch.stack([a, b])\n") is None
+
+
+def test_a_variable_of_the_learners_named_like_the_emulators_record_is_not_matched():
+    assert reaches_for_the_grader("_TRACE = []\n_TRACE.append(1)\n") is None

@@ -1,4 +1,4 @@
-# expect: ring_all_reduce.__code__, which the check uses
+# expect: ring_all_reduce.__code__, which the check uses | your code uses __globals__
 # family: writes-what-check-reads
 """Shortcut (5, record poisoning): like slow-expert.py, but the learner's own ring is made 4x slow
 (sleep) and the expert 10x: run as the FIRST check in a data dir, the yardstick record is set from
