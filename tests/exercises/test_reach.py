@@ -28,7 +28,7 @@ from gpulab.exercises.reach import reaches_for_the_grader
         ("import gc\nobjs = gc.get_objects()\n", "get_objects"),
         ("from torch._dynamo.utils import counters\n", "counters"),
         ("import torch._dynamo.utils\ntorch._dynamo.utils.counters.clear()\n", "counters"),
-        # the emulator's record of what ran (zip-add's wrong/library-then-trace-emptied.py)
+        # the emulator's record of what ran (zip-add's wrong/trace-emptied-after-the-library.py)
         ("import gpulab.emulator.cupy_module as m\n", "gpulab.emulator.cupy_module"),
         ("from gpulab import emulator\n", "gpulab.emulator"),
         (
