@@ -140,3 +140,32 @@ def test_every_launch_is_in_the_trace_whoever_makes_it() -> None:
 
     assert kernel_trace.foreign(names, ["k", "ElementwiseKernel"]) == []
     assert kernel_trace.foreign(names, ["k"]) == ["kernel"]
+
+
+# reduction-kernel's wrong/row-by-host-vector-loads.py: one thread walking a row through AVX
+# masked loads, which ThreadSanitizer's instrumentation never counts
+VECTOR_BUILTIN = r"""
+typedef float v8f __attribute__((vector_size(32)));
+typedef int v8i __attribute__((vector_size(32)));
+__attribute__((target("avx2"))) __device__ float first(const float* p) {
+    v8i all = {-1, -1, -1, -1, -1, -1, -1, -1};
+    return __builtin_ia32_maskloadps256((const v8f*)p, all)[0];
+}
+extern "C" __global__ void k(const float* a, float* out) { out[threadIdx.x] = first(a); }
+"""
+VECTOR_HEADER = r"""
+#include <immintrin.h>
+extern "C" __global__ void k(const float* a, float* out) { out[threadIdx.x] = a[0]; }
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [(VECTOR_BUILTIN, "__builtin_ia32_maskloadps256"), (VECTOR_HEADER, "immintrin.h")],
+    ids=["builtin", "header"],
+)
+def test_the_host_cpus_vector_instructions_are_refused(source: str, named: str) -> None:
+    cp, kernel = _kernel(source)
+    a = cp.asarray(np.arange(64, dtype=np.float32))
+    with pytest.raises(cuda.EmulatorError, match=f"host CPU's vector instructions \\({named}"):
+        kernel((1,), (32,), (a, cp.zeros(32, dtype=np.float32)))

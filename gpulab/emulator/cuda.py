@@ -247,6 +247,17 @@ _HOST_CALL = re.compile(
     r"mprotect|munmap|syscall|dlopen|dlsym|popen|getenv|process_vm_readv|process_vm_writev)"
     r"\s*\("
 )
+# The host CPU's own vector instructions, by builtin or through its intrinsics header: a red team's
+# reduction-kernel walked each row on one thread with `__builtin_ia32_maskloadps256` (and with
+# immintrin.h's `_mm256_maskload_ps`), loads the instrumentation never sees, so the busiest
+# thread read as having touched nothing; NVRTC knows neither
+_TARGET_BUILTIN = re.compile(
+    r"\b__builtin_(?:ia32|x86|neon|aarch64|arm|sve|altivec|vsx|ppc|s390|riscv|mips|loongarch)_\w*"
+)
+_INTRINSICS_HEADER = re.compile(
+    r"(?:^|/)(?:\w*intrin\w*|arm_neon|arm_sve|arm_acle|arm_fp16|arm_bf16|altivec|riscv_vector|"
+    r"lsxintrin|lasxintrin)\.h$"
+)
 _LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
 _MARKER = re.compile(r'^#\s+(\d+)\s+"([^"]*)"')
 _REFUSED: dict[str, str] = {}  # a source's tag -> why the emulator will not build it
@@ -276,6 +287,9 @@ def _refusal(line: int, text: str) -> str:
             f"your CUDA C has inline assembly (kernel source line {line}): the emulator cannot "
             "run PTX; check it on a GPU"
         )
+    found = _TARGET_BUILTIN.search(text)
+    if found:
+        return _host_vector(found.group(0), line)
     found = _HOST_CALL.search(text)
     if found:
         name = re.sub(r"[\s(]+", "", found.group(0))
@@ -285,6 +299,15 @@ def _refusal(line: int, text: str) -> str:
             "use memcpy, memset or a loop"
         )
     return ""
+
+
+def _host_vector(name: str, line: int) -> str:
+    """The refusal of the host CPU's vector instructions (_TARGET_BUILTIN, _INTRINSICS_HEADER)."""
+    return (
+        f"your CUDA C uses the host CPU's vector instructions ({name}, kernel source line "
+        f"{line}): a GPU has none and NVRTC refuses them; on the emulator they would read "
+        "memory past every count. Write the loads in CUDA C"
+    )
 
 
 def _scan(sources: list[str], flags: list[str], cxx: str) -> dict[str, str]:
@@ -308,6 +331,12 @@ def _scan(sources: list[str], flags: list[str], cxx: str) -> dict[str, str]:
     for text in proc.stdout.splitlines():
         marker = _MARKER.match(text)
         if marker:
+            header = _INTRINSICS_HEADER.search(marker.group(2))
+            if current >= 0 and header and _tag(sources[current]) not in refused:
+                # entered from the kernel's own lines (the line before this marker)
+                refused[_tag(sources[current])] = _host_vector(
+                    os.path.basename(marker.group(2)), max(1, line - 1)
+                )
             line = int(marker.group(1))
             hit = re.fullmatch(r"scan-(\d+)\.cu", marker.group(2))
             current = int(hit.group(1)) if hit else -1
