@@ -169,3 +169,37 @@ def test_the_host_cpus_vector_instructions_are_refused(source: str, named: str) 
     a = cp.asarray(np.arange(64, dtype=np.float32))
     with pytest.raises(cuda.EmulatorError, match=f"host CPU's vector instructions \\({named}"):
         kernel((1,), (32,), (a, cp.zeros(32, dtype=np.float32)))
+
+
+# reduction-kernel's wrong/row-copied-by-std-copy.py: the host's standard library (which the
+# emulator's kernels see through its runtime's headers) copying a row past every count
+STD_COPY = r"""
+extern "C" __global__ void k(const float* a, float* out) {
+    float buf[32];
+    std::copy(a, a + 32, &buf[0]);
+    out[threadIdx.x] = buf[threadIdx.x];
+}
+"""
+BCOPY = r"""
+extern "C" __global__ void k(const float* a, float* out) {
+    float buf[32];
+    __builtin_bcopy(a, buf, sizeof buf);
+    out[threadIdx.x] = buf[threadIdx.x];
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [
+        (STD_COPY, "standard library \\(std::copy"),
+        (STD_COPY.replace("std::copy", "using namespace std; copy"), "namespace std"),
+        (BCOPY, "calls __builtin_bcopy"),
+    ],
+    ids=["std-copy", "using-namespace-std", "builtin-bcopy"],
+)
+def test_the_hosts_library_copies_are_refused(source: str, named: str) -> None:
+    cp, kernel = _kernel(source)
+    a = cp.asarray(np.arange(64, dtype=np.float32))
+    with pytest.raises(cuda.EmulatorError, match=named):
+        kernel((1,), (32,), (a, cp.zeros(32, dtype=np.float32)))

@@ -241,7 +241,8 @@ _ASM = re.compile(r"\b(?:asm|__asm|__asm__)\b")
 # (any spelling: g++ takes __no_sanitize__ and no_sanitize_thread as well)
 _UNCOUNTED = re.compile(r"no_sanitize|disable_sanitizer_instrumentation|no_instrument_function")
 _HOST_CALL = re.compile(
-    r"(?:(?:::|\bstd\s*::)\s*)(?:memcpy|memmove|memset)\b|\b__builtin_+mem\w*|"
+    r"(?:(?:::|\bstd\s*::)\s*)(?:memcpy|memmove|memset)\b|"
+    r"\b__builtin_+(?:mem\w*|bcopy|bzero|str\w*|stp\w*|wmem\w*|wcs\w*)|"
     r"\b(?:bcopy|bzero|explicit_bzero|mempcpy|memccpy|wmemcpy|wmemmove|wmemset|wmempcpy|strcpy|"
     r"strncpy|stpcpy|stpncpy|strcat|strncat|strlcpy|strlcat|swab|fopen|fread|fwrite|mmap|"
     r"mprotect|munmap|syscall|dlopen|dlsym|popen|getenv|process_vm_readv|process_vm_writev)"
@@ -258,6 +259,10 @@ _INTRINSICS_HEADER = re.compile(
     r"(?:^|/)(?:\w*intrin\w*|arm_neon|arm_sve|arm_acle|arm_fp16|arm_bf16|altivec|riscv_vector|"
     r"lsxintrin|lasxintrin)\.h$"
 )
+# The host's C++ standard library, which the emulator's kernels see through its runtime's headers
+# (NVRTC has none): a red team's reduction-kernel copied each row in chunks with `std::copy`, a
+# memmove inside the library that no instrumentation counts, and one thread a row passed
+_HOST_STD = re.compile(r"(?<![:\w])\s*std\s*::\s*\w+|\bnamespace\s+std\b")
 _LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
 _MARKER = re.compile(r'^#\s+(\d+)\s+"([^"]*)"')
 _REFUSED: dict[str, str] = {}  # a source's tag -> why the emulator will not build it
@@ -290,6 +295,16 @@ def _refusal(line: int, text: str) -> str:
     found = _TARGET_BUILTIN.search(text)
     if found:
         return _host_vector(found.group(0), line)
+    found = _HOST_STD.search(text)
+    if found:
+        name = re.sub(r"\s+", "", found.group(0))
+        if name.startswith("namespace"):
+            name = "namespace std"
+        return (
+            f"your CUDA C uses the host's C++ standard library ({name}, kernel source line "
+            f"{line}): NVRTC has none, and on the emulator its copies would move memory past "
+            "every count; write the loop in CUDA C"
+        )
     found = _HOST_CALL.search(text)
     if found:
         name = re.sub(r"[\s(]+", "", found.group(0))
