@@ -620,6 +620,10 @@ def test_the_fake_records_copies_between_host_and_device_and_fuse_compiles_only_
         out.flat[1:3] = np.ones(2, dtype=np.float32)
         out.fill(2)
     assert names == ["cupy_put", cupy_module.HTOD, "cupy_copy", "cupy_copy__float_float32"]
+    with trace.call() as names:  # NumPy's methods that compute past the ufuncs (dot-reduction's
+        # wrong/ndarray-dot-method.py), and a read into bytes
+        a.dot(a), a.argmax(), a.take([1]), a.nonzero(), a.tobytes()
+    assert names == ["cupy_dot", "cupy_argmax", "cupy_take", "cupy_nonzero", cupy_module.DTOH]
     fused = cp.fuse(kernel_name="relu_sum")(
         lambda x, y: cp.maximum(x * np.float32(2) + y, np.float32(0)).sum()
     )

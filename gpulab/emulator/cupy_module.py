@@ -206,6 +206,75 @@ class DeviceArray(np.ndarray):
         _record("cupy_partition")
         self.view(np.ndarray).partition(*args, **kwargs)
 
+    # NumPy's methods that compute past the ufuncs and __array_function__ (a red team's
+    # dot-reduction passed with `a.dot(b)` handed to a kernel that only wrote it): each is a
+    # CuPy kernel on a GPU (cuBLAS's for dot), and a read into bytes a copy to the host
+    def dot(self, *args: Any, **kwargs: Any) -> Any:
+        _record("cupy_dot")
+        return super().dot(*args, **kwargs)
+
+    def argmax(self, *args: Any, **kwargs: Any) -> Any:
+        _record("cupy_argmax")
+        return super().argmax(*args, **kwargs)
+
+    def argmin(self, *args: Any, **kwargs: Any) -> Any:
+        _record("cupy_argmin")
+        return super().argmin(*args, **kwargs)
+
+    def argsort(self, *args: Any, **kwargs: Any) -> Any:
+        _record("cupy_argsort")
+        return super().argsort(*args, **kwargs)
+
+    def searchsorted(self, *args: Any, **kwargs: Any) -> Any:
+        _record("cupy_searchsorted")
+        return super().searchsorted(*args, **kwargs)
+
+    def nonzero(self) -> Any:
+        _record("cupy_nonzero")
+        return super().nonzero()
+
+    def take(self, *args: Any, **kwargs: Any) -> Any:
+        _record("cupy_take")
+        return super().take(*args, **kwargs)
+
+    def compress(self, *args: Any, **kwargs: Any) -> Any:
+        _record("cupy_compress")
+        return super().compress(*args, **kwargs)
+
+    def repeat(self, *args: Any, **kwargs: Any) -> Any:
+        _record("cupy_repeat")
+        return super().repeat(*args, **kwargs)
+
+    def choose(self, *args: Any, **kwargs: Any) -> Any:
+        _record("cupy_choose")
+        return super().choose(*args, **kwargs)
+
+    def byteswap(self, *args: Any, **kwargs: Any) -> Any:
+        _record("cupy_byteswap")
+        return super().byteswap(*args, **kwargs)
+
+    def setfield(self, *args: Any, **kwargs: Any) -> None:
+        if any(_host(x) for x in (*args, *kwargs.values())):
+            _record(HTOD)
+        _record("cupy_copy")
+        super().setfield(*args, **kwargs)
+
+    def resize(self, *args: Any, **kwargs: Any) -> None:
+        _record("cupy_resize")
+        super().resize(*args, **kwargs)
+
+    def tobytes(self, order: Any = "C") -> bytes:
+        _to_host()
+        return super().tobytes(order)
+
+    def __reduce__(self) -> Any:
+        _to_host()  # pickling (dumps, dump, copy.deepcopy through it) reads the values on the host
+        return super().__reduce__()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        _to_host()
+        return super().__reduce_ex__(protocol)
+
     @property  # type: ignore[override]  # NumPy types flat as its own flatiter; the fake hands back its recording stand-in
     def flat(self) -> _Flat:
         return _Flat(self)
