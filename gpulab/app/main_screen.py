@@ -39,22 +39,33 @@ class LabFooter(Footer):
     keys fill the room that is left, and of two keys for one action the plain one is shown
     (q rather than ^q; ^q where a text field takes q)."""
 
+    _keys: tuple[tuple[Any, ...], ...] | None = None  # what compose last showed
+
+    def _shown(self) -> tuple[list[tuple[Any, Binding, bool, str]], tuple[tuple[Any, ...], ...]]:
+        """The items that fit the width, and what the footer shows of them."""
+        items = self._items()
+        fit = self._fit(items, self.size.width or self.app.size.width)
+        kept = [item for item in items if item[1] in fit]
+        keys = tuple(
+            (b.key, self.app.get_key_display(b), b.description, b.action, enabled, tooltip)
+            for _node, b, enabled, tooltip in kept
+        )
+        return kept, keys
+
     def compose(self) -> ComposeResult:
         """The keys that fit the width, in the order above."""
         if not self._bindings_ready:
             return
-        items = self._items()
-        shown = self._fit(items, self.size.width or self.app.size.width)
-        for _node, binding, enabled, tooltip in items:
-            if binding in shown:
-                yield FooterKey(
-                    binding.key,
-                    self.app.get_key_display(binding),
-                    binding.description,
-                    binding.action,
-                    disabled=not enabled,
-                    tooltip=tooltip,
-                ).data_bind(compact=Footer.compact)
+        kept, self._keys = self._shown()
+        for _node, binding, enabled, tooltip in kept:
+            yield FooterKey(
+                binding.key,
+                self.app.get_key_display(binding),
+                binding.description,
+                binding.action,
+                disabled=not enabled,
+                tooltip=tooltip,
+            ).data_bind(compact=Footer.compact)
 
     def _items(self) -> list[tuple[Any, Binding, bool, str]]:
         """One (namespace, binding, enabled, tooltip) per action, in display order."""
@@ -96,10 +107,24 @@ class LabFooter(Footer):
                 used += cost
         return shown
 
+    def bindings_changed(self, screen: Screen[Any]) -> None:
+        """Recompose only when what the footer shows changes: Textual's footer rebuilds its
+        keys on every change of the active bindings (a pane switch at 80x24 announced several,
+        and rebuilding and restyling the same keys each time took most of the switch's CPU)."""
+        self._bindings_ready = True
+        if not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen:
+            self.call_after_refresh(self._refresh_keys)
+
     def on_resize(self) -> None:
         """Choose again which keys fit."""
         if self._bindings_ready and self.is_attached:
-            self.call_after_refresh(self.recompose)
+            self.call_after_refresh(self._refresh_keys)
+
+    async def _refresh_keys(self) -> None:
+        if self.is_attached and self._shown()[1] != self._keys:
+            await self.recompose()
 
 
 def _setter(pane: Widget, name: str) -> Callable[[Any], None]:
@@ -259,11 +284,11 @@ class MainScreen(Screen[None]):
         self.current = pane_id
         if self.shell(pane_id).has_class("-right"):  # the right column shows it from now on
             for shell in self.query(".pane.-right"):
-                shell.set_class(shell.id == f"shell-{pane_id}", "-shown")
+                self._shell_class(shell, shell.id == f"shell-{pane_id}", "-shown")
         for pid in self.pane_ids:
             shell = self.shell(pid)
-            if shell.has_class("-current") != (pid == pane_id):  # each change restyles a pane
-                shell.set_class(pid == pane_id, "-current")
+            if shell.has_class("-current") != (pid == pane_id):
+                self._shell_class(shell, pid == pane_id, "-current")
         tabs = self.query_one("#pane-tabs", Tabs)
         if tabs.active != f"tab-{pane_id}":
             with tabs.prevent(Tabs.TabActivated):
@@ -271,6 +296,15 @@ class MainScreen(Screen[None]):
         if focus:
             # A pane that was hidden joins the focus chain only after the next layout.
             self.call_after_refresh(self._focus_into, self.shell(pane_id))
+
+    def _shell_class(self, shell: Widget, add: bool, name: str) -> None:
+        """Set or clear a class of a pane's shell and restyle the shell alone: the lab's CSS
+        reads -current and -shown on the shell only (gpulab.tcss), and Textual restyles every
+        descendant on a class change (a lesson's document, the exercise table: most of a pane
+        switch's CPU at 80x24)."""
+        if shell.has_class(name) != add:
+            shell.set_class(add, name, update=False)
+            self.app.stylesheet.update_nodes([shell], animate=True)
 
     def _focus_into(self, pane: Widget) -> None:
         for child in pane.children:

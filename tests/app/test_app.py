@@ -660,6 +660,28 @@ async def test_quit_is_in_the_footer_in_every_focus_state_at_80x24():
         assert states >= 10
 
 
+async def test_the_footer_is_rebuilt_only_when_its_keys_change():
+    """A change of the active bindings that shows the same keys keeps the footer's widgets
+    (rebuilding and restyling them took most of a pane switch's CPU at 80x24); one that shows
+    other keys rebuilds it with them."""
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        await wait_for(pilot, lambda: "q" in footer_keys(app), 5, "the footer keys")
+        before = list(screen.query("FooterKey"))
+        screen.bindings_updated_signal.publish(screen)
+        screen.refresh_bindings()
+        await pilot.pause()
+        await pilot.pause()
+        assert list(screen.query("FooterKey")) == before
+        screen.show_pane("lessons")
+        await wait_for(
+            pilot, lambda: "r" in footer_keys(app) and "n" in footer_keys(app), 5, "lesson keys"
+        )
+        assert not set(screen.query("FooterKey")) & set(before)
+
+
 async def test_lessons_pane_footer_keeps_run_cancel_and_quit_at_80x24():
     app = fake_app()
     async with app.run_test(size=(80, 24)) as pilot:
