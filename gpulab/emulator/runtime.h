@@ -917,11 +917,11 @@ static inline unsigned __brev(unsigned v) {
 }
 // The fast-math intrinsics: the host's accurate functions (the emulator checks logic, not ulps)
 // (macros: glibc declares functions of these names for its own use)
-#define __expf(x) std::exp((float)(x))
-#define __logf(x) std::log((float)(x))
-#define __sinf(x) std::sin((float)(x))
-#define __cosf(x) std::cos((float)(x))
-#define __powf(a, b) std::pow((float)(a), (float)(b))
+#define __expf(x) ::expf((float)(x))
+#define __logf(x) ::logf((float)(x))
+#define __sinf(x) ::sinf((float)(x))
+#define __cosf(x) ::cosf((float)(x))
+#define __powf(a, b) ::powf((float)(a), (float)(b))
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
 static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
