@@ -624,6 +624,11 @@ def test_the_fake_records_copies_between_host_and_device_and_fuse_compiles_only_
         # wrong/ndarray-dot-method.py), and a read into bytes
         a.dot(a), a.argmax(), a.take([1]), a.nonzero(), a.tobytes()
     assert names == ["cupy_dot", "cupy_argmax", "cupy_take", "cupy_nonzero", cupy_module.DTOH]
+    with trace.call() as names:  # a scalar assigned is CuPy's fill, a list a copy from the host
+        out[1] = 0
+        out[2:4] = 3
+        out[4:6] = [1.0, 2.0]
+    assert names == ["memset", "cupy_copy__float_float32", cupy_module.HTOD, "cupy_copy"]
     fused = cp.fuse(kernel_name="relu_sum")(
         lambda x, y: cp.maximum(x * np.float32(2) + y, np.float32(0)).sum()
     )

@@ -132,8 +132,17 @@ class DeviceArray(np.ndarray):
             if _FUSING:
                 raise _not_fusable("a copy from the host")
             _record(HTOD)
-        if isinstance(value, np.ndarray) and value.size > 1:
+        if isinstance(value, list | tuple):  # host values: copied over, then a copy kernel
+            if _FUSING:
+                raise _not_fusable("a copy from the host")
+            _record(HTOD)
+            _record("cupy_copy")
+        elif isinstance(value, np.ndarray) and value.size > 1:
             _record("cupy_copy")  # on a GPU an array assigned is a copy kernel
+        elif not isinstance(value, np.ndarray):
+            # a scalar assigned is CuPy's fill (a red team's map-2d wrote each row's number with
+            # `out[r] = r`, past the few fills a call may make, and a flat kernel added a)
+            _record_fill(value)
         super().__setitem__(key, value)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
