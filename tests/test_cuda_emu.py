@@ -629,6 +629,11 @@ def test_the_fake_records_copies_between_host_and_device_and_fuse_compiles_only_
         out[2:4] = 3
         out[4:6] = [1.0, 2.0]
     assert names == ["memset", "cupy_copy__float_float32", cupy_module.HTOD, "cupy_copy"]
+    with trace.call() as names:  # an index array is CuPy's gather (broadcast-outer's
+        # wrong/broadcast-by-gather.py); a host one is copied over first
+        index = cp.asarray(np.arange(2))  # a copy from the host, once
+        out[np.arange(2)], out[1:3], out[index]
+    assert names == [cupy_module.HTOD, cupy_module.HTOD, "cupy_take", "cupy_take"]
     fused = cp.fuse(kernel_name="relu_sum")(
         lambda x, y: cp.maximum(x * np.float32(2) + y, np.float32(0)).sum()
     )

@@ -163,6 +163,14 @@ class DeviceArray(np.ndarray):
         return super().__array_function__(func, types, args, kwargs)
 
     def __getitem__(self, key: Any) -> Any:
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, list | np.ndarray) for k in keys):
+            # an index array is a gather, CuPy's kernel on a GPU (and a host one copied over
+            # first): a red team's broadcast-outer built col[r] and row[c] for every element with
+            # col[flat // cols] and row[flat % cols], its kernel adding two flat arrays
+            if any(_host(k) or isinstance(k, list) for k in keys):
+                _record(HTOD)
+            _record("cupy_take")
         got = super().__getitem__(key)
         if not isinstance(got, np.ndarray) and (_TRACE or _FUSING):
             _to_host()  # an element as a Python/NumPy number: CuPy's 0-d array read on the host
