@@ -634,6 +634,10 @@ def test_the_fake_records_copies_between_host_and_device_and_fuse_compiles_only_
         index = cp.asarray(np.arange(2))  # a copy from the host, once
         out[np.arange(2)], out[1:3], out[index]
     assert names == [cupy_module.HTOD, cupy_module.HTOD, "cupy_take", "cupy_take"]
+    with trace.call() as names:  # a copy or a cast is CuPy's copy kernel (transpose-tiled's
+        # wrong/transposed-by-copy.py)
+        out.copy(), out.astype(np.float64)
+    assert names == ["cupy_copy", "cupy_copy"]
     fused = cp.fuse(kernel_name="relu_sum")(
         lambda x, y: cp.maximum(x * np.float32(2) + y, np.float32(0)).sum()
     )

@@ -36,7 +36,6 @@ _NOT_WORK = frozenset(
         "ones_like",
         "full",
         "full_like",
-        "copy",
         "copyto",
         "reshape",
         "ravel",
@@ -279,6 +278,24 @@ class DeviceArray(np.ndarray):
     def resize(self, *args: Any, **kwargs: Any) -> None:
         _record("cupy_resize")
         super().resize(*args, **kwargs)
+
+    # A copy or a cast is CuPy's copy kernel on a GPU, which the trace counts as the learner's
+    # only right after their own launch: a red team's transpose-tiled let `a.T.copy()` transpose
+    # (unrecorded here) and copied the result through a shared tile
+    def copy(self, *args: Any, **kwargs: Any) -> Any:
+        if self.size > 1:
+            _record("cupy_copy")
+        return super().copy(*args, **kwargs)
+
+    def astype(self, *args: Any, **kwargs: Any) -> Any:
+        if self.size > 1:
+            _record("cupy_copy")
+        return super().astype(*args, **kwargs)
+
+    def __copy__(self) -> Any:
+        if self.size > 1:
+            _record("cupy_copy")
+        return super().__copy__()
 
     def tobytes(self, order: Any = "C") -> bytes:
         _to_host()
