@@ -11,7 +11,8 @@ is no longer running.
 Most bursts (RAPID) are typed fast, as keys arrive over a slow link; the others key
 by key, the app settled after each.
 
-By default one seed, 500 keys (about half a minute of one core: CI's 15 minutes are tight).
+By default one seed, 300 keys (about 50 s of one core on a loaded 2-core box: CI's 15 minutes
+are tight).
 `GPULAB_MONKEY=full` runs seeds 0, 1 and 2 (1,000 keys each) and a 5,000-key run on seed 3;
 `GPULAB_MONKEY_SEEDS=0,1,2` and `GPULAB_MONKEY_KEYS=5000` choose freely (README, "Test"). A failure names the seed, the key
 count and the burst of keys that led to it.
@@ -73,9 +74,9 @@ assert not QUIT_KEYS & {k for k, _ in KEYS}
 
 
 def _runs() -> list[tuple[int, int]]:
-    """(seed, keys) pairs: one seed of 500 keys by default; GPULAB_MONKEY=full adds seeds 1
+    """(seed, keys) pairs: one seed of 300 keys by default; GPULAB_MONKEY=full adds seeds 1
     and 2 and a 5,000-key run; GPULAB_MONKEY_SEEDS / GPULAB_MONKEY_KEYS choose freely."""
-    keys = int(os.environ.get("GPULAB_MONKEY_KEYS", "500"))
+    keys = int(os.environ.get("GPULAB_MONKEY_KEYS", "300"))
     seeds = [int(s) for s in os.environ.get("GPULAB_MONKEY_SEEDS", "0").split(",") if s.strip()]
     runs = [(seed, keys) for seed in seeds]
     if os.environ.get("GPULAB_MONKEY") == "full":
@@ -141,7 +142,7 @@ async def test_monkey(seed, total, monkeypatch):
         assert app.handshake is not None, "the worker never reported ready"
         burst = 0
         # The keys go on past `total`, up to MORE times it, until a second lesson has opened:
-        # whether one opens within the first 500 depends on how fast the lesson loads beside the
+        # whether one opens within the first 300 depends on how fast the lesson loads beside the
         # keys (at 500 the coverage line failed now and then on a loaded 2-core box); the keys,
         # drawn from the seed, are the same either way, only how many are typed changes
         while len(pressed) < total or (
