@@ -92,7 +92,9 @@ for part in $parts; do
       # the Triton one-launch count and __cuda_array_interface__ exit, profile-step's timed
       # steps through the watch, the mode-left-on rule in every exercise, honest-timing's
       # plain-operand rule, torch.nn.functional in the Guard, model-to-device's and
-      # device-agnostic's moves): the GPU tests of those exercises first, then the whole
+      # device-agnostic's moves; since then honest-timing's matmul settings read at each
+      # counted call, and the bench's wrong/ sweep stopping at a file's first wrong input
+      # set): the GPU tests of those exercises first, then the whole
       # catalog through the bench (every reference, expert, right/ and wrong/), repeat 5,
       # the host-copy exercises alone at the end, then the collectives
       timeout -s INT 420 $PT tests/exercises/test_exercises_catalog.py \
