@@ -222,62 +222,13 @@ class DeviceArray(np.ndarray):
         _record("cupy_partition")
         self.view(np.ndarray).partition(*args, **kwargs)
 
-    # NumPy's methods that compute past the ufuncs and __array_function__ (a red team's
-    # dot-reduction passed with `a.dot(b)` handed to a kernel that only wrote it): each is a
-    # CuPy kernel on a GPU (cuBLAS's for dot), and a read into bytes a copy to the host
-    def dot(self, *args: Any, **kwargs: Any) -> Any:
-        _record("cupy_dot")
-        return super().dot(*args, **kwargs)
-
-    def argmax(self, *args: Any, **kwargs: Any) -> Any:
-        _record("cupy_argmax")
-        return super().argmax(*args, **kwargs)
-
-    def argmin(self, *args: Any, **kwargs: Any) -> Any:
-        _record("cupy_argmin")
-        return super().argmin(*args, **kwargs)
-
-    def argsort(self, *args: Any, **kwargs: Any) -> Any:
-        _record("cupy_argsort")
-        return super().argsort(*args, **kwargs)
-
-    def searchsorted(self, *args: Any, **kwargs: Any) -> Any:
-        _record("cupy_searchsorted")
-        return super().searchsorted(*args, **kwargs)
-
-    def nonzero(self) -> Any:
-        _record("cupy_nonzero")
-        return super().nonzero()
-
-    def take(self, *args: Any, **kwargs: Any) -> Any:
-        _record("cupy_take")
-        return super().take(*args, **kwargs)
-
-    def compress(self, *args: Any, **kwargs: Any) -> Any:
-        _record("cupy_compress")
-        return super().compress(*args, **kwargs)
-
-    def repeat(self, *args: Any, **kwargs: Any) -> Any:
-        _record("cupy_repeat")
-        return super().repeat(*args, **kwargs)
-
-    def choose(self, *args: Any, **kwargs: Any) -> Any:
-        _record("cupy_choose")
-        return super().choose(*args, **kwargs)
-
-    def byteswap(self, *args: Any, **kwargs: Any) -> Any:
-        _record("cupy_byteswap")
-        return super().byteswap(*args, **kwargs)
-
+    # NumPy's methods that compute past the ufuncs and __array_function__ are set after the
+    # class (_LIBRARY_METHODS); those that move data are recorded as copies here
     def setfield(self, *args: Any, **kwargs: Any) -> None:
         if any(_host(x) for x in (*args, *kwargs.values())):
             _record(HTOD)
         _record("cupy_copy")
         super().setfield(*args, **kwargs)
-
-    def resize(self, *args: Any, **kwargs: Any) -> None:
-        _record("cupy_resize")
-        super().resize(*args, **kwargs)
 
     # A copy or a cast is CuPy's copy kernel on a GPU, which the trace counts as the learner's
     # only right after their own launch: a red team's transpose-tiled let `a.T.copy()` transpose
@@ -336,6 +287,30 @@ class DeviceArray(np.ndarray):
     def __complex__(self) -> complex:
         _to_host()
         return complex(self.view(np.ndarray))
+
+
+# NumPy's methods that compute past the ufuncs and __array_function__ (a red team's
+# dot-reduction passed with `a.dot(b)` handed to a kernel that only wrote it): each is one CuPy
+# kernel on a GPU (cuBLAS's for dot), recorded as such before NumPy runs it
+_LIBRARY_METHODS = (
+    "dot", "argmax", "argmin", "argsort", "searchsorted", "nonzero",
+    "take", "compress", "repeat", "choose", "byteswap", "resize",
+)  # fmt: skip
+
+
+def _library_method(name: str) -> Any:
+    numpy_method = getattr(np.ndarray, name)
+
+    def method(self: DeviceArray, *args: Any, **kwargs: Any) -> Any:
+        _record(f"cupy_{name}")
+        return numpy_method(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+for _name in _LIBRARY_METHODS:
+    setattr(DeviceArray, _name, _library_method(_name))
 
 
 class _Flat:
