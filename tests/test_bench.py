@@ -569,3 +569,45 @@ def test_soak_only_needs_a_soak(tmp_path, monkeypatch):
 
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
     assert main(["bench", "--suite", "exercises", "--soak-only"]) == 2
+
+
+def test_on_a_gpu_a_wrong_file_with_a_declared_limit_is_listed_not_checked(monkeypatch):
+    """An emulator-only or cpu-only wrong/ names a shortcut the GPU path cannot name (or run):
+    on a GPU the bench lists it with its limit and spends no check on it (an H200 ran
+    histogram's four one-thread walks to the check's 60 s limit each)."""
+    import contextlib
+
+    from gpulab.benchmark import exercises as ex_bench
+    from gpulab.core.devices import detect
+    from gpulab.exercises.loader import find
+    from gpulab.exercises.run_check import CheckResult
+
+    ex = find("profile-step")
+    limited = {w.path.name for w in ex.wrong if w.emulator_only or w.cpu_only}
+    assert limited, "profile-step has a cpu-only wrong/ file"
+    checked: list[str] = []
+
+    def check(ex_, path, seed):
+        checked.append(Path(path).name)
+        verdict = "fail" if Path(path).parent.name == "wrong" else "pass"
+        return CheckResult(ex_.id, verdict, "why", seed, str(path), timing={}), 0.1
+
+    class GPU:
+        devices = [type("D", (), {"kind": "cuda"})()]
+
+        def __getattr__(self, name):
+            return getattr(detect(), name)
+
+    monkeypatch.setattr(ex_bench, "Checker", _fake_checker(check))
+    monkeypatch.setattr(ex_bench.Inventory, "from_dict", staticmethod(lambda _d: GPU()))
+    monkeypatch.setattr(ex_bench, "busy_core", contextlib.nullcontext)
+    monkeypatch.setattr(type(ex), "unavailable", lambda _self, _inv: "")
+    part = ex_bench.exercises_part(repeat=1, only=[ex.id])
+    rows = {w["name"]: w for w in part["exercises"][0]["wrong"]}
+    assert not limited & set(checked)
+    assert {w.path.name for w in ex.wrong} - limited <= set(checked)
+    for name in limited:
+        row = rows[Path(name).stem]
+        assert row["limit"] and row["seconds"] == 0.0 and not row["rejected"]
+    text = "\n".join(ex_bench.markdown_lines(part))
+    assert "(a declared limit here:" in text

@@ -449,9 +449,9 @@ def asnumpy(a: Any) -> np.ndarray:
 class _Device:
     @property
     def attributes(self) -> dict[str, int]:
-        """A new dict at every read, as CuPy's (it asks the driver each time): one the learner's
-        code wrote into would raise the SM count the grader's fixed-grid rule reads
-        (grid-stride's `wrong/sm-count-raised.py`)."""
+        """A new dict at every read. CuPy keeps one per device and hands it out again, so a
+        write into it lasts; the grader asks `runtime.deviceGetAttribute` instead, and a fresh
+        dict here keeps a write from slowing later checks in the same worker."""
         return {"MultiProcessorCount": 2}  # small, so a fixed grid is outgrown by the tests
 
     def __init__(self, index: int = 0) -> None:
@@ -465,6 +465,13 @@ class _Device:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def _device_attribute(attribute: int, device: int) -> int:
+    """`cupy.cuda.runtime.deviceGetAttribute`, for the one attribute the checks ask."""
+    if attribute != 16:  # cudaDevAttrMultiProcessorCount
+        raise ValueError(f"the CUDA emulator has no device attribute {attribute}")
+    return _Device(device).attributes["MultiProcessorCount"]
 
 
 class _Stream:
@@ -695,6 +702,10 @@ def make() -> types.ModuleType:
             get_current_stream=get_current_stream,
             # CuPy exports the class under its module's name too: a learner may spell it so
             stream=types.SimpleNamespace(Stream=_Stream),
+            runtime=types.SimpleNamespace(
+                getDevice=lambda: 0,
+                deviceGetAttribute=_device_attribute,
+            ),
         ),
         __gpulab_fake__=True,
         __gpulab_trace__=_Trace(),

@@ -250,11 +250,20 @@ def device_rng(ctx: api.Context, i: int) -> Any:
     return cp.random.default_rng(ctx.seed * 1000 + i)
 
 
+_SM_COUNT_ATTRIBUTE = 16  # cudaDevAttrMultiProcessorCount
+
+
 def sm_count() -> int:
-    """The current CUDA device's streaming multiprocessor count."""
+    """The current CUDA device's streaming multiprocessor count, asked of the driver.
+
+    Not `Device().attributes`: CuPy keeps that dict per device and hands the same one out on
+    every read, so a file that wrote a larger count into it at import raised the fixed-grid
+    rule's limit (an H200 passed grid-stride's wrong/sm-count-raised.py). The runtime call
+    returns a fresh int; its module is in the Guard, so a rebinding is put back first."""
     import cupy as cp
 
-    return int(cp.cuda.Device().attributes["MultiProcessorCount"])
+    runtime = cp.cuda.runtime
+    return int(runtime.deviceGetAttribute(_SM_COUNT_ATTRIBUTE, runtime.getDevice()))
 
 
 def spec(

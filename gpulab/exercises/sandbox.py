@@ -391,6 +391,8 @@ class Guard:
         "torch.autograd.profiler",
         "cupy",
         "cupy.cuda",
+        # the driver's answers the checks ask for (kernel_checks.sm_count)
+        "cupy.cuda.runtime",
         # numpy's own functions look these up on every call (np.count_nonzero reads
         # numpy._core.multiarray.count_nonzero): rebound there, the comparison's scan found no
         # wrong element in any answer; numpy 1's names are numpy.core's

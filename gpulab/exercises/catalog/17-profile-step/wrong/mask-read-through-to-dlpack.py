@@ -1,5 +1,6 @@
 # expect: Python number(s) from tensors per step | your step waits for the GPU
 # family: escape
+# cpu-only: on a GPU NumPy refuses a CUDA tensor's DLPack capsule (BufferError): the shortcut cannot run
 """Shortcut (the mask read into NumPy by DLPack's C export): the data-sized row selection kept,
 the mask handed to NumPy through an object whose __dlpack__ returns
 `torch.utils.dlpack.to_dlpack(keep)` (torch._C._to_dlpack: no Tensor method, no operator, so

@@ -2,10 +2,10 @@
 # family: writes-what-check-reads
 """Shortcut (what the check reads, written): no grid-stride loop, one thread per element and a
 grid of ceil(n / 256) blocks, with the SM count the fixed-grid rule reads raised at import by
-writing into the dict `Device().attributes` returned. The emulator's fake device handed out one
-shared dict, so the rule's limit (8 blocks per SM) grew with it and the file passed there. CuPy
-asks the driver at every read and hands out a new dict, and so does the fake now: the write
-changes nothing the rule reads, and the growing grid is named."""
+writing into the dict `Device().attributes` returned. CuPy keeps that dict per device and hands
+the same one out again, so on an H200 the rule's limit (8 blocks per SM) grew with the write
+and the file passed. The rule now asks the driver (`runtime.deviceGetAttribute`): the write
+changes nothing it reads, and the growing grid is named."""
 
 import cupy as cp
 import numpy as np
