@@ -13,7 +13,8 @@
 # speed settings, a ranked entry defined in the file, the new wrong/ files of every family), shared (checks beside another program on the GPU: is it named, and only then; then the tests
 # the shared suite run of 2026-11-29 left: cuda-graphs' freed-memory fix in a used worker), next (what
 # 2026-12-01 wrote without device time, then the bench's unreached exercises; both GPUs for the
-# collectives), soak (the long variant alone over the GPUs, `SOAK_ONLY=1 gpu_exercises_split.sh`).
+# collectives), next2 (the one-H200 bench's findings of 3059e33, compile-fused's per-call probe and the
+# exercises it did not reach), soak (the long variant alone over the GPUs, `SOAK_ONLY=1 gpu_exercises_split.sh`).
 set -u
 out=${OUT:-/tmp}
 PT="python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts= -rfE --timeout 150"
@@ -103,6 +104,18 @@ for part in $parts; do
         -k "memory-tracker or triton or map-2d or conv1d or profile or honest or model-to-device or device-agnostic or slack or autotune" \
         > "$out/next.log" 2>&1
       OUT=$out bash bench/gpu_exercises_split.sh 5 0 > "$out/next-bench.log" 2>&1 ;;
+    next2)
+      # after the one-H200 bench of 3059e33: the SM count asked of the driver (grid-stride's
+      # sm-count-raised rejected, every reference, expert and right/ of the two fixed-grid
+      # exercises passing), where compile-fused's check spends its time per call (the probe),
+      # then the exercises that bench did not reach, and the ones it found, repeat 5
+      timeout -s INT 200 $PT tests/exercises/test_sm_count.py tests/exercises/test_exercises_catalog.py \
+        -k "sm_count or grid-stride or deterministic-sum or profile-step" > "$out/next2.log" 2>&1
+      timeout -s INT 120 python3 bench/probe_compile_fused_watch.py --json "$out/probe-compile-fused-watch.json" \
+        > "$out/probe-compile-fused-watch.log" 2>&1
+      timeout -s INT 420 python3 -m gpulab bench --suite exercises --repeat 5 \
+        --exercise dot-reduction,triton-affine-clamp,triton-causal-softmax,grid-stride,compile-fused \
+        --json "$out/next2-bench.json" --markdown "$out/next2-bench.md" > "$out/next2-bench.log" 2>&1 ;;
     soak)
       # issue 31's long variant: every GPU exercise's reference 50 times in a row with a core
       # busy, the soak alone, split over the GPUs (the collectives are not soaked)
