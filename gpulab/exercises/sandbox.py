@@ -357,6 +357,21 @@ def describe(exc: BaseException, path: Path) -> str:
     return f"{what} (line {line} of {path.name})" if line else what
 
 
+def _device_attributes() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The current device's `cupy.cuda.Device().attributes` and a copy. CuPy keeps that dict
+    and hands it out again: a count a learner's file wrote into it (grid-stride's
+    wrong/sm-count-raised.py) would stay for every later check in the worker, where our own
+    expert sizes its grid from it. None on the emulator, whose dict is new at every read."""
+    cp = sys.modules.get("cupy")
+    if cp is None or getattr(cp, "__gpulab_fake__", False):
+        return []
+    try:
+        facts = cp.cuda.Device().attributes
+    except Exception:  # noqa: BLE001 - no device in this process: nothing to keep
+        return []
+    return [(facts, dict(facts))] if isinstance(facts, dict) else []
+
+
 class Guard:
     """Snapshots of module and class namespaces; `restore()` undoes whatever changed in them.
 
@@ -477,6 +492,7 @@ class Guard:
             self._saved.append((np.random.Generator, dict(vars(np.random.Generator))))
         # random.Random's methods: a patch there would outlive the check in the worker
         self._saved.append((random.Random, dict(vars(random.Random))))
+        self._device_facts = _device_attributes()
 
     def keep_code(self, *functions: Any) -> None:
         """Watch these functions' code: restore() puts back a `__code__` swapped since."""
@@ -555,6 +571,11 @@ class Guard:
                         changed.append(f"{label}.{key}")
             if id(obj) in self._own and len(changed) > before:
                 own += changed[before:]
+        for facts, saved_facts in self._device_facts:
+            if facts != saved_facts:
+                facts.clear()
+                facts.update(saved_facts)
+                changed.append("cupy.cuda.Device().attributes")
         self.changed.update(changed)
         self.own_changed.update(own)
         return changed

@@ -67,3 +67,16 @@ def test_on_the_gpu_the_written_dict_leaves_the_count_alone():
             assert true == torch.cuda.get_device_properties(0).multi_processor_count
     finally:
         attributes["MultiProcessorCount"] = before
+
+
+def test_the_guard_puts_back_a_count_written_into_cupys_kept_dict(monkeypatch):
+    """Our expert sizes its grid from `Device().attributes`: a count left in CuPy's kept dict
+    by one check would give the next check in the worker a grid the rule refuses."""
+    cp = _cupy_keeping_one_dict(132)
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    guard = Guard()
+    cp.cuda.Device().attributes["MultiProcessorCount"] = 1 << 20
+    cp.cuda.Device().attributes["Spare"] = 1
+    changed = guard.restore()
+    assert cp.cuda.Device().attributes == {"MultiProcessorCount": 132}
+    assert "cupy.cuda.Device().attributes" in changed
