@@ -293,3 +293,41 @@ def test_compile_fused_draws_its_large_input_on_the_device():
     assert -3 <= float(x.min()) < -2.99 and 2.99 < float(x.max()) < 3
     assert 0.5 <= float(w.min()) < 0.51 and 1.99 < float(w.max()) < 2
     assert bool((x == again).all()) and not bool((x == other).all())
+
+
+def test_compile_fused_stops_a_round_once_the_learners_calls_have_taken_their_budget(monkeypatch):
+    """A file far slower than eager (wrong/eager-in-small-slices.py took 1 s a call, 139 s of
+    seven rounds on an H200) stops its round once its calls have taken ROUND_BUDGET_S, and the
+    call that crossed it is the one compared when the chosen one was still to come. The clock is
+    a stand-in that each call moves on: nothing here waits."""
+    import types
+
+    import torch
+
+    from gpulab.exercises.run_check import loaded_check
+
+    ex = CATALOG.get("compile-fused")
+    with loaded_check(ex) as check:
+        clock = [0.0]
+        monkeypatch.setattr(check, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+        x = torch.linspace(-3, 3, 64)
+        w = torch.linspace(0.5, 2, 64)
+        seen = []
+
+        def slow(x_, w_, right=True):
+            clock[0] += 0.3
+            seen.append(1)
+            return check._eager(x_, w_) if right else torch.zeros_like(x_)
+
+        mean, wrong, spent = check._time(
+            functools.partial(slow, right=False), x, w, False, 20, lambda _x: None, 10, 1.0
+        )
+        assert (len(seen), spent, wrong is not None) == (4, True, True)
+        assert abs(mean - 0.3) < 1e-9
+        seen.clear()
+        mean, wrong, spent = check._time(slow, x, w, False, 20, lambda _x: None, 1, 1.0)
+        assert (len(seen), spent, wrong) == (4, True, None)
+        seen.clear()
+        mean, wrong, spent = check._time(slow, x, w, False, 5, lambda _x: None, 2)
+        assert (len(seen), spent, wrong) == (5, False, None)
+        assert check.ROUND_BUDGET_S >= 20 * 0.05  # 50 ms a call and slower is past it only

@@ -80,18 +80,19 @@ def judge(
 ) -> tuple[Mismatch | None, str]:
     """(why the learner's code fails the rule, or None; a note for the verdict, or ''). `what`:
     the learner's thing ("compiled call"); `baseline`: what both are compared with ("eager")."""
+    rounds = f"{saving.rounds} round{'s' if saving.rounds != 1 else ''}"
     if saving.ours_speedup < NO_EFFECT:
         return None, (
             f"speed not graded: on this GPU our own solution's {what} ran "
-            f"{saving.ours_speedup:.2f}x {baseline} (under {NO_EFFECT}x in {saving.rounds} "
-            "rounds), too little for the rule to mean anything here"
+            f"{saving.ours_speedup:.2f}x {baseline} (under {NO_EFFECT}x in {rounds}), "
+            "too little for the rule to mean anything here"
         )
     if saving.share >= SHARE:
         return None, ""
     message = (
         f"your {what} takes {_ms(saving.yours_s)}, {baseline} {_ms(saving.baseline_s)} "
         f"({saving.yours_speedup:.2f}x); ours takes {_ms(saving.ours_s)} "
-        f"({saving.ours_speedup:.2f}x) in the same {saving.rounds} rounds on this GPU: yours "
+        f"({saving.ours_speedup:.2f}x) in the same {rounds} on this GPU: yours "
         f"saves {max(0.0, saving.share):.0%} of what ours saves, at least {SHARE:.0%} is asked"
     )
     if hint:

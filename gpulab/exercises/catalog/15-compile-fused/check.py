@@ -78,6 +78,11 @@ NOT_WORK = frozenset(
 )
 ROUNDS = 7
 CALLS = 20  # calls of each contender a round, each on new values, one of the learner's compared
+# A round's calls of the learner's stop once they have taken this long, and the rounds with
+# them: 0.1 s a call, slower than the eager chain at 32M elements on any GPU (about 20 ms on a
+# laptop's at 100 GB/s), so no file that reaches it saves anything over eager. On an H200,
+# wrong/eager-in-small-slices.py took 139 s of seven rounds at 1 s a call before this.
+ROUND_BUDGET_S = 2.0
 CPU_PROFILED = 3  # profiled calls on the CPU, each on new values
 # Packages whose own threads and processes a call may start: torch.compile's compile workers
 _COMPILERS = ("torch", "triton")
@@ -169,11 +174,20 @@ def _threads(device: str) -> Iterator[None]:
 
 
 def _time(
-    f: Any, x: Any, w: Any, gpu: bool, calls: int, fresh: Any, check_at: int = -1
-) -> tuple[float, str | None]:
+    f: Any,
+    x: Any,
+    w: Any,
+    gpu: bool,
+    calls: int,
+    fresh: Any,
+    check_at: int = -1,
+    budget_s: float = math.inf,
+) -> tuple[float, str | None, bool]:
     """Seconds a call of f over `calls` calls, each on x rewritten whole before it (untimed,
-    gpulab.exercises.fresh), and why call `check_at`'s output is not the eager chain's on its
-    input (None when it is, or when no call is checked)."""
+    gpulab.exercises.fresh), why call `check_at`'s output is not the eager chain's on its input
+    (None when it is, or when no call is checked), and whether the calls stopped early: once
+    they have taken `budget_s`, the call that crossed it is the one compared, if the chosen one
+    was still to come."""
     import torch
 
     total, wrong = 0.0, None
@@ -186,9 +200,12 @@ def _time(
         if gpu:
             torch.cuda.synchronize()
         total += time.perf_counter() - t0
-        if i == check_at:
+        spent = total >= budget_s
+        if i == check_at or (spent and check_at > i):
             wrong = _differs(out, _eager(x, w))
-    return total / calls, wrong
+        if spent:
+            return total / (i + 1), wrong, True
+    return total / calls, wrong, False
 
 
 def _differs(got: Any, want: Any) -> str | None:
@@ -305,15 +322,19 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
             for k in range(ROUNDS):
                 checked = _urandom(1)[0] % CALLS  # which call of the round is compared
                 with ctx.timed_calls():
-                    yours, wrong = _time(fn, x, w, gpu, CALLS, fresh, checked)
-                eager, _ = _time(eager_timed, x, w, gpu, CALLS, fresh)
-                mine, _ = _time(ours, x, w, gpu, CALLS, fresh)
+                    yours, wrong, spent = _time(
+                        fn, x, w, gpu, CALLS, fresh, checked, budget_s=ROUND_BUDGET_S
+                    )
+                eager, _, _ = _time(eager_timed, x, w, gpu, CALLS, fresh)
+                mine, _, _ = _time(ours, x, w, gpu, CALLS, fresh)
                 if wrong:
                     return {
                         "gpu": True,
                         "wrong": f"timed round {k + 1}, after the input changed: {wrong} ({KEPT})",
                     }
                 rounds.append((eager, yours, mine))
+                if spent:
+                    break  # far slower than eager: the rule's verdict is already plain
         return {"rounds": rounds, "gpu": True}
     with _threads(ctx.device):  # compiled with the thread count it is timed with
         _counted(fn, x, w)
