@@ -14,17 +14,69 @@ from __future__ import annotations
 import contextlib
 import functools
 import types
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import numpy as np
 
 from gpulab.emulator import cuda, memory
 from gpulab.emulator.cuda import RawKernel, instantiate, with_defines
+from gpulab.emulator.names import RECORD_ENDED
 
-# The library's own work done inside a traced block (a stack: one list per open block), the
-# emulator's stand-in for the kernels CUPTI records on a GPU (gpulab.exercises.kernel_trace)
-_TRACE: list[list[str]] = []
+# What ran inside the traced blocks now open is kept in a generator's frame (_records), the
+# emulator's stand-in for the kernels CUPTI records on a GPU (gpulab.exercises.kernel_trace).
+# A frame is what the learner's code cannot reach (sandbox.refuse_walks refuses every road to
+# one): a red team cleared the record, a module list then, after `cupy.abs` did zip-add's work,
+# reaching it by a name built at run time (`getattr(sys.modules[cupy.empty.__module__], "_TR" +
+# "ACE")`) past the source scan, and another opened a traced block of its own around the
+# library's call (`cupy.__gpulab_trace__.call()`), which took the names from the grader's.
+# Sending into the generator can only add names; ending it ends every open record, which the
+# grader's close then names (RECORD_ENDED)
+_ADD, _OPEN, _CLOSE = range(3)
+
+
+def _records() -> Generator[Any, tuple[int, Any], None]:
+    """The open records, each under a key only its opener holds; every name goes into each."""
+    opened: dict[int, tuple[object, list[str]]] = {}
+    reply: Any = None
+    while True:
+        message: tuple[int, Any] = yield reply
+        op, arg = message
+        reply = None
+        if op == _ADD:
+            for _, names in opened.values():
+                names.append(arg)
+        elif op == _OPEN:
+            reply = object()
+            opened[id(reply)] = (reply, [])
+        elif op == _CLOSE:
+            held = opened.get(id(arg))
+            if held is not None and held[0] is arg:
+                reply = opened.pop(id(arg))[1]
+
+
+def _started() -> Any:
+    gen = _records()
+    next(gen)
+    return gen
+
+
+_SINK = [_started()]
+
+
+def _send(op: int, arg: Any = None) -> Any:
+    """`(op, arg)` into the record; a record ended (or busy, or no generator of _records) is
+    started afresh, its open records lost, which their closes find (None)."""
+    sink = _SINK[0]
+    try:
+        if type(sink) is not types.GeneratorType or sink.gi_code is not _records.__code__:
+            raise TypeError("not the record")
+        return sink.send((op, arg))
+    except (StopIteration, ValueError, RuntimeError, TypeError, AttributeError):
+        _SINK[0] = _started()
+        return None
+
+
 # NumPy functions that allocate, view or move data: what a learner's call may do on the device
 _NOT_WORK = frozenset(
     [
@@ -70,12 +122,17 @@ _FUSING: list[str] = []
 # kernel: element-wise ones, and the reductions cupy.fuse folds in at the end
 _FUSABLE = frozenset(["where", "clip", "sum", "prod", "amax", "amin", "max", "min"])
 _FUSABLE_REDUCE = frozenset(["add", "multiply", "maximum", "minimum"])
+# A device array met inside a fused body is one the body was not handed (its arguments arrive as
+# proxies over NumPy arrays): one held in a closure or a global. A red team's zip-add let
+# `np.abs(a - b, out=out)` on such arrays do the work inside a fused body, where nothing was
+# recorded, beside a one-element decoy kernel
+_CAPTURED = "a CuPy array it was not handed as an argument (one from a closure or a global)"
 
 
 def _record(name: str) -> None:
-    """`name` in the open trace (none open, or inside a fused body: nothing)."""
-    if _TRACE and not _FUSING:
-        _TRACE[-1].append(name)
+    """`name` in every open trace (none open: nothing). A fused body's own steps never get
+    here: its proxies hold NumPy arrays, not device ones (_Fused)."""
+    _send(_ADD, name)
 
 
 # Every launch, whoever makes it (a watched wrapper, or the kernel object behind it), is in the
@@ -110,10 +167,8 @@ class DeviceArray(np.ndarray):
     the copies between it and the host (CUPTI's memcpys)."""
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        if _FUSING and method not in ("__call__", "reduce"):
-            raise _not_fusable(f"numpy.{ufunc.__name__}.{method}")
-        if _FUSING and method == "reduce" and ufunc.__name__ not in _FUSABLE_REDUCE:
-            raise _not_fusable(f"numpy.{ufunc.__name__}.reduce")
+        if _FUSING:
+            raise _not_fusable(_CAPTURED)
         suffix = "" if method == "__call__" else f"_{method}"
         _record(f"cupy_{ufunc.__name__}{suffix}")
         args = [x.view(np.ndarray) if isinstance(x, DeviceArray) else x for x in inputs]
@@ -146,8 +201,8 @@ class DeviceArray(np.ndarray):
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         name = func.__name__
-        if _FUSING and name not in _FUSABLE:
-            raise _not_fusable(f"numpy.{name}")
+        if _FUSING:
+            raise _not_fusable(_CAPTURED)
         if name == "copyto":
             dst = args[0] if args else kwargs.get("dst")
             src = args[1] if len(args) > 1 else kwargs.get("src")
@@ -171,12 +226,12 @@ class DeviceArray(np.ndarray):
                 _record(HTOD)
             _record("cupy_take")
         got = super().__getitem__(key)
-        if not isinstance(got, np.ndarray) and (_TRACE or _FUSING):
+        if not isinstance(got, np.ndarray):
             _to_host()  # an element as a Python/NumPy number: CuPy's 0-d array read on the host
         return got
 
     def __iter__(self) -> Any:
-        if self.ndim == 1 and (_TRACE or _FUSING):
+        if self.ndim == 1:
             _to_host()  # iterating a vector hands out its elements on the host
         return super().__iter__()
 
@@ -322,8 +377,7 @@ class _Flat:
 
     def __getitem__(self, key: Any) -> Any:
         got = self._it[key]
-        if _TRACE or _FUSING:
-            _to_host()
+        _to_host()
         return got
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -336,8 +390,7 @@ class _Flat:
         return len(self._it)
 
     def __iter__(self) -> Any:
-        if _TRACE or _FUSING:
-            _to_host()
+        _to_host()
         return iter(self._it)
 
 
@@ -353,12 +406,15 @@ class _Trace:
 
     @contextlib.contextmanager
     def call(self) -> Iterator[list[str]]:
+        """The names recorded in the block, appended when it ends (as KernelTrace's)."""
         names: list[str] = []
-        _TRACE.append(names)
+        key = _send(_OPEN)
+        sink = _SINK[0]  # the record the block opened in: one put in its place keeps nothing
         try:
             yield names
         finally:
-            _TRACE.remove(names)
+            got = _send(_CLOSE, key) if _SINK[0] is sink else None
+            names.extend(got if isinstance(got, list) else [RECORD_ENDED])
 
 
 def _device(shape: Any, dtype: Any) -> np.ndarray:
@@ -564,7 +620,11 @@ class _Fused(np.lib.mixins.NDArrayOperatorsMixin):
     __array_priority__ = 100
 
     def __init__(self, a: np.ndarray) -> None:
-        self.__held = a  # mangled: a fused body reaches the array only through what CuPy allows
+        # mangled: a fused body reaches the array only through what CuPy allows. A plain NumPy
+        # view: the body's steps are the fused kernel's, so the device array's recording
+        # methods never run for them, and any that does run met an array from outside the body
+        self.__held = a.view(np.ndarray) if isinstance(a, DeviceArray) else a
+        self.__given = a  # what the body returns, where it returns an argument as it came
 
     shape = property(lambda self: self._Fused__held.shape)
     dtype = property(lambda self: self._Fused__held.dtype)
@@ -652,7 +712,7 @@ def _one_kernel(f: Any, kernel_name: str | None = None) -> Any:
 
 def _device_result(x: Any) -> Any:
     """What a fused kernel returns: its array as a device array (a NumPy value as CuPy's 0-d)."""
-    x = _unfused(x)
+    x = x._Fused__given if isinstance(x, _Fused) else x
     if isinstance(x, np.generic):  # a reduction's result: CuPy's is a 0-d device array
         x = np.asarray(x)
     if isinstance(x, np.ndarray) and not isinstance(x, DeviceArray):

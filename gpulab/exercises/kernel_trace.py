@@ -26,6 +26,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from gpulab.emulator.names import RECORD_ENDED
+
 # What may run inside a call besides the learner's own kernels: allocation (a memset, CuPy's
 # and torch's fills of a new buffer) and the grader's own kernels. A copy is not allocation: a
 # transpose written as `out[...] = a.T` is a copy kernel, and the whole exercise. CuPy fills
@@ -188,10 +190,22 @@ def kernels(prof: Any) -> list[str]:
     return out
 
 
+# What the CUDA emulator's record says of a call beside the kernels (gpulab.emulator)
+_EMULATOR_SAYS = {
+    RECORD_ENDED: (
+        "your call ended the emulator's record of the kernels that ran in it: the check reads "
+        "that record; leave the grader's objects alone"
+    ),
+}
+
+
 def foreign_message(names: list[str], launches: list[str], copies: int = 0) -> str:
     """'' when every kernel in `names` is accounted for, else the one line that names the first
     that is not: the library did work inside the call (copies included: a copy kernel is a
     computed layout, not allocation)."""
+    said = next((_EMULATOR_SAYS[n] for n in names if n in _EMULATOR_SAYS), None)
+    if said:
+        return said
     others = foreign(names, launches, copies)
     if not others:
         return ""

@@ -109,7 +109,10 @@ REACHING["__globals__"] = "reads a module's globals through one of its functions
 REACHING["__globals__"] += "records and references live there"
 # read as an attribute only (a learner's own variable may bear the name): the emulator's record
 # reached through a module found by another road (`sys.modules[cupy.empty.__module__]._TRACE`)
-ATTRIBUTES = dict.fromkeys(("_TRACE", "ON_LAUNCH"), MODULES["gpulab.emulator"])
+# (the record is now a generator, `_SINK`, made by `_records`: the same speed bump for those)
+ATTRIBUTES = dict.fromkeys(
+    ("_TRACE", "ON_LAUNCH", "_SINK", "_records", "_FUSING"), MODULES["gpulab.emulator"]
+)
 # Names harmless alone but not beside the module they come from
 _DYNAMO = "torch._dynamo.utils"
 _FRAMES = "reads the callers' frames: the grader's references live there"
