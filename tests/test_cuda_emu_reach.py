@@ -203,3 +203,29 @@ def test_the_hosts_library_copies_are_refused(source: str, named: str) -> None:
     a = cp.asarray(np.arange(64, dtype=np.float32))
     with pytest.raises(cuda.EmulatorError, match=named):
         kernel((1,), (32,), (a, cp.zeros(32, dtype=np.float32)))
+
+
+# The host compiler's atomic builtins: a histogram counting with `__sync_fetch_and_add` failed
+# here with an undefined sanitizer symbol (an OSError), and NVRTC refuses it ("identifier
+# "__sync_fetch_and_add" is undefined"); so would a one-thread walk loading by `__atomic_load_n`
+@pytest.mark.parametrize(
+    ("statement", "named"),
+    [
+        ("__sync_fetch_and_add(&out[a[threadIdx.x] & 31], 1);", "__sync_fetch_and_add"),
+        (
+            "__atomic_fetch_add(&out[a[threadIdx.x] & 31], 1, __ATOMIC_RELAXED);",
+            "__atomic_fetch_add",
+        ),
+        (
+            "out[threadIdx.x] = __atomic_load_n(&a[threadIdx.x], __ATOMIC_RELAXED);",
+            "__atomic_load_n",
+        ),
+    ],
+    ids=["sync", "atomic", "atomic-load"],
+)
+def test_the_host_compilers_atomic_builtins_are_refused(statement: str, named: str) -> None:
+    source = 'extern "C" __global__ void k(const int* a, int* out) { ' + statement + " }"
+    cp, kernel = _kernel(source)
+    a = cp.asarray(np.arange(32, dtype=np.int32))
+    with pytest.raises(cuda.EmulatorError, match=f"host compiler's atomic builtin {named} "):
+        kernel((1,), (32,), (a, cp.zeros(32, dtype=np.int32)))

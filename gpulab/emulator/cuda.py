@@ -263,6 +263,10 @@ _INTRINSICS_HEADER = re.compile(
 # (NVRTC has none): a red team's reduction-kernel copied each row in chunks with `std::copy`, a
 # memmove inside the library that no instrumentation counts, and one thread a row passed
 _HOST_STD = re.compile(r"(?<![:\w])\s*std\s*::\s*\w+|\bnamespace\s+std\b")
+# The host compiler's atomic builtins: NVRTC knows none of them (CUDA's are atomicAdd and its
+# kin), and here they reached the sanitizer's atomic hooks, which the runtime does not define:
+# a histogram counting with `__sync_fetch_and_add` failed with an undefined-symbol OSError
+_HOST_ATOMIC = re.compile(r"\b__(?:atomic|sync|c11_atomic)_\w+")
 _LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
 _MARKER = re.compile(r'^#\s+(\d+)\s+"([^"]*)"')
 _REFUSED: dict[str, str] = {}  # a source's tag -> why the emulator will not build it
@@ -295,6 +299,13 @@ def _refusal(line: int, text: str) -> str:
     found = _TARGET_BUILTIN.search(text)
     if found:
         return _host_vector(found.group(0), line)
+    found = _HOST_ATOMIC.search(text)
+    if found:
+        return (
+            f"your CUDA C calls the host compiler's atomic builtin {found.group(0)} (kernel "
+            f"source line {line}): NVRTC has none and a GPU build fails; use CUDA's atomics "
+            "(atomicAdd, atomicCAS, atomicExch, ...)"
+        )
     found = _HOST_STD.search(text)
     if found:
         name = re.sub(r"\s+", "", found.group(0))
