@@ -142,6 +142,22 @@ def test_every_launch_is_in_the_trace_whoever_makes_it() -> None:
     assert kernel_trace.foreign(names, ["k"]) == ["kernel"]
 
 
+def test_the_launch_hooks_cannot_be_emptied_in_place() -> None:
+    """A list of hooks could be cleared through a name built at run time (`getattr(cuda,
+    "ON_LA" + "UNCH").clear()`), which no snapshot of the module's names sees; a tuple cannot,
+    and rebinding it is a change of the module's names, which the Guard puts back."""
+    hooks = getattr(cuda, "ON_LA" + "UNCH")
+    assert cupy_module._record in hooks
+    with pytest.raises(AttributeError):
+        hooks.clear()
+    from gpulab.exercises.sandbox import Guard  # deferred: the grader's side, read here only
+
+    guard = Guard()
+    cuda.ON_LAUNCH = ()
+    assert "gpulab.emulator.cuda.ON_LAUNCH" in guard.restore()
+    assert cupy_module._record in cuda.ON_LAUNCH
+
+
 # reduction-kernel's wrong/row-by-host-vector-loads.py: one thread walking a row through AVX
 # masked loads, which ThreadSanitizer's instrumentation never counts
 VECTOR_BUILTIN = r"""

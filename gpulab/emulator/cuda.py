@@ -105,8 +105,10 @@ _SIZES = {
 _shuffle: list[np.random.Generator] = []  # set by shuffled_blocks()
 # Called with each launch's kernel name whoever launches it (the learner's wrapper, or the
 # library object behind it): the emulator's stand-in for CUPTI, which records every kernel
-# that runs (gpulab.emulator.cupy_module records the names in an open trace)
-ON_LAUNCH: list[Any] = []
+# that runs (gpulab.emulator.cupy_module records the names in an open trace). A tuple: a list
+# could be emptied in place through a name built at run time, which no snapshot of the module's
+# names sees; rebinding the name is what the Guard puts back and names
+ON_LAUNCH: tuple[Any, ...] = ()
 _DYN_SMEM_BYTES = 227 * 1024  # DYN_SMEM_BYTES of runtime.h
 
 

@@ -138,7 +138,7 @@ def _record(name: str) -> None:
 # Every launch, whoever makes it (a watched wrapper, or the kernel object behind it), is in the
 # record by its kernel's name, as CUPTI records every kernel on a GPU: a launch the watch did
 # not see is then a kernel no launch of the learner's accounts for
-cuda.ON_LAUNCH.append(_record)
+cuda.ON_LAUNCH = (*cuda.ON_LAUNCH, _record)
 
 
 def _not_fusable(what: str) -> TypeError:

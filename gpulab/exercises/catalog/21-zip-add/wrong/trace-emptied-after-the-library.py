@@ -2,9 +2,10 @@
 # family: writes-what-check-reads
 """Shortcut (what the check reads, written): a decoy kernel of the learner's writes out[0] only,
 `cupy.abs(a - b, out=out)` does the work, and then every library kernel's name is taken out of
-the emulator's record of the call (`gpulab.emulator.cupy_module._TRACE`, the stand-in for what
-CUPTI records on a GPU), so nothing "ran inside your call" but the decoy. It passed on the
-emulator: the record is data, which the Guard leaves alone. The source scan now refuses the
+the emulator's record of the call (then `gpulab.emulator.cupy_module._TRACE`, a list, the
+stand-in for what CUPTI records on a GPU), so nothing "ran inside your call" but the decoy. It
+passed on the emulator: the record was data, which the Guard leaves alone. The record now lives
+in a generator's frame (no `_TRACE` to empty), and the source scan refuses the
 emulator's module named in an import, an attribute chain or a string, its `_TRACE` and
 `ON_LAUNCH` read as attributes, `cupy.__gpulab_trace__`, and `__globals__` (the same record
 through `cupy.empty.__globals__`). A name built at run time still gets past: a speed bump, as
