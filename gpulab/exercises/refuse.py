@@ -45,6 +45,7 @@ by processes that must not import torch.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -752,3 +753,67 @@ def one_call_sums(advice: str) -> dict[str, str]:
 
 
 _SUM_OPS = {"sum", "nansum", "mean", "nanmean", "cumsum", "cumsum_"}
+
+
+# --- native code the learner's file built -------------------------------------------------------
+
+_NATIVE = (
+    "runs native code built outside the installed packages ({path}): a graph compiled with "
+    "Inductor and called directly, or a C++ extension, does its work past the check's watch "
+    "(no operator of it reaches the dispatcher); write the operations this exercise allows"
+)
+
+
+def executable_mappings() -> set[str]:
+    """The files this process has mapped executable (its shared objects), by path; empty where
+    /proc cannot say."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            lines = maps.read().splitlines()
+    except OSError:
+        return set()
+    found = set()
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
+            found.add(parts[5].strip())
+    return found
+
+
+def _installed_roots(extra: tuple[str, ...]) -> tuple[str, ...]:
+    # deferred: read only where a check allows a list of operations
+    import site
+    import sysconfig
+
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
+    roots |= set(site.getsitepackages()) | {site.getusersitepackages()}
+    # the system's libraries (libc, the CUDA driver, the toolkit under /usr/local/cuda)
+    roots |= {"/usr", "/lib", "/lib32", "/lib64", "/opt"}
+    roots |= set(extra)
+    return tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+
+
+class NativeCode:
+    """The shared objects mapped since it was made (before the learner's file loads), outside the
+    installed packages and the system's libraries. Where a check allows a list of operations,
+    the dispatch mode is its only eye, and code compiled by the learner's file runs past it: a red
+    team's tree_sum compiled `v.sum()` with Inductor at import through a backend that kept the
+    compiled callable, and called that in each call: its C++ kernel takes the tensors and reads
+    their memory itself, no operator dispatched (gold, no tree). A C++ extension
+    (`torch.utils.cpp_extension.load_inline`) with a loop over `data_ptr` is the same door, and
+    so is any library that builds and loads its own objects: all of them map a file that the
+    installed packages do not hold. Mappings stay (Python never unloads an extension, and ctypes,
+    which could, is refused by name), so reading them after the load and after the calls sees
+    one the calls loaded too."""
+
+    def __init__(self, trusted: tuple[str, ...] = ()) -> None:
+        self.roots = _installed_roots(trusted)
+        self.before = executable_mappings()
+
+    def loaded(self) -> str | None:
+        """One line naming the first such object mapped since, or None."""
+        for path in sorted(executable_mappings() - self.before):
+            real = os.path.realpath(path.removesuffix(" (deleted)"))
+            if not real.startswith(self.roots):
+                return _one_line(_NATIVE.format(path=path))
+        return None

@@ -16,6 +16,7 @@ import contextlib
 import copy
 import functools
 import gc
+import os
 import sys
 import time
 import types
@@ -35,7 +36,7 @@ from gpulab.exercises.loader import Exercise
 from gpulab.exercises.outcome import FAIL, PASS, CaseRow, CheckResult
 from gpulab.exercises.own_work import OwnWorkError, Watch
 from gpulab.exercises.reach import reaches_for_the_grader
-from gpulab.exercises.refuse import aliases_refused, watching
+from gpulab.exercises.refuse import NativeCode, aliases_refused, watching
 from gpulab.exercises.sandbox import (
     INTEROP_NAME,
     Guard,
@@ -241,6 +242,7 @@ def run_check(
         guard = Guard(classes=True, extra=graders)
         result.cases = [CaseRow(c.name, None) for c in cases]
         aliased: list[str] = []  # memory shared with NumPy at import (refuse.aliases_refused)
+        native = _native_watch(check, actx)
         try:
             with watch.loading(), aliases_refused(aliased):
                 learner, fn = load_learner(path, ex.id, ex.entry)
@@ -254,6 +256,10 @@ def run_check(
         if aliased:  # refused, and the file caught it and loaded on
             result.restored = guard.restore()
             return _fail(result, "wrong", aliased[0], t0)
+        built = native.loaded() if native is not None else None
+        if built:
+            result.restored = guard.restore()
+            return _fail(result, "wrong", built, t0)
         # a speed setting changed at import is put back: each call is then held to it
         result.restored = guard.restore() + guard.hooks_changed() + guard.speed_changed()
         changed = _graders_own(guard)
@@ -321,6 +327,9 @@ def run_check(
         bad = [r for r in result.cases if r.passed is False]
         if bad:
             return _fail(result, "wrong", f"{bad[0].name}: {bad[0].message}", t0)
+        built = native.loaded() if native is not None else None
+        if built:
+            return _fail(result, "wrong", built, t0)
         shared = getattr(check, "SHARED_MEMORY", None)
         if shared and watch.shared_memory_used() is False:
             return _fail(result, "wrong", f"your kernel uses no shared memory: {shared}", t0)
@@ -400,6 +409,9 @@ def run_check(
                     result.verdict, result.grade = FAIL, None
                     return _fail(result, "wrong", f"timed run: {timing['wrong']}", t0)
                 result.grade = timing.get("grade") or "pass"
+                built = native.loaded() if native is not None else None
+                if built:
+                    return _fail(result, "wrong", f"timed run: {built}", t0)
         result.restored = sorted(set(result.restored) | guard.changed)
         changed = _graders_own(guard)
         if changed:
@@ -434,6 +446,32 @@ def _kernel_trace(ex: Exercise, check: Any, actx: api.Context) -> Any:
     if "gpu" not in _TRACE:
         _TRACE["gpu"] = KernelTrace.make()
     return _TRACE["gpu"]
+
+
+def _native_watch(check: Any, actx: api.Context) -> NativeCode | None:
+    """Where a check allows a list of operations (its ALLOW), the shared objects mapped from
+    here on (refuse.NativeCode), read after the load and after the calls; else None."""
+    allow = getattr(check, "ALLOW", None)
+    if allow is None:
+        return None
+    trusted: tuple[str, ...] = ()
+    if "triton" in getattr(allow, "exempt", ()) and actx.gpu:
+        # On a GPU, Triton builds a launcher object per kernel into its cache and maps it: the
+        # learner's own kernel, and our yardstick's during the timed rounds (not run here: no
+        # GPU on the machine this was written on). The interpreter on a CPU builds none, so
+        # there the cache is not trusted and an object of the learner's put in it still counts
+        trusted = (_triton_cache(),)
+    return NativeCode(tuple(t for t in trusted if t))
+
+
+def _triton_cache() -> str:
+    try:
+        from triton import knobs  # deferred: Triton loads only in its exercises' checks
+
+        return str(knobs.cache.dir)
+    except Exception:  # noqa: BLE001 - an older Triton: its default, or the variable
+        home = os.path.join(os.path.expanduser("~"), ".triton", "cache")
+        return os.environ.get("TRITON_CACHE_DIR", home)
 
 
 def _untimed_lead(actx: api.Context) -> Any:
