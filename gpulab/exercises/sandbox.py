@@ -726,6 +726,23 @@ _PROCESSES = frozenset(
         "signal.pthread_kill",
     )
 )
+# ctypes' ways to memory by its address. The source scan refuses the module by name
+# (gpulab.exercises.reach), but a name built at run time passes it: a red team's tree_sum took
+# ctypes through importlib, a tensor's C struct through getattr(x, "_c" + "data"), followed its
+# storage's pointer with from_address and summed the floats with NumPy (gold, no tree). Python's
+# audit events see these however they were reached. Refused where the learner's own code (or
+# NumPy's ctypeslib, acting for it) asks: a library's own use, the emulator's compiled launches
+# among them, goes through its own frames and is left alone
+_CTYPES = frozenset(
+    (
+        "ctypes.cdata",
+        "ctypes.cdata/buffer",
+        "ctypes.string_at",
+        "ctypes.wstring_at",
+        "ctypes.call_function",
+        "ctypes.addressof",
+    )
+)
 # The words of a line that asks a frame giver for a frame itself (torch.fx's
 # `inspect.currentframe()`); heapq.nsmallest resuming traceback.walk_stack for a red team's
 # tree_sum named none of them, and handed the frames back (gold, no work)
@@ -764,6 +781,8 @@ def _logging_giver() -> Any:
 
 
 def _how(what: str) -> str:
+    if what in _CTYPES:
+        return f"which {_MEMORY}; leave it out"
     if what in _PROCESSES:
         return (
             "which starts or signals another process, whose work the check cannot see or "
@@ -882,7 +901,7 @@ def refuse_walks() -> None:
     _walks_refused.append(True)
     getframe, ident = sys._getframe, _thread.get_ident
     walks, attrs, givers = _WALKS, _FRAME_ATTRS, _frame_givers()
-    processes, logging_giver = _PROCESSES, _logging_giver()
+    processes, logging_giver, by_address = _PROCESSES, _logging_giver(), _CTYPES
     learners, _, deciding, any_learner, names, starter = frames.classifier()
     giver_words = _GIVER_WORDS
     reaches, linked = _reaches_memory, _linked
@@ -893,14 +912,20 @@ def refuse_walks() -> None:
         caller = getframe(2)  # 0: this, 1: the hook, 2: who called the audited function
         if what in walks:
             return learners(caller) or any_learner(caller)
-        if what in processes:
-            # whose behalf: the first frame past the standard library and the relays; a
-            # compiler's own pool starts, one that calls what it was handed does not
+        if what in by_address or what in processes:
+            # whose behalf: the first frame past the standard library and the relays (ctypes'
+            # own cast and string_at are Python functions that call the C ones); a compiler's
+            # own pool starts, one that calls what it was handed does not; of ctypes, only
+            # NumPy's ctypeslib acts for the learner (a library's own use, the emulator's
+            # compiled launches among them, is its own)
             decider = deciding(caller)
             if decider is None:
                 return False
             if learners(decider):
                 return True
+            if what in by_address:
+                module = str(decider.f_globals.get("__name__", ""))
+                return module.startswith("numpy.") and any_learner(decider)
             return not starter(decider) and any_learner(decider)
         if learners(caller):
             return True
@@ -918,7 +943,7 @@ def refuse_walks() -> None:
         return any_learner(caller)
 
     def hook(event: str, args: Any) -> None:
-        if event in walks or event in processes or event == "sys._getframe":
+        if event in walks or event in processes or event in by_address or event == "sys._getframe":
             what = event
         elif event == "object.__getattr__" and len(args) == 2 and args[1] in attrs:
             what = str(args[1])
