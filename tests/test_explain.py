@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -246,18 +245,28 @@ def test_compile_errors_and_missing_kernels_are_one_line():
     assert "no kernel named 'j'" in k.error
 
 
-def test_tier0_answers_in_under_a_second_cold(tmp_path, monkeypatch):
+def test_tier0_compiles_once_then_answers_from_the_disk_cache(tmp_path, monkeypatch):
+    """A second explain of the same source, in a process that forgot its compilations, reads
+    the disk cache and runs NVRTC not at all. Counted, not timed: a loaded 2-core CI box took
+    0.28 s over a 0.25 s bound here (Tier 0's time is docs/explain.md's measured figure)."""
     monkeypatch.setenv("GPULAB_DATA_DIR", str(tmp_path))
+    compiles: list[str] = []
+    real = nvrtc._compile
+
+    def counted(lib, source, arch, options, name):
+        compiles.append(arch)
+        return real(lib, source, arch, options, name)
+
+    monkeypatch.setattr(nvrtc, "_compile", counted)
     nvrtc.clear_memory_cache()
-    t0 = time.perf_counter()
     e = _explain_catalog("31-matmul-tiled/solution.py")  # the largest kernel of the track
-    cold = time.perf_counter() - t0
-    assert e.kernels and cold < 1.0
+    assert e.kernels and compiles
     assert list((tmp_path / "explain-cache").glob("*.json"))
+    compiles.clear()
     nvrtc.clear_memory_cache()
-    t0 = time.perf_counter()
-    _explain_catalog("31-matmul-tiled/solution.py")
-    assert time.perf_counter() - t0 < 0.25  # from the disk cache
+    again = _explain_catalog("31-matmul-tiled/solution.py")
+    assert compiles == []  # from the disk cache
+    assert [k.name for k in again.kernels] == [k.name for k in e.kernels]
 
 
 def test_cli_explain(tmp_path, capsys):
