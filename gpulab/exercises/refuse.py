@@ -790,6 +790,11 @@ def _installed_roots(extra: tuple[str, ...]) -> tuple[str, ...]:
     # the system's libraries (libc, the CUDA driver, the toolkit under /usr/local/cuda)
     roots |= {"/usr", "/lib", "/lib32", "/lib64", "/opt"}
     roots |= set(extra)
+    # what the import path held before the learner's file ran: packages installed by
+    # PYTHONPATH (the GPU machine's wheels in /tmp/site) are installed too; the working
+    # directory is not, nor anything the learner's file adds to the path later
+    here = os.path.realpath(os.getcwd())
+    roots |= {p for p in sys.path if p and os.path.isabs(p) and os.path.realpath(p) != here}
     return tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
 
 
