@@ -225,11 +225,14 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
 
 
 def _plain_number(value: Any) -> bool:
-    """An int or float, or one of NumPy's own scalar types, not a subclass."""
+    """An int or float, or one of NumPy's own scalar types, not a subclass. NumPy's types are
+    told by identity: a float subclass that set `__module__ = "numpy"` on itself and answered 0
+    to every subtraction passed when they were told by the module's name."""
+    import numpy as np
+
     kind = type(value)
-    return kind in (int, float) or (
-        kind.__module__ == "numpy" and isinstance(value, numbers.Real) and kind is not bool
-    )
+    numpys = {t for t in np.sctypeDict.values() if issubclass(t, np.integer | np.floating)}
+    return kind in (int, float) or kind in numpys
 
 
 def compare(want: dict, got: dict, case: api.Case, ctx: api.Context) -> api.Mismatch | None:
