@@ -16,6 +16,7 @@ temporary.
 from __future__ import annotations
 
 import numbers
+import sys
 import tracemalloc
 from typing import Any
 
@@ -32,6 +33,9 @@ _UNSPLIT = MIB + 512
 
 def cases(ctx: api.Context) -> list[api.Case]:
     _bind_allocators(ctx.device)
+    import _tracemalloc  # noqa: F401 - loaded, so its namespace is in the snapshot
+
+    _TRACED[:] = _tracemalloc_now()
     rng = ctx.rng
     # Sizes drawn whole from the seed, each in its own span (small and large keeps, temporaries
     # smaller and larger than the keep), and the CPU cases in a shuffled order: a fixed table
@@ -129,6 +133,37 @@ _HOOKED = (
 )
 
 
+# What the check asks tracemalloc after the block (is it tracing, was the baseline traced before
+# it): a tracker that restarted tracing (so its absolute figures were the deltas) rebound
+# tracemalloc.get_object_traceback in __exit__ to vouch for the baseline, and passed. Its
+# namespaces, private names too (the Python functions look up _tracemalloc's on every call),
+# are compared with what they held before the learner's file loaded (`cases` runs first).
+_TRACEMALLOC = ("tracemalloc", "_tracemalloc")
+_TRACED: list[tuple[str, Any, dict[str, Any]]] = []
+
+
+def _tracemalloc_now() -> list[tuple[str, Any, dict[str, Any]]]:
+    return [(n, m, dict(vars(m))) for n in _TRACEMALLOC if (m := sys.modules.get(n)) is not None]
+
+
+def _tracemalloc_rebound(saved: list[tuple[str, Any, dict[str, Any]]]) -> list[str]:
+    """The names of tracemalloc's modules changed since `saved`, put back."""
+    names = []
+    for mod_name, mod, before in saved:
+        now = vars(mod)
+        for key in set(now) | set(before):
+            if key not in before:
+                names.append(f"{mod_name}.{key}")
+                delattr(mod, key)
+            elif now.get(key, _MISSING) is not before[key]:
+                names.append(f"{mod_name}.{key}")
+                setattr(mod, key, before[key])
+    return sorted(names)
+
+
+_MISSING = object()
+
+
 def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
     device = case.args["device"]
     keep, temp = case.args["keep"], case.args["temp"]
@@ -166,7 +201,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         try:
             with tracker as t:
                 hooked = _hooked(saved)
-                rebound = guard.restore()
+                rebound = guard.restore() + _tracemalloc_rebound(_TRACED)
                 if not hooked and not rebound:
                     kept = _alloc(device, keep)
                     tmp = _alloc(device, temp)
@@ -175,12 +210,13 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
                         raise _Boom("raised inside the with block on purpose")
         except _Boom:
             swallowed = False
+        rebound = rebound or _tracemalloc_rebound(_TRACED)
         if hooked or _hooked(saved):
             raise api.CheckError(_HOOKED)
         if rebound:
             raise api.CheckError(
-                f"your tracker rebinds {rebound[0]} in __enter__: it counts what the check "
-                "calls, not memory; measure with tracemalloc (or torch.cuda's memory figures)"
+                f"your tracker rebinds {rebound[0]}: it changes what the check calls or reads, "
+                "not memory; measure with tracemalloc (or torch.cuda's memory figures)"
             )
         if case.meta["raises"] and swallowed:
             raise api.CheckError(
