@@ -268,6 +268,7 @@ def _spy_scaler(device_type: str) -> Any:
     import torch
 
     counts = {"scale": 0, "step": 0, "update": 0}  # out of the learner's reach: no attribute
+    start = [0.0]  # the loss scale as the step began
 
     class SpyScaler(torch.amp.GradScaler):
         """A GradScaler that counts the calls the learner makes; `calls` is a copy of the
@@ -283,6 +284,23 @@ def _spy_scaler(device_type: str) -> Any:
         def reset_calls(self) -> None:
             for key in counts:
                 counts[key] = 0
+            start[0] = float(self.get_scale())
+
+        def scale_wrong(self) -> str:
+            """The loss scale a step left, if no GradScaler update makes it from the one it
+            found: `scaler.update(1.0)` (a new scale of the learner's) passed every case with
+            every later backward unscaled, the float16 gradients' underflow the scaler is for
+            left as it is. Its own update keeps the scale, halves it after an overflow, or
+            doubles it after growth_interval clean steps."""
+            was, now = start[0], float(self.get_scale())
+            if self.is_enabled() and now in (was, was * 0.5, was * 2.0):
+                return ""
+            return (
+                f"the loss scale went from {was:g} to {now:g} in one step (a scale of your own, "
+                "scaler.update(new_scale) or a write to the scaler): call scaler.update() and "
+                "let the scaler set it; the scaler skipped leaves small float16 gradients to "
+                "underflow"
+            )
 
         def scale(self, outputs: Any) -> Any:
             counts["scale"] += 1
@@ -357,7 +375,7 @@ def _steps(
                 raise  # the grader names the error and the learner's line
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise api.CheckError(f"step {step}: {missing}; {type(exc).__name__}: {text}") from None
-        missing = _missing_calls(scaler.calls)
+        missing = _missing_calls(scaler.calls) or scaler.scale_wrong()
         if missing:
             raise api.CheckError(f"step {step}: {missing}")
         wrong = _half_wrong(products, need)
@@ -445,7 +463,7 @@ def timing(fn: Any, ctx: api.Context) -> api.TimingSpec:
         before[:] = [m.weight.detach().clone() for m in linears]
 
     def check_call(s: Any, returned: Any) -> str | None:
-        missing = _missing_calls(scaler.calls)
+        missing = _missing_calls(scaler.calls) or scaler.scale_wrong()
         if missing:
             return missing
         if products.other is not None or not products.half:
