@@ -110,13 +110,14 @@ for part in $parts; do
       # exercises passing), where compile-fused's check spends its time per call (the probe),
       # then the exercises that bench did not reach, and the ones it found, repeat 5, with the
       # red team rules of the same day that reach the GPU path unrun (shared objects mapped in an
-      # ALLOW check, Triton's cache trusted on a GPU; ctypes' audit events; CuPy's attributes dict)
+      # ALLOW check, Triton's cache trusted on a GPU; ctypes' audit events; CuPy's attributes dict;
+      # mixed-precision's loss-scale rule, which reads get_scale() around each step)
       timeout -s INT 200 $PT tests/exercises/test_sm_count.py tests/exercises/test_exercises_catalog.py \
         -k "sm_count or grid-stride or deterministic-sum or profile-step" > "$out/next2.log" 2>&1
       timeout -s INT 120 python3 bench/probe_compile_fused_watch.py --json "$out/probe-compile-fused-watch.json" \
         > "$out/probe-compile-fused-watch.log" 2>&1
       timeout -s INT 420 python3 -m gpulab bench --suite exercises --repeat 5 \
-        --exercise dot-reduction,triton-affine-clamp,triton-causal-softmax,grid-stride,compile-fused,tree-reduction,triton-matmul \
+        --exercise dot-reduction,triton-affine-clamp,triton-causal-softmax,grid-stride,compile-fused,tree-reduction,triton-matmul,mixed-precision,device-agnostic,memory-tracker \
         --json "$out/next2-bench.json" --markdown "$out/next2-bench.md" > "$out/next2-bench.log" 2>&1 ;;
     soak)
       # issue 31's long variant: every GPU exercise's reference 50 times in a row with a core
