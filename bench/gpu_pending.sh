@@ -14,7 +14,8 @@
 # the shared suite run of 2026-11-29 left: cuda-graphs' freed-memory fix in a used worker), next (what
 # 2026-12-01 wrote without device time, then the bench's unreached exercises; both GPUs for the
 # collectives), next2 (the one-H200 bench's findings of 3059e33, compile-fused's per-call probe and the
-# exercises it did not reach), soak (the long variant alone over the GPUs, `SOAK_ONLY=1 gpu_exercises_split.sh`).
+# exercises it did not reach), s58 (compile-fused at 128M; the exercises next2's lost run
+# covered), soak (the long variant alone over the GPUs, `SOAK_ONLY=1 gpu_exercises_split.sh`).
 set -u
 out=${OUT:-/tmp}
 PT="python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts= -rfE --timeout 150"
@@ -119,6 +120,18 @@ for part in $parts; do
       timeout -s INT 420 python3 -m gpulab bench --suite exercises --repeat 5 \
         --exercise dot-reduction,triton-affine-clamp,triton-causal-softmax,grid-stride,compile-fused,tree-reduction,triton-matmul,mixed-precision,device-agnostic,memory-tracker \
         --json "$out/next2-bench.json" --markdown "$out/next2-bench.md" > "$out/next2-bench.log" 2>&1 ;;
+    s58)
+      # compile-fused's speed input grown to 128M where memory allows (the same host work beside
+      # kernels 4x longer): the per-call probe at both sizes, then the exercise and the three
+      # that 3059e33's bench did not reach (next2's run of them was lost with its machine),
+      # repeat 5, every wrong/ and right/
+      for k in 25 27; do
+        timeout -s INT 100 python3 bench/probe_compile_fused_watch.py --log2n $k \
+          --json "$out/probe-compile-fused-watch-$k.json" > "$out/probe-compile-fused-watch-$k.log" 2>&1
+      done
+      timeout -s INT 380 python3 -m gpulab bench --suite exercises --repeat 5 \
+        --exercise compile-fused,dot-reduction,triton-affine-clamp,triton-causal-softmax \
+        --json "$out/s58-bench.json" --markdown "$out/s58-bench.md" > "$out/s58.log" 2>&1 ;;
     soak)
       # issue 31's long variant: every GPU exercise's reference 50 times in a row with a core
       # busy, the soak alone, split over the GPUs (the collectives are not soaked)

@@ -12,7 +12,8 @@ and the eager chain at n = 2**25 under the check's pieces added one at a time:
 Each row is the median of 60 calls, host clock around the call and a synchronize, as the check
 times. On a machine without a GPU it runs on the CPU at n = 2**20 (a smoke test: the figures
 there say nothing about a GPU host).
-Usage: python3 bench/probe_compile_fused_watch.py [--json PATH]
+Usage: python3 bench/probe_compile_fused_watch.py [--json PATH] [--log2n 27] (the check's
+larger input where memory allows: the same host work beside kernels 4x longer)
 """
 
 from __future__ import annotations
@@ -71,10 +72,11 @@ def _median_ms(f, x, w, gpu: bool, fresh=None) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default="")
+    ap.add_argument("--log2n", type=int, default=0, help="the input's length, 2**LOG2N")
     args = ap.parse_args()
     gpu = torch.cuda.is_available()
     device = "cuda" if gpu else "cpu"
-    n = 1 << 25 if gpu else 1 << 20
+    n = 1 << (args.log2n or (25 if gpu else 20))
     g = torch.Generator(device=device)
     g.manual_seed(7)
     x = torch.rand(n, generator=g, device=device).mul_(6.0).sub_(3.0)

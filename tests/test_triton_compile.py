@@ -295,6 +295,37 @@ def test_compile_fused_draws_its_large_input_on_the_device():
     assert bool((x == again).all()) and not bool((x == other).all())
 
 
+def test_compile_fused_sizes_its_speed_input_by_the_free_memory(monkeypatch):
+    """The speed input grows from 32M to 128M elements where a quarter of the free memory holds
+    the rounds, so a call's host work (guards, a few eager ops on the scale) weighs little beside
+    its kernels; the calls a round shrink as it grows, keeping a round's work about the same."""
+    import numpy as np
+    import torch
+
+    from gpulab.exercises import api
+    from gpulab.exercises.run_check import loaded_check
+
+    ex = CATALOG.get("compile-fused")
+    free = [0]
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free[0], 141 << 30))
+    with loaded_check(ex) as check:
+
+        def size(free_bytes, device="cuda:0"):
+            free[0] = free_bytes
+            ctx = api.Context(
+                rng=np.random.default_rng(1), seed=1, gpu=True, cupy=False, device=device
+            )
+            case = next(c for c in check.cases(ctx) if c.meta.get("speed"))
+            return case.args["n"]
+
+        assert size(139 << 30) == 1 << 27  # an H200
+        assert size(12 << 30) == 1 << 26
+        assert size(6 << 30) == 1 << 25  # a laptop's card: the size it always had
+        assert size(1 << 30) == 1 << 25  # never below it
+        assert size(139 << 30, device="cpu") == 1 << 25  # no device to ask
+        assert [check.round_calls(1 << k) for k in (25, 26, 27)] == [20, 10, 5]
+
+
 def test_compile_fused_stops_a_round_once_the_learners_calls_have_taken_their_budget(monkeypatch):
     """A file far slower than eager (wrong/eager-in-small-slices.py took 1 s a call, 139 s of
     seven rounds on an H200) stops its round once its calls have taken ROUND_BUDGET_S, and the

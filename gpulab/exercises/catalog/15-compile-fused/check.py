@@ -77,7 +77,22 @@ NOT_WORK = frozenset(
     )
 )
 ROUNDS = 7
-CALLS = 20  # calls of each contender a round, each on new values, one of the learner's compared
+# Elements each contender's calls pass over in a round, over as many calls as that takes (20 at
+# 32M, 5 at 128M): each call on new values, one of the learner's compared
+ROUND_ELEMENTS = 20 << 25
+MIN_CALLS = 5
+# The speed input on a GPU: 32M elements, and up to 128M where free memory holds the rounds
+# (about PEAK_BYTES an element: x, w, the eager chain's temporaries, the answers kept to compare)
+# within a quarter of it. Each call is timed from a synchronize to a synchronize, so a call's host
+# work (dynamo's guards, Inductor's wrapper, a learner's few eager ops on the scale, the check's
+# per-call bookkeeping) adds to its GPU time. At 32M on an H200 that host work was as long as
+# the fused kernel itself (0.15 ms): four 1-element eager ops (right/scale-outside-the-graph.py)
+# read 20% to 40% of our saving in some checks, 72% to 83% in others
+# (bench/results/probe-compile-fused-watch-h200.*); at 128M the kernels are 4x longer and the
+# same host work weighs a quarter as much.
+GPU_MIN = 1 << 25
+GPU_MAX = 1 << 27
+PEAK_BYTES = 40
 # A round's calls of the learner's stop once they have taken this long, and the rounds with
 # them: 0.1 s a call, slower than the eager chain at 32M elements on any GPU (about 20 ms on a
 # laptop's at 100 GB/s), so no file that reaches it saves anything over eager. On an H200,
@@ -122,10 +137,10 @@ def cases(ctx: api.Context) -> list[api.Case]:
         w = ctx.rng.uniform(0.5, 2, n).astype(np.float32)
         x[x == 0] = 1.0
         out.append(api.Case(f"n={n}", {"x": x, "w": w}))
-    # On a GPU 32M elements even in quick checks: at 4M a call is a few tens of microseconds and
-    # dynamo's per-call guards weigh as much as the fusion saves. On the CPU one thread a side
-    # at 1M elements keeps a round near a tenth of a second.
-    big = (1 << 25) if ctx.gpu else (1 << 20)
+    # On a GPU 32M elements or more even in quick checks (_gpu_size): at 4M a call is a few tens
+    # of microseconds and dynamo's per-call guards weigh as much as the fusion saves. On the CPU
+    # one thread a side at 1M elements keeps a round near a tenth of a second.
+    big = _gpu_size(ctx) if ctx.gpu else (1 << 20)
     if ctx.gpu:
         # Drawn on the device when the case runs (_inputs): 32M float64 draws on the host and
         # their conversion were 0.48 s of a repeat check's 1.0 s on an H200 host
@@ -146,6 +161,26 @@ def cases(ctx: api.Context) -> list[api.Case]:
     # h200.log. The large input is the one a program would run hot.
     out.insert(1, api.Case(name, args, {"speed": True}))
     return out
+
+
+def _gpu_size(ctx: api.Context) -> int:
+    """The speed input's length on this GPU: the largest power of two from GPU_MIN to GPU_MAX
+    whose rounds take at most a quarter of the device's free memory (GPU_MIN where the device
+    cannot be asked)."""
+    if not ctx.device.startswith("cuda"):
+        return GPU_MIN
+    import torch
+
+    free, _total = torch.cuda.mem_get_info(torch.device(ctx.device))
+    n = GPU_MIN
+    while n < GPU_MAX and 2 * n * PEAK_BYTES <= free // 4:
+        n *= 2
+    return n
+
+
+def round_calls(n: int) -> int:
+    """Calls of each contender in a round of the speed case at length n."""
+    return max(MIN_CALLS, min(20, ROUND_ELEMENTS // n))
 
 
 def expected(case: api.Case, ctx: api.Context) -> Any:
@@ -319,14 +354,15 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> Any:
             # 90% of our saving to 41% on an H200 host (bench/results/probe-scale-outside-h200.log)
             eager_timed = ctx.watch.ours(_eager) if ctx.watch is not None else _eager
             _differs(ours(x, w), _eager(x, w))  # warm: our chain compiles for this size here
+            calls = round_calls(x.numel())
             for k in range(ROUNDS):
-                checked = _urandom(1)[0] % CALLS  # which call of the round is compared
+                checked = _urandom(1)[0] % calls  # which call of the round is compared
                 with ctx.timed_calls():
                     yours, wrong, spent = _time(
-                        fn, x, w, gpu, CALLS, fresh, checked, budget_s=ROUND_BUDGET_S
+                        fn, x, w, gpu, calls, fresh, checked, budget_s=ROUND_BUDGET_S
                     )
-                eager, _, _ = _time(eager_timed, x, w, gpu, CALLS, fresh)
-                mine, _, _ = _time(ours, x, w, gpu, CALLS, fresh)
+                eager, _, _ = _time(eager_timed, x, w, gpu, calls, fresh)
+                mine, _, _ = _time(ours, x, w, gpu, calls, fresh)
                 if wrong:
                     return {
                         "gpu": True,
