@@ -22,5 +22,5 @@ extern "C" __global__ void dot(const float* a, const float* b, float* out, float
 
 
 def dot(a, b, out):
-    value = np.float32(a.dot(b))
+    value = np.float32(float(a.dot(b)))
     _kernel((1,), (256,), (a, b, out, value))
