@@ -15,7 +15,7 @@
 # 2026-12-01 wrote without device time, then the bench's unreached exercises; both GPUs for the
 # collectives), next2 (the one-H200 bench's findings of 3059e33, compile-fused's per-call probe and the
 # exercises it did not reach), s58 (compile-fused at 128M; the exercises next2's lost run
-# covered), soak (the long variant alone over the GPUs, `SOAK_ONLY=1 gpu_exercises_split.sh`).
+# covered), s58rt (the s58 red team's rules on ddp, ddp-overlap and profile-step), soak (the long variant alone over the GPUs, `SOAK_ONLY=1 gpu_exercises_split.sh`).
 set -u
 out=${OUT:-/tmp}
 PT="python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts= -rfE --timeout 150"
@@ -132,6 +132,16 @@ for part in $parts; do
       timeout -s INT 380 python3 -m gpulab bench --suite exercises --repeat 5 \
         --exercise compile-fused,dot-reduction,triton-affine-clamp,triton-causal-softmax \
         --json "$out/s58-bench.json" --markdown "$out/s58-bench.md" > "$out/s58.log" 2>&1 ;;
+    s58rt)
+      # the red team of s58 on ddp, ddp-overlap and profile-step, written without device time:
+      # profile-step's count of tensor_split cut at a tensor's values (a mode over the profiled
+      # steps only, the timed ones bare: rows-cut-by-tensor-split); ddp's reducer parameters read
+      # as DDP is built and its forwards read at DDP's _pre_forward/_post_forward
+      # (ignored-params-written-back, forward-overridden-in-a-subclass, right/forward-called-by-name);
+      # ddp-overlap's correctness run under torch's profiler, a wait op inside a hook's range
+      # refused (wait-tensor-from-*, right/group-method-then), on NCCL too
+      timeout -s INT 400 $PT tests/exercises/test_exercises_catalog.py tests/exercises/test_collectives.py \
+        -k "profile-step or ddp" > "$out/s58rt.log" 2>&1 ;;
     soak)
       # issue 31's long variant: every GPU exercise's reference 50 times in a row with a core
       # busy, the soak alone, split over the GPUs (the collectives are not soaked)

@@ -40,7 +40,9 @@ profiled and the timed steps, must match the float64 run over all of them.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +223,49 @@ def _source(fn: Any) -> str:
         return ""
 
 
+class _HostCuts:
+    """Counts the calls that cut a tensor at sizes read from another tensor's values
+    (tensor_split handed a tensor of cut points): ATen reads them from its memory on the host,
+    with no aten::_local_scalar_dense for the profile to count, and the pieces are sized by the
+    data. A red team's step ordered the rows real-first and cut them at keep.sum(): the slow
+    step's data-sized selection, no read and no sized operator counted on a CPU."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.on = True
+
+    @staticmethod
+    def _cuts_by_tensor(func: Any, args: Any, kwargs: Any) -> bool:
+        import torch
+
+        name = getattr(func, "__name__", "") or ""
+        if name != "tensor_split" and not str(func).startswith("aten.tensor_split"):
+            return False
+        at = list(args[1:2]) + [
+            kwargs.get(k) for k in ("tensor_indices_or_sections", "indices_or_sections", "sections")
+        ]
+        return any(isinstance(a, torch.Tensor) for a in at)
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        if not self.on:
+            yield
+            return
+        from torch.overrides import TorchFunctionMode
+
+        outer = self
+
+        class _Cuts(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+                kwargs = kwargs or {}
+                if outer._cuts_by_tensor(func, args, kwargs):
+                    outer.count += 1
+                return func(*args, **kwargs)
+
+        with _Cuts():
+            yield
+
+
 def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
     import torch
 
@@ -252,9 +297,11 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         # profile, the right losses and weights
         source = _source(fn)
         returned: list[Any] = []
+        cuts = _HostCuts()
 
         def yours(i: int) -> None:
-            got = fn(params, momenta, *batches[i])
+            with cuts.watching():
+                got = fn(params, momenta, *batches[i])
             lazy = not_plain(got) or not_plain(params) or not_plain(momenta)
             if lazy:
                 raise api.CheckError(f"step {i}: {lazy}")
@@ -293,6 +340,8 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
             ours(i)
         ours_trace = st.profile_steps(lambda i: ours(WARM + i), 1, gpu=ctx.gpu)
         out["trace"], out["slow_trace"] = trace.to_dict(), slow_trace.to_dict()
+        out["host_cuts"] = cuts.count / (PROFILED + 1)
+        cuts.on = False  # the timed steps run bare: a mode there would cost yours time alone
         out["ours_trace"] = ours_trace.to_dict()
         out["table"] = st.table(trace)
         if ctx.gpu:
@@ -407,6 +456,16 @@ def _judge_profile(got: dict, ctx: api.Context) -> api.Mismatch | None:
             "needs as tensors, on the device",
             expected=0,
             got=t["readbacks"],
+        )
+    cuts = got.get("host_cuts", 0.0)
+    if cuts:
+        return api.Mismatch(
+            f"your step cuts tensors at sizes read from a tensor's values {cuts:.3g} time(s) per "
+            "step (torch.tensor_split handed a tensor of cut points: the host reads them, on a "
+            "GPU once the device has computed them, a sync, and the pieces are sized by the "
+            "data): keep every row and weight it by its mask, on the device",
+            expected=0,
+            got=cuts,
         )
     what = "kernels" if ctx.gpu else "operators"
     ours_t = got["ours_trace"]

@@ -128,21 +128,24 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
     since_step = [False]  # a synced forward since the last optimizer step of this model
     steps = [0, 0]  # optimizer steps of this model's parameters: all, and with no synced forward
 
-    def via_ddp(m: Any, _inputs: Any) -> None:
-        if torch.is_grad_enabled():
-            through[0] += 1
-            pending.append(bool(getattr(m, "require_backward_grad_sync", False)))
+    def via_ddp(m: Any) -> None:
+        grad = torch.is_grad_enabled()
+        through[0] += grad
+        pending.append(grad and bool(getattr(m, "require_backward_grad_sync", False)))
 
     hooked: list[str] = []  # a communication hook of the learner's, by name
 
     left_out: list[int] = []  # parameters of the model DDP's reducer does not average
+    # what each wrapper's reducer was built over, read as DDP's __init__ returns, before the
+    # learner's code runs again: a red team wrote ddp._module_parameters back to the whole
+    # model after DDP was told to ignore all but one bias, and the check read it at each forward
+    reduced: dict[int, set[int]] = {}
     frozen_at_wrap: set[int] = set()  # the reducer takes only what needs a gradient then
 
-    def after_ddp(m: Any, _inputs: Any, _out: Any) -> None:
+    def after_ddp(m: Any) -> None:
         # Read from the wrapper as it ran: the parameters its reducer averages (a parameter
         # ignored, or frozen while DDP was built, is averaged by nobody but the learner)
-        synced_ids = {id(p) for p in getattr(m, "_module_parameters", model.parameters())}
-        synced_ids -= frozen_at_wrap
+        synced_ids = reduced.get(id(m), set()) - frozen_at_wrap
         left_out.append(sum(id(p) not in synced_ids for p in model.parameters()))
         # A Python comm hook replaces DDP's all-reduce of each bucket: one that returns the
         # bucket unchanged leaves the averaging to the learner's own code
@@ -166,6 +169,23 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
 
     model[0].register_forward_pre_hook(saw)
     real_init = DDP.__init__
+    # A forward through DDP is read where DDP's own forward arms its reducer (_pre_forward, then
+    # _post_forward, which tells the reducer to expect the backward), not from the wrapper's
+    # module hooks: those ran for a red team's DDP subclass whose forward called the model
+    # straight away (the reducer all-reduced nothing), and not for a correct ddp.forward(x)
+    real_pre, real_post = DDP._pre_forward, DDP._post_forward
+    built: set[int] = set()  # the DDPs built over this model
+
+    def pre_forward(self: Any, *inputs: Any, **kwargs: Any) -> Any:
+        if id(self) in built:
+            via_ddp(self)
+        return real_pre(self, *inputs, **kwargs)
+
+    def post_forward(self: Any, output: Any) -> Any:
+        out = real_post(self, output)
+        if id(self) in built:
+            after_ddp(self)
+        return out
 
     groups: list[int] = []  # the ranks in the group of each DDP of this model
 
@@ -175,8 +195,8 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
             frozen_at_wrap.update(id(p) for p in model.parameters() if not p.requires_grad)
         real_init(self, module, *args, **kwargs)
         if module is model:
-            self.register_forward_pre_hook(via_ddp)
-            self.register_forward_hook(after_ddp)
+            reduced[id(self)] = {id(p) for p in getattr(self, "_module_parameters", ())}
+            built.add(id(self))
             group = getattr(self, "process_group", None)
             groups.append(int(group.size()) if group is not None else rc.world_size)
 
@@ -198,6 +218,8 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
         return register
 
     DDP.__init__ = spy  # type: ignore[method-assign] - put back below
+    DDP._pre_forward = pre_forward  # type: ignore[method-assign] - put back below
+    DDP._post_forward = post_forward  # type: ignore[method-assign] - put back below
     for owner, name, real in binds:
         setattr(owner, name, binding(real))
     stepped = register_optimizer_step_pre_hook(stepping)
@@ -205,6 +227,8 @@ def rank(rc: Any, fn: Any, case: api.Case) -> dict[str, Any]:
         fn(model, data, epochs=EPOCHS, batch_size=BATCH, lr=LR, log=lines.append)
     finally:
         DDP.__init__ = real_init  # type: ignore[method-assign] - the original
+        DDP._pre_forward = real_pre  # type: ignore[method-assign] - the original
+        DDP._post_forward = real_post  # type: ignore[method-assign] - the original
         for owner, name, real in binds:
             setattr(owner, name, real)
         stepped.remove()
@@ -279,12 +303,16 @@ def compare(
             )
         if out["through_ddp"] < out["forwards"]:
             never = (
-                " (it never ran a forward through the wrapper)" if not out["through_ddp"] else ""
+                " (it never ran a forward through the wrapper: DDP's own forward, where its "
+                "reducer is told to expect the backward, never ran)"
+                if not out["through_ddp"]
+                else ""
             )
             return api.Mismatch(
                 f"rank {rank} ran {out['forwards'] - out['through_ddp']} of its {out['forwards']} "
                 f"training forwards past DistributedDataParallel{never}: call the wrapped model, "
-                "so that DDP's hooks average the gradients in the backward"
+                "and leave DDP's forward as it is, so that its hooks average the gradients in "
+                "the backward"
             )
         if out.get("left_out"):
             return api.Mismatch(

@@ -44,6 +44,12 @@ RTOL = 1e-4  # float32: only the order of the gradient sums differs
 # The timed case: wide enough that the all-reduce costs as much as the compute on NVLink
 TIMED = {"width": 4096, "layers": 8, "batch": 256, "steps": 5, "warmup": 3}
 REFERENCE = Path(__file__).with_name("solution.py")
+# Each call of the learner's hook runs in a profiler range of this name (the correctness cases
+# run under torch's profiler): a dispatcher op inside it is read from what ran, whatever door
+# the hook reached it by
+HOOK_RANGE = "gpulab::comm_hook"
+# Dispatcher ops that block until a collective's result has arrived
+WAIT_OPS = ("_c10d_functional::wait_tensor",)
 
 
 def _gpus_for_timing(ctx: api.Context) -> int:
@@ -148,6 +154,8 @@ class _Hooked:
     thing any call did wrong is kept, nothing is raised inside the backward pass."""
 
     def __init__(self, hook: Any) -> None:
+        from torch.profiler import record_function
+
         from gpulab.exercises import collective_guard
 
         self.path = cc.learner_file(hook)
@@ -173,7 +181,7 @@ class _Hooked:
         # A plain function without annotations: DDP checks a hook's annotations by identity
         def call(state, bucket):
             self.calls += 1
-            with collective_guard.recording(self.path) as found:
+            with collective_guard.recording(self.path) as found, record_function(HOOK_RANGE):
                 out = hook(state, bucket)
             if found and self.problem is None:
                 self.problem = found[0]
@@ -186,6 +194,7 @@ class _Hooked:
 
 def _train(rc: Any, hook: Any, case: api.Case) -> dict[str, Any]:
     import torch
+    from torch.profiler import ProfilerActivity, profile
 
     from gpulab.exercises import collective_guard
 
@@ -194,23 +203,11 @@ def _train(rc: Any, hook: Any, case: api.Case) -> dict[str, Any]:
     hooked = _Hooked(hook)
     ddp.register_comm_hook(None, hooked.call)
     opt = torch.optim.SGD(ddp.parameters(), lr=LR)
-    batch = rc.world_size * PER_RANK
-    grads = []  # as each backward pass left them: what DDP made of the hook's futures
-    sent = []  # what the hook's futures delivered, each step
+    grads: list[Any] = []  # as each backward pass left them: what DDP made of the hook's futures
+    sent: list[Any] = []  # what the hook's futures delivered, each step
     try:
-        for s in range(STEPS):
-            lo = s * batch + rc.rank * PER_RANK  # this rank's share of the step's batch
-            xb = torch.from_numpy(x[lo : lo + PER_RANK]).to(rc.device)
-            yb = torch.from_numpy(y[lo : lo + PER_RANK]).to(rc.device)
-            loss = torch.nn.functional.mse_loss(ddp(xb), yb)
-            opt.zero_grad()
-            hooked.delivered.clear()
-            loss.backward()
-            params = list(ddp.module.parameters())
-            grads.append([p.grad.detach().cpu().numpy().copy() for p in params])
-            missing = torch.full((1,), float("nan"))  # a parameter no future delivered
-            sent.append([hooked.delivered.get(id(p), missing).cpu().numpy().copy() for p in params])
-            opt.step()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            _steps(rc, ddp, opt, hooked, x, y, grads, sent)
         cc.sync(rc.device)
     except Exception as exc:  # noqa: BLE001 - the hook's rule, or its exception, in one line
         if hooked.problem:
@@ -218,6 +215,8 @@ def _train(rc: Any, hook: Any, case: api.Case) -> dict[str, Any]:
         raise collective_guard.LearnerFailed(
             f"training with your hook raised {collective_guard.learner_line(exc, hooked.path)}"
         ) from None
+    if hooked.problem is None:
+        hooked.problem = _waited_in_hook(prof.events())
     if hooked.problem:
         raise collective_guard.Refused(hooked.problem)
     return {
@@ -226,6 +225,49 @@ def _train(rc: Any, hook: Any, case: api.Case) -> dict[str, Any]:
         "sent": sent,
         "calls": hooked.calls,
     }
+
+
+def _waited_in_hook(events: Any) -> str | None:
+    """The first wait op that ran inside a call of the hook, read from the profile: a red team
+    waited on its functional all-reduce through wait_tensor fetched from a fresh
+    torch._ops._OpNamespace, or from torch._C._jit_get_operation, past the guarded names."""
+    for e in events:
+        if e.name not in WAIT_OPS:
+            continue
+        parent = e.cpu_parent
+        while parent is not None and parent.name != HOOK_RANGE:
+            parent = parent.cpu_parent
+        if parent is not None:
+            return (
+                f"your hook waits for a functional collective's result ({e.name}, reached "
+                "past torch.ops' names): the backward pass stops there until it ends, so no "
+                "computation overlaps it. Start the all-reduce with async_op=True and return "
+                "its future (work.get_future(), with .then() for what comes after): DDP waits "
+                "for it once the backward pass is done"
+            )
+    return None
+
+
+def _steps(
+    rc: Any, ddp: Any, opt: Any, hooked: _Hooked, x: Any, y: Any, grads: list, sent: list
+) -> None:
+    """The training steps, each rank on its share of every step's batch."""
+    import torch
+
+    batch = rc.world_size * PER_RANK
+    for s in range(STEPS):
+        lo = s * batch + rc.rank * PER_RANK  # this rank's share of the step's batch
+        xb = torch.from_numpy(x[lo : lo + PER_RANK]).to(rc.device)
+        yb = torch.from_numpy(y[lo : lo + PER_RANK]).to(rc.device)
+        loss = torch.nn.functional.mse_loss(ddp(xb), yb)
+        opt.zero_grad()
+        hooked.delivered.clear()
+        loss.backward()
+        params = list(ddp.module.parameters())
+        grads.append([p.grad.detach().cpu().numpy().copy() for p in params])
+        missing = torch.full((1,), float("nan"))  # a parameter no future delivered
+        sent.append([hooked.delivered.get(id(p), missing).cpu().numpy().copy() for p in params])
+        opt.step()
 
 
 def rank(rc: Any, fn: Any, case: api.Case) -> Any:
