@@ -135,7 +135,8 @@ for part in $parts; do
     s58rt)
       # the red team of s58 on ddp, ddp-overlap and profile-step, written without device time:
       # profile-step's count of tensor_split cut at a tensor's values (a mode over the profiled
-      # steps only, the timed ones bare: rows-cut-by-tensor-split); ddp's reducer parameters read
+      # steps only, the timed ones bare: rows-cut-by-tensor-split) and the shapes those steps
+      # made compared across steps (rows-packed-by-pack-padded-sequence); ddp's reducer parameters read
       # as DDP is built and its forwards read at DDP's _pre_forward/_post_forward
       # (ignored-params-written-back, forward-overridden-in-a-subclass, right/forward-called-by-name);
       # ddp-overlap's correctness run under torch's profiler, a wait op inside a hook's range

@@ -233,6 +233,10 @@ class _HostCuts:
     def __init__(self) -> None:
         self.count = 0
         self.on = True
+        # The shapes of what each torch call made, a list a step: a step that keeps every row
+        # makes the same shapes whatever the mask, one that selects the real rows by any door (a
+        # red team's pack_padded_sequence cut at keep.sum(), read from its memory in C++) does not
+        self.shapes: list[list[tuple[int, ...]]] = []
 
     @staticmethod
     def _cuts_by_tensor(func: Any, args: Any, kwargs: Any) -> bool:
@@ -251,19 +255,37 @@ class _HostCuts:
         if not self.on:
             yield
             return
+        import torch
         from torch.overrides import TorchFunctionMode
 
         outer = self
+        made: list[tuple[int, ...]] = []
+        self.shapes.append(made)
 
         class _Cuts(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
                 kwargs = kwargs or {}
                 if outer._cuts_by_tensor(func, args, kwargs):
                     outer.count += 1
-                return func(*args, **kwargs)
+                out = func(*args, **kwargs)
+                for t in out if isinstance(out, list | tuple) else (out,):
+                    if isinstance(t, torch.Tensor):
+                        made.append(tuple(t.shape))
+                return out
 
         with _Cuts():
             yield
+
+    def sized_by_data(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The first pair of shapes that differ between two steps on same-sized batches."""
+        first = self.shapes[0] if self.shapes else []
+        for other in self.shapes[1:]:
+            for a, b in zip(first, other, strict=False):
+                if a != b:
+                    return a, b
+            if len(other) != len(first):
+                return (len(first),), (len(other),)
+        return None
 
 
 def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
@@ -341,6 +363,7 @@ def run(fn: Any, case: api.Case, ctx: api.Context) -> dict[str, Any]:
         ours_trace = st.profile_steps(lambda i: ours(WARM + i), 1, gpu=ctx.gpu)
         out["trace"], out["slow_trace"] = trace.to_dict(), slow_trace.to_dict()
         out["host_cuts"] = cuts.count / (PROFILED + 1)
+        out["sized_shapes"] = cuts.sized_by_data()
         cuts.on = False  # the timed steps run bare: a mode there would cost yours time alone
         out["ours_trace"] = ours_trace.to_dict()
         out["table"] = st.table(trace)
@@ -466,6 +489,14 @@ def _judge_profile(got: dict, ctx: api.Context) -> api.Mismatch | None:
             "data): keep every row and weight it by its mask, on the device",
             expected=0,
             got=cuts,
+        )
+    differ = got.get("sized_shapes")
+    if differ:
+        return api.Mismatch(
+            f"your step makes tensors whose size changes with the mask (shape {differ[0]} in one "
+            f"profiled step, {differ[1]} in the same place of another, every batch {PROFILE_ROWS} "
+            "rows): the real rows are selected by size, so on a GPU the host waits to learn it "
+            "(a sync), whatever call does it; keep every row and weight it by its mask"
         )
     what = "kernels" if ctx.gpu else "operators"
     ours_t = got["ours_trace"]
