@@ -374,13 +374,17 @@ async def _form_ready(pilot: Any, panel: Any, experiment: str) -> Any:
     from gpulab.app.widgets.param_form import ParamForm
     from gpulab.experiments.registry import get
 
-    want = len(get(experiment).params)
+    params = get(experiment).params
     for _ in range(50):
         await pilot.pause()
-        forms = [f for f in panel.query(ParamForm) if f.is_mounted]
+        # The form built from this experiment's own parameters: the one a link replaced is
+        # removed after the new one mounts, and counting fields took it for the new one where
+        # the two experiments have as many parameters (a loaded fresh-clone run read 'steps'
+        # from the form before)
+        forms = [f for f in panel.query(ParamForm) if f.is_mounted and f.params is params]
         if forms and panel.experiment_id == experiment:
             fields = forms[-1].fields()
-            if len(fields) == want and all(f.query(".param-note") for f in fields):
+            if len(fields) == len(params) and all(f.query(".param-note") for f in fields):
                 return forms[-1]
     raise AssertionError(f"the form for {experiment} never finished composing")
 
