@@ -369,7 +369,7 @@ async def test_full_app_run_link_fills_the_experiment_panel():
         assert app.screen.current == "experiments"  # the app moved to the experiment panel
 
 
-async def _form_ready(pilot: Any, panel: Any, experiment: str) -> Any:
+async def _form_ready(pilot: Any, panel: Any, experiment: str, old: frozenset = frozenset()) -> Any:
     """The panel's form for `experiment` once every field has composed (waits on events)."""
     from gpulab.app.widgets.param_form import ParamForm
     from gpulab.experiments.registry import get
@@ -381,7 +381,13 @@ async def _form_ready(pilot: Any, panel: Any, experiment: str) -> Any:
         # removed after the new one mounts, and counting fields took it for the new one where
         # the two experiments have as many parameters (a loaded fresh-clone run read 'steps'
         # from the form before)
-        forms = [f for f in panel.query(ParamForm) if f.is_mounted and f.params is params]
+        # (and not one of `old`, the forms there before the link: the same experiment linked
+        # twice with other values left the first form to be read)
+        forms = [
+            f
+            for f in panel.query(ParamForm)
+            if f.is_mounted and f.params is params and f.id not in old
+        ]
         if forms and panel.experiment_id == experiment:
             fields = forms[-1].fields()
             if len(fields) == len(params) and all(f.query(".param-note") for f in fields):
@@ -392,6 +398,7 @@ async def _form_ready(pilot: Any, panel: Any, experiment: str) -> Any:
 async def test_full_app_every_lesson_link_opens_a_valid_form():
     """Every Run link in the real lessons lands in the panel filled in and without errors."""
     from gpulab.app.panes.experiments import ExperimentPanel
+    from gpulab.app.widgets.param_form import ParamForm
     from gpulab.experiments.registry import get
 
     unique = {link.href: (le.id, link) for le in load_catalog() for link in le.links()}
@@ -403,8 +410,9 @@ async def test_full_app_every_lesson_link_opens_a_valid_form():
         pane = app.screen.query_one("#lessons", LessonsPane)
         panel = app.screen.query_one("#experiments", ExperimentPanel)
         for lesson_id, link in links:
+            before = frozenset(f.id for f in panel.query(ParamForm))
             assert pane.follow_link(link.href), f"{lesson_id}: {link.href}"
-            form = await _form_ready(pilot, panel, link.experiment)
+            form = await _form_ready(pilot, panel, link.experiment, before)
             where = f"{lesson_id}: {link.href}"
             assert panel.experiment_id == link.experiment, where
             assert form.errors() == [], where
